@@ -1,0 +1,137 @@
+"""The workspace's SQLite schema as an ordered list of migrations.
+
+Migration ``i`` (1-based) brings a database from version ``i - 1`` to ``i``. Never edit a migration
+that has shipped: append a new one. ``PRAGMA user_version`` holds the version reached.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: everything the first release stores.
+    """
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    -- A class of the workspace; imagenet_indices is a JSON list (empty when the class has none).
+    CREATE TABLE classes (
+        name             TEXT PRIMARY KEY,
+        imagenet_indices TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE targets (
+        id          TEXT PRIMARY KEY,
+        class_name  TEXT NOT NULL REFERENCES classes(name),
+        image_hash  TEXT NOT NULL,
+        mask_hash   TEXT NOT NULL,
+        height      INTEGER NOT NULL,
+        width       INTEGER NOT NULL,
+        origin      TEXT NOT NULL,
+        package     TEXT NOT NULL DEFAULT '',
+        licence     TEXT NOT NULL DEFAULT '',
+        added       TEXT NOT NULL
+    );
+    CREATE TABLE backgrounds (
+        id          TEXT PRIMARY KEY,
+        image_hash  TEXT NOT NULL,
+        height      INTEGER NOT NULL,
+        width       INTEGER NOT NULL,
+        origin      TEXT NOT NULL,
+        crop        TEXT NOT NULL DEFAULT '',
+        package     TEXT NOT NULL DEFAULT '',
+        licence     TEXT NOT NULL DEFAULT '',
+        added       TEXT NOT NULL
+    );
+    -- A registered model. spec is a JSON object (source, architecture, checkpoint, label space,
+    -- preprocessing, embedding layer ...) owned by analytics.models.
+    CREATE TABLE models (
+        name        TEXT PRIMARY KEY,
+        source      TEXT NOT NULL,
+        spec        TEXT NOT NULL,
+        added       TEXT NOT NULL
+    );
+    -- A named matrix of keyword scores over items (targets or backgrounds): arrays in the store.
+    CREATE TABLE keyword_tables (
+        name         TEXT PRIMARY KEY,
+        backend      TEXT NOT NULL,
+        item_kind    TEXT NOT NULL CHECK (item_kind IN ('target', 'background')),
+        params       TEXT NOT NULL,
+        ids_hash     TEXT NOT NULL,
+        scores_hash  TEXT NOT NULL,
+        present_hash TEXT NOT NULL,
+        vocabulary   TEXT NOT NULL,
+        created      TEXT NOT NULL
+    );
+    CREATE TABLE ontologies (
+        id        TEXT PRIMARY KEY,
+        params    TEXT NOT NULL,
+        graph     TEXT NOT NULL,
+        summary   TEXT NOT NULL,
+        created   TEXT NOT NULL
+    );
+    CREATE TABLE suites (
+        id        TEXT PRIMARY KEY,
+        method    TEXT NOT NULL,
+        n         INTEGER NOT NULL,
+        seed      INTEGER NOT NULL,
+        params    TEXT NOT NULL,
+        created   TEXT NOT NULL
+    );
+    -- position 1..n; the original image of a target is position 0 and has no row here.
+    CREATE TABLE suite_items (
+        suite_id      TEXT NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
+        target_id     TEXT NOT NULL REFERENCES targets(id),
+        position      INTEGER NOT NULL,
+        background_id TEXT NOT NULL REFERENCES backgrounds(id),
+        keyword       TEXT NOT NULL DEFAULT '',
+        level         INTEGER NOT NULL DEFAULT -1,
+        distance      REAL,
+        PRIMARY KEY (suite_id, target_id, position)
+    );
+    CREATE TABLE runs (
+        id        TEXT PRIMARY KEY,
+        model     TEXT NOT NULL REFERENCES models(name),
+        suite_id  TEXT NOT NULL REFERENCES suites(id),
+        status    TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+        device    TEXT NOT NULL DEFAULT '',
+        summary   TEXT NOT NULL DEFAULT '{}',
+        created   TEXT NOT NULL,
+        finished  TEXT
+    );
+    -- One row per image of a run: position 0 = the original target image.
+    CREATE TABLE run_images (
+        run_id         TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        target_id      TEXT NOT NULL,
+        position       INTEGER NOT NULL,
+        predicted      TEXT NOT NULL,
+        true_prob      REAL NOT NULL,
+        max_prob       REAL NOT NULL,
+        correct        INTEGER NOT NULL,
+        emb_topk_mean  REAL NOT NULL,
+        emb_max        REAL NOT NULL,
+        emb_mean       REAL NOT NULL,
+        distance       REAL,
+        PRIMARY KEY (run_id, target_id, position)
+    );
+    -- Judgments keep their history: a changed judgment is a new row; the latest counts.
+    CREATE TABLE judgments (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        annotator   TEXT NOT NULL,
+        model       TEXT NOT NULL,
+        run_id      TEXT,
+        suite_id    TEXT,
+        label       TEXT NOT NULL CHECK (label IN ('invariant', 'borderline', 'variant')),
+        confidence  REAL,
+        note        TEXT NOT NULL DEFAULT '',
+        created     TEXT NOT NULL
+    );
+    CREATE INDEX judgments_by_model ON judgments(model, annotator, id);
+    -- Results worth keeping between sessions, addressed by a key that names their inputs.
+    CREATE TABLE cache (
+        key      TEXT PRIMARY KEY,
+        hash     TEXT NOT NULL,
+        created  TEXT NOT NULL
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,70 @@
+"""Checks shared by every public function: they raise :class:`InvalidInputError` with a message
+that names the parameter, the rule and the value found."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from numbers import Integral, Real
+
+import numpy as np
+
+from .exceptions import InvalidInputError
+
+
+def check_fraction(value: float, name: str, *, low_open: bool = True) -> float:
+    """Return ``value`` as float if it lies in (0, 1] (or [0, 1] with ``low_open=False``)."""
+    if not isinstance(value, Real) or np.isnan(value):
+        raise InvalidInputError(f"{name} must be a number in (0, 1]; got {value!r}")
+    ok = (0 < value <= 1) if low_open else (0 <= value <= 1)
+    if not ok:
+        interval = "(0, 1]" if low_open else "[0, 1]"
+        raise InvalidInputError(f"{name} must be in {interval}; got {value}")
+    return float(value)
+
+
+def check_positive_int(value: int, name: str, *, minimum: int = 1) -> int:
+    """Return ``value`` if it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_choice(value: str, name: str, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices``; the message lists them."""
+    allowed = list(choices)
+    if value not in allowed:
+        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return value
+
+
+def check_image_batch(images: np.ndarray, name: str = "images") -> np.ndarray:
+    """Check an RGB batch of shape (n, height, width, 3), dtype uint8."""
+    images = np.asarray(images)
+    if images.ndim != 4 or images.shape[-1] != 3:
+        raise InvalidInputError(f"{name} must have shape (n, height, width, 3); got {images.shape}")
+    if images.dtype != np.uint8:
+        raise InvalidInputError(f"{name} must be uint8; got {images.dtype}")
+    return images
+
+
+def check_mask_batch(masks: np.ndarray, shape: tuple[int, int, int], name: str = "masks") -> np.ndarray:
+    """Check foreground masks of shape (n, height, width) matching ``shape``; return them as float32
+    in [0, 1]."""
+    masks = np.asarray(masks)
+    if masks.shape != shape:
+        raise InvalidInputError(f"{name} must have shape {shape} to match the images; got {masks.shape}")
+    if masks.dtype == np.bool_:
+        return masks.astype(np.float32)
+    masks = masks.astype(np.float32)
+    if masks.size and (masks.min() < 0 or masks.max() > 1):
+        raise InvalidInputError(f"{name} must hold values in [0, 1]; got range [{masks.min()}, {masks.max()}]")
+    return masks
+
+
+def check_finite(array: np.ndarray, name: str) -> np.ndarray:
+    """Raise if ``array`` holds NaN or infinity."""
+    array = np.asarray(array)
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        bad = int((~np.isfinite(array)).sum())
+        raise InvalidInputError(f"{name} holds {bad} NaN or infinite values; clean or drop those rows")
+    return array

@@ -1,0 +1,1 @@
+"""Subcommands of ``python -m analytics``: one module per stage, each with ``register(subparsers)``."""

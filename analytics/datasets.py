@@ -1,0 +1,385 @@
+"""Target sets (images + foreground masks + labels) and background pools, and their workspace tables.
+
+Readers turn a folder into :class:`Target` / :class:`Background` records plus a list of rejected
+files with the reason; ``add_targets`` / ``add_backgrounds`` store the accepted ones in one
+transaction. All images are fitted to the workspace's square ``image_size`` (default 256 px) so that
+any target can be composited onto any background.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import InvalidInputError, NotFoundError
+from .images import (
+    check_mask_share,
+    fit_square,
+    is_image_file,
+    read_image,
+    read_image_rgba,
+    read_mask,
+    resize_square,
+    square_crops,
+)
+from .workspace import Workspace, now
+
+DEFAULT_IMAGE_SIZE = 256
+LAYOUTS = ("folder", "bgchallenge", "cutouts")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target: an image with its object mask and class.
+
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool (True on the object)
+    """
+
+    id: str
+    class_name: str
+    image: np.ndarray = field(repr=False)
+    mask: np.ndarray = field(repr=False)
+    origin: str
+    package: str = ""
+    licence: str = ""
+
+
+@dataclass(frozen=True)
+class Background:
+    """One background scene. image : ndarray of shape (size, size, 3), uint8."""
+
+    id: str
+    image: np.ndarray = field(repr=False)
+    origin: str
+    crop: tuple[int, int, int] | None = None
+    package: str = ""
+    licence: str = ""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    file: str
+    reason: str
+
+
+@dataclass
+class ImportResult:
+    """What a reader accepted and what it rejected (with reasons)."""
+
+    accepted: list = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+
+    def reject(self, file: str | os.PathLike, reason: str) -> None:
+        self.rejected.append(Rejected(str(file), reason))
+
+
+# -- workspace settings ----------------------------------------------------------------------
+def image_size(workspace: Workspace) -> int:
+    """The workspace's square image side in pixels."""
+    return int(workspace.get_meta("image_size", str(DEFAULT_IMAGE_SIZE)))
+
+
+# -- readers ---------------------------------------------------------------------------------
+def read_targets(
+    path: str | os.PathLike,
+    *,
+    layout: str,
+    size: int = DEFAULT_IMAGE_SIZE,
+    home: np.ndarray | None = None,
+    classes: Iterable[str] | None = None,
+) -> ImportResult:
+    """Read a target set from a folder (or a .zip of one).
+
+    Parameters
+    ----------
+    path : path-like
+        Folder or zip file.
+    layout : {'folder', 'bgchallenge', 'cutouts'}
+        ``folder``: ``images/<class>/*`` with ``masks/<class>/<same stem>.png`` (0/255 or 0/1);
+        ``bgchallenge``: ``original/val/<class>/*.JPEG`` with ``fg_mask/val/<class>/<stem>.npy``;
+        ``cutouts``: ``<class>/*.png`` RGBA cut-outs whose alpha is the mask, pasted on ``home``.
+    size : int, default=256
+        Side of the stored square images.
+    home : ndarray of shape (height, width, 3), uint8, or None
+        The background cut-outs are pasted on (``cutouts`` only); None gives a neutral grey.
+    classes : iterable of str or None
+        Allowed class names; a file of another class is rejected. None allows any.
+    """
+    path = _unzipped(Path(path))
+    if layout not in LAYOUTS:
+        raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    allowed = None if classes is None else set(classes)
+    result = ImportResult()
+    pairs = _target_files(path, layout, result)
+    seen: dict[str, str] = {}
+    for class_name, image_path, mask_path in pairs:
+        if allowed is not None and class_name not in allowed:
+            result.reject(image_path, f"unknown class {class_name!r}; known: {', '.join(sorted(allowed))}")
+            continue
+        target_id = f"{class_name}/{image_path.stem}"
+        if target_id in seen:
+            result.reject(image_path, f"duplicate id {target_id!r} (also {seen[target_id]}); rename one file")
+            continue
+        try:
+            if layout == "cutouts":
+                image, mask = paste_cutout(read_image_rgba(image_path), home, size=size)
+            else:
+                image = read_image(image_path)
+                mask = read_mask(mask_path, image.shape[:2])
+                check_mask_share(mask, str(mask_path))
+                image, mask = fit_square(image, mask, size)
+            check_mask_share(mask, str(image_path))
+        except InvalidInputError as err:
+            result.reject(image_path, str(err))
+            continue
+        seen[target_id] = str(image_path)
+        result.accepted.append(Target(target_id, class_name, image, mask, origin=str(image_path)))
+    return result
+
+
+def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[str, Path, Path | None]]:
+    """(class, image file, mask file) triples of a layout; missing masks are rejected on the way."""
+    if layout == "cutouts":
+        return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p)]
+    if layout == "folder":
+        image_root, mask_root, mask_suffixes = path / "images", path / "masks", (".png", ".npy")
+    else:
+        image_root, mask_root, mask_suffixes = path / "original" / "val", path / "fg_mask" / "val", (".npy",)
+    if not image_root.is_dir():
+        raise InvalidInputError(f"{path}: expected a folder {image_root.relative_to(path)}/<class>/ for layout {layout!r}")
+    triples = []
+    for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p)):
+        candidates = [mask_root / image_path.parent.name / (image_path.stem + s) for s in mask_suffixes]
+        mask_path = next((c for c in candidates if c.is_file()), None)
+        if mask_path is None:
+            result.reject(image_path, f"no mask found (looked for {candidates[0]}); add one or use GrabCut on the Data page")
+            continue
+        triples.append((image_path.parent.name, image_path, mask_path))
+    return triples
+
+
+def paste_cutout(rgba: np.ndarray, home: np.ndarray | None, *, size: int, scale: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
+    """Paste an RGBA cut-out, centred and scaled to ``scale`` of the side, on a home background.
+
+    Parameters
+    ----------
+    rgba : ndarray of shape (height, width, 4), uint8
+    home : ndarray of shape (size, size, 3), uint8, or None (neutral grey)
+
+    Returns
+    -------
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool (alpha > 127)
+    """
+    alpha = rgba[..., 3]
+    if (alpha > 127).mean() < 0.002:
+        raise InvalidInputError("cut-out is fully transparent: its alpha channel marks no object")
+    rows, cols = np.nonzero(alpha > 127)
+    rgba = rgba[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1]
+    height, width = rgba.shape[:2]
+    factor = scale * size / max(height, width)
+    new_h, new_w = max(1, round(height * factor)), max(1, round(width * factor))
+    import cv2  # local: only cut-outs need resizing of RGBA
+
+    rgba = cv2.resize(rgba, (new_w, new_h), interpolation=cv2.INTER_AREA if factor < 1 else cv2.INTER_CUBIC)
+    canvas = np.full((size, size, 3), 127, np.uint8) if home is None else resize_square(home, None, size)[0].copy()
+    top, left = (size - new_h) // 2 + int(size * 0.05), (size - new_w) // 2
+    top = min(top, size - new_h)
+    alpha_f = rgba[..., 3:4].astype(np.float32) / 255
+    region = canvas[top : top + new_h, left : left + new_w].astype(np.float32)
+    canvas[top : top + new_h, left : left + new_w] = (alpha_f * rgba[..., :3] + (1 - alpha_f) * region).round().astype(np.uint8)
+    mask = np.zeros((size, size), bool)
+    mask[top : top + new_h, left : left + new_w] = rgba[..., 3] > 127
+    return canvas, mask
+
+
+def read_backgrounds(
+    path: str | os.PathLike,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    crops_per_photo: int | Callable[[np.ndarray], int] = 1,
+    seed: int = 0,
+    files: Sequence[str | os.PathLike] | None = None,
+) -> ImportResult:
+    """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one.
+
+    Parameters
+    ----------
+    crops_per_photo : int or callable, default=1
+        Distinct square crops per photo (see :func:`analytics.images.square_crops`); a callable gets
+        the photo and returns the count (e.g. more crops from larger photos).
+    files : sequence of paths or None
+        Read exactly these files instead of listing ``path``.
+    """
+    path = _unzipped(Path(path))
+    paths = [Path(f) for f in files] if files is not None else sorted(p for p in path.iterdir() if is_image_file(p))
+    result = ImportResult()
+    for photo_path in paths:
+        try:
+            photo = read_image(photo_path)
+        except InvalidInputError as err:
+            result.reject(photo_path, str(err))
+            continue
+        if min(photo.shape[:2]) < size // 2:
+            result.reject(photo_path, f"photo is {photo.shape[1]}x{photo.shape[0]}, smaller than half the image size {size}; use a larger photo")
+            continue
+        count = crops_per_photo(photo) if callable(crops_per_photo) else crops_per_photo
+        for top, left, side in square_crops(photo, count, seed=seed):
+            image, _ = resize_square(photo[top : top + side, left : left + side], None, size)
+            bg_id = f"{photo_path.stem}@{top},{left},{side}" if count > 1 else photo_path.stem
+            result.accepted.append(Background(bg_id, image, str(photo_path), crop=(top, left, side)))
+    return result
+
+
+def _unzipped(path: Path) -> Path:
+    """A folder for ``path``: the folder itself, or a zip extracted next to the workspace cache."""
+    if path.is_dir():
+        return path
+    if path.is_file() and zipfile.is_zipfile(path):
+        import tempfile
+
+        target = Path(tempfile.mkdtemp(prefix="backdrop-import-"))
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                if member.startswith("/") or ".." in Path(member).parts:
+                    raise InvalidInputError(f"{path}: zip member {member!r} points outside the archive; refusing it")
+            archive.extractall(target)
+        children = [c for c in target.iterdir() if not c.name.startswith("__MACOSX")]
+        return children[0] if len(children) == 1 and children[0].is_dir() else target
+    raise InvalidInputError(f"{path}: not a folder or a .zip file")
+
+
+# -- workspace tables ------------------------------------------------------------------------
+def add_classes(workspace: Workspace, classes: dict[str, Sequence[int]], *, conn=None) -> None:
+    """Register classes with their ImageNet-1k indices (empty when the class has none)."""
+    rows = [(name, json.dumps([int(i) for i in indices])) for name, indices in classes.items()]
+    sql = "INSERT OR REPLACE INTO classes(name, imagenet_indices) VALUES (?, ?)"
+    if conn is not None:
+        conn.executemany(sql, rows)
+        return
+    with workspace.transaction() as own:
+        own.executemany(sql, rows)
+
+
+def list_classes(workspace: Workspace) -> dict[str, list[int]]:
+    """Class name -> ImageNet-1k indices, sorted by name."""
+    rows = workspace.query("SELECT name, imagenet_indices FROM classes ORDER BY name")
+    return {row["name"]: json.loads(row["imagenet_indices"]) for row in rows}
+
+
+def add_targets(workspace: Workspace, targets: Sequence[Target], *, classes: dict[str, Sequence[int]] | None = None) -> int:
+    """Store targets (and any new classes) in one transaction; returns how many were new.
+
+    Raises
+    ------
+    InvalidInputError
+        An image is not the workspace's size, or a class is unknown and not given in ``classes``.
+    """
+    size = image_size(workspace)
+    known = set(list_classes(workspace)) | set(classes or {})
+    for target in targets:
+        if target.image.shape != (size, size, 3) or target.mask.shape != (size, size):
+            raise InvalidInputError(f"{target.origin}: image is {target.image.shape}, the workspace stores {size}x{size}x3")
+        if target.class_name not in known:
+            raise InvalidInputError(f"{target.origin}: unknown class {target.class_name!r}; register it first")
+    hashes = [(workspace.put_array(t.image), workspace.put_array(t.mask)) for t in targets]
+    with workspace.transaction() as conn:
+        if classes:
+            add_classes(workspace, classes, conn=conn)
+        before = conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0]
+        conn.executemany(
+            "INSERT OR IGNORE INTO targets(id, class_name, image_hash, mask_hash, height, width, origin, package, licence, added)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (t.id, t.class_name, ih, mh, size, size, t.origin, t.package, t.licence, now())
+                for t, (ih, mh) in zip(targets, hashes)
+            ],
+        )
+        return conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0] - before
+
+
+def add_backgrounds(workspace: Workspace, backgrounds: Sequence[Background]) -> int:
+    """Store backgrounds in one transaction; returns how many were new."""
+    size = image_size(workspace)
+    for bg in backgrounds:
+        if bg.image.shape != (size, size, 3):
+            raise InvalidInputError(f"{bg.origin}: image is {bg.image.shape}, the workspace stores {size}x{size}x3")
+    hashes = [workspace.put_array(bg.image) for bg in backgrounds]
+    with workspace.transaction() as conn:
+        before = conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0]
+        conn.executemany(
+            "INSERT OR IGNORE INTO backgrounds(id, image_hash, height, width, origin, crop, package, licence, added)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (bg.id, h, size, size, bg.origin, json.dumps(bg.crop) if bg.crop else "", bg.package, bg.licence, now())
+                for bg, h in zip(backgrounds, hashes)
+            ],
+        )
+        return conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0] - before
+
+
+def list_targets(workspace: Workspace, *, class_name: str | None = None) -> pd.DataFrame:
+    """Targets as a table: id, class_name, image_hash, mask_hash, origin, package, licence (sorted by id)."""
+    sql = "SELECT id, class_name, image_hash, mask_hash, origin, package, licence FROM targets"
+    params: tuple = ()
+    if class_name is not None:
+        sql, params = sql + " WHERE class_name = ?", (class_name,)
+    rows = workspace.query(sql + " ORDER BY id", params)
+    return pd.DataFrame([dict(r) for r in rows], columns=["id", "class_name", "image_hash", "mask_hash", "origin", "package", "licence"])
+
+
+def list_backgrounds(workspace: Workspace) -> pd.DataFrame:
+    """Backgrounds as a table: id, image_hash, origin, crop, package, licence (sorted by id)."""
+    rows = workspace.query("SELECT id, image_hash, origin, crop, package, licence FROM backgrounds ORDER BY id")
+    return pd.DataFrame([dict(r) for r in rows], columns=["id", "image_hash", "origin", "crop", "package", "licence"])
+
+
+def load_targets(workspace: Workspace, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Images and masks of targets, in the order of ``ids``.
+
+    Returns
+    -------
+    images : ndarray of shape (len(ids), size, size, 3), uint8
+    masks : ndarray of shape (len(ids), size, size), bool
+    """
+    rows = _rows_by_id(workspace, "targets", "image_hash, mask_hash", ids)
+    size = image_size(workspace)
+    images = np.empty((len(ids), size, size, 3), np.uint8)
+    masks = np.empty((len(ids), size, size), bool)
+    for i, row in enumerate(rows):
+        images[i] = workspace.get_array(row["image_hash"])
+        masks[i] = workspace.get_array(row["mask_hash"])
+    return images, masks
+
+
+def load_backgrounds(workspace: Workspace, ids: Sequence[str]) -> np.ndarray:
+    """Background images in the order of ``ids``: ndarray of shape (len(ids), size, size, 3), uint8."""
+    rows = _rows_by_id(workspace, "backgrounds", "image_hash", ids)
+    size = image_size(workspace)
+    images = np.empty((len(ids), size, size, 3), np.uint8)
+    for i, row in enumerate(rows):
+        images[i] = workspace.get_array(row["image_hash"])
+    return images
+
+
+def _rows_by_id(workspace: Workspace, table: str, columns: str, ids: Sequence[str]) -> list:
+    found = {}
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), 500):  # SQLite caps the number of ? placeholders
+        chunk = unique[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in workspace.query(f"SELECT id, {columns} FROM {table} WHERE id IN ({marks})", chunk):
+            found[row["id"]] = row
+    missing = [i for i in unique if i not in found]
+    if missing:
+        raise NotFoundError(f"{len(missing)} {table} not in workspace {workspace.root}: {', '.join(missing[:5])}")
+    return [found[i] for i in ids]
+

@@ -1,0 +1,28 @@
+"""Exceptions raised by Backdrop.
+
+Pages and the CLI catch :class:`BackdropError` only; everything else is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+
+class BackdropError(Exception):
+    """Base class of every error a user can cause and fix."""
+
+
+class InvalidInputError(BackdropError, ValueError):
+    """A file, array or parameter that breaks a documented rule.
+
+    The message names the offending file or parameter, the rule, the value found and the fix.
+    """
+
+
+class NotFoundError(BackdropError, KeyError):
+    """A named record (model, suite, run, target ...) does not exist in the workspace."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; show it plain
+        return str(self.args[0]) if self.args else ""
+
+
+class WorkspaceError(BackdropError):
+    """The workspace folder or its database cannot be used as it is."""

@@ -1,0 +1,434 @@
+"""The automated assessor: learn the analysts' decision from features of a model's variance matrices
+(DESIGN §1.13).
+
+Input is a feature table — one row per model, one numeric column per feature (the matrix features
+of :func:`analytics.variance.matrix_features` over the model's four matrices) plus a
+``worst_case_accuracy`` column — and a label per judged model (the majority vote of
+:func:`analytics.agreement.majority_vote`, or a zoo model's construction label).
+
+Three assessors are registered in :data:`ASSESSORS`:
+
+* ``random_forest`` and ``adaboost`` (scikit-learn) use every matrix feature, i.e. every column
+  except ``worst_case_accuracy``, so that the comparison below asks whether the matrices tell more
+  than the single accuracy number does;
+* ``worst_case_baseline`` uses ``worst_case_accuracy`` alone: a decision tree of depth 2, i.e. up to
+  three thresholds on that one number learned on the training split (enough to cut it into the three
+  labels), the paper's worst-case-accuracy baseline.
+
+Evaluation follows the paper: a stratified random split, 2/3 train and 1/3 test, repeated 10 times;
+accuracy mean ± standard deviation and Cohen's κ against the label on the test models. Explanations
+are Shapley values of the predicted class probability per feature: TreeSHAP (``shap.TreeExplainer``,
+exact for trees) for the forest and the baseline tree; for AdaBoost, which TreeSHAP does not
+support, shap's ``Exact`` explainer, which enumerates every feature coalition against the training
+rows as reference (its cost doubles with each feature, so it is limited to :data:`MAX_EXACT_FEATURES`).
+
+Enough judged models: at least :data:`MIN_MODELS`, at least two labels, at least two models per
+label (stratification puts one in train and one in test), and enough that both the train and the
+test split can hold every label. Fewer raise :class:`InvalidInputError` saying how many are needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import ClassifierMixin
+from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
+from sklearn.metrics import accuracy_score
+from sklearn.model_selection import StratifiedShuffleSplit
+from sklearn.tree import DecisionTreeClassifier
+
+from ._validation import check_choice, check_fraction, check_positive_int
+from .agreement import cohen_kappa
+from .exceptions import InvalidInputError
+from .judgments import LABELS
+
+WORST_CASE = "worst_case_accuracy"
+MIN_MODELS = 6
+MIN_PER_LABEL = 2
+MAX_EXACT_FEATURES = 12
+_MAX_BACKGROUND = 100  # training rows kept as the reference distribution of the exact explainer
+
+
+@dataclass(frozen=True)
+class AssessorKind:
+    """A registered assessor: how to build it and which columns it reads.
+
+    ``make(seed)`` returns an unfitted scikit-learn classifier; ``short`` prefixes its keys in
+    :meth:`AssessorReport.to_dict`; ``tree_shap`` says whether TreeSHAP can explain it.
+    """
+
+    name: str
+    title: str
+    short: str
+    uses: str  # 'matrix' = every column but worst_case_accuracy; 'worst_case' = that column only
+    tree_shap: bool
+    make: Callable[[int], ClassifierMixin] = field(repr=False)
+
+    def columns(self, features: pd.DataFrame) -> list[str]:
+        if self.uses == "worst_case":
+            return [WORST_CASE]
+        return [name for name in features.columns if name != WORST_CASE]
+
+
+ASSESSORS: dict[str, AssessorKind] = {
+    kind.name: kind
+    for kind in (
+        AssessorKind(
+            "random_forest", "Random forest", "rf", "matrix", True,
+            lambda seed: RandomForestClassifier(n_estimators=200, random_state=seed),
+        ),
+        AssessorKind(
+            "adaboost", "AdaBoost", "ada", "matrix", False,
+            lambda seed: AdaBoostClassifier(n_estimators=100, random_state=seed),
+        ),
+        AssessorKind(
+            "worst_case_baseline", "Worst-case accuracy only", "baseline", "worst_case", True,
+            lambda seed: DecisionTreeClassifier(max_depth=2, random_state=seed),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class AssessorScores:
+    """Test-split scores of one assessor over the repeats (one entry per repeat)."""
+
+    kind: str
+    accuracy: tuple[float, ...]
+    kappa: tuple[float, ...]
+
+    @property
+    def accuracy_mean(self) -> float:
+        return float(np.mean(self.accuracy))
+
+    @property
+    def accuracy_std(self) -> float:
+        """Sample standard deviation over the repeats (0 for a single repeat)."""
+        return float(np.std(self.accuracy, ddof=1)) if len(self.accuracy) > 1 else 0.0
+
+    @property
+    def kappa_mean(self) -> float:
+        """Mean κ over the repeats where κ is defined (NaN when it never is)."""
+        defined = [k for k in self.kappa if not np.isnan(k)]
+        return float(np.mean(defined)) if defined else float("nan")
+
+
+@dataclass(frozen=True)
+class AssessorReport:
+    """The outcome of :func:`evaluate_assessors`.
+
+    Attributes
+    ----------
+    scores : dict of str to AssessorScores
+        One entry per registered assessor, keyed by its name.
+    models : tuple of str
+        The judged models used (features and a label).
+    class_counts : dict of str to int
+        Models per label.
+    feature_names : tuple of str
+        The matrix features the forest and AdaBoost used.
+    repeats, test_size, seed
+        The evaluation settings.
+    """
+
+    scores: dict[str, AssessorScores]
+    models: tuple[str, ...]
+    class_counts: dict[str, int]
+    feature_names: tuple[str, ...]
+    repeats: int
+    test_size: float
+    seed: int
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def table(self) -> pd.DataFrame:
+        """One row per assessor: ``assessor, accuracy_mean, accuracy_std, kappa_mean``."""
+        return pd.DataFrame(
+            [
+                (ASSESSORS[name].title, s.accuracy_mean, s.accuracy_std, s.kappa_mean)
+                for name, s in self.scores.items()
+            ],
+            columns=["assessor", "accuracy_mean", "accuracy_std", "kappa_mean"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat JSON-ready dict: ``rf_accuracy_mean``, ``rf_accuracy_std``, ``rf_kappa_mean``,
+        the same for ``ada`` and ``baseline``, plus ``n_models``, ``class_counts`` and the settings."""
+        result: dict[str, Any] = {}
+        for name, scores in self.scores.items():
+            short = ASSESSORS[name].short
+            result[f"{short}_accuracy_mean"] = scores.accuracy_mean
+            result[f"{short}_accuracy_std"] = scores.accuracy_std
+            result[f"{short}_kappa_mean"] = None if np.isnan(scores.kappa_mean) else scores.kappa_mean
+        return {
+            **result,
+            "n_models": self.n_models,
+            "class_counts": dict(self.class_counts),
+            "features": list(self.feature_names),
+            "repeats": self.repeats,
+            "test_size": self.test_size,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class FittedAssessor:
+    """An assessor trained on every judged model, ready for :func:`predict` and :func:`explain`.
+
+    ``background`` (ndarray of shape (n_rows, n_features), float64) holds up to 100 training rows,
+    the reference distribution for Shapley values of kinds TreeSHAP cannot explain.
+    """
+
+    kind: str
+    estimator: ClassifierMixin = field(repr=False)
+    feature_names: tuple[str, ...]
+    classes: tuple[str, ...]
+    background: np.ndarray = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Explanation:
+    """Shapley values of each model's explained class probability.
+
+    ``values`` (models × features) plus ``base_value`` (per model) sum to the probability the assessor
+    gives ``target`` (per model).
+    """
+
+    values: pd.DataFrame
+    base_value: pd.Series
+    target: pd.Series
+
+
+def evaluate_assessors(
+    features: pd.DataFrame,
+    labels: pd.Series,
+    *,
+    repeats: int = 10,
+    test_size: float = 1 / 3,
+    seed: int = 0,
+) -> AssessorReport:
+    """Score every registered assessor over repeated stratified train/test splits.
+
+    Parameters
+    ----------
+    features : DataFrame of shape (n_models, n_features), float
+        Index = model names; numeric finite columns, one of them ``worst_case_accuracy``.
+    labels : Series of str
+        Index = model names, values in ``LABELS``; models in only one of the two are ignored.
+    repeats : int, default=10
+        Random splits.
+    test_size : float in (0, 1), default=1/3
+        Share of models in the test split.
+    seed : int, default=0
+        Seeds the splits and the estimators (repeat r uses ``seed + r``).
+
+    Returns
+    -------
+    AssessorReport
+
+    Raises
+    ------
+    InvalidInputError
+        Bad features or labels, or too few judged models (the message says how many are needed).
+    """
+    repeats = check_positive_int(repeats, "repeats")
+    test_size = _check_test_size(test_size)
+    x, y = _judged(features, labels, test_size)
+    splitter = StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=seed)
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in ASSESSORS}
+    for repeat, (train, test) in enumerate(splitter.split(x, y)):
+        for name, kind in ASSESSORS.items():
+            columns = kind.columns(x)
+            estimator = kind.make(seed + repeat).fit(x.iloc[train][columns].to_numpy(), y[train])
+            predicted = estimator.predict(x.iloc[test][columns].to_numpy())
+            results[name].append((accuracy_score(y[test], predicted), cohen_kappa(y[test], predicted)))
+    return AssessorReport(
+        scores={
+            name: AssessorScores(name, tuple(float(a) for a, _ in pairs), tuple(float(k) for _, k in pairs))
+            for name, pairs in results.items()
+        },
+        models=tuple(x.index),
+        class_counts={label: int((y == label).sum()) for label in LABELS if (y == label).any()},
+        feature_names=tuple(ASSESSORS["random_forest"].columns(x)),
+        repeats=repeats,
+        test_size=test_size,
+        seed=seed,
+    )
+
+
+def fit_assessor(features: pd.DataFrame, labels: pd.Series, *, kind: str = "random_forest", seed: int = 0) -> FittedAssessor:
+    """Train one assessor on every judged model (same data rules as :func:`evaluate_assessors`).
+
+    Parameters
+    ----------
+    features : DataFrame of shape (n_models, n_features), float
+    labels : Series of str
+    kind : {'random_forest', 'adaboost', 'worst_case_baseline'}, default='random_forest'
+    seed : int, default=0
+
+    Returns
+    -------
+    FittedAssessor
+    """
+    check_choice(kind, "kind", ASSESSORS)
+    x, y = _judged(features, labels, 1 / 3)
+    columns = ASSESSORS[kind].columns(x)
+    estimator = ASSESSORS[kind].make(seed).fit(x[columns].to_numpy(), y)
+    background = x[columns].to_numpy(dtype=float)
+    if len(background) > _MAX_BACKGROUND:
+        background = background[np.random.default_rng(seed).choice(len(background), _MAX_BACKGROUND, replace=False)]
+    return FittedAssessor(kind, estimator, tuple(columns), tuple(str(label) for label in estimator.classes_), background)
+
+
+def predict(assessor: FittedAssessor, features: pd.DataFrame) -> pd.DataFrame:
+    """Predict the label of (typically unjudged) models.
+
+    Parameters
+    ----------
+    assessor : FittedAssessor
+    features : DataFrame of shape (n_models, n_features), float
+        Must hold the columns the assessor was trained on.
+
+    Returns
+    -------
+    DataFrame
+        Index = model; column ``label`` and one probability column ``p_<label>`` per label of
+        ``LABELS`` (0 for labels absent from training).
+    """
+    x = _columns_for(assessor, features)
+    probabilities = assessor.estimator.predict_proba(x)
+    table = pd.DataFrame(0.0, index=features.index, columns=[f"p_{label}" for label in LABELS])
+    for column, label in enumerate(assessor.classes):
+        table[f"p_{label}"] = probabilities[:, column]
+    table.insert(0, "label", np.asarray(assessor.classes, dtype=object)[probabilities.argmax(axis=1)])
+    return table
+
+
+def explain(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | None = None) -> Explanation:
+    """Per-model Shapley values of the features for the probability of ``target``.
+
+    Parameters
+    ----------
+    assessor : FittedAssessor
+    features : DataFrame of shape (n_models, n_features), float
+    target : str, default=None
+        The label to explain for every model; ``None`` explains each model's predicted label.
+
+    Returns
+    -------
+    Explanation
+    """
+    x = _columns_for(assessor, features)
+    if target is not None:
+        check_choice(target, "target", assessor.classes)
+    result = _shapley(assessor, x)
+    probabilities = assessor.estimator.predict_proba(x)
+    columns = (
+        np.full(len(x), assessor.classes.index(target)) if target is not None else probabilities.argmax(axis=1)
+    )
+    rows = np.arange(len(x))
+    return Explanation(
+        values=pd.DataFrame(result.values[rows, :, columns], index=features.index, columns=list(assessor.feature_names)),
+        base_value=pd.Series(result.base_values[rows, columns], index=features.index, name="base_value"),
+        target=pd.Series(np.asarray(assessor.classes, dtype=object)[columns], index=features.index, name="target"),
+    )
+
+
+def _shapley(assessor: FittedAssessor, x: np.ndarray):
+    """shap's Explanation with values of shape (n, n_features, n_classes) and base_values (n, n_classes)."""
+    import shap  # heavy import, needed only here
+
+    if ASSESSORS[assessor.kind].tree_shap:
+        return shap.TreeExplainer(assessor.estimator)(x)
+    if len(assessor.feature_names) > MAX_EXACT_FEATURES:
+        raise InvalidInputError(
+            f"exact Shapley values for {assessor.kind!r} are limited to {MAX_EXACT_FEATURES} features "
+            f"(cost doubles with each); got {len(assessor.feature_names)}. Explain the random_forest "
+            "assessor instead (TreeSHAP), or select fewer features"
+        )
+    masker = shap.maskers.Independent(assessor.background, max_samples=_MAX_BACKGROUND)
+    return shap.explainers.Exact(assessor.estimator.predict_proba, masker)(x)
+
+
+def _judged(features: pd.DataFrame, labels: pd.Series, test_size: float) -> tuple[pd.DataFrame, np.ndarray]:
+    """The judged models' features (sorted by model) and labels, after every data check."""
+    _check_features(features)
+    if not isinstance(labels, pd.Series):
+        raise InvalidInputError(f"labels must be a pandas Series indexed by model name; got {type(labels).__name__}")
+    bad = sorted(set(labels.dropna()) - set(LABELS))
+    if bad:
+        raise InvalidInputError(f"labels hold unknown values {bad}; labels are {', '.join(LABELS)}")
+    common = features.index.intersection(labels.dropna().index).sort_values()
+    _check_enough(labels[common], test_size)
+    return features.loc[common], labels[common].to_numpy(dtype=object)
+
+
+def _check_features(features: pd.DataFrame) -> None:
+    if not isinstance(features, pd.DataFrame):
+        raise InvalidInputError(f"features must be a DataFrame (rows = models, columns = features); got {type(features).__name__}")
+    if WORST_CASE not in features.columns:
+        raise InvalidInputError(f"features need a {WORST_CASE!r} column for the baseline; columns are {list(features.columns)}")
+    if len(features.columns) < 2:
+        raise InvalidInputError(f"features need at least one matrix feature besides {WORST_CASE!r}")
+    if features.index.has_duplicates:
+        raise InvalidInputError("features hold several rows for one model; keep one row per model")
+    non_numeric = [name for name, dtype in features.dtypes.items() if not pd.api.types.is_numeric_dtype(dtype)]
+    if non_numeric:
+        raise InvalidInputError(f"features must be numeric; columns {non_numeric} are not")
+    values = features.to_numpy(dtype=float)
+    if not np.isfinite(values).all():
+        rows = list(features.index[~np.isfinite(values).all(axis=1)])
+        raise InvalidInputError(f"features hold NaN or infinite values for models {rows}; recompute or drop them")
+
+
+def _check_enough(labels: pd.Series, test_size: float) -> None:
+    counts = labels.value_counts().reindex(list(LABELS)).dropna().astype(int)
+    counts = counts[counts > 0]
+    shown = ", ".join(f"{label}: {n}" for label, n in counts.items()) or "none"
+    if len(counts) < 2:
+        raise InvalidInputError(
+            f"the assessor needs judged models of at least two labels; got {len(labels)} judged model(s) ({shown}). "
+            "Judge models that look different"
+        )
+    needed = _models_needed(len(counts), test_size)
+    if (counts < MIN_PER_LABEL).any() or len(labels) < needed:
+        raise InvalidInputError(
+            f"the assessor needs at least {needed} judged models with at least {MIN_PER_LABEL} per label "
+            f"(to split them {1 - test_size:.0%} train / {test_size:.0%} test by label); got {len(labels)} ({shown}). "
+            "Judge more models"
+        )
+
+
+def _models_needed(n_labels: int, test_size: float) -> int:
+    """Fewest models for which a stratified split leaves every label room in train and in test."""
+    n = max(MIN_MODELS, MIN_PER_LABEL * n_labels)
+    while math.ceil(n * test_size) < n_labels or n - math.ceil(n * test_size) < n_labels:
+        n += 1
+    return n
+
+
+def _check_test_size(test_size: float) -> float:
+    test_size = check_fraction(test_size, "test_size")
+    if test_size >= 1:
+        raise InvalidInputError(f"test_size must be in (0, 1) so some models remain for training; got {test_size}")
+    return test_size
+
+
+def _columns_for(assessor: FittedAssessor, features: pd.DataFrame) -> np.ndarray:
+    """The assessor's columns of ``features`` as float64 (n_models, n_features), checked."""
+    if not isinstance(features, pd.DataFrame):
+        raise InvalidInputError(f"features must be a DataFrame (rows = models, columns = features); got {type(features).__name__}")
+    missing = [name for name in assessor.feature_names if name not in features.columns]
+    if missing:
+        raise InvalidInputError(f"features lack the columns {missing} the assessor was trained on; compute them first")
+    values = features[list(assessor.feature_names)].to_numpy(dtype=float)
+    if not np.isfinite(values).all():
+        raise InvalidInputError("features hold NaN or infinite values; recompute or drop those models")
+    return values

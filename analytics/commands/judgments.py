@@ -1,0 +1,88 @@
+"""``judge``, ``agreement`` and ``coverage``: decisions about models from the command line.
+
+``judge`` stores one judgment (scripted or bulk entry), ``agreement`` reports Fleiss' and Cohen's κ
+over the judgments that count, ``coverage`` measures the neuron coverage of a suite on a model.
+Handlers import their stage modules (statsmodels, scikit-learn, torch) when they run, so that
+building the parser for another command stays fast; ``..cli`` is imported late to avoid a cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..judgments import LABELS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+
+    judge = subparsers.add_parser("judge", help="store one judgment: a model is invariant, borderline or variant")
+    judge.add_argument("--annotator", required=True, help="who judges")
+    judge.add_argument("--model", required=True, help="a registered model")
+    judge.add_argument("--label", required=True, choices=LABELS, help="the decision")
+    judge.add_argument("--note", default="", help="free text kept with the judgment")
+    judge.add_argument("--confidence", type=float, default=None, help="how sure, in [0, 1]")
+    judge.add_argument("--run", dest="run_id", default=None, help="the run whose matrices were judged")
+    judge.add_argument("--suite", dest="suite_id", default=None, help="the suite whose matrices were judged")
+    judge.set_defaults(handler=run_judge)
+
+    agreement = subparsers.add_parser("agreement", help="Fleiss' and pairwise Cohen's kappa over the latest judgments")
+    agreement.set_defaults(handler=run_agreement)
+
+    coverage = subparsers.add_parser("coverage", help="neuron coverage of a suite on a model (DeepXplore)")
+    coverage.add_argument("--model", required=True, help="a registered model")
+    coverage.add_argument("--suite", required=True, help="a suite id")
+    coverage.add_argument(
+        "--layers", choices=("embedding", "all"), default="embedding", help="embedding only, or every activation layer (default embedding)"
+    )
+    coverage.add_argument(
+        "--threshold", type=float, default=0.5, help="covered when the scaled activation exceeds this, in [0, 1) (default 0.5)"
+    )
+    coverage.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    coverage.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    coverage.set_defaults(handler=run_coverage)
+
+    for parser in (judge, agreement, coverage):
+        add_workspace_option(parser)
+        add_json_option(parser)
+
+
+def run_judge(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..judgments import add_judgment
+
+    judgment = add_judgment(
+        open_workspace(args),
+        annotator=args.annotator,
+        model=args.model,
+        label=args.label,
+        run_id=args.run_id,
+        suite_id=args.suite_id,
+        confidence=args.confidence,
+        note=args.note,
+    )
+    return judgment.to_dict()
+
+
+def run_agreement(args: argparse.Namespace) -> dict:
+    from ..agreement import measure_agreement
+    from ..cli import open_workspace
+    from ..judgments import latest_judgments
+
+    return measure_agreement(latest_judgments(open_workspace(args))).to_dict()
+
+
+def run_coverage(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..coverage import suite_coverage
+
+    result = suite_coverage(
+        open_workspace(args),
+        args.model,
+        args.suite,
+        layers=args.layers,
+        threshold=args.threshold,
+        device=args.device,
+        batch_size=args.batch_size,
+    )
+    return {"model": args.model, "suite": args.suite, "layers": args.layers, **result.to_dict()}

@@ -1,0 +1,94 @@
+"""``ontology`` and ``expand``: mine the keyword ontology and report keyword expansion per level.
+
+Keywords come from a file (``--keywords``: reference HDF5, CSV or Backdrop HDF5) or from the
+workspace's keyword tables (all of them, or ``--table NAME`` repeated). An ontology built from the
+workspace is saved there.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..exceptions import InvalidInputError
+from ..keywords import KeywordTable, list_keyword_tables, load_keyword_table, read_keyword_file
+from ..ontology import ALGORITHMS, build_ontology, expand_table, level_statistics, save_ontology
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+
+    ontology = subparsers.add_parser("ontology", help="mine frequent itemsets, rules and the keyword ontology")
+    expand = subparsers.add_parser("expand", help="keyword expansion statistics per level (paper Figure 9)")
+    for parser in (ontology, expand):
+        _add_source_options(parser)
+        add_workspace_option(parser)
+        _add_mining_options(parser)
+        add_json_option(parser)
+    expand.add_argument("--maxits", type=int, default=5, help="MAXITS: expansion levels (default 5)")
+    expand.add_argument("--minkws", type=int, default=None, help="MINKWS: stop once an image has this many keywords")
+    ontology.set_defaults(handler=run_ontology)
+    expand.set_defaults(handler=run_expand)
+
+
+def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keywords", metavar="FILE", help="keyword file: reference HDF5, CSV or Backdrop HDF5")
+    parser.add_argument("--table", action="append", metavar="NAME", help="workspace keyword table (repeatable; default all)")
+    parser.add_argument("--places-top-k", type=int, default=1, help="reference HDF5: Places365 scenes kept per image (default 1)")
+    parser.add_argument("--threshold", type=float, default=None, help="CSV of scores: present when score > THRESHOLD")
+    parser.add_argument("--top-k", type=int, default=None, help="CSV of scores: present when among the TOP_K largest")
+
+
+def _add_mining_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="fpgrowth", help="frequent-itemset miner (default fpgrowth)")
+    parser.add_argument("--min-support", type=float, default=0.01, help="minimum itemset support in (0, 1] (default 0.01)")
+    parser.add_argument("--min-confidence", type=float, default=0.3, help="minimum rule confidence in (0, 1] (default 0.3)")
+    parser.add_argument("--max-len", type=int, default=None, help="largest itemset size (default: no limit)")
+
+
+def run_ontology(args: argparse.Namespace) -> dict:
+    tables, names = _tables(args)
+    ontology = build_ontology(tables, **_mining(args))
+    result = dict(ontology.summary)
+    if names:
+        from ..cli import open_workspace
+
+        result["ontology"] = save_ontology(open_workspace(args), ontology, tables=names)
+    return result
+
+
+def run_expand(args: argparse.Namespace) -> list[dict]:
+    tables, _ = _tables(args)
+    ontology = build_ontology(tables, **_mining(args))
+    expansions = [e for table in tables for e in expand_table(ontology, table, maxits=args.maxits, minkws=args.minkws)]
+    stats = level_statistics(expansions, maxits=args.maxits)
+    return [
+        {"level": int(row.level), "min": int(row.min), "mean": float(row.mean), "max": int(row.max)}
+        for row in stats.itertuples(index=False)
+    ]
+
+
+def _mining(args: argparse.Namespace) -> dict:
+    return {
+        "algorithm": args.algorithm,
+        "min_support": args.min_support,
+        "min_confidence": args.min_confidence,
+        "max_len": args.max_len,
+    }
+
+
+def _tables(args: argparse.Namespace) -> tuple[list[KeywordTable], list[str]]:
+    """The keyword tables to mine, and their workspace names (empty for a file)."""
+    if args.keywords:
+        if args.workspace or args.table:
+            raise InvalidInputError("give --keywords FILE or --workspace DIR [--table NAME], not both")
+        table = read_keyword_file(args.keywords, places_top_k=args.places_top_k, threshold=args.threshold, top_k=args.top_k)
+        return [table], []
+    from ..cli import open_workspace
+
+    workspace = open_workspace(args)
+    names = args.table or list_keyword_tables(workspace)["name"].tolist()
+    if not names:
+        raise InvalidInputError(
+            f"workspace {workspace.root} has no keyword tables; compute or import keywords first, or pass --keywords FILE"
+        )
+    return [load_keyword_table(workspace, name) for name in names], names

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Backdrop set-up and entry points. Two commands cover a fresh machine:
+#   bash backdrop.sh serve   install, build the demo workspace, start the dashboard on :8501
+#   bash backdrop.sh test    install (with test tools and the browser), run the whole test suite
+# Both are idempotent: a second run reuses the virtual environment, the asset cache and the workspace.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+PORT="${BACKDROP_PORT:-8501}"
+export BACKDROP_WORKSPACE="${BACKDROP_WORKSPACE:-$ROOT/workspace}"
+
+log() { printf '\033[1m[backdrop]\033[0m %s\n' "$*" >&2; }
+
+pick_python() {
+  # torch 2.14.1 / torchvision 0.29.1 wheels are for CPython 3.11
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      echo "$candidate"; return
+    fi
+  done
+  log "Python 3.11 is required (torch==2.14.1 wheels); install it and re-run."; exit 1
+}
+
+install_python_packages() {
+  local requirements="$1" stamp="$VENV/.installed-$(basename "$1")"
+  if [ ! -x "$PY" ]; then
+    log "creating virtual environment in .venv"
+    "$(pick_python)" -m venv "$VENV"
+    "$PY" -m pip install --quiet --upgrade pip
+  fi
+  local digest
+  digest="$(cat "$ROOT/requirements.txt" "$requirements" | sha256sum | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+    log "python packages up to date ($(basename "$requirements"))"
+    return
+  fi
+  log "installing python packages from $(basename "$requirements") (first time: a few minutes)"
+  "$PY" -m pip install --quiet -r "$requirements"
+  echo "$digest" > "$stamp"
+}
+
+install_browser() {
+  if [ -x /usr/bin/chromium ]; then return; fi
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    log "installing Debian chromium for the browser tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    log "no /usr/bin/chromium and no root apt-get: browser tests will be skipped (install Debian's chromium to run them)"
+  fi
+}
+
+case "${1:-}" in
+  serve)
+    install_python_packages "$ROOT/requirements.txt"
+    log "building the demo workspace in $BACKDROP_WORKSPACE (idempotent)"
+    "$PY" -m analytics demo --workspace "$BACKDROP_WORKSPACE"
+    log "dashboard on http://localhost:$PORT"
+    exec "$PY" -m streamlit run "$ROOT/app.py" --server.port "$PORT" --server.headless true
+    ;;
+  test)
+    install_python_packages "$ROOT/requirements-dev.txt"
+    install_browser
+    log "fetching demo assets (used by the integration tests)"
+    "$PY" -m analytics fetch-assets || log "assets unavailable: tests that need them are skipped"
+    cd "$ROOT"
+    exec "$PY" -m pytest -q "${@:2}"
+    ;;
+  *)
+    echo "usage: bash backdrop.sh serve|test [pytest args]" >&2
+    exit 64
+    ;;
+esac

@@ -1,0 +1,71 @@
+"""Ontology: mine the keyword association ontology, browse its rules and graph, explore expansion.
+
+A thin view: mining, paths and expansion are :mod:`analytics.ontology`; keyword files and tables
+are :mod:`analytics.keywords`; caching, figures and widgets are :mod:`ui.ontology`. The page
+catches only :class:`~analytics.exceptions.BackdropError`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analytics.exceptions import BackdropError
+from analytics.ontology import save_ontology
+from analytics.workspace import Workspace
+from ui import ontology as view
+from ui import state
+
+
+def open_workspace() -> Workspace | None:
+    """The session's workspace, or None (a keyword file on the server still works without one)."""
+    try:
+        return Workspace(state.workspace_path(), create=False)
+    except BackdropError:
+        st.info(f"No workspace at `{state.workspace_path()}`: only keyword files can be used, and nothing can be saved.")
+        return None
+
+
+def main() -> None:
+    st.title("Ontology")
+    st.caption(
+        "Keywords that co-occur in scenes, mined as association rules (support, confidence) and drawn "
+        "as a directed graph; keyword expansion follows its edges level by level."
+    )
+    workspace = open_workspace()
+    source = view.source_picker(workspace)
+    params = view.mining_controls()
+    if source is None:
+        st.info("Choose at least one keyword table or give a keyword file.")
+        st.stop()
+    try:
+        tables = view.tables_for(source, workspace)
+        ontology = view.cached_ontology(tables, tuple(t.digest() for t in tables), **params)
+    except BackdropError as err:
+        st.error(str(err))
+        st.stop()
+
+    columns = st.columns(5)
+    for column, (label, value) in zip(columns, ontology.summary.items()):
+        column.metric(label.capitalize(), value)
+    if workspace is not None and st.button("Save this ontology in the workspace", key=view.KEY + "save"):
+        st.success(f"Saved ontology `{save_ontology(workspace, ontology, tables=[source.label])}`.")
+
+    rules_tab, network_tab, expansion_tab = st.tabs(["Rules", "Network", "Expansion explorer"])
+    with rules_tab:
+        view.rules_view(ontology)
+    with network_tab:
+        view.network_view(ontology)
+    with expansion_tab:
+        names = list(source.names) or [view.default_table_name(source.path)]
+        try:
+            view.expansion_explorer(ontology, tables, names)
+        except BackdropError as err:
+            st.error(str(err))
+    if source.kind == view.FILE_SOURCE and workspace is not None:
+        try:
+            view.save_file_table(workspace, tables[0], view.default_table_name(source.path))
+        except BackdropError as err:
+            st.error(str(err))
+
+
+main()

@@ -1,0 +1,348 @@
+"""Helpers of the Ontology page: keyword sources, cached ontology builds, the rules table, the
+network view and the expansion explorer.
+
+The library (:mod:`analytics.ontology`, :mod:`analytics.keywords`) computes; this module caches,
+draws Plotly figures and lays out widgets. Cache keys are paths, table names and content hashes;
+keyword tables and ontologies are passed as ``_``-prefixed (unhashed) arguments beside their hash.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.colors import sample_colorscale
+
+from analytics.keywords import (
+    KeywordTable,
+    list_keyword_tables,
+    load_keyword_table,
+    read_keyword_file,
+    save_keyword_table,
+)
+from analytics.keywords.store import ITEM_KINDS
+from analytics.ontology import (
+    ALGORITHMS,
+    WEIGHTS,
+    Ontology,
+    build_ontology,
+    expand_item,
+    expand_table,
+    level_statistics,
+)
+from analytics.workspace import PROJECT_ROOT, Workspace
+
+REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
+WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
+CONFIDENCE_COLORSCALE = "Viridis"
+N_EDGE_BINS = 5  # Plotly draws one width per line trace: edges are grouped by confidence
+LAYOUT_SEED = 0
+
+KEY = "ontology."  # prefix of every widget key of the page
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the transactions come from: workspace tables (``names``) or a file (``path``)."""
+
+    kind: str
+    names: tuple[str, ...] = ()
+    path: str = ""
+    places_top_k: int = 1
+    threshold: float | None = None
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.names) if self.kind == WORKSPACE_SOURCE else f"file:{self.path}"
+
+
+# -- cached loading and building --------------------------------------------------------------
+@st.cache_data(max_entries=16, show_spinner="Loading keyword tables…")
+def load_tables(workspace_path: str, names: tuple[str, ...], present_hashes: tuple[str, ...]) -> list[KeywordTable]:
+    """Keyword tables of a workspace (``present_hashes`` only keys the cache: a changed table reloads)."""
+    workspace = Workspace(workspace_path, create=False)
+    return [load_keyword_table(workspace, name) for name in names]
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the keyword file…")
+def read_file(path: str, modified: float, places_top_k: int, threshold: float | None) -> KeywordTable:
+    """A keyword file (``modified`` = its mtime, so an edited file is read again)."""
+    return read_keyword_file(path, places_top_k=places_top_k, threshold=threshold)
+
+
+@st.cache_data(max_entries=16, show_spinner="Mining itemsets and rules…")
+def cached_ontology(
+    _tables: list[KeywordTable], digests: tuple[str, ...], algorithm: str, min_support: float, min_confidence: float, max_len: int | None
+) -> Ontology:
+    """:func:`analytics.ontology.build_ontology`, keyed by the tables' transaction digests."""
+    return build_ontology(_tables, algorithm=algorithm, min_support=min_support, min_confidence=min_confidence, max_len=max_len)
+
+
+@st.cache_data(max_entries=16, show_spinner="Expanding every item…")
+def cached_level_statistics(
+    _ontology: Ontology, ontology_id: str, _table: KeywordTable, table_digest: str, maxits: int, minkws: int | None
+) -> pd.DataFrame:
+    """Min / mean / max keywords per level over all items of one table (paper Figure 9)."""
+    return level_statistics(expand_table(_ontology, _table, maxits=maxits, minkws=minkws), maxits=maxits)
+
+
+@st.cache_data(max_entries=16, show_spinner="Laying out the graph…")
+def cached_network_figure(_graph: nx.DiGraph, ontology_id: str, max_edges: int) -> go.Figure:
+    return network_figure(_graph, max_edges=max_edges)
+
+
+def tables_for(source: Source, workspace: Workspace | None) -> list[KeywordTable]:
+    """The keyword tables of ``source`` (through the caches)."""
+    if source.kind == FILE_SOURCE:
+        return [read_file(source.path, os.path.getmtime(source.path) if os.path.exists(source.path) else 0.0, source.places_top_k, source.threshold)]
+    listed = list_keyword_tables(workspace).set_index("name")
+    hashes = tuple(listed.loc[list(source.names), "present_hash"])
+    return load_tables(str(workspace.root), source.names, hashes)
+
+
+# -- widgets ----------------------------------------------------------------------------------
+def source_picker(workspace: Workspace | None) -> Source | None:
+    """Choose workspace keyword tables or a keyword file on the server; None until one is given."""
+    names = list_keyword_tables(workspace)["name"].tolist() if workspace is not None else []
+    kinds = [WORKSPACE_SOURCE, FILE_SOURCE] if names else [FILE_SOURCE]
+    kind = st.radio("Transactions from", kinds, horizontal=True, key=KEY + "source")
+    if kind == WORKSPACE_SOURCE:
+        chosen = st.multiselect("Keyword tables (their rows are stacked)", names, default=names, key=KEY + "tables")
+        return Source(WORKSPACE_SOURCE, names=tuple(chosen)) if chosen else None
+    if not names:
+        st.caption("The workspace has no keyword tables yet: load a keyword file (and save it to the workspace below).")
+    default = str(REFERENCE_FILE) if REFERENCE_FILE.is_file() else ""
+    path = st.text_input("Keyword file (reference HDF5, CSV or Backdrop HDF5)", value=default, key=KEY + "path").strip()
+    left, right = st.columns(2)
+    top_k = int(left.number_input("Places365 scenes kept per image (reference HDF5)", 1, 20, 1, key=KEY + "top_k"))
+    threshold = right.text_input("Presence threshold for a CSV of scores (blank: 0/1 table)", key=KEY + "threshold").strip()
+    if not path:
+        return None
+    try:
+        value = float(threshold) if threshold else None
+    except ValueError:
+        st.error(f"The CSV threshold must be a number; got {threshold!r}.")
+        return None
+    return Source(FILE_SOURCE, path=path, places_top_k=top_k, threshold=value)
+
+
+def mining_controls() -> dict:
+    """Algorithm, min support, min confidence and max itemset length; returns build_ontology kwargs."""
+    columns = st.columns(4)
+    algorithm = columns[0].selectbox("Algorithm", sorted(ALGORITHMS), index=sorted(ALGORITHMS).index("fpgrowth"), key=KEY + "algorithm")
+    min_support = columns[1].number_input("Min support", 0.001, 1.0, 0.01, step=0.005, format="%.3f", key=KEY + "min_support")
+    min_confidence = columns[2].number_input("Min confidence", 0.01, 1.0, 0.3, step=0.05, format="%.2f", key=KEY + "min_confidence")
+    max_len = int(columns[3].number_input("Max itemset size (0 = any)", 0, 10, 0, key=KEY + "max_len"))
+    return {"algorithm": algorithm, "min_support": float(min_support), "min_confidence": float(min_confidence), "max_len": max_len or None}
+
+
+def save_file_table(workspace: Workspace, table: KeywordTable, default_name: str) -> None:
+    """Form that stores a keyword table read from a file in the workspace."""
+    with st.form(KEY + "save_table"):
+        st.markdown("**Save this keyword file in the workspace**")
+        left, right = st.columns(2)
+        name = left.text_input("Table name", value=default_name, key=KEY + "table_name")
+        kind = right.selectbox("Rows are", ITEM_KINDS, key=KEY + "item_kind")
+        if st.form_submit_button("Save keyword table", key=KEY + "save_table_go"):
+            save_keyword_table(workspace, table, name=name.strip(), item_kind=kind)
+            st.success(f"Saved keyword table `{name.strip()}` ({table.n_items} rows).")
+
+
+def rules_view(ontology: Ontology) -> None:
+    """The rules table, filterable by keyword (sortable by clicking a column header)."""
+    if ontology.rules.empty:
+        st.info("No rule passes these thresholds; lower the min support or the min confidence.")
+        return
+    left, right = st.columns([3, 1])
+    keywords = left.multiselect("Rules mentioning any of", sorted(ontology.graph.nodes), key=KEY + "rule_keywords")
+    edges_only = right.checkbox("Graph edges only (one keyword each side)", key=KEY + "edges_only")
+    shown = rules_frame(ontology, keywords=keywords, edges_only=edges_only)
+    st.caption(f"{len(shown)} of {len(ontology.rules)} rules; click a column header to sort.")
+    st.dataframe(shown, hide_index=True, width="stretch", key=KEY + "rules_table")
+
+
+def rules_frame(ontology: Ontology, *, keywords: Sequence[str] = (), edges_only: bool = False) -> pd.DataFrame:
+    """Rules as text: antecedents, consequents, support, confidence, lift (strongest first).
+
+    A rule is kept when it mentions any of ``keywords`` (all rules when none is given).
+    """
+    rules = ontology.rules
+    keep = np.ones(len(rules), dtype=bool)
+    if keywords:
+        wanted = set(keywords)
+        keep &= [bool(wanted & (a | c)) for a, c in zip(rules["antecedents"], rules["consequents"])]
+    if edges_only:
+        keep &= (rules["antecedents"].map(len) == 1).to_numpy() & (rules["consequents"].map(len) == 1).to_numpy()
+    shown = rules[keep].copy()
+    for column in ("antecedents", "consequents"):
+        shown[column] = shown[column].map(lambda items: ", ".join(sorted(items)))
+    columns = ["antecedents", "consequents", "support", "confidence", "lift"]
+    return shown[columns].sort_values(["confidence", "support"], ascending=False).reset_index(drop=True)
+
+
+def network_view(ontology: Ontology) -> None:
+    graph = ontology.graph
+    if graph.number_of_nodes() == 0:
+        st.info("The ontology has no keyword at this min support; lower it.")
+        return
+    n_edges = graph.number_of_edges()
+    max_edges = n_edges
+    if n_edges > 50:
+        max_edges = int(st.slider("Strongest edges shown", 10, n_edges, min(300, n_edges), step=10, key=KEY + "max_edges"))
+    st.plotly_chart(cached_network_figure(graph, ontology_id=ontology.id, max_edges=max_edges), width="stretch")
+    st.caption(
+        "Node size = support; edge A → B (arrow towards B) width and colour = confidence(A → B). "
+        "Layout: seeded spring layout; keywords without a drawn edge sit in rows below."
+    )
+
+
+def network_figure(graph: nx.DiGraph, *, max_edges: int | None = None, seed: int = LAYOUT_SEED) -> go.Figure:
+    """Plotly view of an ontology graph.
+
+    Node size grows with support; edges are drawn in ``N_EDGE_BINS`` confidence bins (width and
+    colour by confidence) with an arrowhead near the head. The ``max_edges`` strongest edges are
+    drawn (all when None); every node is drawn. Positions come from a seeded spring layout.
+    """
+    edges = sorted(graph.edges(data="confidence"), key=lambda e: (-e[2], e[0], e[1]))[:max_edges]
+    positions = graph_layout(graph, edges, seed=seed)
+    figure = go.Figure()
+    if edges:
+        confidences = np.array([c for _, _, c in edges])
+        low, high = float(confidences.min()), float(confidences.max())
+        bins = np.minimum(((confidences - low) / max(high - low, 1e-9) * N_EDGE_BINS).astype(int), N_EDGE_BINS - 1)
+        for b in range(N_EDGE_BINS):
+            chosen = [edge for edge, in_bin in zip(edges, bins == b) if in_bin]
+            if chosen:
+                figure.add_trace(_edge_trace(chosen, positions, b, low, high))
+        figure.add_trace(_arrow_trace(edges, positions, low, high))
+    figure.add_trace(_node_trace(graph, positions))
+    figure.update_layout(
+        showlegend=False,
+        height=650,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"visible": False},
+        yaxis={"visible": False, "scaleanchor": "x"},
+        plot_bgcolor="white",
+    )
+    return figure
+
+
+def graph_layout(graph: nx.DiGraph, edges: list[tuple[str, str, float]], *, seed: int = LAYOUT_SEED) -> dict[str, np.ndarray]:
+    """Node positions: a seeded spring layout of the nodes joined by the drawn ``edges`` in
+    [-1, 1]², and the remaining (isolated) nodes in rows below it. Without this, the spring layout
+    pushes isolated nodes far out and squeezes the connected part into a corner."""
+    linked = nx.DiGraph((a, b) for a, b, _ in edges)
+    positions = nx.spring_layout(linked, seed=seed, k=2 / np.sqrt(max(len(linked), 1))) if len(linked) else {}
+    alone = sorted(node for node in graph if node not in positions)
+    per_row = max(1, int(np.ceil(np.sqrt(len(alone) * 3))))
+    for i, node in enumerate(alone):
+        row, col = divmod(i, per_row)
+        positions[node] = np.array([-1 + 2 * (col + 0.5) / per_row, -1.3 - 0.25 * row])
+    return positions
+
+
+def _edge_trace(edges, positions, b: int, low: float, high: float) -> go.Scatter:
+    xs, ys = [], []
+    for a, c, _ in edges:
+        xs += [positions[a][0], positions[c][0], None]
+        ys += [positions[a][1], positions[c][1], None]
+    middle = low + (b + 0.5) / N_EDGE_BINS * (high - low)
+    colour = sample_colorscale(CONFIDENCE_COLORSCALE, [(middle - low) / max(high - low, 1e-9)])[0]
+    return go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", line={"width": 0.5 + 3.5 * (b + 0.5) / N_EDGE_BINS, "color": colour}, opacity=0.7)
+
+
+def _arrow_trace(edges, positions, low: float, high: float) -> go.Scatter:
+    """Arrowheads 80 % along each edge, carrying the hover text and the confidence colour bar."""
+    starts = np.array([positions[a] for a, _, _ in edges])
+    ends = np.array([positions[c] for _, c, _ in edges])
+    tips = starts + 0.8 * (ends - starts)
+    delta = ends - starts
+    angles = np.degrees(np.arctan2(delta[:, 0], delta[:, 1]))  # Plotly: clockwise from 'up'
+    return go.Scatter(
+        x=tips[:, 0],
+        y=tips[:, 1],
+        mode="markers",
+        marker={
+            "symbol": "triangle-up",
+            "size": 9,
+            "angle": angles,
+            "color": [c for _, _, c in edges],
+            "colorscale": CONFIDENCE_COLORSCALE,
+            "cmin": low,
+            "cmax": high,
+            "showscale": True,
+            "colorbar": {"title": {"text": "confidence"}},
+        },
+        text=[f"{a} → {c}<br>confidence {w:.3f}" for a, c, w in edges],
+        hoverinfo="text",
+    )
+
+
+def _node_trace(graph: nx.DiGraph, positions) -> go.Scatter:
+    nodes = list(graph.nodes(data="support"))
+    supports = np.array([s for _, s in nodes])
+    sizes = 8 + 40 * np.sqrt(supports / supports.max()) if len(nodes) else []
+    return go.Scatter(
+        x=[positions[n][0] for n, _ in nodes],
+        y=[positions[n][1] for n, _ in nodes],
+        mode="markers+text",
+        marker={"size": sizes, "color": "#f4a261", "line": {"width": 1, "color": "#6d3b14"}},
+        text=[n for n, _ in nodes],
+        textposition="top center",
+        textfont={"size": 10},
+        hovertext=[f"{n}<br>support {s:.3f}" for n, s in nodes],
+        hoverinfo="text",
+    )
+
+
+def expansion_explorer(ontology: Ontology, tables: list[KeywordTable], table_names: list[str]) -> None:
+    """One item's keywords level by level, with the path that reached each; plus per-level
+    statistics over the whole table."""
+    index = 0
+    if len(tables) > 1:
+        index = table_names.index(st.selectbox("Keyword table", table_names, key=KEY + "explore_table"))
+    table = tables[index]
+    labels = table.labels or [""] * table.n_items
+    row = st.selectbox(
+        "Item",
+        range(table.n_items),
+        format_func=lambda r: f"{table.ids[r]} ({labels[r]}): {len(table.keywords_of(r))} keywords" if labels[r] else table.ids[r],
+        key=KEY + "explore_row",
+    )
+    columns = st.columns(3)
+    maxits = int(columns[0].number_input("MAXITS (levels)", 0, 10, 5, key=KEY + "maxits"))
+    minkws = int(columns[1].number_input("MINKWS (0 = none)", 0, 200, 0, key=KEY + "minkws")) or None
+    rank_by = columns[2].radio("Rank by", WEIGHTS, horizontal=True, key=KEY + "rank_by")
+    detected = table.keywords_of(row)
+    expansion = expand_item(ontology, table, row, maxits=maxits, minkws=minkws, rank_by=rank_by)
+    if expansion.note:
+        st.warning(expansion.note)
+    st.markdown(f"**Detected keywords (level 0):** {', '.join(detected) or 'none'}")
+    frame = expansion.to_frame()
+    for level, part in frame.groupby("level"):
+        st.markdown(f"**Level {level}** — {len(part)} keywords")
+        st.dataframe(part.drop(columns="level"), hide_index=True, width="stretch")
+    if st.toggle("Level statistics over all items of this table (paper Figure 9)", key=KEY + "level_stats"):
+        stats = cached_level_statistics(ontology, ontology.id, table, table.digest(), maxits, minkws)
+        st.plotly_chart(level_figure(stats), width="stretch")
+        st.dataframe(stats, hide_index=True)
+
+
+def level_figure(stats: pd.DataFrame) -> go.Figure:
+    """Min / mean / max keywords per expansion level (lines with markers)."""
+    figure = go.Figure()
+    for column, dash in (("max", "dot"), ("mean", "solid"), ("min", "dot")):
+        figure.add_trace(go.Scatter(x=stats["level"], y=stats[column], mode="lines+markers", name=column, line={"dash": dash}))
+    figure.update_layout(xaxis_title="ontology level i", yaxis_title="|OL_x[i]| keywords per item", height=350, margin={"t": 20})
+    return figure
+
+
+def default_table_name(path: str) -> str:
+    return Path(path).stem or "keywords"

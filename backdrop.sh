@@ -57,7 +57,8 @@ case "${1:-}" in
     log "building the demo workspace in $BACKDROP_WORKSPACE (idempotent)"
     "$PY" -m analytics demo --workspace "$BACKDROP_WORKSPACE"
     log "dashboard on http://localhost:$PORT"
-    exec "$PY" -m streamlit run "$ROOT/app.py" --server.port "$PORT" --server.headless true
+    cd "$ROOT"  # Streamlit reads .streamlit/config.toml from the working directory
+    exec "$PY" -m streamlit run app.py --server.port "$PORT" --server.headless true
     ;;
   test)
     install_python_packages "$ROOT/requirements-dev.txt"

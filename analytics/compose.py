@@ -87,6 +87,8 @@ def foreground_only(images: np.ndarray, masks: np.ndarray, *, fill: int = 0) -> 
 
 def _hard_paste(images: np.ndarray, masks: np.ndarray, backgrounds: np.ndarray) -> np.ndarray:
     m = masks[..., None]
+    if ((masks == 0) | (masks == 1)).all():  # binary masks (the usual case): a select, twice as fast
+        return np.where(m > 0.5, images, backgrounds)
     return (m * images + (1 - m) * backgrounds).round().astype(np.uint8)
 
 
@@ -96,9 +98,9 @@ def _blend(images: np.ndarray, masks: np.ndarray, backgrounds: np.ndarray, level
     out = _hard_paste(images, masks, backgrounds)
     for i in range(len(images)):
         hard = (masks[i] > 0.5).astype(np.uint8)
-        seam = cv2.dilate(hard, kernel).astype(bool) & ~cv2.erode(hard, kernel).astype(bool)
+        seam = cv2.dilate(hard, kernel) > cv2.erode(hard, kernel)
         smooth = _pyramid_blend(images[i], masks[i], backgrounds[i], levels)
-        out[i][seam] = smooth[seam]
+        np.copyto(out[i], smooth, where=seam[..., None])  # cheaper than boolean-index assignment
     return out
 
 

@@ -15,11 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pandas as pd
 
 from .exceptions import InvalidInputError, NotFoundError
 from .images import (
+    IMAGE_SUFFIXES,
     check_mask_share,
     fit_square,
     is_image_file,
@@ -172,7 +174,8 @@ def paste_cutout(rgba: np.ndarray, home: np.ndarray | None, *, size: int, scale:
     Parameters
     ----------
     rgba : ndarray of shape (height, width, 4), uint8
-    home : ndarray of shape (size, size, 3), uint8, or None (neutral grey)
+    home : ndarray of shape (height, width, 3), uint8, or None (neutral grey)
+        Centre-cropped to a square and resized to ``size``.
 
     Returns
     -------
@@ -187,17 +190,22 @@ def paste_cutout(rgba: np.ndarray, home: np.ndarray | None, *, size: int, scale:
     height, width = rgba.shape[:2]
     factor = scale * size / max(height, width)
     new_h, new_w = max(1, round(height * factor)), max(1, round(width * factor))
-    import cv2  # local: only cut-outs need resizing of RGBA
-
-    rgba = cv2.resize(rgba, (new_w, new_h), interpolation=cv2.INTER_AREA if factor < 1 else cv2.INTER_CUBIC)
-    canvas = np.full((size, size, 3), 127, np.uint8) if home is None else resize_square(home, None, size)[0].copy()
+    # Resize with premultiplied alpha: resizing straight RGBA bleeds the colour of transparent
+    # pixels (often black) into the edge and leaves a dark halo around the object.
+    alpha = rgba[..., 3].astype(np.float32) / 255
+    premultiplied = rgba[..., :3].astype(np.float32) * alpha[..., None]
+    interpolation = cv2.INTER_AREA if factor < 1 else cv2.INTER_CUBIC
+    premultiplied = cv2.resize(premultiplied, (new_w, new_h), interpolation=interpolation)
+    alpha = np.clip(cv2.resize(alpha, (new_w, new_h), interpolation=interpolation), 0, 1)
+    premultiplied = np.clip(premultiplied, 0, 255 * alpha[..., None])  # cubic overshoot
+    # fit_square centre-crops a non-square home photo; resizing it straight to a square would squash it
+    canvas = np.full((size, size, 3), 127, np.uint8) if home is None else fit_square(home, None, size)[0].copy()
     top, left = (size - new_h) // 2 + int(size * 0.05), (size - new_w) // 2
     top = min(top, size - new_h)
-    alpha_f = rgba[..., 3:4].astype(np.float32) / 255
     region = canvas[top : top + new_h, left : left + new_w].astype(np.float32)
-    canvas[top : top + new_h, left : left + new_w] = (alpha_f * rgba[..., :3] + (1 - alpha_f) * region).round().astype(np.uint8)
+    canvas[top : top + new_h, left : left + new_w] = (premultiplied + (1 - alpha[..., None]) * region).round().astype(np.uint8)
     mask = np.zeros((size, size), bool)
-    mask[top : top + new_h, left : left + new_w] = rgba[..., 3] > 127
+    mask[top : top + new_h, left : left + new_w] = alpha > 0.5
     return canvas, mask
 
 
@@ -218,11 +226,26 @@ def read_backgrounds(
         the photo and returns the count (e.g. more crops from larger photos).
     files : sequence of paths or None
         Read exactly these files instead of listing ``path``.
+
+    Raises
+    ------
+    InvalidInputError
+        The folder (or ``files``) holds no image file at all.
     """
-    path = _unzipped(Path(path))
+    source = Path(path)
+    path = _unzipped(source)
     paths = [Path(f) for f in files] if files is not None else sorted(p for p in path.iterdir() if is_image_file(p))
+    if not paths:
+        raise InvalidInputError(
+            f"{source}: no background photos found (looked for {', '.join(IMAGE_SUFFIXES)} files directly in the folder); "
+            "add photos or pick another folder"
+        )
     result = ImportResult()
+    seen: dict[str, str] = {}
     for photo_path in paths:
+        if photo_path.stem in seen:
+            result.reject(photo_path, f"duplicate id {photo_path.stem!r} (also {seen[photo_path.stem]}); rename one file")
+            continue
         try:
             photo = read_image(photo_path)
         except InvalidInputError as err:
@@ -231,6 +254,7 @@ def read_backgrounds(
         if min(photo.shape[:2]) < size // 2:
             result.reject(photo_path, f"photo is {photo.shape[1]}x{photo.shape[0]}, smaller than half the image size {size}; use a larger photo")
             continue
+        seen[photo_path.stem] = str(photo_path)
         count = crops_per_photo(photo) if callable(crops_per_photo) else crops_per_photo
         for top, left, side in square_crops(photo, count, seed=seed):
             image, _ = resize_square(photo[top : top + side, left : left + side], None, size)

@@ -127,9 +127,9 @@ def fit_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tuple[n
         rows, cols = np.nonzero(mask)
         top, bottom, left, right = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
         centre_y, centre_x = (top + bottom) // 2, (left + right) // 2
-    else:
-        top, bottom, left, right = 0, 0, 0, 0
+    else:  # no object: an empty box at the centre, so the crop is centred (not the top-left corner)
         centre_y, centre_x = height // 2, width // 2
+        top, bottom, left, right = centre_y, centre_y, centre_x, centre_x
     if bottom - top <= side and right - left <= side:
         y0 = int(np.clip(centre_y - side // 2, max(0, bottom - side), min(top, height - side)))
         x0 = int(np.clip(centre_x - side // 2, max(0, right - side), min(left, width - side)))
@@ -155,8 +155,11 @@ def resize_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tupl
 def square_crops(image: np.ndarray, n_crops: int, *, seed: int) -> list[tuple[int, int, int]]:
     """Deterministic distinct square crops of a (large) photo.
 
-    Crops have sides between 45 % and 100 % of the shorter side and overlap at most about half, so
-    one 2560x1600 photo yields several different scenes. The same ``seed`` gives the same crops.
+    The first crop is the centred square of the whole shorter side (the overview); the others are
+    details with sides between 45 % and 80 % of the shorter side that overlap each other at most
+    half, so one 2560x1600 photo yields several different scenes. The same ``seed`` gives the same
+    crops. (Details are not tested against the overview: they all lie mostly inside it, and their
+    smaller side already makes them different views.)
 
     Returns
     -------
@@ -171,7 +174,7 @@ def square_crops(image: np.ndarray, n_crops: int, *, seed: int) -> list[tuple[in
             break
         side = int(short * rng.uniform(0.45, 0.8))
         top, left = int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1))
-        if all(_overlap((top, left, side), other) < 0.5 for other in crops):
+        if all(_overlap((top, left, side), other) < 0.5 for other in crops[1:]):
             crops.append((top, left, side))
     return crops
 

@@ -171,7 +171,7 @@ class Workspace:
     # -- array store ----------------------------------------------------------------------
     def put_array(self, array: np.ndarray) -> str:
         """Store ``array`` (any shape, non-object dtype) and return its content hash."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
         if array.dtype.hasobject:
             raise WorkspaceError("object arrays cannot be stored; convert to a numeric or string dtype")
         buffer = io.BytesIO()
@@ -199,7 +199,8 @@ class Workspace:
         return self.put_array(np.array(json.dumps(value, sort_keys=True)))
 
     def get_json(self, digest: str) -> Any:
-        return json.loads(str(self.get_array(digest)))
+        # .item() reads the 0-d array put_json writes and the shape-(1,) ones older versions wrote
+        return json.loads(self.get_array(digest).item())
 
     def _array_path(self, digest: str) -> Path:
         return self.arrays_dir / digest[:2] / f"{digest}.npy"

@@ -9,13 +9,17 @@ from .precomputed import PrecomputedBackend, PresenceRule, read_keyword_file, wr
 from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, save_keyword_table
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
+from .classifier_patch import ClassifierPatchBackend
+from .scene_models import SceneModelsBackend
 
 __all__ = [
     "BACKENDS",
+    "ClassifierPatchBackend",
     "KeywordBackend",
     "KeywordTable",
     "PrecomputedBackend",
     "PresenceRule",
+    "SceneModelsBackend",
     "delete_keyword_table",
     "list_keyword_tables",
     "load_keyword_table",

@@ -1,0 +1,232 @@
+"""Backdrop dashboard: ``streamlit run app.py``.
+
+The entry point sets the page config, the sidebar shared by every page (workspace folder, annotator
+name) and the navigation: Home (below) plus every ``pages/<N>_<Name>.py`` in the order of N. Each
+page file is also a complete script on its own (``AppTest.from_file("pages/1_Data.py")``); a page
+that Streamlit runs without this entry point is sent back here first (see
+:func:`ui.state.init_state`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from analytics.assets import CACHE_ENV_VAR, default_cache_dir, is_fetched
+from analytics.datasets import image_size, list_backgrounds, list_classes, list_targets
+from analytics.demo import load_catalogue
+from analytics.exceptions import BackdropError
+from analytics.workspace import Workspace
+from ui import state, widgets
+
+ROOT = Path(__file__).resolve().parent
+PAGE_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
+FETCH_COMMAND = "python -m analytics fetch-assets"
+# Home's metric label -> table of analytics/_schema.py it counts.
+COUNTED_TABLES = {
+    "Targets": "targets",
+    "Classes": "classes",
+    "Backgrounds": "backgrounds",
+    "Models": "models",
+    "Suites": "suites",
+    "Runs": "runs",
+    "Judgments": "judgments",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the guided workflow on Home."""
+
+    title: str
+    hint: str
+    pages: tuple[str, ...]  # page names to link to, first existing one wins
+    done: Callable[[dict[str, int]], bool]
+
+
+STEPS = (
+    Step(
+        "Bring targets and backgrounds",
+        f"Import a target set and a background pool on Data, or build the demo with `{state.DEMO_COMMAND}`.",
+        ("Data",),
+        lambda n: n["Targets"] > 0 and n["Backgrounds"] > 0,
+    ),
+    Step("Register a model", "Add a classifier; the EfficientNet-Lite zoo works offline.", ("Models",), lambda n: n["Models"] > 0),
+    Step(
+        "Sample background suites",
+        "Pick N backgrounds per target: random, nearest, interval, keywords or the ontology.",
+        ("Suites",),
+        lambda n: n["Suites"] > 0,
+    ),
+    Step("Run a model over a suite", "Composite, classify, and draw the variance matrices.", ("Run", "Matrices"), lambda n: n["Runs"] > 0),
+    Step("Judge the matrices", "Label each model invariant, borderline or variant.", ("Judge",), lambda n: n["Judgments"] > 0),
+    Step(
+        "Compare annotators and the assessor",
+        "Inter-rater agreement, and a classifier that learns your judgments.",
+        ("Agreement", "Assessor"),
+        lambda n: False,  # open-ended: always worth revisiting once there are judgments
+    ),
+)
+
+
+# -- navigation ------------------------------------------------------------------------------
+def page_files() -> list[Path]:
+    """``pages/<N>_<Name>.py`` files sorted by N."""
+    found = [p for p in (ROOT / "pages").glob("*.py") if PAGE_FILE.match(p.name)]
+    return sorted(found, key=lambda p: int(PAGE_FILE.match(p.name).group(1)))
+
+
+def page_path(*names: str) -> str | None:
+    """The first existing page among ``names`` as a path relative to this file, or None."""
+    by_name = {PAGE_FILE.match(p.name).group(2): p for p in page_files()}
+    found = next((by_name[n] for n in names if n in by_name), None)
+    return None if found is None else str(found.relative_to(ROOT))
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        widgets.persistent_text_input(
+            "Workspace",
+            key=state.WORKSPACE_PATH,
+            help="Folder with backdrop.sqlite; default from $BACKDROP_WORKSPACE. Build one with "
+            f"`{state.DEMO_COMMAND} --workspace DIR`.",
+        )
+        widgets.persistent_text_input(
+            "Your name",
+            key=state.ANNOTATOR,
+            placeholder="annotator name",
+            help="Signs your judgments on the Judge page; asked once per browser session.",
+        )
+
+
+# -- Home ------------------------------------------------------------------------------------
+def table_counts(workspace: Workspace) -> dict[str, int]:
+    """Rows in each of :data:`COUNTED_TABLES`, by metric label."""
+    return {
+        label: int(workspace.query_one(f"SELECT COUNT(*) FROM {table}")[0])  # names are constants
+        for label, table in COUNTED_TABLES.items()
+    }
+
+
+def asset_table() -> pd.DataFrame:
+    """The demo catalogue's Debian packages, what each provides, and whether it is in the cache."""
+    packages = load_catalogue().packages
+    return pd.DataFrame(
+        {
+            "package": list(packages),
+            "provides": [info.get("role", "") for info in packages.values()],
+            "in cache": [is_fetched(package) for package in packages],
+        }
+    )
+
+
+def sources_table(workspace: Workspace) -> pd.DataFrame:
+    """Targets and backgrounds per source package and licence (empty package = imported by a user)."""
+    frames = [
+        list_targets(workspace)[["package", "licence"]].assign(kind="targets"),
+        list_backgrounds(workspace)[["package", "licence"]].assign(kind="backgrounds"),
+    ]
+    rows = pd.concat(frames, ignore_index=True).replace({"package": {"": "(imported)"}, "licence": {"": "(not recorded)"}})
+    if rows.empty:
+        return pd.DataFrame(columns=["package", "targets", "backgrounds", "licence"])
+    table = rows.pivot_table(index=["package", "licence"], columns="kind", aggfunc="size", fill_value=0)
+    counts = table.reindex(columns=["targets", "backgrounds"], fill_value=0).reset_index()
+    return counts[["package", "targets", "backgrounds", "licence"]]  # licences are long: last
+
+
+def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
+    st.subheader("In this workspace")
+    for column, (label, value) in zip(st.columns(len(counts)), counts.items()):
+        column.metric(label, value, border=True)
+    st.caption(
+        f"Workspace `{workspace.root}` · schema version {workspace.schema_version} · "
+        f"images {image_size(workspace)} × {image_size(workspace)} px"
+    )
+    per_class = list_targets(workspace)["class_name"].value_counts()
+    if per_class.empty:
+        st.caption("No classes yet.")
+    else:
+        st.markdown("**Classes:** " + ", ".join(f"{name} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
+
+
+def show_next_steps(counts: dict[str, int]) -> None:
+    st.subheader("What to do next")
+    next_index = next(i for i, step in enumerate(STEPS) if not step.done(counts))
+    for index, step in enumerate(STEPS):
+        icon = (
+            ":material/check_circle:"
+            if index < next_index or step.done(counts)
+            else ":material/arrow_forward:" if index == next_index else ":material/radio_button_unchecked:"
+        )
+        label = f"**{step.title}**" if index == next_index else step.title
+        path = page_path(*step.pages)
+        if path is None:
+            st.caption(f"{icon} {label} — {' / '.join(step.pages)} page not installed")
+        else:
+            st.page_link(path, label=label, icon=icon)
+        if index == next_index:
+            st.caption(step.hint)
+
+
+def show_assets(workspace: Workspace) -> None:
+    st.subheader("Assets and licences")
+    try:
+        assets = asset_table()
+    except BackdropError as err:  # a damaged catalogue must not hide the rest of Home
+        st.warning(f"Cannot read the demo catalogue: {err}")
+        assets = pd.DataFrame(columns=["package", "provides", "in cache"])
+    n_cached = int(assets["in cache"].sum())
+    st.markdown(
+        f"Demo assets: **{n_cached} of {len(assets)}** Debian packages are in the cache `{default_cache_dir()}` "
+        f"(set `${CACHE_ENV_VAR}` to keep them elsewhere)."
+    )
+    if n_cached < len(assets):
+        st.caption(
+            f"Fetch the missing ones with `{FETCH_COMMAND}` (or `{state.DEMO_COMMAND}`, which fetches what it needs), "
+            "or import your own folders on the Data page."
+        )
+    with st.expander("Demo packages"):
+        st.dataframe(assets, hide_index=True, width="stretch")
+    sources = sources_table(workspace)
+    if sources.empty:
+        st.caption("No images yet, so no sources or licences to list.")
+    else:
+        st.caption("Where the workspace's images come from:")
+        st.dataframe(sources, hide_index=True, width="stretch")
+
+
+def home() -> None:
+    st.title("Backdrop")
+    st.markdown(
+        "Background invariance testing of image classifiers: does a model still recognise the object "
+        "when the scene behind it changes, and in which scenes does it break?"
+    )
+    workspace = state.current_workspace()
+    counts = table_counts(workspace)
+    show_overview(workspace, counts)
+    left, right = st.columns(2, gap="large")
+    with left:
+        show_next_steps(counts)
+    with right:
+        show_assets(workspace)
+
+
+def main() -> None:
+    st.set_page_config(page_title="Backdrop", page_icon=":material/layers:", layout="wide")
+    pages = [st.Page(home, title="Home", icon=":material/home:", default=True)]
+    pages += [st.Page(str(path.relative_to(ROOT))) for path in page_files()]
+    navigation = st.navigation(pages)  # before init_state: from here on Streamlit uses this navigation
+    state.init_state()
+    resume = st.session_state.pop(state.RESUME_PAGE, None)
+    if resume:
+        st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]))
+    sidebar()
+    navigation.run()
+
+
+main()

@@ -1,0 +1,329 @@
+"""Data: browse targets and backgrounds, preview a composite, bring your own data.
+
+A thin view: reading, validating, fitting and storing images is :mod:`analytics.datasets` /
+:mod:`analytics.images`; compositing is :mod:`analytics.compose`. The page catches only
+:class:`~analytics.exceptions.BackdropError`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from analytics.datasets import (
+    LAYOUTS,
+    ImportResult,
+    Target,
+    add_backgrounds,
+    add_targets,
+    image_size,
+    list_backgrounds,
+    list_classes,
+    list_targets,
+    load_backgrounds,
+    read_backgrounds,
+    read_targets,
+)
+from analytics.exceptions import BackdropError
+from analytics.images import check_mask_share, fit_square, read_image
+from analytics.workspace import Workspace
+from ui import cache, state, widgets
+
+PAGE_SIZE = 24
+GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
+LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
+NEW_CLASS = "New class…"
+GREY_HOME = "Neutral grey"
+LAYOUT_HELP = {
+    "folder": "folder — images/<class>/* with masks/<class>/<stem>.png",
+    "bgchallenge": "bgchallenge — original/val/<class>/*.JPEG with fg_mask/val/<class>/<stem>.npy",
+    "cutouts": "cutouts — <class>/*.png RGBA cut-outs (alpha = mask)",
+}
+EMPTY_HINT = f"import a folder in the **Import** tab or run `{state.DEMO_COMMAND}`"
+
+
+# -- browsing --------------------------------------------------------------------------------
+def show_targets(workspace: Workspace) -> None:
+    targets = list_targets(workspace)
+    if targets.empty:
+        st.info(f"No targets yet — {EMPTY_HINT}.", icon=":material/image_not_supported:")
+        return
+    st.caption("Each target is an image with its object mask (outlined) and class.")
+    filter_column, page_column, _ = st.columns([1, 1, 2])
+    with filter_column:
+        chosen = widgets.class_filter(list(list_classes(workspace)), key="data.class")
+    shown = targets if chosen is None else targets[targets["class_name"] == chosen]
+    with page_column:
+        start, stop = widgets.paginate(len(shown), page_size=PAGE_SIZE, key=f"data.targets_page.{chosen}")
+    if shown.empty:
+        st.info(f"No targets of class {chosen!r} yet.")
+        return
+    rows = shown.iloc[start:stop]
+    path = str(workspace.root)
+    widgets.image_grid(
+        [cache.target_thumbnail(path, row.image_hash, row.mask_hash) for row in rows.itertuples()],
+        list(rows["id"]),
+    )
+
+
+def show_backgrounds(workspace: Workspace) -> None:
+    backgrounds = list_backgrounds(workspace)
+    if backgrounds.empty:
+        st.info(f"No backgrounds yet — {EMPTY_HINT}.", icon=":material/image_not_supported:")
+        return
+    st.caption("The pool of scenes targets are pasted on, with each image's source package (licences below the grid).")
+    page_column, _ = st.columns([1, 3])
+    with page_column:
+        start, stop = widgets.paginate(len(backgrounds), page_size=PAGE_SIZE, key="data.backgrounds_page")
+    rows = backgrounds.iloc[start:stop]
+    path = str(workspace.root)
+    widgets.image_grid(
+        [cache.background_thumbnail(path, row.image_hash) for row in rows.itertuples()],
+        [f"{row.id} · {row.package or 'imported'}" for row in rows.itertuples()],
+    )
+    with st.expander("Licences of the backgrounds on this page"):
+        st.dataframe(rows[["id", "package", "licence", "origin"]], hide_index=True, width="stretch")
+
+
+def show_composite(workspace: Workspace) -> None:
+    targets, backgrounds = list_targets(workspace), list_backgrounds(workspace)
+    if targets.empty or backgrounds.empty:
+        st.info(f"A preview needs at least one target and one background — {EMPTY_HINT}.")
+        return
+    st.caption("y = m ⊗ x + (1 − m) ⊗ b, then Laplacian-pyramid blending along the mask edge only.")
+    pick_target, pick_background = st.columns(2)
+    target_id = pick_target.selectbox("Target", targets["id"], key="data.preview_target")
+    background_id = pick_background.selectbox("Background", backgrounds["id"], key="data.preview_background")
+    with st.expander("Blending settings"):
+        levels = st.slider("Pyramid levels", 1, 6, 4, key="data.preview_levels")
+        band = st.slider("Seam band half-width (px)", 1, 8, 3, key="data.preview_band")
+    target = targets.set_index("id").loc[target_id]
+    background_hash = backgrounds.set_index("id").loc[background_id, "image_hash"]
+    path = str(workspace.root)
+    hard, blended = cache.composite_preview(
+        path, target["image_hash"], target["mask_hash"], background_hash, levels=levels, band=band
+    )
+    original = widgets.outline_mask(cache.load_array(path, target["image_hash"]), cache.load_array(path, target["mask_hash"]))
+    captions = ("Original with mask outline", "Hard paste (Eq. 1)", "Blended seam")
+    for column, image, caption in zip(st.columns(3), (original, hard, blended), captions):
+        column.image(image, caption=caption, width="stretch")
+
+
+# -- bring your own data ---------------------------------------------------------------------
+@contextmanager
+def import_source(from_upload: bool, *, key: str) -> Iterator[Path | None]:
+    """The folder or zip to import: a server path, or an uploaded zip saved to a temporary folder."""
+    if not from_upload:
+        text = st.text_input("Folder (or .zip) on the server", key=f"{key}.path", placeholder="/data/my-targets")
+        yield Path(text).expanduser() if text.strip() else None
+        return
+    upload = st.file_uploader("Zip file", type=["zip"], key=f"{key}.upload")
+    if upload is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="backdrop-upload-") as folder:
+        saved = Path(folder) / Path(upload.name).name
+        saved.write_bytes(upload.getvalue())
+        yield saved
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What the import form asks for (plain values; the files come from :func:`import_source`)."""
+
+    targets: bool
+    from_upload: bool
+    layout: str = "folder"
+    home_id: str | None = None
+    crops_per_photo: int = 1
+    package: str = ""
+    licence: str = ""
+
+
+def ask_import(workspace: Workspace) -> ImportRequest:
+    st.caption("Add a target set or a background pool; every file is checked and rejected files are listed with the reason.")
+    kind_column, from_column = st.columns(2)
+    kind = kind_column.radio("What to import", ["Target set", "Background pool"], horizontal=True, key="data.import_kind")
+    origin = from_column.radio("From", ["Folder on the server", "Uploaded zip"], horizontal=True, key="data.import_from")
+    options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
+    if options["targets"]:
+        options["layout"] = st.selectbox("Layout", LAYOUTS, format_func=LAYOUT_HELP.get, key="data.import_layout")
+        if options["layout"] == "cutouts":
+            homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
+            home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
+            options["home_id"] = None if home == GREY_HOME else home
+    else:
+        options["crops_per_photo"] = int(st.number_input("Distinct square crops per photo", 1, 32, 1, key="data.import_crops"))
+    package_column, licence_column = st.columns(2)
+    options["package"] = package_column.text_input("Source collection (optional)", key="data.import_package", placeholder="e.g. my-photos-2024").strip()
+    options["licence"] = licence_column.text_input("Licence (optional)", key="data.import_licence", placeholder="e.g. CC-BY-4.0").strip()
+    return ImportRequest(**options)
+
+
+def read_import(workspace: Workspace, request: ImportRequest, source: Path) -> ImportResult:
+    """Read and check the files; accepted records carry the source and licence the user gave."""
+    size = image_size(workspace)
+    if request.targets:
+        home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
+        result = read_targets(source, layout=request.layout, size=size, home=home)
+    else:
+        result = read_backgrounds(source, size=size, crops_per_photo=request.crops_per_photo)
+    result.accepted = [replace(item, package=request.package, licence=request.licence) for item in result.accepted]
+    return result
+
+
+def import_data(workspace: Workspace) -> None:
+    request = ask_import(workspace)
+    with import_source(request.from_upload, key="data.import_source") as source:
+        if not st.button("Import", type="primary", disabled=source is None, key="data.import_go"):
+            return
+        try:
+            result = read_import(workspace, request, source)
+            added = store(workspace, result) if result.accepted else 0
+        except BackdropError as err:
+            st.error(str(err))
+            return
+    st.session_state[LAST_IMPORT] = {
+        "source": source.name if request.from_upload else str(source),
+        "added": added,
+        "accepted": [item.id for item in result.accepted],
+        "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
+    }
+    st.rerun()  # so the grids and counts include the new images
+
+
+def short_path(file: str, source: Path) -> str:
+    """A file's path inside the imported folder; for a zip (extracted elsewhere) its last three parts."""
+    path = Path(file)
+    if path.is_relative_to(source):
+        return str(path.relative_to(source))
+    return str(Path(*path.parts[-3:]))
+
+
+def store(workspace: Workspace, result: ImportResult) -> int:
+    """Add accepted targets (registering new classes without ImageNet indices) or backgrounds."""
+    if isinstance(result.accepted[0], Target):
+        known = set(list_classes(workspace))
+        new_classes = {t.class_name: [] for t in result.accepted if t.class_name not in known}
+        return add_targets(workspace, result.accepted, classes=new_classes)
+    return add_backgrounds(workspace, result.accepted)
+
+
+def show_last_import() -> None:
+    summary = st.session_state.get(LAST_IMPORT)
+    if summary is None:
+        st.caption("The result of an import shows here: the files accepted, and those rejected with the reason.")
+        return
+    accepted, rejected = summary["accepted"], summary["rejected"]
+    if not accepted:
+        st.error(f"Nothing valid to add from `{summary['source']}`; the workspace is unchanged. Reasons below.")
+    else:
+        already = len(accepted) - summary["added"]
+        note = f" ({already} already in the workspace)" if already else ""
+        st.success(f"Imported from `{summary['source']}`: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
+    accepted_tab, rejected_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})"])
+    accepted_tab.dataframe(pd.DataFrame({"id": accepted}), hide_index=True)
+    rejected_tab.dataframe(
+        pd.DataFrame(rejected, columns=["file", "reason"]),
+        hide_index=True,
+        column_config={"reason": st.column_config.TextColumn(width="large")},
+    )
+
+
+def grabcut_target(workspace: Workspace) -> None:
+    st.caption(
+        "For an image without a mask: OpenCV GrabCut separates the object from its background. "
+        "Check the outline, adjust the box, then add it as a target."
+    )
+    controls, preview = st.columns([1, 2], gap="large")
+    with controls:
+        upload = st.file_uploader("Image", type=["png", "jpg", "jpeg", "webp", "bmp"], key="data.grabcut_upload")
+        if upload is None:
+            preview.info("Upload a photo of one object to see GrabCut's mask here.", icon=":material/upload:")
+            return
+        try:
+            image = read_upload(upload)
+        except BackdropError as err:
+            st.error(str(err))
+            return
+        height, width = image.shape[:2]
+        box = widgets.box_selector(width, height, key="data.grabcut_box")
+        iterations = st.slider("GrabCut iterations", 1, 10, 5, key="data.grabcut_iterations")
+    mask = cache.grabcut_preview(image, box, iterations)
+    shown = widgets.outline_mask(image, mask)
+    if box is not None:
+        x, y, w, h = box
+        cv2.rectangle(shown, (x, y), (x + w - 1, y + h - 1), (255, 255, 255), 1)
+    outline, cutout = preview.columns(2)
+    outline.image(shown, caption="GrabCut mask outline" + (" (white: your box)" if box else ""), width="stretch")
+    cutout.image(np.where(mask[..., None], image, 0).astype(np.uint8), caption=f"Object only: {mask.mean():.1%} of the image", width="stretch")
+    with controls:
+        add_grabcut_target(workspace, image, mask, default_id=Path(upload.name).stem)
+
+
+def read_upload(upload) -> np.ndarray:
+    """An uploaded image as RGB, shrunk to at most :data:`GRABCUT_MAX_SIDE` px on its long side."""
+    with tempfile.TemporaryDirectory(prefix="backdrop-grabcut-") as folder:
+        saved = Path(folder) / Path(upload.name).name
+        saved.write_bytes(upload.getvalue())
+        image = read_image(saved)
+    factor = GRABCUT_MAX_SIDE / max(image.shape[:2])
+    if factor >= 1:
+        return image
+    return cv2.resize(image, (round(image.shape[1] * factor), round(image.shape[0] * factor)), interpolation=cv2.INTER_AREA)
+
+
+def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray, *, default_id: str) -> None:
+    classes = list(list_classes(workspace))
+    pick, name = st.columns(2)
+    choice = pick.selectbox("Class", [*classes, NEW_CLASS], index=None, placeholder="Choose a class", key="data.grabcut_class")
+    class_name = name.text_input("New class name", key="data.grabcut_new_class").strip() if choice == NEW_CLASS else choice
+    if not class_name:
+        st.caption("Choose the object's class (or name a new one) to add it as a target.")
+        return
+    target_id = f"{class_name}/{default_id}"
+    if not st.button(f"Add as target `{target_id}`", type="primary", key="data.grabcut_add"):
+        return
+    try:
+        check_mask_share(mask, target_id)
+        square, square_mask = fit_square(image, mask, image_size(workspace))
+        target = Target(target_id, class_name, square, square_mask, origin=f"grabcut:{default_id}")
+        added = add_targets(workspace, [target], classes={} if class_name in classes else {class_name: []})
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    if added:
+        st.success(f"Added target `{target_id}`.")
+    else:
+        st.warning(f"A target `{target_id}` exists already; rename the file to add another.")
+
+
+def main() -> None:
+    st.title("Data")
+    workspace = state.current_workspace()
+    tabs = st.tabs(["Targets", "Backgrounds", "Composite preview", "Import", "GrabCut"])
+    with tabs[0]:
+        show_targets(workspace)
+    with tabs[1]:
+        show_backgrounds(workspace)
+    with tabs[2]:
+        show_composite(workspace)
+    with tabs[3]:
+        form, result = st.columns([3, 2], gap="large")
+        with form:
+            import_data(workspace)
+        with result:
+            show_last_import()
+    with tabs[4]:
+        grabcut_target(workspace)
+
+
+main()

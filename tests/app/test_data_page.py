@@ -1,0 +1,209 @@
+"""The Data page (``pages/1_Data.py``): browsing, composite preview, imports and GrabCut."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from analytics.datasets import list_backgrounds, list_classes, list_targets
+from analytics.workspace import Workspace
+from ui.widgets import OUTLINE_COLOUR, outline_mask
+
+DATA = "pages/1_Data.py"
+
+
+def texts(app) -> str:
+    return "\n".join(e.value for e in [*app.markdown, *app.caption, *app.error, *app.info, *app.success, *app.warning])
+
+
+def image_captions(app) -> list[str]:
+    return [caption for image in app.get("image") for caption in image.captions]
+
+
+def write_png(path: Path, array: np.ndarray) -> None:
+    """Save a grey, RGB or RGBA uint8 array as PNG."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    to_bgr = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
+    ok, data = cv2.imencode(".png", cv2.cvtColor(array, to_bgr[array.shape[2]]) if array.ndim == 3 else array)
+    assert ok
+    path.write_bytes(data.tobytes())
+
+
+def disc_image(size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A bright disc (the object) on noise, and its 0/255 mask."""
+    rng = np.random.default_rng(seed)
+    image = rng.integers(0, 90, (size, size, 3), dtype=np.uint8)
+    yy, xx = np.mgrid[:size, :size]
+    mask = (yy - size / 2) ** 2 + (xx - size / 2) ** 2 < (size / 4) ** 2
+    image[mask] = (230, 200, 40)
+    return image, mask.astype(np.uint8) * 255
+
+
+@pytest.fixture
+def target_folder(tmp_path) -> Path:
+    """Layout ``folder``: one good target of a new class, one whose mask has the wrong size."""
+    root = tmp_path / "my-targets"
+    image, mask = disc_image(96, 0)
+    write_png(root / "images" / "coin" / "good.png", image)
+    write_png(root / "masks" / "coin" / "good.png", mask)
+    write_png(root / "images" / "coin" / "bad.png", image)
+    write_png(root / "masks" / "coin" / "bad.png", mask[:50])
+    return root
+
+
+def import_targets(app, source: Path):
+    app.radio(key="data.import_kind").set_value("Target set")
+    app.selectbox(key="data.import_layout").set_value("folder")
+    app.text_input(key="data.import_source.path").set_value(str(source)).run()
+    app.button(key="data.import_go").click().run()
+    return app
+
+
+def test_data_page_shows_targets_classes_and_backgrounds(tiny_workspace, app_runner):
+    app = app_runner(DATA, tiny_workspace)
+    assert not app.exception
+    targets, backgrounds = list_targets(tiny_workspace), list_backgrounds(tiny_workspace)
+    assert app.selectbox(key="data.class").options == ["All classes", *list_classes(tiny_workspace)]
+    captions = image_captions(app)
+    assert set(targets["id"]) <= set(captions)
+    assert {c.split(" · ")[0] for c in captions} >= set(backgrounds["id"])
+    assert f"Showing 1–{len(targets)} of {len(targets)}" in texts(app)
+
+
+def test_class_filter_shows_only_that_class(tiny_workspace, app_runner):
+    app = app_runner(DATA, tiny_workspace)
+    chosen = list(list_classes(tiny_workspace))[0]
+    app.selectbox(key="data.class").set_value(chosen).run()
+    assert not app.exception
+    expected = set(list_targets(tiny_workspace, class_name=chosen)["id"])
+    shown = {c for c in image_captions(app) if "/" in c}
+    assert shown == expected
+
+
+def test_composite_preview_shows_hard_and_blended(tiny_workspace, app_runner):
+    app = app_runner(DATA, tiny_workspace)
+    app.selectbox(key="data.preview_background").set_value(list_backgrounds(tiny_workspace)["id"].iloc[-1])
+    app.slider(key="data.preview_band").set_value(5).run()
+    assert not app.exception
+    assert {"Original with mask outline", "Hard paste (Eq. 1)", "Blended seam"} <= set(image_captions(app))
+
+
+@pytest.mark.parametrize("script", [DATA, "app.py"])
+def test_missing_workspace_shows_guidance(script, missing_workspace, app_runner):
+    app = app_runner(script, missing_workspace)
+    assert not app.exception
+    assert "python -m analytics demo" in app.info[0].value
+
+
+def test_empty_workspace_explains_what_to_do(tmp_path, app_runner):
+    app = app_runner(DATA, Workspace(tmp_path / "empty"))
+    assert not app.exception
+    shown = texts(app)
+    assert "No targets yet" in shown and "No backgrounds yet" in shown
+    assert "python -m analytics demo" in shown
+
+
+def test_import_folder_reports_accepted_and_rejected(tiny_workspace, target_folder, app_runner):
+    before = len(list_targets(tiny_workspace))
+    app = import_targets(app_runner(DATA, tiny_workspace), target_folder)
+    assert not app.exception
+    assert "1 new of 1 accepted" in texts(app) and "1 rejected" in texts(app)
+    (accepted,) = [t.value for t in app.dataframe if list(t.value.columns) == ["id"]]
+    (rejected,) = [t.value for t in app.dataframe if "reason" in t.value.columns]
+    assert accepted["id"].tolist() == ["coin/good"]
+    assert rejected["file"].tolist() == ["images/coin/bad.png"]  # shown relative to the imported folder
+    assert "mask is 96x50" in rejected["reason"].iloc[0]
+    assert len(list_targets(tiny_workspace)) == before + 1
+    assert "coin" in list_classes(tiny_workspace)
+    assert "coin/good" in image_captions(app)  # the grid was redrawn with the new target
+
+
+def test_import_with_nothing_valid_leaves_workspace_unchanged(tiny_workspace, target_folder, app_runner):
+    (target_folder / "images" / "coin" / "good.png").unlink()
+    before = list_targets(tiny_workspace)
+    app = import_targets(app_runner(DATA, tiny_workspace), target_folder)
+    assert not app.exception
+    assert "Nothing valid to add" in app.error[0].value
+    assert list_targets(tiny_workspace).equals(before)
+    assert "coin" not in list_classes(tiny_workspace)
+
+
+def test_import_wrong_layout_shows_error(tiny_workspace, target_folder, app_runner):
+    app = app_runner(DATA, tiny_workspace)
+    app.selectbox(key="data.import_layout").set_value("bgchallenge")
+    app.text_input(key="data.import_source.path").set_value(str(target_folder)).run()
+    app.button(key="data.import_go").click().run()
+    assert not app.exception
+    assert "original/val" in app.error[0].value
+
+
+def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, app_runner):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for seed in range(2):
+            ok, data = cv2.imencode(".png", disc_image(128, seed)[0])
+            archive.writestr(f"scenes/scene{seed}.png", data.tobytes())
+    app = app_runner(DATA, tiny_workspace)
+    app.radio(key="data.import_kind").set_value("Background pool")
+    app.radio(key="data.import_from").set_value("Uploaded zip").run()
+    app.file_uploader(key="data.import_source.upload").set_value(("scenes.zip", buffer.getvalue(), "application/zip"))
+    app.text_input(key="data.import_licence").set_value("CC0-1.0").run()
+    app.button(key="data.import_go").click().run()
+    assert not app.exception
+    assert "2 new of 2 accepted" in texts(app)
+    added = list_backgrounds(tiny_workspace).set_index("id").loc[["scene0", "scene1"]]
+    assert added["licence"].tolist() == ["CC0-1.0", "CC0-1.0"]
+
+
+def test_grabcut_adds_reviewed_target_of_new_class(tiny_workspace, app_runner):
+    image, truth = disc_image(120, 3)
+    ok, data = cv2.imencode(".png", image[..., ::-1])
+    app = app_runner(DATA, tiny_workspace)
+    app.file_uploader(key="data.grabcut_upload").set_value(("lemon.png", data.tobytes(), "image/png")).run()
+    assert not app.exception
+    assert any("Object only" in c for c in image_captions(app))
+    assert "data.grabcut_add" not in [button.key for button in app.button]  # no class chosen yet
+    app.selectbox(key="data.grabcut_class").set_value("New class…").run()
+    app.text_input(key="data.grabcut_new_class").set_value("lemon").run()
+    app.button(key="data.grabcut_add").click().run()
+    assert not app.exception
+    assert "Added target `lemon/lemon`" in texts(app)
+    stored = list_targets(tiny_workspace).set_index("id").loc["lemon/lemon"]
+    mask = tiny_workspace.get_array(stored["mask_hash"])
+    # GrabCut recovers the disc: the stored mask covers about the disc's share of the image
+    assert abs(mask.mean() - (truth > 0).mean()) < 0.05
+
+
+def test_import_cutouts_pasted_on_chosen_home_background(tiny_workspace, tmp_path, app_runner):
+    rgba = np.zeros((80, 80, 4), np.uint8)
+    rgba[20:60, 25:55] = (250, 40, 40, 255)  # an opaque red block; the rest transparent
+    write_png(tmp_path / "cutouts" / "block" / "red.png", rgba)
+    home_id = list_backgrounds(tiny_workspace)["id"].iloc[0]
+    app = app_runner(DATA, tiny_workspace)
+    app.selectbox(key="data.import_layout").set_value("cutouts").run()
+    app.selectbox(key="data.import_home").set_value(home_id)
+    app.text_input(key="data.import_source.path").set_value(str(tmp_path / "cutouts")).run()
+    app.button(key="data.import_go").click().run()
+    assert not app.exception
+    stored = list_targets(tiny_workspace).set_index("id").loc["block/red"]
+    image, mask = tiny_workspace.get_array(stored["image_hash"]), tiny_workspace.get_array(stored["mask_hash"])
+    home = tiny_workspace.get_array(list_backgrounds(tiny_workspace).set_index("id").loc[home_id, "image_hash"])
+    assert np.array_equal(image[~mask], home[~mask])  # outside the object: the chosen home photo
+
+
+def test_outline_mask_draws_only_along_the_mask_border():
+    image = np.full((64, 64, 3), 100, np.uint8)
+    mask = np.zeros((64, 64), bool)
+    mask[16:48, 16:48] = True
+    outlined = outline_mask(image, mask)
+    assert (image == 100).all()  # the input is left alone
+    changed = (outlined != image).any(axis=-1)
+    kernel = np.ones((7, 7), np.uint8)  # a band of 3 px on each side of the mask's edge
+    border = cv2.dilate(mask.astype(np.uint8), kernel).astype(bool) & ~cv2.erode(mask.astype(np.uint8), kernel).astype(bool)
+    assert changed.any() and not (changed & ~border).any()
+    assert (outlined[changed] == OUTLINE_COLOUR).all(axis=-1).any()

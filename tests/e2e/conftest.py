@@ -1,0 +1,183 @@
+"""End-to-end fixtures: a real ``streamlit run app.py`` server on a workspace, and headless Debian
+chromium driven by Playwright (sync API). Later browser tests reuse them:
+
+* ``app_server_factory(workspace)`` starts (once per workspace per test session) a server and
+  returns an :class:`AppServer` with its ``url``; servers are stopped when the session ends;
+* ``e2e_workspace`` is a small ready workspace (2 classes x 3 targets, 12 backgrounds, 64 px), and
+  ``app_url`` the URL of a server on it;
+* ``page`` is a fresh browser tab (own context, so no session state leaks between tests).
+
+Every test collected under ``tests/e2e`` gets the ``e2e`` marker (``pytest -m "not e2e"`` skips them).
+Playwright's bundled browsers are never installed: the tests use ``/usr/bin/chromium`` and skip,
+saying so, where it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analytics.datasets import add_backgrounds, add_targets
+from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
+from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+SERVER_START_TIMEOUT_S = 120  # cold imports of torch/OpenCV on a shared 2-core machine
+PAGE_TIMEOUT_MS = 30_000
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: end-to-end tests in a real headless browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@dataclass(frozen=True)
+class AppServer:
+    """A running ``streamlit run app.py`` on ``workspace``; its output goes to ``log``."""
+
+    url: str
+    workspace: Path
+    process: subprocess.Popen
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(workspace: Path, log_dir: Path) -> AppServer:
+    """Start the dashboard on a free port and wait until ``/_stcore/health`` answers ``ok``."""
+    port = free_port()
+    log = log_dir / f"streamlit-{port}.log"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=PROJECT_ROOT, env={**os.environ, ENV_VAR: str(workspace)}, stdout=output, stderr=subprocess.STDOUT
+        )
+    server = AppServer(f"http://127.0.0.1:{port}", workspace, process, log)
+    try:
+        wait_until_healthy(server)
+    except BaseException:
+        stop_server(server)
+        raise
+    return server
+
+
+def wait_until_healthy(server: AppServer, timeout_s: float = SERVER_START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {server.process.returncode}:\n{server.log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass  # not listening yet
+        time.sleep(0.25)
+    raise TimeoutError(f"streamlit at {server.url} not healthy after {timeout_s} s:\n{server.log.read_text()[-3000:]}")
+
+
+def stop_server(server: AppServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's chromium, or a skip that says how to get it."""
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run browser tests")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def app_server_factory(chromium, tmp_path_factory) -> Iterator[Callable[[Workspace | Path], AppServer]]:
+    """``start(workspace) -> AppServer``: one server per workspace, all stopped at the session's end."""
+    servers: dict[Path, AppServer] = {}
+    log_dir = tmp_path_factory.mktemp("streamlit-logs")
+
+    def start(workspace: Workspace | Path) -> AppServer:
+        root = Path(workspace.root if isinstance(workspace, Workspace) else workspace).resolve()
+        if root not in servers:
+            servers[root] = start_server(root, log_dir)
+        return servers[root]
+
+    yield start
+    for server in servers.values():
+        stop_server(server)
+
+
+@pytest.fixture(scope="session")
+def e2e_workspace(tmp_path_factory) -> Workspace:
+    """The ``tiny_workspace`` contents, built once per session for the servers."""
+    rng = np.random.default_rng(0)
+    workspace = Workspace(tmp_path_factory.mktemp("e2e") / "ws")
+    workspace.set_meta("image_size", str(SIZE))
+    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
+    add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
+    return workspace
+
+
+@pytest.fixture(scope="session")
+def app_url(app_server_factory, e2e_workspace) -> str:
+    return app_server_factory(e2e_workspace).url
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A new tab in its own browser context (a fresh Streamlit session)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    tab = context.new_page()
+    tab.set_default_timeout(PAGE_TIMEOUT_MS)
+    yield tab
+    context.close()

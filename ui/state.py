@@ -1,0 +1,78 @@
+"""Session-state keys and the workspace every page works on.
+
+``st.session_state`` holds selections and ids only (never models, arrays or connections). Key names
+are the constants below; :func:`init_state` sets their defaults once per browser session, so any
+page (also one run on its own by ``AppTest.from_file``) can call it first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+
+from analytics.exceptions import WorkspaceError
+from analytics.workspace import Workspace, default_workspace_path
+
+#: Folder of the workspace (text; the sidebar's workspace selector writes it).
+WORKSPACE_PATH = "backdrop.workspace_path"
+#: Name of the person judging models (text; entered once per browser session in the sidebar).
+ANNOTATOR = "backdrop.annotator"
+
+#: URL path of a page to open once ``app.py`` has set up the navigation (see :func:`init_state`).
+RESUME_PAGE = "backdrop.resume_page"
+
+DEMO_COMMAND = "python -m analytics demo"
+ENTRYPOINT = "app.py"
+
+
+def init_state() -> None:
+    """Set the defaults of every key once per browser session (later runs keep the user's values).
+
+    Until some session has run ``app.py``'s ``st.navigation``, Streamlit treats a folder named
+    ``pages/`` as an old-style multipage app and runs a deep-linked page (``/Data`` on a freshly
+    started server) without the entry point: no sidebar, no Home. Such a run is sent to the entry
+    point, which then opens the requested page (:data:`RESUME_PAGE`).
+    """
+    if getattr(PagesManager, "uses_pages_directory", False):
+        st.session_state[RESUME_PAGE] = urlparse(st.context.url or "").path.strip("/")
+        st.switch_page(ENTRYPOINT)
+    st.session_state.setdefault(WORKSPACE_PATH, str(default_workspace_path()))
+    st.session_state.setdefault(ANNOTATOR, "")
+
+
+def workspace_path() -> Path:
+    """The workspace folder chosen in this session (``~`` expanded)."""
+    init_state()
+    return Path(str(st.session_state[WORKSPACE_PATH]).strip()).expanduser()
+
+
+def annotator() -> str:
+    """The annotator name entered in the sidebar ('' while none is given)."""
+    init_state()
+    return str(st.session_state[ANNOTATOR]).strip()
+
+
+def current_workspace() -> Workspace:
+    """Open the session's workspace, or explain how to get one and stop the page.
+
+    Opening never creates a workspace: a mistyped path must not leave an empty database behind.
+
+    Returns
+    -------
+    Workspace
+        The workspace at :func:`workspace_path` (a cheap object holding paths, no connection).
+    """
+    path = workspace_path()
+    try:
+        return Workspace(path, create=False)
+    except WorkspaceError as err:
+        st.error(str(err), icon=":material/folder_off:")
+        st.info(
+            f"To get started, build the demo with `{DEMO_COMMAND} --workspace {path}` "
+            "(or `bash backdrop.sh serve`), then reload this page. To use another workspace, "
+            "enter its folder under **Workspace** in the sidebar of the Home page."
+        )
+        st.stop()

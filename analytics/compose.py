@@ -108,10 +108,11 @@ def _pyramid_blend(image: np.ndarray, mask: np.ndarray, background: np.ndarray, 
     """Laplacian-pyramid blend of one image pair.
 
     Blending is linear, so blend(x, b) = b + collapse(G(m) * L(x - b)): one pyramid of the
-    difference instead of one per source (half the work, same result).
+    difference instead of one per source (half the work, same result). Outside the mask x is
+    replaced by b first, so the original scene never leaks into the seam (it showed as a halo).
     """
     base = background.astype(np.float32)
-    diff = [image.astype(np.float32) - base]
+    diff = [np.where(mask[..., None] > 0.5, image.astype(np.float32) - base, 0.0).astype(np.float32)]
     weight = [mask]
     for _ in range(levels):
         diff.append(cv2.pyrDown(diff[-1]))

@@ -1,0 +1,347 @@
+"""Tests of analytics.variance: point clouds, the RBF variance matrix against a naive reference,
+worst-case accuracy and the matrix features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analytics.exceptions import InvalidInputError
+from analytics.variance import (
+    FEATURE_NAMES,
+    PRESETS,
+    asymmetry,
+    discontinuity,
+    error_rate,
+    gradient_max,
+    gradient_mean,
+    matrix_features,
+    matrix_mean,
+    matrix_std,
+    point_cloud,
+    variance_matrix,
+    worst_case_accuracy,
+    worst_case_correct,
+)
+
+
+def naive_variance_matrix(
+    points: np.ndarray, values: np.ndarray, *, grid: int, window: int, sigma: float, k: int, d_max: float
+) -> np.ndarray:
+    """Reference RBF straight from the formula: a Python loop over cells, brute-force distances from
+    each cell centre to every point, brute-force K nearest (argpartition, O(n) per cell)."""
+    cells = points / (d_max / grid)
+    half = window / 2
+    k = min(k, values.size)
+    matrix = np.empty((grid, grid))
+    for row in range(grid):
+        for col in range(grid):
+            dx = cells[:, 0] - (col + 0.5)
+            dy = cells[:, 1] - (row + 0.5)
+            r2 = dx**2 + dy**2
+            inside = (np.abs(dx) <= half) & (np.abs(dy) <= half)
+            phi = np.exp(-r2[inside] / (2 * sigma**2))
+            nearest = np.argpartition(r2, k - 1)[:k]
+            u = values[nearest].mean()
+            matrix[row, col] = (1.0 * u + np.sum(phi * values[inside])) / (1.0 + np.sum(phi))
+    return matrix
+
+
+def _random_cloud(n_points: int, seed: int, *, spread: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    points = rng.gamma(2.0, 0.2, size=(n_points, 2)) * spread
+    return points, rng.random(n_points)
+
+
+# ---------------------------------------------------------------------------------------------------
+# point_cloud
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_point_cloud_matches_hand_computed_example():
+    distances = np.array([[0.0, 0.2, 0.5], [0.0, 0.3, 0.1]])
+    signals = np.array([[0.9, 0.6, 0.1], [0.8, 0.8, 0.4]])
+    cloud = point_cloud(distances, signals)
+
+    pairs = [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    assert cloud.pairs.tolist() == [list(p) for p in pairs] * 2
+    assert cloud.targets.tolist() == [0] * 6 + [1] * 6
+    expected_points = [
+        [0.0, 0.2], [0.0, 0.5], [0.2, 0.0], [0.2, 0.5], [0.5, 0.0], [0.5, 0.2],
+        [0.0, 0.3], [0.0, 0.1], [0.3, 0.0], [0.3, 0.1], [0.1, 0.0], [0.1, 0.3],
+    ]  # fmt: skip
+    expected_values = [0.3, 0.8, 0.3, 0.5, 0.8, 0.5, 0.0, 0.4, 0.0, 0.4, 0.4, 0.4]
+    np.testing.assert_allclose(cloud.points, expected_points)
+    np.testing.assert_allclose(cloud.values, expected_values, atol=1e-12)
+    assert len(cloud) == 2 * 2 * 3
+    assert cloud.points.dtype == np.float64 and cloud.targets.dtype == np.int32 and cloud.pairs.dtype == np.int32
+
+
+def test_point_cloud_keys_lead_back_to_the_inputs():
+    rng = np.random.default_rng(3)
+    distances, signals = rng.random((7, 5)), rng.random((7, 5))
+    cloud = point_cloud(distances, signals)
+    t, j, k = cloud.targets, cloud.pairs[:, 0], cloud.pairs[:, 1]
+    assert len(cloud) == 7 * 4 * 5
+    assert (j != k).all()
+    np.testing.assert_array_equal(cloud.points[:, 0], distances[t, j])
+    np.testing.assert_array_equal(cloud.points[:, 1], distances[t, k])
+    np.testing.assert_array_equal(cloud.values, np.abs(signals[t, j] - signals[t, k]))
+    assert not cloud.points.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("distances", "signals", "match"),
+    [
+        ([[0.0, np.nan]], [[0.1, 0.2]], "distances holds 1 NaN"),
+        ([[0.0, 0.1]], [[0.1, np.inf]], "signals holds 1 NaN or infinite"),
+        ([[0.0, 0.1, 0.2]], [[0.1, 0.2]], "same shape"),
+        ([[0.0, -0.1]], [[0.1, 0.2]], "must be >= 0"),
+        ([[0.0], [0.0]], [[0.1], [0.2]], "at least one target and the original plus one composite"),
+        ([0.0, 0.1], [0.1, 0.2], r"shape \(n_targets, n \+ 1\)"),
+        ([["a", "b"]], [[0.1, 0.2]], "must hold numbers"),
+    ],
+)
+def test_point_cloud_rejects_bad_input(distances, signals, match):
+    with pytest.raises(InvalidInputError, match=match):
+        point_cloud(distances, signals)
+
+
+# ---------------------------------------------------------------------------------------------------
+# variance_matrix against the naive reference
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n_points", "grid", "window", "sigma", "k", "d_max_factor", "seed"),
+    [
+        (500, 8, 4, 1.0, 5, None, 0),
+        (2_000, 16, 16, 5.0, 32, None, 1),
+        (1_500, 12, 32, 10.0, 32, None, 2),  # window wider than the grid
+        (20_000, 6, 3, 0.8, 7, None, 3),  # more points than one block of the fast path
+        (10, 9, 2, 0.5, 32, None, 4),  # fewer points than k
+        (1, 5, 2, 1.0, 3, None, 5),  # a single point
+        (800, 10, 6, 2.0, 16, 0.5, 6),  # d_max cuts the cloud: points outside the grid
+        (800, 7, 1, 3.0, 1, 1.7, 7),  # grid wider than the cloud, tiny window, k = 1
+    ],
+)
+def test_fast_matches_naive_on_random_clouds(n_points, grid, window, sigma, k, d_max_factor, seed):
+    points, values = _random_cloud(n_points, seed)
+    d_max = None if d_max_factor is None else d_max_factor * float(points.max())
+    result = variance_matrix(points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=d_max)
+    expected = naive_variance_matrix(
+        points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=result.d_max
+    )
+    assert result.matrix.shape == (grid, grid)
+    np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+    assert result.settings == {"grid": grid, "window": window, "sigma": sigma, "k": k, "d_max": result.d_max}
+
+
+def test_cells_without_points_in_their_window_take_the_nearest_mean():
+    # All points in the bottom-left corner; cells far away see none inside their window.
+    points, values = _random_cloud(300, 11, spread=0.1)
+    d_max = 10 * float(points.max())
+    result = variance_matrix(points, values, grid=10, window=2, sigma=1.0, k=4, d_max=d_max)
+    far = result.matrix[9, 9]
+    centre = result.centres[9]
+    nearest = np.argsort(np.hypot(*(points - centre).T))[:4]
+    assert far == pytest.approx(values[nearest].mean(), abs=1e-12)
+    expected = naive_variance_matrix(points, values, grid=10, window=2, sigma=1.0, k=4, d_max=d_max)
+    np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_presets_match_naive(preset):
+    window, sigma = PRESETS[preset]
+    points, values = _random_cloud(1_000, 21)
+    result = variance_matrix(points, values, grid=32, window=window, sigma=sigma)
+    expected = naive_variance_matrix(points, values, grid=32, window=window, sigma=sigma, k=32, d_max=result.d_max)
+    np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+
+
+def test_background_independent_signal_gives_a_zero_matrix():
+    rng = np.random.default_rng(5)
+    distances = rng.gamma(3.0, 0.1, size=(40, 9))
+    distances[:, 0] = 0.0
+    signals = np.repeat(rng.random((40, 1)), 9, axis=1)  # each target keeps its own signal on every image
+    cloud = point_cloud(distances, signals)
+    result = variance_matrix(cloud.points, cloud.values, grid=16, window=16, sigma=5.0)
+    assert np.abs(result.matrix).max() < 1e-12
+
+
+def test_background_dependent_signal_shows_up_off_the_diagonal():
+    rng = np.random.default_rng(6)
+    distances = rng.uniform(0.0, 1.0, size=(40, 9))
+    distances[:, 0] = 0.0
+    signals = distances.copy()  # the signal follows the scene: |S_ij - S_ik| = |d_ij - d_ik|
+    cloud = point_cloud(distances, signals)
+    result = variance_matrix(cloud.points, cloud.values, grid=16, window=4, sigma=1.0)
+    assert result.matrix.mean() > 0.2
+    corners = (result.matrix[0, -1] + result.matrix[-1, 0]) / 2
+    assert corners > 0.6
+    assert np.diag(result.matrix).max() < 0.2
+    # Both orders of every pair are in the cloud, so the matrix is symmetric.
+    assert asymmetry(result.matrix) < 1e-12
+
+
+def test_points_in_cell_partition_the_cloud():
+    points, _ = _random_cloud(2_000, 8)
+    result = variance_matrix(points, np.zeros(len(points)), grid=5, window=2, sigma=1.0, d_max=0.6)
+    inside = (points <= 0.6).all(axis=1)
+    seen = np.zeros(len(points), dtype=int)
+    for row in range(5):
+        for col in range(5):
+            found = result.points_in_cell(points, row, col)
+            seen[found] += 1
+            lo, hi = result.edges[[col, row]], result.edges[[col + 1, row + 1]]
+            assert ((points[found] >= lo) & (points[found] <= hi)).all()
+    np.testing.assert_array_equal(seen, inside.astype(int))
+    index = np.flatnonzero(inside)[0]
+    row, col = result.cell_at(*points[index])
+    assert index in result.points_in_cell(points, row, col)
+    assert result.cell_at(0.6, 0.6) == (4, 4)
+
+
+def test_drill_down_rejects_bad_cells():
+    result = variance_matrix([[0.1, 0.2], [0.3, 0.4]], [0.0, 1.0], grid=4, window=2, sigma=1.0)
+    with pytest.raises(InvalidInputError, match=r"row must be an integer in \[0, 3\]"):
+        result.points_in_cell(np.zeros((1, 2)), 4, 0)
+    with pytest.raises(InvalidInputError, match="outside the matrix range"):
+        result.cell_at(0.5, 0.1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"points": [[0.1, np.nan]]}, "points holds 1 NaN"),
+        ({"points": [0.1, 0.2]}, r"shape \(n_points, 2\)"),
+        ({"values": [0.1, 0.2]}, r"values must be numeric of shape \(n_points,\) = \(1,\)"),
+        ({"values": ["a"]}, "dtype <U1"),
+        ({"values": [np.nan]}, "values holds 1 NaN"),
+        ({"grid": 0}, "grid must be an integer >= 1"),
+        ({"grid": True}, "grid must be an integer >= 1"),
+        ({"window": 2.5}, "window must be an integer >= 1"),
+        ({"sigma": 0.0}, "sigma must be a finite number > 0"),
+        ({"k": 0}, "k must be an integer >= 1"),
+        ({"d_max": -1.0}, "d_max must be a finite number > 0"),
+        ({"points": [[0.0, 0.0]]}, "pass d_max > 0 explicitly"),
+    ],
+)
+def test_variance_matrix_rejects_bad_input(kwargs, match):
+    arguments = {"points": [[0.1, 0.2]], "values": [0.5]} | kwargs
+    points, values = arguments.pop("points"), arguments.pop("values")
+    with pytest.raises(InvalidInputError, match=match):
+        variance_matrix(points, values, **arguments)
+
+
+# ---------------------------------------------------------------------------------------------------
+# worst-case accuracy
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_worst_case_accuracy_takes_the_worst_background():
+    correct = np.array(
+        [
+            [True, True, True, True],  # correct everywhere
+            [True, True, False, True],  # one background breaks it
+            [False, True, True, True],  # original wrong, every composite right
+        ]
+    )
+    np.testing.assert_array_equal(worst_case_correct(correct), [True, False, True])
+    assert worst_case_accuracy(correct) == pytest.approx(2 / 3)
+    assert worst_case_accuracy(correct, include_original=True) == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("correct", [[[1, 0]], [[True]], [True, False], np.zeros((0, 3), dtype=bool)])
+def test_worst_case_accuracy_rejects_bad_input(correct):
+    with pytest.raises(InvalidInputError, match=r"bool array of shape \(n_targets, n \+ 1\)"):
+        worst_case_accuracy(correct)
+
+
+# ---------------------------------------------------------------------------------------------------
+# features
+# ---------------------------------------------------------------------------------------------------
+
+RAMP = np.tile(np.arange(5.0), (5, 1))  # value = column index: slope 1 along x only
+
+
+def test_constant_matrix_has_no_spread_gradient_or_discontinuity():
+    matrix = np.full((6, 6), 0.3)
+    assert matrix_mean(matrix) == pytest.approx(0.3)
+    assert matrix_std(matrix) == pytest.approx(0.0, abs=1e-15)
+    assert discontinuity(matrix) == pytest.approx(0.0, abs=1e-12)
+    for direction in ("vertical", "horizontal", "diagonal"):
+        assert gradient_mean(matrix, direction=direction) == pytest.approx(0.0, abs=1e-15)
+        assert gradient_max(matrix, direction=direction) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_gradients_of_a_ramp_follow_its_direction():
+    assert gradient_mean(RAMP, direction="horizontal") == 1.0
+    assert gradient_max(RAMP, direction="horizontal") == 1.0
+    assert gradient_mean(RAMP, direction="vertical") == 0.0
+    assert gradient_max(RAMP.T, direction="vertical") == 1.0
+    assert gradient_mean(RAMP, direction="diagonal") == 1.0
+    spike = np.zeros((4, 4))
+    spike[2, 1] = 3.0
+    assert gradient_max(spike, direction="diagonal") == 3.0
+    assert gradient_mean(spike, direction="vertical") == pytest.approx(6.0 / 12)
+
+
+def test_discontinuity_separates_steps_from_slopes():
+    assert discontinuity(RAMP) == pytest.approx(0.0, abs=1e-12)
+    checkerboard = (np.indices((4, 4)).sum(axis=0) % 2).astype(float)
+    # interior Laplacians are all +-4, the mean cell is 0.5
+    assert discontinuity(checkerboard) == pytest.approx(8.0)
+    step = np.zeros((6, 6))
+    step[:, 3:] = 1.0
+    assert discontinuity(step) > 0.5
+    assert discontinuity(np.zeros((3, 3))) == 0.0
+
+
+def test_asymmetry_is_zero_for_symmetric_and_one_for_antisymmetric():
+    rng = np.random.default_rng(9)
+    a = rng.random((5, 5))
+    assert asymmetry(a + a.T) == pytest.approx(0.0, abs=1e-15)
+    assert asymmetry(a - a.T) == pytest.approx(1.0)
+    anti_symmetric = (a + a[::-1, ::-1].T) / 2
+    assert asymmetry(anti_symmetric, about="anti-diagonal") == pytest.approx(0.0, abs=1e-15)
+    assert asymmetry(anti_symmetric) > 0.01
+    assert asymmetry(np.zeros((3, 3))) == 0.0
+    with pytest.raises(InvalidInputError, match="about must be one of"):
+        asymmetry(a, about="rows")
+
+
+def test_error_rate_counts_cells_at_or_above_the_threshold():
+    matrix = np.arange(16.0).reshape(4, 4) / 16
+    assert error_rate(matrix, threshold=0.5) == 0.5  # 8/16 .. 15/16
+    assert error_rate(matrix, threshold=15 / 16) == 1 / 16
+    assert error_rate(matrix, threshold=2.0) == 0.0
+    with pytest.raises(InvalidInputError, match="threshold must be a finite number"):
+        error_rate(matrix, threshold=np.nan)
+
+
+def test_matrix_features_collects_every_feature():
+    rng = np.random.default_rng(10)
+    matrix = rng.random((8, 8))
+    features = matrix_features(matrix, threshold=0.4)
+    assert tuple(features) == FEATURE_NAMES
+    assert features["mean"] == matrix_mean(matrix)
+    assert features["error_rate"] == error_rate(matrix, threshold=0.4)
+    assert features["asymmetry_anti_diagonal"] == asymmetry(matrix, about="anti-diagonal")
+    assert features["gradient_diagonal_max"] == gradient_max(matrix, direction="diagonal")
+    assert all(isinstance(value, float) for value in features.values())
+
+
+@pytest.mark.parametrize(
+    ("matrix", "match"),
+    [
+        (np.zeros((2, 2)), "at least 3 x 3"),
+        (np.zeros((3, 4)), "square numeric array"),
+        (np.array([[0.0, np.nan, 0.0]] * 3), "matrix holds 3 NaN"),
+    ],
+)
+def test_features_reject_bad_matrices(matrix, match):
+    with pytest.raises(InvalidInputError, match=match):
+        matrix_features(matrix)
+    with pytest.raises(InvalidInputError, match="direction must be one of"):
+        gradient_mean(np.zeros((3, 3)), direction="up")

@@ -1,0 +1,86 @@
+"""Tests of ui.charts: the figures build from small data with the expected traces and axes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analytics.exceptions import InvalidInputError
+from analytics.variance import point_cloud, variance_matrix
+from ui.charts import (
+    VARIANCE_COLORSCALE,
+    X_TITLE,
+    Y_TITLE,
+    distance_histogram,
+    point_scatter,
+    variance_heatmap,
+)
+
+
+@pytest.fixture
+def cloud():
+    rng = np.random.default_rng(0)
+    distances = rng.uniform(0.0, 2.0, size=(20, 6))
+    distances[:, 0] = 0.0
+    return point_cloud(distances, rng.random((20, 6)))
+
+
+def test_variance_heatmap_draws_the_matrix_at_cell_centres(cloud):
+    matrix = variance_matrix(cloud.points, cloud.values, grid=8, window=4, sigma=1.0)
+    figure = variance_heatmap(matrix, title="Lite0 · probability", zmin=0.0, zmax=0.5)
+
+    (trace,) = figure.data
+    assert trace.type == "heatmap"
+    np.testing.assert_array_equal(np.asarray(trace.z), matrix.matrix)
+    np.testing.assert_allclose(trace.x, matrix.centres)
+    assert (trace.zmin, trace.zmax) == (0.0, 0.5)
+    assert [list(stop) for stop in trace.colorscale] == [list(stop) for stop in VARIANCE_COLORSCALE]
+    assert figure.layout.xaxis.title.text == X_TITLE and figure.layout.yaxis.title.text == Y_TITLE
+    assert figure.layout.title.text == "Lite0 · probability"
+    assert tuple(figure.layout.xaxis.range) == (0, matrix.d_max)
+    # a click on a drawn cell centre maps back to that cell
+    assert matrix.cell_at(trace.x[3], trace.y[5]) == (5, 3)
+
+
+def test_variance_heatmap_defaults_to_the_matrix_range(cloud):
+    matrix = variance_matrix(cloud.points, cloud.values, grid=4, window=4, sigma=1.0)
+    trace = variance_heatmap(matrix).data[0]
+    assert trace.zmin is None and trace.zmax is None
+
+
+def test_point_scatter_subsamples_and_shades_density(cloud):
+    figure = point_scatter(cloud.points, cloud.values, max_points=100, seed=1)
+
+    density, scatter = figure.data
+    assert (density.type, density.name) == ("heatmap", "density")
+    assert (scatter.type, scatter.name) == ("scattergl", "points")
+    assert len(scatter.x) == 100
+    shown = np.asarray(scatter.customdata)
+    assert len(set(shown.tolist())) == 100
+    np.testing.assert_array_equal(scatter.x, cloud.points[shown, 0])
+    np.testing.assert_array_equal(scatter.marker.color, cloud.values[shown])
+    # the underlay counts every point, not only the drawn ones
+    assert np.expm1(np.asarray(density.z)).sum() == pytest.approx(len(cloud))
+    assert figure.layout.xaxis.title.text == X_TITLE
+    again = point_scatter(cloud.points, cloud.values, max_points=100, seed=1)
+    np.testing.assert_array_equal(again.data[1].customdata, shown)
+
+
+def test_point_scatter_draws_small_clouds_whole(cloud):
+    scatter = point_scatter(cloud.points, cloud.values).data[1]
+    assert len(scatter.x) == len(cloud)
+    with pytest.raises(InvalidInputError, match="points must have shape"):
+        point_scatter(cloud.points, cloud.values[:-1])
+
+
+def test_distance_histogram_overlays_one_trace_per_method():
+    rng = np.random.default_rng(2)
+    figure = distance_histogram(
+        {"random": rng.uniform(0, 1, (5, 4)), "ontology": rng.uniform(0, 0.5, 30)}, bins=10
+    )
+    assert [trace.name for trace in figure.data] == ["random", "ontology"]
+    assert all(trace.type == "histogram" for trace in figure.data)
+    assert len(figure.data[0].x) == 20  # flattened
+    assert figure.data[0].xbins.size == figure.data[1].xbins.size
+    assert figure.layout.barmode == "overlay"
+    assert distance_histogram({}).data == ()

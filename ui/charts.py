@@ -1,0 +1,189 @@
+"""Plotly figure builders for the pages: variance matrices, raw point clouds, distance histograms.
+
+Builders take arrays or :mod:`analytics` dataclasses and return a ``plotly.graph_objects.Figure``;
+they compute nothing beyond what drawing needs (subsampling, a density histogram) and never touch
+Streamlit, so pages pass the figure to ``st.plotly_chart`` and tests inspect it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+from analytics.exceptions import InvalidInputError
+from analytics.variance import VarianceMatrix
+
+#: Low variance green, high variance yellow (the paper's colours).
+VARIANCE_COLORSCALE = [[0.0, "#1a9850"], [0.5, "#a6d96a"], [1.0, "#ffff33"]]
+#: Density underlay of the scatter: transparent where empty, darker grey where points pile up.
+DENSITY_COLORSCALE = [[0.0, "rgba(80,80,80,0)"], [1.0, "rgba(80,80,80,0.55)"]]
+X_TITLE = "d(y_ij, x_i)"
+Y_TITLE = "d(y_ik, x_i)"
+VALUE_TITLE = "|S(y_ij) − S(y_ik)|"
+
+
+def _square_layout(figure: go.Figure, *, title: str | None, d_max: float) -> go.Figure:
+    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left."""
+    figure.update_layout(
+        title=title,
+        xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain"},
+        yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain"},
+        margin={"l": 60, "r": 20, "t": 50 if title else 20, "b": 50},
+    )
+    return figure
+
+
+def variance_heatmap(
+    matrix: VarianceMatrix, *, title: str | None = None, zmin: float | None = None, zmax: float | None = None
+) -> go.Figure:
+    """Heatmap of an RBF variance matrix, green = low variance, yellow = high.
+
+    Cells sit at their centres in distance units, so a click reports ``(x, y) = (d_ij, d_ik)`` of the
+    cell centre and ``matrix.cell_at(x, y)`` gives its ``(row, col)`` for the drill-down.
+
+    Parameters
+    ----------
+    matrix : VarianceMatrix
+        From :func:`analytics.variance.variance_matrix`.
+    title : str, optional
+    zmin, zmax : float, optional
+        Colour range; pass the same pair to several heatmaps for a shared scale. Default: the
+        matrix's own range.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``heatmap`` trace.
+    """
+    centres = matrix.centres
+    heatmap = go.Heatmap(
+        z=matrix.matrix,
+        x=centres,
+        y=centres,
+        zmin=zmin,
+        zmax=zmax,
+        colorscale=VARIANCE_COLORSCALE,
+        colorbar={"title": {"text": VALUE_TITLE}},
+        hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>value %{{z:.4f}}<extra></extra>",
+        name="variance",
+    )
+    return _square_layout(go.Figure(heatmap), title=title, d_max=matrix.d_max)
+
+
+def point_scatter(
+    points: np.ndarray,
+    values: np.ndarray,
+    *,
+    max_points: int = 20_000,
+    seed: int = 0,
+    bins: int = 64,
+    title: str | None = None,
+) -> go.Figure:
+    """Raw point cloud: a random subsample coloured by value over a density shading of all points.
+
+    Drawing 1.8 M markers would stall the browser, so at most ``max_points`` are drawn (the same ones
+    for the same ``seed``); the grey underlay is a 2-D histogram of *all* points (log-scaled counts),
+    which shows where the cloud is dense even where the subsample is thin.
+
+    Parameters
+    ----------
+    points : ndarray of shape (n_points, 2), float
+        ``(d_ij, d_ik)`` (``PointCloud.points``).
+    values : ndarray of shape (n_points,), float
+        ``PointCloud.values``.
+    max_points : int, default=20000
+        Markers drawn at most.
+    seed : int, default=0
+        Seed of the subsample.
+    bins : int, default=64
+        Histogram bins per axis of the density underlay.
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces ``density`` (heatmap) and ``points`` (scattergl); each marker's ``customdata`` is its
+        index in ``points``, for drilling down to the image pair.
+    """
+    points = np.asarray(points, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] != 2 or values.shape != (points.shape[0],):
+        raise InvalidInputError(
+            f"points must have shape (n_points, 2) and values (n_points,); got {points.shape} and {values.shape}"
+        )
+    d_max = float(points.max()) if points.size and points.max() > 0 else 1.0
+    counts, edges, _ = np.histogram2d(points[:, 0], points[:, 1], bins=bins, range=[[0, d_max], [0, d_max]])
+    centres = (edges[:-1] + edges[1:]) / 2
+    density = go.Heatmap(
+        z=np.log1p(counts.T),  # histogram2d puts x on the first axis; heatmaps want rows = y
+        x=centres,
+        y=centres,
+        colorscale=DENSITY_COLORSCALE,
+        showscale=False,
+        hoverinfo="skip",
+        name="density",
+    )
+    shown = np.random.default_rng(seed).permutation(values.size)[:max_points]
+    shown.sort()
+    scatter = go.Scattergl(
+        x=points[shown, 0],
+        y=points[shown, 1],
+        mode="markers",
+        customdata=shown,
+        marker={
+            "color": values[shown],
+            "colorscale": VARIANCE_COLORSCALE,
+            "size": 3,
+            "opacity": 0.6,
+            "colorbar": {"title": {"text": VALUE_TITLE}},
+        },
+        hovertemplate=f"{X_TITLE} %{{x:.3f}}<br>{Y_TITLE} %{{y:.3f}}<br>value %{{marker.color:.4f}}<extra></extra>",
+        name="points",
+    )
+    figure = go.Figure([density, scatter])
+    return _square_layout(figure, title=title, d_max=d_max)
+
+
+def distance_histogram(
+    distances_by_method: Mapping[str, np.ndarray], *, bins: int = 40, title: str | None = None
+) -> go.Figure:
+    """Overlaid histograms of semantic distances, one per sampling method (the paper's Figure 11).
+
+    Parameters
+    ----------
+    distances_by_method : mapping of str to ndarray of any shape, float
+        Distances of each method's composites to their originals; arrays are flattened. Leave out the
+        originals' zero distances (column 0 of a run's distance table) to show the composites only.
+    bins : int, default=40
+        Bins over the shared range, so the methods' bars line up.
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``histogram`` trace per method (named after it), normalised to the share of composites.
+    """
+    flat = {name: np.asarray(d, dtype=np.float64).ravel() for name, d in distances_by_method.items()}
+    top = max((float(d.max()) for d in flat.values() if d.size), default=1.0) or 1.0
+    size = top / bins
+    figure = go.Figure(
+        [
+            go.Histogram(
+                x=d,
+                name=name,
+                xbins={"start": 0.0, "end": top + size, "size": size},
+                histnorm="probability",
+                opacity=0.6,
+            )
+            for name, d in flat.items()
+        ]
+    )
+    figure.update_layout(
+        title=title,
+        barmode="overlay",
+        xaxis={"title": {"text": "semantic distance d(y_ij, x_i)"}},
+        yaxis={"title": {"text": "share of composites"}},
+    )
+    return figure

@@ -1,10 +1,14 @@
 """Shared pytest set-up: every module in tests/fixtures/ is a fixture plugin.
 
-``workspace`` loads first: other fixture modules import it, and a plugin imported before pytest
-registers it would miss assertion rewriting.
+Fixture modules import one another, so rewriting is registered for the whole package up front
+(a plugin imported before pytest registers it would otherwise miss assertion rewriting).
 """
 
 from pathlib import Path
 
+import pytest
+
+pytest.register_assert_rewrite("tests.fixtures")
+
 _FIXTURES = sorted(p.stem for p in (Path(__file__).parent / "fixtures").glob("*.py") if p.stem != "__init__")
-pytest_plugins = [f"tests.fixtures.{name}" for name in sorted(_FIXTURES, key=lambda name: name != "workspace")]
+pytest_plugins = [f"tests.fixtures.{name}" for name in _FIXTURES]

@@ -1,0 +1,58 @@
+"""Attribution maps and how much of them falls on the object (DESIGN §2, Saliency-Bench).
+
+One base class (:class:`AttributionMethod`, captum-style: model in the constructor, one
+``attribute(inputs, target)`` call returning (n, H, W) maps), one file per method, and the registry
+:data:`METHODS` that the page and the CLI read. :mod:`.metrics` scores maps against foreground
+masks (IoU, precision, recall, F1, pointing game, inside share) and by insertion/deletion AUC.
+:func:`explain` runs a method and the metrics for a loaded Backdrop model on workspace images.
+"""
+
+from __future__ import annotations
+
+from ._base import NORMALIZATIONS, REDUCTIONS, AttributionMethod, Setting, normalize_maps, reduce_channels
+from ._model import Explanation, explain, explainer, logits_module
+from .gradcam import GradCAM
+from .gradcam_plus_plus import GradCAMPlusPlus
+from .guided_backprop import GuidedBackprop
+from .input_x_gradient import InputXGradient
+from .integrated_gradients import IntegratedGradients
+from .metrics import BASELINES, THRESHOLD_MODES, AlignmentScores, FaithfulnessScores, alignment, binarize, faithfulness
+from .occlusion import Occlusion
+from .rise import RISE
+from .saliency import Saliency
+
+#: Registry key → method class, in the order the page lists them.
+METHODS: dict[str, type[AttributionMethod]] = {
+    cls.key: cls
+    for cls in (Saliency, IntegratedGradients, InputXGradient, GuidedBackprop, GradCAM, Occlusion, GradCAMPlusPlus, RISE)
+}
+
+
+__all__ = [
+    "BASELINES",
+    "METHODS",
+    "NORMALIZATIONS",
+    "REDUCTIONS",
+    "THRESHOLD_MODES",
+    "AlignmentScores",
+    "AttributionMethod",
+    "Explanation",
+    "FaithfulnessScores",
+    "GradCAM",
+    "GradCAMPlusPlus",
+    "GuidedBackprop",
+    "InputXGradient",
+    "IntegratedGradients",
+    "Occlusion",
+    "RISE",
+    "Saliency",
+    "Setting",
+    "alignment",
+    "binarize",
+    "explain",
+    "explainer",
+    "faithfulness",
+    "logits_module",
+    "normalize_maps",
+    "reduce_channels",
+]

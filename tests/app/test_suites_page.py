@@ -1,0 +1,48 @@
+"""The Suites page (``pages/3_Suites.py``) on the tiny workspace with keywords and an ontology."""
+
+from __future__ import annotations
+
+from analytics.suites import list_suites
+
+PAGE = "pages/3_Suites.py"
+
+
+def submit(app, method: str, n: int):
+    app.selectbox(key="suites.method").set_value(method)
+    app.number_input(key="suites.n").set_value(n)
+    app.slider(key="suites.realism").set_value(0.0)
+    return app.button(key="suites.go").click().run()
+
+
+def test_page_previews_and_saves_an_ontology_suite(suite_workspace, app_runner):
+    app = app_runner(PAGE, suite_workspace)
+    assert not app.exception
+    app = submit(app, "ontology", 3)
+    assert not app.exception
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Targets"] == "6" and metrics["Backgrounds per target"] == "3"
+    captions = [caption for image in app.get("image") for caption in image.captions]
+    assert captions[0].startswith("original") and len(captions) == 4  # the original + 3 composites
+    assert all("level" in text and "d=" in text for text in captions[1:])
+    before = set(list_suites(suite_workspace)["id"])
+    app.button(key="suites.save").click().run()
+    assert not app.exception
+    added = set(list_suites(suite_workspace)["id"]) - before
+    assert len(added) == 1 and list_suites(suite_workspace).set_index("id").loc[added.pop(), "method"] == "ontology"
+    assert len(app.get("plotly_chart")) == 1
+    assert len(app.dataframe) == 1 and len(app.dataframe[0].value) == len(before) + 1
+
+
+def test_page_explains_missing_keywords(tiny_model_workspace, app_runner):
+    app = app_runner(PAGE, tiny_model_workspace)
+    assert not app.exception
+    assert any(button.label == "Compute classifier-patch keywords" for button in app.button)
+    app = submit(app, "keyword", 2)
+    assert not app.exception
+    assert any("no target keyword table" in error.value for error in app.error)
+
+
+def test_page_without_a_workspace_says_how_to_get_one(missing_workspace, app_runner):
+    app = app_runner(PAGE, missing_workspace)
+    assert not app.exception
+    assert app.error and "no workspace" in app.error[0].value

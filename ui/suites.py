@@ -1,0 +1,248 @@
+"""Helpers of the Suites page: the request form, cached suite builds, the preview grid (the paper's
+Figure 17) and the distance histogram per method (its Figure 11).
+
+The library (:mod:`analytics.suites`, :mod:`analytics.sampling`) samples and stores; this module
+caches, lays out widgets and draws. Cache keys are the workspace path, a stamp of the workspace's
+inputs and the request's plain values; ``st.session_state`` keeps only the last request (a dict of
+plain values) so that the preview survives reruns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from analytics.datasets import list_backgrounds, list_targets
+from analytics.keywords import list_keyword_tables
+from analytics.models import list_models
+from analytics.ontology import list_ontologies
+from analytics.sampling import SAMPLERS
+from analytics.similarity import default_distance_models
+from analytics.suites import (
+    DEFAULT_REALISM_THRESHOLD,
+    Suite,
+    build_suite,
+    ensure_keyword_tables,
+    ensure_ontology,
+    list_suites,
+    load_suite,
+    suite_stats,
+)
+from analytics.workspace import Workspace, content_id
+from ui import cache, widgets
+
+KEY = "suites."  # prefix of every widget key of the page
+REQUEST = KEY + "request"  # session-state key of the last submitted request (plain values)
+DEFAULT_N = 32
+METHOD_HELP = {
+    "random": "uniformly random backgrounds (baseline)",
+    "nearest": "the N backgrounds closest to the original (top-K by embedding distance)",
+    "interval": "one background per equal-width distance bin, from near to far",
+    "keyword": "one background per detected keyword of the target's scene, cycling",
+    "ontology": "one background per keyword of the ontology expansion, by level then weight (the paper's method)",
+}
+
+
+@dataclass(frozen=True)
+class SuiteRequest:
+    """What the form asks :func:`analytics.suites.build_suite` for (plain, hashable values)."""
+
+    method: str
+    n: int
+    seed: int
+    target_table: str | None = None
+    background_table: str | None = None
+    ontology_id: str | None = None
+    distance_models: tuple[str, ...] = ()
+    realism_threshold: float = DEFAULT_REALISM_THRESHOLD
+    top_up: bool = True
+
+    def build_kwargs(self) -> dict:
+        tables = {"target": self.target_table, "background": self.background_table}
+        return {
+            "method": self.method,
+            "n": self.n,
+            "seed": self.seed,
+            "keyword_tables": {kind: name for kind, name in tables.items() if name} or None,
+            "ontology_id": self.ontology_id,
+            "distance_models": list(self.distance_models) or None,
+            "realism_threshold": self.realism_threshold,
+            "top_up": self.top_up,
+        }
+
+
+# -- caches -------------------------------------------------------------------------------------
+def workspace_stamp(workspace: Workspace) -> str:
+    """Changes whenever targets, backgrounds, models, keyword tables or ontologies change."""
+    parts = [
+        [tuple(row) for row in workspace.query(f"SELECT COUNT(*), MAX({column}) FROM {table}")]
+        for table, column in (("targets", "added"), ("backgrounds", "added"), ("models", "added"), ("keyword_tables", "created"), ("ontologies", "created"))
+    ]
+    return content_id(parts)
+
+
+@st.cache_data(max_entries=16, show_spinner="Sampling backgrounds and computing semantic distances…")
+def cached_suite(workspace_path: str, request: SuiteRequest, stamp: str) -> Suite:
+    """An unsaved suite for ``request`` (``stamp`` only keys the cache)."""
+    return build_suite(Workspace(workspace_path, create=False), save=False, **request.build_kwargs())
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_saved_suite(workspace_path: str, suite_id: str) -> Suite:
+    """A saved suite (its id is its content, so the entry never goes stale)."""
+    return load_suite(Workspace(workspace_path, create=False), suite_id)
+
+
+# -- widgets ------------------------------------------------------------------------------------
+def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
+    """The form: method, N, seed, keyword tables, ontology, distance models, realism, top-up.
+
+    Returns
+    -------
+    SuiteRequest or None
+        The request just submitted, else the last one of this session, else None.
+    """
+    tables = list_keyword_tables(workspace)
+    ontologies = list_ontologies(workspace)
+    registered = [spec.name for spec in list_models(workspace)]
+    with st.form(KEY + "form"):
+        left, middle, right = st.columns(3)
+        method = left.selectbox("Method", list(SAMPLERS), format_func=lambda m: f"{m} — {METHOD_HELP[m]}", key=KEY + "method")
+        n = int(middle.number_input("Backgrounds per target (N)", 1, max(1, n_pool), min(DEFAULT_N, max(1, n_pool)), key=KEY + "n"))
+        seed = int(right.number_input("Seed", 0, 2**31 - 1, 0, key=KEY + "seed"))
+        left, middle, right = st.columns(3)
+        target_table = _table_choice(left, tables, "target")
+        background_table = _table_choice(middle, tables, "background")
+        ontology_id = right.selectbox(
+            "Ontology (method ontology)", [None, *ontologies["id"].iloc[::-1]], format_func=lambda v: "newest" if v is None else v, key=KEY + "ontology"
+        )
+        left, middle, right = st.columns(3)
+        models = left.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
+        threshold = middle.slider("Realism threshold (seam harmony)", 0.0, 1.0, DEFAULT_REALISM_THRESHOLD, 0.05, key=KEY + "realism")
+        top_up = right.checkbox("Keyword methods: top up with random backgrounds", value=True, key=KEY + "top_up")
+        if st.form_submit_button("Sample suite", type="primary", key=KEY + "go"):
+            request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
+            st.session_state[REQUEST] = asdict(request)
+    last = st.session_state.get(REQUEST)
+    return None if last is None else SuiteRequest(**{**last, "distance_models": tuple(last["distance_models"])})
+
+
+def _table_choice(column, tables: pd.DataFrame, kind: str) -> str | None:
+    names = tables.loc[tables["item_kind"] == kind, "name"].tolist()
+    return column.selectbox(
+        f"{kind.capitalize()} keywords (keyword methods)", [None, *names[::-1]], format_func=lambda v: "newest" if v is None else v, key=KEY + kind + "_table"
+    )
+
+
+def missing_inputs(workspace: Workspace) -> None:
+    """Buttons that compute classifier-patch keywords and mine a default ontology when absent."""
+    tables = list_keyword_tables(workspace)
+    kinds = set(tables["item_kind"])
+    if {"target", "background"} <= kinds and not list_ontologies(workspace).empty:
+        return
+    with st.expander("Keywords and ontology for the keyword methods", expanded=True):
+        if not {"target", "background"} <= kinds:
+            st.caption("The keyword methods need keyword tables for the targets and the pool.")
+            if st.button("Compute classifier-patch keywords", key=KEY + "keywords"):
+                bar = st.progress(0.0, text="Scoring images…")
+                names, computed = ensure_keyword_tables(workspace, progress=lambda done, total: bar.progress(done / total, text=f"Scoring images… {done}/{total}"))
+                st.success(f"Computed {', '.join(names[k] for k in computed) or 'nothing (tables exist)'}.")
+                st.rerun()
+        elif list_ontologies(workspace).empty:
+            st.caption("The ontology method needs an ontology (tune one on the Ontology page, or mine the default).")
+            if st.button("Mine the default ontology (FP-Growth, support 0.01, confidence 0.3)", key=KEY + "ontology_go"):
+                latest = {kind: tables.loc[tables["item_kind"] == kind].sort_values("created")["name"].iloc[-1] for kind in ("target", "background")}
+                ontology_id, _ = ensure_ontology(workspace, latest)
+                st.success(f"Saved ontology `{ontology_id}`.")
+                st.rerun()
+
+
+# -- views --------------------------------------------------------------------------------------
+def summary(suite: Suite) -> None:
+    """Metrics of a suite and its warnings."""
+    stats = suite_stats(suite)
+    columns = st.columns(5)
+    columns[0].metric("Targets", stats.targets)
+    columns[1].metric("Backgrounds per target", stats.per_target_min if stats.per_target_min == stats.per_target_max else f"{stats.per_target_min}–{stats.per_target_max}")
+    columns[2].metric("Keyword diversity", f"{stats.keyword_diversity:.2f}", help="distinct keywords per target, mean")
+    columns[3].metric("Mean distance", _number(stats.distance_mean))
+    columns[4].metric("Distance spread (std)", _number(stats.distance_std))
+    if suite.warnings:
+        with st.expander(f"{len(suite.warnings)} warnings"):
+            st.markdown("\n".join(f"- {warning}" for warning in suite.warnings))
+
+
+def _number(value: float) -> str:
+    return "—" if np.isnan(value) else f"{value:.3f}"
+
+
+def caption(row, *, keyword_method: bool) -> str:
+    """``#position · keyword (level L) · d=0.123`` for one suite item (row of ``Suite.items``)."""
+    if row.keyword:
+        keyword = f"{row.keyword} (level {row.level})"
+    else:
+        keyword = "random top-up" if keyword_method else ""
+    distance = "" if np.isnan(row.distance) else f"d={row.distance:.3f}"
+    return " · ".join(part for part in (f"#{row.position}", keyword, distance) if part)
+
+
+def preview(workspace: Workspace, suite: Suite) -> None:
+    """One target's suite as a grid: the original first, then each composite with its keyword,
+    level and distance (the paper's Figure 17)."""
+    target_id = st.selectbox("Target", suite.target_ids, key=KEY + "target")
+    targets = list_targets(workspace).set_index("id")
+    backgrounds = list_backgrounds(workspace).set_index("id")
+    root = str(workspace.root)
+    target = targets.loc[target_id]
+    keyword_method = SAMPLERS[suite.method].needs_keywords
+    images = [cache.target_thumbnail(root, target.image_hash, target.mask_hash)]
+    captions = [f"original ({target.class_name})"]
+    for row in suite.target_items(target_id).itertuples(index=False):
+        background_hash = backgrounds.loc[row.background_id, "image_hash"]
+        images.append(cache.composite_preview(root, target.image_hash, target.mask_hash, background_hash, levels=4, band=3)[1])
+        captions.append(caption(row, keyword_method=keyword_method))
+    widgets.image_grid(images, captions, n_columns=6)
+
+
+def distances_by_method(workspace: Workspace, current: Suite | None) -> dict[str, np.ndarray]:
+    """Composite distances of every saved suite, grouped by method, plus the unsaved preview.
+
+    Returns
+    -------
+    dict of label -> ndarray of shape (n_items,), float (suites without distances left out)
+    """
+    grouped: dict[str, list[np.ndarray]] = {}
+    root = str(workspace.root)
+    saved = list_suites(workspace)
+    for row in saved.itertuples(index=False):
+        distances = cached_saved_suite(root, row.id).items["distance"].dropna().to_numpy(float)
+        if distances.size:
+            grouped.setdefault(row.method, []).append(distances)
+    out = {method: np.concatenate(parts) for method, parts in grouped.items()}
+    if current is not None and current.id not in set(saved["id"]):
+        distances = current.items["distance"].dropna().to_numpy(float)
+        if distances.size:
+            out[f"{current.method} (preview)"] = distances
+    return out
+
+
+def distance_figure(distances: Mapping[str, np.ndarray]):
+    """The shared histogram chart (:func:`ui.charts.distance_histogram`)."""
+    from ui.charts import distance_histogram
+
+    return distance_histogram(distances, title="Semantic distance of composites to their originals, per method")
+
+
+def saved_table(workspace: Workspace) -> pd.DataFrame:
+    """Saved suites, newest first, with their parameters as JSON text."""
+    listing = list_suites(workspace)
+    if listing.empty:
+        return listing
+    params = {row["id"]: row["params"] for row in workspace.query("SELECT id, params FROM suites")}
+    listing["params"] = [json.dumps({k: v for k, v in json.loads(params[i]).items() if k != "warnings"}, sort_keys=True) for i in listing["id"]]
+    return listing

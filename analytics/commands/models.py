@@ -1,0 +1,106 @@
+"""``add-model``, ``models``, ``evaluate`` and ``run``: the model registry and the batch engine.
+
+``add-model --arch efficientnet-lite0`` (1, 2) registers the bundled ImageNet classifiers (no
+checkpoint needed); any other ``--arch`` is a torchvision architecture with ``--checkpoint``, and
+``--arch torchscript`` a TorchScript file. torch is imported inside the handlers so that other
+subcommands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..exceptions import InvalidInputError
+
+LITE_ARCHS = {f"efficientnet-lite{v}": v for v in (0, 1, 2)}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+
+    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision + checkpoint, TorchScript)")
+    add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
+    add.add_argument("--arch", required=True, help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …) or 'torchscript'")
+    add.add_argument("--checkpoint", metavar="FILE", help="state dict (.pt/.pth/.safetensors) or TorchScript file")
+    add.add_argument("--labels", default="imagenet", metavar="imagenet|in9|FILE", help="label space: imagenet, in9, or a text file of class names (default imagenet)")
+    add.add_argument("--in9-mapping", metavar="FILE", help="with --labels in9: ImageNet -> IN-9 JSON (in_to_in9.json format); default: built-in WordNet mapping")
+    add.add_argument("--input-size", type=int, default=None, help="network input side in pixels (default 224; 299 for inception_v3)")
+    add.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
+    add.add_argument("--replace", action="store_true", help="overwrite a model of the same name")
+    listing = subparsers.add_parser("models", help="list the registered models")
+    evaluate = subparsers.add_parser("evaluate", help="accuracy of a model on the original target images")
+    evaluate.add_argument("--model", required=True, help="registered model name")
+    run = subparsers.add_parser("run", help="run models over a suite and store per-image signals (resumable)")
+    run.add_argument("--model", required=True, action="append", help="registered model name (repeatable)")
+    run.add_argument("--suite", required=True, help="suite id")
+    run.add_argument("--top-k", type=int, default=3, help="embedding neurons picked on the foreground-only image (default 3)")
+    for parser in (evaluate, run):
+        parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+        parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    for parser in (add, listing, evaluate, run):
+        add_workspace_option(parser)
+        add_json_option(parser)
+    add.set_defaults(handler=run_add_model)
+    listing.set_defaults(handler=run_list_models)
+    evaluate.set_defaults(handler=run_evaluate)
+    run.set_defaults(handler=run_run)
+
+
+def run_add_model(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..models import parse_label_space, register_efficientnet_lite, register_torchscript, register_torchvision
+
+    workspace = open_workspace(args, create=True)
+    if args.arch in LITE_ARCHS:
+        if args.name not in (None, args.arch):
+            raise InvalidInputError(f"--name: EfficientNet-Lite models are registered as {args.arch!r}; got {args.name!r} (leave --name out)")
+        return register_efficientnet_lite(workspace, LITE_ARCHS[args.arch]).summary()
+    if not args.name or not args.checkpoint:
+        raise InvalidInputError(f"--arch {args.arch} needs --name and --checkpoint FILE")
+    labels = parse_label_space(args.labels, in9_mapping=args.in9_mapping)
+    if args.arch == "torchscript":
+        spec = register_torchscript(
+            workspace, args.name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size or 224,
+            preprocessing=args.preprocessing, replace=args.replace,
+        )
+    else:
+        spec = register_torchvision(
+            workspace, args.name, arch=args.arch, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size, replace=args.replace
+        )
+    return spec.summary()
+
+
+def run_list_models(args: argparse.Namespace) -> list[dict]:
+    from ..cli import open_workspace
+    from ..models import list_models
+
+    return [spec.summary() for spec in list_models(open_workspace(args))]
+
+
+def run_evaluate(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..inference import evaluate
+
+    return evaluate(open_workspace(args), args.model, device=args.device, batch_size=args.batch_size).to_dict()
+
+
+def run_run(args: argparse.Namespace) -> dict | list[dict]:
+    from tqdm import tqdm
+
+    from ..cli import open_workspace
+    from ..inference import run_models, run_summary
+
+    workspace = open_workspace(args)
+    with tqdm(total=0, unit="img", desc="run", file=sys.stderr) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        run_ids = run_models(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress)
+    results = [
+        {"run": run_id, "model": model, "suite": args.suite, **run_summary(workspace, run_id)}
+        for run_id, model in zip(run_ids, dict.fromkeys(args.model))
+    ]
+    return results[0] if len(results) == 1 else results

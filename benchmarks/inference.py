@@ -1,0 +1,164 @@
+"""Speed and memory of the inference engine with EfficientNet-Lite0; prints one JSON object.
+
+    python benchmarks/inference.py [--targets 40] [--n 32] [--batch-size 32] [--rss-n N] [--quick]
+
+- ``forward_images_per_s``: the model alone on ready (preprocessed) tensors.
+- ``suite_images_per_s``: :func:`analytics.inference.run_models` end to end (composites generated on
+  the worker thread, model, signals written to the workspace), counted over the suite's images.
+- ``naive_images_per_s``: a straightforward per-target loop: load one target and its backgrounds,
+  composite them, run the model on the n + 1 images, repeat (no overlap of compositing and model).
+- ``peak_rss_mib_50`` / ``peak_rss_mib_200``: peak resident memory of a fresh process running a
+  suite of 50 and of 200 targets (streaming means the two stay close).
+
+Targets on a 2-core CPU: suite >= 0.85 x forward, suite >= 1.5 x naive, RSS difference < 150 MiB.
+The workspace is synthetic (random textures with disc masks; timing does not depend on content) and
+lives in a temporary folder. ``--quick`` shrinks every size to check that the script works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analytics.compose import composite  # noqa: E402
+from analytics.datasets import Background, Target, add_backgrounds, add_targets, load_backgrounds, load_targets  # noqa: E402
+from analytics.inference import _cpu_threads, run_models  # noqa: E402
+from analytics.models import load_model, register_efficientnet_lite  # noqa: E402
+from analytics.workspace import Workspace, now  # noqa: E402
+
+MODEL = "efficientnet-lite0"
+SIZE = 256
+N_BACKGROUNDS = 64
+
+
+def build_workspace(root: Path, n_targets: int, n: int, seed: int = 0) -> Workspace:
+    """Synthetic targets/backgrounds, Lite0, and suites ``s<k>`` over the first k targets (k = 50, 200, n_targets)."""
+    rng = np.random.default_rng(seed)
+    workspace = Workspace(root)
+    workspace.set_meta("image_size", str(SIZE))
+    yy, xx = np.mgrid[:SIZE, :SIZE]
+    mask = (yy - SIZE / 2) ** 2 + (xx - SIZE / 2) ** 2 < (SIZE / 3) ** 2
+    targets = [Target(f"obj/{i:04d}", "obj", _texture(rng), mask, origin="synthetic") for i in range(n_targets)]
+    add_targets(workspace, targets, classes={"obj": [340]})
+    add_backgrounds(workspace, [Background(f"bg{i:03d}", _texture(rng), origin="synthetic") for i in range(N_BACKGROUNDS)])
+    for k in sorted({min(50, n_targets), min(200, n_targets), n_targets}):
+        _add_suite(workspace, f"s{k}", [t.id for t in targets[:k]], n, rng)
+    register_efficientnet_lite(workspace, 0)
+    return workspace
+
+
+def _texture(rng: np.random.Generator) -> np.ndarray:
+    small = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    return np.kron(small, np.ones((SIZE // 16, SIZE // 16, 1), np.uint8))
+
+
+def _add_suite(workspace: Workspace, suite_id: str, target_ids: list[str], n: int, rng: np.random.Generator) -> None:
+    with workspace.transaction() as conn:
+        conn.execute("INSERT INTO suites(id, method, n, seed, params, created) VALUES (?, 'random', ?, 0, '{}', ?)", (suite_id, n, now()))
+        conn.executemany(
+            "INSERT INTO suite_items(suite_id, target_id, position, background_id, distance) VALUES (?, ?, ?, ?, ?)",
+            [
+                (suite_id, target, position, f"bg{b:03d}", float(rng.random()))
+                for target in target_ids
+                for position, b in enumerate(rng.choice(N_BACKGROUNDS, n, replace=False), start=1)
+            ],
+        )
+
+
+def forward_rate(workspace: Workspace, batch_size: int, n_batches: int) -> float:
+    model = load_model(workspace, MODEL, device="cpu")
+    images = np.random.default_rng(1).integers(0, 256, (batch_size, SIZE, SIZE, 3), dtype=np.uint8)
+    batch = model.preprocess(images)
+    with _cpu_threads(model.device):
+        model.run_batch(batch)  # warm-up
+        start = time.perf_counter()
+        for _ in range(n_batches):
+            model.run_batch(batch)
+        return batch_size * n_batches / (time.perf_counter() - start)
+
+
+def suite_rate(workspace: Workspace, suite_id: str, batch_size: int) -> float:
+    images = workspace.query_one("SELECT COUNT(*) + COUNT(DISTINCT target_id) AS n FROM suite_items WHERE suite_id = ?", (suite_id,))["n"]
+    start = time.perf_counter()
+    run_models(workspace, [MODEL], suite_id, device="cpu", batch_size=batch_size)
+    return images / (time.perf_counter() - start)
+
+
+def naive_rate(workspace: Workspace, suite_id: str, batch_size: int) -> float:
+    """Composite one target's images, run them, repeat: what a plain script does."""
+    model = load_model(workspace, MODEL, device="cpu")
+    rows = workspace.query("SELECT target_id, background_id FROM suite_items WHERE suite_id = ? ORDER BY target_id, position", (suite_id,))
+    per_target: dict[str, list[str]] = {}
+    for row in rows:
+        per_target.setdefault(row["target_id"], []).append(row["background_id"])
+    count = 0
+    with _cpu_threads(model.device):
+        start = time.perf_counter()
+        for target_id, background_ids in per_target.items():
+            image, mask = load_targets(workspace, [target_id])
+            backgrounds = load_backgrounds(workspace, background_ids)
+            n = len(background_ids)
+            composites = composite(np.repeat(image, n, 0), np.repeat(mask, n, 0), backgrounds)
+            batch = np.concatenate([image, composites])
+            model.predict(batch, batch_size=batch_size)
+            count += len(batch)
+        return count / (time.perf_counter() - start)
+
+
+def peak_rss_child(root: Path, suite_id: str, batch_size: int) -> float:
+    """Peak RSS (MiB) of a fresh process that runs ``suite_id``."""
+    code = (
+        "import resource, sys; sys.path.insert(0, sys.argv[1]);"
+        "from analytics.workspace import Workspace; from analytics.inference import run_models;"
+        f"run_models(Workspace(sys.argv[2]), [{MODEL!r}], sys.argv[3], device='cpu', batch_size={batch_size});"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    project = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", code, project, str(root), suite_id], check=True, capture_output=True, text=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024  # ru_maxrss is in KiB on Linux
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", type=int, default=40, help="targets in the timed suite (default 40)")
+    parser.add_argument("--n", type=int, default=32, help="backgrounds per target (default 32)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rss-n", type=int, default=None, help="backgrounds per target in the 50/200-target memory runs (default --n)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs, timings mean little")
+    args = parser.parse_args(argv)
+    n_targets, n, forward_batches = (args.targets, args.n, 20) if not args.quick else (4, 8, 2)
+    rss_n = args.rss_n or (n if not args.quick else 2)
+    with tempfile.TemporaryDirectory(prefix="backdrop-bench-") as folder:
+        timed = build_workspace(Path(folder) / "timed", n_targets, n)
+        result = {
+            "model": MODEL,
+            "targets": n_targets,
+            "n": n,
+            "batch_size": args.batch_size,
+            "torch_threads": torch.get_num_threads(),
+            "forward_images_per_s": forward_rate(timed, args.batch_size, forward_batches),
+            "suite_images_per_s": suite_rate(timed, f"s{n_targets}", args.batch_size),
+            "naive_images_per_s": naive_rate(timed, f"s{n_targets}", args.batch_size),
+        }
+        memory = build_workspace(Path(folder) / "memory", 200, rss_n)
+        for k in (50, 200):
+            result[f"peak_rss_mib_{k}"] = peak_rss_child(memory.root, f"s{k}", args.batch_size)
+    result["suite_vs_forward"] = result["suite_images_per_s"] / result["forward_images_per_s"]
+    result["suite_vs_naive"] = result["suite_images_per_s"] / result["naive_images_per_s"]
+    result["rss_difference_mib"] = result["peak_rss_mib_200"] - result["peak_rss_mib_50"]
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()}))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Models: the registry, registering new models, and accuracy on the original targets.
+
+A thin view: loading, validating and storing models is :mod:`analytics.models`; evaluation is
+:mod:`analytics.inference`. The page catches only :class:`~analytics.exceptions.BackdropError`.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+import streamlit as st
+import torchvision
+
+from analytics.datasets import list_targets
+from analytics.exceptions import BackdropError
+from analytics.models import (
+    LITE_VARIANTS,
+    ModelSpec,
+    list_models,
+    parse_label_space,
+    register_efficientnet_lite,
+    register_torchscript,
+    register_torchvision,
+)
+from analytics.workspace import Workspace
+from ui import cache, state
+from ui import models as ui_models
+
+KINDS = ("EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file")
+LABEL_CHOICES = {"ImageNet-1k": "imagenet", "IN-9": "in9", "Custom class list": "custom"}
+LAST_REGISTERED = "models.last_registered"
+
+
+def show_registry(workspace: Workspace) -> None:
+    specs = list_models(workspace)
+    if not specs:
+        st.info("No models yet — register one in the **Register** tab, or run `python -m analytics add-model --arch efficientnet-lite0`.")
+        return
+    st.caption("Embedding = the layer before the classifier head (what the embedding signals read).")
+    st.dataframe(ui_models.model_table(specs), hide_index=True, width="stretch")
+
+
+def checkpoint_input(key: str, types: list[str]) -> tuple[object | None, str]:
+    """An uploaded file or a path on the server (the upload wins)."""
+    upload = st.file_uploader("Upload", type=types, key=f"{key}.upload")
+    path = st.text_input("…or a path on the server", key=f"{key}.path").strip()
+    return upload, path
+
+
+def register_form(workspace: Workspace) -> None:
+    kind = st.radio("Model", KINDS, key="models.kind")
+    if kind == KINDS[0]:
+        variant = st.selectbox("Variant", LITE_VARIANTS, format_func=lambda v: f"efficientnet-lite{v}", key="models.lite")
+        if st.button("Register", key="models.register_lite"):
+            _register(lambda: register_efficientnet_lite(workspace, variant))
+        return
+    name = st.text_input("Name", key="models.name").strip()
+    arch = None
+    if kind == KINDS[1]:
+        arch = st.selectbox("Architecture", torchvision.models.list_models(module=torchvision.models), index=None, key="models.arch")
+    upload, path = checkpoint_input("models.checkpoint", ["pt", "pth", "bin", "safetensors"] if arch else ["pt", "pth", "ts"])
+    labels = LABEL_CHOICES[st.radio("Label space", list(LABEL_CHOICES), horizontal=True, key="models.labels")]
+    label_upload, label_path = (None, "")
+    if labels == "custom":
+        st.caption("A text file with one class name per line, in the order of the model's outputs.")
+        label_upload, label_path = checkpoint_input("models.label_file", ["txt"])
+    input_size = st.number_input("Input size (px)", 16, 1024, 224, step=8, key="models.input_size")
+    if st.button("Register", key="models.register"):
+        if not name or not (upload or path) or (kind == KINDS[1] and not arch) or (labels == "custom" and not (label_upload or label_path)):
+            st.warning("Fill in the name, the architecture, the checkpoint and (for custom labels) the class list.")
+            return
+
+        def register():
+            with ExitStack() as stack:
+                checkpoint = stack.enter_context(ui_models.uploaded_file(upload)) if upload else Path(path).expanduser()
+                option = labels
+                if labels == "custom":
+                    option = str(stack.enter_context(ui_models.uploaded_file(label_upload)) if label_upload else Path(label_path).expanduser())
+                space = parse_label_space(option)
+                if arch:
+                    return register_torchvision(workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size))
+                return register_torchscript(workspace, name, checkpoint=checkpoint, label_space=space, input_size=int(input_size))
+
+        _register(register)
+
+
+def _register(action) -> None:
+    try:
+        with st.spinner("Loading the model and checking a test batch…"):
+            spec = action()
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    st.session_state[LAST_REGISTERED] = spec.name
+    st.rerun()
+
+
+def show_accuracy(workspace: Workspace) -> None:
+    specs = {spec.name: spec for spec in list_models(workspace)}
+    if not specs:
+        st.info("Register a model to see its accuracy on the original target images.")
+        return
+    name = st.selectbox("Model", list(specs), key="models.evaluate")
+    spec = specs[name]
+    try:
+        result = ui_models.evaluation(str(workspace.root), name, spec.content_key(), ui_models.targets_stamp(workspace))
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    left, middle, right = st.columns(3)
+    left.metric("Accuracy on original targets", f"{result.accuracy:.1%}")
+    middle.metric("Targets", result.n)
+    right.metric("Label space", f"{spec.label_space.kind} ({spec.n_outputs})")
+    chart, table = st.columns([3, 2])
+    chart.plotly_chart(ui_models.per_class_chart(result), width="stretch")
+    table.dataframe(
+        ui_models.per_class_table(result), hide_index=True,
+        column_config={"Accuracy": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
+    )
+    with st.expander("Per target"):
+        st.dataframe(result.table, hide_index=True, width="stretch")
+    show_top_predictions(workspace, spec)
+
+
+def show_top_predictions(workspace: Workspace, spec: ModelSpec) -> None:
+    targets = list_targets(workspace)
+    st.subheader("Top predictions on one target")
+    target = st.selectbox("Target", targets["id"], key="models.target")
+    image_hash = targets.set_index("id").loc[target, "image_hash"]
+    image_column, table_column = st.columns([1, 2])
+    image_column.image(cache.load_array(str(workspace.root), image_hash), caption=target, width="stretch")
+    try:
+        top = ui_models.top_predictions(str(workspace.root), spec.name, spec.content_key(), image_hash)
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    table_column.dataframe(
+        top, hide_index=True, width="stretch",
+        column_config={"probability": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
+    )
+
+
+def main() -> None:
+    st.title("Models")
+    workspace = state.current_workspace()
+    if st.session_state.get(LAST_REGISTERED):
+        st.success(f"Registered {st.session_state.pop(LAST_REGISTERED)!r}.")
+    registry, register, accuracy = st.tabs(["Registered", "Register", "Accuracy"])
+    with registry:
+        show_registry(workspace)
+    with register:
+        register_form(workspace)
+    with accuracy:
+        show_accuracy(workspace)
+
+
+main()

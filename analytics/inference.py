@@ -387,10 +387,11 @@ def _finish_run(workspace: Workspace, run_id: str, top_k: int) -> None:
 
 def run_summary(workspace: Workspace, run_id: str) -> dict:
     """Images, accuracy over all images, and worst-case accuracy (mean over targets of the minimum
-    correctness over that target's images) of a run."""
+    correctness over that target's composites; the original is not a background change, as in
+    :func:`analytics.variance.worst_case_accuracy`) of a run."""
     row = workspace.query_one(
         "SELECT COUNT(*) AS images, AVG(correct) AS accuracy, "
-        "(SELECT AVG(worst) FROM (SELECT MIN(correct) AS worst FROM run_images WHERE run_id = ? GROUP BY target_id)) AS worst "
+        "(SELECT AVG(worst) FROM (SELECT MIN(correct) AS worst FROM run_images WHERE run_id = ? AND position > 0 GROUP BY target_id)) AS worst "
         "FROM run_images WHERE run_id = ?",
         (run_id, run_id),
     )

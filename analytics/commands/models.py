@@ -89,7 +89,8 @@ def run_run(args: argparse.Namespace) -> dict | list[dict]:
     from tqdm import tqdm
 
     from ..cli import open_workspace
-    from ..inference import run_models, run_summary
+    from ..inference import run_summary
+    from ..runs import start_runs
 
     workspace = open_workspace(args)
     with tqdm(total=0, unit="img", desc="run", file=sys.stderr) as bar:
@@ -98,7 +99,7 @@ def run_run(args: argparse.Namespace) -> dict | list[dict]:
             bar.total = total
             bar.update(done - bar.n)
 
-        run_ids = run_models(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress)
+        run_ids = start_runs(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress)
     results = [
         {"run": run_id, "model": model, "suite": args.suite, **run_summary(workspace, run_id)}
         for run_id, model in zip(run_ids, dict.fromkeys(args.model))

@@ -1,0 +1,96 @@
+"""Run: run registered models over a saved suite (one action, with a progress bar), list past runs
+and resume an interrupted one.
+
+A thin view: the engine is :mod:`analytics.inference` via :func:`analytics.runs.start_runs`;
+tables are :mod:`ui.runs`. The page catches only :class:`~analytics.exceptions.BackdropError`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics.exceptions import BackdropError
+from analytics.models import list_models
+from analytics.runs import list_runs, start_runs
+from analytics.suites import list_suites
+from analytics.workspace import Workspace
+from ui import state
+from ui import runs as view
+
+DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
+FINISHED = "run.finished"
+
+
+def execute(workspace: Workspace, models: list[str], suite_id: str, *, top_k: int, device: str | None, batch_size: int) -> None:
+    """Run ``models`` over the suite with a progress bar; remember the finished run ids."""
+    bar = st.progress(0.0, text="Starting…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0, text=f"{done} of {total} images")
+
+    try:
+        run_ids = start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
+    except BackdropError as err:
+        bar.empty()
+        st.error(str(err))
+        return
+    st.session_state[FINISHED] = run_ids
+    st.rerun()
+
+
+def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
+    names = [spec.name for spec in list_models(workspace)]
+    models = st.multiselect("Models", names, default=names[:1], key="run.models", help="Several models over one suite run as one action.")
+    records = suites.set_index("id").to_dict("index")
+    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: view.suite_label({"id": s, **records[s]}))
+    with st.expander("Options"):
+        left, middle, right = st.columns(3)
+        top_k = int(left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image."))
+        device = DEVICES[middle.selectbox("Device", list(DEVICES), key="run.device", help="auto = CUDA when available")]
+        batch_size = int(right.number_input("Batch size", 1, 512, 32, key="run.batch_size"))
+    n_images = records[suite_id]["items"] + records[suite_id]["targets"] if suite_id else 0
+    st.caption(f"{len(models)} model(s) × {n_images} images (originals + composites). A finished run is reused; an interrupted one resumes.")
+    if st.button("Run", type="primary", disabled=not models or suite_id is None, key="run.start"):
+        execute(workspace, models, suite_id, top_k=top_k, device=device, batch_size=batch_size)
+
+
+def past_runs(workspace: Workspace) -> None:
+    st.subheader("Runs")
+    table = list_runs(workspace)
+    if table.empty:
+        st.caption("No runs yet.")
+        return
+    st.dataframe(view.runs_display(table), hide_index=True, width="stretch", column_config=view.PERCENT, key="run.table")
+    st.caption("Worst-case accuracy: share of targets classified correctly under every one of their backgrounds.")
+    unfinished = table[table["status"] != "done"]
+    if unfinished.empty:
+        return
+    records = unfinished.set_index("id").to_dict("index")
+    chosen = st.selectbox("Unfinished run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key="run.resume_choice")
+    if st.button("Resume", key="run.resume"):
+        run = records[chosen]
+        execute(workspace, [run["model"]], run["suite_id"], top_k=int(run["top_k"] or 3), device=None, batch_size=32)
+
+
+def main() -> None:
+    st.title("Run")
+    st.caption(
+        "A run composes every target with each of its suite's backgrounds, runs the model on the original and "
+        "the composites, and stores four signals per image, the prediction and the semantic distance."
+    )
+    workspace = state.current_workspace()
+    finished = st.session_state.pop(FINISHED, None)
+    if finished:
+        st.success(f"Finished {len(finished)} run(s): {', '.join(finished)}. See their variance matrices on the Matrices page.")
+    suites = list_suites(workspace)
+    if not list_models(workspace):
+        st.info("Register a model on the Models page first (EfficientNet-Lite works offline).")
+    elif suites.empty:
+        st.info("Build and save a suite on the Suites page first.")
+    else:
+        start_form(workspace, suites)
+    past_runs(workspace)
+
+
+main()

@@ -1,0 +1,172 @@
+"""Matrices: a run's four RBF variance matrices, their raw point clouds, a drill-down from a cell to
+the image pairs behind it, exports, and up to four models side by side (the paper's Figure 8).
+
+A thin view: point clouds, matrices and drill-down are :mod:`analytics.runs`; caching, clickable
+heatmaps and captions are :mod:`ui.runs`. The page catches only
+:class:`~analytics.exceptions.BackdropError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from analytics.exceptions import BackdropError
+from analytics.runs import SIGNALS, cell_pairs, list_runs
+from analytics.variance import VarianceMatrix
+from analytics.workspace import Workspace
+from ui import state
+from ui import runs as view
+from ui.charts import point_scatter
+
+PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
+PAIRS_LISTED = 12
+
+
+def metrics(run: Mapping, n_points: int | None = None) -> None:
+    columns = st.columns(4 if n_points is not None else 3)
+    columns[0].metric("Accuracy", f"{run['accuracy']:.1%}", help="Over all images: originals and composites.")
+    columns[1].metric("Worst-case accuracy", f"{run['worst_case_accuracy']:.1%}", help="Targets correct under every one of their backgrounds.")
+    columns[2].metric("Original accuracy", f"{run['original_accuracy']:.1%}")
+    if n_points is not None:
+        columns[3].metric("Points per matrix", f"{n_points:,}")
+
+
+def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mapping[str, tuple], selected: tuple | None) -> None:
+    for column, (signal, label) in zip(st.columns(len(SIGNALS)), SIGNALS.items()):
+        figure = view.clickable_heatmap(matrices[signal], title=label, zmin=ranges[signal][0], zmax=ranges[signal][1])
+        if selected and selected[0] == signal:
+            view.mark_cell(figure, matrices[signal], *selected[1:])
+        key = f"{view.KEY}heatmap.{signal}"
+        with column:
+            st.plotly_chart(
+                figure, key=key, on_select=partial(view.remember_click, key, run_id, signal), selection_mode="points",
+                config={"displayModeBar": False},
+            )  # fmt: skip
+
+
+def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMatrix], selected: tuple) -> None:
+    signal, row, col = selected
+    matrix = matrices[signal]
+    data, clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
+    pairs = cell_pairs(Workspace(workspace_path, create=False), run["id"], signal, matrix, row, col, limit=PAIRS_LISTED, data=data, cloud=clouds[signal], nearest=True)
+    e = matrix.edges
+    st.subheader("Image pairs behind the cell")
+    st.caption(
+        f"{SIGNALS[signal]} · d(y_ij) in [{e[col]:.3f}, {e[col + 1]:.3f}], d(y_ik) in [{e[row]:.3f}, {e[row + 1]:.3f}] · "
+        f"cell value {matrix.matrix[row, col]:.4f} · {pairs.attrs['n_points']} points in the cell (a pair and its mirror count twice)."
+    )
+    if pairs.attrs["nearest"]:
+        st.info("No point falls into this cell; its value comes from the nearest points (K nearest and the kernel). Showing the pairs nearest to its centre.")
+    for pair in pairs.head(PAIRS_SHOWN).to_dict("records"):
+        images = view.pair_images(workspace_path, pair["target_id"], ("", pair["background_j"], pair["background_k"]))
+        original, first, second, about = st.columns([1, 1, 1, 2])
+        original.image(images[0], caption=f"original x · {data.predicted[data.target_ids.index(pair['target_id']), 0]}", width="stretch")
+        first.image(images[1], caption="j: " + view.image_caption(pair, "j"), width="stretch")
+        second.image(images[2], caption="k: " + view.image_caption(pair, "k"), width="stretch")
+        about.markdown(f"**{pair['target_id']}**  \n|S(y_ij) − S(y_ik)| = **{pair['value']:.4f}**")
+    st.dataframe(pairs, hide_index=True, width="stretch", key=f"{view.KEY}pairs")
+
+
+def scatters(data_clouds) -> None:
+    _, clouds = data_clouds
+    for column, (signal, label) in zip(st.columns(len(SIGNALS)), SIGNALS.items()):
+        figure = point_scatter(clouds[signal].points, clouds[signal].values, max_points=view.SCATTER_POINTS, title=label)
+        figure.update_layout(height=view.HEATMAP_HEIGHT, margin={"l": 50, "r": 10, "t": 40, "b": 45}, title={"font": {"size": 13}})
+        column.plotly_chart(figure, key=f"{view.KEY}scatter.{signal}", config={"displayModeBar": False})
+
+
+def exports(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMatrix]) -> None:
+    columns = st.columns(len(SIGNALS) + 1)
+    for column, (signal, label) in zip(columns, SIGNALS.items()):
+        column.caption(label)
+        column.download_button("PNG", view.matrix_png(matrices[signal].matrix), f"{run['id']}-{signal}.png", "image/png", key=f"{view.KEY}png.{signal}")
+        column.download_button(".npy", view.matrix_npy(matrices[signal].matrix), f"{run['id']}-{signal}.npy", "application/octet-stream", key=f"{view.KEY}npy.{signal}")
+    columns[-1].caption("Per-image table")
+    columns[-1].download_button(
+        "CSV", view.image_csv(workspace_path, run["id"], run["finished"]), f"{run['id']}-images.csv", "text/csv", key=f"{view.KEY}csv"
+    )
+
+
+def explore(workspace_path: str, run: Mapping, settings: view.Settings, shared: bool) -> None:
+    try:
+        data_clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
+        matrices = view.run_matrices(workspace_path, run["id"], run["finished"], settings)
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    metrics(run, data_clouds[0].n_points)
+    if data_clouds[0].excluded:
+        st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {', '.join(data_clouds[0].excluded[:5])}")
+    ranges = {signal: view.color_range([matrices[signal]], shared) for signal in SIGNALS}
+    selected = view.clicked_cell(run["id"], matrices)
+    st.caption(f"{settings.label()} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
+    heatmaps(run["id"], matrices, ranges, selected)
+    if selected:
+        drill_down(workspace_path, run, matrices, selected)
+    with st.expander("Raw point clouds"):
+        st.caption(f"A random {view.SCATTER_POINTS:,} points per signal over the density (grey) of all {data_clouds[0].n_points:,}.")
+        scatters(data_clouds)
+    with st.expander("Export"):
+        exports(workspace_path, run, matrices)
+
+
+def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, shared: bool) -> None:
+    same_suite = done[done["suite_id"] == run["suite_id"]]
+    # one run per model: the chosen run for its model, the newest for the others
+    same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], same_suite]).drop_duplicates("model")
+    records = same_suite.set_index("id").to_dict("index")
+    default = list(records)[: view.MAX_COMPARED]
+    chosen = st.multiselect(
+        f"Runs over suite {run['suite_id']} (up to {view.MAX_COMPARED})", list(records), default=default, max_selections=view.MAX_COMPARED,
+        format_func=lambda r: records[r]["model"], key=f"{view.KEY}compare",
+    )  # fmt: skip
+    try:
+        matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings) for r in chosen}
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    ranges = {signal: view.color_range([m[signal] for m in matrices.values()], shared) for signal in SIGNALS}
+    st.caption("Same suite, one row per model: equal (worst-case) accuracy can hide different patterns.")
+    for run_id in chosen:
+        record = records[run_id]
+        info, *columns = st.columns([1.2, 2, 2, 2, 2])
+        info.markdown(f"**{record['model']}**")
+        info.metric("Accuracy", f"{record['accuracy']:.1%}")
+        info.metric("Worst-case", f"{record['worst_case_accuracy']:.1%}")
+        for column, (signal, label) in zip(columns, SIGNALS.items()):
+            figure = view.clickable_heatmap(
+                matrices[run_id][signal], title=label, zmin=ranges[signal][0], zmax=ranges[signal][1], height=view.COMPARE_HEIGHT
+            )
+            column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
+
+
+def main() -> None:
+    st.title("Matrices")
+    workspace = state.current_workspace()
+    table = list_runs(workspace)
+    done = table[table["status"] == "done"]
+    if done.empty:
+        st.info("No finished run yet: start one on the Run page (a registered model over a saved suite).")
+        st.stop()
+    records = done.set_index("id").to_dict("index")
+    run_id = st.selectbox("Run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key=f"{view.KEY}run")
+    run = {"id": run_id, **records[run_id]}
+    left, right = st.columns([4, 1])
+    with left:
+        settings = view.interpolation_controls()
+    shared = right.checkbox(
+        "Shared colour scale", value=False, key=f"{view.KEY}shared",
+        help="On: per signal, one scale from 0 to the largest value over the runs shown (compares levels). Off: each matrix spans its own range (shows patterns).",
+    )  # fmt: skip
+    one, several = st.tabs(["Run", "Compare models"])
+    with one:
+        explore(str(workspace.root), run, settings, shared)
+    with several:
+        compare(str(workspace.root), done, run, settings, shared)
+
+
+main()

@@ -1,0 +1,82 @@
+"""The Matrices page (``pages/6_Matrices.py``) on finished tiny runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analytics.runs import SIGNALS, list_runs, run_matrices
+from ui.runs import CELL
+
+MATRICES = "pages/6_Matrices.py"
+
+
+def texts(app) -> str:
+    return "\n".join(e.value for e in [*app.markdown, *app.caption, *app.error, *app.info, *app.success, *app.warning])
+
+
+def charts(app) -> list:
+    return app.get("plotly_chart")
+
+
+def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app_runner):
+    app = app_runner(MATRICES, run_workspace)
+    assert not app.exception, app.exception
+    app.selectbox(key="runs.run").set_value(run_ids["bg-only"]).run()
+    assert not app.exception
+    row = list_runs(run_workspace).set_index("id").loc[run_ids["bg-only"]]
+    metrics = {m.label: m.value for m in app.tabs[0].metric}
+    assert metrics["Accuracy"] == f"{row['accuracy']:.1%}" and metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"
+    # four heatmaps and four scatters of the run, four heatmaps per compared model (three models)
+    assert len(charts(app)) == 2 * len(SIGNALS) + 3 * len(SIGNALS)
+    assert "smooth: window 32, σ 10" in texts(app)
+    app.radio(key="runs.interp.preset").set_value("fine").run()
+    assert not app.exception and "fine: window 32, σ 2" in texts(app)
+    app.radio(key="runs.interp.preset").set_value("custom").run()
+    app.slider(key="runs.interp.sigma").set_value(4.0).run()
+    assert not app.exception and "window 32, σ 4, K 32, grid 32" in texts(app)
+
+
+def test_clicked_cell_shows_the_image_pairs(run_workspace, run_ids, app_runner):
+    run_id = run_ids["bg-only"]
+    matrix = run_matrices(run_workspace, run_id)["true_prob"]
+    app = app_runner(MATRICES, run_workspace)
+    app.selectbox(key="runs.run").set_value(run_id).run()
+    x = y = float(matrix.centres[10])
+    app.session_state[CELL] = {"run": run_id, "signal": "true_prob", "x": x, "y": y}
+    app.run()
+    assert not app.exception, app.exception
+    assert "Image pairs behind the cell" in [h.value for h in app.subheader]
+    pairs = app.dataframe[0].value
+    assert 0 < len(pairs) <= 12
+    images = app.get("image")
+    assert len(images) >= 3 * min(4, len(pairs))
+    captions = [caption for image in images for caption in image.captions]
+    assert any(c.startswith("original x") for c in captions) and any(c.startswith("j: ") for c in captions)
+
+
+def test_page_without_finished_runs_points_to_the_run_page(tiny_model_workspace, app_runner):
+    app = app_runner(MATRICES, tiny_model_workspace)
+    assert not app.exception and "start one on the Run page" in texts(app)
+
+
+def test_page_on_a_missing_workspace_explains(missing_workspace, app_runner):
+    app = app_runner(MATRICES, missing_workspace)
+    assert not app.exception and "no workspace" in app.error[0].value
+
+
+def test_compare_tab_shares_one_colour_scale_per_signal(run_workspace, run_ids, app_runner):
+    app = app_runner(MATRICES, run_workspace)
+    assert app.multiselect(key="runs.compare").value[0] == app.selectbox(key="runs.run").value
+    assert sorted(app.multiselect(key="runs.compare").value) == sorted(run_ids.values())
+    app.checkbox(key="runs.shared").check().run()
+    assert not app.exception
+    compared = [json.loads(chart.proto.spec) for chart in app.tabs[1].get("plotly_chart")]
+    heatmaps = [next(t for t in spec["data"] if t["type"] == "heatmap") for spec in compared]
+    assert len(heatmaps) == 3 * len(SIGNALS)
+    for s, signal in enumerate(SIGNALS):
+        per_model = heatmaps[s :: len(SIGNALS)]
+        expected = max(run_matrices(run_workspace, r)[signal].matrix.max() for r in run_ids.values())
+        assert [trace["zmin"] for trace in per_model] == [0.0] * 3
+        assert [trace["zmax"] for trace in per_model] == pytest.approx([expected] * 3)

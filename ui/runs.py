@@ -1,0 +1,224 @@
+"""Streamlit helpers of the Run and Matrices pages: caches, tables, clickable heatmaps, drill-down.
+
+Caching:
+
+* a run's arrays and point clouds (up to 65 MB per signal at the paper's scale) are
+  ``st.cache_resource``: one shared, read-only copy per run (``st.cache_data`` would pickle and copy
+  them on every rerun); the key holds the run's finishing time, so a redone run is read afresh;
+* matrices are ``st.cache_data`` keyed by run + settings (small), computed from the cached clouds
+  and kept in the workspace cache as well (:func:`analytics.runs.run_matrices`), so moving an
+  interpolation slider back re-renders at once;
+* composed drill-down images are ``st.cache_data`` keyed by target and background ids.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from analytics import runs
+from analytics.variance import DEFAULT_K, PRESETS, PointCloud, VarianceMatrix
+from analytics.workspace import Workspace
+from ui.charts import X_TITLE, Y_TITLE, variance_heatmap
+
+KEY = "runs."
+#: Session-state key of the clicked cell: {"run", "signal", "x", "y"} (distances, so the cell
+#: follows the point when the grid changes).
+CELL = KEY + "cell"
+HEATMAP_HEIGHT = 380
+COMPARE_HEIGHT = 320
+MAX_COMPARED = 4
+SCATTER_POINTS = 5000  # per signal; four scatters of this size stay responsive in the browser
+STATUS_ICONS = {"done": "✅ done", "running": "⏳ unfinished", "failed": "⚠️ failed"}
+#: Column configuration of :func:`runs_display`'s accuracy columns.
+PERCENT = {
+    name: st.column_config.ProgressColumn(name, format="percent", min_value=0, max_value=1)
+    for name in ("Accuracy", "Worst-case accuracy", "Original accuracy")
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Interpolation settings chosen on the page (hashable: part of the cache keys)."""
+
+    preset: str
+    grid: int
+    window: int
+    sigma: float
+    k: int
+
+    def kwargs(self) -> dict:
+        return {"preset": self.preset, "grid": self.grid, "window": self.window, "sigma": self.sigma, "k": self.k}
+
+    def label(self) -> str:
+        name = "" if self.preset == runs.CUSTOM else f"{self.preset}: "
+        return f"{name}window {self.window}, σ {self.sigma:g}, K {self.k}, grid {self.grid}"
+
+
+# -- tables ------------------------------------------------------------------------------------------
+def run_label(run: Mapping) -> str:
+    """``model · suite <id> · run <id>`` for select boxes."""
+    return f"{run['model']} · suite {run['suite_id']} · run {run['id']}"
+
+
+def suite_label(suite: Mapping) -> str:
+    """``<id> · <method>, n = <n>, <targets> targets`` (a row of :func:`analytics.suites.list_suites`)."""
+    return f"{suite['id']} · {suite['method']}, n = {suite['n']}, {suite['targets']} targets"
+
+
+def runs_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`analytics.runs.list_runs` for display: status words, progress, readable headers."""
+    return pd.DataFrame({
+        "Run": table["id"], "Model": table["model"], "Suite": table["suite_id"],
+        "Status": table["status"].map(STATUS_ICONS).fillna(table["status"]),
+        "Images": [f"{i} / {e}" for i, e in zip(table["images"], table["expected_images"])],
+        "Accuracy": table["accuracy"], "Worst-case accuracy": table["worst_case_accuracy"],
+        "Original accuracy": table["original_accuracy"], "Started": table["created"],
+    })  # fmt: skip
+
+
+
+# -- cached data -------------------------------------------------------------------------------------
+@st.cache_resource(max_entries=4, show_spinner="Reading the run…")
+def run_clouds(workspace_path: str, run_id: str, finished: str) -> tuple[runs.RunData, dict[str, PointCloud]]:
+    """The run's arrays and its four point clouds (shared, read-only; ``finished`` keys the cache)."""
+    workspace = Workspace(workspace_path, create=False)
+    data = runs.load_run(workspace, run_id)
+    return data, runs.run_point_clouds(workspace, run_id, data=data)
+
+
+@st.cache_data(max_entries=64, show_spinner="Interpolating the matrices…")
+def run_matrices(workspace_path: str, run_id: str, finished: str, settings: Settings) -> dict[str, VarianceMatrix]:
+    """:func:`analytics.runs.run_matrices`, from the cached clouds when the workspace has not got them."""
+    workspace = Workspace(workspace_path, create=False)
+    found = runs.cached_matrices(workspace, run_id, **settings.kwargs())
+    if found is not None:
+        return found
+    _, clouds = run_clouds(workspace_path, run_id, finished)
+    return runs.run_matrices(workspace, run_id, clouds=clouds, **settings.kwargs())
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def pair_images(workspace_path: str, target_id: str, background_ids: tuple[str, ...]) -> np.ndarray:
+    """:func:`analytics.runs.compose_images` (cached): ndarray of shape (len(ids), s, s, 3), uint8."""
+    return runs.compose_images(Workspace(workspace_path, create=False), target_id, background_ids)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def image_csv(workspace_path: str, run_id: str, finished: str) -> bytes:
+    """The run's per-image table as CSV bytes."""
+    return runs.image_table(Workspace(workspace_path, create=False), run_id).to_csv(index=False).encode()
+
+
+def matrix_png(matrix: np.ndarray) -> bytes:
+    """PNG bytes of :func:`analytics.runs.render_matrix`."""
+    import cv2
+
+    ok, encoded = cv2.imencode(".png", runs.render_matrix(matrix)[..., ::-1])
+    return encoded.tobytes() if ok else b""
+
+
+def matrix_npy(matrix: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(matrix), allow_pickle=False)
+    return buffer.getvalue()
+
+
+# -- widgets -----------------------------------------------------------------------------------------
+def interpolation_controls(key: str = KEY + "interp") -> Settings:
+    """Preset (the paper's three) or free settings; returns the chosen :class:`Settings`."""
+    names = [*PRESETS, runs.CUSTOM]
+    preset = st.radio(
+        "Interpolation", names, index=names.index("smooth"), horizontal=True, key=f"{key}.preset",
+        format_func=lambda n: f"{n} ({PRESETS[n][0]}, σ {PRESETS[n][1]:g})" if n in PRESETS else "free settings",
+        help="The paper's presets: Gaussian RBF over a square window (side in cells) with σ in cells; K nearest points give every cell a base value.",
+    )  # fmt: skip
+    window, sigma = PRESETS.get(preset, PRESETS["smooth"])
+    grid, k = 32, DEFAULT_K
+    if preset == runs.CUSTOM:
+        columns = st.columns(4)
+        window = columns[0].slider("Window (cells)", 2, 64, window, key=f"{key}.window")
+        sigma = columns[1].slider("σ (cells)", 0.5, 20.0, float(sigma), 0.5, key=f"{key}.sigma")
+        k = columns[2].slider("K nearest", 1, 128, k, key=f"{key}.k")
+        grid = columns[3].select_slider("Grid", [8, 16, 24, 32, 48, 64], grid, key=f"{key}.grid")
+    return Settings(preset, int(grid), int(window), float(sigma), int(k))
+
+
+# -- figures -----------------------------------------------------------------------------------------
+def clickable_heatmap(
+    matrix: VarianceMatrix, *, title: str | None = None, zmin: float | None = None, zmax: float | None = None, height: int = HEATMAP_HEIGHT
+) -> go.Figure:
+    """:func:`ui.charts.variance_heatmap` plus one invisible marker per cell centre.
+
+    Streamlit's selection events come from point traces, not from heatmaps, so clicks land on
+    the invisible markers (nearest to the pointer); each reports its cell centre ``(x, y)``.
+    """
+    figure = variance_heatmap(matrix, title=title, zmin=zmin, zmax=zmax)
+    # a horizontal colour bar under the plot leaves the narrow column's width to the square matrix
+    colorbar = {"orientation": "h", "thickness": 8, "y": -0.24, "yanchor": "top", "len": 1.0, "title": None, "tickfont": {"size": 10}}
+    figure.update_traces(hoverinfo="skip", hovertemplate=None, colorbar=colorbar, selector={"type": "heatmap"})
+    cx, cy = np.meshgrid(matrix.centres, matrix.centres)  # [row, col]
+    figure.add_trace(
+        go.Scatter(
+            x=cx.ravel(), y=cy.ravel(), mode="markers", name="cells", showlegend=False,
+            customdata=matrix.matrix.ravel(),
+            marker={"size": max(4, 240 // matrix.grid), "symbol": "square", "opacity": 0, "color": "black"},
+            selected={"marker": {"opacity": 0}}, unselected={"marker": {"opacity": 0}},
+            hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>value %{{customdata:.4f}}<extra>click for pairs</extra>",
+        )
+    )  # fmt: skip
+    figure.update_layout(
+        height=height, margin={"l": 45, "r": 10, "t": 35 if title else 10, "b": 65}, title={"font": {"size": 13}},
+        xaxis={"title": {"font": {"size": 11}, "standoff": 4}}, yaxis={"title": {"font": {"size": 11}, "standoff": 4}},
+        clickmode="event+select",
+        dragmode=False,
+    )  # fmt: skip
+    return figure
+
+
+def mark_cell(figure: go.Figure, matrix: VarianceMatrix, row: int, col: int) -> go.Figure:
+    """Outline cell ``(row, col)`` in red."""
+    e = matrix.edges
+    figure.add_shape(type="rect", x0=e[col], x1=e[col + 1], y0=e[row], y1=e[row + 1], line={"color": "#d62728", "width": 2})
+    return figure
+
+
+def color_range(matrices: Sequence[VarianceMatrix], shared: bool) -> tuple[float | None, float | None]:
+    """``(0, largest value)`` over ``matrices`` when shared, else each matrix's own range."""
+    if not shared:
+        return None, None
+    top = max(float(m.matrix.max()) for m in matrices)
+    return 0.0, top if top > 0 else 1.0
+
+
+# -- the clicked cell --------------------------------------------------------------------------------
+def remember_click(chart_key: str, run_id: str, signal: str) -> None:
+    """``on_select`` callback: store the clicked cell centre of ``chart_key`` under :data:`CELL`."""
+    event = st.session_state.get(chart_key)
+    points = event["selection"]["points"] if event else []
+    if points:
+        st.session_state[CELL] = {"run": run_id, "signal": signal, "x": float(points[0]["x"]), "y": float(points[0]["y"])}
+
+
+def clicked_cell(run_id: str, matrices: Mapping[str, VarianceMatrix]) -> tuple[str, int, int] | None:
+    """``(signal, row, col)`` of the cell clicked on this run's matrices, or None."""
+    cell = st.session_state.get(CELL)
+    if not cell or cell.get("run") != run_id or cell.get("signal") not in matrices:
+        return None
+    matrix = matrices[cell["signal"]]
+    x, y = min(cell["x"], matrix.d_max), min(cell["y"], matrix.d_max)
+    return (cell["signal"], *matrix.cell_at(x, y))
+
+
+def image_caption(pair: Mapping, side: str) -> str:
+    """Caption of image ``j`` or ``k`` of a pair: position, background, distance, signal, prediction."""
+    position, background = int(pair[side]), pair[f"background_{side}"]
+    what = "original" if position == 0 else f"#{position} · {background}"
+    mark = "✓" if pair[f"correct_{side}"] else "✗"
+    return f"{what} · d {pair[f'distance_{side}']:.3f} · S {pair[f'signal_{side}']:.3f} · {pair[f'predicted_{side}']} {mark}"

@@ -107,7 +107,8 @@ class _StepBars:
         bar.total = total
         bar.update(done - bar.n)
         if done >= total:
-            bar.close()  # a finished step's bar stays as one line above the next one
+            bar.close()  # a finished bar stays as one line; a step with several phases gets one per phase
+            del self._bars[step]
 
     def close(self) -> None:
         for bar in self._bars.values():

@@ -345,6 +345,17 @@ def run_demo_models(workspace: Workspace, context: DemoContext) -> None:
     _mark(workspace, "runs", context)
 
 
+def _from_zoo(name: str) -> Callable:
+    """A zoo function imported on first call (the zoo pulls in torch and scikit-learn)."""
+
+    def call(*args):
+        from . import zoo
+
+        return getattr(zoo, name)(*args)
+
+    return call
+
+
 DEMO_STEPS: list[DemoStep] = [
     DemoStep("assets", fetch_demo_assets, _assets_needed_done),
     DemoStep("targets", add_demo_targets, lambda ws: _is_marked(ws, "targets")),
@@ -352,6 +363,8 @@ DEMO_STEPS: list[DemoStep] = [
     DemoStep("models", register_demo_models, _has_demo_models),
     DemoStep("suite", build_demo_suite, lambda ws: _is_marked(ws, "suite") and demo_suite_id(ws) is not None),
     DemoStep("runs", run_demo_models, lambda ws: _is_marked(ws, "runs")),
+    DemoStep("zoo", _from_zoo("zoo_step"), _from_zoo("zoo_built")),
+    DemoStep("zoo runs", _from_zoo("zoo_runs_step"), _from_zoo("zoo_runs_done")),
 ]
 """The ordered steps of :func:`build_demo`; each is idempotent and resumes after an interruption."""
 

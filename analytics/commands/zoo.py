@@ -1,0 +1,132 @@
+"""``zoo`` and ``assess``: the model zoo with known background reliance, and the automated assessor.
+
+``zoo`` trains (or completes) the zoo of :mod:`analytics.zoo` and prints each head's construction
+strength and accuracy. ``assess`` evaluates the assessors of :mod:`analytics.assessor` against
+human labels (the majority vote of the latest judgments) or against the zoo's construction labels
+(never mixed: construction labels are not judgments), on one suite; models without a finished run
+on that suite are run first (a note on stderr says so). Heavy imports happen inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+LABEL_SOURCES = ("human", "construction")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+    from ..zoo import DEFAULT_BACKBONE, DEFAULT_SEEDS, DEFAULT_STRENGTHS
+
+    zoo = subparsers.add_parser("zoo", help="train the model zoo: linear heads with a controlled background reliance")
+    zoo.add_argument("--strengths", type=float, nargs="+", default=list(DEFAULT_STRENGTHS), metavar="S", help="background-class strengths in [0, 1] (default 0 0.25 0.5 0.75 1)")
+    zoo.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), metavar="K", help="training seeds (default 0 1 2)")
+    zoo.add_argument("--augment", choices=("both", "yes", "no"), default="both", help="train with background augmentation, without, or both (default both)")
+    zoo.add_argument("--backbone", default=DEFAULT_BACKBONE, help=f"registered model whose embedding the heads read (default {DEFAULT_BACKBONE}; registered when missing)")
+    zoo.add_argument("--n-train-per-class", type=int, default=36, help="object composites per class (default 36)")
+    zoo.add_argument("--replace", action="store_true", help="retrain heads registered with another construction")
+    zoo.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    zoo.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    zoo.set_defaults(handler=run_zoo)
+
+    assess = subparsers.add_parser("assess", help="evaluate the automated assessors (random forest, AdaBoost, worst-case baseline)")
+    assess.add_argument("--labels", choices=LABEL_SOURCES, required=True, help="human: majority vote of the judgments; construction: the zoo's construction labels")
+    assess.add_argument("--repeats", type=int, default=10, help="random 2/3-1/3 splits (default 10)")
+    assess.add_argument("--suite", default=None, help="suite whose runs give the matrices (default: the one with the most runs of the labelled models)")
+    assess.add_argument("--preset", choices=("fine", "medium", "smooth"), default="smooth", help="matrix interpolation preset (default smooth)")
+    assess.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
+    assess.add_argument("--batch-size", type=int, default=32, help="images per forward pass when models must be run (default 32)")
+    assess.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    assess.set_defaults(handler=run_assess)
+
+    for parser in (zoo, assess):
+        add_workspace_option(parser)
+        add_json_option(parser)
+
+
+def run_zoo(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..zoo import build_zoo
+    from .data import _StepBars
+
+    augment = {"both": (False, True), "yes": (True,), "no": (False,)}[args.augment]
+    bars = _StepBars()
+    try:
+        models = build_zoo(
+            open_workspace(args),
+            strengths=args.strengths,
+            augment=augment,
+            seeds=args.seeds,
+            backbone=args.backbone,
+            n_train_per_class=args.n_train_per_class,
+            batch_size=args.batch_size,
+            device=args.device,
+            replace=args.replace,
+            progress=bars.update,
+        )
+    finally:
+        bars.close()
+    return {
+        "models": [model.to_dict() for model in models],
+        "backbone": args.backbone,
+        "trained": sum(model.trained for model in models),
+        "skipped": sum(not model.trained for model in models),
+    }
+
+
+def run_assess(args: argparse.Namespace) -> dict:
+    from ..assessor import evaluate_assessors
+    from ..cli import open_workspace
+    from .data import _StepBars
+
+    workspace = open_workspace(args)
+    labels = _labels(workspace, args.labels)
+    bars = _StepBars()
+    try:
+        data = _assessment_input(workspace, labels, args, lambda done, total: bars.update("run", done, total))
+    finally:
+        bars.close()
+    report = evaluate_assessors(data.features, labels, repeats=args.repeats, seed=args.seed)
+    return {**report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "ran": list(data.ran)}
+
+
+def _labels(workspace, source: str):
+    """Human majority labels or the zoo's construction labels, as a Series indexed by model."""
+    from ..exceptions import InvalidInputError
+
+    if source == "construction":
+        from ..zoo import construction_labels
+
+        labels = construction_labels(workspace)
+        if labels.empty:
+            raise InvalidInputError(
+                f"--labels construction: workspace {workspace.root} has no model zoo; build it first with "
+                f"`python -m analytics zoo --workspace {workspace.root}`"
+            )
+        return labels
+    from ..agreement import majority_vote
+    from ..judgments import latest_judgments
+
+    judgments = latest_judgments(workspace)
+    if judgments.empty:
+        raise InvalidInputError(
+            f"--labels human: workspace {workspace.root} has no judgments; judge models on the Judge page or with "
+            "`python -m analytics judge`, or pass --labels construction to use the zoo's construction labels"
+        )
+    return majority_vote(judgments)
+
+
+def _assessment_input(workspace, labels, args: argparse.Namespace, progress):
+    from ..zoo import assessment_input
+
+    return assessment_input(
+        workspace,
+        labels.index.tolist(),
+        suite_id=args.suite,
+        preset=args.preset,
+        device=args.device,
+        batch_size=args.batch_size,
+        progress=progress,
+        notify=lambda text: print(f"note: {text}", file=sys.stderr),
+    )

@@ -1,0 +1,237 @@
+"""The model zoo: layout, training grid, idempotence, construction labels, reliance, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analytics.cli import main
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.judgments import latest_judgments
+from analytics.models import get_model_spec, list_models
+from analytics.runs import load_run, run_matrices, start_runs
+from analytics.zoo import (
+    CONSTRUCTION_LABEL,
+    ZooLayout,
+    build_zoo,
+    construction_labels,
+    default_suite,
+    list_zoo,
+    zoo_layout,
+    zoo_layout_of,
+    zoo_built,
+    zoo_model_name,
+    zoo_runs_done,
+    zoo_runs_step,
+    zoo_suite,
+)
+from tests.fixtures.models import insert_suite
+from tests.fixtures.zoo import ZOO_BACKBONE
+
+SMALL = {"backbone": ZOO_BACKBONE, "n_train_per_class": 12, "n_augment_per_class": 6, "pool_per_target": 4}
+
+
+# -- layout ------------------------------------------------------------------------------------------
+def test_layout_gives_disjoint_home_groups_and_holds_out_targets_and_backgrounds(tiny_workspace):
+    layout = zoo_layout(tiny_workspace, holdout_backgrounds=0.25, holdout_targets=1, seed=0)
+    groups = [set(layout.home[c]) for c in layout.classes]
+    assert layout.classes == ("disc", "square")
+    assert set.union(*groups) == {row["id"] for row in tiny_workspace.query("SELECT id FROM backgrounds")}
+    assert sum(map(len, groups)) == 12  # disjoint
+    assert [len(g) for g in groups] == [6, 6]  # balanced
+    for c in layout.classes:
+        held = set(layout.heldout_backgrounds) & set(layout.home[c])
+        assert 1 <= len(held) < len(layout.home[c])
+        assert not held & set(layout.home_train(c))
+        assert len(layout.train_targets[c]) == 2
+    assert len(layout.heldout_targets) == 2
+    assert not set(layout.heldout_targets) & {t for ids in layout.train_targets.values() for t in ids}
+    assert set(layout.train_backgrounds).isdisjoint(layout.heldout_backgrounds)
+    assert ZooLayout.from_json(json.loads(json.dumps(layout.to_json()))) == layout
+
+
+def test_layout_is_deterministic_per_seed(tiny_workspace):
+    assert zoo_layout(tiny_workspace, seed=3) == zoo_layout(tiny_workspace, seed=3)
+    assert zoo_layout(tiny_workspace, seed=3).home != zoo_layout(tiny_workspace, seed=4).home
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"holdout_backgrounds": 1.0}, "holdout_backgrounds"), ({"holdout_targets": -1}, "holdout_targets")])
+def test_layout_rejects_bad_parameters(tiny_workspace, kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
+        zoo_layout(tiny_workspace, **kwargs)
+
+
+# -- building ----------------------------------------------------------------------------------------
+def test_build_zoo_registers_the_grid_with_its_construction_and_writes_no_judgment(zoo_workspace):
+    models = build_zoo(zoo_workspace, strengths=(0, 0.5, 1), augment=(False, True), seeds=(0, 1), **SMALL)
+    expected = [(s, a, k) for s in (0.0, 0.5, 1.0) for a in (False, True) for k in (0, 1)]
+    assert [(m.strength, m.augment, m.seed) for m in models] == expected
+    assert all(m.trained and 0 <= m.accuracy <= 1 for m in models)
+    for model in models:
+        spec = get_model_spec(zoo_workspace, model.name)
+        assert spec.source == "head" and spec.backbone == ZOO_BACKBONE
+        assert spec.label_space.names == ("disc", "square")
+        assert {k: spec.construction[k] for k in ("strength", "augment", "seed")} == {"strength": model.strength, "augment": model.augment, "seed": model.seed}
+    assert sorted(list_zoo(zoo_workspace)["name"]) == sorted(zoo_model_name(s, a, k) for s, a, k in expected)
+    assert latest_judgments(zoo_workspace).empty
+    assert zoo_layout_of(zoo_workspace) == zoo_layout(zoo_workspace)
+
+
+def test_build_zoo_is_idempotent_and_refuses_a_changed_construction(zoo_workspace):
+    first = build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), **SMALL)
+    checkpoints = {spec.name: spec.checkpoint for spec in list_models(zoo_workspace)}
+    again = build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), **SMALL)
+    assert [m.trained for m in again] == [False, False]
+    assert [m.accuracy for m in again] == [m.accuracy for m in first]
+    assert {spec.name: spec.checkpoint for spec in list_models(zoo_workspace)} == checkpoints
+    changed = {**SMALL, "n_train_per_class": 20}
+    with pytest.raises(InvalidInputError, match="another construction"):
+        build_zoo(zoo_workspace, strengths=(0,), augment=(False,), seeds=(0,), **changed)
+    retrained = build_zoo(zoo_workspace, strengths=(0,), augment=(False,), seeds=(0,), replace=True, **changed)
+    assert retrained[0].trained
+    assert get_model_spec(zoo_workspace, retrained[0].name).construction["n_train_per_class"] == 20
+
+
+def test_same_seed_gives_the_same_head(zoo_workspace):
+    build_zoo(zoo_workspace, strengths=(0.5,), augment=(True,), seeds=(0,), **SMALL)
+    weights = get_model_spec(zoo_workspace, zoo_model_name(0.5, True, 0)).checkpoint
+    build_zoo(zoo_workspace, strengths=(0.5,), augment=(True,), seeds=(0,), replace=True, **{**SMALL, "regularisation": 0.5})
+    build_zoo(zoo_workspace, strengths=(0.5,), augment=(True,), seeds=(0,), replace=True, **SMALL)
+    assert get_model_spec(zoo_workspace, zoo_model_name(0.5, True, 0)).checkpoint == weights
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"strengths": (1.5,)}, "strengths"), ({"seeds": (-1,)}, "seeds"), ({"strengths": ()}, "empty"), ({"background_only": -1.0}, "background_only")],
+)
+def test_build_zoo_rejects_bad_parameters(zoo_workspace, kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
+        build_zoo(zoo_workspace, **{**SMALL, **kwargs})
+
+
+def test_build_zoo_needs_a_registered_backbone(tiny_workspace):
+    with pytest.raises(NotFoundError, match="no model 'nope'"):
+        build_zoo(tiny_workspace, backbone="nope")
+
+
+# -- construction labels -----------------------------------------------------------------------------
+def test_construction_labels_map_strength_to_labels(zoo_workspace):
+    build_zoo(zoo_workspace, strengths=(0, 0.25, 0.5, 0.75, 1), augment=(False,), seeds=(0,), **SMALL)
+    labels = construction_labels(zoo_workspace)
+    assert labels.name == CONSTRUCTION_LABEL
+    assert labels.to_dict() == {
+        zoo_model_name(0, False, 0): "invariant",
+        zoo_model_name(0.25, False, 0): "invariant",
+        zoo_model_name(0.5, False, 0): "borderline",
+        zoo_model_name(0.75, False, 0): "variant",
+        zoo_model_name(1, False, 0): "variant",
+    }
+    strict = construction_labels(zoo_workspace, invariant_max=0.0, variant_min=1.0)
+    assert strict[zoo_model_name(0.25, False, 0)] == "borderline" and strict[zoo_model_name(1, False, 0)] == "variant"
+    with pytest.raises(InvalidInputError, match="invariant_max must be < variant_min"):
+        construction_labels(zoo_workspace, invariant_max=0.75, variant_min=0.5)
+
+
+def test_construction_labels_leave_out_models_outside_the_zoo(tiny_model_workspace):
+    labels = construction_labels(tiny_model_workspace)
+    assert labels.empty and labels.name == CONSTRUCTION_LABEL
+
+
+# -- the reliance it induces -------------------------------------------------------------------------
+def _heldout_suite(workspace) -> str:
+    """Every held-out target on every held-out background, with made-up distances."""
+    layout = zoo_layout_of(workspace)
+    rng = np.random.default_rng(0)
+    rows = [
+        ("zoo-test", t, position, b, float(rng.uniform(0.05, 1)))
+        for t in layout.heldout_targets
+        for position, b in enumerate(layout.heldout_backgrounds, start=1)
+    ]
+    with workspace.transaction() as conn:
+        conn.execute("INSERT INTO suites(id, method, n, seed, params, created) VALUES ('zoo-test', 'random', ?, 0, '{}', '')", (len(layout.heldout_backgrounds),))
+        conn.executemany("INSERT INTO suite_items(suite_id, target_id, position, background_id, distance) VALUES (?, ?, ?, ?, ?)", rows)
+    return "zoo-test"
+
+
+def test_strong_background_class_link_makes_heads_follow_the_background(zoo_workspace):
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0, 1), **{**SMALL, "n_train_per_class": 36, "pool_per_target": 8})
+    names = [zoo_model_name(s, False, k) for s in (0.0, 1.0) for k in (0, 1)]
+    run_ids = dict(zip(names, start_runs(zoo_workspace, names, _heldout_suite(zoo_workspace))))
+    spread = {name: load_run(zoo_workspace, run_id).signals["true_prob"].std(axis=1).mean() for name, run_id in run_ids.items()}
+    matrix_mean = {name: run_matrices(zoo_workspace, run_id)["true_prob"].matrix.mean() for name, run_id in run_ids.items()}
+    for seed in (0, 1):
+        invariant, variant = zoo_model_name(0.0, False, seed), zoo_model_name(1.0, False, seed)
+        # the s=0 head reads the object (its centre colour never changes across backgrounds)
+        assert spread[variant] > 2 * spread[invariant]
+        assert matrix_mean[variant] > matrix_mean[invariant]
+
+
+# -- suites and the CLI ------------------------------------------------------------------------------
+def test_default_suite_prefers_the_suite_with_most_runs_of_the_models(zoo_workspace):
+    with pytest.raises(NotFoundError, match="no suite"):
+        default_suite(zoo_workspace)
+    insert_suite(zoo_workspace, "older", n=2, seed=1)
+    insert_suite(zoo_workspace, "newer", n=2, seed=2)
+    build_zoo(zoo_workspace, strengths=(0,), augment=(False,), seeds=(0,), **SMALL)
+    start_runs(zoo_workspace, [zoo_model_name(0, False, 0)], "older")
+    assert default_suite(zoo_workspace, [zoo_model_name(0, False, 0)]) == "older"
+
+
+def test_zoo_command_builds_and_reports(zoo_workspace, capsys):
+    argv = ["zoo", "--workspace", str(zoo_workspace.root), "--backbone", ZOO_BACKBONE, "--strengths", "0", "1", "--seeds", "0", "--augment", "no", "--n-train-per-class", "8", "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [(m["name"], m["strength"]) for m in result["models"]] == [(zoo_model_name(0, False, 0), 0.0), (zoo_model_name(1, False, 0), 1.0)]
+    assert all(0 <= m["accuracy"] <= 1 for m in result["models"]) and result["trained"] == 2
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == 2
+
+
+def test_assess_command_with_construction_labels_runs_missing_models(zoo_workspace, capsys):
+    build_zoo(zoo_workspace, strengths=(0, 0.5, 1), augment=(False,), seeds=(0, 1, 2), **SMALL)
+    insert_suite(zoo_workspace, "assess-suite", n=4)
+    argv = ["assess", "--workspace", str(zoo_workspace.root), "--labels", "construction", "--repeats", "3", "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert "running 9 models" in captured.err
+    assert result["n_models"] == 9 and result["suite"] == "assess-suite" and len(result["ran"]) == 9
+    for key in ("rf_accuracy_mean", "rf_accuracy_std", "ada_accuracy_mean", "baseline_accuracy_mean"):
+        assert 0 <= result[key] <= 1
+    assert result["class_counts"] == {"invariant": 3, "borderline": 3, "variant": 3}
+    assert latest_judgments(zoo_workspace).empty  # construction labels are never stored as judgments
+    assert main(argv) == 0
+    assert "running" not in capsys.readouterr().err  # the runs are reused
+
+
+def test_assess_command_refuses_without_labels(zoo_workspace, capsys):
+    assert main(["assess", "--workspace", str(zoo_workspace.root), "--labels", "human", "--json"]) == 2
+    assert "no judgments" in capsys.readouterr().err
+    assert main(["assess", "--workspace", str(zoo_workspace.root), "--labels", "construction", "--json"]) == 2
+    assert "no model zoo" in capsys.readouterr().err
+
+
+class _Context:
+    """What the demo steps use of ``analytics.demo.DemoContext``: ``report``."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[str, int, int]] = []
+
+    def report(self, step: str, done: int, total: int) -> None:
+        self.reports.append((step, done, total))
+
+
+def test_zoo_runs_step_runs_every_head_on_the_heldout_suite(zoo_workspace):
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), **SMALL)
+    assert not zoo_built(zoo_workspace)  # the default grid has 30 heads
+    assert not zoo_runs_done(zoo_workspace)
+    context = _Context()
+    zoo_runs_step(zoo_workspace, context)
+    assert zoo_runs_done(zoo_workspace)
+    assert any(step == "zoo runs" for step, _, _ in context.reports)
+    layout = zoo_layout_of(zoo_workspace)
+    suite = zoo_suite(zoo_workspace)
+    assert set(suite.items["target_id"]) == set(layout.heldout_targets)
+    assert set(suite.items["background_id"]) <= set(layout.heldout_backgrounds)

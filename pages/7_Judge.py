@@ -1,0 +1,228 @@
+"""Judge: label models invariant, borderline or variant from their four variance matrices, one model
+at a time, from a queue of the models you have not judged yet on a suite.
+
+A thin view: the queue, blind ids, cached matrices and figures are :mod:`ui.judge`; judgments are
+stored with :func:`analytics.judgments.add_judgment` (history kept: a changed judgment is a new row).
+The page catches only :class:`~analytics.exceptions.BackdropError`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics.exceptions import BackdropError
+from analytics.judgments import LABELS, add_judgment, unjudged_models
+from analytics.models import get_model_spec
+from analytics.saliency import BASELINES
+from analytics.workspace import Workspace
+from ui import judge as view
+from ui import saliency, state
+
+CONFIDENCE = view.KEY + "confidence"
+CONFIDENCE_LEVELS = {"low": 1 / 3, "medium": 2 / 3, "high": 1.0}
+SKIPPED = view.KEY + "skipped"  # models put at the end of the queue in this session
+SALIENCY_SETTINGS = saliency.Settings("saliency", (), 0.2, None, BASELINES[0])
+SALIENCY_TARGETS, SALIENCY_COMPOSITES = 3, 4
+
+
+def ask_annotator() -> str:
+    """The annotator's name; asks for it on the page (once per browser session) when the sidebar has none."""
+    name = state.annotator()
+    if name:
+        return name
+    st.info("Who is judging? Your name signs your judgments (once per browser session; also in the sidebar).")
+    with st.form(view.KEY + "who", border=False):
+        typed = st.text_input("Your name", key=view.KEY + "name", placeholder="e.g. ana")
+        start = st.form_submit_button("Start judging", type="primary")
+    if start and typed.strip():
+        st.session_state[state.ANNOTATOR] = typed.strip()
+        st.rerun()
+    st.stop()
+
+
+def record(
+    workspace_path: str, annotator: str, model: str, run_id: str | None, suite_id: str | None, label: str, shown_as: str, *, change: bool
+) -> None:
+    """Button callback: store one judgment, then clear the note and confidence for the next model.
+
+    A queue button (``change=False``) only judges a model the annotator has not judged: a click that
+    lands while the page is still updating belongs to the model shown before, which is judged already.
+    """
+    workspace = Workspace(workspace_path, create=False)
+    if not change and not unjudged_models(workspace, annotator, [model]):
+        st.session_state[view.FLASH] = ("warning", f"Nothing saved: {shown_as} was judged already (a click during a page update?).")
+        return
+    confidence = st.session_state.get(CONFIDENCE)
+    try:
+        add_judgment(
+            workspace,
+            annotator=annotator,
+            model=model,
+            label=label,
+            run_id=run_id,
+            suite_id=suite_id,
+            confidence=CONFIDENCE_LEVELS.get(confidence),
+            note=str(st.session_state.get(view.NOTE, "")).strip(),
+        )
+    except BackdropError as err:
+        st.session_state[view.FLASH] = ("error", str(err))
+        return
+    st.session_state[view.NOTE] = ""
+    st.session_state[CONFIDENCE] = None
+    st.session_state[view.FLASH] = ("success", f"Saved: {shown_as} is **{label}**.")
+
+
+def skip(model: str) -> None:
+    skipped = [m for m in st.session_state.get(SKIPPED, []) if m != model]
+    st.session_state[SKIPPED] = [*skipped, model]
+
+
+def show_flash() -> None:
+    flash = st.session_state.pop(view.FLASH, None)
+    if flash is not None:
+        kind, text = flash
+        show, icon = {"error": (st.error, ":material/error:"), "warning": (st.warning, ":material/warning:")}.get(kind, (st.success, ":material/done:"))
+        show(text, icon=icon)
+
+
+def choose_suite(suites: pd.DataFrame) -> tuple[str, bool]:
+    left, right = st.columns([4, 1], vertical_alignment="bottom")
+    labels = dict(zip(suites["id"], suites["label"]))
+    suite_id = left.selectbox("Suite", list(labels), format_func=labels.__getitem__, key=view.KEY + "suite")
+    blind = right.toggle(
+        "Blind mode", value=True, key=view.KEY + "blind", help="Hide the model's name, architecture, accuracy and construction."
+    )
+    return suite_id, blind
+
+
+def show_identity(workspace: Workspace, item: view.QueueItem, total: int, blind: bool, runs: pd.DataFrame) -> str:
+    """The model's heading (an opaque id in blind mode); returns how the model is called on the page."""
+    if blind:
+        st.subheader(f"Model #{item.number} of {total}")
+        st.caption("Blind mode: name, architecture, accuracy and construction are hidden, so the pattern alone decides.")
+        return f"Model #{item.number}"
+    spec = get_model_spec(workspace, item.model)
+    run = runs.set_index("id").loc[item.run_id]
+    st.subheader(item.model)
+    st.caption(
+        f"{spec.arch if spec.arch == spec.source else f'{spec.arch} ({spec.source})'} · accuracy {run['accuracy']:.0%} · worst-case accuracy {run['worst_case_accuracy']:.0%} "
+        f"· original accuracy {run['original_accuracy']:.0%}"
+    )
+    if spec.construction:
+        details = ", ".join(f"{k} {v}" for k, v in spec.construction.items() if k in ("strength", "augment", "seed"))
+        st.caption(f"Construction (how the model was built — not a human judgment): {details or spec.construction}")
+    return item.model
+
+
+def show_matrices(workspace: Workspace, item: view.QueueItem) -> None:
+    with st.expander("Display settings"):
+        left, right = st.columns(2)
+        preset = left.radio(
+            "Interpolation", ["fine", "medium", "smooth"], index=2, horizontal=True, key=view.KEY + "preset",
+            help="The paper's presets (window, σ): fine (32, 2), medium (16, 5), smooth (32, 10).",
+        )
+        shared = right.toggle("One colour range for the four matrices", value=True, key=view.KEY + "shared")
+    try:
+        by_signal = view.matrices(str(workspace.root), item.run_id, preset)
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    for column, figure in zip(st.columns(len(by_signal)), view.matrix_figures(by_signal, shared=shared)):
+        column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
+    scale = f"one colour range for all four: 0 (green) to {view.colour_top(by_signal):.3g} (yellow)" if shared else "each matrix on its own colour range"
+    st.caption(
+        "Each cell: how much the signal changes between two images of a target whose distances to the original are "
+        f"(x, y) — green = stable, yellow = changes a lot; {scale}. An invariant model stays green where the "
+        "backgrounds are close to the original."
+    )
+
+
+def show_buttons(workspace: Workspace, annotator: str, item: view.QueueItem, suite_id: str, shown_as: str) -> None:
+    left, right = st.columns([1, 2])
+    left.segmented_control("Confidence (optional)", list(CONFIDENCE_LEVELS), key=CONFIDENCE)
+    right.text_input("Note (optional)", key=view.NOTE, placeholder="what made you decide")
+    st.html(view.button_css())
+    for column, label in zip(st.columns(3), LABELS):
+        text, icon, shortcut = view.LABEL_BUTTONS[label]
+        column.button(
+            text, key=view.button_key(label), icon=icon, shortcut=shortcut, width="stretch",
+            on_click=record, args=(str(workspace.root), annotator, item.model, item.run_id, suite_id, label, shown_as),
+            kwargs={"change": False},
+        )  # fmt: skip
+    left, right = st.columns([4, 1])
+    left.caption("Keys **1** / **2** / **3** choose Invariant / Borderline / Variant; Tab moves between the buttons.")
+    right.button("Skip for now", key=view.KEY + "skip", on_click=skip, args=(item.model,), width="stretch", type="tertiary")
+
+
+def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> None:
+    if not st.toggle("Show the saliency summary", key=view.KEY + "saliency", help="Where the model looks: computed on demand, then cached."):
+        return
+    targets = tuple(r["id"] for r in workspace.query("SELECT id FROM targets ORDER BY id LIMIT ?", (SALIENCY_TARGETS,)))
+    spec_key = get_model_spec(workspace, item.model).content_key()
+    try:
+        row = saliency.inside_share_comparison(
+            str(workspace.root), item.model, spec_key, SALIENCY_SETTINGS, suite_id, targets, SALIENCY_COMPOSITES
+        )
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    left, right = st.columns(2)
+    left.metric("Attribution on the object: originals", f"{row['Inside share (originals)']:.0%}", border=True)
+    right.metric("Attribution on the object: composites", f"{row['Inside share (composites)']:.0%}", border=True)
+    st.caption(
+        f"{row['Method']} maps of the true class on the first {row['Originals']} targets and {row['Composites']} of their "
+        "composites: share of positive attribution inside the object's mask. A model that keeps looking at the object "
+        "when the scene changes is a good sign."
+    )
+
+
+def show_change_last(workspace: Workspace, annotator: str, numbers: dict[str, int], blind: bool) -> None:
+    last = view.last_judgment(workspace, annotator)
+    if last is None:
+        return
+    with st.expander("Change my last judgment"):
+        shown_as = f"Model #{numbers[last['model']]}" if last["model"] in numbers else "a model of another suite"
+        shown_as = shown_as if blind else last["model"]
+        st.markdown(f"Your last judgment: **{shown_as}** is **{last['label']}** ({last['created'][:19].replace('T', ' ')}).")
+        st.caption("Changing it adds a new judgment; the history keeps the old one, and the newest counts.")
+        run_id = None if pd.isna(last["run_id"]) else last["run_id"]
+        suite_id = None if pd.isna(last["suite_id"]) else last["suite_id"]
+        for column, label in zip(st.columns(3), LABELS):
+            column.button(
+                f"Make it {label}", key=view.button_key(label, change=True), disabled=label == last["label"], width="stretch",
+                on_click=record, args=(str(workspace.root), annotator, last["model"], run_id, suite_id, label, shown_as),
+                kwargs={"change": True},
+            )  # fmt: skip
+
+
+def main() -> None:
+    st.title("Judge")
+    st.caption("Is the model invariant to the background? Decide from its variance matrices, one model at a time.")
+    workspace = state.current_workspace()
+    annotator = ask_annotator()
+    suites = view.suites_with_runs(workspace)
+    if suites.empty:
+        st.info("Nothing to judge yet: run models over a suite first (Run page, or `python -m analytics run`).")
+        st.stop()
+    suite_id, blind = choose_suite(suites)
+    runs = view.finished_runs(workspace, suite_id)
+    queue, total = view.judge_queue(workspace, annotator, suite_id, runs)
+    skipped = st.session_state.get(SKIPPED, [])
+    queue.sort(key=lambda item: item.model in skipped)  # stable: skipped models go last, in blind order
+    judged = total - len(queue)
+    st.progress(judged / total if total else 1.0, text=f"**{judged} of {total}** judged by {annotator}")
+    show_flash()
+    numbers = view.blind_numbers(suite_id, list(runs["model"]))
+    if not queue:
+        st.success(f"You have judged all {total} models on this suite. See how you agree with others on the Agreement page.")
+    else:
+        item = queue[0]
+        shown_as = show_identity(workspace, item, total, blind, runs)
+        show_matrices(workspace, item)
+        show_buttons(workspace, annotator, item, suite_id, shown_as)
+        show_saliency(workspace, item, suite_id)
+    show_change_last(workspace, annotator, numbers, blind)
+
+
+main()

@@ -1,0 +1,126 @@
+"""Agreement: how far the annotators agree about the models (Fleiss' κ, Cohen's κ per pair, per-model
+table, confusion between two annotators, majority vote) and the full judgment history as CSV.
+
+A thin view: the statistics are :mod:`analytics.agreement`, the tables and figures :mod:`ui.agreement`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics.agreement import Agreement, confusion, measure_agreement
+from analytics.judgments import judgment_history, latest_judgments
+from analytics.workspace import Workspace
+from ui import agreement as view
+from ui import state
+
+PER_MODEL_NAMES = {
+    "model": "Model",
+    "n_judgments": "Judgments",
+    "invariant": "Invariant",
+    "borderline": "Borderline",
+    "variant": "Variant",
+    "majority": "Majority vote",
+    "agreement": "Share agreeing",
+}
+
+
+def show_summary(agreement: Agreement) -> None:
+    kappa = agreement.fleiss_kappa
+    columns = st.columns(4)
+    columns[0].metric(
+        "Fleiss' κ", view.format_kappa(kappa), border=True, help="Across all annotators, over the models judged by at least two."
+    )
+    columns[1].metric("Strength", view.kappa_words(kappa), border=True, help="Landis & Koch (1977) bands.")
+    columns[2].metric("Annotators", len(agreement.annotators), border=True)
+    columns[3].metric("Models in κ", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
+    st.caption(view.KAPPA_EXPLAINED)
+    for note in agreement.notes:
+        st.caption(f":material/info: {note}")
+
+
+def show_pairs(agreement: Agreement, judgments: pd.DataFrame) -> None:
+    st.subheader("Pairs of annotators")
+    table = view.cohen_table(agreement, judgments)
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.dataframe(
+            table,
+            hide_index=True,
+            width="stretch",
+            column_config={"Cohen's κ": st.column_config.NumberColumn(format="%.2f")},
+        )
+        st.caption("Cohen's κ of each pair, on the models both judged.")
+    right.plotly_chart(view.kappa_heatmap(agreement), width="stretch")
+
+
+def show_confusion(agreement: Agreement, judgments: pd.DataFrame) -> None:
+    st.subheader("Where two annotators differ")
+    names = list(agreement.annotators)
+    left, right = st.columns(2)
+    first = left.selectbox("First annotator (rows)", names, index=0, key="agreement.first")
+    second = right.selectbox("Second annotator (columns)", names, index=1, key="agreement.second")
+    if first == second:
+        st.info("Pick two different annotators.")
+        return
+    table = confusion(judgments, first, second)
+    left, right = st.columns([3, 2], gap="large")
+    left.plotly_chart(view.confusion_heatmap(table), width="stretch")
+    agreed = int(table.to_numpy().trace())
+    right.markdown(f"**{agreed} of {int(table.to_numpy().sum())}** models judged by both got the same label (the diagonal).")
+    right.caption("Off the diagonal: rows give the first annotator's label, columns the second's.")
+
+
+def show_models(agreement: Agreement) -> None:
+    st.subheader("Per model")
+    st.markdown(f"**Majority vote:** {view.majority_summary(agreement.majority)}")
+    st.dataframe(
+        agreement.per_model.rename(columns=PER_MODEL_NAMES),
+        hide_index=True,
+        width="stretch",
+        column_config={"Share agreeing": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
+    )
+    st.caption(
+        "Majority vote: the label most annotators gave; a tie goes to the more cautious label "
+        "(variant over borderline over invariant)."
+    )
+
+
+def show_history(workspace: Workspace) -> None:
+    history = judgment_history(workspace)
+    st.download_button(
+        f"Download the judgment history ({len(history)} rows, CSV)",
+        history.to_csv(index=False).encode(),
+        file_name="judgments.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key="agreement.download",
+    )
+    st.caption("Every judgment ever made, changed ones included (the latest per annotator and model counts).")
+
+
+def main() -> None:
+    st.title("Agreement")
+    st.caption("Do the annotators read the variance matrices the same way?")
+    workspace = state.current_workspace()
+    judgments = latest_judgments(workspace)
+    if judgments.empty:
+        st.info("No judgments yet. Label models on the **Judge** page (enter your name in the sidebar first).")
+        st.stop()
+    agreement = measure_agreement(judgments)
+    show_summary(agreement)
+    if len(agreement.annotators) < 2:
+        st.info(
+            f"Agreement needs at least two annotators; so far only **{agreement.annotators[0]}** has judged "
+            f"{len(agreement.models)} model(s). Ask a colleague to judge the same models on the **Judge** page, "
+            "under their own name."
+        )
+    else:
+        show_pairs(agreement, judgments)
+        show_confusion(agreement, judgments)
+    show_models(agreement)
+    show_history(workspace)
+
+
+main()

@@ -1,0 +1,143 @@
+"""Assessor: learn the invariant / borderline / variant decision from features of the variance matrices,
+score it as the paper does (2/3 train, 1/3 test, repeated random splits) against a worst-case-accuracy
+baseline, predict the label of models nobody judged, and explain each prediction by Shapley values.
+
+A thin view: the learning is :mod:`analytics.assessor`, features :func:`analytics.runs.features_table`,
+caching, tables and charts :mod:`ui.agreement`. Too few labelled models is not an error here but an
+explanation of how many are needed.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics.agreement import majority_vote
+from analytics.assessor import ASSESSORS, explain, predict
+from analytics.exceptions import BackdropError, InvalidInputError
+from analytics.judgments import LABELS, latest_judgments
+from analytics.workspace import Workspace
+from analytics.zoo import construction_labels
+from ui import agreement as view
+from ui import judge, state
+
+KEY = "assessor."
+HUMAN, CONSTRUCTION = "human", "construction"
+SOURCES = {
+    HUMAN: "Human majority vote (the annotators' judgments)",
+    CONSTRUCTION: "Construction labels (how the zoo models were built; not human judgments)",
+}
+TOP_FEATURES = 10
+
+
+def choose_inputs(workspace: Workspace) -> tuple[str, str, int]:
+    suites = judge.suites_with_runs(workspace)
+    if suites.empty:
+        st.info("The assessor learns from variance matrices: run models over a suite first (Run page).")
+        st.stop()
+    labels = dict(zip(suites["id"], suites["label"]))
+    left, middle, right = st.columns([3, 3, 2])
+    suite_id = left.selectbox("Features from the runs over suite", list(labels), format_func=labels.__getitem__, key=KEY + "suite")
+    source = middle.radio("Labels to learn", list(SOURCES), format_func=SOURCES.__getitem__, key=KEY + "labels")
+    repeats = right.slider("Random splits", 1, 50, 10, key=KEY + "repeats", help="The paper repeats the 2/3 : 1/3 split 10 times.")
+    return suite_id, source, int(repeats)
+
+
+def load_labels(workspace: Workspace, source: str) -> pd.Series:
+    if source == CONSTRUCTION:
+        labels = construction_labels(workspace)
+        st.caption(
+            ":material/construction: **Construction labels** come from the background strength each zoo model was "
+            "trained with (s ≤ 0.25 invariant, 0.5 borderline, ≥ 0.75 variant). They are a ground truth of the "
+            "construction, not anyone's judgment."
+        )
+        return labels
+    judgments = latest_judgments(workspace)
+    st.caption(":material/groups: **Human labels**: the majority vote of the annotators' latest judgments (Agreement page).")
+    return pd.Series(dtype=object) if judgments.empty else majority_vote(judgments)
+
+
+def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, source: str) -> None:
+    try:
+        report = view.assessor_report(features, labels, repeats)
+    except InvalidInputError as err:
+        what = "judged" if source == HUMAN else "zoo"
+        st.info(f"Not enough labelled models yet: {err}.", icon=":material/hourglass_empty:")
+        st.caption(f"{len(labels)} {what} model(s) have features on this suite; the assessor needs more.")
+        st.stop()
+    counts = " · ".join(f"{n} {label}" for label, n in report.class_counts.items())
+    st.markdown(f"**{report.n_models} labelled models** ({counts}), {len(report.feature_names)} matrix features, {report.repeats} splits.")
+    left, right = st.columns([2, 3], gap="large")
+    left.dataframe(
+        view.report_table(report),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "Accuracy": st.column_config.NumberColumn(format="percent"),
+            "± std": st.column_config.NumberColumn(format="percent"),
+            "κ": st.column_config.NumberColumn(format="%.2f", help="Cohen's κ of the predictions against the labels on the test split."),
+        },
+    )
+    left.caption(
+        "Random forest and AdaBoost see the matrix features; the baseline sees only the worst-case accuracy. "
+        "Paper (human labels, 250 models): random forest 79.7 ± 7.5 %, AdaBoost 74.8 ± 9.1 %, baseline 64.4 %."
+    )
+    right.plotly_chart(view.assessor_bars(report.table()), width="stretch")
+
+
+def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
+    st.subheader("Predictions and why")
+    kind = st.selectbox(
+        "Assessor", list(ASSESSORS), format_func=lambda k: ASSESSORS[k].title, key=KEY + "kind",
+        help="Trained on every labelled model.",
+    )  # fmt: skip
+    fitted = view.fitted_assessor(features, labels, kind)
+    unlabelled = features.index.difference(labels.index)
+    if len(unlabelled):
+        table = predict(fitted, features.loc[unlabelled]).reset_index(names="model")
+        st.dataframe(
+            table,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                f"p_{label}": st.column_config.ProgressColumn(f"P({label})", format="percent", min_value=0, max_value=1) for label in LABELS
+            },
+        )
+        st.caption(f"{len(unlabelled)} model(s) without a label, with the assessor's probability of each label.")
+    else:
+        st.caption("Every model with a run on this suite is labelled; explanations below show what the assessor learnt.")
+    model = st.selectbox("Explain the prediction for", [*unlabelled, *labels.index.intersection(features.index)], key=KEY + "explain")
+    try:
+        explanation = explain(fitted, features.loc[[model]])
+    except BackdropError as err:
+        st.warning(str(err))
+        return
+    target = explanation.target[model]
+    st.plotly_chart(
+        view.shapley_bars(explanation.values.loc[model], top=TOP_FEATURES, title=f"Why {model} is predicted {target}"),
+        width="stretch",
+    )
+    st.caption(
+        f"Shapley values of the top {TOP_FEATURES} features: how much each moves P({target}) from the average "
+        f"{explanation.base_value[model]:.2f} over the training models (green up, red down)."
+    )
+
+
+def main() -> None:
+    st.title("Assessor")
+    st.caption("Learn the decision from the matrices, check it against a worst-case-accuracy baseline, and predict unjudged models.")
+    workspace = state.current_workspace()
+    suite_id, source, repeats = choose_inputs(workspace)
+    labels = load_labels(workspace, source)
+    runs = judge.finished_runs(workspace, suite_id)
+    try:
+        features = view.assessor_features(str(workspace.root), tuple(zip(runs["id"], runs["finished"])), "smooth")
+    except BackdropError as err:
+        st.error(str(err))
+        st.stop()
+    labels = labels[labels.index.isin(features.index)]
+    show_evaluation(features, labels, repeats, source)
+    show_predictions(features, labels)
+
+
+main()

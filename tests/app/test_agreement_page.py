@@ -1,0 +1,67 @@
+"""The Agreement page (``pages/8_Agreement.py``): κ, pairs, per-model table, confusion, history."""
+
+from __future__ import annotations
+
+import pytest
+
+from analytics.agreement import measure_agreement
+from analytics.judgments import add_judgment, latest_judgments
+from tests.fixtures.judging import JUDGMENTS
+
+AGREEMENT = "pages/8_Agreement.py"
+
+
+def test_page_shows_fleiss_and_cohen_kappa(judged_workspace, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace)
+    assert not app.exception, app.exception
+    expected = measure_agreement(latest_judgments(judged_workspace))
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Fleiss' κ"] == f"{expected.fleiss_kappa:.2f}"
+    assert metrics["Annotators"] == "2"
+    assert any("chance" in caption.value for caption in app.caption)  # the one-line explanation
+    pairs = app.dataframe[0].value
+    assert pairs[["Annotator A", "Annotator B"]].values.tolist() == [["ana", "ben"]]
+    assert pairs["Cohen's κ"].iloc[0] == pytest.approx(expected.cohen_kappa[("ana", "ben")])
+    assert pairs["Shared models"].iloc[0] == len(JUDGMENTS)
+    assert len(app.get("plotly_chart")) == 2  # Cohen heatmap and confusion
+
+
+def test_per_model_table_and_majority(judged_workspace, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace)
+    table = app.dataframe[-1].value.set_index("Model")
+    assert table.loc["net2", "Majority vote"] == "variant"  # variant vs borderline: the cautious label
+    assert table.loc["net5", "Share agreeing"] == pytest.approx(0.5)
+    assert table.loc["fg-only", "Share agreeing"] == pytest.approx(1.0)
+    assert "2 invariant · 3 borderline · 3 variant" in "\n".join(m.value for m in app.markdown)
+
+
+def test_confusion_between_the_chosen_annotators(judged_workspace, app_runner):
+    add_judgment(judged_workspace, annotator="cleo", model="net1", label="variant")
+    app = app_runner(AGREEMENT, judged_workspace)
+    app.selectbox(key="agreement.second").set_value("cleo").run()
+    assert not app.exception, app.exception
+    figure = app.get("plotly_chart")[-1].proto.spec
+    assert '"ana' in figure and "cleo" in figure
+    app.selectbox(key="agreement.second").set_value("ana").run()
+    assert "two different annotators" in app.info[0].value
+
+
+def test_history_download_holds_every_row(judged_workspace, app_runner):
+    add_judgment(judged_workspace, annotator="ana", model="net5", label="variant")  # a changed judgment
+    app = app_runner(AGREEMENT, judged_workspace)
+    button = app.get("download_button")[0]
+    assert "17 rows" in button.proto.label
+
+
+def test_one_annotator_gets_an_explicit_empty_state(judging_workspace, app_runner):
+    add_judgment(judging_workspace, annotator="ana", model="tiny", label="variant")
+    app = app_runner(AGREEMENT, judging_workspace)
+    assert not app.exception, app.exception
+    assert "at least two annotators" in app.info[0].value
+    assert {m.label: m.value for m in app.metric}["Fleiss' κ"] == "N/A"
+
+
+def test_no_judgments_says_where_to_judge(judging_workspace, app_runner):
+    app = app_runner(AGREEMENT, judging_workspace)
+    assert not app.exception, app.exception
+    assert "Judge" in app.info[0].value

@@ -1,0 +1,262 @@
+"""Agreement of annotators with each other (Agreement page) and of the automated assessor with them
+(Assessor page): cached computations, tables and Plotly figures.
+
+Builders take :mod:`analytics` results and return a DataFrame or a ``plotly.graph_objects.Figure``;
+they compute nothing beyond what showing needs and never draw, so pages pass them to Streamlit and
+tests inspect them directly. The assessor's features, evaluation and fitted model are
+``st.cache_data`` keyed on the runs (id and finishing time), the labels and the settings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from analytics.agreement import Agreement
+from analytics.assessor import WORST_CASE, AssessorReport, FittedAssessor, evaluate_assessors, fit_assessor
+from analytics.judgments import LABELS
+from analytics.runs import FEATURE_COLUMNS, features_table
+from analytics.workspace import Workspace
+
+#: One colour per label on every page: invariant green, borderline amber, variant red.
+LABEL_COLOURS: dict[str, str] = {"invariant": "#1a9850", "borderline": "#f0a30a", "variant": "#d73027"}
+#: κ from −1 (red) through 0 (white: chance) to 1 (green).
+KAPPA_COLORSCALE = [[0.0, "#d73027"], [0.5, "#f7f7f7"], [1.0, "#1a9850"]]
+#: Landis & Koch (1977) bands: upper bound of κ -> words.
+KAPPA_BANDS: tuple[tuple[float, str], ...] = (
+    (0.0, "worse than chance"),
+    (0.20, "slight"),
+    (0.40, "fair"),
+    (0.60, "moderate"),
+    (0.80, "substantial"),
+    (1.0, "almost perfect"),
+)
+KAPPA_EXPLAINED = (
+    "κ = (observed agreement − agreement expected by chance) / (1 − agreement expected by chance): "
+    "1 is perfect agreement, 0 is what chance alone gives, below 0 is worse than chance."
+)
+
+
+def kappa_words(kappa: float) -> str:
+    """Landis & Koch's name for a κ value ('undefined' for NaN)."""
+    if kappa is None or math.isnan(kappa):
+        return "undefined"
+    return next((words for bound, words in KAPPA_BANDS if kappa <= bound), KAPPA_BANDS[-1][1])
+
+
+def format_kappa(kappa: float) -> str:
+    """κ with two decimals, or 'N/A' when undefined."""
+    return "N/A" if kappa is None or math.isnan(kappa) else f"{kappa:.2f}"
+
+
+# -- annotators ----------------------------------------------------------------------------------
+def cohen_table(agreement: Agreement, judgments: pd.DataFrame) -> pd.DataFrame:
+    """One row per annotator pair: ``Annotator A, Annotator B, Shared models, Cohen's κ, Strength``.
+
+    Parameters
+    ----------
+    agreement : Agreement
+    judgments : DataFrame
+        The judgments ``agreement`` was measured on (columns annotator, model, label).
+    """
+    judged = judgments.groupby("annotator")["model"].apply(set)
+    rows = [
+        (first, second, len(judged[first] & judged[second]), kappa, kappa_words(kappa))
+        for (first, second), kappa in agreement.cohen_kappa.items()
+    ]
+    return pd.DataFrame(rows, columns=["Annotator A", "Annotator B", "Shared models", "Cohen's κ", "Strength"])
+
+
+def kappa_heatmap(agreement: Agreement) -> go.Figure:
+    """Symmetric annotator × annotator heatmap of Cohen's κ (diagonal left empty), values written in."""
+    names = list(agreement.annotators)
+    index = {name: i for i, name in enumerate(names)}
+    values = np.full((len(names), len(names)), np.nan)
+    for (first, second), kappa in agreement.cohen_kappa.items():
+        values[index[first], index[second]] = values[index[second], index[first]] = kappa
+    text = [["" if np.isnan(v) else f"{v:.2f}" for v in row] for row in values]
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=names,
+            y=names,
+            zmin=-1,
+            zmax=1,
+            colorscale=KAPPA_COLORSCALE,
+            text=text,
+            texttemplate="%{text}",
+            colorbar={"title": {"text": "Cohen's κ"}},
+            hovertemplate="%{y} vs %{x}: κ = %{z:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title="Cohen's κ per pair of annotators",
+        xaxis={"showgrid": False},
+        yaxis={"autorange": "reversed", "scaleanchor": "x", "showgrid": False},
+        margin={"l": 20, "r": 20, "t": 50, "b": 20},
+        height=320 + 30 * len(names),
+    )
+    return figure
+
+
+def confusion_heatmap(table: pd.DataFrame) -> go.Figure:
+    """Counts of (first annotator's label, second annotator's label) with the numbers written in.
+
+    Parameters
+    ----------
+    table : DataFrame of shape (3, 3), int
+        From :func:`analytics.agreement.confusion`; index and columns are named after the annotators.
+    """
+    first, second = table.index.name, table.columns.name
+    figure = go.Figure(
+        go.Heatmap(
+            z=table.to_numpy(),
+            x=list(table.columns),
+            y=list(table.index),
+            colorscale="Blues",
+            texttemplate="%{z}",
+            colorbar={"title": {"text": "models"}},
+            hovertemplate=f"{first}: %{{y}}<br>{second}: %{{x}}<br>%{{z}} models<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"{first} (rows) vs {second} (columns)",
+        xaxis={"title": {"text": second}, "side": "bottom", "showgrid": False},
+        yaxis={"title": {"text": first}, "autorange": "reversed", "scaleanchor": "x", "showgrid": False},
+        margin={"l": 20, "r": 20, "t": 50, "b": 20},
+        height=380,
+    )
+    return figure
+
+
+def majority_summary(majority: pd.Series) -> str:
+    """'3 invariant · 1 borderline · 2 variant' (labels in order, zero counts left out)."""
+    counts = majority.value_counts()
+    return " · ".join(f"{int(counts[label])} {label}" for label in LABELS if label in counts) or "no models"
+
+
+# -- the assessor --------------------------------------------------------------------------------
+@st.cache_data(max_entries=16, show_spinner="Computing the matrix features…")
+def assessor_features(workspace_path: str, runs: tuple[tuple[str, str], ...], preset: str) -> pd.DataFrame:
+    """The matrix features of each run's model plus ``worst_case_accuracy`` (index = model).
+
+    ``runs`` holds (run id, finishing time) pairs: the time keys the cache, so a redone run is
+    recomputed. The overall and original accuracies of :func:`analytics.runs.features_table` are left
+    out, so that the forest and AdaBoost learn from the matrices alone and the baseline from the
+    worst-case accuracy alone.
+    """
+    table = features_table(Workspace(workspace_path, create=False), [run_id for run_id, _ in runs], preset=preset)
+    return table[[*FEATURE_COLUMNS, WORST_CASE]]
+
+
+@st.cache_data(max_entries=16, show_spinner="Evaluating the assessors over random splits…")
+def assessor_report(features: pd.DataFrame, labels: pd.Series, repeats: int) -> AssessorReport:
+    """:func:`analytics.assessor.evaluate_assessors` (cached on the data and ``repeats``)."""
+    return evaluate_assessors(features, labels, repeats=repeats)
+
+
+@st.cache_data(max_entries=16, show_spinner="Training the assessor on every labelled model…")
+def fitted_assessor(features: pd.DataFrame, labels: pd.Series, kind: str) -> FittedAssessor:
+    """:func:`analytics.assessor.fit_assessor` (cached on the data and ``kind``)."""
+    return fit_assessor(features, labels, kind=kind)
+
+
+def report_table(report: AssessorReport) -> pd.DataFrame:
+    """The report as shown: ``Assessor, Accuracy, ± std, κ`` (fractions; κ NaN where undefined)."""
+    table = report.table()
+    return table.rename(columns={"assessor": "Assessor", "accuracy_mean": "Accuracy", "accuracy_std": "± std", "kappa_mean": "κ"})
+
+
+def assessor_bars(table: pd.DataFrame) -> go.Figure:
+    """Accuracy mean ± standard deviation per assessor (bars with error bars), κ under each name.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :meth:`analytics.assessor.AssessorReport.table`: ``assessor, accuracy_mean, accuracy_std, kappa_mean``.
+    """
+    figure = go.Figure(
+        go.Bar(
+            x=[f"{name}<br>κ {format_kappa(k)}" for name, k in zip(table["assessor"], table["kappa_mean"])],
+            y=table["accuracy_mean"],
+            error_y={"type": "data", "array": table["accuracy_std"], "visible": True},
+            marker_color=["#4c78a8", "#72b7b2", "#bab0ac"][: len(table)],
+            hovertemplate="%{x}<br>accuracy %{y:.1%}<extra></extra>",
+            width=0.55,
+        )
+    )
+    figure.update_layout(
+        title="Test accuracy over the repeats (mean ± std)",
+        yaxis={"title": {"text": "accuracy"}, "range": [0, 1.05], "tickformat": ".0%"},
+        margin={"l": 20, "r": 20, "t": 50, "b": 20},
+        height=360,
+    )
+    return figure
+
+
+def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None) -> go.Figure:
+    """Horizontal bars of the ``top`` features with the largest |Shapley value| (largest on top).
+
+    Parameters
+    ----------
+    values : Series of float
+        Index = feature name; one model's Shapley values (``Explanation.values.loc[model]``).
+    top : int, default=10
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``bar`` trace; green bars raise the explained probability, red ones lower it.
+    """
+    shown = values.reindex(values.abs().sort_values(ascending=False).index[:top])[::-1]
+    figure = go.Figure(
+        go.Bar(
+            x=shown.to_numpy(),
+            y=list(shown.index),
+            orientation="h",
+            marker_color=["#1a9850" if v >= 0 else "#d73027" for v in shown],
+            hovertemplate="%{y}: %{x:+.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=title,
+        xaxis={"title": {"text": "contribution to the predicted probability (Shapley value)"}, "zeroline": True},
+        margin={"l": 20, "r": 20, "t": 50 if title else 20, "b": 20},
+        height=120 + 28 * len(shown),
+    )
+    return figure
+
+
+# -- method comparison ---------------------------------------------------------------------------
+#: Bars of :func:`method_bars`: column of the comparison table -> legend name.
+METHOD_MEASURES = {"recall": "Coverage (recall)", "precision": "Fleiss' κ (precision)", "f1": "F1", "consistency": "Consistency"}
+
+
+def method_bars(table: pd.DataFrame) -> go.Figure:
+    """Grouped bars per sampling method: recall, precision, F1 and consistency (missing values left out).
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`analytics.methods.method_comparison`.
+    """
+    figure = go.Figure(
+        [
+            go.Bar(name=name, x=table["method"], y=table[column], hovertemplate=f"%{{x}}<br>{name} %{{y:.3f}}<extra></extra>")
+            for column, name in METHOD_MEASURES.items()
+        ]
+    )
+    figure.update_layout(
+        barmode="group",
+        title="Per sampling method (ours)",
+        yaxis={"range": [min(0.0, float(np.nanmin(table[list(METHOD_MEASURES)].to_numpy(dtype=float), initial=0.0))), 1.0]},
+        legend={"orientation": "h", "y": -0.15},
+        margin={"l": 20, "r": 20, "t": 50, "b": 20},
+        height=380,
+    )
+    return figure

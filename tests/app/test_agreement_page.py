@@ -1,4 +1,4 @@
-"""The Agreement page (``pages/8_Agreement.py``): κ, pairs, per-model table, confusion, history."""
+"""The Agreement page (``pages/9_Agreement.py``): κ, pairs, per-model table, confusion, history."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from analytics.agreement import measure_agreement
 from analytics.judgments import add_judgment, latest_judgments
 from tests.fixtures.judging import JUDGMENTS
 
-AGREEMENT = "pages/8_Agreement.py"
+AGREEMENT = "pages/9_Agreement.py"
 
 
 def test_page_shows_fleiss_and_cohen_kappa(judged_workspace, app_runner):

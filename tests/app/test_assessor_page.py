@@ -1,4 +1,4 @@
-"""The Assessor page (``pages/9_Assessor.py``): evaluation, predictions for unjudged models,
+"""The Assessor page (``pages/10_Assessor.py``): evaluation, predictions for unjudged models,
 Shapley explanations, construction labels, and the polite refusal with too few labels."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from analytics.judgments import add_judgment
 from analytics.zoo import ZOO_KIND
 from tests.fixtures.judging import JUDGING_MODELS, UNJUDGED
 
-ASSESSOR = "pages/9_Assessor.py"
+ASSESSOR = "pages/10_Assessor.py"
 
 
 def mark_zoo(workspace, strengths: dict[str, float]) -> None:

@@ -1,4 +1,4 @@
-"""The Judge page (``pages/7_Judge.py``) on tiny models with finished runs over ``tiny-suite``."""
+"""The Judge page (``pages/8_Judge.py``) on tiny models with finished runs over ``tiny-suite``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge
 from ui.judge import button_key
 from ui.state import ANNOTATOR, WORKSPACE_PATH
 
-JUDGE = "pages/7_Judge.py"
+JUDGE = "pages/8_Judge.py"
 
 
 def judge_page(workspace, annotator: str = "ana") -> AppTest:

@@ -1,4 +1,4 @@
-"""The Methods page (``pages/10_Methods.py``) on tiny models with keyword tables and an ontology."""
+"""The Methods page (``pages/11_Methods.py``) on tiny models with keyword tables and an ontology."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from analytics.methods import PAPER_TABLE
 
-METHODS = "pages/10_Methods.py"
+METHODS = "pages/11_Methods.py"
 
 
 def compare(app, *, model: str, methods: list[str], recall: str = "embedding", both: bool = False):

@@ -1,4 +1,4 @@
-"""The Ontology page (``pages/4_Ontology.py``) on a workspace with a tiny keyword table."""
+"""The Ontology page (``pages/3_Ontology.py``) on a workspace with a tiny keyword table."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from analytics.keywords import list_keyword_tables, save_keyword_table, write_ke
 from analytics.ontology import build_ontology, list_ontologies
 from analytics.workspace import Workspace
 
-PAGE = "pages/4_Ontology.py"
+PAGE = "pages/3_Ontology.py"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The Saliency page (``pages/6_Saliency.py``) on tiny registered models and a tiny suite."""
+"""The Saliency page (``pages/7_Saliency.py``) on tiny registered models and a tiny suite."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
-SALIENCY = "pages/6_Saliency.py"
+SALIENCY = "pages/7_Saliency.py"
 
 
 def test_page_explains_the_original_and_its_composites(tiny_cnn_workspace, app_runner):

@@ -1,10 +1,10 @@
-"""The Suites page (``pages/3_Suites.py``) on the tiny workspace with keywords and an ontology."""
+"""The Suites page (``pages/4_Suites.py``) on the tiny workspace with keywords and an ontology."""
 
 from __future__ import annotations
 
 from analytics.suites import list_suites
 
-PAGE = "pages/3_Suites.py"
+PAGE = "pages/4_Suites.py"
 
 
 def submit(app, method: str, n: int):

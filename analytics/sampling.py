@@ -95,6 +95,10 @@ class SamplingContext:
         Realism score of the composite of a target on a pool background; None accepts all.
     realism_threshold : float, default=0.0
         A candidate passes when its realism score is >= this value.
+    realism_reference : callable (target index) -> float, or None
+        The score of the target on its own original scene. When given, a candidate also passes
+        when it scores at least that: an object whose outline contrasts with any scene (a white
+        ball, a black bull) is not held to a bar that its own photo fails.
     """
 
     proxy_distances: np.ndarray | None = None
@@ -102,6 +106,7 @@ class SamplingContext:
     background_keywords: dict[str, np.ndarray] | None = None
     realism: Callable[[int, int], float] | None = None
     realism_threshold: float = 0.0
+    realism_reference: Callable[[int], float] | None = None
 
 
 @dataclass(frozen=True)
@@ -358,7 +363,10 @@ def _fill(subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tri
 def _acceptor(i: int, context: SamplingContext) -> Callable[[int], bool]:
     if context.realism is None:
         return lambda j: True
-    return lambda j: context.realism(i, j) >= context.realism_threshold
+    bar = context.realism_threshold
+    if context.realism_reference is not None:
+        bar = min(bar, context.realism_reference(i))
+    return lambda j: context.realism(i, j) >= bar
 
 
 def _target_rng(seed: int, target_id: str) -> np.random.Generator:

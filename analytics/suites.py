@@ -182,7 +182,8 @@ def build_suite(
     realism : str, default='seam-harmony'
         Realism scorer (:data:`analytics.sampling.REALISM_SCORERS`).
     realism_threshold : float in [0, 1], default=0.25
-        Candidates scoring below are skipped; 0 accepts everything.
+        Candidates scoring below are skipped, unless they score at least as well as the target on
+        its own original scene; 0 accepts everything.
     top_up : bool, default=True
         ``keyword`` / ``ontology``: fill up with random backgrounds (level -1) when the keywords
         run out (see :class:`analytics.sampling.KeywordSampler`).
@@ -326,12 +327,13 @@ def _context(workspace, sampler_cls, targets, pool, tables, ontology, models, pa
         else:
             target_keywords = expanded_keywords(ontology, target_table, maxits=params["maxits"], notes=notes)
         carriers = {word: np.flatnonzero(pool_table.present[:, j]) for j, word in enumerate(pool_table.vocabulary)}
-    realism = _realism(workspace, targets, pool, params["realism"]) if params["realism_threshold"] > 0 else None
-    return SamplingContext(proxy, target_keywords, carriers, realism, params["realism_threshold"])
+    realism, reference = _realism(workspace, targets, pool, params["realism"]) if params["realism_threshold"] > 0 else (None, None)
+    return SamplingContext(proxy, target_keywords, carriers, realism, params["realism_threshold"], reference)
 
 
-def _realism(workspace: Workspace, targets: list[str], pool: list[str], name: str) -> Callable[[int, int], float]:
-    """Score of target i on pool background j, computed when the sampler asks (images loaded once)."""
+def _realism(workspace: Workspace, targets: list[str], pool: list[str], name: str) -> tuple[Callable[[int, int], float], Callable[[int], float]]:
+    """Score of target i on pool background j (computed when the sampler asks; images loaded once),
+    and the score of target i on its own original scene (the reference bar)."""
     scorer = REALISM_SCORERS[name]()
     images, masks = load_targets(workspace, targets)
     backgrounds = load_backgrounds(workspace, pool)
@@ -339,7 +341,10 @@ def _realism(workspace: Workspace, targets: list[str], pool: list[str], name: st
     def score(i: int, j: int) -> float:
         return float(scorer.score(images[i : i + 1], masks[i : i + 1], backgrounds[j : j + 1])[0])
 
-    return score
+    def own(i: int) -> float:
+        return float(scorer.score(images[i : i + 1], masks[i : i + 1], images[i : i + 1])[0])
+
+    return score, own
 
 
 def _subset(table: KeywordTable, ids: list[str], what: str, name: str) -> KeywordTable:

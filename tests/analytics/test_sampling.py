@@ -205,6 +205,13 @@ def test_too_strict_realism_gives_a_smaller_suite_with_a_warning():
     assert len(result.warnings) == N_TARGETS and "3 of 5" in result.warnings[0]
 
 
+def test_a_background_as_harmonious_as_the_own_scene_passes_a_stricter_threshold():
+    # every candidate scores 0.3 < 0.5, but target 0's own scene scores only 0.2: its bar drops to 0.2
+    context = full_context(realism=lambda i, j: 0.3, realism_threshold=0.5, realism_reference=lambda i: 0.2 if i == 0 else 0.9)
+    grouped = by_target(SAMPLERS["random"]().sample(TARGETS, POOL, n=4, seed=0, context=context))
+    assert len(grouped["t0"]) == 4 and all(t not in grouped for t in TARGETS[1:])
+
+
 # -- realism scorers --------------------------------------------------------------------------
 def object_on(colour: int, background: int, *, size: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     image = np.full((1, size, size, 3), background, np.uint8)

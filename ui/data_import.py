@@ -1,0 +1,159 @@
+"""Bring your own data on the Data page: the import form, reading and storing, the last result.
+
+Streamlit-side only; reading and checking files is :mod:`analytics.datasets`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from analytics.datasets import (
+    LAYOUTS,
+    ImportResult,
+    Target,
+    add_backgrounds,
+    add_targets,
+    image_size,
+    list_backgrounds,
+    list_classes,
+    load_backgrounds,
+    read_backgrounds,
+    read_targets,
+)
+from analytics.exceptions import BackdropError
+from analytics.workspace import Workspace
+
+LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
+GREY_HOME = "Neutral grey"
+LAYOUT_HELP = {
+    "folder": "folder — images/<class>/* with masks/<class>/<stem>.png",
+    "bgchallenge": "bgchallenge — original/val/<class>/*.JPEG with fg_mask/val/<class>/<stem>.npy",
+    "cutouts": "cutouts — <class>/*.png RGBA cut-outs (alpha = mask)",
+}
+
+
+@contextmanager
+def import_source(from_upload: bool, *, key: str) -> Iterator[Path | None]:
+    """The folder or zip to import: a server path, or an uploaded zip saved to a temporary folder."""
+    if not from_upload:
+        text = st.text_input("Folder (or .zip) on the server", key=f"{key}.path", placeholder="/data/my-targets")
+        yield Path(text).expanduser() if text.strip() else None
+        return
+    upload = st.file_uploader("Zip file", type=["zip"], key=f"{key}.upload")
+    if upload is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="backdrop-upload-") as folder:
+        saved = Path(folder) / Path(upload.name).name
+        saved.write_bytes(upload.getvalue())
+        yield saved
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What the import form asks for (plain values; the files come from :func:`import_source`)."""
+
+    targets: bool
+    from_upload: bool
+    layout: str = "folder"
+    home_id: str | None = None
+    crops_per_photo: int = 1
+    package: str = ""
+    licence: str = ""
+
+
+def ask_import(workspace: Workspace) -> ImportRequest:
+    st.caption("Add a target set or a background pool; every file is checked and rejected files are listed with the reason.")
+    kind_column, from_column = st.columns(2)
+    kind = kind_column.radio("What to import", ["Target set", "Background pool"], horizontal=True, key="data.import_kind")
+    origin = from_column.radio("From", ["Folder on the server", "Uploaded zip"], horizontal=True, key="data.import_from")
+    options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
+    if options["targets"]:
+        options["layout"] = st.selectbox("Layout", LAYOUTS, format_func=LAYOUT_HELP.get, key="data.import_layout")
+        if options["layout"] == "cutouts":
+            homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
+            home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
+            options["home_id"] = None if home == GREY_HOME else home
+    else:
+        options["crops_per_photo"] = int(st.number_input("Distinct square crops per photo", 1, 32, 1, key="data.import_crops"))
+    package_column, licence_column = st.columns(2)
+    options["package"] = package_column.text_input("Source collection (optional)", key="data.import_package", placeholder="e.g. my-photos-2024").strip()
+    options["licence"] = licence_column.text_input("Licence (optional)", key="data.import_licence", placeholder="e.g. CC-BY-4.0").strip()
+    return ImportRequest(**options)
+
+
+def read_import(workspace: Workspace, request: ImportRequest, source: Path) -> ImportResult:
+    """Read and check the files; accepted records carry the source and licence the user gave."""
+    size = image_size(workspace)
+    if request.targets:
+        home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
+        result = read_targets(source, layout=request.layout, size=size, home=home)
+    else:
+        result = read_backgrounds(source, size=size, crops_per_photo=request.crops_per_photo)
+    result.accepted = [replace(item, package=request.package, licence=request.licence) for item in result.accepted]
+    return result
+
+
+def import_data(workspace: Workspace) -> None:
+    request = ask_import(workspace)
+    with import_source(request.from_upload, key="data.import_source") as source:
+        if not st.button("Import", type="primary", disabled=source is None, key="data.import_go"):
+            return
+        try:
+            result = read_import(workspace, request, source)
+            added = store(workspace, result) if result.accepted else 0
+        except BackdropError as err:
+            st.error(str(err))
+            return
+    st.session_state[LAST_IMPORT] = {
+        "source": source.name if request.from_upload else str(source),
+        "added": added,
+        "accepted": [item.id for item in result.accepted],
+        "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
+    }
+    st.rerun()  # so the grids and counts include the new images
+
+
+def short_path(file: str, source: Path) -> str:
+    """A file's path inside the imported folder; for a zip (extracted elsewhere) its last three parts."""
+    path = Path(file)
+    if path.is_relative_to(source):
+        return str(path.relative_to(source))
+    return str(Path(*path.parts[-3:]))
+
+
+def store(workspace: Workspace, result: ImportResult) -> int:
+    """Add accepted targets (registering new classes without ImageNet indices) or backgrounds."""
+    if isinstance(result.accepted[0], Target):
+        known = set(list_classes(workspace))
+        new_classes = {t.class_name: [] for t in result.accepted if t.class_name not in known}
+        return add_targets(workspace, result.accepted, classes=new_classes)
+    return add_backgrounds(workspace, result.accepted)
+
+
+def show_last_import() -> None:
+    summary = st.session_state.get(LAST_IMPORT)
+    if summary is None:
+        st.caption("The result of an import shows here: the files accepted, and those rejected with the reason.")
+        return
+    accepted, rejected = summary["accepted"], summary["rejected"]
+    if not accepted:
+        st.error(f"Nothing valid to add from `{summary['source']}`; the workspace is unchanged. Reasons below.")
+    else:
+        already = len(accepted) - summary["added"]
+        note = f" ({already} already in the workspace)" if already else ""
+        st.success(f"Imported from `{summary['source']}`: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
+    accepted_tab, rejected_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})"])
+    accepted_tab.dataframe(pd.DataFrame({"id": accepted}), hide_index=True)
+    rejected_tab.dataframe(
+        pd.DataFrame(rejected, columns=["file", "reason"]),
+        hide_index=True,
+        column_config={"reason": st.column_config.TextColumn(width="large")},
+    )

@@ -66,7 +66,7 @@ def run_demo(args: argparse.Namespace) -> dict:
     from ..cli import open_workspace
     from ..demo import build_demo
 
-    bars = _StepBars()
+    bars = StepBars()
     try:
         report = build_demo(open_workspace(args, create=True), cache_dir=args.cache, progress=bars.update)
     finally:
@@ -79,7 +79,7 @@ def run_fetch_assets(args: argparse.Namespace) -> dict:
     from ..demo import load_catalogue
 
     packages = list(load_catalogue().packages)
-    bars, ready = _StepBars(), []
+    bars, ready = StepBars(), []
 
     def tick(package: str) -> None:
         ready.append(package)
@@ -92,7 +92,7 @@ def run_fetch_assets(args: argparse.Namespace) -> dict:
     return {"cache": str(args.cache or default_cache_dir()), "packages": {name: str(root) for name, root in roots.items()}}
 
 
-class _StepBars:
+class StepBars:
     """One tqdm bar on stderr per demo step, driven by ``progress(step, done, total)``."""
 
     def __init__(self) -> None:

@@ -48,10 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_zoo(args: argparse.Namespace) -> dict:
     from ..cli import open_workspace
     from ..zoo import build_zoo
-    from .data import _StepBars
+    from .data import StepBars
 
     augment = {"both": (False, True), "yes": (True,), "no": (False,)}[args.augment]
-    bars = _StepBars()
+    bars = StepBars()
     try:
         models = build_zoo(
             open_workspace(args),
@@ -78,11 +78,11 @@ def run_zoo(args: argparse.Namespace) -> dict:
 def run_assess(args: argparse.Namespace) -> dict:
     from ..assessor import evaluate_assessors
     from ..cli import open_workspace
-    from .data import _StepBars
+    from .data import StepBars
 
     workspace = open_workspace(args)
     labels = _labels(workspace, args.labels)
-    bars = _StepBars()
+    bars = StepBars()
     try:
         data = _assessment_input(workspace, labels, args, lambda done, total: bars.update("run", done, total))
     finally:

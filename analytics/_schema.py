@@ -132,6 +132,10 @@ MIGRATIONS: list[str] = [
         created  TEXT NOT NULL
     );
     """,
+    # 2: suite items that failed the realism bar and fill a suite only because too few passed.
+    """
+    ALTER TABLE suite_items ADD COLUMN below_realism INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,8 +8,10 @@ Gaussian pyramid of the mask, which hides the seam. It is applied only in a band
 edge: inside the eroded mask the pixels stay exactly the object's, outside the dilated mask exactly
 the background's, so no generative or global change reaches the object.
 
-Batches are arrays end to end; the per-image OpenCV pyramid calls cost about a millisecond each
-image, and only seam pixels are taken from the blend.
+Half of the blend depends on the object only (hard mask, seam band, the mask's Gaussian pyramid,
+the object's pixels in float); :class:`Cutout` computes it once per object and then pastes onto any
+number of backgrounds, about a millisecond per 256 px composite. Only seam pixels are taken from
+the blend.
 """
 
 from __future__ import annotations
@@ -20,6 +22,99 @@ import numpy as np
 from ._validation import check_image_batch, check_mask_batch, check_positive_int
 from .exceptions import InvalidInputError
 
+class Cutout:
+    """An object ready to be pasted onto many backgrounds (the per-object half of the work).
+
+    Parameters
+    ----------
+    image : ndarray of shape (height, width, 3), uint8
+        The target image x.
+    mask : ndarray of shape (height, width), bool or float in [0, 1]
+        Its foreground mask m (1 = object).
+    levels : int, default=4
+        Pyramid levels of the blend (fewer on small images: the coarsest level keeps >= 4 px).
+    band : int, default=3
+        Half-width in pixels of the edge band where blending applies.
+
+    Examples
+    --------
+    >>> x = np.full((8, 8, 3), 200, np.uint8); m = np.zeros((8, 8), bool); m[2:6, 2:6] = True
+    >>> Cutout(x, m).paste(np.zeros((2, 8, 8, 3), np.uint8), blend=False)[:, 3, 3, 0]
+    array([200, 200], dtype=uint8)
+    """
+
+    def __init__(self, image: np.ndarray, mask: np.ndarray, *, levels: int = 4, band: int = 3) -> None:
+        image = check_image_batch(np.asarray(image)[None], "image")[0]
+        mask = check_mask_batch(np.asarray(mask)[None], (1, *image.shape[:2]), "mask")[0]
+        check_positive_int(levels, "levels")
+        check_positive_int(band, "band")
+        self.image, self.mask = image, mask
+        self.levels = max(0, min(levels, int(np.log2(min(image.shape[:2]))) - 2))
+        hard = (mask > 0.5).astype(np.uint8)
+        self._hard = hard
+        self._binary = bool(((mask == 0) | (mask == 1)).all())
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * band + 1, 2 * band + 1))
+        self._seam = (cv2.dilate(hard, kernel) > cv2.erode(hard, kernel)).astype(np.uint8)
+        self._outside = np.repeat(hard[..., None] == 0, 3, axis=2)
+        self._object = np.where(self._outside, 0.0, image.astype(np.float32)).astype(np.float32)
+        weights = [mask]
+        for _ in range(self.levels):
+            weights.append(cv2.pyrDown(weights[-1]))
+        self._weights = [cv2.merge([w, w, w]) for w in weights]
+
+    def paste(self, backgrounds: np.ndarray, *, blend: bool = True) -> np.ndarray:
+        """The object on each background (Eq. 1), blended along its outline.
+
+        Parameters
+        ----------
+        backgrounds : ndarray of shape (n, height, width, 3), uint8
+            Scenes of the image's size.
+        blend : bool, default=True
+            Laplacian-pyramid blending in the seam band; False gives the hard paste of Eq. 1.
+
+        Returns
+        -------
+        composites : ndarray of shape (n, height, width, 3), uint8
+        """
+        backgrounds = check_image_batch(backgrounds, "backgrounds")
+        if backgrounds.shape[1:] != self.image.shape:
+            raise InvalidInputError(f"backgrounds must have the image's shape {self.image.shape}; got {backgrounds.shape[1:]}")
+        out = np.empty_like(backgrounds)
+        for k, background in enumerate(backgrounds):
+            out[k] = self._paste_one(background)
+            if blend:
+                cv2.copyTo(self._pyramid_blend(background), self._seam, out[k])
+        return out
+
+    def _paste_one(self, background: np.ndarray) -> np.ndarray:
+        if self._binary:  # the usual case: a masked copy
+            out = background.copy()
+            cv2.copyTo(self.image, self._hard, out)
+            return out
+        m = self.mask[..., None]
+        return (m * self.image + (1 - m) * background).round().astype(np.uint8)
+
+    def _pyramid_blend(self, background: np.ndarray) -> np.ndarray:
+        """Laplacian-pyramid blend of the object onto one background.
+
+        Blending is linear, so blend(x, b) = b + collapse(G(m) * L(x - b)): one pyramid of the
+        difference instead of one per source (half the work, same result). Outside the mask x is
+        replaced by b first, so the original scene never leaks into the seam (it showed as a halo).
+        """
+        base = background.astype(np.float32)
+        difference = self._object - base
+        difference[self._outside] = 0.0
+        diff = [difference]
+        for _ in range(self.levels):
+            diff.append(cv2.pyrDown(diff[-1]))
+        acc = cv2.multiply(self._weights[-1], diff[-1])
+        for level in range(self.levels - 1, -1, -1):
+            size = (diff[level].shape[1], diff[level].shape[0])
+            detail = cv2.subtract(diff[level], cv2.pyrUp(diff[level + 1], dstsize=size))
+            acc = cv2.add(cv2.pyrUp(acc, dstsize=size), cv2.multiply(self._weights[level], detail))
+        return np.clip(cv2.add(base, acc), 0, 255).round().astype(np.uint8)
+
+
 def composite(
     images: np.ndarray,
     masks: np.ndarray,
@@ -29,7 +124,7 @@ def composite(
     levels: int = 4,
     band: int = 3,
 ) -> np.ndarray:
-    """Composite each object onto its background.
+    """Composite each object onto its background (one :class:`Cutout` per row).
 
     Parameters
     ----------
@@ -64,11 +159,10 @@ def composite(
     masks = check_mask_batch(masks, images.shape[:3])
     check_positive_int(levels, "levels")
     check_positive_int(band, "band")
-    if len(images) == 0:
-        return images.copy()
-    if not blend:
-        return _hard_paste(images, masks, backgrounds)
-    return _blend(images, masks, backgrounds, levels, band)
+    out = np.empty_like(images)
+    for i in range(len(images)):
+        out[i] = Cutout(images[i], masks[i], levels=levels, band=band).paste(backgrounds[i : i + 1], blend=blend)[0]
+    return out
 
 
 def foreground_only(images: np.ndarray, masks: np.ndarray, *, fill: int = 0) -> np.ndarray:
@@ -83,43 +177,3 @@ def foreground_only(images: np.ndarray, masks: np.ndarray, *, fill: int = 0) -> 
     keep = masks > 0.5
     out[keep] = images[keep]
     return out
-
-
-def _hard_paste(images: np.ndarray, masks: np.ndarray, backgrounds: np.ndarray) -> np.ndarray:
-    m = masks[..., None]
-    if ((masks == 0) | (masks == 1)).all():  # binary masks (the usual case): a select, twice as fast
-        return np.where(m > 0.5, images, backgrounds)
-    return (m * images + (1 - m) * backgrounds).round().astype(np.uint8)
-
-
-def _blend(images: np.ndarray, masks: np.ndarray, backgrounds: np.ndarray, levels: int, band: int) -> np.ndarray:
-    levels = min(levels, int(np.log2(min(images.shape[1:3]))) - 2)
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * band + 1, 2 * band + 1))
-    out = _hard_paste(images, masks, backgrounds)
-    for i in range(len(images)):
-        hard = (masks[i] > 0.5).astype(np.uint8)
-        seam = cv2.dilate(hard, kernel) > cv2.erode(hard, kernel)
-        smooth = _pyramid_blend(images[i], masks[i], backgrounds[i], levels)
-        np.copyto(out[i], smooth, where=seam[..., None])  # cheaper than boolean-index assignment
-    return out
-
-
-def _pyramid_blend(image: np.ndarray, mask: np.ndarray, background: np.ndarray, levels: int) -> np.ndarray:
-    """Laplacian-pyramid blend of one image pair.
-
-    Blending is linear, so blend(x, b) = b + collapse(G(m) * L(x - b)): one pyramid of the
-    difference instead of one per source (half the work, same result). Outside the mask x is
-    replaced by b first, so the original scene never leaks into the seam (it showed as a halo).
-    """
-    base = background.astype(np.float32)
-    diff = [np.where(mask[..., None] > 0.5, image.astype(np.float32) - base, 0.0).astype(np.float32)]
-    weight = [mask]
-    for _ in range(levels):
-        diff.append(cv2.pyrDown(diff[-1]))
-        weight.append(cv2.pyrDown(weight[-1]))
-    acc = weight[-1][..., None] * diff[-1]
-    for level in range(levels - 1, -1, -1):
-        size = (diff[level].shape[1], diff[level].shape[0])
-        detail = diff[level] - cv2.pyrUp(diff[level + 1], dstsize=size)
-        acc = cv2.pyrUp(acc, dstsize=size) + weight[level][..., None] * detail
-    return np.clip(base + acc, 0, 255).round().astype(np.uint8)

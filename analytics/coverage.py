@@ -260,7 +260,7 @@ def suite_coverage(
     InvalidInputError
         The suite has no composites, or bad options.
     """
-    from .inference import iter_composites, suite_jobs  # imported here: inference pulls in the model stack
+    from .inference import iter_composites, prefetch_for, suite_jobs  # imported here: inference pulls in the model stack
     from .models import load_model
 
     check_choice(layers, "layers", LAYER_CHOICES)
@@ -270,7 +270,7 @@ def suite_coverage(
     if not jobs:
         raise InvalidInputError(f"suite {suite_id!r} has no composites; build it with at least one background per target")
     model = load_model(workspace, model_name, device=device)
-    images = iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.input_size)
+    images = iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(model.device))
     batches = (model.preprocess(batch) for _, batch in images)
     maxima = collect_activations(
         model.network,

@@ -26,6 +26,7 @@ import queue
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -34,7 +35,7 @@ import pandas as pd
 import torch
 
 from ._validation import check_positive_int
-from .compose import composite, foreground_only
+from .compose import Cutout, foreground_only
 from .datasets import list_classes
 from .exceptions import InvalidInputError, NotFoundError
 from .models import ModelSpec, get_model_spec, load_head_weights, load_model, resize_images, resolve_device
@@ -100,25 +101,28 @@ class _ImageCache:
         self.workspace, self.capacity = workspace, capacity
         self.target_hashes = _hashes(workspace, "targets", "image_hash, mask_hash", {j.target_id for j in jobs})
         self.background_hashes = _hashes(workspace, "backgrounds", "image_hash", {j.background_id for j in jobs if j.background_id})
-        self._items: OrderedDict[tuple[str, str], tuple[np.ndarray, ...]] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str], tuple] = OrderedDict()
+        self._lock = threading.Lock()  # compositing threads share the cache
 
-    def target(self, target_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def target(self, target_id: str) -> Cutout:
+        """The target prepared for pasting (its ``image`` and ``mask`` attributes are the arrays)."""
         image_hash, mask_hash = self.target_hashes[target_id]
-        return self._get(("t", target_id), lambda: (self.workspace.get_array(image_hash), self.workspace.get_array(mask_hash)))
+        return self._get(("t", target_id), lambda: (Cutout(self.workspace.get_array(image_hash), self.workspace.get_array(mask_hash)),))[0]
 
     def background(self, background_id: str) -> np.ndarray:
         (image_hash,) = self.background_hashes[background_id]
         return self._get(("b", background_id), lambda: (self.workspace.get_array(image_hash),))[0]
 
     def _get(self, key: tuple[str, str], load: Callable[[], tuple]) -> tuple:
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        value = load()
-        self._items[key] = value
-        if len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-        return value
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            value = load()
+            self._items[key] = value
+            if len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+            return value
 
 
 def _hashes(workspace: Workspace, table: str, columns: str, ids: set[str]) -> dict[str, tuple[str, ...]]:
@@ -135,17 +139,28 @@ def _hashes(workspace: Workspace, table: str, columns: str, ids: set[str]) -> di
 
 
 def _compose_batch(cache: _ImageCache, jobs: Sequence[ImageJob], blend: bool, size: int | None) -> np.ndarray:
-    images, masks = zip(*(cache.target(job.target_id) for job in jobs))
-    images, masks = np.stack(images), np.stack(masks)
-    out = images.copy()
-    swap = [i for i, job in enumerate(jobs) if job.background_id is not None and not job.foreground]
-    if swap:
-        backgrounds = np.stack([cache.background(jobs[i].background_id) for i in swap])
-        out[swap] = composite(images[swap], masks[swap], backgrounds, blend=blend)
-    alone = [i for i, job in enumerate(jobs) if job.foreground]
-    if alone:
-        out[alone] = foreground_only(images[alone], masks[alone])
+    height, width = cache.target(jobs[0].target_id).image.shape[:2]
+    out = np.empty((len(jobs), height, width, 3), np.uint8)
+    for start, stop in _runs_of_targets(jobs):
+        cutout = cache.target(jobs[start].target_id)
+        out[start:stop] = cutout.image
+        swap = [i for i in range(start, stop) if jobs[i].background_id is not None and not jobs[i].foreground]
+        if swap:
+            backgrounds = np.stack([cache.background(jobs[i].background_id) for i in swap])
+            out[swap] = cutout.paste(backgrounds, blend=blend)
+        alone = [i for i in range(start, stop) if jobs[i].foreground]
+        if alone:
+            out[alone] = foreground_only(cutout.image[None], cutout.mask[None])
     return out if size is None else resize_images(out, size)
+
+
+def _runs_of_targets(jobs: Sequence[ImageJob]) -> Iterator[tuple[int, int]]:
+    """(start, stop) of each run of consecutive jobs with the same target."""
+    start = 0
+    for i in range(1, len(jobs) + 1):
+        if i == len(jobs) or jobs[i].target_id != jobs[start].target_id:
+            yield start, i
+            start = i
 
 
 def iter_composites(
@@ -169,10 +184,12 @@ def iter_composites(
     blend : bool, default=True
         Laplacian-pyramid blending on the seam (see :func:`analytics.compose.composite`).
     size : int or None, default=None
-        Resize the images to ``size`` x ``size`` on the worker (a model's ``input_size``), so the
-        caller's thread only runs the model. None keeps the workspace size.
+        Resize the images to ``size`` x ``size`` while compositing (a model's ``input_size``), so
+        the caller's thread only runs the model. None keeps the workspace size.
     prefetch : int, default=2
-        Batches generated ahead of the caller.
+        Batches generated ahead of the caller on a worker thread. 0: each batch is generated when
+        the caller asks for it, split over every CPU core; use it when the caller's work needs the
+        CPU too (see :func:`prefetch_for`).
     cache_items : int, default=64
         Decoded targets + backgrounds kept in memory.
 
@@ -187,12 +204,35 @@ def iter_composites(
     ...     prediction = model.predict(images)
     """
     check_positive_int(batch_size, "batch_size")
-    check_positive_int(prefetch, "prefetch")
+    check_positive_int(prefetch, "prefetch", minimum=0)
     check_positive_int(cache_items, "cache_items", minimum=2)
     jobs = list(jobs)
     cache = _ImageCache(workspace, jobs, cache_items)
     chunks = (jobs[start : start + batch_size] for start in range(0, len(jobs), batch_size))
+    if prefetch == 0:
+        return _composed_on_every_core(cache, chunks, blend, size)
     return _prefetched(((chunk, _compose_batch(cache, chunk, blend, size)) for chunk in chunks), prefetch)
+
+
+def prefetch_for(device: torch.device) -> int:
+    """How far ahead :func:`iter_composites` should work for a model on ``device``.
+
+    On an accelerator, :data:`PREFETCH_BATCHES` (compositing on the CPU overlaps the model). On a
+    CPU, 0: the model already keeps every core busy, and a compositing thread running beside it
+    stalls the model's threads at each of its synchronisation points. On the 2-core reference
+    machine, compositing each batch over both cores and then running the model gave 5-10 % more
+    images per second than overlapping the two (``benchmarks/inference.py``).
+    """
+    return 0 if device.type == "cpu" else PREFETCH_BATCHES
+
+
+def _composed_on_every_core(cache: _ImageCache, chunks: Iterator[list[ImageJob]], blend: bool, size: int | None) -> Iterator:
+    workers = _cpu_count()
+    with ThreadPoolExecutor(workers, thread_name_prefix="backdrop-composites") as pool:
+        for chunk in chunks:
+            bounds = np.linspace(0, len(chunk), min(workers, len(chunk)) + 1).astype(int)
+            parts = [chunk[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+            yield chunk, np.concatenate(list(pool.map(lambda part: _compose_batch(cache, part, blend, size), parts)))
 
 
 _DONE = object()
@@ -418,7 +458,8 @@ def _run_group(
             weight, bias = load_head_weights(workspace, member.spec)
             member.head = (weight.to(device), bias.to(device))
     topk: dict[str, np.ndarray] = {}
-    for batch_jobs, images in iter_composites(workspace, _with_foreground(todo), batch_size=batch_size, size=model.spec.input_size):
+    stream = iter_composites(workspace, _with_foreground(todo), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(device))
+    for batch_jobs, images in stream:
         logits, embedding = model.run_batch(model.preprocess(images))
         embedding = embedding.float()
         alone = [i for i, job in enumerate(batch_jobs) if job.foreground]
@@ -476,6 +517,11 @@ def _rows(member: _Member, jobs: Sequence[ImageJob], probabilities: np.ndarray, 
     return rows
 
 
+def _cpu_count() -> int:
+    """CPU cores this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 @contextmanager
 def _cpu_threads(device: torch.device):
     """On CPU, let torch use every core this process may run on (restored afterwards)."""
@@ -483,7 +529,7 @@ def _cpu_threads(device: torch.device):
         yield
         return
     before = torch.get_num_threads()
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    torch.set_num_threads(_cpu_count())
     try:
         yield
     finally:
@@ -542,7 +588,7 @@ def _evaluate(workspace: Workspace, spec: ModelSpec, target_ids: list[str], outp
     jobs = [ImageJob(target, 0, None) for target in target_ids]
     start = 0
     with _cpu_threads(model.device):
-        for batch_jobs, images in iter_composites(workspace, jobs, batch_size=batch_size, size=spec.input_size):
+        for batch_jobs, images in iter_composites(workspace, jobs, batch_size=batch_size, size=spec.input_size, prefetch=prefetch_for(model.device)):
             logits, _ = model.run_batch(model.preprocess(images))
             probabilities = torch.softmax(logits.float(), dim=1).cpu().numpy()
             for i, probs in enumerate(probabilities):

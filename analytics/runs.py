@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_choice, check_positive_int
-from .compose import composite
+from .compose import Cutout
 from .datasets import load_backgrounds, load_targets
 from .exceptions import InvalidInputError, NotFoundError
 from .variance import (
@@ -676,8 +676,7 @@ def compose_images(workspace: Workspace, target_id: str, background_ids: Sequenc
     out = np.repeat(images, len(background_ids), axis=0)
     swap = [i for i, background in enumerate(background_ids) if background]
     if swap:
-        backgrounds = load_backgrounds(workspace, [background_ids[i] for i in swap])
-        out[swap] = composite(out[swap], np.repeat(masks, len(swap), axis=0), backgrounds)
+        out[swap] = Cutout(images[0], masks[0]).paste(load_backgrounds(workspace, [background_ids[i] for i in swap]))
     return out
 
 

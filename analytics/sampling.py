@@ -23,11 +23,14 @@ seeded by ``(seed, target id)``: the same seed gives the same suite, and adding 
 change the others' backgrounds.
 
 **Too few backgrounds.** ``n`` larger than the pool is an error for every method (a suite would
-need duplicates). When realism filtering (all methods) or keyword exhaustion (keyword methods with
-``top_up=False``) leaves fewer than ``n``, the target gets a smaller suite and the result carries a
-warning naming it. The keyword methods top up by default: once their keyword subspaces are used up
+need duplicates). The keyword methods top up by default: once their keyword subspaces are used up
 they fill the rest from the remaining pool in random order, with ``keyword=''`` and ``level=-1``
-marking those rows (and a warning counting them).
+marking those rows (and a warning counting them); with ``top_up=False`` the target keeps a smaller
+suite and a warning. When the realism threshold rejects so many candidates that fewer than ``n``
+pass, the rejected candidates with the highest realism scores fill the suite (each keeps the
+subspace it was rejected from), flagged ``below_realism=True``, and a warning names the target:
+every target of a suite gets ``n`` backgrounds, so runs compare like with like, and the analyst
+sees which composites are the least plausible ones.
 
 **Proxy distances.** ``nearest`` and ``interval`` rank the whole pool for every target; computing
 every composite (targets x pool x models) is too slow on a CPU, so they rank by a cheap proxy given
@@ -57,7 +60,8 @@ class SampledBackground:
     ``position`` runs 1..n in the order the sampler chose (position 0 is the original image).
     ``keyword`` / ``level`` record the subspace it came from ('' / -1 for distance-based methods
     and top-up rows); ``distance_proxy`` is the proxy distance used for ranking (NaN when the
-    context had none).
+    context had none); ``below_realism`` marks a background that failed the realism bar and was
+    taken only because too few passed it.
     """
 
     target_id: str
@@ -66,6 +70,7 @@ class SampledBackground:
     keyword: str = ""
     level: int = -1
     distance_proxy: float = float("nan")
+    below_realism: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,26 +185,34 @@ class Sampler(ABC):
             items += [
                 SampledBackground(
                     target_id, position, pool_ids[j], space.keyword, space.level,
-                    float(proxy[i, j]) if proxy is not None else float("nan"),
+                    float(proxy[i, j]) if proxy is not None else float("nan"), below,
                 )
-                for position, (j, space) in enumerate(chosen, start=1)
+                for position, (j, space, below) in enumerate(chosen, start=1)
             ]
         return SamplingResult(items, notes)
 
-    def _sample_target(self, i, target_id, n, seed, context, n_pool, notes) -> list[tuple[int, _Subspace]]:
-        """Up to ``n`` (pool index, subspace) picks for target ``i``; appends warnings to ``notes``."""
+    def _sample_target(self, i, target_id, n, seed, context, n_pool, notes) -> list[tuple[int, _Subspace, bool]]:
+        """Up to ``n`` (pool index, subspace, below realism) picks for target ``i``; warnings go to ``notes``."""
         rng = _target_rng(seed, target_id)
-        accept, tried = _acceptor(i, context), set()
-        chosen = _fill(self._subspaces(i, rng, context, n_pool, n), n, accept, tried)
+        accept, tried, rejected = _acceptor(i, context), set(), {}
+        chosen = _fill(self._subspaces(i, rng, context, n_pool, n), n, accept, tried, rejected)
         fallback = self._fallback(rng, n_pool) if len(chosen) < n else None
         if fallback is not None:
-            extra = _fill([fallback], n - len(chosen), accept, tried)
+            extra = _fill([fallback], n - len(chosen), accept, tried, rejected)
             if extra:
                 notes.append(
                     f"target {target_id!r}: its keywords reached {len(chosen)} backgrounds; {len(extra)} random "
                     "backgrounds topped the suite up (keyword '', level -1)"
                 )
             chosen += extra
+        if len(chosen) < n and rejected:
+            best = sorted(rejected, key=lambda j: (-context.realism(i, j), j))[: n - len(chosen)]
+            notes.append(
+                f"target {target_id!r}: {len(chosen)} of {n} backgrounds pass the realism threshold "
+                f"{context.realism_threshold}; the {len(best)} best-scoring of the rejected ones fill the suite "
+                "(below_realism=True)"
+            )
+            chosen += [(j, rejected[j], True) for j in best]
         if len(chosen) < n:
             notes.append(
                 f"target {target_id!r}: {len(chosen)} of {n} backgrounds (the realism threshold "
@@ -331,14 +344,17 @@ class OntologySampler(KeywordSampler):
 SAMPLERS: dict[str, type[Sampler]] = {cls.name: cls for cls in (RandomSampler, NearestSampler, IntervalSampler, KeywordSampler, OntologySampler)}
 
 
-def _fill(subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tried: set[int]) -> list[tuple[int, _Subspace]]:
+def _fill(
+    subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tried: set[int], rejected: dict[int, _Subspace]
+) -> list[tuple[int, _Subspace, bool]]:
     """Cycle through ``subspaces`` taking the first untried, accepted candidate of each, until ``n``.
 
     ``tried`` (pool indices already taken or rejected for this target) is updated in place: a
     rejected candidate is never retried (it may sit in several keyword subspaces) and a taken one
-    never repeats. A subspace whose candidates are all tried drops out.
+    never repeats; ``rejected`` maps each rejected candidate to the subspace that offered it. A
+    subspace whose candidates are all tried drops out. Picks are ``(index, subspace, False)``.
     """
-    chosen: list[tuple[int, _Subspace]] = []
+    chosen: list[tuple[int, _Subspace, bool]] = []
     cursors = [0] * len(subspaces)
     active = list(range(len(subspaces)))
     while len(chosen) < n and active:
@@ -352,8 +368,9 @@ def _fill(subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tri
                     continue
                 tried.add(j)
                 if accept(j):
-                    chosen.append((j, space))
+                    chosen.append((j, space, False))
                     break
+                rejected[j] = space
             if cursors[s] < len(space.candidates):
                 still.append(s)
         active = still

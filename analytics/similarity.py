@@ -240,7 +240,7 @@ def composite_distances(
     -------
     distances : ndarray of shape (len(jobs),), float64
     """
-    from .inference import iter_composites
+    from .inference import iter_composites, prefetch_for
 
     if not models:
         raise InvalidInputError("composite_distances needs at least one model")
@@ -251,7 +251,7 @@ def composite_distances(
     distances = np.zeros(len(jobs))
     todo = [job for job in jobs if job.position != 0]
     done = 0
-    for batch_jobs, images in iter_composites(workspace, todo, batch_size=batch_size):
+    for batch_jobs, images in iter_composites(workspace, todo, batch_size=batch_size, prefetch=prefetch_for(models[0].device)):
         rows = [row_of[job.target_id] for job in batch_jobs]
         total = np.zeros(len(batch_jobs))
         for model, original in zip(models, originals):

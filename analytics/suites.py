@@ -64,7 +64,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ITEM_COLUMNS = ["target_id", "position", "background_id", "keyword", "level", "distance"]
+ITEM_COLUMNS = ["target_id", "position", "background_id", "keyword", "level", "below_realism", "distance"]
+_ITEM_TYPES = {"position": int, "level": int, "below_realism": bool, "distance": float}
 LIST_COLUMNS = ["id", "method", "n", "seed", "targets", "items", "mean_distance", "created"]
 DEFAULT_REALISM = "seam-harmony"
 DEFAULT_REALISM_THRESHOLD = 0.25
@@ -121,7 +122,8 @@ class SuiteStats:
 
     ``keyword_diversity`` = mean over targets of the number of distinct non-empty keywords among
     its backgrounds; ``distance_*`` over all items with a distance (NaN when none); ``spread`` is
-    the standard deviation of the distances.
+    the standard deviation of the distances; ``below_realism`` counts the items that failed the
+    realism bar and fill a target's suite only because too few passed.
     """
 
     targets: int
@@ -133,6 +135,7 @@ class SuiteStats:
     distance_std: float
     distance_min: float
     distance_max: float
+    below_realism: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -424,13 +427,13 @@ def _items(workspace, result: SamplingResult, models, batch_size, progress) -> p
     from .inference import ImageJob
 
     items = pd.DataFrame(
-        [(s.target_id, s.position, s.background_id, s.keyword, s.level) for s in result.items], columns=ITEM_COLUMNS[:-1]
+        [(s.target_id, s.position, s.background_id, s.keyword, s.level, s.below_realism) for s in result.items], columns=ITEM_COLUMNS[:-1]
     )
     items["distance"] = np.nan
     if models and len(items):
         jobs = [ImageJob(s.target_id, s.position, s.background_id) for s in result.items]
         items["distance"] = composite_distances(workspace, jobs, models=models, batch_size=batch_size, progress=progress)
-    return items.astype({"position": int, "level": int, "distance": float})
+    return items.astype(_ITEM_TYPES)
 
 
 # -- storage -------------------------------------------------------------------------------------
@@ -445,7 +448,7 @@ def save_suite(workspace: Workspace, suite: Suite) -> Suite:
     created = now()
     record = {**suite.params, "warnings": list(suite.warnings)}
     rows = [
-        (suite.id, r.target_id, int(r.position), r.background_id, r.keyword, int(r.level), None if np.isnan(r.distance) else float(r.distance))
+        (suite.id, r.target_id, int(r.position), r.background_id, r.keyword, int(r.level), int(r.below_realism), None if np.isnan(r.distance) else float(r.distance))
         for r in suite.items.itertuples(index=False)
     ]
     with workspace.transaction() as conn:
@@ -455,7 +458,7 @@ def save_suite(workspace: Workspace, suite: Suite) -> Suite:
         ).rowcount
         if inserted:  # a suite's id is its content: an existing one already holds these rows
             conn.executemany(
-                "INSERT INTO suite_items(suite_id, target_id, position, background_id, keyword, level, distance) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO suite_items(suite_id, {', '.join(ITEM_COLUMNS)}) VALUES (?, {', '.join('?' * len(ITEM_COLUMNS))})",
                 rows,
             )
     return load_suite(workspace, suite.id)
@@ -472,7 +475,7 @@ def load_suite(workspace: Workspace, suite_id: str) -> Suite:
     rows = workspace.query(
         f"SELECT {', '.join(ITEM_COLUMNS)} FROM suite_items WHERE suite_id = ? ORDER BY target_id, position", (suite_id,)
     )
-    items = pd.DataFrame([dict(r) for r in rows], columns=ITEM_COLUMNS).astype({"position": int, "level": int, "distance": float})
+    items = pd.DataFrame([dict(r) for r in rows], columns=ITEM_COLUMNS).astype(_ITEM_TYPES)
     return Suite(row["id"], row["method"], int(row["n"]), int(row["seed"]), record, items, warnings, row["created"])
 
 
@@ -522,6 +525,7 @@ def suite_stats(suite: Suite) -> SuiteStats:
         int(counts.max()) if len(counts) else 0,
         float(keywords.mean()) if len(counts) else 0.0,
         *summary,
+        below_realism=int(items["below_realism"].sum()),
     )
 
 

@@ -74,7 +74,7 @@ import pandas as pd
 from ._validation import check_fraction, check_positive_int
 from .datasets import list_backgrounds, list_targets, load_backgrounds
 from .exceptions import InvalidInputError, NotFoundError
-from .inference import ImageJob, iter_composites
+from .inference import ImageJob, iter_composites, prefetch_for
 from .models import (
     LITE_VARIANTS,
     LoadedModel,
@@ -527,7 +527,7 @@ def _cached(workspace: Workspace, backbone_key: str, items: list, embed: Callabl
 
 def _embed_jobs(workspace: Workspace, model: LoadedModel, jobs: list[ImageJob], batch_size: int) -> np.ndarray:
     out = []
-    for _, images in iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.input_size):
+    for _, images in iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(model.device)):
         _, embedding = model.run_batch(model.preprocess(images))
         out.append(embedding.float().cpu().numpy())
     return np.concatenate(out)

@@ -182,13 +182,14 @@ def _number(value: float) -> str:
 
 
 def caption(row, *, keyword_method: bool) -> str:
-    """``#position · keyword (level L) · d=0.123`` for one suite item (row of ``Suite.items``)."""
+    """``#position · keyword (level L) · d=0.123 [· below realism bar]`` for one suite item (row of ``Suite.items``)."""
     if row.keyword:
         keyword = f"{row.keyword} (level {row.level})"
     else:
         keyword = "random top-up" if keyword_method else ""
     distance = "" if np.isnan(row.distance) else f"d={row.distance:.3f}"
-    return " · ".join(part for part in (f"#{row.position}", keyword, distance) if part)
+    realism = "below realism bar" if row.below_realism else ""
+    return " · ".join(part for part in (f"#{row.position}", keyword, distance, realism) if part)
 
 
 def preview(workspace: Workspace, suite: Suite) -> None:

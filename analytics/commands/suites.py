@@ -76,6 +76,7 @@ def run_suite(args: argparse.Namespace) -> dict:
         "keyword_diversity": stats.keyword_diversity,
         "distance_mean": stats.distance_mean,
         "distance_std": stats.distance_std,
+        "below_realism": stats.below_realism,
         "warnings": list(suite.warnings),
     }
 

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from analytics.compose import composite, foreground_only
+from analytics.compose import Cutout, composite, foreground_only
 from analytics.exceptions import InvalidInputError
 
 SIZE = 64
@@ -69,6 +69,22 @@ def test_batch_equals_one_image_at_a_time():
     together = composite(images, masks, backgrounds)
     alone = np.concatenate([composite(images[i : i + 1], masks[i : i + 1], backgrounds[i : i + 1]) for i in range(4)])
     np.testing.assert_array_equal(together, alone)
+
+
+def test_a_cutout_pasted_on_many_backgrounds_equals_composite_row_by_row():
+    images, masks, backgrounds = batch(4)
+    for soft in (False, True):  # binary masks take the masked-copy path, soft ones the alpha mix
+        mask = masks[0].astype(np.float32) * 0.8 + 0.1 if soft else masks[0]
+        for blend in (True, False):
+            pasted = Cutout(images[0], mask).paste(backgrounds, blend=blend)
+            rows = composite(np.repeat(images[:1], 4, 0), np.repeat(mask[None], 4, 0), backgrounds, blend=blend)
+            np.testing.assert_array_equal(pasted, rows)
+
+
+def test_a_cutout_refuses_backgrounds_of_another_size():
+    images, masks, backgrounds = batch(2)
+    with pytest.raises(InvalidInputError, match="image's shape"):
+        Cutout(images[0], masks[0]).paste(backgrounds[:, :8])
 
 
 def test_inputs_are_not_changed_and_results_are_deterministic():

@@ -24,10 +24,11 @@ def _rows(workspace, run_id: str) -> pd.DataFrame:
 
 
 # -- composites ------------------------------------------------------------------------------------
-def test_iter_composites_matches_compose_batch_by_batch(tiny_model_workspace):
+@pytest.mark.parametrize("prefetch", [0, 2])  # 0: generated on demand over every core (CPU models)
+def test_iter_composites_matches_compose_batch_by_batch(tiny_model_workspace, prefetch):
     jobs, _ = suite_jobs(tiny_model_workspace, TINY_SUITE)
     assert len(jobs) == 6 * (TINY_SUITE_N + 1) and jobs[0].position == 0 and jobs[0].background_id is None
-    batches = list(iter_composites(tiny_model_workspace, jobs, batch_size=4))
+    batches = list(iter_composites(tiny_model_workspace, jobs, batch_size=4, prefetch=prefetch))
     assert [len(b) for b, _ in batches] == [4] * 7 + [2]
     assert [job for batch, _ in batches for job in batch] == jobs
     images = np.concatenate([images for _, images in batches])

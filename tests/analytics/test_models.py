@@ -304,3 +304,49 @@ def test_a_classifier_that_does_not_end_with_its_linear_layer_is_refused(labels3
     with pytest.raises(InvalidInputError, match="does not end with its final Linear layer '2'"):
         _check_split(network, spec)
     assert isinstance(body[2], nn.Identity)  # the probe put the network back as it was
+
+
+# -- CPU inference path ------------------------------------------------------------------------
+class _BranchyNet(torch.nn.Module):
+    """Its output depends on the input through Python control flow: tracing records one branch."""
+
+    def forward(self, x):
+        pooled = x.mean((2, 3))
+        if bool(x.mean() > 0):
+            return pooled, pooled
+        return -pooled, pooled
+
+
+@pytest.mark.slow
+def test_frozen_lite0_matches_the_eager_network_and_is_used_for_inference():
+    from analytics.models import _LiteClassifier, freeze_for_cpu
+
+    network = _LiteClassifier(build_efficientnet_lite(0)).eval()
+    batch = torch.from_numpy(np.random.default_rng(0).uniform(-1, 1, (5, 3, 224, 224)).astype(np.float32))
+    frozen = freeze_for_cpu(network, batch)
+    assert isinstance(frozen, torch.jit.ScriptModule)
+    with torch.no_grad():
+        for eager, fast in zip(network(batch), frozen(batch)):
+            assert eager.shape == fast.shape and torch.allclose(eager, fast, rtol=1e-3, atol=1e-4)
+
+
+def test_a_network_that_traces_wrongly_stays_eager():
+    from analytics.models import freeze_for_cpu
+
+    network = _BranchyNet()
+    batch = torch.cat([torch.ones(1, 3, 8, 8), -torch.ones(1, 3, 8, 8)])  # the check batch takes both branches
+    assert freeze_for_cpu(network, batch) is network
+
+
+def test_run_batch_in_micro_batches_equals_one_eager_pass(tiny_model_workspace, monkeypatch):
+    import analytics.models as models
+
+    model = load_model(tiny_model_workspace, "tiny", device="cpu")
+    images = np.random.default_rng(3).integers(0, 256, (11, 32, 32, 3), dtype=np.uint8)
+    batch = model.preprocess(images)
+    monkeypatch.setattr(models, "CPU_MICRO_BATCH", 4)  # 11 images -> 4 + 4 + 3
+    logits, embedding = model.run_batch(batch)
+    with torch.no_grad():
+        expected_logits, expected_embedding = model.network(batch)
+    assert logits.shape == expected_logits.shape and embedding.shape == expected_embedding.shape
+    assert torch.allclose(logits, expected_logits, atol=1e-5) and torch.allclose(embedding, expected_embedding, atol=1e-5)

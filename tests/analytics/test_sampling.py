@@ -198,18 +198,36 @@ def test_realism_threshold_is_respected(name):
         assert scores[TARGETS.index(item.target_id), POOL.index(item.background_id)] >= 0.7
 
 
-def test_too_strict_realism_gives_a_smaller_suite_with_a_warning():
-    context = full_context(realism=lambda i, j: float(j < 3), realism_threshold=0.5)  # only 3 pass
-    result = SAMPLERS["random"]().sample(TARGETS, POOL, n=5, seed=0, context=context)
-    assert all(len(items) == 3 for items in by_target(result).values())
-    assert len(result.warnings) == N_TARGETS and "3 of 5" in result.warnings[0]
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_too_strict_realism_fills_the_suite_with_the_best_rejected_and_warns(name):
+    # backgrounds 0-2 pass; every other one fails, background j scoring j / 100
+    context = full_context(realism=lambda i, j: 1.0 if j < 3 else j / 100, realism_threshold=0.5)
+    result = SAMPLERS[name]().sample(TARGETS, POOL, n=5, seed=0, context=context)
+    for items in by_target(result).values():
+        passing = [item.background_id for item in items if not item.below_realism]
+        below = [item.background_id for item in items if item.below_realism]
+        assert len(items) == 5 and len({item.background_id for item in items}) == 5
+        assert sorted(passing) == ["b00", "b01", "b02"]
+        assert [item.position for item in items if item.below_realism] == [4, 5]  # after every passing one
+        scores = [int(b[1:]) / 100 for b in below]
+        assert all(score < 0.5 for score in scores) and scores == sorted(scores, reverse=True)  # best first
+    realism_notes = [w for w in result.warnings if "realism" in w]
+    assert len(realism_notes) == N_TARGETS and "3 of 5" in realism_notes[0] and "below_realism" in realism_notes[0]
+
+
+def test_the_filling_backgrounds_are_the_best_scoring_rejected_ones():
+    context = full_context(realism=lambda i, j: 1.0 if j < 3 else j / 100, realism_threshold=0.5)
+    grouped = by_target(SAMPLERS["random"]().sample(TARGETS, POOL, n=5, seed=0, context=context))
+    for items in grouped.values():  # random tries the whole pool, so the two best rejected are 39 and 38
+        assert [item.background_id for item in items if item.below_realism] == ["b39", "b38"]
 
 
 def test_a_background_as_harmonious_as_the_own_scene_passes_a_stricter_threshold():
     # every candidate scores 0.3 < 0.5, but target 0's own scene scores only 0.2: its bar drops to 0.2
     context = full_context(realism=lambda i, j: 0.3, realism_threshold=0.5, realism_reference=lambda i: 0.2 if i == 0 else 0.9)
     grouped = by_target(SAMPLERS["random"]().sample(TARGETS, POOL, n=4, seed=0, context=context))
-    assert len(grouped["t0"]) == 4 and all(t not in grouped for t in TARGETS[1:])
+    assert not any(item.below_realism for item in grouped["t0"])
+    assert all(item.below_realism for target in TARGETS[1:] for item in grouped[target])
 
 
 # -- realism scorers --------------------------------------------------------------------------

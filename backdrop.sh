@@ -64,7 +64,13 @@ case "${1:-}" in
     install_python_packages "$ROOT/requirements-dev.txt"
     install_browser
     log "fetching demo assets (used by the integration tests)"
-    "$PY" -m analytics fetch-assets || log "assets unavailable: tests that need them are skipped"
+    if ! "$PY" -m analytics fetch-assets; then
+      [ "${BACKDROP_REQUIRE_ASSETS:-0}" = 1 ] && { log "demo assets unavailable and BACKDROP_REQUIRE_ASSETS=1: stopping"; exit 1; }
+      log "assets unavailable: tests that need them are skipped"
+    fi
+    if [ "${BACKDROP_REQUIRE_ASSETS:-0}" = 1 ] && [ ! -d "$ROOT/../shared/reference" ]; then
+      log "BACKDROP_REQUIRE_ASSETS=1 but ../shared/reference (the real reference data) is missing: stopping"; exit 1
+    fi
     cd "$ROOT"
     exec "$PY" -m pytest -q "${@:2}"
     ;;

@@ -136,6 +136,16 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE suite_items ADD COLUMN below_realism INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: class mappings beyond ImageNet indices (an IN-9 class or a custom output label); which
+    # weights and class mappings a run used and which weights a judgment judged (stale results).
+    """
+    ALTER TABLE classes ADD COLUMN in9 TEXT NOT NULL DEFAULT '';
+    ALTER TABLE classes ADD COLUMN label TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN model_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN classes_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE judgments ADD COLUMN model_key TEXT NOT NULL DEFAULT '';
+    CREATE INDEX judgments_by_suite ON judgments(suite_id, annotator, model, id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

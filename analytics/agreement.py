@@ -1,7 +1,8 @@
 """How far annotators agree about models (DESIGN §1.10).
 
 Every function takes the judgments that count — one row per (annotator, model), as returned by
-:func:`analytics.judgments.latest_judgments` — and returns a new table or number:
+:func:`analytics.judgments.latest_judgments` for one suite (judgments are made per suite: the same
+model judged on two suites is two different decisions) — and returns a new table or number:
 
 * Fleiss' κ across all annotators (Fleiss 1971; statsmodels),
 * Cohen's κ for every pair of annotators on the models both judged (Cohen 1960; scikit-learn),
@@ -98,7 +99,7 @@ def measure_agreement(judgments: pd.DataFrame) -> Agreement:
     ----------
     judgments : DataFrame
         Columns ``annotator, model, label``; one row per (annotator, model) — pass
-        :func:`analytics.judgments.latest_judgments`.
+        :func:`analytics.judgments.latest_judgments` of one suite.
 
     Returns
     -------
@@ -283,8 +284,8 @@ def _check_judgments(judgments: pd.DataFrame) -> pd.DataFrame:
         raise InvalidInputError(f"judgments hold unknown labels {bad}; labels are {', '.join(LABELS)}")
     if judgments.duplicated(["annotator", "model"]).any():
         raise InvalidInputError(
-            "judgments hold several rows for one (annotator, model); pass latest_judgments(workspace), "
-            "which keeps only the one that counts"
+            "judgments hold several rows for one (annotator, model); pass latest_judgments(workspace, suite_id), "
+            "which keeps only the one that counts on that suite"
         )
     return judgments
 

@@ -1,26 +1,40 @@
 """The automated assessor: learn the analysts' decision from features of a model's variance matrices
-(DESIGN §1.13).
+(DESIGN §1.13), and check that the matrices tell more than the accuracy statistics do.
 
-Input is a feature table — one row per model, one numeric column per feature (the matrix features
-of :func:`analytics.variance.matrix_features` over the model's four matrices) plus a
-``worst_case_accuracy`` column — and a label per judged model (the majority vote of
-:func:`analytics.agreement.majority_vote`, or a zoo model's construction label).
+Input is a feature table — one row per model, as :func:`analytics.runs.features_table` gives it: the
+matrix features of :func:`analytics.variance.matrix_features` over the model's four matrices plus
+the three accuracy statistics :data:`ACCURACY_COLUMNS` — and a label per judged model (the majority
+vote of :func:`analytics.agreement.majority_vote`, or a zoo model's construction label).
 
-Three assessors are registered in :data:`ASSESSORS`:
+Which columns an assessor reads is decided in one place, :func:`feature_columns`, from its
+``inputs`` (:data:`INPUTS`); the CLI (``assess``) and the Assessor page both pass the whole table,
+so they train on the same columns:
 
-* ``random_forest`` and ``adaboost`` (scikit-learn) use every matrix feature, i.e. every column
-  except ``worst_case_accuracy``, so that the comparison below asks whether the matrices tell more
-  than the single accuracy number does;
-* ``worst_case_baseline`` uses ``worst_case_accuracy`` alone: a decision tree of depth 2, i.e. up to
-  three thresholds on that one number learned on the training split (enough to cut it into the three
-  labels), the paper's worst-case-accuracy baseline.
+* ``'matrix'``: every column except the accuracy statistics, i.e. the variance-matrix features only
+  (the assessor "learns only from the matrices");
+* ``'accuracy'``: accuracy, original accuracy and worst-case accuracy;
+* ``'worst_case'``: worst-case accuracy alone.
+
+The family (:class:`Assessor` subclasses, registered in :data:`ASSESSORS`):
+
+* ``random_forest`` and ``adaboost`` (scikit-learn) on the matrix features;
+* ``accuracy_forest`` and ``accuracy_adaboost``: the same learners (subclasses, so the same
+  settings) on the accuracy statistics — the learned baseline: if these score as well as the matrix
+  assessors, the matrices add nothing on those models;
+* ``worst_case_baseline``: the paper's worst-case-accuracy baseline, a decision tree of depth 2 on
+  worst-case accuracy alone, i.e. up to three thresholds learned on the training split.
 
 Evaluation follows the paper: a stratified random split, 2/3 train and 1/3 test, repeated 10 times;
-accuracy mean ± standard deviation and Cohen's κ against the label on the test models. Explanations
-are Shapley values of the predicted class probability per feature: TreeSHAP (``shap.TreeExplainer``,
-exact for trees) for the forest and the baseline tree; for AdaBoost, which TreeSHAP does not
-support, shap's ``Exact`` explainer, which enumerates every feature coalition against the training
-rows as reference (its cost doubles with each feature, so it is limited to :data:`MAX_EXACT_FEATURES`).
+accuracy mean ± standard deviation and Cohen's κ against the label on the test models. Every assessor
+sees the same splits. Explanations are Shapley values of the predicted class probability per
+feature: TreeSHAP (``shap.TreeExplainer``, exact) for the tree-based kinds; for AdaBoost, which
+TreeSHAP does not support, shap's ``Exact`` explainer when it reads at most
+:data:`MAX_EXACT_FEATURES` features (it enumerates every coalition, so its cost doubles with each
+feature), otherwise shap's ``Permutation`` explainer with a fixed sample budget of
+:data:`SHAP_PERMUTATIONS` antithetic permutations per explained model, i.e.
+``SHAP_PERMUTATIONS × (2 × n_features + 1)`` masked evaluations (970 for the 48 matrix features),
+each averaged over up to 100 training rows as the reference distribution. Permutation values are an
+estimate, but they add up exactly: per model, base value + Σ values = the explained probability.
 
 Enough judged models: at least :data:`MIN_MODELS`, at least two labels, at least two models per
 label (stratification puts one in train and one in test), and enough that both the train and the
@@ -30,9 +44,9 @@ test split can hold every label. Fewer raise :class:`InvalidInputError` saying h
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -48,50 +62,119 @@ from .exceptions import InvalidInputError
 from .judgments import LABELS
 
 WORST_CASE = "worst_case_accuracy"
+#: The accuracy statistics of a run (:func:`analytics.runs.run_features`); never matrix features.
+ACCURACY_COLUMNS = ("accuracy", "original_accuracy", WORST_CASE)
+#: What an assessor may read (its ``inputs``) -> description; :func:`feature_columns` resolves it.
+INPUTS: dict[str, str] = {
+    "matrix": "variance-matrix features",
+    "accuracy": "accuracy, original and worst-case accuracy",
+    "worst_case": "worst-case accuracy",
+}
 MIN_MODELS = 6
 MIN_PER_LABEL = 2
+#: Most features for which AdaBoost's Shapley values are enumerated exactly (2^n coalitions).
 MAX_EXACT_FEATURES = 12
-_MAX_BACKGROUND = 100  # training rows kept as the reference distribution of the exact explainer
+#: Sample budget of the permutation explainer (AdaBoost on more than MAX_EXACT_FEATURES features):
+#: antithetic permutation pairs per explained model, i.e. SHAP_PERMUTATIONS x (2 n + 1) evaluations.
+SHAP_PERMUTATIONS = 10
+_MAX_BACKGROUND = 100  # training rows kept as the reference distribution of the sampling explainers
 
 
-@dataclass(frozen=True)
-class AssessorKind:
-    """A registered assessor: how to build it and which columns it reads.
+class Assessor:
+    """Base class of the assessor family: class metadata plus :meth:`make`.
 
-    ``make(seed)`` returns an unfitted scikit-learn classifier; ``short`` prefixes its keys in
-    :meth:`AssessorReport.to_dict`; ``tree_shap`` says whether TreeSHAP can explain it.
+    Class attributes
+    ----------------
+    name : str         registry key (:data:`ASSESSORS`)
+    title : str        display name
+    short : str        prefix of its keys in :meth:`AssessorReport.to_dict`
+    inputs : str       key of :data:`INPUTS`: which columns it reads (:func:`feature_columns`)
+    tree_shap : bool   whether TreeSHAP can explain it
     """
 
-    name: str
-    title: str
-    short: str
-    uses: str  # 'matrix' = every column but worst_case_accuracy; 'worst_case' = that column only
-    tree_shap: bool
-    make: Callable[[int], ClassifierMixin] = field(repr=False)
+    name: ClassVar[str]
+    title: ClassVar[str]
+    short: ClassVar[str]
+    inputs: ClassVar[str]
+    tree_shap: ClassVar[bool]
 
-    def columns(self, features: pd.DataFrame) -> list[str]:
-        if self.uses == "worst_case":
-            return [WORST_CASE]
-        return [name for name in features.columns if name != WORST_CASE]
+    @classmethod
+    def make(cls, seed: int) -> ClassifierMixin:
+        """An unfitted scikit-learn classifier seeded with ``seed``."""
+        raise NotImplementedError
 
 
-ASSESSORS: dict[str, AssessorKind] = {
-    kind.name: kind
-    for kind in (
-        AssessorKind(
-            "random_forest", "Random forest", "rf", "matrix", True,
-            lambda seed: RandomForestClassifier(n_estimators=200, random_state=seed),
-        ),
-        AssessorKind(
-            "adaboost", "AdaBoost", "ada", "matrix", False,
-            lambda seed: AdaBoostClassifier(n_estimators=100, random_state=seed),
-        ),
-        AssessorKind(
-            "worst_case_baseline", "Worst-case accuracy only", "baseline", "worst_case", True,
-            lambda seed: DecisionTreeClassifier(max_depth=2, random_state=seed),
-        ),
-    )
+class RandomForest(Assessor):
+    """A random forest of 200 trees on the variance-matrix features."""
+
+    name, title, short, inputs, tree_shap = "random_forest", "Random forest · matrices", "rf", "matrix", True
+
+    @classmethod
+    def make(cls, seed: int) -> ClassifierMixin:
+        return RandomForestClassifier(n_estimators=200, random_state=seed)
+
+
+class AdaBoost(Assessor):
+    """AdaBoost (100 stumps) on the variance-matrix features."""
+
+    name, title, short, inputs, tree_shap = "adaboost", "AdaBoost · matrices", "ada", "matrix", False
+
+    @classmethod
+    def make(cls, seed: int) -> ClassifierMixin:
+        return AdaBoostClassifier(n_estimators=100, random_state=seed)
+
+
+class AccuracyForest(RandomForest):
+    """The same random forest on accuracy, original and worst-case accuracy (the learned baseline)."""
+
+    name, title, short, inputs = "accuracy_forest", "Random forest · accuracy statistics", "acc_rf", "accuracy"
+
+
+class AccuracyAdaBoost(AdaBoost):
+    """The same AdaBoost on accuracy, original and worst-case accuracy (the learned baseline)."""
+
+    name, title, short, inputs = "accuracy_adaboost", "AdaBoost · accuracy statistics", "acc_ada", "accuracy"
+
+
+class WorstCaseBaseline(Assessor):
+    """The paper's baseline: a depth-2 decision tree (up to three thresholds) on worst-case accuracy."""
+
+    name, title, short, inputs, tree_shap = "worst_case_baseline", "Worst-case accuracy threshold", "baseline", "worst_case", True
+
+    @classmethod
+    def make(cls, seed: int) -> ClassifierMixin:
+        return DecisionTreeClassifier(max_depth=2, random_state=seed)
+
+
+#: The registered assessors, in display order: matrix learners, accuracy learners, threshold baseline.
+ASSESSORS: dict[str, type[Assessor]] = {
+    kind.name: kind for kind in (RandomForest, AdaBoost, AccuracyForest, AccuracyAdaBoost, WorstCaseBaseline)
 }
+
+
+def feature_columns(columns: Iterable[str], kind: str) -> list[str]:
+    """The columns of a feature table that one assessor reads (the one place that decides it).
+
+    Parameters
+    ----------
+    columns : iterable of str
+        Column names of a feature table (e.g. ``features.columns`` of
+        :func:`analytics.runs.features_table`).
+    kind : str
+        Key of :data:`ASSESSORS`.
+
+    Returns
+    -------
+    list of str
+        In table order: for ``inputs='matrix'`` every column not in :data:`ACCURACY_COLUMNS`; for
+        ``'accuracy'`` the accuracy statistics present; for ``'worst_case'`` ``worst_case_accuracy``.
+    """
+    inputs = ASSESSORS[check_choice(kind, "kind", ASSESSORS)].inputs
+    columns = [str(name) for name in columns]
+    if inputs == "matrix":
+        return [name for name in columns if name not in ACCURACY_COLUMNS]
+    chosen = ACCURACY_COLUMNS if inputs == "accuracy" else (WORST_CASE,)
+    return [name for name in columns if name in chosen]
 
 
 @dataclass(frozen=True)
@@ -130,8 +213,8 @@ class AssessorReport:
         The judged models used (features and a label).
     class_counts : dict of str to int
         Models per label.
-    feature_names : tuple of str
-        The matrix features the forest and AdaBoost used.
+    assessor_features : dict of str to tuple of str
+        The columns each assessor read (:func:`feature_columns`), keyed by its name.
     repeats, test_size, seed
         The evaluation settings.
     """
@@ -139,7 +222,7 @@ class AssessorReport:
     scores: dict[str, AssessorScores]
     models: tuple[str, ...]
     class_counts: dict[str, int]
-    feature_names: tuple[str, ...]
+    assessor_features: dict[str, tuple[str, ...]]
     repeats: int
     test_size: float
     seed: int
@@ -148,19 +231,27 @@ class AssessorReport:
     def n_models(self) -> int:
         return len(self.models)
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The matrix features (what the matrix assessors read)."""
+        return self.assessor_features[RandomForest.name]
+
     def table(self) -> pd.DataFrame:
-        """One row per assessor: ``assessor, accuracy_mean, accuracy_std, kappa_mean``."""
+        """One row per assessor: ``assessor, inputs, accuracy_mean, accuracy_std, kappa_mean``
+        (``inputs`` = the description in :data:`INPUTS`)."""
         return pd.DataFrame(
             [
-                (ASSESSORS[name].title, s.accuracy_mean, s.accuracy_std, s.kappa_mean)
+                (ASSESSORS[name].title, INPUTS[ASSESSORS[name].inputs], s.accuracy_mean, s.accuracy_std, s.kappa_mean)
                 for name, s in self.scores.items()
             ],
-            columns=["assessor", "accuracy_mean", "accuracy_std", "kappa_mean"],
+            columns=["assessor", "inputs", "accuracy_mean", "accuracy_std", "kappa_mean"],
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Flat JSON-ready dict: ``rf_accuracy_mean``, ``rf_accuracy_std``, ``rf_kappa_mean``,
-        the same for ``ada`` and ``baseline``, plus ``n_models``, ``class_counts`` and the settings."""
+        """Flat JSON-ready dict: ``<short>_accuracy_mean``, ``<short>_accuracy_std`` and
+        ``<short>_kappa_mean`` per assessor (``rf``, ``ada``, ``acc_rf``, ``acc_ada``, ``baseline``),
+        ``features`` (the matrix features), ``features_by_assessor`` (name -> columns read),
+        ``n_models``, ``class_counts`` and the settings."""
         result: dict[str, Any] = {}
         for name, scores in self.scores.items():
             short = ASSESSORS[name].short
@@ -172,6 +263,7 @@ class AssessorReport:
             "n_models": self.n_models,
             "class_counts": dict(self.class_counts),
             "features": list(self.feature_names),
+            "features_by_assessor": {name: list(columns) for name, columns in self.assessor_features.items()},
             "repeats": self.repeats,
             "test_size": self.test_size,
             "seed": self.seed,
@@ -183,7 +275,8 @@ class FittedAssessor:
     """An assessor trained on every judged model, ready for :func:`predict` and :func:`explain`.
 
     ``background`` (ndarray of shape (n_rows, n_features), float64) holds up to 100 training rows,
-    the reference distribution for Shapley values of kinds TreeSHAP cannot explain.
+    the reference distribution for Shapley values of kinds TreeSHAP cannot explain; ``seed`` (the
+    training seed) also seeds the permutation explainer.
     """
 
     kind: str
@@ -191,6 +284,7 @@ class FittedAssessor:
     feature_names: tuple[str, ...]
     classes: tuple[str, ...]
     background: np.ndarray = field(repr=False)
+    seed: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,12 +292,14 @@ class Explanation:
     """Shapley values of each model's explained class probability.
 
     ``values`` (models × features) plus ``base_value`` (per model) sum to the probability the assessor
-    gives ``target`` (per model).
+    gives ``target`` (per model). ``method`` names the explainer and, for the permutation explainer,
+    its sample budget.
     """
 
     values: pd.DataFrame
     base_value: pd.Series
     target: pd.Series
+    method: str
 
 
 def evaluate_assessors(
@@ -219,7 +315,9 @@ def evaluate_assessors(
     Parameters
     ----------
     features : DataFrame of shape (n_models, n_features), float
-        Index = model names; numeric finite columns, one of them ``worst_case_accuracy``.
+        Index = model names; numeric finite columns: the matrix features and the three
+        :data:`ACCURACY_COLUMNS` (as :func:`analytics.runs.features_table` gives them). Each assessor
+        reads only its :func:`feature_columns`.
     labels : Series of str
         Index = model names, values in ``LABELS``; models in only one of the two are ignored.
     repeats : int, default=10
@@ -243,11 +341,11 @@ def evaluate_assessors(
     x, y = _judged(features, labels, test_size)
     splitter = StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=seed)
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in ASSESSORS}
+    columns = {name: feature_columns(x.columns, name) for name in ASSESSORS}
     for repeat, (train, test) in enumerate(splitter.split(x, y)):
         for name, kind in ASSESSORS.items():
-            columns = kind.columns(x)
-            estimator = kind.make(seed + repeat).fit(x.iloc[train][columns].to_numpy(), y[train])
-            predicted = estimator.predict(x.iloc[test][columns].to_numpy())
+            estimator = kind.make(seed + repeat).fit(x.iloc[train][columns[name]].to_numpy(), y[train])
+            predicted = estimator.predict(x.iloc[test][columns[name]].to_numpy())
             results[name].append((accuracy_score(y[test], predicted), cohen_kappa(y[test], predicted)))
     return AssessorReport(
         scores={
@@ -256,7 +354,7 @@ def evaluate_assessors(
         },
         models=tuple(x.index),
         class_counts={label: int((y == label).sum()) for label in LABELS if (y == label).any()},
-        feature_names=tuple(ASSESSORS["random_forest"].columns(x)),
+        assessor_features={name: tuple(names) for name, names in columns.items()},
         repeats=repeats,
         test_size=test_size,
         seed=seed,
@@ -270,7 +368,8 @@ def fit_assessor(features: pd.DataFrame, labels: pd.Series, *, kind: str = "rand
     ----------
     features : DataFrame of shape (n_models, n_features), float
     labels : Series of str
-    kind : {'random_forest', 'adaboost', 'worst_case_baseline'}, default='random_forest'
+    kind : str, default='random_forest'
+        Key of :data:`ASSESSORS`.
     seed : int, default=0
 
     Returns
@@ -279,12 +378,12 @@ def fit_assessor(features: pd.DataFrame, labels: pd.Series, *, kind: str = "rand
     """
     check_choice(kind, "kind", ASSESSORS)
     x, y = _judged(features, labels, 1 / 3)
-    columns = ASSESSORS[kind].columns(x)
+    columns = feature_columns(x.columns, kind)
     estimator = ASSESSORS[kind].make(seed).fit(x[columns].to_numpy(), y)
     background = x[columns].to_numpy(dtype=float)
     if len(background) > _MAX_BACKGROUND:
         background = background[np.random.default_rng(seed).choice(len(background), _MAX_BACKGROUND, replace=False)]
-    return FittedAssessor(kind, estimator, tuple(columns), tuple(str(label) for label in estimator.classes_), background)
+    return FittedAssessor(kind, estimator, tuple(columns), tuple(str(label) for label in estimator.classes_), background, seed)
 
 
 def predict(assessor: FittedAssessor, features: pd.DataFrame) -> pd.DataFrame:
@@ -328,7 +427,7 @@ def explain(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | N
     x = _columns_for(assessor, features)
     if target is not None:
         check_choice(target, "target", assessor.classes)
-    result = _shapley(assessor, x)
+    result, method = _shapley(assessor, x)
     probabilities = assessor.estimator.predict_proba(x)
     columns = (
         np.full(len(x), assessor.classes.index(target)) if target is not None else probabilities.argmax(axis=1)
@@ -338,23 +437,29 @@ def explain(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | N
         values=pd.DataFrame(result.values[rows, :, columns], index=features.index, columns=list(assessor.feature_names)),
         base_value=pd.Series(result.base_values[rows, columns], index=features.index, name="base_value"),
         target=pd.Series(np.asarray(assessor.classes, dtype=object)[columns], index=features.index, name="target"),
+        method=method,
     )
 
 
-def _shapley(assessor: FittedAssessor, x: np.ndarray):
-    """shap's Explanation with values of shape (n, n_features, n_classes) and base_values (n, n_classes)."""
+def _shapley(assessor: FittedAssessor, x: np.ndarray) -> tuple[Any, str]:
+    """shap's Explanation (values of shape (n, n_features, n_classes), base_values (n, n_classes))
+    and the name of the explainer used."""
     import shap  # heavy import, needed only here
 
     if ASSESSORS[assessor.kind].tree_shap:
-        return shap.TreeExplainer(assessor.estimator)(x)
-    if len(assessor.feature_names) > MAX_EXACT_FEATURES:
-        raise InvalidInputError(
-            f"exact Shapley values for {assessor.kind!r} are limited to {MAX_EXACT_FEATURES} features "
-            f"(cost doubles with each); got {len(assessor.feature_names)}. Explain the random_forest "
-            "assessor instead (TreeSHAP), or select fewer features"
-        )
+        return shap.TreeExplainer(assessor.estimator)(x), "TreeSHAP (exact)"
     masker = shap.maskers.Independent(assessor.background, max_samples=_MAX_BACKGROUND)
-    return shap.explainers.Exact(assessor.estimator.predict_proba, masker)(x)
+    n_features = len(assessor.feature_names)
+    if n_features <= MAX_EXACT_FEATURES:
+        return shap.explainers.Exact(assessor.estimator.predict_proba, masker)(x), "exact enumeration of coalitions"
+    evaluations = SHAP_PERMUTATIONS * (2 * n_features + 1)
+    state = np.random.get_state()  # shap's Permutation explainer seeds and draws from numpy's global generator
+    try:
+        explainer = shap.explainers.Permutation(assessor.estimator.predict_proba, masker, seed=assessor.seed)
+        result = explainer(x, max_evals=evaluations, silent=True)
+    finally:
+        np.random.set_state(state)
+    return result, f"permutation sampling ({SHAP_PERMUTATIONS} antithetic permutations, {evaluations} evaluations per model)"
 
 
 def _judged(features: pd.DataFrame, labels: pd.Series, test_size: float) -> tuple[pd.DataFrame, np.ndarray]:
@@ -373,10 +478,14 @@ def _judged(features: pd.DataFrame, labels: pd.Series, test_size: float) -> tupl
 def _check_features(features: pd.DataFrame) -> None:
     if not isinstance(features, pd.DataFrame):
         raise InvalidInputError(f"features must be a DataFrame (rows = models, columns = features); got {type(features).__name__}")
-    if WORST_CASE not in features.columns:
-        raise InvalidInputError(f"features need a {WORST_CASE!r} column for the baseline; columns are {list(features.columns)}")
-    if len(features.columns) < 2:
-        raise InvalidInputError(f"features need at least one matrix feature besides {WORST_CASE!r}")
+    missing = [name for name in ACCURACY_COLUMNS if name not in features.columns]
+    if missing:
+        raise InvalidInputError(
+            f"features lack the accuracy columns {missing} the baselines read; columns are {list(features.columns)}. "
+            "Use analytics.runs.features_table"
+        )
+    if not feature_columns(features.columns, RandomForest.name):
+        raise InvalidInputError(f"features need at least one matrix feature besides {list(ACCURACY_COLUMNS)}")
     if features.index.has_duplicates:
         raise InvalidInputError("features hold several rows for one model; keep one row per model")
     non_numeric = [name for name, dtype in features.dtypes.items() if not pd.api.types.is_numeric_dtype(dtype)]

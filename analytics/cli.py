@@ -3,7 +3,8 @@
 Each module in :mod:`analytics.commands` adds its subcommands through ``register(subparsers)``; a
 subcommand's handler takes the parsed arguments and returns a JSON-serialisable result (printed
 with ``--json``) or an exit code. A :class:`BackdropError` becomes a one-line message on stderr and
-exit status 2; anything else is a bug and shows its traceback.
+exit status 2; anything else is a bug and shows its traceback. Output is strict JSON: NaN and
+infinities (an undefined κ, a suite without distances) are printed as ``null``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import importlib
 import json
 import logging
+import math
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -62,20 +64,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return result
     if result is not None:
         if getattr(args, "json", False):
-            print(json.dumps(result, default=_jsonable))
+            print(to_json(result))
         else:
             print(_human(result))
     return 0
 
 
-def _jsonable(value):
-    """numpy scalars and arrays in results become plain JSON values."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
+def to_json(result: object, *, indent: int | None = None) -> str:
+    """``result`` as strict JSON: numpy scalars and arrays become plain values, NaN and ±inf ``null``."""
+    return json.dumps(_plain(result), indent=indent, allow_nan=False)
+
+
+def _plain(value):
+    """A copy of ``value`` made of JSON types only (dict keys as strings, non-finite floats as None)."""
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        value = value.tolist()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (str, int)):
+        return value
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _human(result) -> str:
     if isinstance(result, dict):
-        return "\n".join(f"{key}: {json.dumps(value, default=_jsonable)}" for key, value in result.items())
-    return json.dumps(result, default=_jsonable, indent=2)
+        return "\n".join(f"{key}: {to_json(value)}" for key, value in result.items())
+    return to_json(result, indent=2)

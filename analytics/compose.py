@@ -53,6 +53,9 @@ class Cutout:
         hard = (mask > 0.5).astype(np.uint8)
         self._hard = hard
         self._binary = bool(((mask == 0) | (mask == 1)).all())
+        # A soft mask may fade far beyond the object; its tail outside the hard mask is the original
+        # scene, so it weighs nothing there (the seam blend below softens the edge instead).
+        self._alpha = np.where(hard > 0, mask, 0.0).astype(np.float32)[..., None]
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * band + 1, 2 * band + 1))
         self._seam = (cv2.dilate(hard, kernel) > cv2.erode(hard, kernel)).astype(np.uint8)
         self._outside = np.repeat(hard[..., None] == 0, 3, axis=2)
@@ -91,7 +94,7 @@ class Cutout:
             out = background.copy()
             cv2.copyTo(self.image, self._hard, out)
             return out
-        m = self.mask[..., None]
+        m = self._alpha
         return (m * self.image + (1 - m) * background).round().astype(np.uint8)
 
     def _pyramid_blend(self, background: np.ndarray) -> np.ndarray:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pandas as pd
 
+from .classes import ClassMapping, as_mapping
 from .exceptions import InvalidInputError, NotFoundError
 from .images import (
     IMAGE_SUFFIXES,
@@ -35,6 +38,10 @@ from .workspace import Workspace, now
 
 DEFAULT_IMAGE_SIZE = 256
 LAYOUTS = ("folder", "bgchallenge", "cutouts")
+# A zip is extracted to a temporary folder (removed after reading); larger archives are refused so a
+# zip bomb cannot fill the disk. Raise these module constants to import a bigger archive.
+MAX_ARCHIVE_BYTES = 2 << 30  # total uncompressed size: 2 GiB
+MAX_ARCHIVE_MEMBERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -114,11 +121,20 @@ def read_targets(
         The background cut-outs are pasted on (``cutouts`` only); None gives a neutral grey.
     classes : iterable of str or None
         Allowed class names; a file of another class is rejected. None allows any.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown layout, missing folders, or a zip over :data:`MAX_ARCHIVE_BYTES` /
+        :data:`MAX_ARCHIVE_MEMBERS`.
     """
-    path = _unzipped(Path(path))
     if layout not in LAYOUTS:
         raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
-    allowed = None if classes is None else set(classes)
+    with _as_folder(Path(path)) as (folder, shown):
+        return _shown_as(_read_targets(folder, layout, size, home, None if classes is None else set(classes)), folder, shown)
+
+
+def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None) -> ImportResult:
     result = ImportResult()
     pairs = _target_files(path, layout, result)
     seen: dict[str, str] = {}
@@ -166,6 +182,22 @@ def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[s
             continue
         triples.append((image_path.parent.name, image_path, mask_path))
     return triples
+
+
+HOME_SEPARATOR = " on "
+"""A cut-out pasted on a home photo records ``origin = "<cut-out> on <home photo origin>"`` (the demo
+and the ``cutouts`` import), so that no crop of its home becomes its background (``analytics.screening``)."""
+
+
+def on_home(origin: str, home: str) -> str:
+    """The origin of a cut-out ``origin`` pasted on the photo whose origin is ``home``."""
+    return f"{origin}{HOME_SEPARATOR}{home}"
+
+
+def source_photo(origin: str) -> str:
+    """The photo a target was cut from: the home of an :func:`on_home` origin, else ``origin`` itself."""
+    _, separator, home = origin.rpartition(HOME_SEPARATOR)
+    return home if separator else origin
 
 
 def paste_cutout(rgba: np.ndarray, home: np.ndarray | None, *, size: int, scale: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
@@ -230,11 +262,18 @@ def read_backgrounds(
     Raises
     ------
     InvalidInputError
-        The folder (or ``files``) holds no image file at all.
+        The folder (or ``files``) holds no image file at all, or a zip over
+        :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
     source = Path(path)
-    path = _unzipped(source)
-    paths = [Path(f) for f in files] if files is not None else sorted(p for p in path.iterdir() if is_image_file(p))
+    with _as_folder(source) as (folder, shown):
+        paths = [Path(f) for f in files] if files is not None else sorted(p for p in folder.iterdir() if is_image_file(p))
+        return _shown_as(_read_backgrounds(source, paths, size, crops_per_photo, seed), folder, shown)
+
+
+def _read_backgrounds(
+    source: Path, paths: list[Path], size: int, crops_per_photo: int | Callable[[np.ndarray], int], seed: int
+) -> ImportResult:
     if not paths:
         raise InvalidInputError(
             f"{source}: no background photos found (looked for {', '.join(IMAGE_SUFFIXES)} files directly in the folder); "
@@ -263,29 +302,73 @@ def read_backgrounds(
     return result
 
 
-def _unzipped(path: Path) -> Path:
-    """A folder for ``path``: the folder itself, or a zip extracted next to the workspace cache."""
-    if path.is_dir():
-        return path
-    if path.is_file() and zipfile.is_zipfile(path):
-        import tempfile
+@contextmanager
+def _as_folder(path: Path) -> Iterator[tuple[Path, Path]]:
+    """``(folder, shown)``: a folder as itself, or a zip extracted to a temporary folder.
 
-        target = Path(tempfile.mkdtemp(prefix="backdrop-import-"))
-        with zipfile.ZipFile(path) as archive:
-            for member in archive.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise InvalidInputError(f"{path}: zip member {member!r} points outside the archive; refusing it")
-            archive.extractall(target)
+    The temporary folder is removed on exit; ``shown`` is the path that stands for the folder in
+    messages and origins (the zip's own path, so ``set.zip/images/a/1.png``).
+    """
+    if path.is_dir():
+        yield path, path
+        return
+    if not (path.is_file() and zipfile.is_zipfile(path)):
+        raise InvalidInputError(f"{path}: not a folder or a .zip file")
+    with tempfile.TemporaryDirectory(prefix="backdrop-import-") as temporary:
+        target = Path(temporary)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                _check_archive(path, archive.infolist())
+                archive.extractall(target)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as err:
+            raise InvalidInputError(f"{path}: cannot extract the zip ({err}); re-create the archive") from err
         children = [c for c in target.iterdir() if not c.name.startswith("__MACOSX")]
-        return children[0] if len(children) == 1 and children[0].is_dir() else target
-    raise InvalidInputError(f"{path}: not a folder or a .zip file")
+        folder = children[0] if len(children) == 1 and children[0].is_dir() else target
+        shown = path / folder.relative_to(target)
+        try:
+            yield folder, shown
+        except InvalidInputError as err:  # name the zip, not the temporary folder that is about to vanish
+            raise InvalidInputError(str(err).replace(str(folder), str(shown))) from err
+
+
+def _check_archive(path: Path, members: list[zipfile.ZipInfo]) -> None:
+    """Refuse members outside the archive and archives over the size or member-count limits."""
+    for member in members:
+        if member.filename.startswith("/") or ".." in Path(member.filename).parts:
+            raise InvalidInputError(f"{path}: zip member {member.filename!r} points outside the archive; refusing it")
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise InvalidInputError(
+            f"{path}: the zip holds {len(members)} entries, over the limit of {MAX_ARCHIVE_MEMBERS} "
+            "(analytics.datasets.MAX_ARCHIVE_MEMBERS); split it or import the extracted folder"
+        )
+    total = sum(member.file_size for member in members)
+    if total > MAX_ARCHIVE_BYTES:
+        raise InvalidInputError(
+            f"{path}: the zip unpacks to {total / 2**20:.0f} MiB, over the limit of {MAX_ARCHIVE_BYTES / 2**20:.0f} MiB "
+            "(analytics.datasets.MAX_ARCHIVE_BYTES); split it or import the extracted folder"
+        )
+
+
+def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
+    """``result`` with paths under a temporary ``folder`` written as under ``shown`` (no-op for folders)."""
+    if folder == shown:
+        return result
+    old, new = str(folder), str(shown)
+    return ImportResult(
+        [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.accepted],
+        [Rejected(r.file.replace(old, new, 1), r.reason.replace(old, new)) for r in result.rejected],
+    )
 
 
 # -- workspace tables ------------------------------------------------------------------------
-def add_classes(workspace: Workspace, classes: dict[str, Sequence[int]], *, conn=None) -> None:
-    """Register classes with their ImageNet-1k indices (empty when the class has none)."""
-    rows = [(name, json.dumps([int(i) for i in indices])) for name, indices in classes.items()]
-    sql = "INSERT OR REPLACE INTO classes(name, imagenet_indices) VALUES (?, ?)"
+def add_classes(workspace: Workspace, classes: dict[str, ClassMapping | Sequence[int]], *, conn=None) -> None:
+    """Register classes with their mappings (see :mod:`analytics.classes`), or just ImageNet-1k indices.
+
+    An empty mapping (``ClassMapping()`` or ``[]``) registers an unmapped class.
+    """
+    mappings = {name: as_mapping(value) for name, value in classes.items()}
+    rows = [(name, json.dumps(list(m.imagenet)), m.in9, m.label) for name, m in mappings.items()]
+    sql = "INSERT OR REPLACE INTO classes(name, imagenet_indices, in9, label) VALUES (?, ?, ?, ?)"
     if conn is not None:
         conn.executemany(sql, rows)
         return
@@ -294,13 +377,17 @@ def add_classes(workspace: Workspace, classes: dict[str, Sequence[int]], *, conn
 
 
 def list_classes(workspace: Workspace) -> dict[str, list[int]]:
-    """Class name -> ImageNet-1k indices, sorted by name."""
+    """Class name -> ImageNet-1k indices, sorted by name (full mappings: ``classes.list_class_mappings``)."""
     rows = workspace.query("SELECT name, imagenet_indices FROM classes ORDER BY name")
     return {row["name"]: json.loads(row["imagenet_indices"]) for row in rows}
 
 
-def add_targets(workspace: Workspace, targets: Sequence[Target], *, classes: dict[str, Sequence[int]] | None = None) -> int:
-    """Store targets (and any new classes) in one transaction; returns how many were new.
+def add_targets(
+    workspace: Workspace, targets: Sequence[Target], *, classes: dict[str, ClassMapping | Sequence[int]] | None = None
+) -> int:
+    """Store targets (and any new classes with their mappings, see :func:`add_classes`) in one transaction.
+
+    Returns how many targets were new.
 
     Raises
     ------

@@ -31,6 +31,7 @@ from .datasets import (
     add_backgrounds,
     add_targets,
     image_size,
+    on_home,
     paste_cutout,
     read_backgrounds,
 )
@@ -246,7 +247,7 @@ def make_demo_target(entry: DemoTarget, home: np.ndarray, *, size: int, context:
         rgba = rgba[:, ::-1].copy()
     image, mask = paste_cutout(rgba, home, size=size, scale=entry.scale)
     home_photo = catalogue.homes[entry.home]
-    origin = f"{stamps}:/{entry.stamp} on {home_photo.package}:/{home_photo.path}"
+    origin = on_home(f"{stamps}:/{entry.stamp}", f"{home_photo.package}:/{home_photo.path}")
     check_mask_share(mask, origin)
     licence = (
         f"stamp: {context.licence(stamps, entry.stamp)}; "

@@ -6,8 +6,14 @@ workspace.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
+import sys
+import tempfile
+import threading
 from pathlib import Path
+from typing import IO
 
 import cv2
 import numpy as np
@@ -15,6 +21,12 @@ import numpy as np
 from .exceptions import InvalidInputError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+
+# A file that cannot be decoded raises one InvalidInputError naming it; OpenCV's own log lines
+# ("[ WARN:0@0.1] global grfmt_png.cpp ...", "[ERROR:0@...]") would only repeat it in the terminal.
+cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+_log = logging.getLogger(__name__)
+_STDERR_LOCK = threading.Lock()  # one decode at a time holds the process's stderr
 
 # Masks must leave some object and some background to test; shares outside these bounds are refused.
 MIN_MASK_SHARE = 0.002
@@ -47,9 +59,10 @@ def read_image_rgba(path: str | os.PathLike) -> np.ndarray:
     data = np.fromfile(path, dtype=np.uint8) if path.is_file() else None
     if data is None:
         raise InvalidInputError(f"{path}: file not found")
-    decoded = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
+    decoded, note = _decode(data, cv2.IMREAD_UNCHANGED) if data.size else (None, "")
     if decoded is None:
-        raise InvalidInputError(f"{path}: not a readable image (corrupt or unsupported format); re-export it as PNG or JPEG")
+        detail = f"; {note}" if note else ""
+        raise InvalidInputError(f"{path}: not a readable image (corrupt or unsupported format{detail}); re-export it as PNG or JPEG")
     if decoded.dtype == np.uint16:
         decoded = (decoded // 257).astype(np.uint8)
     if decoded.ndim == 2:
@@ -57,6 +70,53 @@ def read_image_rgba(path: str | os.PathLike) -> np.ndarray:
     elif decoded.shape[2] == 3:
         decoded = cv2.cvtColor(decoded, cv2.COLOR_BGR2BGRA)
     return cv2.cvtColor(decoded, cv2.COLOR_BGRA2RGBA)
+
+
+def _decode(data: np.ndarray, flags: int) -> tuple[np.ndarray | None, str]:
+    """``cv2.imdecode`` with what the codec libraries print themselves kept off the terminal.
+
+    libpng reports trouble straight to file descriptor 2 ("libpng error: IDAT: CRC error"), beyond
+    OpenCV's log level, so descriptor 2 points at a temporary file during the decode. (Another
+    thread writing to stderr in those milliseconds is captured too and logged at DEBUG level.)
+
+    Parameters
+    ----------
+    data : ndarray of shape (n_bytes,), uint8
+        The encoded file.
+    flags : int
+        ``cv2.IMREAD_*`` flags.
+
+    Returns
+    -------
+    image : ndarray or None
+        The decoded image, None when the data cannot be decoded.
+    note : str
+        The first line the decoder printed (``''`` if none).
+    """
+    with _STDERR_LOCK:
+        sink = _stderr_sink(os.getpid())
+        sink.seek(0)
+        sink.truncate()
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            image = cv2.imdecode(data, flags)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        sink.seek(0)
+        printed = sink.read().decode(errors="replace").strip()
+    if printed:
+        _log.debug("image decoder said: %s", printed)
+    return image, printed.splitlines()[0] if printed else ""
+
+
+@functools.cache
+def _stderr_sink(pid: int) -> IO[bytes]:
+    """One anonymous temporary file per process ``pid`` (a forked child must not share the parent's
+    file offset); creating one per decode costs about as much as decoding a small PNG."""
+    return tempfile.TemporaryFile()
 
 
 def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
@@ -78,7 +138,7 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     else:
         if not path.is_file():
             raise InvalidInputError(f"{path}: mask file not found")
-        raw = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_GRAYSCALE)
+        raw, _ = _decode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_GRAYSCALE)
         if raw is None:
             raise InvalidInputError(f"{path}: not a readable mask image; save it as a PNG with 0/255 values")
     if raw.ndim != 2:

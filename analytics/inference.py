@@ -1,21 +1,27 @@
 """The streaming batch engine: composites -> model -> per-image signals in the workspace.
 
 A suite holds, per target, n background ids; the images themselves (n + 1 per target: the original
-and its composites) are never stored. :func:`iter_composites` generates them batch by batch on a
-worker thread (a bounded prefetch queue, so compositing overlaps the model's forward pass) from a
-bounded LRU of decoded targets and backgrounds, so memory does not grow with the suite.
+and its composites) are never stored. :func:`iter_composites` generates them batch by batch from a
+bounded LRU of prepared targets and decoded backgrounds, so memory does not grow with the suite:
+for a GPU model on a worker thread ahead of the model (a bounded prefetch queue), for a CPU model
+over every core between the model's batches (see :func:`prefetch_for`).
 
 :func:`run_models` writes one ``runs`` row per model and one ``run_images`` row per image with the
 signals of Liao & Chen (§1.6 of DESIGN):
 
 - from the prediction: ``predicted`` (output name), ``true_prob`` (probability of the target's
   class: the sum over the outputs that count as that class), ``max_prob``, ``correct``;
-- from the embedding (the layer before the classifier head): ``emb_topk_mean`` (mean of the k
+- from the embedding (the layer before the classifier head; for a head with a hidden layer, that
+  hidden layer, so heads sharing a backbone pass still have their own): ``emb_topk_mean`` (mean of the k
   neurons that are largest on the target's foreground-only image m ⊗ x), ``emb_max``, ``emb_mean``;
 - ``distance``: the semantic distance of the suite item (0 for the original).
 
-Rows are committed batch by batch, and a run's id depends only on the model spec, the suite and
-``top_k``; running again resumes an interrupted run (rows already there are skipped).
+Rows are committed batch by batch, and a run's id depends only on the model's content key
+(:func:`analytics.runs.model_keys`: a re-registered model with other weights gets new runs), the
+suite, ``top_k`` and the key of the suite's class mappings; the run records both keys
+(``runs.model_key``, ``runs.classes_key``). Running again resumes an interrupted run (rows already
+there are skipped); a finished run is reused untouched (its ``finished`` time changes only when the
+call did work on it).
 """
 
 from __future__ import annotations
@@ -35,10 +41,11 @@ import pandas as pd
 import torch
 
 from ._validation import check_positive_int
+from .classes import ClassMapping, list_class_mappings
 from .compose import Cutout, foreground_only
-from .datasets import list_classes
 from .exceptions import InvalidInputError, NotFoundError
-from .models import ModelSpec, get_model_spec, load_head_weights, load_model, resize_images, resolve_device
+from .models import HeadLayers, ModelSpec, get_model_spec, load_head, load_model, resize_images, resolve_device
+from .runs import ModelKeys, model_keys, suite_classes_key
 from .workspace import Workspace, content_id, now
 
 PREFETCH_BATCHES = 2
@@ -173,7 +180,7 @@ def iter_composites(
     prefetch: int = PREFETCH_BATCHES,
     cache_items: int = CACHE_ITEMS,
 ) -> Iterator[tuple[list[ImageJob], np.ndarray]]:
-    """Generate the images of ``jobs`` batch by batch on a worker thread.
+    """Generate the images of ``jobs`` batch by batch (ahead on a worker thread, or on demand).
 
     Parameters
     ----------
@@ -292,7 +299,8 @@ class _Member:
     run_id: str
     outputs: dict[str, list[int]]
     done: set[tuple[str, int]]
-    head: tuple[torch.Tensor, torch.Tensor] | None  # None: the backbone's own logits
+    head: HeadLayers | None  # None: the backbone's own logits and embedding
+    topk: dict[str, np.ndarray] = field(default_factory=dict)  # target id -> its top-k neurons in this member's embedding
 
 
 def run_models(
@@ -325,8 +333,9 @@ def run_models(
     Returns
     -------
     run_ids : list of str
-        In the order of ``model_names``. Ids depend on (model spec, suite, top_k), so a second call
-        resumes or reuses earlier runs.
+        In the order of ``model_names``. Ids depend on (model key, suite, top_k, class-mapping
+        key), so a second call resumes or reuses earlier runs, and re-registered weights or a
+        remapped class get new runs.
     """
     names = list(dict.fromkeys(model_names))
     if not names:
@@ -339,7 +348,8 @@ def run_models(
     classes = _used_classes(workspace, target_classes.values())
     specs = [get_model_spec(workspace, name) for name in names]
     outputs = {spec.name: spec.label_space.class_outputs(classes) for spec in specs}  # label errors before any write
-    run_ids = {spec.name: _start_run(workspace, spec, suite_id, top_k, torch_device) for spec in specs}
+    keys = RunKeys(model_keys(workspace), suite_classes_key(workspace, suite_id))
+    run_ids = {spec.name: _start_run(workspace, spec, suite_id, top_k, torch_device, keys) for spec in specs}
     groups: dict[str, list[ModelSpec]] = defaultdict(list)
     for spec in specs:
         groups[spec.backbone if spec.source == "head" else spec.name].append(spec)
@@ -348,6 +358,7 @@ def run_models(
         member_state = [_Member(spec, run_ids[spec.name], outputs[spec.name], _done_rows(workspace, run_ids[spec.name]), None) for spec in members]
         todo = [job for job in jobs if any((job.target_id, job.position) not in m.done for m in member_state)]
         plans.append((backbone, member_state, todo))
+    worked = {m.run_id for _, members, todo in plans for m in members if any((job.target_id, job.position) not in m.done for job in todo)}
     total, finished = sum(len(todo) for _, _, todo in plans), 0
     with _cpu_threads(torch_device):
         for backbone, members, todo in plans:
@@ -359,7 +370,7 @@ def run_models(
                 _set_status(workspace, [m.run_id for m in members], "failed")
                 raise
     for spec in specs:
-        _finish_run(workspace, run_ids[spec.name], top_k)
+        _finish_run(workspace, run_ids[spec.name], top_k, worked=run_ids[spec.name] in worked)
     return [run_ids[name] for name in names]
 
 
@@ -392,21 +403,41 @@ def _target_classes(workspace: Workspace, target_ids: Iterable[str]) -> dict[str
     return classes
 
 
-def _used_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, list[int]]:
-    """The workspace classes (with their ImageNet indices) that some of the targets have."""
+def _used_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, ClassMapping]:
+    """The workspace classes (with their mappings) that some of the targets have."""
     used = set(names)
-    return {name: indices for name, indices in list_classes(workspace).items() if name in used}
+    return {name: mapping for name, mapping in list_class_mappings(workspace).items() if name in used}
 
 
-def _start_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int, device: torch.device) -> str:
-    run_id = content_id("run", spec.content_key(), suite_id, top_k)
+@dataclass(frozen=True)
+class RunKeys:
+    """What a run records about its inputs: the models' current keys and the suite's class-mapping key."""
+
+    models: ModelKeys
+    classes: str
+
+
+def _start_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int, device: torch.device, keys: RunKeys) -> str:
+    model_key = keys.models.keys[spec.name]
+    legacy = _legacy_run(workspace, spec, suite_id, top_k, keys.models)
+    run_id = legacy or content_id("run", model_key, suite_id, top_k, keys.classes)
     with workspace.transaction() as conn:
         conn.execute(
-            "INSERT OR IGNORE INTO runs(id, model, suite_id, status, device, summary, created) VALUES (?, ?, ?, 'running', ?, ?, ?)",
-            (run_id, spec.name, suite_id, str(device), json.dumps({"top_k": top_k}), now()),
+            "INSERT OR IGNORE INTO runs(id, model, suite_id, status, device, summary, created, model_key, classes_key) "
+            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, spec.name, suite_id, str(device), json.dumps({"top_k": top_k}), now(), model_key, keys.classes),
         )
+        conn.execute("UPDATE runs SET model_key = ?, classes_key = ? WHERE id = ? AND model_key = ''", (model_key, keys.classes, run_id))
         conn.execute("UPDATE runs SET status = 'running', device = ? WHERE id = ? AND status != 'done'", (str(device), run_id))
     return run_id
+
+
+def _legacy_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int, keys: ModelKeys) -> str | None:
+    """The id of a run stored before runs recorded their keys (id without them) that is still
+    current (see :mod:`analytics.runs`), so an upgraded workspace resumes and reuses its runs."""
+    run_id = content_id("run", spec.content_key(), suite_id, top_k)
+    row = workspace.query_one("SELECT model_key, created FROM runs WHERE id = ?", (run_id,))
+    return run_id if row is not None and not row["model_key"] and keys.is_current(spec.name, "", row["created"]) else None
 
 
 def _done_rows(workspace: Workspace, run_id: str) -> set[tuple[str, int]]:
@@ -418,7 +449,10 @@ def _set_status(workspace: Workspace, run_ids: Sequence[str], status: str) -> No
         conn.executemany("UPDATE runs SET status = ? WHERE id = ?", [(status, run_id) for run_id in run_ids])
 
 
-def _finish_run(workspace: Workspace, run_id: str, top_k: int) -> None:
+def _finish_run(workspace: Workspace, run_id: str, top_k: int, *, worked: bool) -> None:
+    """Mark a run done; a run that was done already and got no new rows keeps its summary and time."""
+    if not worked and workspace.query_one("SELECT status FROM runs WHERE id = ?", (run_id,))["status"] == "done":
+        return
     summary = run_summary(workspace, run_id)
     summary["top_k"] = top_k
     with workspace.transaction() as conn:
@@ -455,32 +489,37 @@ def _run_group(
     model = load_model(workspace, backbone, device=device)
     for member in members:
         if member.spec.source == "head":
-            weight, bias = load_head_weights(workspace, member.spec)
-            member.head = (weight.to(device), bias.to(device))
-    topk: dict[str, np.ndarray] = {}
+            member.head = load_head(workspace, member.spec).to(device)
     stream = iter_composites(workspace, _with_foreground(todo), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(device))
     for batch_jobs, images in stream:
         logits, embedding = model.run_batch(model.preprocess(images))
-        embedding = embedding.float()
         alone = [i for i, job in enumerate(batch_jobs) if job.foreground]
-        if alone:  # each target's foreground-only image comes before its other images
-            indices = torch.topk(embedding[alone], min(top_k, embedding.shape[1]), dim=1).indices.cpu().numpy()
-            topk.update({batch_jobs[i].target_id: row for i, row in zip(alone, indices)})
         keep = [i for i, job in enumerate(batch_jobs) if not job.foreground]
+        jobs, rows = [batch_jobs[i] for i in keep], []
+        for member in members:  # each head reads the one backbone pass and has its own embedding
+            member_logits, member_embedding = _member_outputs(member, logits, embedding)
+            if alone:  # each target's foreground-only image comes before its other images
+                indices = torch.topk(member_embedding[alone], min(top_k, member_embedding.shape[1]), dim=1).indices.cpu().numpy()
+                member.topk.update({batch_jobs[i].target_id: row for i, row in zip(alone, indices)})
+            if keep:
+                emb_signals = _embedding_signals(member_embedding[keep], np.stack([member.topk[job.target_id] for job in jobs]))
+                rows += _rows(member, jobs, torch.softmax(member_logits[keep], dim=1).cpu().numpy(), emb_signals, distances, target_classes)
         if not keep:
             continue
-        jobs, logits, embedding = [batch_jobs[i] for i in keep], logits[keep], embedding[keep]
-        emb_signals = _embedding_signals(embedding, np.stack([topk[job.target_id] for job in jobs]))
-        rows = []
-        for member in members:
-            member_logits = logits if member.head is None else torch.nn.functional.linear(embedding, *member.head)
-            rows += _rows(member, jobs, torch.softmax(member_logits.float(), dim=1).cpu().numpy(), emb_signals, distances, target_classes)
         with workspace.transaction() as conn:
             conn.executemany(f"INSERT OR IGNORE INTO run_images({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})", rows)
         finished += len(jobs)
         if progress is not None:
             progress(finished, total)
     return finished
+
+
+def _member_outputs(member: _Member, logits: torch.Tensor, embedding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A member's logits (n, n_outputs) and embedding (n, d), float32, from the backbone's outputs."""
+    if member.head is None:
+        return logits.float(), embedding.float()
+    with torch.inference_mode():
+        return member.head(embedding.float())
 
 
 def _with_foreground(jobs: Sequence[ImageJob]) -> list[ImageJob]:
@@ -540,7 +579,8 @@ def _cpu_threads(device: torch.device):
 def evaluate(workspace: Workspace, model_name: str, *, device: str | torch.device | None = None, batch_size: int = 32) -> Evaluation:
     """Accuracy of a model on the workspace's original (unmodified) target images.
 
-    Cached in the workspace, keyed by the model spec and the targets (ids, images, classes).
+    Cached in the workspace, keyed by the model's content key (a head's covers its backbone) and the
+    targets (ids, images, classes).
 
     Returns
     -------
@@ -557,7 +597,7 @@ def evaluate(workspace: Workspace, model_name: str, *, device: str | torch.devic
     if not rows:
         raise InvalidInputError(f"workspace {workspace.root} has no targets to evaluate {model_name!r} on; add targets on the Data page")
     outputs = spec.label_space.class_outputs(_used_classes(workspace, (row["class_name"] for row in rows)))
-    key = "evaluate/" + content_id(spec.content_key(), [tuple(row) for row in rows], outputs)
+    key = "evaluate/" + content_id(model_keys(workspace).keys[spec.name], [tuple(row) for row in rows], outputs)
     values = workspace.cache_get(key)
     if values is None:
         values = _evaluate(workspace, spec, [row["id"] for row in rows], [outputs[row["class_name"]] for row in rows], device, batch_size)

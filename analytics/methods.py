@@ -8,10 +8,12 @@ target, seeds ``seeds``); the model runs on each suite. Per method the table rep
   composites on the model, over the embedding layer (``coverage_embedding``) and over every
   activation layer (``coverage_all``), each the mean over the method's seeds; ``recall`` is the one
   named by ``recall_layers``;
-* **Fleiss' κ (precision)** — agreement of the human judgments made on runs of the method's suites
-  (any model, any seed): per annotator and model, the latest judgment whose suite was built by the
-  method counts; κ as :func:`analytics.agreement.measure_agreement` computes it. NaN (N/A) when no
-  model of the method has judgments by two annotators;
+* **Fleiss' κ (precision)** — agreement of the human judgments made on the method's suites (any
+  model, any seed): per annotator, model and suite the latest current judgment counts
+  (:func:`analytics.judgments.latest_judgments_by_suite`; judgments of replaced weights never do),
+  and each (model, suite) pair is one subject rated by its annotators, since a model's matrices on
+  two suites are two different things to judge; κ as :func:`analytics.agreement.measure_agreement`
+  computes it. NaN (N/A) when no (model, suite) of the method has judgments by two annotators;
 * **F1** = 2·P·R / (P + R) with P = max(κ, 0): a κ at or below chance gives F1 = 0; NaN when κ is;
 * **consistency** — how alike the model's variance matrices are across the seeds, which needs no
   annotator (defined below).
@@ -50,7 +52,6 @@ from ._validation import check_choice, check_positive_int
 from .agreement import measure_agreement
 from .coverage import DEFAULT_THRESHOLD, LAYER_CHOICES, CoverageResult, _check_threshold, coverage_from_maxima, suite_coverage
 from .exceptions import InvalidInputError
-from .judgments import COLUMNS as JUDGMENT_COLUMNS
 from .sampling import SAMPLERS
 from .variance import PRESETS, VarianceMatrix
 from .workspace import Workspace, content_id
@@ -311,29 +312,27 @@ def cached_suite_coverage(
 
 # -- precision: agreement on each method's suites ----------------------------------------------------
 def method_precision(workspace: Workspace) -> dict[str, tuple[float, int, int]]:
-    """Fleiss' κ of the human judgments made on runs of each method's suites.
+    """Fleiss' κ of the human judgments made on each method's suites.
 
-    A judgment belongs to the suite it names (its ``suite_id``, else its run's suite). Per method,
-    the latest judgment per (annotator, model) among that method's judgments counts.
+    Per (annotator, model, suite) the latest current judgment counts; the subjects of κ are the
+    (model, suite) pairs of the method's suites (module notes).
 
     Returns
     -------
     dict of str to (float, int, int)
-        Method -> (κ, models judged by at least two annotators, annotators); κ is NaN when
-        undefined. Methods without any judgment are absent.
+        Method -> (κ, models with a (model, suite) judged by at least two annotators, annotators);
+        κ is NaN when undefined. Methods without any judgment are absent.
     """
-    rows = workspace.query(
-        "SELECT j.*, s.method AS method FROM judgments AS j"
-        " LEFT JOIN runs AS r ON r.id = j.run_id"
-        " JOIN suites AS s ON s.id = COALESCE(j.suite_id, r.suite_id)"
-        " ORDER BY j.id"
-    )
-    history = pd.DataFrame([dict(row) for row in rows], columns=[*JUDGMENT_COLUMNS, "method"])
+    from .judgments import latest_judgments_by_suite
+
+    latest = latest_judgments_by_suite(workspace)
+    methods = {row["id"]: row["method"] for row in workspace.query("SELECT id, method FROM suites")}
+    latest = latest.assign(method=latest["suite_id"].map(methods), subject=latest["model"] + " @ " + latest["suite_id"])
     result = {}
-    for method, judged in history.groupby("method"):
-        latest = judged.drop_duplicates(["annotator", "model"], keep="last")
-        agreement = measure_agreement(latest[["annotator", "model", "label"]])
-        result[str(method)] = (agreement.fleiss_kappa, len(agreement.fleiss_models), len(agreement.annotators))
+    for method, judged in latest.groupby("method"):
+        agreement = measure_agreement(judged[["annotator", "subject", "label"]].rename(columns={"subject": "model"}))
+        n_models = judged.loc[judged["subject"].isin(agreement.fleiss_models), "model"].nunique()
+        result[str(method)] = (agreement.fleiss_kappa, int(n_models), len(agreement.annotators))
     return result
 
 

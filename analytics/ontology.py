@@ -27,12 +27,37 @@ Decisions (the paper leaves them open):
   keyword keeps the best path (by ``rank_by``) from a level-0 keyword that reached it.
 * **No detected keyword.** When an image has none, expansion starts from the most frequent keywords
   of its class (needs labels) and the result says so (:attr:`Expansion.note`).
+
+Defaults (the paper gives no numbers; chosen to reproduce its Figure 9 on its own keyword file,
+``../shared/reference/bgtest/bgdb_items_val.hdf5``: 1712 images, 5.3 detected keywords each with
+the Places365 arg-max rule):
+
+* ``min_support = 0.005`` (:data:`DEFAULT_MIN_SUPPORT`): a keyword or pair must occur in 0.5 % of the
+  images (9 of 1712). The paper draws an edge wherever two keywords "have been detected from the same
+  image at least once", i.e. no real floor; 0.005 keeps most of that reach while dropping pairs
+  seen in fewer than 9 images, whose confidences rest on a handful of images.
+* ``min_confidence = 0.1`` (:data:`DEFAULT_MIN_CONFIDENCE`): B follows A in at least 10 % of A's images.
+  Confidence edges point towards frequent keywords; at 0.3 most surviving edges lead into a few hubs
+  (``ade:wall`` receives 60 of 171, then sky, earth, floor, tree), so every expansion reaches the
+  same hubs after one level and stops.
+* ``max_len = 2`` (:data:`DEFAULT_MAX_LEN`): only pairs make edges; longer itemsets add multi-keyword
+  rules to :attr:`Ontology.rules` only, and at low support on a small workspace their number grows
+  exponentially with the keywords per image. Pass ``max_len=None`` for all of them.
+* ``maxits = 5`` (MAXITS, :data:`DEFAULT_MAXITS`) and ``minkws = None`` (MINKWS: expand to MAXITS): the
+  paper's gain "becomes less significant after the 4th iteration".
+
+Keywords per image on the reference file, levels 0..5 (``python -m analytics expand --keywords
+FILE``): these defaults (113 keywords, 511 edges) 5.3, 16.2, 27.4, 35.8, 39.1, 39.2, growing for four
+levels and then saturating as in Figure 9, with more keywords per image than the 32 backgrounds of a
+suite; the former 0.01 / 0.3 (65 keywords, 171 edges) 5.3, 8.4, 9.2, 9.2, flat from level 2, so a
+32-background suite cycled about nine keywords.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from numbers import Real
@@ -55,6 +80,11 @@ ITEMSET_COLUMNS = ["support", "itemsets"]
 RULE_COLUMNS = ["antecedents", "consequents", "antecedent support", "consequent support", "support", "confidence", "lift"]
 WEIGHTS = ("product", "additive")
 LEVEL_COLUMNS = ["level", "min", "mean", "max"]
+DEFAULT_ALGORITHM = "fpgrowth"
+DEFAULT_MIN_SUPPORT = 0.005
+DEFAULT_MIN_CONFIDENCE = 0.1
+DEFAULT_MAX_LEN = 2
+DEFAULT_MAXITS = 5
 
 
 # -- parameters and result ------------------------------------------------------------------
@@ -62,16 +92,18 @@ LEVEL_COLUMNS = ["level", "min", "mean", "max"]
 class OntologyParams:
     """Settings of an ontology build (validated on creation).
 
+    Defaults reproduce the paper's Figure 9 on its keyword file (see the module notes).
+
     algorithm : {'fpgrowth', 'apriori'}, default='fpgrowth' (same itemsets; FP-Growth is faster)
-    min_support : float in (0, 1], default=0.01
-    min_confidence : float in (0, 1], default=0.3
-    max_len : int >= 1 or None, default=None (longest itemset; None = no limit)
+    min_support : float in (0, 1], default=0.005
+    min_confidence : float in (0, 1], default=0.1
+    max_len : int >= 1 or None, default=2 (longest itemset; pairs make the graph; None = no limit)
     """
 
-    algorithm: str = "fpgrowth"
-    min_support: float = 0.01
-    min_confidence: float = 0.3
-    max_len: int | None = None
+    algorithm: str = DEFAULT_ALGORITHM
+    min_support: float = DEFAULT_MIN_SUPPORT
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    max_len: int | None = DEFAULT_MAX_LEN
 
     def __post_init__(self) -> None:
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
@@ -184,8 +216,8 @@ def _check_present(present: np.ndarray, vocabulary: Sequence[str] | None) -> np.
 def mine_itemsets(
     onehot: pd.DataFrame,
     *,
-    algorithm: str = "fpgrowth",
-    min_support: float = 0.01,
+    algorithm: str = DEFAULT_ALGORITHM,
+    min_support: float = DEFAULT_MIN_SUPPORT,
     max_len: int | None = None,
 ) -> pd.DataFrame:
     """Frequent itemsets with mlxtend's ``apriori`` or ``fpgrowth`` (identical output).
@@ -194,8 +226,9 @@ def mine_itemsets(
     ----------
     onehot : DataFrame of shape (n, n_keywords), bool
     algorithm : {'fpgrowth', 'apriori'}, default='fpgrowth'
-    min_support : float in (0, 1], default=0.01
+    min_support : float in (0, 1], default=0.005
     max_len : int or None, default=None
+        Largest itemset; None mines all (:func:`build_ontology` stops at pairs by default).
 
     Returns
     -------
@@ -229,7 +262,7 @@ def _itemset_key(items: frozenset) -> tuple[int, tuple[str, ...]]:
     return len(items), tuple(sorted(items))
 
 
-def mine_rules(itemsets: pd.DataFrame, *, n_transactions: int, min_confidence: float = 0.3) -> pd.DataFrame:
+def mine_rules(itemsets: pd.DataFrame, *, n_transactions: int, min_confidence: float = DEFAULT_MIN_CONFIDENCE) -> pd.DataFrame:
     """Association rules with confidence >= ``min_confidence`` (mlxtend ``association_rules``).
 
     Parameters
@@ -237,7 +270,7 @@ def mine_rules(itemsets: pd.DataFrame, *, n_transactions: int, min_confidence: f
     itemsets : DataFrame from :func:`mine_itemsets`
     n_transactions : int
         Number of transactions the itemsets were mined from.
-    min_confidence : float in (0, 1], default=0.3
+    min_confidence : float in (0, 1], default=0.1
 
     Returns
     -------
@@ -286,10 +319,10 @@ def build_ontology(
     transactions: KeywordTable | Sequence[KeywordTable] | np.ndarray,
     *,
     vocabulary: Sequence[str] | None = None,
-    algorithm: str = "fpgrowth",
-    min_support: float = 0.01,
-    min_confidence: float = 0.3,
-    max_len: int | None = None,
+    algorithm: str = DEFAULT_ALGORITHM,
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    max_len: int | None = DEFAULT_MAX_LEN,
 ) -> Ontology:
     """Mine an association ontology from keyword transactions.
 
@@ -299,12 +332,16 @@ def build_ontology(
     vocabulary : sequence of str, default=None
         Column names of an array (ignored with tables).
     algorithm : {'fpgrowth', 'apriori'}, default='fpgrowth'
-    min_support : float in (0, 1], default=0.01
-        support(A) = #items containing A / #items.
-    min_confidence : float in (0, 1], default=0.3
-        confidence(A -> B) = support(A ∪ B) / support(A).
-    max_len : int or None, default=None
-        Largest itemset mined (2 is enough for the graph; longer ones only add rules).
+    min_support : float in (0, 1], default=0.005
+        support(A) = #items containing A / #items; keywords and pairs below it make no node / edge.
+    min_confidence : float in (0, 1], default=0.1
+        confidence(A -> B) = support(A ∪ B) / support(A); rules below it make no edge.
+    max_len : int or None, default=2
+        Largest itemset mined (2 is enough for the graph; longer ones only add multi-keyword rules,
+        and their number explodes at low support on small workspaces; None = no limit).
+
+    The defaults reproduce the paper's Figure 9 on its keyword file: expansion grows for four
+    levels, then saturates (numbers in the module notes).
 
     Returns
     -------
@@ -346,7 +383,7 @@ class KeywordPath:
 
 def product_weight(weights: Sequence[float]) -> float:
     """Π w_i over a path's confidences (1 for an empty path)."""
-    return float(np.prod(weights)) if len(weights) else 1.0
+    return float(math.prod(weights))  # math.prod: np.prod costs more than the path walk itself
 
 
 def additive_weight(weights: Sequence[float], *, alpha: float | Sequence[float] = 1.0) -> float:
@@ -362,7 +399,11 @@ def additive_weight(weights: Sequence[float], *, alpha: float | Sequence[float] 
     -------
     float in [0, 1]; 1 for an empty path.
     """
-    alphas = _check_alpha(alpha)
+    return _additive(weights, _check_alpha(alpha))
+
+
+def _additive(weights: Sequence[float], alphas: list[float]) -> float:
+    """:func:`additive_weight` with checked ``alphas`` (the hot path of expansion)."""
     if not len(weights):
         return 1.0
     penalty = sum((1.0 - w) ** alphas[min(i, len(alphas) - 1)] for i, w in enumerate(weights[1:]))
@@ -378,7 +419,7 @@ def _check_alpha(alpha: float | Sequence[float]) -> list[float]:
 
 def path_weights(graph: nx.DiGraph, nodes: Sequence[str]) -> tuple[float, ...]:
     """Confidences of the consecutive edges of ``nodes``."""
-    return tuple(graph.edges[a, b]["confidence"] for a, b in zip(nodes, nodes[1:]))
+    return tuple(graph.succ[a][b]["confidence"] for a, b in zip(nodes, nodes[1:]))
 
 
 def shortest_path(graph: nx.DiGraph, source: str, target: str, *, alpha: float | Sequence[float] = 1.0) -> KeywordPath | None:
@@ -397,24 +438,24 @@ def shortest_path(graph: nx.DiGraph, source: str, target: str, *, alpha: float |
     -------
     KeywordPath, or None when ``target`` cannot be reached.
     """
-    _check_alpha(alpha)
+    alphas = _check_alpha(alpha)
     for keyword in (source, target):
         if keyword not in graph:
             raise NotFoundError(f"keyword {keyword!r} is not in the ontology (not frequent at this min_support)")
     paths = {source: (source,)}
     if source != target:
-        for layer in _layers(graph, [source], score=_scorer(graph, "product", alpha)):
+        for layer in _layers(graph, [source], score=_scorer(graph, "product", alphas)):
             paths.update(layer)
             if target in layer:
                 break
     if target not in paths:
         return None
-    return _keyword_path(graph, paths[target], alpha)
+    return _keyword_path(graph, paths[target], alphas)
 
 
-def _keyword_path(graph: nx.DiGraph, nodes: tuple[str, ...], alpha: float | Sequence[float]) -> KeywordPath:
+def _keyword_path(graph: nx.DiGraph, nodes: tuple[str, ...], alphas: list[float]) -> KeywordPath:
     weights = path_weights(graph, nodes)
-    return KeywordPath(nodes, weights, product_weight(weights), additive_weight(weights, alpha=alpha))
+    return KeywordPath(nodes, weights, product_weight(weights), _additive(weights, alphas))
 
 
 def _layers(graph: nx.DiGraph, sources: Sequence[str], *, score: Callable[[tuple[str, ...]], float]) -> Iterator[dict[str, tuple[str, ...]]]:
@@ -504,7 +545,7 @@ def expand_keywords(
     graph: nx.DiGraph,
     keywords: Sequence[str],
     *,
-    maxits: int = 5,
+    maxits: int = DEFAULT_MAXITS,
     minkws: int | None = None,
     alpha: float | Sequence[float] = 1.0,
     rank_by: Literal["product", "additive"] = "product",
@@ -541,10 +582,10 @@ def expand_keywords(
     if minkws is not None:
         minkws = check_positive_int(minkws, "minkws")
     check_choice(rank_by, "rank_by", WEIGHTS)
-    _check_alpha(alpha)
+    alphas = _check_alpha(alpha)
     used_fallback = len(keywords) == 0 and len(fallback) > 0
     seeds = tuple(dict.fromkeys(fallback if used_fallback else keywords))
-    score = _scorer(graph, rank_by, alpha)
+    score = _scorer(graph, rank_by, alphas)
     paths: dict[str, tuple[str, ...]] = {seed: (seed,) for seed in seeds}
     level_of = dict.fromkeys(seeds, 0)
     level = 0
@@ -556,20 +597,20 @@ def expand_keywords(
         level += 1
         paths.update(layer)
         level_of.update(dict.fromkeys(layer, level))
-    entries = [_expanded(graph, word, level_of[word], paths[word], alpha) for word in paths]
+    entries = [_expanded(graph, word, level_of[word], paths[word], alphas) for word in paths]
     entries.sort(key=lambda e: (e.level, -getattr(e, rank_by), e.keyword))
     note = f"no keywords detected; expanded from the fallback keywords {list(seeds)}" if used_fallback else ""
     return Expansion(tuple(entries), seeds, level, fallback=used_fallback, note=note)
 
 
-def _scorer(graph: nx.DiGraph, rank_by: str, alpha: float | Sequence[float]) -> Callable[[tuple[str, ...]], float]:
+def _scorer(graph: nx.DiGraph, rank_by: str, alphas: list[float]) -> Callable[[tuple[str, ...]], float]:
     if rank_by == "product":
         return lambda nodes: product_weight(path_weights(graph, nodes))
-    return lambda nodes: additive_weight(path_weights(graph, nodes), alpha=alpha)
+    return lambda nodes: _additive(path_weights(graph, nodes), alphas)
 
 
-def _expanded(graph: nx.DiGraph, keyword: str, level: int, nodes: tuple[str, ...], alpha) -> ExpandedKeyword:
-    path = _keyword_path(graph, nodes, alpha)
+def _expanded(graph: nx.DiGraph, keyword: str, level: int, nodes: tuple[str, ...], alphas: list[float]) -> ExpandedKeyword:
+    path = _keyword_path(graph, nodes, alphas)
     return ExpandedKeyword(keyword, level, nodes, path.product, path.additive)
 
 
@@ -605,7 +646,7 @@ def expand_table(
     ontology: Ontology,
     table: KeywordTable,
     *,
-    maxits: int = 5,
+    maxits: int = DEFAULT_MAXITS,
     minkws: int | None = None,
     alpha: float | Sequence[float] = 1.0,
     rank_by: Literal["product", "additive"] = "product",
@@ -631,7 +672,7 @@ def expand_item(
     table: KeywordTable,
     row: int,
     *,
-    maxits: int = 5,
+    maxits: int = DEFAULT_MAXITS,
     minkws: int | None = None,
     alpha: float | Sequence[float] = 1.0,
     rank_by: Literal["product", "additive"] = "product",
@@ -740,6 +781,34 @@ def list_ontologies(workspace: Workspace) -> pd.DataFrame:
         )
     columns = ["id", "algorithm", "min_support", "min_confidence", "max_len", "transactions", "keywords", "itemsets", "rules", "edges", "tables", "created"]
     return pd.DataFrame(records, columns=columns)
+
+
+def ontology_record(workspace: Workspace, ontology_id: str) -> dict[str, Any]:
+    """What a suite records about the ontology it used: id, mining parameters, size and sources.
+
+    Returns
+    -------
+    dict with keys id (str), algorithm (str), min_support, min_confidence (float), max_len
+    (int or None), keywords, edges (int), tables (list of str: the keyword tables it was mined from)
+    """
+    row = workspace.query_one("SELECT params, summary FROM ontologies WHERE id = ?", (ontology_id,))
+    if row is None:
+        raise NotFoundError(f"no ontology {ontology_id!r} in {workspace.root}")
+    params, summary = json.loads(row["params"]), json.loads(row["summary"])
+    return {
+        "id": ontology_id,
+        **{key: params[key] for key in ("algorithm", "min_support", "min_confidence", "max_len")},
+        **{key: summary[key] for key in ("keywords", "edges")},
+        "tables": list(summary.get("tables", [])),
+    }
+
+
+def ontologies_from(workspace: Workspace, tables: Sequence[str]) -> list[str]:
+    """Ids of the stored ontologies mined from exactly the keyword tables ``tables`` (any order),
+    newest first."""
+    wanted = set(tables)
+    rows = workspace.query("SELECT id, summary FROM ontologies ORDER BY created DESC, id DESC")
+    return [row["id"] for row in rows if set(json.loads(row["summary"]).get("tables", [])) == wanted]
 
 
 def _get_json(workspace: Workspace, digest: str) -> Any:

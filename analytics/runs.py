@@ -6,13 +6,27 @@ them (DESIGN §1.6–1.9, §1.14):
 * :func:`load_run` gives a finished run as rectangular arrays (:class:`RunData`): one row per
   target, column 0 its original, columns 1..n its composites;
 * :func:`summarize_run` computes accuracy and worst-case accuracy per target and their means and
-  stores them in ``runs.summary``; :func:`list_runs` lists runs with them;
+  stores them in ``runs.summary``; :func:`list_runs` lists runs with them (and whether they are
+  stale), :func:`current_runs` only the ones that are not;
 * :func:`run_point_clouds`, :func:`run_matrices` and :func:`run_features` give the four point
   clouds, RBF variance matrices (cached in the workspace) and matrix features of a run, one per
   signal of :data:`SIGNALS`;
 * :func:`cell_pairs` drills down from a matrix cell to the image pairs behind it, and
   :func:`compose_images` makes those images again;
 * :func:`export_run` writes the matrices (.npy, .png) and the per-image table (.csv).
+
+Stale runs. A run records the key of the weights it ran (``runs.model_key``, :func:`model_keys`)
+and of the class mappings it was scored with (``runs.classes_key``,
+:func:`analytics.classes.class_mapping_key` of its suite's target classes). It is *stale* when the
+model has been re-registered with other weights since (its current key differs; a head's key
+covers its backbone's) or a class of its suite was remapped. Stale runs stay listed, marked, but
+never feed the assessor or the Judge queue. Runs from before these columns existed (empty keys):
+such a run counts as current when the model (and a head's backbone) was registered no later than
+the run was created (``models.added`` <= ``runs.created``; both have one-second resolution, so a
+run in the second of a re-registration counts as current), and its class mappings count as the
+current ones (no remapping was possible before the key was recorded). :func:`pin_legacy_keys`
+writes those keys down before a model is replaced or a class remapped, so the rule is needed only
+for workspaces changed by an older Backdrop.
 
 Worst-case accuracy follows :func:`analytics.variance.worst_case_accuracy`: a target counts when it is
 classified correctly under every one of its backgrounds (the original is reported separately as
@@ -21,6 +35,7 @@ classified correctly under every one of its backgrounds (the original is reporte
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,10 +47,12 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_choice, check_positive_int
+from .classes import class_mapping_key
 from .compose import Cutout
 from .datasets import load_backgrounds, load_targets
 from .exceptions import InvalidInputError, NotFoundError
 from .variance import (
+    DEFAULT_GRID,
     DEFAULT_K,
     DEFAULT_THRESHOLD,
     FEATURE_NAMES,
@@ -59,20 +76,25 @@ __all__ = [
     "VARIANCE_COLOURS",
     "RunData",
     "cached_matrices",
+    "ModelKeys",
     "cell_pairs",
     "compose_images",
+    "current_runs",
     "export_run",
     "features_table",
     "image_table",
     "list_runs",
     "load_run",
     "matrices_from_clouds",
+    "model_keys",
+    "pin_legacy_keys",
     "render_matrix",
     "resolve_settings",
     "run_features",
     "run_matrices",
     "run_point_clouds",
     "start_runs",
+    "suite_classes_key",
     "summarize_run",
     "target_table",
 ]
@@ -87,7 +109,7 @@ SIGNALS: dict[str, str] = {
 #: Columns of :func:`list_runs`.
 RUN_COLUMNS = [
     "id", "model", "suite_id", "status", "images", "expected_images", "accuracy", "original_accuracy",
-    "worst_case_accuracy", "top_k", "created", "finished", "construction",
+    "worst_case_accuracy", "top_k", "created", "finished", "construction", "model_key", "classes_key", "stale",
 ]  # fmt: skip
 #: Columns of :func:`image_table` (the per-image CSV of :func:`export_run`).
 IMAGE_COLUMNS = [
@@ -155,6 +177,99 @@ class RunData:
     def n_points(self) -> int:
         """Points of each signal's cloud: n_targets * n * (n + 1)."""
         return len(self.target_ids) * self.n * (self.n + 1)
+
+
+# -- which weights and class mappings a result was made with ---------------------------------------
+@dataclass(frozen=True)
+class ModelKeys:
+    """The current key and registration time of every registered model (see the module notes).
+
+    Attributes
+    ----------
+    keys : dict of str to str
+        Model -> content key of its stored spec (:meth:`analytics.models.ModelSpec.content_key`);
+        a head's key also covers its backbone's.
+    registered : dict of str to str
+        Model -> when it (or a head's backbone, whichever is later) was registered (ISO text).
+    """
+
+    keys: dict[str, str]
+    registered: dict[str, str]
+
+    def is_current(self, model: str, key: str, created: str) -> bool:
+        """Whether a result of ``model`` made at ``created`` with the recorded ``key`` ('' when
+        not recorded: the registration-time rule of the module notes) used its current weights."""
+        if model not in self.keys:
+            return False
+        return key == self.keys[model] if key else created >= self.registered[model]
+
+
+def model_keys(workspace: Workspace) -> ModelKeys:
+    """The current content key of every registered model (what runs and judgments record).
+
+    Returns
+    -------
+    ModelKeys
+    """
+    rows = workspace.query("SELECT name, spec, added FROM models")
+    own = {row["name"]: _spec_key(row["spec"]) for row in rows}
+    added = {row["name"]: row["added"] for row in rows}
+    keys, registered = {}, {}
+    for row in rows:
+        name, backbone = row["name"], json.loads(row["spec"]).get("backbone")
+        keys[name] = content_id(own[name], own.get(backbone)) if backbone else own[name]
+        registered[name] = max(added[name], added.get(backbone, "")) if backbone else added[name]
+    return ModelKeys(keys, registered)
+
+
+def _spec_key(text: str) -> str:
+    """The content key of a stored spec: equal to ``ModelSpec.content_key`` of the spec stored."""
+    return hashlib.sha256(json.dumps(json.loads(text), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def suite_classes_key(workspace: Workspace, suite_id: str) -> str:
+    """:func:`analytics.classes.class_mapping_key` of the classes of a suite's targets."""
+    rows = workspace.query(
+        "SELECT DISTINCT t.class_name FROM suite_items s JOIN targets t ON t.id = s.target_id WHERE s.suite_id = ?", (suite_id,)
+    )
+    return class_mapping_key(workspace, [row["class_name"] for row in rows])
+
+
+def pin_legacy_keys(workspace: Workspace) -> int:
+    """Record the keys of runs and judgments stored before they were recorded (empty keys).
+
+    Runs and judgments that count as current by the registration-time rule get their model's
+    current key; runs get their suite's current class-mapping key. Call it before a model is
+    replaced or a class remapped: afterwards the rule could no longer tell.
+
+    Returns
+    -------
+    int
+        Rows updated.
+    """
+    keys = model_keys(workspace)
+    suite_keys: dict[str, str] = {}
+    runs = []
+    for row in workspace.query("SELECT id, model, suite_id, created, model_key, classes_key FROM runs WHERE model_key = '' OR classes_key = ''"):
+        model_key = row["model_key"] or (keys.keys[row["model"]] if keys.is_current(row["model"], "", row["created"]) else "")
+        classes_key = row["classes_key"] or _suite_key(workspace, row["suite_id"], suite_keys)
+        runs.append((model_key, classes_key, row["id"]))
+    judgments = [
+        (keys.keys[row["model"]], row["id"])
+        for row in workspace.query("SELECT id, model, created FROM judgments WHERE model_key = ''")
+        if keys.is_current(row["model"], "", row["created"])
+    ]
+    with workspace.transaction() as conn:
+        conn.executemany("UPDATE runs SET model_key = ?, classes_key = ? WHERE id = ?", runs)
+        conn.executemany("UPDATE judgments SET model_key = ? WHERE id = ? AND model_key = ''", judgments)
+    return len(runs) + len(judgments)
+
+
+def _suite_key(workspace: Workspace, suite_id: str, known: dict[str, str]) -> str:
+    """:func:`suite_classes_key`, computed once per suite into ``known``."""
+    if suite_id not in known:
+        known[suite_id] = suite_classes_key(workspace, suite_id)
+    return known[suite_id]
 
 
 # -- reading runs ----------------------------------------------------------------------------------
@@ -310,10 +425,11 @@ def start_runs(
     top_k: int = 3,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[str]:
-    """Run models over a suite (resuming earlier attempts) and summarise every run.
+    """Run models over a suite (resuming earlier attempts) and summarise the runs that changed.
 
-    :func:`analytics.inference.run_models` followed by :func:`summarize_run` per run; arguments as
-    there.
+    :func:`analytics.inference.run_models` followed by :func:`summarize_run` per run that did work
+    (a finished run that is reused keeps its summary and its ``finished`` time, so caches keyed on
+    them stay valid); arguments as there.
 
     Returns
     -------
@@ -324,12 +440,13 @@ def start_runs(
 
     run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
     for run_id in dict.fromkeys(run_ids):
-        summarize_run(workspace, run_id)
+        if json.loads(_run_row(workspace, run_id)["summary"] or "{}").get("version") != _SUMMARY_VERSION:  # new or redone
+            summarize_run(workspace, run_id)
     return run_ids
 
 
 def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
-    """Runs of the workspace, newest first, with their accuracies.
+    """Runs of the workspace, newest first, with their accuracies and whether they are stale.
 
     Finished runs whose summary predates :func:`summarize_run` (a run made by
     :func:`analytics.inference.run_models` alone) are summarised and stored on the way.
@@ -346,30 +463,44 @@ def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str |
         Columns :data:`RUN_COLUMNS`: ``images`` stored so far and ``expected_images`` (targets +
         suite items) show how far an unfinished run got; accuracies are NaN until it is done;
         ``top_k`` is the run's embedding top-k (what resuming needs); ``construction`` the
-        model's construction record (zoo models) or None.
+        model's construction record (zoo models) or None; ``model_key`` / ``classes_key`` the
+        recorded keys ('' for runs older than them); ``stale`` (bool) whether the model's weights
+        or a class mapping changed since (module notes).
     """
     rows = workspace.query(
-        "SELECT r.id, r.model, r.suite_id, r.status, r.summary, r.created, r.finished, m.spec, "
+        "SELECT r.id, r.model, r.suite_id, r.status, r.summary, r.created, r.finished, r.model_key, r.classes_key, m.spec, "
         "(SELECT COUNT(*) FROM run_images i WHERE i.run_id = r.id) AS images, "
         "(SELECT COUNT(*) + COUNT(DISTINCT target_id) FROM suite_items s WHERE s.suite_id = r.suite_id) AS expected "
         "FROM runs r LEFT JOIN models m ON m.name = r.model "
         "WHERE (? IS NULL OR r.model = ?) AND (? IS NULL OR r.suite_id = ?) ORDER BY r.created DESC, r.id",
         (model, model, suite_id, suite_id),
     )
+    keys, suite_keys = model_keys(workspace), {}
     records = []
     for row in rows:
         summary = json.loads(row["summary"] or "{}")
         if row["status"] == "done" and summary.get("version") != _SUMMARY_VERSION:
             summary = summarize_run(workspace, row["id"])
         spec = json.loads(row["spec"]) if row["spec"] else {}
+        classes_current = not row["classes_key"] or row["classes_key"] == _suite_key(workspace, row["suite_id"], suite_keys)
         records.append({
             "id": row["id"], "model": row["model"], "suite_id": row["suite_id"], "status": row["status"],
             "images": int(row["images"]), "expected_images": int(row["expected"]),
             "accuracy": summary.get("accuracy", np.nan), "original_accuracy": summary.get("original_accuracy", np.nan),
             "worst_case_accuracy": summary.get("worst_case_accuracy", np.nan), "top_k": summary.get("top_k"),
             "created": row["created"], "finished": row["finished"], "construction": spec.get("construction"),
+            "model_key": row["model_key"], "classes_key": row["classes_key"],
+            "stale": not (classes_current and keys.is_current(row["model"], row["model_key"], row["created"])),
         })  # fmt: skip
-    return pd.DataFrame(records, columns=RUN_COLUMNS).astype({"accuracy": float, "original_accuracy": float, "worst_case_accuracy": float})
+    table = pd.DataFrame(records, columns=RUN_COLUMNS)
+    return table.astype({"accuracy": float, "original_accuracy": float, "worst_case_accuracy": float, "stale": bool})
+
+
+def current_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
+    """:func:`list_runs` without the stale runs: the runs that may feed the assessor, the Judge
+    queue and comparisons (same columns, ``stale`` all False)."""
+    runs = list_runs(workspace, model=model, suite_id=suite_id)
+    return runs[~runs["stale"]].reset_index(drop=True)
 
 
 # -- point clouds and matrices ---------------------------------------------------------------------
@@ -402,7 +533,7 @@ def run_point_clouds(workspace: Workspace, run_id: str, *, data: RunData | None 
 
 
 def resolve_settings(
-    *, preset: str = "smooth", grid: int = 32, window: int | None = None, sigma: float | None = None, k: int = DEFAULT_K
+    *, preset: str = "smooth", grid: int = DEFAULT_GRID, window: int | None = None, sigma: float | None = None, k: int = DEFAULT_K
 ) -> dict[str, Any]:
     """The interpolation settings in effect: a preset of :data:`analytics.variance.PRESETS`, with
     ``window`` / ``sigma`` overriding it when given (the name becomes :data:`CUSTOM` then).
@@ -437,7 +568,7 @@ def run_matrices(
     run_id: str,
     *,
     preset: str = "smooth",
-    grid: int = 32,
+    grid: int = DEFAULT_GRID,
     window: int | None = None,
     sigma: float | None = None,
     k: int = DEFAULT_K,
@@ -454,8 +585,8 @@ def run_matrices(
     run_id : str
     preset : {'fine', 'medium', 'smooth', 'custom'}, default='smooth'
         The paper's (window, sigma): fine (32, 2), medium (16, 5), smooth (32, 10).
-    grid : int, default=32
-        Cells per axis.
+    grid : int, default=128
+        Cells per axis (:data:`analytics.variance.DEFAULT_GRID`); window and sigma are in these cells.
     window : int, optional
         Full side of the kernel window in cells; overrides the preset.
     sigma : float, optional
@@ -709,7 +840,9 @@ def render_matrix(matrix: np.ndarray, *, zmin: float | None = None, zmax: float 
     return cv2.resize(image, (m.shape[1] * scale, m.shape[0] * scale), interpolation=cv2.INTER_NEAREST)
 
 
-def export_run(workspace: Workspace, run_id: str, out_dir: str | Path, *, preset: str = "smooth", **settings: Any) -> dict[str, Any]:
+def export_run(
+    workspace: Workspace, run_id: str, out_dir: str | Path, *, preset: str = "smooth", tops: Mapping[str, float] | None = None, **settings: Any
+) -> dict[str, Any]:
     """Write a run's four matrices (``<signal>.npy``, ``<signal>.png``) and per-image table
     (``images.csv``) into ``out_dir`` (created when missing).
 
@@ -720,6 +853,9 @@ def export_run(workspace: Workspace, run_id: str, out_dir: str | Path, *, preset
     out_dir : path-like
     preset : str, default='smooth'
         Further keyword arguments (grid, window, sigma, k) as in :func:`run_matrices`.
+    tops : mapping of str to float, optional
+        Top of each signal's colour range in the PNGs (bottom 0), e.g. the suite's
+        :class:`analytics.colour_scale.ColourScale`; default each matrix's own range.
 
     Returns
     -------
@@ -737,7 +873,8 @@ def export_run(workspace: Workspace, run_id: str, out_dir: str | Path, *, preset
     for signal, vm in matrices.items():
         npy, png = out / f"{signal}.npy", out / f"{signal}.png"
         np.save(npy, vm.matrix)
-        if not cv2.imwrite(str(png), render_matrix(vm.matrix)[..., ::-1]):  # OpenCV writes BGR
+        colours = {} if tops is None else {"zmin": 0.0, "zmax": float(tops[signal])}
+        if not cv2.imwrite(str(png), render_matrix(vm.matrix, **colours)[..., ::-1]):  # OpenCV writes BGR
             raise InvalidInputError(f"cannot write {png}; check that the folder is writable")
         written[signal] = {"path": str(npy), "png": str(png), "shape": list(vm.matrix.shape), "mean": float(vm.matrix.mean())}
     table = out / "images.csv"

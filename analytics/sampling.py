@@ -3,9 +3,13 @@
 Every sampler chooses, for each target, up to ``n`` distinct backgrounds of a pool. They share one
 call shape, ``SAMPLERS[name]().sample(target_ids, pool_ids, n=..., seed=..., context=...)``, and one
 core: the pool is split into ordered *subspaces* (a distance bin, the carriers of a keyword ...);
-the sampler cycles through them, taking from each the first candidate, in the subspace's order,
-that is not yet taken for this target and passes the realism threshold, until ``n`` are found or
-every subspace is exhausted.
+the sampler first takes one background for each of as many distinct subspaces as the pool allows
+(at most ``n``, best-ranked first), then cycles through them, taking from each the first candidate,
+in the subspace's order, that is not yet taken for this target and passes the realism threshold,
+until ``n`` are found or every subspace is exhausted. Keyword subspaces overlap (a background
+carries several keywords), so the first round is a matching: a keyword whose only backgrounds were
+taken by another keyword that had alternatives gets one of them, and the other keyword moves on.
+A target with at least ``n`` keywords whose carriers allow it thus gets ``n`` distinct keywords.
 
 =========  ================================================================  ==================
 name       subspaces (in cycling order)                                       candidate order
@@ -347,12 +351,72 @@ SAMPLERS: dict[str, type[Sampler]] = {cls.name: cls for cls in (RandomSampler, N
 def _fill(
     subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tried: set[int], rejected: dict[int, _Subspace]
 ) -> list[tuple[int, _Subspace, bool]]:
-    """Cycle through ``subspaces`` taking the first untried, accepted candidate of each, until ``n``.
+    """Up to ``n`` picks: first one per subspace for as many distinct subspaces as the pool allows
+    (:func:`_distinct`), then cycling through the subspaces (:func:`_cycle`) for the rest.
 
     ``tried`` (pool indices already taken or rejected for this target) is updated in place: a
     rejected candidate is never retried (it may sit in several keyword subspaces) and a taken one
-    never repeats; ``rejected`` maps each rejected candidate to the subspace that offered it. A
-    subspace whose candidates are all tried drops out. Picks are ``(index, subspace, False)``.
+    never repeats; ``rejected`` maps each rejected candidate to the subspace that offered it.
+    Picks are ``(index, subspace, False)``.
+    """
+    chosen = _distinct(subspaces, n, accept, tried, rejected)
+    return chosen + _cycle(subspaces, n - len(chosen), accept, tried, rejected)
+
+
+def _distinct(
+    subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tried: set[int], rejected: dict[int, _Subspace]
+) -> list[tuple[int, _Subspace, bool]]:
+    """One accepted candidate for each of as many subspaces as possible (at most ``n``), in rank order.
+
+    A bipartite matching of subspaces to candidates, grown in rank order by augmenting paths: a
+    subspace takes its first free accepted candidate; when all of its accepted candidates are taken,
+    a subspace that holds one moves to another of its own if it can. Overlapping keyword subspaces
+    (a background carrying several keywords) thus never cost a keyword its only background while
+    another keyword had alternatives, and the kept subspaces are the best-ranked such set. For
+    disjoint subspaces (bins, one pool) this is exactly "the first accepted candidate of each".
+    Picks are listed in rank order.
+    """
+    owner: dict[int, int] = {}  # pool index -> subspace holding it
+    pick: dict[int, int] = {}  # subspace -> pool index
+
+    def take_free(s: int) -> bool:
+        """Give subspace ``s`` its first candidate that nobody holds, not tried before, and accepted."""
+        for j in subspaces[s].candidates:
+            if j in owner or j in tried:
+                continue
+            if accept(j):
+                owner[j], pick[s] = s, j
+                return True
+            tried.add(j)
+            rejected[j] = subspaces[s]
+        return False
+
+    def augment(s: int, visited: set[int]) -> bool:
+        if take_free(s):
+            return True
+        for j in subspaces[s].candidates:
+            holder = owner.get(j)
+            if holder is not None and holder not in visited:
+                visited.add(holder)
+                if augment(holder, visited):
+                    owner[j], pick[s] = s, j
+                    return True
+        return False
+
+    for s in range(len(subspaces)):
+        if len(pick) >= n:
+            break
+        augment(s, {s})
+    tried.update(owner)
+    return [(pick[s], subspaces[s], False) for s in sorted(pick)]
+
+
+def _cycle(
+    subspaces: list[_Subspace], n: int, accept: Callable[[int], bool], tried: set[int], rejected: dict[int, _Subspace]
+) -> list[tuple[int, _Subspace, bool]]:
+    """Cycle through ``subspaces`` taking the first untried, accepted candidate of each, until ``n``.
+
+    A subspace whose candidates are all tried drops out; ``tried`` and ``rejected`` as in :func:`_fill`.
     """
     chosen: list[tuple[int, _Subspace, bool]] = []
     cursors = [0] * len(subspaces)

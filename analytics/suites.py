@@ -16,7 +16,14 @@ Inputs per method (:data:`analytics.sampling.SAMPLERS`):
 * ``keyword`` uses the targets' detected keywords (level 0, ranked by score) and the pool's
   keyword table;
 * ``ontology`` expands the targets' keywords through an ontology (:func:`analytics.ontology.expand_table`,
-  ranked by level then aggregated weight; level 0 by detection score).
+  ranked by level then aggregated weight; level 0 by detection score). The ontology must fit the
+  keyword tables: by default the newest one mined from exactly them, and any ontology that expands
+  fewer than half of the targets to keywords the pool carries is refused (:func:`check_expansion`):
+  an ontology of another vocabulary would silently turn the suite into a keyword suite.
+
+Provenance (``Suite.params``, stored as the ``suites.params`` JSON): the keyword tables (name,
+backend, digest) and the ontology (id, mining parameters, size, source tables) a suite used, and
+for keyword methods the share of backgrounds topped up at random (:func:`topup_record`).
 
 A target without detected keywords starts from the most frequent keywords of its class
 (``keyword``: those keywords themselves; ``ontology``: their expansion) and the suite's warnings
@@ -25,6 +32,7 @@ say so.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -35,10 +43,13 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_choice, check_fraction, check_positive_int
-from .datasets import list_backgrounds, list_targets, load_backgrounds, load_targets
+from .datasets import list_backgrounds, list_classes, list_targets, load_backgrounds, load_targets
 from .exceptions import InvalidInputError, NotFoundError
 from .keywords import KeywordTable, list_keyword_tables, load_keyword_table
 from .ontology import (
+    DEFAULT_MAXITS,
+    DEFAULT_MIN_CONFIDENCE,
+    DEFAULT_MIN_SUPPORT,
     Expansion,
     Ontology,
     build_ontology,
@@ -46,6 +57,8 @@ from .ontology import (
     expand_table,
     list_ontologies,
     load_ontology,
+    ontologies_from,
+    ontology_record,
     save_ontology,
 )
 from .sampling import (
@@ -56,6 +69,7 @@ from .sampling import (
     SamplingContext,
     SamplingResult,
 )
+from .screening import pool_exclusions, sample_screened
 from .similarity import composite_distances, proxy_distances, resolve_distance_models
 from .workspace import Workspace, content_id, now
 
@@ -70,6 +84,7 @@ LIST_COLUMNS = ["id", "method", "n", "seed", "targets", "items", "mean_distance"
 DEFAULT_REALISM = "seam-harmony"
 DEFAULT_REALISM_THRESHOLD = 0.25
 FALLBACK_TOP = 3  # class keywords a target without keywords starts from
+MIN_EXPANDED_SHARE = 0.5  # targets the ontology must expand to pool keywords (check_expansion)
 
 
 @dataclass(frozen=True)
@@ -86,8 +101,10 @@ class Suite:
         Backgrounds asked for per target (some targets may have fewer; see ``warnings``).
     seed : int
     params : dict
-        Everything else that determined the suite (keyword tables, ontology, distance models,
-        realism scorer and threshold, top-up, ...).
+        Everything else that determined the suite (keyword tables with name, backend and digest;
+        the ontology's id, mining parameters, size and source tables; distance models, realism
+        scorer and threshold, top-up, ...); for keyword methods also what sampling could not do
+        (``topped_up``, ``topped_up_targets``, ``topup_share``: see :func:`topup_record`).
     items : DataFrame
         Columns target_id (str), position (int, 1..), background_id (str), keyword (str),
         level (int, -1 = none), distance (float, NaN when no distance model was available).
@@ -123,7 +140,9 @@ class SuiteStats:
     ``keyword_diversity`` = mean over targets of the number of distinct non-empty keywords among
     its backgrounds; ``distance_*`` over all items with a distance (NaN when none); ``spread`` is
     the standard deviation of the distances; ``below_realism`` counts the items that failed the
-    realism bar and fill a target's suite only because too few passed.
+    realism bar and fill a target's suite only because too few passed. Keyword methods only (None
+    otherwise): ``topped_up`` backgrounds were drawn at random because the target's keywords ran
+    out, ``topped_up_targets`` targets have any, and ``topup_share`` = topped_up / items.
     """
 
     targets: int
@@ -136,6 +155,9 @@ class SuiteStats:
     distance_min: float
     distance_max: float
     below_realism: int = 0
+    topped_up: int | None = None
+    topped_up_targets: int | None = None
+    topup_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -156,7 +178,7 @@ def build_suite(
     realism: str = DEFAULT_REALISM,
     realism_threshold: float = DEFAULT_REALISM_THRESHOLD,
     top_up: bool = True,
-    maxits: int = 5,
+    maxits: int = DEFAULT_MAXITS,
     batch_size: int = 32,
     device: str | None = None,
     save: bool = True,
@@ -177,7 +199,9 @@ def build_suite(
         Keyword tables (``keyword`` / ``ontology``); a missing entry = the newest table of that
         item kind.
     ontology_id : str or None
-        Ontology for ``ontology``; None = the newest saved one.
+        Ontology for ``ontology``; None = the newest one mined from exactly these keyword tables
+        (else the newest saved one). Either way it must expand at least half of the targets to
+        keywords the pool carries (:func:`check_expansion`), or the suite is refused.
     distance_models : sequence of str or None
         Ensemble for distances; None = :func:`analytics.similarity.default_distance_models`.
         Without any registered model, ``nearest``/``interval`` fail and the other methods save
@@ -226,18 +250,21 @@ def build_suite(
     notes: list[str] = []
     models = _distance_models(workspace, distance_models, sampler_cls.needs_distances, notes)
     tables = _keyword_tables(workspace, keyword_tables) if sampler_cls.needs_keywords else {}
-    ontology = _ontology(workspace, ontology_id) if sampler_cls.needs_ontology else None
+    ontology = _ontology(workspace, ontology_id, tables) if sampler_cls.needs_ontology else None
     params = {
         "realism": realism,
         "realism_threshold": realism_threshold,
         "distance_models": {name: spec_key for name, spec_key in models},
-        "keyword_tables": {kind: {"name": name, "digest": table.digest()} for kind, (name, table) in tables.items()},
-        "ontology": None if ontology is None else ontology.id,
+        "keyword_tables": {kind: _table_record(name, table) for kind, (name, table) in tables.items()},
+        "ontology": None if ontology is None else ontology_record(workspace, ontology.id),
     }
     if sampler_cls.needs_keywords:
         params["top_up"] = bool(top_up)
     if ontology is not None:
         params["maxits"] = check_positive_int(maxits, "maxits", minimum=0)
+    # backgrounds showing a target's class or cut from its own photo (analytics.screening)
+    exclusions = pool_exclusions(workspace, targets, pool, batch_size=batch_size, device=device)
+    params["pool_screening"] = exclusions.record
     suite_id = content_id(method, n, seed, params, targets, pool)
     if _exists(workspace, suite_id):
         logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)
@@ -245,8 +272,10 @@ def build_suite(
     loaded = _load_models(workspace, models, device)
     context = _context(workspace, sampler_cls, targets, pool, tables, ontology, loaded, params, batch_size, notes)
     sampler = sampler_cls(top_up=top_up) if issubclass(sampler_cls, KeywordSampler) else sampler_cls()
-    result = sampler.sample(targets, pool, n=n, seed=seed, context=context)
+    result = sample_screened(sampler, targets, pool, n=n, seed=seed, context=context, excluded=exclusions.excluded)
     items = _items(workspace, result, loaded, batch_size, progress)
+    if sampler_cls.needs_keywords:  # an outcome, recorded after the id: what the keywords could not supply
+        params = {**params, **topup_record(items)}
     suite = Suite(suite_id, method, n, seed, params, items, tuple(notes + result.warnings))
     return save_suite(workspace, suite) if save else suite
 
@@ -307,16 +336,60 @@ def _keyword_tables(workspace: Workspace, names: Mapping[str, str] | None) -> di
     return out
 
 
-def _ontology(workspace: Workspace, ontology_id: str | None) -> Ontology:
+def _table_record(name: str, table: KeywordTable) -> dict[str, str]:
+    """What a suite records about a keyword table it used: name, backend and content digest."""
+    return {"name": name, "backend": table.backend, "digest": table.digest()}
+
+
+def _ontology(workspace: Workspace, ontology_id: str | None, tables: Mapping[str, tuple[str, KeywordTable]]) -> Ontology:
+    """The given ontology, else the newest mined from exactly these keyword tables, else the newest
+    (whose fit :func:`check_expansion` then judges)."""
     if ontology_id is None:
+        matching = ontologies_from(workspace, [name for name, _ in tables.values()])
         listing = list_ontologies(workspace)
-        if listing.empty:
+        if not matching and listing.empty:
             raise InvalidInputError(
                 f"method 'ontology' needs an ontology and {workspace.root} has none; build one on the Ontology page or with "
                 "`python -m analytics ontology --workspace DIR`"
             )
-        ontology_id = str(listing["id"].iloc[-1])
+        ontology_id = matching[0] if matching else str(listing["id"].iloc[-1])
     return load_ontology(workspace, ontology_id)
+
+
+def check_expansion(target_keywords: Sequence[Sequence[RankedKeyword]], carriers: Mapping[str, np.ndarray], record: dict[str, Any]) -> None:
+    """Refuse an ontology that does not fit the keyword tables of a suite.
+
+    An ontology mined from other keywords (another backend, another vocabulary) shares few keywords
+    with the tables: the targets' keywords expand to nothing, or to keywords no pool background
+    carries, and an "ontology" suite silently becomes a keyword suite (or a random one).
+
+    Parameters
+    ----------
+    target_keywords : sequence (one per target) of sequence of RankedKeyword
+        The targets' ranked expansions (level 0 = detected).
+    carriers : mapping keyword -> ndarray of int
+        Pool indices of the backgrounds carrying each keyword.
+    record : dict
+        The suite's provenance (``ontology`` and ``keyword_tables`` entries), for the message.
+
+    Raises
+    ------
+    InvalidInputError
+        Fewer than :data:`MIN_EXPANDED_SHARE` of the targets have an expanded keyword (level >= 1)
+        that some pool background carries.
+    """
+    reached = sum(any(k.level > 0 and len(carriers.get(k.keyword, ())) for k in ranked) for ranked in target_keywords)
+    if not target_keywords or reached >= MIN_EXPANDED_SHARE * len(target_keywords):
+        return
+    ontology, tables = record["ontology"], record["keyword_tables"]
+    used = ", ".join(f"{kind} {t['name']!r} ({t['backend'] or 'unknown backend'})" for kind, t in tables.items())
+    names = " ".join(f"--table {t['name']}" for t in tables.values())
+    raise InvalidInputError(
+        f"ontology {ontology['id']} (mined from {', '.join(ontology['tables']) or 'keywords outside this workspace'}) expands "
+        f"only {reached} of {len(target_keywords)} targets to keywords the pool carries, with the keyword tables {used}: "
+        "an 'ontology' suite would be a keyword suite. Mine an ontology from these tables (Ontology page, or `python -m "
+        f"analytics ontology --workspace DIR {names}`) and leave the ontology unset to use it"
+    )
 
 
 def _context(workspace, sampler_cls, targets, pool, tables, ontology, models, params, batch_size, notes) -> SamplingContext:
@@ -330,17 +403,21 @@ def _context(workspace, sampler_cls, targets, pool, tables, ontology, models, pa
         else:
             target_keywords = expanded_keywords(ontology, target_table, maxits=params["maxits"], notes=notes)
         carriers = {word: np.flatnonzero(pool_table.present[:, j]) for j, word in enumerate(pool_table.vocabulary)}
+        if ontology is not None and params["maxits"] > 0:
+            check_expansion(target_keywords, carriers, params)
     realism, reference = _realism(workspace, targets, pool, params["realism"]) if params["realism_threshold"] > 0 else (None, None)
     return SamplingContext(proxy, target_keywords, carriers, realism, params["realism_threshold"], reference)
 
 
 def _realism(workspace: Workspace, targets: list[str], pool: list[str], name: str) -> tuple[Callable[[int, int], float], Callable[[int], float]]:
-    """Score of target i on pool background j (computed when the sampler asks; images loaded once),
-    and the score of target i on its own original scene (the reference bar)."""
+    """Score of target i on pool background j (computed when the sampler asks, then kept: a short
+    suite's fill ranks the rejected candidates by it again; images loaded once), and the score of
+    target i on its own original scene (the reference bar)."""
     scorer = REALISM_SCORERS[name]()
     images, masks = load_targets(workspace, targets)
     backgrounds = load_backgrounds(workspace, pool)
 
+    @functools.cache
     def score(i: int, j: int) -> float:
         return float(scorer.score(images[i : i + 1], masks[i : i + 1], backgrounds[j : j + 1])[0])
 
@@ -395,7 +472,7 @@ def detected_keywords(table: KeywordTable, notes: list[str] | None = None) -> li
     return ranked
 
 
-def expanded_keywords(ontology: Ontology, table: KeywordTable, *, maxits: int = 5, notes: list[str] | None = None) -> list[list[RankedKeyword]]:
+def expanded_keywords(ontology: Ontology, table: KeywordTable, *, maxits: int = DEFAULT_MAXITS, notes: list[str] | None = None) -> list[list[RankedKeyword]]:
     """Each item's ontology expansion OL_x as ranked keywords.
 
     Ranked by level; level 0 (detected) by detection score, deeper levels by the aggregated
@@ -526,7 +603,28 @@ def suite_stats(suite: Suite) -> SuiteStats:
         float(keywords.mean()) if len(counts) else 0.0,
         *summary,
         below_realism=int(items["below_realism"].sum()),
+        **(topup_record(items) if SAMPLERS[suite.method].needs_keywords else {}),
     )
+
+
+def topup_record(items: pd.DataFrame) -> dict[str, Any]:
+    """How much of a keyword suite its keywords could not supply (rows with no keyword, level -1).
+
+    Parameters
+    ----------
+    items : DataFrame with columns target_id (str), keyword (str), as :attr:`Suite.items`
+
+    Returns
+    -------
+    dict with keys topped_up (int: backgrounds drawn at random), topped_up_targets (int: targets
+    with any) and topup_share (float in [0, 1]: topped_up / items; 0 for an empty suite)
+    """
+    random = items["keyword"] == ""
+    return {
+        "topped_up": int(random.sum()),
+        "topped_up_targets": int(items.loc[random, "target_id"].nunique()),
+        "topup_share": float(random.mean()) if len(items) else 0.0,
+    }
 
 
 # -- inputs with defaults (CLI and page) ----------------------------------------------------------
@@ -588,7 +686,9 @@ def ensure_keyword_tables(
             continue
         if backend is None:
             loaded = load_model(workspace, model or default_keyword_model(workspace), device=device)
-            backend = ClassifierPatchBackend(loaded, grid=grid, threshold=threshold, batch_size=batch_size)
+            backend = ClassifierPatchBackend(
+                loaded, grid=grid, threshold=threshold, batch_size=batch_size, exclude_classes=list_classes(workspace)
+            )
         table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=progress)
         names[kind] = keyword_table_name(backend, kind, table.ids)
         computed.append(kind)
@@ -599,11 +699,19 @@ def ensure_ontology(
     workspace: Workspace,
     tables: Mapping[str, str],
     *,
-    min_support: float = 0.01,
-    min_confidence: float = 0.3,
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
 ) -> tuple[str, bool]:
-    """The newest saved ontology, or one mined (FP-Growth) from the keyword tables ``tables``
-    (item kind -> name) and saved.
+    """An ontology that fits the keyword tables ``tables`` (item kind -> name): the newest one
+    mined from exactly these tables, else one mined now (FP-Growth, pairs) from them and saved.
+
+    An ontology mined from other keyword tables is never returned: its vocabulary may not be theirs
+    (another backend), and the expansion would then be empty (see :func:`check_expansion`).
+
+    Parameters
+    ----------
+    min_support, min_confidence : float in (0, 1], default=0.005, 0.1
+        Mining settings of a new ontology (the defaults of :mod:`analytics.ontology`).
 
     Returns
     -------
@@ -611,10 +719,10 @@ def ensure_ontology(
     built : bool
         True when this call mined it.
     """
-    listing = list_ontologies(workspace)
-    if not listing.empty:
-        return str(listing["id"].iloc[-1]), False
     names = list(dict.fromkeys(tables.values()))
+    matching = ontologies_from(workspace, names)
+    if matching:
+        return matching[0], False
     ontology = build_ontology(
         [load_keyword_table(workspace, name) for name in names], min_support=min_support, min_confidence=min_confidence
     )

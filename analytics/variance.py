@@ -28,6 +28,7 @@ from ._validation import check_choice, check_finite, check_positive_int
 from .exceptions import InvalidInputError
 
 __all__ = [
+    "DEFAULT_GRID",
     "DEFAULT_K",
     "DEFAULT_THRESHOLD",
     "FEATURE_NAMES",
@@ -49,8 +50,12 @@ __all__ = [
     "worst_case_correct",
 ]
 
-#: The paper's three interpolants (Appendix B2, Table 3) as ``name: (window, sigma)``; all use K = 32.
+#: The paper's three interpolants (Appendix B2, Table 3) as ``name: (window, sigma)`` in cells; all use K = 32.
 PRESETS: dict[str, tuple[int, float]] = {"fine": (32, 2.0), "medium": (16, 5.0), "smooth": (32, 10.0)}
+#: Cells per axis. The paper gives its kernel sizes in pixels of the matrix image; on 128 cells the
+#: widest window (32) spans a quarter of each axis (+-0.125 d_max) and sigma 10 is 0.078 d_max, so
+#: every preset is local (on 32 cells the window covered the whole matrix and blurred failure bands).
+DEFAULT_GRID = 128
 #: Number of nearest points averaged into u(e).
 DEFAULT_K = 32
 #: Error-rate threshold: ML4ML [25] (the paper's source of the feature) counts cells above 0.15.
@@ -68,8 +73,10 @@ FEATURE_NAMES = (
     *(f"gradient_{d}_{stat}" for d in GRADIENT_DIRECTIONS for stat in ("mean", "max")),
 )
 
-# Points per block of the kernel sums: (grid x block) float64 weights stay in the CPU cache.
+# Points per block of the kernel sums: (cells reached x block) float64 weights stay in the CPU cache.
 _BLOCK = 4096
+# Cells per side of the square tiles that group points for the kernel sums.
+_TILE = 8
 
 
 # --------------------------------------------------------------------------------------------------
@@ -297,7 +304,7 @@ def variance_matrix(
     points: np.ndarray,
     values: np.ndarray,
     *,
-    grid: int = 32,
+    grid: int = DEFAULT_GRID,
     window: int = 32,
     sigma: float = 10.0,
     k: int = DEFAULT_K,
@@ -319,11 +326,17 @@ def variance_matrix(
     is read as this full side, like an image-filter kernel size. Points outside ``[0, d_max]^2`` still
     contribute to cells whose window reaches them, and count as neighbours for u(e).
 
+    Units: one cell is ``d_max / grid`` in semantic distance, so a window of ``w`` cells reaches
+    ``w / 2 * d_max / grid`` each way and sigma ``s`` cells is ``s * d_max / grid``. On the default
+    128 cells the presets are local: smooth (32, 10) reaches +-0.125 d_max with sigma 0.078 d_max,
+    medium (16, 5) +-0.0625 with 0.039, fine (32, 2) +-0.125 with 0.016.
+
     Because a Gaussian over a square window factorises, ``phi = wx * wy`` with one-axis weights, both
     sums are exact matrix products ``Wy @ diag(v) @ Wx.T`` and ``Wy @ Wx.T`` (cells x points times
-    points x cells), accumulated over blocks of points; u(e) comes from a k-d tree of the points
-    queried at the cell centres, built in a second thread. About 1 CPU-second for 1.8 M points on a
-    32 x 32 grid (``benchmarks/variance.py``).
+    points x cells). Points are grouped into tiles of 8 x 8 cells and each tile's product covers
+    only the rows and columns its windows reach, so the work per point follows the window, not the
+    grid; u(e) comes from a k-d tree of the points queried at the cell centres, built in a second
+    thread. About 2 s for 1.8 M points on 128 x 128 cells on a busy 2-core machine (``benchmarks/variance.py``).
 
     Parameters
     ----------
@@ -331,8 +344,8 @@ def variance_matrix(
         ``(d_ij, d_ik)`` of every point (``PointCloud.points``).
     values : array-like of shape (n_points,), float
         Value of every point (``PointCloud.values``).
-    grid : int, default=32
-        Cells per axis.
+    grid : int, default=128
+        Cells per axis (:data:`DEFAULT_GRID`); a cell is ``d_max / grid`` wide.
     window : int, default=32
         Full side of the square kernel window, in cells (see above). Presets in :data:`PRESETS`.
     sigma : float, default=10.0
@@ -405,7 +418,7 @@ def _variance_matrix(
     # The k-d tree build releases the GIL: overlap it with the kernel sums to use a second core.
     with ThreadPoolExecutor(max_workers=1) as pool:
         nearest_job = pool.submit(_nearest_means, cells, values, centres, k)
-        weighted, total = _kernel_sums(cells, values, centres, half=window / 2, sigma=sigma)
+        weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
         nearest = nearest_job.result()
     matrix = (nearest + weighted) / (1.0 + total)  # phi(0) = 1
     matrix.setflags(write=False)
@@ -415,7 +428,7 @@ def _variance_matrix(
 
 
 def _axis_weights(coords: np.ndarray, centres: np.ndarray, half: float, sigma: float, out: np.ndarray) -> None:
-    """Write one-axis Gaussian weights inside the window into ``out``, shape (grid, n_block), float64."""
+    """Write one-axis Gaussian weights inside the window into ``out``, shape (n_centres, n_block), float64."""
     np.subtract(coords[np.newaxis, :], centres[:, np.newaxis], out=out)
     np.square(out, out=out)
     # offset^2 > half^2 exactly when |offset| > half: half^2 is exact and squaring is monotone.
@@ -425,25 +438,64 @@ def _axis_weights(coords: np.ndarray, centres: np.ndarray, half: float, sigma: f
     np.copyto(out, 0.0, where=outside)
 
 
-def _kernel_sums(
-    cells: np.ndarray, values: np.ndarray, centres: np.ndarray, *, half: float, sigma: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """``sum_i phi_i v_i`` and ``sum_i phi_i`` for every cell, each of shape (grid, grid), [row=y, col=x]."""
-    grid = centres.size
-    sums = np.zeros((2 * grid, grid))
-    # Rows [0, grid) hold wy * v, rows [grid, 2 grid) wy: one product gives both sums.
-    stacked = np.empty((2 * grid, _BLOCK))
-    wx = np.empty((grid, _BLOCK))
+def _kernel_sums(cells: np.ndarray, values: np.ndarray, grid: int, *, half: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """``sum_i phi_i v_i`` and ``sum_i phi_i`` for every cell, each of shape (grid, grid), [row=y, col=x].
+
+    Points are grouped into tiles of ``_TILE`` x ``_TILE`` cells. A tile's points reach only the
+    cells whose centres lie within ``half`` of them, so each tile adds one dense product over that
+    band of rows and columns: the work per point follows the window, not the grid.
+    """
+    order, bounds = _tile_order(cells, grid)
+    cells, values = cells[order], values[order]
+    sums = np.zeros((2, grid, grid))
     # These products are small; on a busy machine BLAS threads wait on each other (5x slower here).
     with threadpool_limits(limits=1, user_api="blas"):
-        for start in range(0, values.size, _BLOCK):
-            block = slice(start, start + _BLOCK)
-            n = values[block].size
-            _axis_weights(cells[block, 0], centres, half, sigma, wx[:, :n])
-            _axis_weights(cells[block, 1], centres, half, sigma, stacked[grid:, :n])
-            np.multiply(stacked[grid:, :n], values[block], out=stacked[:grid, :n])
-            sums += stacked[:, :n] @ wx[:, :n].T
-    return sums[:grid], sums[grid:]
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            if start == stop:
+                continue
+            rows = _reach(cells[start:stop, 1], grid, half)
+            cols = _reach(cells[start:stop, 0], grid, half)
+            for block in range(start, stop, _BLOCK):
+                end = min(stop, block + _BLOCK)
+                _add_block(sums, cells[block:end], values[block:end], rows, cols, half=half, sigma=sigma)
+    return sums[0], sums[1]
+
+
+def _tile_order(cells: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """Order of the points by tile (row-major) and the start of every tile in it, shape (n_tiles + 1,)."""
+    per_axis = -(-grid // _TILE)
+    tiles = np.clip(cells // _TILE, 0, per_axis - 1).astype(np.int32)  # points off the grid join a border tile
+    ids = tiles[:, 1] * per_axis + tiles[:, 0]
+    if per_axis**2 < 2**15:
+        ids = ids.astype(np.int16)  # a stable sort of 16-bit keys is a radix sort: ~4x faster
+    order = np.argsort(ids, kind="stable")
+    return order, np.searchsorted(ids[order], np.arange(per_axis**2 + 1))
+
+
+def _reach(coords: np.ndarray, grid: int, half: float) -> tuple[int, int]:
+    """Cells ``[first, stop)`` on one axis whose centre may lie within ``half`` of a coordinate.
+
+    One cell of slack on each side absorbs rounding; :func:`_axis_weights` decides exactly.
+    """
+    first = int(np.floor(coords.min() - half - 0.5))
+    stop = int(np.ceil(coords.max() + half - 0.5)) + 1
+    return max(first, 0), max(min(stop, grid), 0)
+
+
+def _add_block(
+    sums: np.ndarray, cells: np.ndarray, values: np.ndarray, rows: tuple[int, int], cols: tuple[int, int], *, half: float, sigma: float
+) -> None:
+    """Add one block of points to ``sums`` (shape (2, grid, grid)) over the cells ``rows`` x ``cols``."""
+    (r0, r1), (c0, c1) = rows, cols
+    if r0 >= r1 or c0 >= c1:
+        return
+    ny, n = r1 - r0, values.size
+    wx = np.empty((c1 - c0, n))
+    stacked = np.empty((2 * ny, n))  # rows [0, ny) hold wy * v, rows [ny, 2 ny) wy: one product gives both sums
+    _axis_weights(cells[:, 0], np.arange(c0, c1) + 0.5, half, sigma, wx)
+    _axis_weights(cells[:, 1], np.arange(r0, r1) + 0.5, half, sigma, stacked[ny:])
+    np.multiply(stacked[ny:], values, out=stacked[:ny])
+    sums[:, r0:r1, c0:c1] += (stacked @ wx.T).reshape(2, ny, c1 - c0)
 
 
 def _nearest_means(cells: np.ndarray, values: np.ndarray, centres: np.ndarray, k: int) -> np.ndarray:

@@ -1,8 +1,8 @@
 """A model zoo with known background reliance (issue 7, item 6).
 
 The paper judged 250 downloaded models; none can be downloaded here. The zoo instead trains, on
-this CPU in minutes, linear heads on the frozen embedding of one backbone (default
-EfficientNet-Lite0, 1280-d) on training sets in which the class predicts the background with a
+this CPU in minutes, small heads (one ReLU hidden layer) on the frozen embedding of one backbone
+(default EfficientNet-Lite0, 1280-d) on training sets in which the class predicts the background with a
 controlled strength s. Each head records how it was built (its *construction*) in its model spec:
 ``{"strength": s, "augment": bool, "seed": k, ...}``. That construction label is ground truth about
 the training data, not a judgment: it never enters the ``judgments`` table and the assessor reads it
@@ -44,18 +44,43 @@ Embeddings
     ``pool_per_target`` uniformly drawn training backgrounds; every training background alone; every
     original target (for the accuracy). A head's training set samples this pool with replacement.
 
-Check on the demo workspace (60 targets in 15 classes, 264 backgrounds; default settings, 30
-heads, a random suite of the 15 held-out targets x 16 held-out backgrounds)
+Check on the demo workspace with the earlier *linear* heads (60 targets in 15 classes, 264
+backgrounds; then-default settings, 30 heads, a random suite of the 15 held-out targets x 16
+held-out backgrounds; not yet repeated with the hidden-layer heads)
     Mean of the true-class-probability matrix (smooth preset) per s, plain / augmented heads:
     0: .124 / .113, 0.25: .145 / .136, 0.5: .171 / .152, 0.75: .194 / .163, 1: .249 / .182;
     Spearman(s, mean) over the 30 heads 0.93. Assessors on construction labels, 10 repeats: random
     forest 0.79 ± 0.13, AdaBoost 0.77 ± 0.16, worst-case-accuracy baseline 0.62 ± 0.13.
 
 Heads
-    Multinomial logistic regression (scikit-learn, L2, ``regularisation`` = C) on standardised
-    embeddings; the standardisation is folded into the stored weight and bias, so the head is a plain
-    linear layer registered with :func:`analytics.models.register_head`. Heads of one backbone run
-    together on a suite (:func:`analytics.inference.run_models`: one backbone pass per image).
+    A ReLU hidden layer of ``hidden`` units (default 128) and a linear output layer, trained
+    together (full-batch Adam, softmax cross-entropy plus ||W||^2 / (2 C n) on the output weight,
+    C = ``regularisation``, seeded) on standardised embeddings; the standardisation is folded into
+    the hidden layer, and the head is registered with :func:`analytics.models.register_head`. The
+    hidden layer is the head's embedding: the three embedding signals (top-k mean, max, mean) are
+    read there, so all four matrices of a zoo head are its own (with linear heads, ``hidden=0``,
+    they were the backbone's, identical for every head). Heads of one backbone run together on a
+    suite (:func:`analytics.inference.run_models`: one backbone pass per image, then each head).
+
+Figure-8 family (``temperatures``; Liao & Chen, Figure 8: models of equal accuracy and worst-case
+accuracy whose matrices differ)
+    Per seed k: the plain head of strength ``family_strength`` (default 0.5, trained exactly as the
+    grid's head of that strength and seed) with its output layer (weight and bias) multiplied by a
+    temperature T, one member per T (default 0.25, 1, 4). A positive factor on the logits never
+    changes their arg-max, and the hidden layer is shared, so the members of one seed make the
+    same prediction on every image: their accuracy, original accuracy and worst-case accuracy are
+    identical on any suite (tolerance 0), and so are their three embedding matrices. What differs is
+    how confidently they are right or wrong: where the background flips a prediction, the T = 4
+    member moves its probability almost all the way (confident errors, Figure 8's M_a, which its
+    annotators failed), the T = 0.25 member only a little (hesitant errors). The label follows
+    from T alone and is fixed before any run: T < 1 'invariant', T = 1 'borderline', T > 1
+    'variant' (the probability jumps where the background flips the answer grow with T). Caveat:
+    away from the flips a large T also flattens the probability (it saturates near 1), so the
+    overall spread of the true-class probability need not grow with T (on the test fixture the
+    T = 0.25 member's mean per-target standard deviation was slightly the larger); the label
+    describes the size of the jumps at the errors, not the matrix mean. Accuracy statistics cannot
+    tell the members of one seed apart by construction, and a matrix assessor can only through
+    the probability matrix: the family tests that channel; it is not a hard case for it.
 """
 
 from __future__ import annotations
@@ -77,11 +102,12 @@ from .exceptions import InvalidInputError, NotFoundError
 from .inference import ImageJob, iter_composites, prefetch_for
 from .models import (
     LITE_VARIANTS,
+    HeadLayers,
     LoadedModel,
     ModelSpec,
     get_model_spec,
     list_models,
-    load_head_weights,
+    load_head,
     load_model,
     register_efficientnet_lite,
     register_head,
@@ -98,6 +124,13 @@ DEFAULT_BACKBONE = "efficientnet-lite0"
 DEFAULT_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 DEFAULT_AUGMENT = (False, True)
 DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_HIDDEN = 128
+DEFAULT_TEMPERATURES = (0.25, 1.0, 4.0)
+DEFAULT_FAMILY_STRENGTH = 0.5
+GRID_FAMILY = "reliance"
+FIGURE8_FAMILY = "figure8"
+_TRAIN_STEPS = 200  # full-batch Adam steps per head (~5 s for 1280 -> 128 on 1260 rows, one core)
+_LEARNING_RATE = 1e-2
 ZOO_KIND = "background-reliance zoo"
 CONSTRUCTION_LABEL = "construction_label"
 _CHUNK = 128  # images per cached embedding chunk: an interrupted build loses at most one chunk
@@ -249,6 +282,7 @@ class ZooRecipe:
     background_only: float
     pool_per_target: int
     regularisation: float
+    hidden: int  # width of the head's ReLU hidden layer (its own embedding); 0: a linear head
 
 
 @dataclass(frozen=True)
@@ -268,6 +302,10 @@ class ZooModel:
         On the held-out original targets only (NaN when none is held out).
     trained : bool
         False when the head was already registered with the same construction (skipped).
+    family : {'reliance', 'figure8'}
+        The strength grid, or the matched-accuracy family (see module notes).
+    temperature : float
+        Factor on the output layer (1 for the grid; the figure-8 family's construction knob).
     """
 
     name: str
@@ -277,6 +315,8 @@ class ZooModel:
     accuracy: float
     heldout_accuracy: float
     trained: bool
+    family: str = GRID_FAMILY
+    temperature: float = 1.0
 
     def to_dict(self) -> dict:
         """JSON-ready: a NaN held-out accuracy becomes None."""
@@ -284,8 +324,29 @@ class ZooModel:
 
 
 def zoo_model_name(strength: float, augment: bool, seed: int) -> str:
-    """``zoo-s0.75-aug-seed1``: the registered name of a zoo head."""
+    """``zoo-s0.75-aug-seed1``: the registered name of a zoo head of the strength grid."""
     return f"zoo-s{strength:.2f}-{'aug' if augment else 'plain'}-seed{seed}"
+
+
+def zoo_family_name(temperature: float, seed: int) -> str:
+    """``zoo-fig8-t4.00-seed1``: the registered name of a member of the figure-8 family."""
+    return f"zoo-fig8-t{temperature:.2f}-seed{seed}"
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One head to build: grid heads have temperature 1 and family ``reliance``."""
+
+    name: str
+    strength: float
+    augment: bool
+    seed: int
+    temperature: float = 1.0
+    family: str = GRID_FAMILY
+
+    def construction(self, recipe: ZooRecipe) -> dict:
+        grid = {"kind": ZOO_KIND, "strength": self.strength, "augment": self.augment, "seed": self.seed, **asdict(recipe)}
+        return grid if self.family == GRID_FAMILY else {**grid, "family": self.family, "temperature": self.temperature}
 
 
 def build_zoo(
@@ -300,6 +361,9 @@ def build_zoo(
     background_only: float = 1.0,
     pool_per_target: int = 12,
     regularisation: float = 0.05,
+    hidden: int = DEFAULT_HIDDEN,
+    temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    family_strength: float = DEFAULT_FAMILY_STRENGTH,
     holdout_backgrounds: float = 0.25,
     holdout_targets: int = 1,
     layout_seed: int = 0,
@@ -308,7 +372,7 @@ def build_zoo(
     replace: bool = False,
     progress: ProgressFn | None = None,
 ) -> list[ZooModel]:
-    """Train and register one linear head per (strength, augment, seed) on the backbone's embedding.
+    """Train and register one head per (strength, augment, seed), plus the figure-8 family, on a backbone.
 
     Idempotent: a head already registered under its name with the same construction is skipped
     (its accuracy is still reported); embeddings come from the workspace cache when present.
@@ -333,7 +397,16 @@ def build_zoo(
     pool_per_target : int, default=12
         Cached composites per training target on home backgrounds and as many on random ones.
     regularisation : float > 0, default=0.05
-        Inverse L2 strength C of the logistic regression (on standardised embeddings).
+        Inverse L2 strength C (as in logistic regression: the penalty is ||W||^2 / (2 C n_rows)
+        on the output weight; embeddings standardised).
+    hidden : int >= 0, default=128
+        Width of each head's ReLU hidden layer, which is the head's own embedding; 0 trains linear
+        heads (whose embedding signals are the backbone's, the same for every head).
+    temperatures : sequence of float > 0, default=(0.25, 1, 4)
+        The figure-8 family: per seed, the plain head of strength ``family_strength`` with its
+        output layer multiplied by each temperature (see module notes). Empty: no family.
+    family_strength : float in [0, 1], default=0.5
+        Strength of the head the figure-8 family is built from.
     holdout_backgrounds, holdout_targets, layout_seed
         Passed to :func:`zoo_layout` (``layout_seed`` as its ``seed``).
     batch_size : int, default=32
@@ -347,7 +420,7 @@ def build_zoo(
     Returns
     -------
     list of ZooModel
-        In grid order (strength, then augment, then seed).
+        In grid order (strength, then augment, then seed), then the family (seed, then temperature).
 
     Raises
     ------
@@ -356,7 +429,8 @@ def build_zoo(
     NotFoundError
         The backbone is not registered (and is not an EfficientNet-Lite).
     """
-    grid = _check_grid(strengths, augment, seeds)
+    plans = _plans(_check_grid(strengths, augment, seeds), _check_temperatures(temperatures), check_fraction(family_strength, "family_strength", low_open=False))
+    hidden = check_positive_int(hidden, "hidden", minimum=0)
     n_train_per_class = check_positive_int(n_train_per_class, "n_train_per_class")
     n_augment_per_class = check_positive_int(n_augment_per_class, "n_augment_per_class")
     pool_per_target = check_positive_int(pool_per_target, "pool_per_target")
@@ -364,22 +438,27 @@ def build_zoo(
     regularisation = _check_non_negative(regularisation, "regularisation", strict=True)
     base = _ensure_backbone(workspace, backbone)
     layout = zoo_layout(workspace, holdout_backgrounds=holdout_backgrounds, holdout_targets=holdout_targets, seed=layout_seed)
-    recipe = ZooRecipe(base.name, workspace.put_json(layout.to_json()), n_train_per_class, n_augment_per_class, background_only, pool_per_target, regularisation)
-    pending = _pending(workspace, grid, recipe, replace)
+    recipe = ZooRecipe(base.name, workspace.put_json(layout.to_json()), n_train_per_class, n_augment_per_class, background_only, pool_per_target, regularisation, hidden)
+    pending = _pending(workspace, plans, recipe, replace)
     pool = _embedding_pool(workspace, base, layout, pool_per_target, batch_size, device, progress)
+    trained: dict[tuple[float, bool, int], _HeadArrays] = {}  # the family reuses its grid head
     models = []
-    for done, (strength, aug, seed) in enumerate(grid, start=1):
-        name = zoo_model_name(strength, aug, seed)
-        if name in pending:
-            weight, bias = _train_head(pool, layout, recipe, strength, aug, seed)
-            construction = {"kind": ZOO_KIND, "strength": strength, "augment": aug, "seed": seed, **asdict(recipe)}
-            register_head(workspace, name, backbone=base.name, weight=weight, bias=bias, class_names=layout.classes, construction=construction, replace=replace)
+    for done, plan in enumerate(plans, start=1):
+        if plan.name in pending:
+            key = (plan.strength, plan.augment, plan.seed)
+            if key not in trained:
+                trained[key] = _train_head(pool, layout, recipe, *key)
+            head = trained[key].tempered(plan.temperature)
+            register_head(
+                workspace, plan.name, backbone=base.name, weight=head.weight, bias=head.bias, hidden=head.hidden,
+                class_names=layout.classes, construction=plan.construction(recipe), replace=replace,
+            )  # fmt: skip
         else:
-            weight, bias = (t.numpy() for t in load_head_weights(workspace, get_model_spec(workspace, name)))
-        accuracy, heldout = pool.accuracies(weight, bias, layout)
-        models.append(ZooModel(name, strength, aug, seed, accuracy, heldout, name in pending))
+            head = _HeadArrays.from_layers(load_head(workspace, get_model_spec(workspace, plan.name)))
+        accuracy, heldout = pool.accuracies(head, layout)
+        models.append(ZooModel(plan.name, plan.strength, plan.augment, plan.seed, accuracy, heldout, plan.name in pending, plan.family, plan.temperature))
         if progress is not None:
-            progress("heads", done, len(grid))
+            progress("heads", done, len(plans))
     return models
 
 
@@ -393,6 +472,21 @@ def _check_grid(strengths, augment, seeds) -> list[tuple[float, bool, int]]:
     if not grid:
         raise InvalidInputError(f"the zoo grid is empty: strengths={list(strengths)}, augment={list(augment)}, seeds={list(seeds)}; give at least one of each")
     return grid
+
+
+def _check_temperatures(temperatures: Sequence[float]) -> list[float]:
+    values = [float(t) for t in temperatures]
+    if not all(np.isfinite(t) and t > 0 for t in values):
+        raise InvalidInputError(f"temperatures must be finite numbers > 0; got {list(temperatures)}")
+    return list(dict.fromkeys(values))
+
+
+def _plans(grid: list[tuple[float, bool, int]], temperatures: list[float], family_strength: float) -> list[_Plan]:
+    """The grid's heads, then per seed of the grid the figure-8 family (plain, ``family_strength``)."""
+    family_seeds = dict.fromkeys(k for _, _, k in grid)
+    return [_Plan(zoo_model_name(s, a, k), s, a, k) for s, a, k in grid] + [
+        _Plan(zoo_family_name(t, k), family_strength, False, k, t, FIGURE8_FAMILY) for k in family_seeds for t in temperatures
+    ]
 
 
 def _check_non_negative(value: float, name: str, *, strict: bool = False) -> float:
@@ -417,14 +511,12 @@ def _ensure_backbone(workspace: Workspace, backbone: str) -> ModelSpec:
     return spec
 
 
-def _pending(workspace: Workspace, grid, recipe: ZooRecipe, replace: bool) -> set[str]:
-    """Names of the grid's heads to train: missing, or registered with another construction."""
+def _pending(workspace: Workspace, plans: list[_Plan], recipe: ZooRecipe, replace: bool) -> set[str]:
+    """Names of the planned heads to train: missing, or registered with another construction."""
     registered = {spec.name: spec for spec in list_models(workspace)}
     pending = set()
-    for strength, aug, seed in grid:
-        name = zoo_model_name(strength, aug, seed)
-        spec = registered.get(name)
-        wanted = {"kind": ZOO_KIND, "strength": strength, "augment": aug, "seed": seed, **asdict(recipe)}
+    for plan in plans:
+        name, spec, wanted = plan.name, registered.get(plan.name), plan.construction(recipe)
         if spec is None:
             pending.add(name)
         elif spec.construction != wanted:
@@ -455,10 +547,10 @@ class _Pool:
     background_rows: dict[str, int]
     classes: dict[str, str]
 
-    def accuracies(self, weight: np.ndarray, bias: np.ndarray, layout: ZooLayout) -> tuple[float, float]:
+    def accuracies(self, head: _HeadArrays, layout: ZooLayout) -> tuple[float, float]:
         """Accuracy of a head on all original targets and on the held-out ones (NaN if none)."""
         ids = sorted(self.originals)
-        predicted = (self.original_embeddings[[self.originals[t] for t in ids]] @ weight.T + bias).argmax(1)
+        predicted = head.logits(self.original_embeddings[[self.originals[t] for t in ids]]).argmax(1)
         correct = pd.Series([layout.classes[p] == self.classes[t] for t, p in zip(ids, predicted)], index=ids)
         held = correct.reindex(list(layout.heldout_targets)).dropna()
         return float(correct.mean()), float(held.mean()) if len(held) else float("nan")
@@ -538,23 +630,77 @@ def _embed_backgrounds(workspace: Workspace, model: LoadedModel, ids: list[str],
 
 
 # -- training ----------------------------------------------------------------------------------------
-def _train_head(pool: _Pool, layout: ZooLayout, recipe: ZooRecipe, strength: float, augment: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Fit one head; returns weight (n_classes, d) and bias (n_classes,), float32, on raw embeddings."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
+@dataclass(frozen=True, eq=False)
+class _HeadArrays:
+    """A head as arrays: weight (n_classes, d_in), bias (n_classes,), and optionally a hidden layer
+    (weight (d_in, d), bias (d_in,)) on the raw backbone embedding; all float32."""
 
+    weight: np.ndarray
+    bias: np.ndarray
+    hidden: tuple[np.ndarray, np.ndarray] | None
+
+    def logits(self, embeddings: np.ndarray) -> np.ndarray:
+        """Logits of shape (n, n_classes) for backbone embeddings of shape (n, d)."""
+        if self.hidden is not None:
+            embeddings = np.maximum(embeddings @ self.hidden[0].T + self.hidden[1], 0)
+        return embeddings @ self.weight.T + self.bias
+
+    def tempered(self, temperature: float) -> _HeadArrays:
+        """The same head with its output layer multiplied by ``temperature`` (same argmax everywhere)."""
+        return _HeadArrays(self.weight * np.float32(temperature), self.bias * np.float32(temperature), self.hidden)
+
+    @classmethod
+    def from_layers(cls, layers: HeadLayers) -> _HeadArrays:
+        hidden = None if layers.hidden is None else (layers.hidden.weight.numpy(), layers.hidden.bias.numpy())
+        return cls(layers.weight.numpy(), layers.bias.numpy(), hidden)
+
+
+def _train_head(pool: _Pool, layout: ZooLayout, recipe: ZooRecipe, strength: float, augment: bool, seed: int) -> _HeadArrays:
+    """Fit one head on standardised embeddings; the standardisation is folded into its first layer."""
     x, y = _training_set(pool, layout, recipe, strength, augment, seed)
-    scaler = StandardScaler().fit(x)
-    classifier = LogisticRegression(C=recipe.regularisation, max_iter=2000, random_state=seed)
-    classifier.fit(scaler.transform(x), y)
-    coef, intercept = classifier.coef_, classifier.intercept_
-    if len(layout.classes) == 2:  # one logit z for class 1: softmax([0, z]) is the same sigmoid
-        coef, intercept = np.vstack([np.zeros_like(coef), coef]), np.concatenate([[0.0], intercept])
-    # every class trains (each keeps a target), so the rows follow layout.classes; fold the
-    # standardisation into the linear layer: w·(e - mu)/sd + b = (w/sd)·e + (b - (w/sd)·mu)
-    weight = coef / scaler.scale_
-    bias = intercept - weight @ scaler.mean_
-    return weight.astype(np.float32), bias.astype(np.float32)
+    mean, scale = x.mean(0), x.std(0)
+    scale[scale == 0] = 1.0  # a constant feature stays constant (as scikit-learn's StandardScaler)
+    layers = _fit((x - mean) / scale, y, len(layout.classes), recipe.hidden, recipe.regularisation, seed)
+    # w·(e - mu)/sd + b = (w/sd)·e + (b - (w/sd)·mu)
+    first = layers[0] / scale
+    layers[:2] = [first, layers[1] - first @ mean]
+    arrays = [a.astype(np.float32) for a in layers]
+    return _HeadArrays(arrays[-2], arrays[-1], (arrays[0], arrays[1]) if len(arrays) == 4 else None)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, n_classes: int, hidden: int, regularisation: float, seed: int) -> list[np.ndarray]:
+    """Full-batch Adam on softmax cross-entropy + ||W||^2 / (2 C n) for ``_TRAIN_STEPS`` steps.
+
+    Only the output weight W is penalised (for a linear head this is L2 logistic regression with
+    inverse strength C). With the same penalty on the hidden layer as well the product of the two
+    is penalised like an L1 norm, and at the zoo's C = 0.05 the smaller training sets collapsed
+    to a constant prediction.
+
+    Returns [hidden weight, hidden bias,] weight, bias as float64 arrays (seeded: same input, same
+    arrays).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(seed)
+    sizes = [x.shape[1], *([hidden] if hidden else []), n_classes]
+    params = []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        bound = 1 / np.sqrt(fan_in)  # PyTorch's default Linear initialisation, seeded
+        params += [((torch.rand(fan_out, fan_in, generator=generator) * 2 - 1) * bound).requires_grad_(), torch.zeros(fan_out, requires_grad=True)]
+    inputs, targets = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y.astype(np.int64))
+    penalty = 1 / (2 * regularisation * len(x))
+    optimiser = torch.optim.Adam(params, lr=_LEARNING_RATE)
+    with torch.enable_grad():
+        for _ in range(_TRAIN_STEPS):
+            optimiser.zero_grad()
+            out = inputs
+            for i in range(0, len(params), 2):
+                out = F.linear(out if i == 0 else F.relu(out), params[i], params[i + 1])
+            loss = F.cross_entropy(out, targets) + penalty * (params[-2] ** 2).sum()
+            loss.backward()
+            optimiser.step()
+    return [p.detach().double().numpy() for p in params]
 
 
 def _training_set(pool: _Pool, layout: ZooLayout, recipe: ZooRecipe, strength: float, augment: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -585,13 +731,19 @@ def _training_set(pool: _Pool, layout: ZooLayout, recipe: ZooRecipe, strength: f
 
 # -- reading the zoo back -----------------------------------------------------------------------------
 def list_zoo(workspace: Workspace) -> pd.DataFrame:
-    """The registered zoo heads: name, strength, augment, seed, backbone (sorted by name)."""
+    """The registered zoo heads: name, strength, augment, seed, backbone, family, temperature (sorted by name).
+
+    ``family`` is 'reliance' for the strength grid (temperature 1) and 'figure8' for the matched family.
+    """
     rows = [
-        (spec.name, float(spec.construction["strength"]), bool(spec.construction["augment"]), int(spec.construction["seed"]), spec.backbone)
+        (
+            spec.name, float(spec.construction["strength"]), bool(spec.construction["augment"]), int(spec.construction["seed"]), spec.backbone,
+            spec.construction.get("family", GRID_FAMILY), float(spec.construction.get("temperature", 1.0)),
+        )
         for spec in list_models(workspace)
         if _is_zoo(spec)
-    ]
-    return pd.DataFrame(rows, columns=["name", "strength", "augment", "seed", "backbone"])
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["name", "strength", "augment", "seed", "backbone", "family", "temperature"])
 
 
 def _is_zoo(spec: ModelSpec) -> bool:
@@ -601,8 +753,9 @@ def _is_zoo(spec: ModelSpec) -> bool:
 def construction_labels(workspace: Workspace, *, invariant_max: float = 0.25, variant_min: float = 0.75) -> pd.Series:
     """The label each zoo head's construction implies: a ground truth for the assessor, never a judgment.
 
-    s <= ``invariant_max`` -> 'invariant', s >= ``variant_min`` -> 'variant', in between ->
-    'borderline'.
+    Strength grid: s <= ``invariant_max`` -> 'invariant', s >= ``variant_min`` -> 'variant', in
+    between -> 'borderline'. Figure-8 family (decided by its temperature T alone, see module
+    notes): T < 1 -> 'invariant', T = 1 -> 'borderline', T > 1 -> 'variant'.
 
     Returns
     -------
@@ -614,7 +767,9 @@ def construction_labels(workspace: Workspace, *, invariant_max: float = 0.25, va
     if not invariant_max < variant_min:
         raise InvalidInputError(f"invariant_max must be < variant_min; got {invariant_max} and {variant_min}")
     zoo = list_zoo(workspace)
-    labels = np.where(zoo["strength"] <= invariant_max, "invariant", np.where(zoo["strength"] >= variant_min, "variant", "borderline"))
+    by_strength = np.where(zoo["strength"] <= invariant_max, "invariant", np.where(zoo["strength"] >= variant_min, "variant", "borderline"))
+    by_temperature = np.where(zoo["temperature"] < 1, "invariant", np.where(zoo["temperature"] > 1, "variant", "borderline"))
+    labels = np.where(zoo["family"] == FIGURE8_FAMILY, by_temperature, by_strength)
     return pd.Series(labels, index=pd.Index(zoo["name"], name="model"), name=CONSTRUCTION_LABEL, dtype=object)
 
 
@@ -704,7 +859,7 @@ def assessment_input(
     -------
     AssessmentInput
     """
-    from .runs import features_table, list_runs, start_runs
+    from .runs import current_runs, features_table, start_runs
 
     say = notify or logger.info
     registered = {spec.name for spec in list_models(workspace)}
@@ -713,7 +868,7 @@ def assessment_input(
         say(f"skipping {len(unknown)} labelled models that are no longer registered: {', '.join(unknown[:5])}")
     names = [m for m in dict.fromkeys(models) if m in registered]
     suite_id = default_suite(workspace, names) if suite_id is None else suite_id
-    latest = _latest_runs(list_runs(workspace, suite_id=suite_id), names)
+    latest = _latest_runs(current_runs(workspace, suite_id=suite_id), names)  # a retrained head's old runs are stale
     missing = [m for m in names if m not in latest]
     if missing and run_missing:
         say(f"running {len(missing)} models without a finished run on suite {suite_id}: {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
@@ -725,7 +880,7 @@ def assessment_input(
 
 
 def _latest_runs(runs: pd.DataFrame, models: Sequence[str]) -> dict[str, str]:
-    """Model -> id of its newest finished run in ``runs`` (as :func:`analytics.runs.list_runs`, newest first)."""
+    """Model -> id of its newest finished run in ``runs`` (as :func:`analytics.runs.current_runs`, newest first)."""
     done = runs[(runs["status"] == "done") & runs["model"].isin(list(models))]
     return done.drop_duplicates("model").set_index("model")["id"].to_dict()
 
@@ -754,14 +909,19 @@ def default_suite(workspace: Workspace, models: Sequence[str] = ()) -> str:
 
 # -- demo steps ---------------------------------------------------------------------------------------
 def zoo_step(workspace: Workspace, context: DemoContext) -> None:
-    """Demo step: build the default zoo (30 heads on EfficientNet-Lite0)."""
-    build_zoo(workspace, progress=lambda stage, done, total: context.report(f"zoo {stage}", done, total))
+    """Demo step: build the default zoo (30 grid heads and 9 figure-8 heads on EfficientNet-Lite0).
+
+    Heads an older Backdrop registered with another recipe (e.g. linear ones) are retrained; their
+    runs then turn stale (:func:`analytics.runs.current_runs`) and :func:`zoo_runs_step` runs again.
+    """
+    build_zoo(workspace, replace=True, progress=lambda stage, done, total: context.report(f"zoo {stage}", done, total))
 
 
 def zoo_built(workspace: Workspace) -> bool:
-    """Whether every head of the default zoo grid is registered."""
+    """Whether every head of the default zoo (grid and figure-8 family) is registered."""
     names = set(list_zoo(workspace)["name"])
-    return all(zoo_model_name(s, a, k) in names for s in DEFAULT_STRENGTHS for a in DEFAULT_AUGMENT for k in DEFAULT_SEEDS)
+    grid = [(s, a, k) for s in DEFAULT_STRENGTHS for a in DEFAULT_AUGMENT for k in DEFAULT_SEEDS]
+    return all(plan.name in names for plan in _plans(grid, list(DEFAULT_TEMPERATURES), DEFAULT_FAMILY_STRENGTH))
 
 
 def zoo_runs_step(workspace: Workspace, context: DemoContext) -> None:
@@ -773,12 +933,12 @@ def zoo_runs_step(workspace: Workspace, context: DemoContext) -> None:
 
 
 def zoo_runs_done(workspace: Workspace) -> bool:
-    """Whether every zoo head has a finished run on one suite."""
+    """Whether every zoo head has a finished, current (not stale) run on one suite."""
+    from .runs import current_runs
+
     names = list_zoo(workspace)["name"].tolist()
     if not names:
         return False
-    rows = workspace.query(
-        f"SELECT suite_id, COUNT(DISTINCT model) AS n FROM runs WHERE status = 'done' AND model IN ({','.join('?' * len(names))}) GROUP BY suite_id",
-        names,
-    )
-    return any(row["n"] == len(names) for row in rows)
+    runs = current_runs(workspace)
+    done = runs[(runs["status"] == "done") & runs["model"].isin(names)]
+    return bool((done.groupby("suite_id")["model"].nunique() == len(names)).any())

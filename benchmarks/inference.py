@@ -3,13 +3,14 @@
     python -m benchmarks.inference [--targets 40] [--n 32] [--batch-size 32] [--rss-n N] [--rounds 3] [--quick]
 
 - ``forward_images_per_s``: the model alone on ready (preprocessed) tensors.
-- ``suite_images_per_s``: :func:`analytics.inference.run_models` end to end (composites generated on
-  the worker thread, model, signals written to the workspace), counted over the suite's images.
+- ``suite_images_per_s``: :func:`analytics.inference.run_models` end to end (each batch composited
+  over every core, then the model, signals written to the workspace), counted over the suite's images.
 - ``naive_images_per_s``: the straightforward per-target script: load one target and its
   backgrounds, composite them, run the eager network (as its package builds it, NCHW,
   ``torch.no_grad()``) on the n + 1 images as one batch, repeat. The engine's lead over it comes
-  from overlapping compositing with the model and from running a frozen, channels-last copy of the
-  network in small CPU micro-batches (:func:`analytics.models.freeze_for_cpu`).
+  from a frozen, channels-last copy of the network run in small CPU micro-batches
+  (:func:`analytics.models.freeze_for_cpu`), from compositing each target's images with one
+  :class:`analytics.compose.Cutout`, and from compositing on every core.
 - ``peak_rss_mib_50`` / ``peak_rss_mib_200``: peak resident memory of a fresh process running a
   suite of 50 and of 200 targets (streaming means the two stay close).
 
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analytics.compose import composite  # noqa: E402
 from analytics.datasets import Background, Target, add_backgrounds, add_targets, load_backgrounds, load_targets  # noqa: E402
 from analytics.inference import _cpu_threads, run_models  # noqa: E402
-from analytics.models import build_efficientnet_lite, load_model, register_efficientnet_lite, resize_images  # noqa: E402
+from analytics.models import build_efficientnet_lite, get_model_spec, load_model, register_efficientnet_lite, resize_images  # noqa: E402
 from analytics.workspace import Workspace, now  # noqa: E402
 
 MODEL = "efficientnet-lite0"
@@ -106,7 +107,7 @@ def naive_rate(workspace: Workspace, suite_id: str) -> float:
     batch per target (its original + n composites), compositing and model in turn.
     """
     network = build_efficientnet_lite(0)
-    size = load_model(workspace, MODEL, device="cpu").spec.input_size
+    size = get_model_spec(workspace, MODEL).input_size
     rows = workspace.query("SELECT target_id, background_id FROM suite_items WHERE suite_id = ? ORDER BY target_id, position", (suite_id,))
     per_target: dict[str, list[str]] = {}
     for row in rows:

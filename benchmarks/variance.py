@@ -2,15 +2,15 @@
 
 Run from the repository root::
 
-    python -m benchmarks.variance                # 1,800,000 points, 32 x 32, window 32, sigma 10, K 32
+    python -m benchmarks.variance                # 1,800,000 points, 128 x 128, window 32, sigma 10, K 32
     python -m benchmarks.variance --points 200000 --naive-points 5000
 
 Prints one JSON object. The naive reference (``tests/analytics/test_variance.py``: a Python loop
 over cells, brute-force distances and K nearest) is timed on the first ``--naive-points`` points
-(default: all of them, about 25 s) and extrapolated linearly to the full cloud when that is fewer
-(its work per cell is linear in the number of points, but small subsamples fit in the CPU cache, so
-the extrapolation underestimates: 14.6 s from 200,000 points against 23.9 s measured in full); the
-two results are compared on the timed points. Wall-clock seconds on a shared machine depend on its
+(default 10,000: on 128 x 128 cells it visits 16,384 cells, so the full cloud would take hours) and
+extrapolated linearly to the full cloud (its work per cell is linear in the number of points, but
+small subsamples fit in the CPU cache, so the extrapolation underestimates); the two results are
+compared on the timed points. Wall-clock seconds on a shared machine depend on its
 load, so the CPU seconds of the fast path and the load average are reported too. The cloud comes
 from :func:`analytics.variance.point_cloud` on random distances and signals of targets with 32
 backgrounds each, cut to exactly ``--points``.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from analytics.variance import PRESETS, DEFAULT_K, point_cloud, variance_matrix
+from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, point_cloud, variance_matrix
 from tests.analytics.test_variance import naive_variance_matrix
 
 N_BACKGROUNDS = 32
@@ -46,8 +46,8 @@ def _best_of(repeat: int, run: Callable[[], object]) -> tuple[float, float]:
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=1_800_000, help="points in the cloud")
-    parser.add_argument("--naive-points", type=int, default=None, help="points the naive path is timed on")
-    parser.add_argument("--grid", type=int, default=32)
+    parser.add_argument("--naive-points", type=int, default=10_000, help="points the naive path is timed on (0: all)")
+    parser.add_argument("--grid", type=int, default=DEFAULT_GRID, help=f"cells per axis (default {DEFAULT_GRID})")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="smooth", help="(window, sigma)")
     parser.add_argument("--repeat", type=int, default=3, help="timings of the fast path; the best is kept")
     parser.add_argument("--seed", type=int, default=0)
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     settings = {"grid": args.grid, "window": window, "sigma": sigma, "k": DEFAULT_K}
     fast_seconds, fast_cpu_seconds = _best_of(args.repeat, lambda: variance_matrix(points, values, **settings))
 
-    n_naive = args.points if args.naive_points is None else min(args.naive_points, args.points)
+    n_naive = args.points if not args.naive_points else min(args.naive_points, args.points)
     sub_points, sub_values = points[:n_naive], values[:n_naive]
     fast_sub = variance_matrix(sub_points, sub_values, **settings)
     start = time.perf_counter()

@@ -1,8 +1,10 @@
 """Assessor: learn the invariant / borderline / variant decision from features of the variance matrices,
-score it as the paper does (2/3 train, 1/3 test, repeated random splits) against a worst-case-accuracy
-baseline, predict the label of models nobody judged, and explain each prediction by Shapley values.
+score it as the paper does (2/3 train, 1/3 test, repeated random splits) against the same learners fed
+only the accuracy statistics and against a worst-case-accuracy threshold, predict the label of models
+nobody judged, and explain each prediction by Shapley values.
 
-A thin view: the learning is :mod:`analytics.assessor`, features :func:`analytics.runs.features_table`,
+A thin view: the learning and which columns each assessor reads are :mod:`analytics.assessor`
+(the same as ``python -m analytics assess``), features :func:`analytics.runs.features_table`,
 caching, tables and charts :mod:`ui.agreement`. Too few labelled models is not an error here but an
 explanation of how many are needed.
 """
@@ -13,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.agreement import majority_vote
-from analytics.assessor import ASSESSORS, explain, predict
+from analytics.assessor import ASSESSORS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, explain, predict
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.judgments import LABELS, latest_judgments
 from analytics.workspace import Workspace
@@ -79,10 +81,14 @@ def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, sou
         },
     )
     left.caption(
-        "Random forest and AdaBoost see the matrix features; the baseline sees only the worst-case accuracy. "
-        "Paper (human labels, 250 models): random forest 79.7 ± 7.5 %, AdaBoost 74.8 ± 9.1 %, baseline 64.4 %."
+        "The matrix assessors see only the variance-matrix features; the same two learners on accuracy, original and "
+        "worst-case accuracy are the learned baseline (do the matrices tell more than the accuracy numbers?); the "
+        "threshold sees only the worst-case accuracy. All share the same splits. Paper (human labels, 250 models): "
+        "random forest 79.7 ± 7.5 %, AdaBoost 74.8 ± 9.1 %, worst-case threshold 64.4 %."
     )
     right.plotly_chart(view.assessor_bars(report.table()), width="stretch")
+    with st.expander("Features each assessor reads"):
+        st.dataframe(view.assessor_inputs_table(report), hide_index=True, width="stretch")
 
 
 def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
@@ -119,13 +125,19 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
     )
     st.caption(
         f"Shapley values of the top {TOP_FEATURES} features: how much each moves P({target}) from the average "
-        f"{explanation.base_value[model]:.2f} over the training models (green up, red down)."
+        f"{explanation.base_value[model]:.2f} over the training models (green up, red down). Explainer: "
+        f"{explanation.method}. Tree-based assessors are explained exactly (TreeSHAP); AdaBoost exactly up to "
+        f"{MAX_EXACT_FEATURES} features, beyond that by a sampling budget of {SHAP_PERMUTATIONS} antithetic "
+        "permutations per model (estimates that still add up to the probability)."
     )
 
 
 def main() -> None:
     st.title("Assessor")
-    st.caption("Learn the decision from the matrices, check it against a worst-case-accuracy baseline, and predict unjudged models.")
+    st.caption(
+        "Learn the decision from the matrices, check it against the same learners on the accuracy statistics and a "
+        "worst-case-accuracy threshold, and predict unjudged models."
+    )
     workspace = state.current_workspace()
     suite_id, source, repeats = choose_inputs(workspace)
     labels = load_labels(workspace, source)

@@ -1,4 +1,4 @@
-"""Data: browse targets and backgrounds, preview a composite, bring your own data.
+"""Data: browse targets, classes and backgrounds, preview a composite, bring your own data.
 
 A thin view: reading, validating, fitting and storing images is :mod:`analytics.datasets` /
 :mod:`analytics.images`; compositing is :mod:`analytics.compose`. The page catches only
@@ -25,7 +25,7 @@ from analytics.datasets import (
 from analytics.exceptions import BackdropError
 from analytics.images import check_mask_share, fit_square, read_image
 from analytics.workspace import Workspace
-from ui import cache, data_import, state, widgets
+from ui import cache, class_editor, data_import, screening, state, widgets
 
 PAGE_SIZE = 24
 GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
@@ -158,7 +158,7 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
         check_mask_share(mask, target_id)
         square, square_mask = fit_square(image, mask, image_size(workspace))
         target = Target(target_id, class_name, square, square_mask, origin=f"grabcut:{default_id}")
-        added = add_targets(workspace, [target], classes={} if class_name in classes else {class_name: []})
+        added = add_targets(workspace, [target], classes=data_import.new_classes(workspace, [class_name]))
     except BackdropError as err:
         st.error(str(err))
         return
@@ -171,21 +171,26 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
 def main() -> None:
     st.title("Data")
     workspace = state.current_workspace()
-    tabs = st.tabs(["Targets", "Backgrounds", "Composite preview", "Import", "GrabCut"])
+    tabs = st.tabs(["Targets", "Classes", "Backgrounds", "Composite preview", "Import", "GrabCut"])
     with tabs[0]:
         show_targets(workspace)
     with tabs[1]:
-        show_backgrounds(workspace)
+        class_editor.show(workspace)
     with tabs[2]:
-        show_composite(workspace)
+        show_backgrounds(workspace)
     with tabs[3]:
+        show_composite(workspace)
+    with tabs[4]:
         form, result = st.columns([3, 2], gap="large")
         with form:
             data_import.import_data(workspace)
         with result:
             data_import.show_last_import()
-    with tabs[4]:
+    with tabs[5]:
         grabcut_target(workspace)
 
 
 main()
+
+# -- pool backgrounds kept out of each class's suites (analytics.screening), below the tabs -------
+screening.show_exclusions(state.current_workspace())

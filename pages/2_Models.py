@@ -23,6 +23,7 @@ from analytics.models import (
     register_torchscript,
     register_torchvision,
 )
+from analytics.runs import model_keys
 from analytics.workspace import Workspace
 from ui import cache, state
 from ui import models as ui_models
@@ -104,7 +105,7 @@ def show_accuracy(workspace: Workspace) -> None:
     name = st.selectbox("Model", list(specs), key="models.evaluate")
     spec = specs[name]
     try:
-        result = ui_models.evaluation(str(workspace.root), name, spec.content_key(), ui_models.targets_stamp(workspace))
+        result = ui_models.evaluation(str(workspace.root), name, model_keys(workspace).keys[name], ui_models.targets_stamp(workspace))
     except BackdropError as err:
         st.error(str(err))
         return
@@ -131,7 +132,7 @@ def show_top_predictions(workspace: Workspace, spec: ModelSpec) -> None:
     image_column, table_column = st.columns([1, 2])
     image_column.image(cache.load_array(str(workspace.root), image_hash), caption=target, width="stretch")
     try:
-        top = ui_models.top_predictions(str(workspace.root), spec.name, spec.content_key(), image_hash)
+        top = ui_models.top_predictions(str(workspace.root), spec.name, model_keys(workspace).keys[spec.name], image_hash)
     except BackdropError as err:
         st.error(str(err))
         return

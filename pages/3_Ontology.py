@@ -1,4 +1,5 @@
-"""Ontology: mine the keyword association ontology, browse its rules and graph, explore expansion.
+"""Ontology: build the workspace's keyword tables, mine the keyword association ontology, browse
+its rules and graph, explore expansion.
 
 A thin view: mining, paths and expansion are :mod:`analytics.ontology`; keyword files and tables
 are :mod:`analytics.keywords`; caching, figures and widgets are :mod:`ui.ontology`. The page
@@ -25,6 +26,21 @@ def open_workspace() -> Workspace | None:
         return None
 
 
+def keyword_tables(workspace: Workspace) -> None:
+    """The builder (classifier patches, a keyword file, scene-model checkpoints) and the table list."""
+    with st.expander("Keyword tables of this workspace", expanded=view.list_keyword_tables(workspace).empty):
+        request = view.keyword_builder(workspace)
+        if request is not None:
+            try:
+                view.remember_build(view.run_build(workspace, request))
+            except BackdropError as err:
+                st.error(str(err))
+            else:
+                st.rerun()
+        view.build_report()
+        view.keyword_tables_view(workspace)
+
+
 def main() -> None:
     st.title("Ontology")
     st.caption(
@@ -32,6 +48,8 @@ def main() -> None:
         "as a directed graph; keyword expansion follows its edges level by level."
     )
     workspace = open_workspace()
+    if workspace is not None:
+        keyword_tables(workspace)
     source = view.source_picker(workspace)
     params = view.mining_controls()
     if source is None:

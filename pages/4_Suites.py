@@ -20,8 +20,9 @@ def main() -> None:
     st.title("Suites")
     st.caption(
         "For every target, N background scenes chosen at random, by embedding distance (nearest, "
-        "interval) or by scene keywords (detected, or expanded through the ontology). Each background "
-        "keeps its keyword, level and semantic distance; composites are made on the fly."
+        "interval) or by scene keywords (detected, or expanded through the ontology: one background per "
+        "distinct keyword where the pool allows, topped up at random where the keywords run out). Each "
+        "background keeps its keyword, level and semantic distance; composites are made on the fly."
     )
     workspace = state.current_workspace()
     n_targets, n_pool = len(list_targets(workspace)), len(list_backgrounds(workspace))
@@ -29,6 +30,10 @@ def main() -> None:
         st.info("The workspace needs targets and backgrounds first: import them on the Data page.")
         st.stop()
     view.missing_inputs(workspace)
+    st.caption(
+        "Keywords from a CSV or HDF5 keyword file, or from the ADE20K + Places365 checkpoints: build the "
+        "tables on the **Ontology** page (or `python -m analytics keywords`); the newest table of each kind is used."
+    )
     request = view.request_form(workspace, n_pool)
     suite = None
     if request is not None:

@@ -63,7 +63,12 @@ def past_runs(workspace: Workspace) -> None:
         return
     st.dataframe(view.runs_display(table), hide_index=True, width="stretch", column_config=view.PERCENT, key="run.table")
     st.caption("Worst-case accuracy: share of targets classified correctly under every one of their backgrounds.")
-    unfinished = table[table["status"] != "done"]
+    if table["stale"].any():
+        st.caption(
+            f"{view.STALE}: {int(table['stale'].sum())} run(s) used weights the model no longer has (re-registered since) or a "
+            "class mapping that has changed. They stay listed but never feed the Judge queue or the assessor; run the model again."
+        )
+    unfinished = table[(table["status"] != "done") & ~table["stale"]]  # a stale run cannot be resumed: its weights are gone
     if unfinished.empty:
         return
     records = unfinished.set_index("id").to_dict("index")

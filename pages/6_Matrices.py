@@ -2,7 +2,8 @@
 the image pairs behind it, exports, and up to four models side by side (the paper's Figure 8).
 
 A thin view: point clouds, matrices and drill-down are :mod:`analytics.runs`; caching, clickable
-heatmaps and captions are :mod:`ui.runs`. The page catches only
+heatmaps and captions are :mod:`ui.runs`; colour ranges (the suite's fixed scale by default, per-model
+autoscale as a labelled option) are :mod:`ui.colour_scale`. The page catches only
 :class:`~analytics.exceptions.BackdropError`.
 """
 
@@ -19,6 +20,7 @@ from analytics.runs import SIGNALS, cell_pairs, list_runs
 from analytics.variance import VarianceMatrix
 from analytics.workspace import Workspace
 from ui import state
+from ui import colour_scale
 from ui import runs as view
 from ui.charts import point_scatter
 
@@ -91,7 +93,7 @@ def exports(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMa
     )
 
 
-def explore(workspace_path: str, run: Mapping, settings: view.Settings, shared: bool) -> None:
+def explore(workspace_path: str, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]) -> None:
     try:
         data_clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
         matrices = view.run_matrices(workspace_path, run["id"], run["finished"], settings)
@@ -101,7 +103,6 @@ def explore(workspace_path: str, run: Mapping, settings: view.Settings, shared: 
     metrics(run, data_clouds[0].n_points)
     if data_clouds[0].excluded:
         st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {', '.join(data_clouds[0].excluded[:5])}")
-    ranges = {signal: view.color_range([matrices[signal]], shared) for signal in SIGNALS}
     selected = view.clicked_cell(run["id"], matrices)
     st.caption(f"{settings.label()} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
     heatmaps(run["id"], matrices, ranges, selected)
@@ -114,7 +115,7 @@ def explore(workspace_path: str, run: Mapping, settings: view.Settings, shared: 
         exports(workspace_path, run, matrices)
 
 
-def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, shared: bool) -> None:
+def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]) -> None:
     same_suite = done[done["suite_id"] == run["suite_id"]]
     # one run per model: the chosen run for its model, the newest for the others
     same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], same_suite]).drop_duplicates("model")
@@ -129,7 +130,6 @@ def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: vie
     except BackdropError as err:
         st.error(str(err))
         return
-    ranges = {signal: view.color_range([m[signal] for m in matrices.values()], shared) for signal in SIGNALS}
     st.caption("Same suite, one row per model: equal (worst-case) accuracy can hide different patterns.")
     for run_id in chosen:
         record = records[run_id]
@@ -158,15 +158,25 @@ def main() -> None:
     left, right = st.columns([4, 1])
     with left:
         settings = view.interpolation_controls()
-    shared = right.checkbox(
-        "Shared colour scale", value=False, key=f"{view.KEY}shared",
-        help="On: per signal, one scale from 0 to the largest value over the runs shown (compares levels). Off: each matrix spans its own range (shows patterns).",
+    choice = right.radio(
+        "Colour scale", colour_scale.CHOICES, key=f"{view.KEY}scale",
+        help="Suite scale: per signal one fixed range for every model of the suite, the one the Judge page shows. "
+        "Autoscale: each matrix from its own minimum to its own maximum (shows a pattern, hides its level).",
     )  # fmt: skip
+    suite_runs = tuple(sorted(done.loc[done["suite_id"] == run["suite_id"], "id"]))
+    try:
+        scale = colour_scale.suite_scale(str(workspace.root), run["suite_id"], suite_runs, settings.kwargs())
+    except BackdropError as err:
+        st.error(str(err))
+        st.stop()
+    autoscale = choice == colour_scale.AUTOSCALE
+    ranges = colour_scale.ranges(scale, autoscale)
+    st.caption(colour_scale.describe(scale, autoscale))
     one, several = st.tabs(["Run", "Compare models"])
     with one:
-        explore(str(workspace.root), run, settings, shared)
+        explore(str(workspace.root), run, settings, ranges)
     with several:
-        compare(str(workspace.root), done, run, settings, shared)
+        compare(str(workspace.root), done, run, settings, ranges)
 
 
 main()

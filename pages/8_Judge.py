@@ -14,6 +14,7 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.judgments import LABELS, add_judgment, unjudged_models
 from analytics.models import get_model_spec
+from analytics.runs import model_keys
 from analytics.saliency import BASELINES
 from analytics.workspace import Workspace
 from ui import judge as view
@@ -46,11 +47,12 @@ def record(
 ) -> None:
     """Button callback: store one judgment, then clear the note and confidence for the next model.
 
-    A queue button (``change=False``) only judges a model the annotator has not judged: a click that
-    lands while the page is still updating belongs to the model shown before, which is judged already.
+    A queue button (``change=False``) only judges a model the annotator has not judged on the suite: a
+    click that lands while the page is still updating belongs to the model shown before, which is
+    judged already.
     """
     workspace = Workspace(workspace_path, create=False)
-    if not change and not unjudged_models(workspace, annotator, [model]):
+    if not change and not unjudged_models(workspace, annotator, suite_id, [model]):
         st.session_state[view.FLASH] = ("warning", f"Nothing saved: {shown_as} was judged already (a click during a page update?).")
         return
     confidence = st.session_state.get(CONFIDENCE)
@@ -115,26 +117,23 @@ def show_identity(workspace: Workspace, item: view.QueueItem, total: int, blind:
     return item.model
 
 
-def show_matrices(workspace: Workspace, item: view.QueueItem) -> None:
+def show_matrices(workspace: Workspace, item: view.QueueItem, suite_id: str) -> None:
     with st.expander("Display settings"):
-        left, right = st.columns(2)
-        preset = left.radio(
-            "Interpolation", ["fine", "medium", "smooth"], index=2, horizontal=True, key=view.KEY + "preset",
-            help="The paper's presets (window, σ): fine (32, 2), medium (16, 5), smooth (32, 10).",
+        preset = st.radio(
+            "Interpolation", ["fine", "medium", "smooth"], index=2, horizontal=True, key=view.KEY + "preset", help=view.PRESET_HELP
         )
-        shared = right.toggle("One colour range for the four matrices", value=True, key=view.KEY + "shared")
     try:
         by_signal = view.matrices(str(workspace.root), item.run_id, preset)
+        scale = view.colour_scale(str(workspace.root), suite_id, preset)
     except BackdropError as err:
         st.error(str(err))
         return
-    for column, figure in zip(st.columns(len(by_signal)), view.matrix_figures(by_signal, shared=shared)):
+    for column, figure in zip(st.columns(len(by_signal)), view.matrix_figures(by_signal, scale)):
         column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
-    scale = f"one colour range for all four: 0 (green) to {view.colour_top(by_signal):.3g} (yellow)" if shared else "each matrix on its own colour range"
     st.caption(
         "Each cell: how much the signal changes between two images of a target whose distances to the original are "
-        f"(x, y) — green = stable, yellow = changes a lot; {scale}. An invariant model stays green where the "
-        "backgrounds are close to the original."
+        "(x, y) — green = stable, yellow = changes a lot. An invariant model stays green where the backgrounds are "
+        f"close to the original. {view.SCALE_NOTE}"
     )
 
 
@@ -159,7 +158,7 @@ def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> 
     if not st.toggle("Show the saliency summary", key=view.KEY + "saliency", help="Where the model looks: computed on demand, then cached."):
         return
     targets = tuple(r["id"] for r in workspace.query("SELECT id FROM targets ORDER BY id LIMIT ?", (SALIENCY_TARGETS,)))
-    spec_key = get_model_spec(workspace, item.model).content_key()
+    spec_key = model_keys(workspace).keys[item.model]
     try:
         row = saliency.inside_share_comparison(
             str(workspace.root), item.model, spec_key, SALIENCY_SETTINGS, suite_id, targets, SALIENCY_COMPOSITES
@@ -177,17 +176,16 @@ def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> 
     )
 
 
-def show_change_last(workspace: Workspace, annotator: str, numbers: dict[str, int], blind: bool) -> None:
-    last = view.last_judgment(workspace, annotator)
+def show_change_last(workspace: Workspace, annotator: str, suite_id: str, numbers: dict[str, int], blind: bool) -> None:
+    last = view.last_judgment(workspace, annotator, suite_id)
     if last is None:
         return
-    with st.expander("Change my last judgment"):
-        shown_as = f"Model #{numbers[last['model']]}" if last["model"] in numbers else "a model of another suite"
+    with st.expander("Change my last judgment on this suite"):
+        shown_as = f"Model #{numbers[last['model']]}" if last["model"] in numbers else "a model without a current run here"
         shown_as = shown_as if blind else last["model"]
         st.markdown(f"Your last judgment: **{shown_as}** is **{last['label']}** ({last['created'][:19].replace('T', ' ')}).")
         st.caption("Changing it adds a new judgment; the history keeps the old one, and the newest counts.")
         run_id = None if pd.isna(last["run_id"]) else last["run_id"]
-        suite_id = None if pd.isna(last["suite_id"]) else last["suite_id"]
         for column, label in zip(st.columns(3), LABELS):
             column.button(
                 f"Make it {label}", key=view.button_key(label, change=True), disabled=label == last["label"], width="stretch",
@@ -219,10 +217,10 @@ def main() -> None:
     else:
         item = queue[0]
         shown_as = show_identity(workspace, item, total, blind, runs)
-        show_matrices(workspace, item)
+        show_matrices(workspace, item, suite_id)
         show_buttons(workspace, annotator, item, suite_id, shown_as)
         show_saliency(workspace, item, suite_id)
-    show_change_last(workspace, annotator, numbers, blind)
+    show_change_last(workspace, annotator, suite_id, numbers, blind)
 
 
 main()

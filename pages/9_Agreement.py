@@ -1,5 +1,6 @@
-"""Agreement: how far the annotators agree about the models (Fleiss' κ, Cohen's κ per pair, per-model
-table, confusion between two annotators, majority vote) and the full judgment history as CSV.
+"""Agreement: how far the annotators agree about the models judged on one suite (Fleiss' κ, Cohen's κ
+per pair, per-model table, confusion between two annotators, majority vote) and the full judgment
+history as CSV. Judgments count per suite: the latest current one per (annotator, model, suite).
 
 A thin view: the statistics are :mod:`analytics.agreement`, the tables and figures :mod:`ui.agreement`.
 """
@@ -97,24 +98,30 @@ def show_history(workspace: Workspace) -> None:
         icon=":material/download:",
         key="agreement.download",
     )
-    st.caption("Every judgment ever made, changed ones included (the latest per annotator and model counts).")
+    st.caption(
+        "Every judgment ever made, changed and stale ones included (the latest per annotator, model and suite counts; "
+        "model_key names the weights judged)."
+    )
 
 
 def main() -> None:
     st.title("Agreement")
     st.caption("Do the annotators read the variance matrices the same way?")
     workspace = state.current_workspace()
-    judgments = latest_judgments(workspace)
-    if judgments.empty:
-        st.info("No judgments yet. Label models on the **Judge** page (enter your name in the sidebar first).")
+    suites = view.judged_suites(workspace)
+    if suites.empty:
+        st.info("No judgments on a suite yet. Label models on the **Judge** page (enter your name in the sidebar first).")
         st.stop()
+    labels = dict(zip(suites["id"], suites["label"]))
+    suite_id = st.selectbox("Suite", list(labels), format_func=labels.__getitem__, key="agreement.suite", help="Judgments are made per suite.")
+    judgments = latest_judgments(workspace, suite_id)
     agreement = measure_agreement(judgments)
     show_summary(agreement)
     if len(agreement.annotators) < 2:
         st.info(
             f"Agreement needs at least two annotators; so far only **{agreement.annotators[0]}** has judged "
-            f"{len(agreement.models)} model(s). Ask a colleague to judge the same models on the **Judge** page, "
-            "under their own name."
+            f"{len(agreement.models)} model(s) on this suite. Ask a colleague to judge the same models on the **Judge** "
+            "page, on this suite, under their own name."
         )
     else:
         show_pairs(agreement, judgments)

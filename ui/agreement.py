@@ -17,9 +17,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.agreement import Agreement
-from analytics.assessor import WORST_CASE, AssessorReport, FittedAssessor, evaluate_assessors, fit_assessor
-from analytics.judgments import LABELS
-from analytics.runs import FEATURE_COLUMNS, features_table
+from analytics.assessor import ASSESSORS, INPUTS, AssessorReport, FittedAssessor, evaluate_assessors, fit_assessor
+from analytics.judgments import LABELS, latest_judgments_by_suite
+from analytics.runs import features_table
+from analytics.suites import list_suites
 from analytics.workspace import Workspace
 
 #: One colour per label on every page: invariant green, borderline amber, variant red.
@@ -39,6 +40,20 @@ KAPPA_EXPLAINED = (
     "κ = (observed agreement − agreement expected by chance) / (1 − agreement expected by chance): "
     "1 is perfect agreement, 0 is what chance alone gives, below 0 is worse than chance."
 )
+
+
+def judged_suites(workspace: Workspace) -> pd.DataFrame:
+    """Suites with current judgments, most judged models first: columns ``id, label, models, annotators``."""
+    latest = latest_judgments_by_suite(workspace)
+    counts = latest.groupby("suite_id").agg(models=("model", "nunique"), annotators=("annotator", "nunique"))
+    suites = list_suites(workspace).set_index("id")
+    rows = [
+        (suite_id, f"{suites.at[suite_id, 'method']} · n={suites.at[suite_id, 'n']} · seed {suites.at[suite_id, 'seed']} · "
+         f"{row.models} models, {row.annotators} annotators · {suite_id}", int(row.models), int(row.annotators))
+        for suite_id, row in counts.iterrows() if suite_id in suites.index
+    ]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["id", "label", "models", "annotators"])
+    return table.sort_values(["models", "id"], ascending=[False, True], ignore_index=True)
 
 
 def kappa_words(kappa: float) -> str:
@@ -142,15 +157,13 @@ def majority_summary(majority: pd.Series) -> str:
 # -- the assessor --------------------------------------------------------------------------------
 @st.cache_data(max_entries=16, show_spinner="Computing the matrix features…")
 def assessor_features(workspace_path: str, runs: tuple[tuple[str, str], ...], preset: str) -> pd.DataFrame:
-    """The matrix features of each run's model plus ``worst_case_accuracy`` (index = model).
+    """:func:`analytics.runs.features_table` of the runs (index = model), whole: which columns each
+    assessor reads is :func:`analytics.assessor.feature_columns`'s decision, as in the CLI.
 
     ``runs`` holds (run id, finishing time) pairs: the time keys the cache, so a redone run is
-    recomputed. The overall and original accuracies of :func:`analytics.runs.features_table` are left
-    out, so that the forest and AdaBoost learn from the matrices alone and the baseline from the
-    worst-case accuracy alone.
+    recomputed.
     """
-    table = features_table(Workspace(workspace_path, create=False), [run_id for run_id, _ in runs], preset=preset)
-    return table[[*FEATURE_COLUMNS, WORST_CASE]]
+    return features_table(Workspace(workspace_path, create=False), [run_id for run_id, _ in runs], preset=preset)
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating the assessors over random splits…")
@@ -166,9 +179,23 @@ def fitted_assessor(features: pd.DataFrame, labels: pd.Series, kind: str) -> Fit
 
 
 def report_table(report: AssessorReport) -> pd.DataFrame:
-    """The report as shown: ``Assessor, Accuracy, ± std, κ`` (fractions; κ NaN where undefined)."""
+    """The report as shown: ``Assessor, Reads, Accuracy, ± std, κ`` (fractions; κ NaN where undefined)."""
     table = report.table()
-    return table.rename(columns={"assessor": "Assessor", "accuracy_mean": "Accuracy", "accuracy_std": "± std", "kappa_mean": "κ"})
+    return table.rename(
+        columns={"assessor": "Assessor", "inputs": "Reads", "accuracy_mean": "Accuracy", "accuracy_std": "± std", "kappa_mean": "κ"}
+    )
+
+
+def assessor_inputs_table(report: AssessorReport) -> pd.DataFrame:
+    """The columns each assessor read: ``Assessor, Features`` (count), ``Columns`` (comma-separated)."""
+    return pd.DataFrame(
+        [(ASSESSORS[name].title, len(columns), ", ".join(columns)) for name, columns in report.assessor_features.items()],
+        columns=["Assessor", "Features", "Columns"],
+    )
+
+
+#: Bar colour per assessor input (:data:`analytics.assessor.INPUTS` description -> colour).
+_INPUT_COLOURS = {INPUTS["matrix"]: "#4c78a8", INPUTS["accuracy"]: "#f58518", INPUTS["worst_case"]: "#bab0ac"}
 
 
 def assessor_bars(table: pd.DataFrame) -> go.Figure:
@@ -177,14 +204,16 @@ def assessor_bars(table: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     table : DataFrame
-        :meth:`analytics.assessor.AssessorReport.table`: ``assessor, accuracy_mean, accuracy_std, kappa_mean``.
+        :meth:`analytics.assessor.AssessorReport.table`: ``assessor, inputs, accuracy_mean, accuracy_std,
+        kappa_mean``; bars are coloured by ``inputs`` (matrices blue, accuracy statistics orange,
+        worst-case threshold grey).
     """
     figure = go.Figure(
         go.Bar(
             x=[f"{name}<br>κ {format_kappa(k)}" for name, k in zip(table["assessor"], table["kappa_mean"])],
             y=table["accuracy_mean"],
             error_y={"type": "data", "array": table["accuracy_std"], "visible": True},
-            marker_color=["#4c78a8", "#72b7b2", "#bab0ac"][: len(table)],
+            marker_color=[_INPUT_COLOURS[inputs] for inputs in table["inputs"]],
             hovertemplate="%{x}<br>accuracy %{y:.1%}<extra></extra>",
             width=0.55,
         )

@@ -3,7 +3,8 @@
 * ``st.cache_data`` for arrays, keyed on the workspace path plus content hashes. A hash names its
   bytes forever, so a cached image can never be stale, and two workspaces never share an entry by
   accident.
-* ``st.cache_resource`` for loaded models (one shared object per workspace and model name).
+* ``st.cache_resource`` for loaded models (one shared object per workspace, model name and content
+  key, :func:`analytics.runs.model_keys`).
 
 Only paths and hashes go into keys; no cached function holds a SQLite connection (each opens a
 short-lived one through :class:`~analytics.workspace.Workspace`, which stores paths only).
@@ -90,12 +91,20 @@ def grabcut_preview(image: np.ndarray, box: tuple[int, int, int, int] | None, it
     return grabcut_mask(image, box, iterations=iterations)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
 def load_model(workspace_path: str, name: str) -> LoadedModel:
-    """The model registered as ``name`` in the workspace, loaded once and shared by all sessions.
+    """The model registered as ``name`` in the workspace, loaded once per content key and shared by
+    all sessions: re-registering the model with other weights (or a head's backbone) loads it afresh.
 
     Callers must not change the returned model (it is shared); inference needs no changes.
     """
+    from analytics.runs import model_keys
+
+    return _loaded_model(workspace_path, name, model_keys(Workspace(workspace_path, create=False)).keys.get(name, ""))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def _loaded_model(workspace_path: str, name: str, model_key: str) -> LoadedModel:
+    """:func:`analytics.models.load_model` (``model_key`` only keys the cache)."""
     from analytics.models import load_model as _load_model  # heavy (torch); only pages with models pay
 
     return _load_model(Workspace(workspace_path, create=False), name)

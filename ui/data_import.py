@@ -6,7 +6,7 @@ Streamlit-side only; reading and checking files is :mod:`analytics.datasets`.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from analytics.classes import ClassMapping, list_class_mappings, resolve_class
 from analytics.datasets import (
     LAYOUTS,
     ImportResult,
@@ -24,6 +25,7 @@ from analytics.datasets import (
     list_backgrounds,
     list_classes,
     load_backgrounds,
+    on_home,
     read_backgrounds,
     read_targets,
 )
@@ -95,6 +97,9 @@ def read_import(workspace: Workspace, request: ImportRequest, source: Path) -> I
     if request.targets:
         home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
         result = read_targets(source, layout=request.layout, size=size, home=home)
+        if request.home_id is not None:  # the origin names the home photo: none of its crops becomes the target's background
+            photo = list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"]
+            result.accepted = [replace(t, origin=on_home(t.origin, photo)) for t in result.accepted]
     else:
         result = read_backgrounds(source, size=size, crops_per_photo=request.crops_per_photo)
     result.accepted = [replace(item, package=request.package, licence=request.licence) for item in result.accepted]
@@ -117,6 +122,7 @@ def import_data(workspace: Workspace) -> None:
         "added": added,
         "accepted": [item.id for item in result.accepted],
         "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
+        "unmapped": unmapped_classes(workspace, result.accepted),
     }
     st.rerun()  # so the grids and counts include the new images
 
@@ -130,12 +136,22 @@ def short_path(file: str, source: Path) -> str:
 
 
 def store(workspace: Workspace, result: ImportResult) -> int:
-    """Add accepted targets (registering new classes without ImageNet indices) or backgrounds."""
+    """Add accepted targets (new classes mapped by the shared resolver) or backgrounds."""
     if isinstance(result.accepted[0], Target):
-        known = set(list_classes(workspace))
-        new_classes = {t.class_name: [] for t in result.accepted if t.class_name not in known}
-        return add_targets(workspace, result.accepted, classes=new_classes)
+        return add_targets(workspace, result.accepted, classes=new_classes(workspace, [t.class_name for t in result.accepted]))
     return add_backgrounds(workspace, result.accepted)
+
+
+def new_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, ClassMapping]:
+    """The classes among ``names`` the workspace lacks, with the mapping :func:`resolve_class` gives them."""
+    known = set(list_classes(workspace))
+    return {name: resolve_class(name) for name in dict.fromkeys(names) if name not in known}
+
+
+def unmapped_classes(workspace: Workspace, records: list) -> list[str]:
+    """Classes of the imported targets among ``records`` that have no mapping yet (none for backgrounds)."""
+    names = {item.class_name for item in records if isinstance(item, Target)}
+    return [name for name, mapping in list_class_mappings(workspace).items() if name in names and not mapping.mapped]
 
 
 def show_last_import() -> None:
@@ -150,6 +166,11 @@ def show_last_import() -> None:
         already = len(accepted) - summary["added"]
         note = f" ({already} already in the workspace)" if already else ""
         st.success(f"Imported from `{summary['source']}`: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
+    if unmapped := summary.get("unmapped"):
+        st.warning(
+            f"No model output is known yet for class {', '.join(unmapped)}: map it in the **Classes** tab "
+            "(ImageNet indices, an IN-9 class or a custom label) before running models."
+        )
     accepted_tab, rejected_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})"])
     accepted_tab.dataframe(pd.DataFrame({"id": accepted}), hide_index=True)
     rejected_tab.dataframe(

@@ -1,7 +1,8 @@
 """Helpers of the Judge page: the queue of models to judge, blind ids, cached matrices and figures.
 
-The queue of an annotator on a suite is every model with a finished run over the suite that the
-annotator has not judged yet (:func:`analytics.judgments.unjudged_models`). In blind mode a model is
+The queue of an annotator on a suite is every model with a finished current run over the suite
+(stale runs of replaced weights left out) that the annotator has not judged on that suite yet
+(:func:`analytics.judgments.unjudged_models`). In blind mode a model is
 shown as "Model #k of N": k is a number dealt once per browser session and suite in a random order
 (so annotators do not all see the same sequence, and names sorted alphabetically reveal nothing),
 kept in ``st.session_state`` as a plain ``{suite: {model: k}}`` dict.
@@ -17,10 +18,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics.colour_scale import REFERENCE_PERCENTILE, ColourScale, suite_colour_scale
 from analytics.judgments import judgment_history, unjudged_models
-from analytics.runs import SIGNALS, list_runs, run_matrices
+from analytics.runs import SIGNALS, current_runs, run_matrices
 from analytics.suites import list_suites
-from analytics.variance import VarianceMatrix
+from analytics.variance import DEFAULT_GRID, PRESETS, VarianceMatrix
 from analytics.workspace import Workspace
 from ui.agreement import LABEL_COLOURS
 from ui.charts import variance_heatmap
@@ -37,6 +39,19 @@ LABEL_BUTTONS: dict[str, tuple[str, str, str]] = {
     "variant": ("Variant", ":material/cancel:", "3"),
 }
 MATRIX_HEIGHT = 290  # px: four square heatmaps side by side in the wide layout
+#: Help of the interpolation choice: the presets and their units.
+PRESET_HELP = (
+    "The paper's presets (window side, σ) in cells of the "
+    f"{DEFAULT_GRID}-cell grid, one cell = 1/{DEFAULT_GRID} of the largest distance: "
+    + ", ".join(f"{name} ({w}, {s:g}) = ±{w / 2 / DEFAULT_GRID:.3g} and σ {s / DEFAULT_GRID:.3g} of the axis" for name, (w, s) in PRESETS.items())
+    + "."
+)
+#: How the colour scale is chosen, under the heatmaps.
+SCALE_NOTE = (
+    "Colours are fixed per signal and the same for every model of the suite (never a model's own range): the "
+    f"probability from 0 to 1, each embedding signal from 0 to the {REFERENCE_PERCENTILE:g}th percentile of the "
+    "suite's matrix cells, frozen when judging on the suite started. Values above the top are drawn yellow."
+)
 #: Short heatmap titles (the long names of analytics.runs.SIGNALS do not fit a quarter of the page).
 SHORT_TITLES = {"true_prob": "True-class probability", "emb_topk_mean": "Embedding: top-k mean", "emb_max": "Embedding: max", "emb_mean": "Embedding: mean"}
 
@@ -70,14 +85,14 @@ def button_css() -> str:
 
 # -- data ------------------------------------------------------------------------------------------
 def finished_runs(workspace: Workspace, suite_id: str) -> pd.DataFrame:
-    """The newest finished run of each model over ``suite_id`` (columns of :func:`analytics.runs.list_runs`)."""
-    runs = list_runs(workspace, suite_id=suite_id)
+    """The newest finished current run of each model over ``suite_id`` (columns of :func:`analytics.runs.list_runs`)."""
+    runs = current_runs(workspace, suite_id=suite_id)
     return runs[runs["status"] == "done"].drop_duplicates("model", keep="first")  # list_runs is newest first
 
 
 def suites_with_runs(workspace: Workspace) -> pd.DataFrame:
-    """Suites with at least one finished run, most runs first: ``id, label, runs``."""
-    runs = list_runs(workspace)
+    """Suites with at least one finished current run, most runs first: ``id, label, runs``."""
+    runs = current_runs(workspace)
     counts = runs[runs["status"] == "done"].groupby("suite_id")["model"].nunique()
     suites = list_suites(workspace).set_index("id")
     rows = [
@@ -114,13 +129,13 @@ def judge_queue(workspace: Workspace, annotator: str, suite_id: str, runs: pd.Da
     run_of = dict(zip(runs["model"], runs["id"]))
     numbers = blind_numbers(suite_id, list(run_of))
     ordered = sorted(run_of, key=numbers.__getitem__)
-    todo = unjudged_models(workspace, annotator, ordered)
+    todo = unjudged_models(workspace, annotator, suite_id, ordered)
     return [QueueItem(model, run_of[model], numbers[model]) for model in todo], len(ordered)
 
 
-def last_judgment(workspace: Workspace, annotator: str) -> pd.Series | None:
-    """The annotator's most recent judgment (a row of :func:`analytics.judgments.judgment_history`), or None."""
-    history = judgment_history(workspace)
+def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Series | None:
+    """The annotator's most recent judgment on the suite (a row of :func:`analytics.judgments.judgment_history`), or None."""
+    history = judgment_history(workspace, suite_id=suite_id)
     mine = history[history["annotator"] == annotator]
     return None if mine.empty else mine.iloc[-1]
 
@@ -132,29 +147,33 @@ def matrices(workspace_path: str, run_id: str, preset: str) -> dict[str, Varianc
 
 
 # -- figures ---------------------------------------------------------------------------------------
-def colour_top(matrices_by_signal: dict[str, VarianceMatrix]) -> float:
-    """The top of the shared colour range: the largest value of the matrices (1 when all are 0)."""
-    return max(float(np.max(m.matrix)) for m in matrices_by_signal.values()) or 1.0
+@st.cache_data(max_entries=16, show_spinner="Fixing the colour scale of the suite…")
+def colour_scale(workspace_path: str, suite_id: str, preset: str) -> ColourScale:
+    """The suite's colour scale, frozen on first use (judging starts); identical for every model."""
+    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, preset=preset, freeze=True)
 
 
-def matrix_figures(matrices_by_signal: dict[str, VarianceMatrix], *, shared: bool) -> list[go.Figure]:
+def colour_ticks(top: float) -> tuple[list[float], list[str]]:
+    """Colour-bar ticks 0, top / 2, top and their labels (3 significant digits)."""
+    values = [0.0, top / 2, top]
+    return values, [f"{value:.3g}" for value in values]
+
+
+def matrix_figures(matrices_by_signal: dict[str, VarianceMatrix], scale: ColourScale) -> list[go.Figure]:
     """One heatmap per signal (in :data:`SIGNALS` order), green = low variance, yellow = high.
 
-    Parameters
-    ----------
-    shared : bool
-        One colour range 0 … :func:`colour_top` for all four and no colour bars (the page states the
-        range once); else each matrix from 0 to its own maximum, with its own colour bar below it.
+    Each signal is drawn from 0 to its top in ``scale``, the same for every model of the suite (never
+    the model's own range), with a colour bar and its numbers under the heatmap.
     """
     figures = []
     for signal, matrix in matrices_by_signal.items():
-        zmax = colour_top(matrices_by_signal) if shared else float(np.max(matrix.matrix)) or 1.0
-        figure = variance_heatmap(matrix, title=SHORT_TITLES.get(signal, SIGNALS.get(signal, signal)), zmin=0.0, zmax=zmax)
-        figure.update_traces(
-            showscale=not shared, colorbar={"orientation": "h", "thickness": 10, "y": -0.32, "title": {"text": ""}}
-        )
+        top = scale.tops[signal]
+        figure = variance_heatmap(matrix, title=SHORT_TITLES.get(signal, SIGNALS.get(signal, signal)), zmin=0.0, zmax=top)
+        tickvals, ticktext = colour_ticks(top)
+        colorbar = {"orientation": "h", "thickness": 10, "y": -0.32, "title": {"text": ""}, "tickvals": tickvals, "ticktext": ticktext}
+        figure.update_traces(showscale=True, colorbar=colorbar)
         figure.update_layout(
-            height=MATRIX_HEIGHT + (0 if shared else 50),
+            height=MATRIX_HEIGHT + 50,
             title={"font": {"size": 14}, "x": 0.5, "xanchor": "center"},
             margin={"l": 45, "r": 10, "t": 36, "b": 36},
             xaxis={"title": {"font": {"size": 11}}},
@@ -162,4 +181,3 @@ def matrix_figures(matrices_by_signal: dict[str, VarianceMatrix], *, shared: boo
         )
         figures.append(figure)
     return figures
-

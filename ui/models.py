@@ -1,8 +1,9 @@
 """Streamlit helpers of the Models page: cached evaluations and predictions, tables, charts, uploads.
 
 Loaded models come from :func:`ui.cache.load_model` (``st.cache_resource``: one shared object per
-workspace and model); evaluations are ``st.cache_data`` keyed on the workspace path, the model name
-and its spec hash (so a re-registered model is evaluated afresh).
+workspace, model and content key); evaluations and predictions are ``st.cache_data`` keyed on the
+workspace path, the model name and its content key (:func:`analytics.runs.model_keys`; a head's
+covers its backbone), so a re-registered model is evaluated afresh.
 """
 
 from __future__ import annotations

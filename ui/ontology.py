@@ -1,5 +1,6 @@
-"""Helpers of the Ontology page: keyword sources, cached ontology builds, the rules table, the
-network view and the expansion explorer.
+"""Helpers of the Ontology page: building the workspace's keyword tables (classifier-patch, a
+keyword file, ADE20K + Places365 checkpoints), keyword sources, cached ontology builds, the rules
+table, the network view and the expansion explorer.
 
 The library (:mod:`analytics.ontology`, :mod:`analytics.keywords`) computes; this module caches,
 draws Plotly figures and lays out widgets. Cache keys are paths, table names and content hashes;
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -20,6 +22,8 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.colors import sample_colorscale
 
+from analytics.datasets import list_classes
+from analytics.exceptions import InvalidInputError
 from analytics.keywords import (
     KeywordTable,
     list_keyword_tables,
@@ -27,9 +31,17 @@ from analytics.keywords import (
     read_keyword_file,
     save_keyword_table,
 )
-from analytics.keywords.store import ITEM_KINDS
+from analytics.keywords.classifier_patch import VOCABULARIES, ClassifierPatchBackend
+from analytics.keywords.precomputed import check_csv_size, import_keyword_table, read_keyword_csv, read_row_names
+from analytics.keywords.scene_models import SceneModelsBackend
+from analytics.keywords.store import ITEM_KINDS, build_keyword_tables
+from analytics.models import list_models
 from analytics.ontology import (
     ALGORITHMS,
+    DEFAULT_MAX_LEN,
+    DEFAULT_MAXITS,
+    DEFAULT_MIN_CONFIDENCE,
+    DEFAULT_MIN_SUPPORT,
     WEIGHTS,
     Ontology,
     build_ontology,
@@ -38,6 +50,7 @@ from analytics.ontology import (
     level_statistics,
 )
 from analytics.workspace import PROJECT_ROOT, Workspace
+from ui import cache
 
 REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
@@ -46,6 +59,20 @@ N_EDGE_BINS = 5  # Plotly draws one width per line trace: edges are grouped by c
 LAYOUT_SEED = 0
 
 KEY = "ontology."  # prefix of every widget key of the page
+BUILD_KEY = KEY + "kw."  # widgets of the keyword-table builder
+BUILD_REPORT = BUILD_KEY + "report"  # session state: what the last build stored and warned about
+PATCH, FILE, SCENES = "classifier-patch", "precomputed", "scene-models"
+BUILD_BACKENDS = {
+    PATCH: "Classifier patches (a registered ImageNet classifier)",
+    FILE: "Keyword file (CSV upload, or HDF5 / CSV on the server)",
+    SCENES: "ADE20K + Places365 checkpoints (the paper's setup)",
+}
+BUILD_ITEMS = {"both": ITEM_KINDS, "targets": ("target",), "backgrounds": ("background",)}
+CSV_HELP = (
+    "CSV columns, long layout: `image,keyword[,score]` (one row per keyword of an image); wide layout: "
+    "`image[,label],<keyword 1>,<keyword 2>,…` (one numeric column per keyword, 0/1 or scores). `image` is the "
+    "workspace id (`zebra/zebra-field`, a background's `beach`) or the original file name or stem."
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +88,15 @@ class Source:
     @property
     def label(self) -> str:
         return ", ".join(self.names) if self.kind == WORKSPACE_SOURCE else f"file:{self.path}"
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What the builder form asked for: a backend, the item kinds and that backend's settings."""
+
+    backend: str
+    item_kinds: tuple[str, ...]
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 # -- cached loading and building --------------------------------------------------------------
@@ -114,7 +150,8 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     kinds = [WORKSPACE_SOURCE, FILE_SOURCE] if names else [FILE_SOURCE]
     kind = st.radio("Transactions from", kinds, horizontal=True, key=KEY + "source")
     if kind == WORKSPACE_SOURCE:
-        chosen = st.multiselect("Keyword tables (their rows are stacked)", names, default=names, key=KEY + "tables")
+        default = None if KEY + "tables" in st.session_state else names  # a build chose its new tables
+        chosen = st.multiselect("Keyword tables (their rows are stacked)", names, default=default, key=KEY + "tables")
         return Source(WORKSPACE_SOURCE, names=tuple(chosen)) if chosen else None
     if not names:
         st.caption("The workspace has no keyword tables yet: load a keyword file (and save it to the workspace below).")
@@ -133,13 +170,145 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     return Source(FILE_SOURCE, path=path, places_top_k=top_k, threshold=value)
 
 
+def keyword_builder(workspace: Workspace) -> BuildRequest | None:
+    """The keyword-table builder's widgets; the request when its button was clicked, else None."""
+    backend = st.radio("Keywords from", list(BUILD_BACKENDS), format_func=BUILD_BACKENDS.get, horizontal=True, key=BUILD_KEY + "backend")
+    items = st.radio("Tables for", list(BUILD_ITEMS), horizontal=True, key=BUILD_KEY + "items")
+    settings = {PATCH: _patch_settings, FILE: _file_settings, SCENES: _scene_settings}[backend](workspace)
+    if not st.button("Build keyword tables", type="primary", key=BUILD_KEY + "build"):
+        return None
+    return BuildRequest(backend, BUILD_ITEMS[items], settings)
+
+
+def _patch_settings(workspace: Workspace) -> dict[str, Any]:
+    models = [spec.name for spec in list_models(workspace)]
+    if not models:
+        st.caption("No model is registered: register an ImageNet classifier on the Models page first.")
+    columns = st.columns(4)
+    model = columns[0].selectbox("Classifier", models, key=BUILD_KEY + "model")
+    vocabulary = columns[1].selectbox(
+        "Vocabulary", VOCABULARIES, key=BUILD_KEY + "vocabulary", help="auto: the scene classes of an ImageNet-1k model, else all outputs"
+    )
+    grid = int(columns[2].number_input("Patches per side", 1, 6, 3, key=BUILD_KEY + "grid"))
+    threshold = float(columns[3].number_input("Present at probability ≥", 0.01, 1.0, 0.1, step=0.05, key=BUILD_KEY + "patch_threshold"))
+    return {"model": model, "vocabulary": vocabulary, "grid": grid, "threshold": threshold}
+
+
+def _file_settings(workspace: Workspace) -> dict[str, Any]:
+    st.caption(CSV_HELP)
+    upload = st.file_uploader("Keyword CSV", type=["csv"], key=BUILD_KEY + "upload")
+    path = st.text_input("…or a keyword file on the server (reference HDF5, Backdrop HDF5 or CSV)", key=BUILD_KEY + "path").strip()
+    row_names = st.text_input(
+        "Row names file on the server (reference HDF5 only: one image name per row)", key=BUILD_KEY + "row_names"
+    ).strip()
+    columns = st.columns(3)
+    threshold = columns[0].text_input("Scores present when > (blank: 0/1 or listed)", key=BUILD_KEY + "threshold").strip()
+    top_k = int(columns[1].number_input("…or the top k of each row (0: off)", 0, 100, 0, key=BUILD_KEY + "top_k"))
+    places_top_k = int(columns[2].number_input("Places365 scenes kept (reference HDF5)", 1, 20, 1, key=BUILD_KEY + "places_top_k"))
+    return {"upload": upload, "path": path, "row_names": row_names, "threshold": threshold, "top_k": top_k or None, "places_top_k": places_top_k}
+
+
+def _scene_settings(workspace: Workspace) -> dict[str, Any]:
+    st.caption(
+        "The published CSAIL files: `encoder_epoch_20.pth` / `decoder_epoch_20.pth` of ade20k-resnet18dilated-ppm_deepsup "
+        "and `resnet18_places365.pth.tar`; `object150_info.csv` and `categories_places365.txt` are looked up next to them."
+    )
+    left, middle, right = st.columns(3)
+    settings = {
+        "encoder": left.text_input("ADE20K encoder checkpoint", key=BUILD_KEY + "encoder").strip(),
+        "decoder": middle.text_input("ADE20K decoder checkpoint", key=BUILD_KEY + "decoder").strip(),
+        "places": right.text_input("Places365 checkpoint", key=BUILD_KEY + "places").strip(),
+    }
+    left, middle, right = st.columns(3)
+    settings["input_size"] = int(left.number_input("Segmentation short side (px)", 64, 1000, 300, step=8, key=BUILD_KEY + "input_size"))
+    settings["min_share"] = float(middle.number_input("Object present above pixel share", 0.0, 1.0, 0.01, step=0.005, format="%.3f", key=BUILD_KEY + "min_share"))
+    settings["places_top_k"] = int(right.number_input("Places365 scenes kept", 1, 20, 1, key=BUILD_KEY + "scene_top_k"))
+    return settings
+
+
+def run_build(workspace: Workspace, request: BuildRequest) -> dict[str, Any]:
+    """Build the tables of ``request``: ``{'tables': {kind: name}, 'warnings': [...]}`` (raises BackdropError)."""
+    settings = request.settings
+    if request.backend == FILE:
+        report = import_keyword_table(
+            workspace,
+            _keyword_file(settings),
+            item_kinds=request.item_kinds,
+            row_names=read_row_names(settings["row_names"]) if settings["row_names"] else None,
+        )
+        return {"tables": report.tables, "warnings": report.warnings}
+    if request.backend == PATCH:
+        if not settings["model"]:
+            raise InvalidInputError("no classifier chosen; register an ImageNet classifier on the Models page first")
+        model = cache.load_model(str(workspace.root), settings["model"])
+        options = {key: settings[key] for key in ("grid", "threshold", "vocabulary")}
+        backend = ClassifierPatchBackend(model, exclude_classes=list_classes(workspace), **options)
+    else:
+        missing = [role for role in ("encoder", "decoder", "places") if not settings[role]]
+        if missing:
+            raise InvalidInputError(f"give the path of the {', '.join(missing)} checkpoint on the server")
+        roles = ("encoder", "decoder", "places")
+        backend = SceneModelsBackend(*(settings[role] for role in roles), **{k: v for k, v in settings.items() if k not in roles})
+    bar = st.progress(0.0, text="Scoring images…")
+    tables = build_keyword_tables(
+        workspace, backend, item_kinds=request.item_kinds, progress=lambda kind, done, total: bar.progress(done / total, text=f"Scoring {kind}s… {done}/{total}")
+    )
+    return {"tables": tables, "warnings": []}
+
+
+def _keyword_file(settings: dict[str, Any]) -> KeywordTable:
+    """The uploaded CSV (refused above the size limit) or the file on the server."""
+    threshold = _optional_number(settings["threshold"], "The presence threshold")
+    upload = settings["upload"]
+    if upload is not None:
+        check_csv_size(upload.size, upload.name)
+        return read_keyword_csv(upload.getvalue(), name=upload.name, threshold=threshold, top_k=settings["top_k"])
+    if not settings["path"]:
+        raise InvalidInputError("upload a keyword CSV or give the path of a keyword file on the server")
+    return read_keyword_file(settings["path"], threshold=threshold, top_k=settings["top_k"], places_top_k=settings["places_top_k"])
+
+
+def _optional_number(text: str, what: str) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        raise InvalidInputError(f"{what} must be a number; got {text!r}") from None
+
+
+def remember_build(report: dict[str, Any]) -> None:
+    """Keep the build's report for the next run and make its tables the page's transactions."""
+    st.session_state[BUILD_REPORT] = report
+    st.session_state[KEY + "source"] = WORKSPACE_SOURCE
+    st.session_state[KEY + "tables"] = list(report["tables"].values())
+
+
+def build_report() -> None:
+    """What the last build stored, and its warnings (unknown image names, items without rows)."""
+    report = st.session_state.get(BUILD_REPORT)
+    if report is None:
+        return
+    st.success("Built keyword tables: " + ", ".join(f"{kind}s → `{name}`" for kind, name in report["tables"].items()))
+    for warning in report["warnings"]:
+        st.warning(warning)
+
+
+def keyword_tables_view(workspace: Workspace) -> None:
+    """The workspace's keyword tables with the backend, source and vocabulary each one used."""
+    tables = list_keyword_tables(workspace)
+    if tables.empty:
+        st.caption("No keyword table yet.")
+        return
+    st.table(tables.set_index("name")[["backend", "item_kind", "n_items", "n_keywords", "source", "vocabulary", "created"]])
+
+
 def mining_controls() -> dict:
     """Algorithm, min support, min confidence and max itemset length; returns build_ontology kwargs."""
     columns = st.columns(4)
     algorithm = columns[0].selectbox("Algorithm", sorted(ALGORITHMS), index=sorted(ALGORITHMS).index("fpgrowth"), key=KEY + "algorithm")
-    min_support = columns[1].number_input("Min support", 0.001, 1.0, 0.01, step=0.005, format="%.3f", key=KEY + "min_support")
-    min_confidence = columns[2].number_input("Min confidence", 0.01, 1.0, 0.3, step=0.05, format="%.2f", key=KEY + "min_confidence")
-    max_len = int(columns[3].number_input("Max itemset size (0 = any)", 0, 10, 0, key=KEY + "max_len"))
+    defaults = "the defaults reproduce the paper's Figure 9 on its keyword file (growth over four levels)"
+    min_support = columns[1].number_input("Min support", 0.001, 1.0, DEFAULT_MIN_SUPPORT, step=0.005, format="%.3f", key=KEY + "min_support", help=defaults)
+    min_confidence = columns[2].number_input("Min confidence", 0.01, 1.0, DEFAULT_MIN_CONFIDENCE, step=0.05, format="%.2f", key=KEY + "min_confidence", help=defaults)
+    max_len = int(columns[3].number_input("Max itemset size (0 = any)", 0, 10, DEFAULT_MAX_LEN, key=KEY + "max_len", help="pairs (2) make the graph"))
     return {"algorithm": algorithm, "min_support": float(min_support), "min_confidence": float(min_confidence), "max_len": max_len or None}
 
 
@@ -317,7 +486,7 @@ def expansion_explorer(ontology: Ontology, tables: list[KeywordTable], table_nam
         key=KEY + "explore_row",
     )
     columns = st.columns(3)
-    maxits = int(columns[0].number_input("MAXITS (levels)", 0, 10, 5, key=KEY + "maxits"))
+    maxits = int(columns[0].number_input("MAXITS (levels)", 0, 10, DEFAULT_MAXITS, key=KEY + "maxits"))
     minkws = int(columns[1].number_input("MINKWS (0 = none)", 0, 200, 0, key=KEY + "minkws")) or None
     rank_by = columns[2].radio("Rank by", WEIGHTS, horizontal=True, key=KEY + "rank_by")
     detected = table.keywords_of(row)

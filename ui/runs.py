@@ -14,7 +14,7 @@ Caching:
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics import runs
-from analytics.variance import DEFAULT_K, PRESETS, PointCloud, VarianceMatrix
+from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, PointCloud, VarianceMatrix
 from analytics.workspace import Workspace
 from ui.charts import X_TITLE, Y_TITLE, variance_heatmap
 
@@ -34,8 +34,10 @@ CELL = KEY + "cell"
 HEATMAP_HEIGHT = 380
 COMPARE_HEIGHT = 320
 MAX_COMPARED = 4
+CLICK_MARKERS = 64  # clickable cell centres per axis; on finer grids a click picks every 2nd (or nth) cell
 SCATTER_POINTS = 5000  # per signal; four scatters of this size stay responsive in the browser
 STATUS_ICONS = {"done": "✅ done", "running": "⏳ unfinished", "failed": "⚠️ failed"}
+STALE = "🕰️ stale"  # shown after the status of a run whose weights or class mappings changed since
 #: Column configuration of :func:`runs_display`'s accuracy columns.
 PERCENT = {
     name: st.column_config.ProgressColumn(name, format="percent", min_value=0, max_value=1)
@@ -73,10 +75,11 @@ def suite_label(suite: Mapping) -> str:
 
 
 def runs_display(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`analytics.runs.list_runs` for display: status words, progress, readable headers."""
+    """:func:`analytics.runs.list_runs` for display: status words (stale runs marked), progress, readable headers."""
+    status = table["status"].map(STATUS_ICONS).fillna(table["status"])
     return pd.DataFrame({
         "Run": table["id"], "Model": table["model"], "Suite": table["suite_id"],
-        "Status": table["status"].map(STATUS_ICONS).fillna(table["status"]),
+        "Status": status.where(~table["stale"].astype(bool), status + " · " + STALE),
         "Images": [f"{i} / {e}" for i, e in zip(table["images"], table["expected_images"])],
         "Accuracy": table["accuracy"], "Worst-case accuracy": table["worst_case_accuracy"],
         "Original accuracy": table["original_accuracy"], "Started": table["created"],
@@ -137,16 +140,19 @@ def interpolation_controls(key: str = KEY + "interp") -> Settings:
     preset = st.radio(
         "Interpolation", names, index=names.index("smooth"), horizontal=True, key=f"{key}.preset",
         format_func=lambda n: f"{n} ({PRESETS[n][0]}, σ {PRESETS[n][1]:g})" if n in PRESETS else "free settings",
-        help="The paper's presets: Gaussian RBF over a square window (side in cells) with σ in cells; K nearest points give every cell a base value.",
+        help=(
+            "The paper's presets: Gaussian RBF over a square window (side in cells) with σ in cells; K nearest points give every cell a base value. "
+            f"One cell = 1/grid of the largest distance (default grid {DEFAULT_GRID}: smooth reaches ±1/8 of the axis with σ ≈ 0.08 of it)."
+        ),
     )  # fmt: skip
     window, sigma = PRESETS.get(preset, PRESETS["smooth"])
-    grid, k = 32, DEFAULT_K
+    grid, k = DEFAULT_GRID, DEFAULT_K
     if preset == runs.CUSTOM:
         columns = st.columns(4)
         window = columns[0].slider("Window (cells)", 2, 64, window, key=f"{key}.window")
         sigma = columns[1].slider("σ (cells)", 0.5, 20.0, float(sigma), 0.5, key=f"{key}.sigma")
         k = columns[2].slider("K nearest", 1, 128, k, key=f"{key}.k")
-        grid = columns[3].select_slider("Grid", [8, 16, 24, 32, 48, 64], grid, key=f"{key}.grid")
+        grid = columns[3].select_slider("Grid (cells per axis)", [16, 32, 64, 96, 128], grid, key=f"{key}.grid")
     return Settings(preset, int(grid), int(window), float(sigma), int(k))
 
 
@@ -163,12 +169,14 @@ def clickable_heatmap(
     # a horizontal colour bar under the plot leaves the narrow column's width to the square matrix
     colorbar = {"orientation": "h", "thickness": 8, "y": -0.24, "yanchor": "top", "len": 1.0, "title": None, "tickfont": {"size": 10}}
     figure.update_traces(hoverinfo="skip", hovertemplate=None, colorbar=colorbar, selector={"type": "heatmap"})
-    cx, cy = np.meshgrid(matrix.centres, matrix.centres)  # [row, col]
+    # at most CLICK_MARKERS per axis (SVG markers cost the browser), each on a real cell centre
+    shown = np.arange(0, matrix.grid, -(-matrix.grid // CLICK_MARKERS))
+    cx, cy = np.meshgrid(matrix.centres[shown], matrix.centres[shown])  # [row, col]
     figure.add_trace(
         go.Scatter(
             x=cx.ravel(), y=cy.ravel(), mode="markers", name="cells", showlegend=False,
-            customdata=matrix.matrix.ravel(),
-            marker={"size": max(4, 240 // matrix.grid), "symbol": "square", "opacity": 0, "color": "black"},
+            customdata=matrix.matrix[np.ix_(shown, shown)].ravel(),
+            marker={"size": max(4, 240 // shown.size), "symbol": "square", "opacity": 0, "color": "black"},
             selected={"marker": {"opacity": 0}}, unselected={"marker": {"opacity": 0}},
             hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>value %{{customdata:.4f}}<extra>click for pairs</extra>",
         )
@@ -187,14 +195,6 @@ def mark_cell(figure: go.Figure, matrix: VarianceMatrix, row: int, col: int) -> 
     e = matrix.edges
     figure.add_shape(type="rect", x0=e[col], x1=e[col + 1], y0=e[row], y1=e[row + 1], line={"color": "#d62728", "width": 2})
     return figure
-
-
-def color_range(matrices: Sequence[VarianceMatrix], shared: bool) -> tuple[float | None, float | None]:
-    """``(0, largest value)`` over ``matrices`` when shared, else each matrix's own range."""
-    if not shared:
-        return None, None
-    top = max(float(m.matrix.max()) for m in matrices)
-    return 0.0, top if top > 0 else 1.0
 
 
 # -- the clicked cell --------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics.classes import list_class_mappings
 from analytics.compose import composite
-from analytics.datasets import list_classes, load_backgrounds, load_targets
+from analytics.datasets import load_backgrounds, load_targets
 from analytics.saliency import METHODS, NORMALIZATIONS, REDUCTIONS, Explanation, binarize, explain
 from analytics.workspace import Workspace
 from ui import cache
@@ -108,7 +109,7 @@ def explain_target(
     images, masks = images_of_target(workspace, target_id, backgrounds)
     class_name = workspace.query_one("SELECT class_name FROM targets WHERE id = ?", (target_id,))["class_name"]
     model = cache.load_model(workspace_path, model_name)
-    outputs = model.spec.label_space.class_outputs(list_classes(workspace))[class_name]
+    outputs = model.spec.label_space.class_outputs({class_name: list_class_mappings(workspace)[class_name]})[class_name]
     explanation = _explain(model, images, masks, [outputs] * len(images), settings)
     return ExplainedImages(images, masks, [ORIGINAL, *backgrounds], explanation, list(model.spec.label_space.names))
 
@@ -121,7 +122,7 @@ def inside_share_comparison(
     workspace = Workspace(workspace_path, create=False)
     model = cache.load_model(workspace_path, model_name)
     classes = dict(zip(target_ids, _class_names(workspace, target_ids)))
-    outputs = model.spec.label_space.class_outputs(list_classes(workspace))
+    outputs = model.spec.label_space.class_outputs(list_class_mappings(workspace))
     shares: dict[bool, list[np.ndarray]] = {False: [], True: []}
     for target_id in target_ids:
         images, masks = images_of_target(workspace, target_id, suite_backgrounds(workspace, suite_id, target_id, n_composites))

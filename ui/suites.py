@@ -20,7 +20,7 @@ import streamlit as st
 from analytics.datasets import list_backgrounds, list_targets
 from analytics.keywords import list_keyword_tables
 from analytics.models import list_models
-from analytics.ontology import list_ontologies
+from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from
 from analytics.sampling import SAMPLERS
 from analytics.similarity import default_distance_models
 from analytics.suites import (
@@ -43,8 +43,8 @@ METHOD_HELP = {
     "random": "uniformly random backgrounds (baseline)",
     "nearest": "the N backgrounds closest to the original (top-K by embedding distance)",
     "interval": "one background per equal-width distance bin, from near to far",
-    "keyword": "one background per detected keyword of the target's scene, cycling",
-    "ontology": "one background per keyword of the ontology expansion, by level then weight (the paper's method)",
+    "keyword": "one background per distinct detected keyword of the target's scene, then cycling",
+    "ontology": "one background per distinct keyword of the ontology expansion, by level then weight (the paper's method)",
 }
 
 
@@ -119,7 +119,11 @@ def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
         target_table = _table_choice(left, tables, "target")
         background_table = _table_choice(middle, tables, "background")
         ontology_id = right.selectbox(
-            "Ontology (method ontology)", [None, *ontologies["id"].iloc[::-1]], format_func=lambda v: "newest" if v is None else v, key=KEY + "ontology"
+            "Ontology (method ontology)",
+            [None, *ontologies["id"].iloc[::-1]],
+            format_func=lambda v: "newest of these keyword tables" if v is None else v,
+            help="an ontology mined from other keywords is refused: it would not expand these targets",
+            key=KEY + "ontology",
         )
         left, middle, right = st.columns(3)
         models = left.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
@@ -140,23 +144,28 @@ def _table_choice(column, tables: pd.DataFrame, kind: str) -> str | None:
 
 
 def missing_inputs(workspace: Workspace) -> None:
-    """Buttons that compute classifier-patch keywords and mine a default ontology when absent."""
+    """Buttons that compute classifier-patch keywords, and mine the default ontology of the newest
+    keyword tables, when absent."""
     tables = list_keyword_tables(workspace)
     kinds = set(tables["item_kind"])
-    if {"target", "background"} <= kinds and not list_ontologies(workspace).empty:
+    latest = {kind: tables.loc[tables["item_kind"] == kind].sort_values("created")["name"].iloc[-1] for kind in kinds & {"target", "background"}}
+    if len(latest) == 2 and ontologies_from(workspace, list(latest.values())):
         return
     with st.expander("Keywords and ontology for the keyword methods", expanded=True):
-        if not {"target", "background"} <= kinds:
+        if len(latest) < 2:
             st.caption("The keyword methods need keyword tables for the targets and the pool.")
             if st.button("Compute classifier-patch keywords", key=KEY + "keywords"):
                 bar = st.progress(0.0, text="Scoring images…")
                 names, computed = ensure_keyword_tables(workspace, progress=lambda done, total: bar.progress(done / total, text=f"Scoring images… {done}/{total}"))
                 st.success(f"Computed {', '.join(names[k] for k in computed) or 'nothing (tables exist)'}.")
                 st.rerun()
-        elif list_ontologies(workspace).empty:
-            st.caption("The ontology method needs an ontology (tune one on the Ontology page, or mine the default).")
-            if st.button("Mine the default ontology (FP-Growth, support 0.01, confidence 0.3)", key=KEY + "ontology_go"):
-                latest = {kind: tables.loc[tables["item_kind"] == kind].sort_values("created")["name"].iloc[-1] for kind in ("target", "background")}
+        else:
+            st.caption(
+                "The ontology method needs an ontology mined from the newest keyword tables "
+                f"({', '.join(latest.values())}): tune one on the Ontology page, or mine the default."
+            )
+            label = f"Mine the default ontology (FP-Growth, support {DEFAULT_MIN_SUPPORT}, confidence {DEFAULT_MIN_CONFIDENCE})"
+            if st.button(label, key=KEY + "ontology_go"):
                 ontology_id, _ = ensure_ontology(workspace, latest)
                 st.success(f"Saved ontology `{ontology_id}`.")
                 st.rerun()
@@ -164,17 +173,43 @@ def missing_inputs(workspace: Workspace) -> None:
 
 # -- views --------------------------------------------------------------------------------------
 def summary(suite: Suite) -> None:
-    """Metrics of a suite and its warnings."""
+    """Metrics of a suite (with the share topped up at random for keyword methods), what it was
+    sampled from, and its warnings."""
     stats = suite_stats(suite)
-    columns = st.columns(5)
+    columns = st.columns(6 if stats.topup_share is not None else 5)
     columns[0].metric("Targets", stats.targets)
     columns[1].metric("Backgrounds per target", stats.per_target_min if stats.per_target_min == stats.per_target_max else f"{stats.per_target_min}–{stats.per_target_max}")
     columns[2].metric("Keyword diversity", f"{stats.keyword_diversity:.2f}", help="distinct keywords per target, mean")
     columns[3].metric("Mean distance", _number(stats.distance_mean))
     columns[4].metric("Distance spread (std)", _number(stats.distance_std))
+    if stats.topup_share is not None:
+        columns[5].metric(
+            "Topped up at random",
+            f"{stats.topup_share:.0%}",
+            help=f"{stats.topped_up} backgrounds of {stats.topped_up_targets} targets were drawn at random because their keywords ran out",
+        )
+    source = provenance(suite.params)
+    if source:
+        st.caption(source)
     if suite.warnings:
         with st.expander(f"{len(suite.warnings)} warnings"):
             st.markdown("\n".join(f"- {warning}" for warning in suite.warnings))
+
+
+def provenance(params: Mapping) -> str:
+    """One line naming the keyword tables (and backends) and the ontology (and its mining settings)
+    a suite used ('' for methods without keywords)."""
+    tables = params.get("keyword_tables") or {}
+    parts = [f"{kind} keywords `{t['name']}` ({t.get('backend') or 'unknown backend'})" for kind, t in tables.items()]
+    ontology = params.get("ontology")
+    if isinstance(ontology, dict):
+        parts.append(
+            f"ontology `{ontology['id']}` ({ontology['algorithm']}, support {ontology['min_support']}, confidence "
+            f"{ontology['min_confidence']}; {ontology['keywords']} keywords, {ontology['edges']} edges)"
+        )
+    elif ontology:  # suites saved before the ontology's parameters were recorded
+        parts.append(f"ontology `{ontology}`")
+    return "Sampled from " + "; ".join(parts) if parts else ""
 
 
 def _number(value: float) -> str:
@@ -240,10 +275,12 @@ def distance_figure(distances: Mapping[str, np.ndarray]):
 
 
 def saved_table(workspace: Workspace) -> pd.DataFrame:
-    """Saved suites, newest first, with their parameters as JSON text."""
+    """Saved suites, newest first, with the share topped up at random (keyword methods; None for
+    the others and for suites saved before it was recorded) and their parameters as JSON text."""
     listing = list_suites(workspace)
     if listing.empty:
         return listing
-    params = {row["id"]: row["params"] for row in workspace.query("SELECT id, params FROM suites")}
-    listing["params"] = [json.dumps({k: v for k, v in json.loads(params[i]).items() if k != "warnings"}, sort_keys=True) for i in listing["id"]]
+    params = {row["id"]: json.loads(row["params"]) for row in workspace.query("SELECT id, params FROM suites")}
+    listing["topup_share"] = [params[i].get("topup_share") for i in listing["id"]]
+    listing["params"] = [json.dumps({k: v for k, v in params[i].items() if k != "warnings"}, sort_keys=True) for i in listing["id"]]
     return listing

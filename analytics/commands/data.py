@@ -1,16 +1,18 @@
-"""``demo``, ``fetch-assets``, ``info``, ``add-targets`` and ``add-backgrounds``: the data of a workspace.
+"""``demo``, ``fetch-assets``, ``info``, ``add-targets``, ``add-backgrounds``, ``classes`` and ``set-class``.
 
 Imports are all-or-nothing per call: every file is read and checked first, then the accepted ones
 are stored in one transaction. With nothing valid to add the command fails (exit status 2, one
 line on stderr) and the workspace is left as it was; a workspace folder that did not exist is not
 created.
 
-Classes of ``add-targets`` come from the class folder names. A new class gets its ImageNet-1k
-indices from ``--imagenet-map FILE`` (JSON ``{"class": index or [indices]}``), else from an exact
-ImageNet-1k category name (case-insensitive, ``_`` read as a space, e.g. ``tennis_ball``), else
-none: it is stored without an index (the Data page does the same) and listed under
-``classes_without_imagenet`` in the output, because ImageNet classifiers cannot be scored on it.
-``--existing-classes-only`` rejects files of classes the workspace does not have yet.
+Classes of ``add-targets`` come from the class folder names. A new class is mapped by the resolver
+the Data page uses too (:func:`analytics.classes.resolve_class`): ImageNet-1k indices from
+``--imagenet-map FILE`` (JSON ``{"class": index or [indices]}``), else from an exact ImageNet-1k
+category name or WordNet id (case-insensitive, ``_`` read as a space, e.g. ``tennis_ball``), else
+the IN-9 class of that name (``dog``, ``00_dog``), else none. Classes left unmapped are listed under
+``unmapped_classes`` (no model can score them yet): map them with ``set-class`` (find indices with
+``classes --search``) or in the Data page's class editor. ``--existing-classes-only`` rejects files
+of classes the workspace does not have yet.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..datasets import LAYOUTS
+from ..models import IN9_CLASSES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +59,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     targets.set_defaults(handler=run_add_targets)
     backgrounds.set_defaults(handler=run_add_backgrounds)
 
-    for parser in (demo, fetch, info, targets, backgrounds):
+    classes = subparsers.add_parser(
+        "classes",
+        help="list the workspace's classes with their mappings, or --search ImageNet-1k class names",
+        description="Without --search: each workspace class with its target count and mapping (ImageNet indices, "
+        "IN-9 class, custom label). With --search TEXT: ImageNet-1k classes whose name contains TEXT, or whose "
+        "WordNet id or index is TEXT (no workspace needed); map a class to them with set-class.",
+    )
+    classes.add_argument("--search", default=None, metavar="TEXT", help="part of an ImageNet class name, a WordNet id (n04409515) or an index")
+    classes.add_argument("--limit", type=int, default=20, help="--search only: at most this many matches (default 20)")
+    classes.set_defaults(handler=run_classes)
+
+    set_class = subparsers.add_parser(
+        "set-class",
+        help="map a class to ImageNet indices, an IN-9 class or a custom output label",
+        description="Replace what model outputs count as a workspace class (the parts not given are cleared; runs "
+        "scored with the old mapping become stale). Give at least one of --imagenet, --in9, --label. ImageNet "
+        "classifiers use --imagenet, else the ImageNet classes of --in9; IN-9 classifiers use --in9, else the IN-9 "
+        "classes of --imagenet; custom label spaces use --label, else the class's own name. Find ImageNet indices "
+        "with `python -m analytics classes --search NAME`.",
+    )
+    set_class.add_argument("--class", dest="class_name", required=True, help="the workspace class")
+    set_class.add_argument("--imagenet", default=None, metavar="I,J", help="comma-separated ImageNet-1k indices (0..999), e.g. 852")
+    set_class.add_argument("--in9", default=None, choices=IN9_CLASSES, help="an IN-9 super-class")
+    set_class.add_argument("--label", default=None, help="the output name in a custom label file")
+    set_class.set_defaults(handler=run_set_class)
+
+    for parser in (demo, fetch, info, targets, backgrounds, classes, set_class):
         add_workspace_option(parser)
         add_json_option(parser)
 
@@ -138,7 +167,8 @@ def run_info(args: argparse.Namespace) -> dict:
 
 # -- imports ---------------------------------------------------------------------------------
 def run_add_targets(args: argparse.Namespace) -> dict:
-    from ..datasets import DEFAULT_IMAGE_SIZE, add_targets, image_size, list_classes, read_targets
+    from ..classes import resolve_class
+    from ..datasets import DEFAULT_IMAGE_SIZE, add_targets, image_size, list_classes, on_home, read_targets
     from ..exceptions import InvalidInputError
     from ..images import read_image
 
@@ -156,14 +186,18 @@ def run_add_targets(args: argparse.Namespace) -> dict:
     )
     accepted = _drop_stored(workspace, "targets", result)
     _require_some(args.path, accepted, result.rejected, what="targets")
-    new_classes = {t.class_name: class_indices(t.class_name, mapping) for t in accepted if t.class_name not in known}
+    new_classes = {t.class_name: resolve_class(t.class_name, mapping) for t in accepted if t.class_name not in known}
     workspace = workspace or _create_workspace(args)
-    added = add_targets(workspace, [replace(t, package=args.package, licence=args.licence) for t in accepted], classes=new_classes)
+    # a cut-out's origin names its home photo, so no crop of that photo becomes its background
+    homed = [replace(t, origin=on_home(t.origin, args.home)) for t in accepted] if args.home else accepted
+    added = add_targets(workspace, [replace(t, package=args.package, licence=args.licence) for t in homed], classes=new_classes)
     return {
         "added": added,
         "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected],
-        "new_classes": new_classes,
-        "classes_without_imagenet": sorted(name for name, indices in new_classes.items() if not indices),
+        "new_classes": {name: list(m.imagenet) for name, m in new_classes.items()},
+        "new_class_mappings": {name: m.to_dict() for name, m in new_classes.items()},
+        "classes_without_imagenet": sorted(name for name, m in new_classes.items() if not m.imagenet),
+        "unmapped_classes": sorted(name for name, m in new_classes.items() if not m.mapped),
     }
 
 
@@ -201,14 +235,39 @@ def read_imagenet_map(path: Path) -> dict[str, list[int]]:
     return mapping
 
 
-def class_indices(name: str, mapping: dict[str, list[int]]) -> list[int]:
-    """ImageNet-1k indices of a new class: from ``mapping``, else an exact category name, else none."""
-    from ..models import imagenet_label_space
+# -- class mappings --------------------------------------------------------------------------
+def run_classes(args: argparse.Namespace) -> dict:
+    from ..classes import list_class_mappings, search_imagenet
+    from ..cli import open_workspace
 
-    if name in mapping:
-        return mapping[name]
-    wanted = name.replace("_", " ").casefold()
-    return [i for i, category in enumerate(imagenet_label_space().names) if category.casefold() == wanted]
+    if args.search is not None:
+        matches = search_imagenet(args.search, limit=args.limit)
+        return {"search": args.search, "matches": [{"index": m.index, "wnid": m.wnid, "name": m.name} for m in matches]}
+    workspace = open_workspace(args)
+    counts = {row["class_name"]: row["n"] for row in workspace.query("SELECT class_name, COUNT(*) AS n FROM targets GROUP BY class_name")}
+    return {
+        "classes": {name: {**m.to_dict(), "targets": counts.get(name, 0)} for name, m in list_class_mappings(workspace).items()},
+    }
+
+
+def run_set_class(args: argparse.Namespace) -> dict:
+    from ..classes import class_mapping_key, set_class_mapping
+    from ..cli import open_workspace
+
+    workspace = open_workspace(args)
+    imagenet = None if args.imagenet is None else parse_indices(args.imagenet)
+    mapping = set_class_mapping(workspace, args.class_name, imagenet=imagenet, in9=args.in9, label=args.label)
+    return {"class": args.class_name, **mapping.to_dict(), "mapping_key": class_mapping_key(workspace, [args.class_name])}
+
+
+def parse_indices(text: str) -> list[int]:
+    """``'852,853'`` -> ``[852, 853]``; anything but comma-separated integers is a user error."""
+    from ..exceptions import InvalidInputError
+
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as err:
+        raise InvalidInputError(f"--imagenet must be comma-separated ImageNet-1k indices such as 852,853; got {text!r}") from err
 
 
 def _existing_workspace(args: argparse.Namespace):

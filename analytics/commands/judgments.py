@@ -1,7 +1,8 @@
 """``judge``, ``agreement`` and ``coverage``: decisions about models from the command line.
 
-``judge`` stores one judgment (scripted or bulk entry), ``agreement`` reports Fleiss' and Cohen's κ
-over the judgments that count, ``coverage`` measures the neuron coverage of a suite on a model.
+``judge`` stores one judgment (scripted or bulk entry; judgments count per suite, so name the run
+or suite judged), ``agreement`` reports Fleiss' and Cohen's κ over the judgments that count on a
+suite (without ``--suite``: the latest per annotator and model over all suites), ``coverage`` measures the neuron coverage of a suite on a model.
 Handlers import their stage modules (statsmodels, scikit-learn, torch) when they run, so that
 building the parser for another command stays fast; ``..cli`` is imported late to avoid a cycle.
 """
@@ -26,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     judge.add_argument("--suite", dest="suite_id", default=None, help="the suite whose matrices were judged")
     judge.set_defaults(handler=run_judge)
 
-    agreement = subparsers.add_parser("agreement", help="Fleiss' and pairwise Cohen's kappa over the latest judgments")
+    agreement = subparsers.add_parser("agreement", help="Fleiss' and pairwise Cohen's kappa over the latest judgments on a suite")
+    agreement.add_argument("--suite", dest="suite_id", default=None, help="the suite whose judgments count (default: the latest per annotator and model over all suites)")
     agreement.set_defaults(handler=run_agreement)
 
     coverage = subparsers.add_parser("coverage", help="neuron coverage of a suite on a model (DeepXplore)")
@@ -67,9 +69,13 @@ def run_judge(args: argparse.Namespace) -> dict:
 def run_agreement(args: argparse.Namespace) -> dict:
     from ..agreement import measure_agreement
     from ..cli import open_workspace
+    from ..exceptions import NotFoundError
     from ..judgments import latest_judgments
 
-    return measure_agreement(latest_judgments(open_workspace(args))).to_dict()
+    workspace = open_workspace(args)
+    if args.suite_id is not None and workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:
+        raise NotFoundError(f"--suite: no suite {args.suite_id!r} in workspace {workspace.root}; list them with `python -m analytics suites`")
+    return {"suite": args.suite_id, **measure_agreement(latest_judgments(workspace, args.suite_id)).to_dict()}
 
 
 def run_coverage(args: argparse.Namespace) -> dict:

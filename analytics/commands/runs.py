@@ -1,5 +1,9 @@
 """``runs`` and ``matrices``: list test runs, and export a run's four RBF variance matrices.
 
+The PNGs of ``matrices`` use the suite's fixed colour scale (:mod:`analytics.colour_scale`), the one
+the Judge page shows, unless ``--autoscale`` asks for each matrix's own range; ``--json`` reports the
+scale used per signal.
+
 Runs are started with ``python -m analytics run`` (:mod:`analytics.commands.models`).
 """
 
@@ -8,23 +12,28 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..variance import DEFAULT_K, PRESETS
+from ..variance import DEFAULT_GRID, DEFAULT_K, PRESETS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..cli import add_json_option, add_workspace_option
 
-    listing = subparsers.add_parser("runs", help="list test runs with accuracy and worst-case accuracy")
+    listing = subparsers.add_parser("runs", help="list test runs with accuracy, worst-case accuracy and whether they are stale")
     listing.add_argument("--model", help="only runs of this model")
     listing.add_argument("--suite", help="only runs over this suite")
     matrices = subparsers.add_parser("matrices", help="write a run's four variance matrices (.npy, .png) and its per-image table (.csv)")
     matrices.add_argument("--run", required=True, help="run id (see `runs`)")
     matrices.add_argument("--out", required=True, metavar="DIR", help="output folder (created when missing)")
     presets = ", ".join(f"{name} = window {w}, sigma {s:g}" for name, (w, s) in PRESETS.items())
-    matrices.add_argument("--preset", choices=list(PRESETS), default="smooth", help=f"interpolation preset (default smooth; {presets})")
-    matrices.add_argument("--grid", type=int, default=32, help="cells per axis (default 32)")
+    matrices.add_argument("--preset", choices=list(PRESETS), default="smooth", help=f"interpolation preset in cells (default smooth; {presets})")
+    matrices.add_argument(
+        "--grid", type=int, default=DEFAULT_GRID, help=f"cells per axis (default {DEFAULT_GRID}); one cell = d_max / grid in semantic distance"
+    )
     matrices.add_argument("--window", type=int, default=None, help="kernel window side in cells (overrides the preset)")
     matrices.add_argument("--sigma", type=float, default=None, help="Gaussian sigma in cells (overrides the preset)")
+    matrices.add_argument(
+        "--autoscale", action="store_true", help="draw each PNG on its own range instead of the suite's fixed colour scale (not comparable between models)"
+    )
     matrices.add_argument("--k", type=int, default=DEFAULT_K, help=f"nearest points averaged into u(e) (default {DEFAULT_K})")
     for parser in (listing, matrices):
         add_workspace_option(parser)
@@ -43,6 +52,21 @@ def run_list(args: argparse.Namespace) -> list[dict]:
 
 def run_export(args: argparse.Namespace) -> dict:
     from ..cli import open_workspace
-    from ..runs import export_run
+    from ..colour_scale import suite_colour_scale
+    from ..exceptions import NotFoundError
+    from ..runs import export_run, run_matrices
 
-    return export_run(open_workspace(args), args.run, args.out, preset=args.preset, grid=args.grid, window=args.window, sigma=args.sigma, k=args.k)
+    workspace = open_workspace(args)
+    settings = {"preset": args.preset, "grid": args.grid, "window": args.window, "sigma": args.sigma, "k": args.k}
+    row = workspace.query_one("SELECT suite_id FROM runs WHERE id = ?", (args.run,))
+    if row is None:
+        raise NotFoundError(f"no run {args.run!r} in workspace {workspace.root}; list them with `python -m analytics runs`")
+    if args.autoscale:
+        own = run_matrices(workspace, args.run, **settings)
+        rule = "autoscale: this matrix's own range (not comparable between models)"
+        used = {s: {"zmin": float(m.matrix.min()), "zmax": float(m.matrix.max()), "rule": rule} for s, m in own.items()}
+        result = export_run(workspace, args.run, args.out, **settings)
+        return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": True, "signals": used}}
+    scale = suite_colour_scale(workspace, row["suite_id"], **settings)
+    result = export_run(workspace, args.run, args.out, tops=scale.tops, **settings)
+    return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": False, **scale.as_dict()}}

@@ -45,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_saliency(args: argparse.Namespace) -> dict:
     from .._validation import check_choice, check_positive_int
     from ..cli import open_workspace
-    from ..datasets import list_classes, list_targets, load_targets
+    from ..classes import list_class_mappings
+    from ..datasets import list_targets, load_targets
     from ..models import load_model
     from ..saliency import METHODS, explain
 
@@ -57,7 +58,7 @@ def run_saliency(args: argparse.Namespace) -> dict:
     if table.empty:
         raise InvalidInputError(f"workspace {workspace.root} has no targets; add some with `python -m analytics add-targets`")
     model = load_model(workspace, args.model, device=args.device)
-    outputs = model.spec.label_space.class_outputs(list_classes(workspace))
+    outputs = model.spec.label_space.class_outputs(list_class_mappings(workspace))
     images, masks = load_targets(workspace, table["id"].tolist())
     result = explain(
         model,

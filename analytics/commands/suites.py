@@ -2,8 +2,14 @@
 
 The keyword methods need keyword tables for the targets and the pool, and ``ontology`` an
 ontology; when the workspace has none, they are computed with defaults (classifier-patch keywords
-from the first registered ImageNet classifier; an FP-Growth ontology with support 0.01 and
-confidence 0.3) and a line on stderr says so.
+from the first registered ImageNet classifier; an FP-Growth ontology of the keyword tables with
+the defaults of :mod:`analytics.ontology`, support 0.005 and confidence 0.1) and a line on stderr
+says so. Without ``--ontology``, the ontology is the newest one mined from exactly these keyword
+tables; one mined from other keywords is refused (:func:`analytics.suites.check_expansion`).
+
+``--json`` reports, besides the statistics, the suite's provenance: the keyword tables (name,
+backend) and ontology (id, parameters) it used and, for keyword methods, the backgrounds topped up
+at random (``topped_up``, ``topped_up_targets``, ``topup_share``).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from ..sampling import REALISM_SCORERS, SAMPLERS
 from ..suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD
 
@@ -26,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--distance-model", action="append", metavar="NAME", help="model of the distance ensemble (repeatable; default: every EfficientNet-Lite)")
     parser.add_argument("--target-table", metavar="NAME", help="keyword table of the targets (default: the newest)")
     parser.add_argument("--background-table", metavar="NAME", help="keyword table of the pool (default: the newest)")
-    parser.add_argument("--ontology", metavar="ID", help="ontology id for --method ontology (default: the newest)")
+    parser.add_argument("--ontology", metavar="ID", help="ontology id for --method ontology (default: the newest mined from the keyword tables, mined now if none)")
     parser.add_argument("--keyword-model", metavar="NAME", help="ImageNet classifier for keywords computed on the fly (default: first EfficientNet-Lite)")
     parser.add_argument("--realism", choices=list(REALISM_SCORERS), default=DEFAULT_REALISM, help=f"realism scorer (default {DEFAULT_REALISM})")
     parser.add_argument("--realism-threshold", type=float, default=DEFAULT_REALISM_THRESHOLD, help=f"minimum realism score in [0, 1] (default {DEFAULT_REALISM_THRESHOLD}; 0 accepts all)")
@@ -49,7 +56,10 @@ def run_suite(args: argparse.Namespace) -> dict:
     if sampler.needs_ontology and args.ontology is None:
         ontology, built = ensure_ontology(workspace, tables)
         if built:
-            _say(f"no ontology in the workspace: mined {ontology} (fpgrowth, support 0.01, confidence 0.3) from {', '.join(tables.values())}")
+            _say(
+                f"no ontology of these keyword tables in the workspace: mined {ontology} (fpgrowth, support "
+                f"{DEFAULT_MIN_SUPPORT}, confidence {DEFAULT_MIN_CONFIDENCE}) from {', '.join(tables.values())}"
+            )
     with _bar("exact distances") as progress:
         suite = build_suite(
             workspace,
@@ -77,6 +87,11 @@ def run_suite(args: argparse.Namespace) -> dict:
         "distance_mean": stats.distance_mean,
         "distance_std": stats.distance_std,
         "below_realism": stats.below_realism,
+        "topped_up": stats.topped_up,
+        "topped_up_targets": stats.topped_up_targets,
+        "topup_share": stats.topup_share,
+        "keyword_tables": suite.params.get("keyword_tables", {}),
+        "ontology": suite.params.get("ontology"),
         "warnings": list(suite.warnings),
     }
 

@@ -17,20 +17,26 @@ LABEL_SOURCES = ("human", "construction")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..cli import add_json_option, add_workspace_option
-    from ..zoo import DEFAULT_BACKBONE, DEFAULT_SEEDS, DEFAULT_STRENGTHS
+    from ..zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
 
-    zoo = subparsers.add_parser("zoo", help="train the model zoo: linear heads with a controlled background reliance")
+    zoo = subparsers.add_parser("zoo", help="train the model zoo: heads with a controlled background reliance, and the figure-8 family")
     zoo.add_argument("--strengths", type=float, nargs="+", default=list(DEFAULT_STRENGTHS), metavar="S", help="background-class strengths in [0, 1] (default 0 0.25 0.5 0.75 1)")
     zoo.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), metavar="K", help="training seeds (default 0 1 2)")
     zoo.add_argument("--augment", choices=("both", "yes", "no"), default="both", help="train with background augmentation, without, or both (default both)")
     zoo.add_argument("--backbone", default=DEFAULT_BACKBONE, help=f"registered model whose embedding the heads read (default {DEFAULT_BACKBONE}; registered when missing)")
+    zoo.add_argument(
+        "--temperatures", type=float, nargs="*", default=list(DEFAULT_TEMPERATURES), metavar="T",
+        help="figure-8 family: output-layer factors of the s=0.5 plain head per seed, same decisions, T<1 invariant, 1 borderline, >1 variant "
+        "(default 0.25 1 4; give none to skip the family)",
+    )  # fmt: skip
+    zoo.add_argument("--hidden", type=int, default=DEFAULT_HIDDEN, help=f"width of each head's hidden layer, its own embedding (default {DEFAULT_HIDDEN}; 0: linear heads)")
     zoo.add_argument("--n-train-per-class", type=int, default=36, help="object composites per class (default 36)")
     zoo.add_argument("--replace", action="store_true", help="retrain heads registered with another construction")
     zoo.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     zoo.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
     zoo.set_defaults(handler=run_zoo)
 
-    assess = subparsers.add_parser("assess", help="evaluate the automated assessors (random forest, AdaBoost, worst-case baseline)")
+    assess = subparsers.add_parser("assess", help="evaluate the automated assessors (random forest, AdaBoost) on the matrices vs the same learners on the accuracy statistics and the worst-case threshold")
     assess.add_argument("--labels", choices=LABEL_SOURCES, required=True, help="human: majority vote of the judgments; construction: the zoo's construction labels")
     assess.add_argument("--repeats", type=int, default=10, help="random 2/3-1/3 splits (default 10)")
     assess.add_argument("--suite", default=None, help="suite whose runs give the matrices (default: the one with the most runs of the labelled models)")
@@ -60,6 +66,8 @@ def run_zoo(args: argparse.Namespace) -> dict:
             seeds=args.seeds,
             backbone=args.backbone,
             n_train_per_class=args.n_train_per_class,
+            hidden=args.hidden,
+            temperatures=args.temperatures,
             batch_size=args.batch_size,
             device=args.device,
             replace=args.replace,

@@ -7,11 +7,18 @@ model's input size. A keyword's score is its largest softmax probability over th
 keyword is present when that score is >= ``threshold``. Patches let a 1000-class object classifier
 name several things of a scene (``seashore`` in one corner, ``breakwater`` in another).
 
-The vocabulary is the model's class names (torchvision's ImageNet-1k names are unique; a label
-space that repeats a name gets the class index appended to each use, ``name-3``, ``name-7``, as
-the precomputed backend does).
-:attr:`ClassifierPatchBackend.scene_like` flags the classes that name a scene, landscape or
-structure rather than a portable object (:data:`SCENE_CLASSES`).
+**Vocabulary.** By default (``vocabulary='auto'``, for an ImageNet-1k classifier) the keywords are
+the scene and scene-object classes of :data:`SCENE_GROUPS` only: landscapes, buildings, rooms,
+fences, street furniture ... , never animals, vehicles or other portable objects, which are what a
+suite tests (the paper's keywords exclude foreground objects). ``vocabulary='all'`` keeps every
+output (the default for a custom or IN-9 label space, whose outputs are not ImageNet classes).
+Whatever the vocabulary, the outputs of the workspace's target classes (``exclude_classes``:
+class -> ImageNet indices, mapped through the model's label space) are never keywords;
+:func:`compute_keywords` refuses a backend that would emit one. The table's params record the
+vocabulary (``vocabulary``, ``vocabulary_size``, ``excluded_classes``) so a page can say which
+one a keyword table used. Keyword names are the model's class names (torchvision's ImageNet-1k
+names are unique; a label space that repeats a name gets the class index appended to each use,
+``name-3``, ``name-7``, as the precomputed backend does).
 
 **Targets: masking the object.** A target's keywords describe its background part only. Object
 pixels, dilated by 2 % of the image side to swallow the anti-aliased halo, are filled with the mean
@@ -23,7 +30,7 @@ since they show mostly the grey-ish fill, not the scene; the whole-image view al
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import cv2
@@ -37,36 +44,62 @@ from ._base import KeywordBackend, KeywordTable
 from .store import ITEM_KINDS, load_keyword_table, save_keyword_table
 
 if TYPE_CHECKING:
-    from ..models import LoadedModel
+    from ..models import LabelSpace, LoadedModel
 
 logger = logging.getLogger(__name__)
 
-#: ImageNet-1k classes that name a scene, landscape or structure (index -> name), grouped as in
-#: WordNet: geological formations (970-980, without 971 bubble), waterside structures, bridges,
-#: buildings and their parts, shops and rooms, fences and walls, fields.
-SCENE_CLASSES: dict[int, str] = {
-    # geological formations
-    970: "alp", 972: "cliff", 973: "coral reef", 974: "geyser", 975: "lakeside", 976: "promontory",
-    977: "sandbar", 978: "seashore", 979: "valley", 980: "volcano",
-    # waterside structures
-    449: "boathouse", 460: "breakwater", 525: "dam", 536: "dock", 540: "drilling platform", 718: "pier",
-    # bridges
-    821: "steel arch bridge", 839: "suspension bridge", 888: "viaduct",
-    # buildings and their parts
-    410: "apiary", 425: "barn", 437: "beacon", 442: "bell cote", 483: "castle", 497: "church",
-    500: "cliff dwelling", 538: "dome", 580: "greenhouse", 634: "lumbermill", 649: "megalith",
-    663: "monastery", 668: "mosque", 682: "obelisk", 698: "palace", 727: "planetarium", 743: "prison",
-    832: "stupa", 853: "thatch", 858: "tile roof", 873: "triumphal arch", 900: "water tower", 915: "yurt",
-    # shops, rooms and stages
-    415: "bakery", 424: "barbershop", 454: "bookshop", 467: "butcher shop", 498: "cinema",
-    509: "confectionery", 582: "grocery store", 624: "library", 706: "patio", 762: "restaurant",
-    788: "shoe shop", 819: "stage", 860: "tobacco shop", 865: "toyshop",
-    # fences, walls, mazes and fountains
-    489: "chainlink fence", 562: "fountain", 646: "maze", 716: "picket fence", 825: "stone wall",
-    912: "worm fence",
-    # fields and wrecks
-    913: "wreck", 984: "rapeseed",
-}
+#: The ImageNet-1k classes of the default ``scene`` vocabulary (group -> {index: name}), picked by
+#: hand from the class names and grouped like WordNet's categories. Why a
+#: list: the paper's keywords name scenes and their stuff (ADE20K's sky, grass, building, fence ...,
+#: Places365's scenes), never the foreground objects a suite tests; the full 1000-class label space
+#: is ~90 % portable objects and animals, which on a scene photo turn up as noise (water droplets
+#: read as "scorpion, tick, bubble") and as rules such as "coffee mug -> face powder". Kept: classes
+#: that name a place (landscapes, buildings, rooms, shops) or an object that belongs to a place and
+#: is not carried into it (fences, street furniture, room fixtures, crops in a field). Left out:
+#: animals, vehicles, boats, tools, food, clothing, instruments, furniture one moves (chairs), fungi
+#: and textures (971 bubble, 599 honeycomb, 815 spider web).
+SCENE_GROUPS: dict[str, dict[int, str]] = {
+    "geological formations": {
+        970: "alp", 972: "cliff", 973: "coral reef", 974: "geyser", 975: "lakeside", 976: "promontory",
+        977: "sandbar", 978: "seashore", 979: "valley", 980: "volcano",
+    },
+    "waterside structures": {449: "boathouse", 460: "breakwater", 525: "dam", 536: "dock", 540: "drilling platform", 718: "pier"},
+    "bridges": {821: "steel arch bridge", 839: "suspension bridge", 888: "viaduct"},
+    "buildings and their parts": {
+        410: "apiary", 425: "barn", 437: "beacon", 442: "bell cote", 483: "castle", 497: "church",
+        500: "cliff dwelling", 538: "dome", 580: "greenhouse", 634: "lumbermill", 649: "megalith",
+        663: "monastery", 668: "mosque", 682: "obelisk", 698: "palace", 727: "planetarium", 743: "prison",
+        832: "stupa", 853: "thatch", 858: "tile roof", 873: "triumphal arch", 900: "water tower", 915: "yurt",
+    },
+    "shops, rooms and stages": {
+        415: "bakery", 424: "barbershop", 454: "bookshop", 467: "butcher shop", 498: "cinema",
+        509: "confectionery", 582: "grocery store", 624: "library", 706: "patio", 762: "restaurant",
+        788: "shoe shop", 819: "stage", 860: "tobacco shop", 865: "toyshop",
+    },
+    "fences, walls, mazes and fountains": {
+        489: "chainlink fence", 562: "fountain", 646: "maze", 716: "picket fence", 825: "stone wall", 912: "worm fence",
+    },
+    "fields, plants and wrecks": {913: "wreck", 958: "hay", 984: "rapeseed", 985: "daisy", 986: "yellow lady's slipper", 987: "corn"},
+    "street and park furniture": {
+        557: "flagpole", 571: "gas pump", 637: "mailbox", 640: "manhole cover", 645: "maypole", 703: "park bench",
+        704: "parking meter", 707: "pay-phone", 733: "pole", 781: "scoreboard", 835: "sundial", 863: "totem pole",
+        877: "turnstile", 919: "street sign", 920: "traffic light",
+    },
+    "playground and gym fixtures": {476: "carousel", 602: "horizontal bar", 843: "swing"},
+    "room fixtures and built-in furniture": {
+        406: "altar", 421: "bannister", 435: "bathtub", 453: "bookcase", 493: "chiffonier", 495: "china cabinet",
+        526: "desk", 532: "dining table", 539: "doormat", 548: "entertainment center", 556: "fire screen",
+        564: "four-poster", 598: "home theater", 736: "pool table", 741: "prayer rug", 753: "radiator",
+        760: "refrigerator", 789: "shoji", 794: "shower curtain", 799: "sliding door", 827: "stove",
+        831: "studio couch", 854: "theater curtain", 857: "throne", 894: "wardrobe", 896: "washbasin",
+        904: "window screen", 905: "window shade",
+    },
+}  # fmt: skip
+#: All classes of :data:`SCENE_GROUPS` (index -> name).
+SCENE_CLASSES: dict[int, str] = {index: name for group in SCENE_GROUPS.values() for index, name in group.items()}
+#: ``vocabulary`` options of :class:`ClassifierPatchBackend`: ``scene`` (:data:`SCENE_CLASSES`),
+#: ``all`` (every output), ``auto`` (``scene`` for an ImageNet-1k label space, else ``all``).
+VOCABULARIES = ("auto", "scene", "all")
 IMAGENET_CLASSES = 1000
 FILL_DILATION = 0.02  # share of the image side by which the object mask grows before filling
 MAX_FILL_SHARE = 0.5  # patch views with more fill than this are dropped
@@ -78,35 +111,67 @@ class ClassifierPatchBackend(KeywordBackend):
     Parameters
     ----------
     model : LoadedModel
-        A registered classifier (``analytics.models.load_model``); its class names are the
-        vocabulary.
+        A registered classifier (``analytics.models.load_model``); its class names name the keywords.
     grid : int, default=3
         Patches per side (``grid²`` patches plus the whole image).
     threshold : float in (0, 1], default=0.1
         A keyword is present when its probability reaches this value in any view.
     batch_size : int, default=32
         Views per forward pass.
+    vocabulary : {'auto', 'scene', 'all'}, default='auto'
+        Which outputs are keywords (see the module notes and :data:`VOCABULARIES`).
+    exclude_classes : mapping of str to sequence of int, default=None
+        Workspace classes (name -> ImageNet-1k indices, as ``analytics.datasets.list_classes``
+        gives) whose model outputs are never keywords; a class without indices has no mapping and
+        excludes nothing.
 
     Attributes
     ----------
-    vocabulary : list of str, length n_classes
-    scene_like : ndarray of shape (n_classes,), bool
-        True for the scene / landscape / structure classes of :data:`SCENE_CLASSES` (matched by
-        index for 1000-class vocabularies, by name otherwise).
+    vocabulary : list of str, length n_keywords
+    outputs : ndarray of shape (n_keywords,), int64
+        The model output behind each keyword.
+    scene_like : ndarray of shape (n_keywords,), bool
+        True for the keywords of :data:`SCENE_CLASSES` (matched by index for 1000-class label
+        spaces, by name otherwise).
+    excluded : dict of str to list of int
+        Class -> the model outputs it removed from the vocabulary.
     """
 
     name = "classifier-patch"
 
-    def __init__(self, model: LoadedModel, *, grid: int = 3, threshold: float = 0.1, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: LoadedModel,
+        *,
+        grid: int = 3,
+        threshold: float = 0.1,
+        batch_size: int = 32,
+        vocabulary: str = "auto",
+        exclude_classes: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
         self.model = model
         self.grid = check_positive_int(grid, "grid")
         self.threshold = check_fraction(threshold, "threshold")
         self.batch_size = check_positive_int(batch_size, "batch_size")
+        check_choice(vocabulary, "vocabulary", VOCABULARIES)
         names = list(model.spec.label_space.names)
         if not names:
             raise InvalidInputError(f"model {model.spec.name!r} has no class names; a keyword vocabulary needs them")
-        self.vocabulary = _unique_names(names)
-        self.scene_like = _scene_flags(names)
+        if vocabulary == "auto":
+            vocabulary = "scene" if model.spec.label_space.kind == "imagenet" and len(names) == IMAGENET_CLASSES else "all"
+        self.vocabulary_name = vocabulary
+        self.excluded = class_outputs(model.spec.label_space, exclude_classes or {})
+        scene = _scene_flags(names)
+        keep = scene.copy() if vocabulary == "scene" else np.ones(len(names), bool)
+        keep[[output for outputs in self.excluded.values() for output in outputs]] = False
+        if not keep.any():
+            raise InvalidInputError(
+                f"model {model.spec.name!r} leaves no keyword in the {vocabulary!r} vocabulary once the target classes "
+                f"{', '.join(sorted(self.excluded))} are removed; use an ImageNet-1k classifier (EfficientNet-Lite0 works offline)"
+            )
+        self.outputs = np.flatnonzero(keep)
+        self.vocabulary = [_unique_names(names)[k] for k in self.outputs]
+        self.scene_like = scene[self.outputs]
 
     def get_params(self) -> dict[str, Any]:
         return {
@@ -116,10 +181,13 @@ class ClassifierPatchBackend(KeywordBackend):
             "fill": "mean",
             "fill_dilation": FILL_DILATION,
             "max_fill_share": MAX_FILL_SHARE,
+            "vocabulary": self.vocabulary_name,
+            "vocabulary_size": len(self.vocabulary),
+            "excluded_classes": {name: list(outputs) for name, outputs in sorted(self.excluded.items())},
         }
 
     def scores(self, images: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
-        """Largest class probability over the views of each image.
+        """Largest keyword probability over the views of each image.
 
         Parameters
         ----------
@@ -129,7 +197,8 @@ class ClassifierPatchBackend(KeywordBackend):
 
         Returns
         -------
-        scores : ndarray of shape (n, n_classes), float32 in [0, 1]
+        scores : ndarray of shape (n, n_keywords), float32 in [0, 1]
+            The model's softmax probability (over all its outputs) of each keyword's output.
         """
         images = check_image_batch(images)
         grown = None
@@ -139,41 +208,94 @@ class ClassifierPatchBackend(KeywordBackend):
                 raise InvalidInputError(f"masks must have shape {images.shape[:3]} to match the images; got {masks.shape}")
             grown = _grown(masks)
             images = _fill(images, grown)
-        out = np.zeros((len(images), len(self.vocabulary)), np.float32)
-        per_image = 1 + self.grid**2
-        chunk = max(1, self.batch_size // per_image)
-        for start in range(0, len(images), chunk):
-            stop = min(start + chunk, len(images))
-            views, valid = self._views(images[start:stop], None if grown is None else grown[start:stop])
-            with torch.inference_mode():
-                probabilities = np.asarray(self.model.predict(views, batch_size=self.batch_size).probabilities, np.float32)
-            probabilities = probabilities.reshape(stop - start, per_image, -1) * valid[..., None]
-            out[start:stop] = probabilities.max(axis=1)
-        return out
+        probabilities = view_probabilities(self.model, images, grid=self.grid, batch_size=self.batch_size)[..., self.outputs]
+        if grown is not None:
+            probabilities = probabilities * _valid_views(grown, self.grid)[..., None]
+        return probabilities.max(axis=1)
 
     def present(self, scores: np.ndarray) -> np.ndarray:
         """Present when the score reaches ``threshold``: ndarray of shape (n, n_classes), bool."""
         return np.asarray(scores) >= self.threshold
 
-    def _views(self, images: np.ndarray, fill: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """The whole image and its grid cells resized to the model input.
 
-        Returns views of shape (n * (1 + grid²), side, side, 3), uint8, and validity of shape
-        (n, 1 + grid²), float32 (0 for patches that are mostly ``fill``, the filled pixels).
-        """
-        side = _input_side(self.model)
-        height, width = images.shape[1:3]
-        rows = np.linspace(0, height, self.grid + 1).round().astype(int)
-        cols = np.linspace(0, width, self.grid + 1).round().astype(int)
-        views, valid = [], np.ones((len(images), 1 + self.grid**2), np.float32)
-        for k, image in enumerate(images):
-            views.append(_resize(image, side))
-            for r in range(self.grid):
-                for c in range(self.grid):
-                    views.append(_resize(image[rows[r] : rows[r + 1], cols[c] : cols[c + 1]], side))
-                    if fill is not None and fill[k, rows[r] : rows[r + 1], cols[c] : cols[c + 1]].mean() > MAX_FILL_SHARE:
-                        valid[k, 1 + r * self.grid + c] = 0.0
-        return np.stack(views), valid
+def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, batch_size: int = 32) -> np.ndarray:
+    """The model's softmax over the whole image and each cell of a ``grid`` x ``grid`` partition.
+
+    Parameters
+    ----------
+    model : LoadedModel
+    images : ndarray of shape (n, height, width, 3), uint8
+    grid : int
+        Patches per side.
+    batch_size : int, default=32
+        Views per forward pass.
+
+    Returns
+    -------
+    probabilities : ndarray of shape (n, 1 + grid², n_outputs), float32
+        View 0 is the whole image, view ``1 + r * grid + c`` the cell in row ``r``, column ``c``.
+    """
+    images = check_image_batch(images)
+    per_image = 1 + grid**2
+    out = np.zeros((len(images), per_image, len(model.spec.label_space.names)), np.float32)
+    chunk = max(1, batch_size // per_image)
+    for start in range(0, len(images), chunk):
+        stop = min(start + chunk, len(images))
+        with torch.inference_mode():
+            prediction = model.predict(_views(images[start:stop], grid, _input_side(model)), batch_size=batch_size)
+        out[start:stop] = np.asarray(prediction.probabilities, np.float32).reshape(stop - start, per_image, -1)
+    return out
+
+
+def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+    """The outputs of a model's label space that stand for the workspace classes with ImageNet indices.
+
+    Parameters
+    ----------
+    label_space : LabelSpace
+        The model's (``model.spec.label_space``).
+    classes : mapping of str to sequence of int
+        Class name -> ImageNet-1k indices (``analytics.datasets.list_classes``).
+
+    Returns
+    -------
+    outputs : dict of str to list of int
+        Class -> outputs (``LabelSpace.class_outputs``); classes without indices, or whose indices
+        have no output in this label space (an IN-9 model and a class outside IN-9), are left out.
+    """
+    out = {}
+    for name, indices in classes.items():
+        if not indices:
+            continue
+        try:
+            out[name] = label_space.class_outputs({name: indices})[name]
+        except InvalidInputError:  # no output of this label space stands for the class
+            continue
+    return out
+
+
+def _views(images: np.ndarray, grid: int, side: int) -> np.ndarray:
+    """The whole image and its grid cells resized to ``side``: (n * (1 + grid²), side, side, 3), uint8."""
+    rows, cols = _cell_edges(images.shape[1], grid), _cell_edges(images.shape[2], grid)
+    views = []
+    for image in images:
+        views.append(_resize(image, side))
+        views += [_resize(image[rows[r] : rows[r + 1], cols[c] : cols[c + 1]], side) for r in range(grid) for c in range(grid)]
+    return np.stack(views)
+
+
+def _valid_views(fill: np.ndarray, grid: int) -> np.ndarray:
+    """(n, 1 + grid²) float32: 0 for the patches that are mostly ``fill`` (the filled pixels), else 1."""
+    rows, cols = _cell_edges(fill.shape[1], grid), _cell_edges(fill.shape[2], grid)
+    valid = np.ones((len(fill), 1 + grid**2), np.float32)
+    for r in range(grid):
+        for c in range(grid):
+            valid[:, 1 + r * grid + c] = fill[:, rows[r] : rows[r + 1], cols[c] : cols[c + 1]].mean(axis=(1, 2)) <= MAX_FILL_SHARE
+    return valid
+
+
+def _cell_edges(length: int, grid: int) -> np.ndarray:
+    return np.linspace(0, length, grid + 1).round().astype(int)
 
 
 def fill_objects(images: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -270,12 +392,15 @@ def compute_keywords(
     Raises
     ------
     InvalidInputError
-        The workspace has no items of that kind.
+        The workspace has no items of that kind, or a classifier-patch backend would emit a
+        workspace class as a keyword (build it with ``exclude_classes=list_classes(workspace)``).
     """
-    from ..datasets import list_backgrounds, list_targets, load_backgrounds, load_targets
+    from ..datasets import list_backgrounds, list_classes, list_targets, load_backgrounds, load_targets
 
     check_choice(item_kind, "item_kind", ITEM_KINDS)
     batch_size = check_positive_int(batch_size, "batch_size")
+    if isinstance(backend, ClassifierPatchBackend):
+        _check_no_target_keywords(backend, list_classes(workspace), workspace)
     frame = list_targets(workspace) if item_kind == "target" else list_backgrounds(workspace)
     ids = frame["id"].tolist()
     if not ids:
@@ -306,6 +431,17 @@ def compute_keywords(
     )
     save_keyword_table(workspace, table, name=name, item_kind=item_kind, replace=True)
     return table
+
+
+def _check_no_target_keywords(backend: ClassifierPatchBackend, classes: Mapping[str, Sequence[int]], workspace: Workspace) -> None:
+    """Raise when a workspace class's output is in the backend's vocabulary."""
+    kept = set(backend.outputs.tolist())
+    leaking = sorted(name for name, outputs in class_outputs(backend.model.spec.label_space, classes).items() if kept & set(outputs))
+    if leaking:
+        raise InvalidInputError(
+            f"the classifier-patch vocabulary holds the target classes {', '.join(leaking)} of {workspace.root}; a target's "
+            "own class must never be a scene keyword: build the backend with exclude_classes=list_classes(workspace)"
+        )
 
 
 def keyword_table_name(backend: KeywordBackend, item_kind: str, ids: Sequence[str]) -> str:

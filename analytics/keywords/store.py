@@ -2,11 +2,18 @@
 
 Labels have no column of their own in schema version 1: their array hash travels in the ``params``
 JSON under the reserved key ``_labels_hash`` and is taken out again on load.
+
+:func:`build_keyword_tables` runs a scoring backend over the targets and/or the pool (keyword
+files go through :func:`analytics.keywords.precomputed.import_keyword_table` instead);
+:func:`list_keyword_tables` says which backend, source and vocabulary each table used.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,11 +21,12 @@ import pandas as pd
 from .._validation import check_choice
 from ..exceptions import InvalidInputError, NotFoundError
 from ..workspace import Workspace, now
-from ._base import KeywordTable
+from ._base import KeywordBackend, KeywordTable
 
 ITEM_KINDS = ("target", "background")
 LABELS_KEY = "_labels_hash"
-LIST_COLUMNS = ["name", "backend", "item_kind", "n_items", "n_keywords", "present_hash", "created"]
+LIST_COLUMNS = ["name", "backend", "item_kind", "n_items", "n_keywords", "source", "vocabulary", "present_hash", "created"]
+VOCABULARY_PREVIEW = 4  # keywords quoted in a table's vocabulary description
 
 
 def save_keyword_table(
@@ -92,24 +100,108 @@ def table_item_kind(workspace: Workspace, name: str) -> str:
 
 
 def list_keyword_tables(workspace: Workspace) -> pd.DataFrame:
-    """One row per keyword table: name, backend, item_kind, n_items, n_keywords, present_hash, created.
+    """One row per keyword table: name, backend, item_kind, n_items, n_keywords, source,
+    vocabulary, present_hash, created.
 
-    ``present_hash`` identifies the table's transactions (a cache key for what is built from them).
+    ``source`` and ``vocabulary`` describe, from the table's params, what produced it (file, model
+    or checkpoints) and its keywords; ``present_hash`` identifies the table's transactions (a cache
+    key for what is built from them).
     """
     rows = workspace.query("SELECT * FROM keyword_tables ORDER BY name")
-    records = [
-        {
-            "name": row["name"],
-            "backend": row["backend"],
-            "item_kind": row["item_kind"],
-            "n_items": int(workspace.get_array(row["present_hash"], mmap=True).shape[0]),
-            "n_keywords": len(json.loads(row["vocabulary"])),
-            "present_hash": row["present_hash"],
-            "created": row["created"],
-        }
-        for row in rows
-    ]
+    records = []
+    for row in rows:
+        vocabulary, params = json.loads(row["vocabulary"]), json.loads(row["params"])
+        records.append(
+            {
+                "name": row["name"],
+                "backend": row["backend"],
+                "item_kind": row["item_kind"],
+                "n_items": int(workspace.get_array(row["present_hash"], mmap=True).shape[0]),
+                "n_keywords": len(vocabulary),
+                "source": describe_source(params),
+                "vocabulary": describe_vocabulary(vocabulary, params),
+                "present_hash": row["present_hash"],
+                "created": row["created"],
+            }
+        )
     return pd.DataFrame(records, columns=LIST_COLUMNS)
+
+
+def describe_source(params: dict[str, Any]) -> str:
+    """What a table's scores came from, read from its params: a file, a model or checkpoints."""
+    if "file" in params:
+        return f"file {Path(str(params['file'])).name} ({params.get('format', 'unknown format')})"
+    if "model" in params:
+        return f"model {params['model']}"
+    if "checkpoints" in params:
+        digests = params["checkpoints"]
+        return "checkpoints " + ", ".join(f"{role} {str(digest)[:8]}" for role, digest in sorted(digests.items()))
+    return "unknown (no source in its params)"
+
+
+def describe_vocabulary(vocabulary: Sequence[str], params: dict[str, Any]) -> str:
+    """``'<n> keywords[ (<params['vocabulary']>)]: first, second, …'``."""
+    named = f" ({params['vocabulary']})" if isinstance(params.get("vocabulary"), str) else ""
+    more = ", …" if len(vocabulary) > VOCABULARY_PREVIEW else ""
+    return f"{len(vocabulary)} keywords{named}: {', '.join(vocabulary[:VOCABULARY_PREVIEW])}{more}"
+
+
+def table_summary(table: KeywordTable) -> dict[str, Any]:
+    """Counts of a table: n_items, n_keywords, items_without_keywords, mean_keywords (per item)."""
+    per_item = table.present.sum(axis=1)
+    return {
+        "n_items": table.n_items,
+        "n_keywords": len(table.vocabulary),
+        "items_without_keywords": int((per_item == 0).sum()),
+        "mean_keywords": float(per_item.mean()) if table.n_items else 0.0,
+    }
+
+
+def check_item_kinds(item_kinds: Sequence[str]) -> list[str]:
+    """``item_kinds`` without repeats, each checked to be 'target' or 'background' (at least one)."""
+    kinds = list(dict.fromkeys(item_kinds))
+    if not kinds:
+        raise InvalidInputError("item_kinds is empty; give 'target', 'background' or both")
+    for kind in kinds:
+        check_choice(kind, "item kind", ITEM_KINDS)
+    return kinds
+
+
+def build_keyword_tables(
+    workspace: Workspace,
+    backend: KeywordBackend,
+    *,
+    item_kinds: Sequence[str] = ITEM_KINDS,
+    batch_size: int = 32,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, str]:
+    """Score every item of ``item_kinds`` with ``backend`` and store one table per kind.
+
+    An existing table of the same backend settings and items is reused
+    (:func:`analytics.keywords.classifier_patch.compute_keywords`).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    backend : KeywordBackend
+        A scoring backend (classifier-patch, ADE20K + Places365, ...).
+    item_kinds : sequence of {'target', 'background'}, default both
+    batch_size : int, default=32
+        Images scored per call of ``backend.scores``.
+    progress : callable (item_kind, done, total) or None
+
+    Returns
+    -------
+    tables : dict {item kind: table name}
+    """
+    from .classifier_patch import compute_keywords, keyword_table_name
+
+    names = {}
+    for kind in check_item_kinds(item_kinds):
+        report = None if progress is None else (lambda done, total, kind=kind: progress(kind, done, total))
+        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=report)
+        names[kind] = keyword_table_name(backend, kind, table.ids)
+    return names
 
 
 def delete_keyword_table(workspace: Workspace, name: str) -> None:

@@ -19,6 +19,7 @@ from analytics.agreement import (
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.judgments import LABELS, add_judgment, latest_judgments
+from tests.fixtures.judgments import insert_suites
 
 # Fleiss (1971) as reproduced on Wikipedia ("Fleiss' kappa", worked example): 10 subjects,
 # 14 raters, 5 categories; the published result is kappa = 0.210.
@@ -196,3 +197,15 @@ def test_cli_agreement_on_an_empty_workspace_is_well_formed(models_workspace, ca
     assert main(["agreement", "--workspace", str(models_workspace.root), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["fleiss_kappa"] is None and printed["annotators"] == [] and printed["cohen_kappa"] == {}
+
+
+def test_cli_agreement_counts_the_judgments_of_one_suite(models_workspace, capsys):
+    insert_suites(models_workspace, ["suite-a", "suite-b"])
+    for annotator in ("ana", "bo"):
+        add_judgment(models_workspace, annotator=annotator, model="model0", label="variant", suite_id="suite-a")
+    add_judgment(models_workspace, annotator="ana", model="model1", label="invariant", suite_id="suite-b")
+    assert main(["agreement", "--workspace", str(models_workspace.root), "--suite", "suite-b", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["suite"], printed["annotators"], printed["models"]) == ("suite-b", ["ana"], ["model1"])
+    assert main(["agreement", "--workspace", str(models_workspace.root), "--suite", "nope", "--json"]) == 2
+    assert "no suite 'nope'" in capsys.readouterr().err

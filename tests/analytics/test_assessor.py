@@ -5,26 +5,37 @@ import pandas as pd
 import pytest
 
 from analytics.assessor import (
+    ACCURACY_COLUMNS,
     ASSESSORS,
+    SHAP_PERMUTATIONS,
     WORST_CASE,
     evaluate_assessors,
     explain,
+    feature_columns,
     fit_assessor,
     predict,
 )
+from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.judgments import LABELS
+from analytics.runs import FEATURE_COLUMNS
+
+MATRIX_COLUMNS = ("mean", "std", "error_rate")
 
 
-def synthetic(n_models=30, *, driver="mean", seed=0):
-    """Features where the label is a known step function of ``driver``; every other column is noise."""
+def synthetic(n_models=30, *, driver="mean", seed=0, extra_features=0):
+    """Features where the label is a known step function of ``driver``; every other column is noise.
+
+    Columns: ``mean``, ``std``, ``error_rate``, ``extra_features`` more noise columns ``f00`` …, and
+    the three accuracy statistics."""
     rng = np.random.default_rng(seed)
     features = pd.DataFrame(
         {
             "mean": rng.uniform(0, 1, n_models),
             "std": rng.normal(size=n_models),
             "error_rate": rng.uniform(0, 1, n_models),
-            WORST_CASE: rng.uniform(0, 1, n_models),
+            **{f"f{i:02d}": rng.normal(size=n_models) for i in range(extra_features)},
+            **{name: rng.uniform(0, 1, n_models) for name in ACCURACY_COLUMNS},
         },
         index=[f"model{i:02d}" for i in range(n_models)],
     )
@@ -51,11 +62,51 @@ def test_forest_beats_chance_and_the_baseline(report):
 def test_report_is_json_ready_with_the_cli_keys(report):
     payload = report.to_dict()
     json.dumps(payload)
-    for key in ("rf_accuracy_mean", "rf_accuracy_std", "ada_accuracy_mean", "baseline_accuracy_mean", "n_models"):
-        assert key in payload
+    for short in ("rf", "ada", "acc_rf", "acc_ada", "baseline"):
+        for stat in ("accuracy_mean", "accuracy_std", "kappa_mean"):
+            assert f"{short}_{stat}" in payload
     assert payload["n_models"] == 30
-    assert WORST_CASE not in payload["features"]
+    assert payload["features"] == list(MATRIX_COLUMNS)
+    assert payload["features_by_assessor"] == {
+        "random_forest": list(MATRIX_COLUMNS),
+        "adaboost": list(MATRIX_COLUMNS),
+        "accuracy_forest": list(ACCURACY_COLUMNS),
+        "accuracy_adaboost": list(ACCURACY_COLUMNS),
+        "worst_case_baseline": [WORST_CASE],
+    }
     assert list(report.table()["assessor"]) == [kind.title for kind in ASSESSORS.values()]
+
+
+def test_feature_columns_keep_accuracy_statistics_out_of_the_matrix_assessors():
+    columns = [*FEATURE_COLUMNS, *ACCURACY_COLUMNS]
+    for kind in ("random_forest", "adaboost"):
+        assert feature_columns(columns, kind) == FEATURE_COLUMNS
+    for kind in ("accuracy_forest", "accuracy_adaboost"):
+        assert feature_columns(columns, kind) == list(ACCURACY_COLUMNS)
+    assert feature_columns(columns, "worst_case_baseline") == [WORST_CASE]
+    with pytest.raises(InvalidInputError, match="kind must be one of"):
+        feature_columns(columns, "oracle")
+
+
+def test_accuracy_learners_are_the_matrix_learners_on_other_columns():
+    for matrix, accuracy in (("random_forest", "accuracy_forest"), ("adaboost", "accuracy_adaboost")):
+        assert ASSESSORS[matrix].make(3).get_params() == ASSESSORS[accuracy].make(3).get_params()
+        assert type(ASSESSORS[matrix].make(3)) is type(ASSESSORS[accuracy].make(3))
+
+
+def test_accuracy_learners_read_the_accuracy_statistics_only():
+    features, labels = synthetic(driver="original_accuracy", seed=7)
+    report = evaluate_assessors(features, labels, repeats=5)
+    # the label is a step function of the original accuracy: the accuracy learners find it, the
+    # matrix learners (noise columns) and the worst-case threshold cannot
+    for name in ("accuracy_forest", "accuracy_adaboost"):
+        assert report.scores[name].accuracy_mean > report.scores["random_forest"].accuracy_mean + 0.2
+        assert report.scores[name].accuracy_mean > report.scores["worst_case_baseline"].accuracy_mean + 0.2
+    learner = fit_assessor(features, labels, kind="accuracy_forest")
+    assert learner.feature_names == ACCURACY_COLUMNS
+    shuffled = np.random.default_rng(0).permutation(len(features))
+    scrambled = features.assign(**{name: features[name].to_numpy()[shuffled] for name in MATRIX_COLUMNS})
+    pd.testing.assert_frame_equal(predict(learner, features), predict(learner, scrambled))
 
 
 def test_same_seed_same_report():
@@ -76,10 +127,10 @@ def test_baseline_reads_worst_case_accuracy_only():
     assert evaluate_assessors(features, labels, repeats=5).scores["worst_case_baseline"].accuracy_mean > 0.8
 
 
-def test_forest_does_not_read_worst_case_accuracy():
+def test_matrix_assessors_read_no_accuracy_statistic():
     features, labels = synthetic()
-    forest = fit_assessor(features, labels)
-    assert WORST_CASE not in forest.feature_names
+    for kind in ("random_forest", "adaboost"):
+        assert fit_assessor(features, labels, kind=kind).feature_names == MATRIX_COLUMNS
 
 
 def test_predict_gives_a_label_and_probabilities():
@@ -114,8 +165,45 @@ def test_explain_a_chosen_label_and_adaboost_by_exact_shapley():
     assert set(explanation.target) == {"variant"}
     probability = predict(ada, features.head(3))["p_variant"]
     np.testing.assert_allclose(explanation.values.sum(axis=1) + explanation.base_value, probability, atol=1e-6)
+    assert explanation.method == "exact enumeration of coalitions"
     with pytest.raises(InvalidInputError, match="target must be one of"):
         explain(ada, features.head(1), target="sideways")
+
+
+def test_adaboost_is_explained_on_48_matrix_features():
+    features, labels = synthetic(30, seed=8, extra_features=45)
+    ada = fit_assessor(features, labels, kind="adaboost")
+    assert len(ada.feature_names) == 48
+    models = features.head(3)
+    explanation = explain(ada, models)
+    assert explanation.values.shape == (3, 48) and list(explanation.values.columns) == list(ada.feature_names)
+    assert np.isfinite(explanation.values.to_numpy()).all() and np.isfinite(explanation.base_value.to_numpy()).all()
+    assert f"{SHAP_PERMUTATIONS} antithetic permutations" in explanation.method
+    # permutation sampling still adds up: base value + Σ values = the explained probability
+    predicted = predict(ada, models)
+    probability = [predicted.loc[model, f"p_{label}"] for model, label in explanation.target.items()]
+    np.testing.assert_allclose(explanation.values.sum(axis=1) + explanation.base_value, probability, atol=1e-6)
+    # the label is a function of `mean`: it carries the largest contribution on average
+    assert explanation.values.abs().mean().idxmax() == "mean"
+    # deterministic, and numpy's global generator is left as it was
+    state = np.random.get_state()[1].copy()
+    again = explain(ada, models)
+    np.testing.assert_array_equal(np.random.get_state()[1], state)
+    pd.testing.assert_frame_equal(explanation.values, again.values)
+
+
+def test_assess_command_reports_the_accuracy_learner_and_the_features(judged_workspace, capsys):
+    argv = ["assess", "--workspace", str(judged_workspace.root), "--labels", "human", "--repeats", "3", "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    for short in ("rf", "ada", "acc_rf", "acc_ada", "baseline"):
+        assert 0 <= result[f"{short}_accuracy_mean"] <= 1 and result[f"{short}_accuracy_std"] >= 0
+    assert result["features"] == FEATURE_COLUMNS
+    assert not set(ACCURACY_COLUMNS) & set(result["features"])
+    assert result["features_by_assessor"]["random_forest"] == FEATURE_COLUMNS
+    assert result["features_by_assessor"]["accuracy_forest"] == list(ACCURACY_COLUMNS)
+    assert result["features_by_assessor"]["accuracy_adaboost"] == list(ACCURACY_COLUMNS)
+    assert result["features_by_assessor"]["worst_case_baseline"] == [WORST_CASE]
 
 
 @pytest.mark.parametrize(
@@ -155,6 +243,8 @@ def test_only_models_with_features_and_labels_are_used():
     ("change", "match"),
     [
         (lambda f: f.drop(columns=WORST_CASE), "worst_case_accuracy"),
+        (lambda f: f.drop(columns="original_accuracy"), r"lack the accuracy columns \['original_accuracy'\]"),
+        (lambda f: f[list(ACCURACY_COLUMNS)], "at least one matrix feature"),
         (lambda f: f.assign(std=np.nan), "NaN or infinite"),
         (lambda f: f.assign(std="high"), "must be numeric"),
     ],

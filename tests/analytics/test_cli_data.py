@@ -11,6 +11,7 @@ import pytest
 
 import analytics.demo as demo_module
 from analytics.cli import EXIT_USER_ERROR, main
+from analytics.classes import ClassMapping, class_mapping_key, list_class_mappings, set_class_mapping
 from analytics.datasets import list_classes
 from analytics.demo import DemoStep
 from analytics.workspace import Workspace
@@ -200,3 +201,49 @@ def test_demo_runs_its_steps_once_with_progress_on_stderr(capsys, tmp_path, monk
     assert "fake" in err and "2/2" in err  # the tqdm bar
     code, out, _ = run(capsys, "demo", "--workspace", str(tmp_path / "ws"), "--json")
     assert out["steps_run"] == [] and out["steps_skipped"] == ["fake"] and len(calls) == 1
+
+
+# -- class mappings --------------------------------------------------------------------------
+def test_add_targets_maps_new_classes_with_the_shared_resolver(capsys, tiny_workspace, tmp_path):
+    folder = target_folder(tmp_path / "set", classes=("tennis_ball", "00_dog", "widget"))
+    code, out, _ = run(capsys, "add-targets", "--workspace", str(tiny_workspace.root), "--path", str(folder), "--layout", "folder", "--json")
+    assert code == 0
+    assert out["new_class_mappings"]["00_dog"] == {"imagenet": [], "in9": "dog", "label": None}
+    assert out["unmapped_classes"] == ["widget"]  # 00_dog has no ImageNet index but IN-9 and ImageNet models can score it
+    assert list_class_mappings(tiny_workspace)["00_dog"] == ClassMapping(in9="dog")
+
+
+def test_set_class_maps_an_imported_class_and_changes_its_key(capsys, tiny_workspace):
+    key = class_mapping_key(tiny_workspace, ["disc"])
+    code, out, _ = run(capsys, "set-class", "--workspace", str(tiny_workspace.root), "--class", "disc", "--imagenet", "852, 853", "--json")
+    assert code == 0 and out["imagenet"] == [852, 853] and out["in9"] is None and out["mapping_key"] != key
+    assert list_classes(tiny_workspace)["disc"] == [852, 853]
+    code, out, _ = run(capsys, "set-class", "--workspace", str(tiny_workspace.root), "--class", "disc", "--in9", "dog", "--label", "ball", "--json")
+    assert code == 0 and (out["imagenet"], out["in9"], out["label"]) == ([], "dog", "ball")
+    assert list_class_mappings(tiny_workspace)["disc"] == ClassMapping(in9="dog", label="ball")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--class", "nope", "--in9", "dog"), "no class 'nope'"),
+        (("--class", "disc"), "give ImageNet indices, an IN-9 class or a custom label"),
+        (("--class", "disc", "--imagenet", "tennis"), "--imagenet must be comma-separated ImageNet-1k indices"),
+        (("--class", "disc", "--imagenet", "1000"), "0..999"),
+    ],
+)
+def test_set_class_errors_are_one_line_and_change_nothing(capsys, tiny_workspace, argv, message):
+    before = snapshot(tiny_workspace)
+    code, _, err = run(capsys, "set-class", "--workspace", str(tiny_workspace.root), *argv)
+    assert code == EXIT_USER_ERROR and err.count("\n") == 1 and message in err
+    assert snapshot(tiny_workspace) == before
+
+
+def test_classes_lists_mappings_and_searches_imagenet(capsys, tiny_workspace):
+    set_class_mapping(tiny_workspace, "disc", imagenet=[852])
+    code, out, _ = run(capsys, "classes", "--workspace", str(tiny_workspace.root), "--json")
+    assert code == 0
+    assert out["classes"]["disc"] == {"imagenet": [852], "in9": None, "label": None, "targets": 3}
+    assert out["classes"]["square"]["imagenet"] == []
+    code, out, _ = run(capsys, "classes", "--search", "tennis", "--json")
+    assert code == 0 and out["matches"][0] == {"index": 852, "wnid": "n04409515", "name": "tennis ball"}

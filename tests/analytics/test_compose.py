@@ -42,8 +42,9 @@ def test_hard_paste_is_equation_1():
     images, masks, backgrounds = batch()
     out = composite(images, masks, backgrounds, blend=False)
     np.testing.assert_array_equal(out, np.where(masks[..., None], images, backgrounds))
-    soft = masks * 0.25
-    expected = (soft[..., None] * images + (1 - soft[..., None]) * backgrounds).round().astype(np.uint8)
+    soft = masks * 0.75 + ~masks * 0.25  # semi-transparent object, a faint tail of the original scene
+    alpha = (masks * 0.75)[..., None]  # the tail outside the object (m <= 0.5) weighs nothing
+    expected = (alpha * images + (1 - alpha) * backgrounds).round().astype(np.uint8)
     np.testing.assert_array_equal(composite(images, soft, backgrounds, blend=False), expected)
 
 
@@ -130,3 +131,20 @@ def test_foreground_only():
     out = foreground_only(images, masks, fill=7)
     np.testing.assert_array_equal(out[masks], images[masks])
     assert (out[~masks] == 7).all()
+
+
+@pytest.mark.parametrize("blend", [True, False])
+def test_a_soft_mask_fading_far_beyond_the_object_lets_no_original_scene_through(blend):
+    size, radius = 96, 24
+    yy, xx = np.mgrid[:size, :size]
+    disk = (yy - size / 2) ** 2 + (xx - size / 2) ** 2 <= radius**2
+    image = np.zeros((size, size, 3), np.uint8)
+    image[...] = (255, 0, 0)  # the original scene: pure red
+    image[disk] = (128, 128, 128)  # the object: grey
+    soft = cv2.GaussianBlur(disk.astype(np.float32), (0, 0), sigmaX=6)  # fades ~15 px beyond the disk
+    assert soft[~cv2.dilate(disk.astype(np.uint8), np.ones((11, 11), np.uint8)).astype(bool)].max() > 0.01
+    backgrounds = np.zeros((1, size, size, 3), np.uint8)
+    backgrounds[..., 2] = 255  # the new scene: pure blue
+    out = Cutout(image, soft).paste(backgrounds, blend=blend)[0].astype(int)
+    reddish = (out[..., 0] > out[..., 1] + 30) & (out[..., 0] > 60)
+    assert not reddish.any(), f"{reddish.sum()} pixels carry the original red scene"

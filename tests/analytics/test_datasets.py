@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+from analytics import datasets
 from analytics.datasets import (
     Target,
     add_backgrounds,
@@ -123,6 +126,49 @@ def test_a_zip_reads_like_its_folder(tmp_path):
     assert [t.id for t in from_zip.accepted] == [t.id for t in from_folder.accepted]
     for a, b in zip(from_zip.accepted, from_folder.accepted):
         np.testing.assert_array_equal(a.image, b.image)
+
+
+@pytest.fixture
+def temp_root(tmp_path, monkeypatch) -> Path:
+    """The folder :mod:`tempfile` uses during the test (so leftovers can be seen)."""
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def test_a_zip_is_extracted_to_a_folder_that_is_removed_afterwards(tmp_path, temp_root):
+    folder_layout(tmp_path / "set")
+    (tmp_path / "set" / "images" / "cat" / "broken.png").write_bytes(b"not a png")
+    (tmp_path / "set" / "masks" / "cat" / "broken.png").write_bytes(b"not a png")
+    archive = Path(shutil.make_archive(str(tmp_path / "set"), "zip", root_dir=tmp_path, base_dir="set"))
+    result = read_targets(archive, layout="folder", size=SIZE)
+    assert len(result.accepted) == 4 and list(temp_root.iterdir()) == []
+    # origins and reasons name the zip, not the vanished temporary folder
+    assert str(archive / "set" / "images" / "cat" / "cat0.png") in {t.origin for t in result.accepted}
+    (rejected,) = result.rejected
+    assert rejected.file == str(archive / "set" / "images" / "cat" / "broken.png") and str(temp_root) not in rejected.reason
+    with pytest.raises(InvalidInputError, match=f"{archive}.*expected a folder original/val"):
+        read_targets(archive, layout="bgchallenge", size=SIZE)
+    backgrounds = Path(shutil.make_archive(str(tmp_path / "pool"), "zip", root_dir=tmp_path / "set" / "images", base_dir="cat"))
+    assert read_backgrounds(backgrounds, size=SIZE).accepted and list(temp_root.iterdir()) == []
+
+
+@pytest.mark.parametrize("limit, value, message", [("MAX_ARCHIVE_BYTES", 1000, r"unpacks to \d+ MiB, over the limit of 0 MiB"),
+                                                    ("MAX_ARCHIVE_MEMBERS", 3, "holds 5 entries, over the limit of 3")])
+def test_a_zip_over_the_limits_is_refused_before_extraction(tmp_path, temp_root, monkeypatch, limit, value, message):
+    monkeypatch.setattr(datasets, limit, value)
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for i in range(5):
+            bomb.writestr(f"pool/zeros{i}.png", bytes(1 << 20))  # 1 MiB each, a few KiB compressed
+    with pytest.raises(InvalidInputError, match=f"{archive}: the zip {message}.*analytics.datasets.{limit}"):
+        read_backgrounds(archive, size=SIZE)
+    assert list(temp_root.iterdir()) == []
+
+
+def test_the_default_zip_limits_are_documented_constants():
+    assert datasets.MAX_ARCHIVE_BYTES == 2 << 30 and datasets.MAX_ARCHIVE_MEMBERS == 100_000
 
 
 def test_unknown_layout_and_missing_folders(tmp_path):

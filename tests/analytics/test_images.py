@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -170,3 +174,41 @@ def test_fit_square_without_a_mask_takes_the_centre():
     image[:, 100:200] = 255
     assert (fit_square(image, None, 100)[0] == 255).all()
     assert (fit_square(image.transpose(1, 0, 2), None, 100)[0] == 255).all()
+
+
+def test_a_corrupt_png_gives_one_error_and_nothing_from_the_decoders_on_stderr(tmp_path):
+    ok, data = cv2.imencode(".png", np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8))
+    assert ok
+    broken = bytearray(data.tobytes())
+    broken[60:200] = bytes(140)  # zeroes inside the IDAT chunk: its CRC no longer matches
+    (tmp_path / "crc.png").write_bytes(bytes(broken))
+    (tmp_path / "short.png").write_bytes(data.tobytes()[:100])
+    script = (
+        "import sys\n"
+        "from analytics.exceptions import InvalidInputError\n"
+        "from analytics.images import read_image\n"
+        "for name in sys.argv[1:]:\n"
+        "    try:\n"
+        "        read_image(name)\n"
+        "    except InvalidInputError as err:\n"
+        "        print(err)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "crc.png"), str(tmp_path / "short.png")],
+        capture_output=True, text=True, cwd=Path(__file__).parents[2], check=True,
+    )
+    assert done.stderr == ""  # no "[ERROR:0@...]" / "[ WARN:0@...] grfmt_png.cpp" / "libpng error" lines
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 and all("not a readable image" in line for line in lines)
+    assert "crc.png" in lines[0] and "CRC error" in lines[0]  # what libpng said is kept, in Backdrop's message
+
+
+def test_stderr_and_decoding_work_as_before_after_a_corrupt_image(tmp_path, capfd):
+    (tmp_path / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    with pytest.raises(InvalidInputError, match="bad.png: not a readable image"):
+        read_image(tmp_path / "bad.png")
+    os.write(2, b"still here\n")  # file descriptor 2 is back where it was
+    assert capfd.readouterr().err == "still here\n"
+    rgb = np.full((5, 7, 3), (10, 20, 30), np.uint8)
+    write_rgb(tmp_path / "good.png", rgb)
+    np.testing.assert_array_equal(read_image(tmp_path / "good.png"), rgb)

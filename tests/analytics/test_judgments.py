@@ -11,10 +11,11 @@ from analytics.judgments import (
     add_judgment,
     judgment_history,
     latest_judgments,
+    latest_judgments_by_suite,
     unjudged_models,
 )
 from analytics.workspace import Workspace
-from tests.fixtures.judgments import MODEL_NAMES
+from tests.fixtures.judgments import MODEL_NAMES, insert_suites, reregister
 
 
 def test_add_judgment_returns_the_stored_row(models_workspace):
@@ -50,11 +51,61 @@ def test_empty_tables_keep_their_columns(models_workspace):
     assert latest_judgments(models_workspace).empty
 
 
-def test_unjudged_models_is_the_queue_of_one_annotator(models_workspace):
-    add_judgment(models_workspace, annotator="ana", model="model2", label="invariant")
-    add_judgment(models_workspace, annotator="bo", model="model3", label="invariant")
-    assert unjudged_models(models_workspace, "ana") == [m for m in MODEL_NAMES if m != "model2"]
-    assert unjudged_models(models_workspace, "bo", ["model3", "model1", "model2"]) == ["model1", "model2"]
+def test_unjudged_models_is_the_queue_of_one_annotator_on_one_suite(models_workspace):
+    insert_suites(models_workspace, ["suite-a", "suite-b"])
+    add_judgment(models_workspace, annotator="ana", model="model2", label="invariant", suite_id="suite-a")
+    add_judgment(models_workspace, annotator="bo", model="model3", label="invariant", suite_id="suite-a")
+    assert unjudged_models(models_workspace, "ana", "suite-a") == [m for m in MODEL_NAMES if m != "model2"]
+    assert unjudged_models(models_workspace, "bo", "suite-a", ["model3", "model1", "model2"]) == ["model1", "model2"]
+    # judged on suite A, still to judge on suite B (the old queue ignored the suite)
+    assert unjudged_models(models_workspace, "ana", "suite-b") == MODEL_NAMES
+
+
+def test_the_latest_judgment_counts_per_suite(models_workspace):
+    insert_suites(models_workspace, ["suite-a", "suite-b"])
+    add_judgment(models_workspace, annotator="ana", model="model0", label="invariant", suite_id="suite-a")
+    add_judgment(models_workspace, annotator="ana", model="model0", label="variant", suite_id="suite-b")
+    assert latest_judgments(models_workspace, "suite-a")["label"].tolist() == ["invariant"]
+    assert latest_judgments(models_workspace, "suite-b")["label"].tolist() == ["variant"]
+    assert latest_judgments(models_workspace)["label"].tolist() == ["variant"]  # over all suites: the most recent
+    by_suite = latest_judgments_by_suite(models_workspace)
+    assert by_suite[["suite_id", "label"]].values.tolist() == [["suite-a", "invariant"], ["suite-b", "variant"]]
+
+
+def test_judgments_of_replaced_weights_are_stale(models_workspace):
+    insert_suites(models_workspace, ["suite-a"])
+    old = add_judgment(models_workspace, annotator="ana", model="model0", label="variant", suite_id="suite-a")
+    add_judgment(models_workspace, annotator="ana", model="model1", label="variant", suite_id="suite-a")
+    reregister(models_workspace, "model0", "other weights")
+    assert old.model_key and judgment_history(models_workspace)["model_key"].tolist()[0] == old.model_key
+    assert latest_judgments(models_workspace, "suite-a")["model"].tolist() == ["model1"]
+    assert "model0" in unjudged_models(models_workspace, "ana", "suite-a")  # back in the queue
+    new = add_judgment(models_workspace, annotator="ana", model="model0", label="invariant", suite_id="suite-a")
+    assert new.model_key != old.model_key
+    assert latest_judgments(models_workspace, "suite-a").set_index("model").loc["model0", "label"] == "invariant"
+
+
+def test_judgments_stored_before_model_keys_follow_the_registration_time(models_workspace):
+    insert_suites(models_workspace, ["suite-a"])
+    add_judgment(models_workspace, annotator="ana", model="model0", label="variant", suite_id="suite-a")
+    add_judgment(models_workspace, annotator="ana", model="model1", label="variant", suite_id="suite-a")
+    with models_workspace.transaction() as conn:  # as migrated from a workspace without the column
+        conn.execute("UPDATE judgments SET model_key = '', created = '2000-01-01T00:00:00+00:00'")
+        conn.execute("UPDATE models SET added = '1999-01-01T00:00:00+00:00' WHERE name = 'model1'")
+    # model0 was registered after the judgment (replaced since): stale; model1 before it: current
+    assert latest_judgments(models_workspace, "suite-a")["model"].tolist() == ["model1"]
+
+
+def test_a_judgment_of_a_run_takes_the_runs_suite(models_workspace):
+    insert_suites(models_workspace, ["suite-a", "suite-b"])
+    with models_workspace.transaction() as conn:
+        conn.execute("INSERT INTO runs(id, model, suite_id, status, created) VALUES ('run-a', 'model0', 'suite-a', 'done', '2000')")
+    judgment = add_judgment(models_workspace, annotator="ana", model="model0", label="variant", run_id="run-a")
+    assert judgment.suite_id == "suite-a"
+    with pytest.raises(InvalidInputError, match="is over suite 'suite-a', not 'suite-b'"):
+        add_judgment(models_workspace, annotator="ana", model="model0", label="variant", run_id="run-a", suite_id="suite-b")
+    with pytest.raises(InvalidInputError, match="is a run of model 'model0', not 'model1'"):
+        add_judgment(models_workspace, annotator="ana", model="model1", label="variant", run_id="run-a")
 
 
 @pytest.mark.parametrize(

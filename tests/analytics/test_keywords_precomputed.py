@@ -20,7 +20,8 @@ from analytics.keywords import (
     save_keyword_table,
     write_keyword_file,
 )
-from analytics.keywords.precomputed import image_digest
+from analytics.keywords import precomputed
+from analytics.keywords.precomputed import image_digest, import_keyword_table, read_keyword_csv
 
 OBJECTS = "Idx,Ratio,Train,Val,Stuff,Name\n1,0.1,1,1,1,sky\n2,0.1,1,1,1,screen;door;screen\n3,0.1,1,1,0,screen;silver\n"
 SCENES = "/b/beach 0\n/s/sky 1\n"
@@ -122,7 +123,7 @@ def test_csv_one_hot_and_scores(tmp_path):
     [
         (pd.DataFrame({"id": ["a"], "label": ["x"]}), "vocabulary is empty"),
         (pd.DataFrame({"id": ["a", "b"], "sky": [1, None]}), "NaN or empty value in column 'sky', row 2"),
-        (pd.DataFrame({"sky": [1]}), "needs an 'id' column"),
+        (pd.DataFrame({"sky": [1]}), r"needs an 'image' \(or 'id'\) column"),
         (pd.DataFrame({"id": ["a", "a"], "sky": [1, 0]}), "item ids must be unique; duplicated: 'a'"),
         (pd.DataFrame({"id": ["a"], "sky": ["yes"]}), "must be numeric"),
     ],
@@ -195,3 +196,58 @@ def test_precomputed_backend_serves_workspace_backgrounds(tiny_workspace):
 def test_image_digest_matches_the_workspace_store(tiny_workspace):
     image = np.arange(2 * 2 * 3, dtype=np.uint8).reshape(2, 2, 3)
     assert image_digest(image) == tiny_workspace.put_array(image)
+
+
+def test_long_csv_lists_keywords_per_image():
+    table = read_keyword_csv(b"image,keyword\n007,sky\n007,sea\nNA,sand\n", name="long.csv")
+    assert table.ids == ["007", "NA"] and table.vocabulary == ["sky", "sea", "sand"]  # names stay text
+    assert table.keywords_of(0) == ["sky", "sea"] and table.keywords_of(1) == ["sand"]
+    assert table.params == {"file": "long.csv", "format": "csv-long", "rules": [{"start": 0, "stop": 3, "kind": "threshold", "value": 0.5}]}
+
+
+def test_long_csv_scores_and_presence_rules():
+    data = b"image,keyword,score\na,sky,0.9\na,sea,0.2\nb,sea,0.7\nb,sand,0\n"
+    assert read_keyword_csv(data, name="s.csv").present.tolist() == [[True, True, False], [False, True, False]]
+    assert read_keyword_csv(data, name="s.csv", threshold=0.5).present.tolist() == [[True, False, False], [False, True, False]]
+    assert read_keyword_csv(data, name="s.csv", top_k=1).present.tolist() == [[True, False, False], [False, True, False]]
+    np.testing.assert_array_equal(read_keyword_csv(data, name="s.csv").scores, np.float32([[0.9, 0.2, 0.0], [0.0, 0.7, 0.0]]))
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("image,keyword\na,sky\na,sky\n", r"image 'a' lists keyword 'sky' twice \(line 3\)"),
+        ("image,keyword,weight\na,sky,1\n", r"unexpected: \['weight'\]"),
+        ("image,keyword\na,sky\nb,\n", r"empty 'keyword' on line 3"),
+        ("image,keyword\n,sky\n", r"empty 'image' on line 2"),
+        ("image,keyword,score\na,sky,high\n", r"must be numeric"),
+        ('image,keyword\n"a,sky\n', r"not a readable CSV"),
+    ],
+)
+def test_long_csv_bad_input_is_named(text, match):
+    with pytest.raises(InvalidInputError, match=match) as info:
+        read_keyword_csv(text.encode(), name="upload.csv")
+    assert str(info.value).startswith("keyword file upload.csv: ")
+
+
+def test_csv_larger_than_the_limit_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(precomputed, "MAX_CSV_BYTES", 2**20)
+    path = tmp_path / "big.csv"
+    path.write_bytes(b"image,keyword\n" + b"a,sky\n" * 200_000)
+    with pytest.raises(InvalidInputError, match=r"big.csv: 1.1 MiB is more than the 1 MiB"):
+        read_keyword_file(path)
+    with pytest.raises(InvalidInputError, match=r"up.csv: 1.1 MiB is more than the 1 MiB"):
+        read_keyword_csv(path.read_bytes(), name="up.csv")
+
+
+def test_import_keeps_workspace_order_and_reports_unmatched(tiny_workspace):
+    table = read_keyword_csv(b"image,keyword\nsquare/0,sea\nbg05,sky\nnowhere,sand\n", name="kw.csv")
+    report = import_keyword_table(tiny_workspace, table, item_kinds=["target"])
+    assert set(report.tables) == {"target"} and report.matched == {"target": 1}
+    assert report.unknown == ["nowhere"]  # bg05 is a background: not unknown, just not asked for
+    assert report.without_rows["target"] == ["disc/0", "disc/1", "disc/2", "square/1", "square/2"]
+    stored = load_keyword_table(tiny_workspace, report.tables["target"])
+    assert stored.keywords_of(3) == ["sea"] and stored.params["matched"] == 1 and stored.params["without_rows"] == 5
+    assert report.to_dict()["without_rows"]["target"] == {"count": 5, "first": ["disc/0", "disc/1", "disc/2", "square/1", "square/2"]}
+    with pytest.raises(InvalidInputError, match="row names for 3 rows"):
+        import_keyword_table(tiny_workspace, table, row_names=["a"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -245,3 +246,26 @@ def test_bad_files_are_refused_with_their_name(checkpoints, tmp_path, case):
         make_backend(checkpoints, **override)
     assert str(named) in str(info.value)
     assert not (tmp_path / "pwned").exists()
+
+
+def test_cli_builds_workspace_tables_from_the_checkpoints(checkpoints, tiny_workspace, capsys):
+    """``keywords --backend scene-models``: the names files are found next to the checkpoints."""
+    from analytics.cli import main
+    from analytics.datasets import list_targets
+    from analytics.keywords import list_keyword_tables, load_keyword_table
+
+    argv = ["keywords", "--workspace", str(tiny_workspace.root), "--backend", "scene-models", "--items", "targets",
+            "--ade20k-encoder", str(checkpoints["encoder"]), "--ade20k-decoder", str(checkpoints["decoder"]),
+            "--places365", str(checkpoints["places"]), "--input-size", str(SIDE), "--places-top-k", "2", "--device", "cpu", "--json"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    table = load_keyword_table(tiny_workspace, result["tables"]["target"])
+    assert table.backend == "ade20k-places365" and table.ids == list_targets(tiny_workspace)["id"].tolist()
+    assert len(table.vocabulary) == N_ADE + N_PLACES and table.params["places_top_k"] == 2
+    assert (table.present[:, N_ADE:].sum(axis=1) == 2).all()
+    np.testing.assert_allclose(table.scores[:, :N_ADE].sum(axis=1), 100.0, rtol=1e-4)  # shares of the background part
+    assert list_keyword_tables(tiny_workspace)["source"].iloc[0].startswith("checkpoints decoder ")
+    assert main(argv[:-9] + ["--json"]) == 2  # no --places365 checkpoint
+    assert "needs the checkpoints --places365" in capsys.readouterr().err

@@ -247,3 +247,25 @@ def test_comparison_reports_precision_and_f1_from_judgments(suite_workspace):
     assert row["precision"] == pytest.approx(kappa) and not np.isnan(kappa)
     assert (row["n_judged_models"], row["n_annotators"]) == (3, 2)
     assert row["f1"] == pytest.approx(f1_score(kappa, row["recall"]))
+
+
+def test_precision_counts_each_model_on_each_suite_of_the_method(judged_workspace):
+    from tests.fixtures.judging import JUDGMENTS
+    from tests.fixtures.models import insert_suite
+
+    second = insert_suite(judged_workspace, "random-seed-1", seed=1)  # a second 'random' suite
+    start_runs(judged_workspace, ["tiny", "fg-only", "bg-only"], second)
+    runs = run_ids_by_model(judged_workspace, second)
+    again = {"ana": ["variant", "invariant", "variant"], "ben": ["borderline", "invariant", "invariant"]}
+    for annotator, labels in again.items():
+        for model, label in zip(["fg-only", "bg-only", "tiny"], labels):
+            add_judgment(judged_workspace, annotator=annotator, model=model, label=label, run_id=runs[model])
+    first = [(a, f"{m}@tiny-suite", pair[i]) for m, pair in JUDGMENTS.items() for i, a in enumerate(("ana", "ben"))]
+    later = [(a, f"{m}@{second}", label) for a, labels in again.items() for m, label in zip(["fg-only", "bg-only", "tiny"], labels)]
+    subjects = pd.DataFrame(first + later, columns=["annotator", "model", "label"])
+    kappa, n_models, _ = method_precision(judged_workspace)["random"]
+    assert kappa == pytest.approx(measure_agreement(subjects).fleiss_kappa)
+    assert n_models == len(JUDGMENTS)
+    # the old rule (latest per annotator and model over the method's suites) gives another value
+    by_model = subjects.assign(model=subjects["model"].str.split("@").str[0]).drop_duplicates(["annotator", "model"], keep="last")
+    assert measure_agreement(by_model).fleiss_kappa != pytest.approx(kappa)

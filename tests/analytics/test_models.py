@@ -338,6 +338,42 @@ def test_a_network_that_traces_wrongly_stays_eager():
     assert freeze_for_cpu(network, batch) is network
 
 
+class _NoisyNet(torch.nn.Module):
+    """Adds fresh noise on every call, so the frozen copy never matches the eager network."""
+
+    def forward(self, x):
+        pooled = x.mean((2, 3)) + torch.rand(1)
+        return pooled, pooled
+
+
+def test_a_frozen_copy_that_differs_is_logged(caplog):
+    from analytics.models import freeze_for_cpu
+
+    network = _NoisyNet().eval()
+    with caplog.at_level("WARNING", logger="analytics.models"):
+        assert freeze_for_cpu(network, torch.ones(1, 3, 8, 8)) is network
+    assert any("_NoisyNet differs from the eager network" in r.getMessage() for r in caplog.records)
+
+
+class _UntraceableNet(torch.nn.Module):
+    """Returns a string beside the tensors: the tracer refuses it."""
+
+    def forward(self, x):
+        pooled = x.mean((2, 3))
+        return pooled, "not a tensor"
+
+
+def test_a_failed_freeze_is_logged_with_its_reason(caplog):
+    from analytics.models import freeze_for_cpu
+
+    network = _UntraceableNet().eval()
+    with caplog.at_level("WARNING", logger="analytics.models"):
+        assert freeze_for_cpu(network, torch.ones(1, 3, 8, 8)) is network
+    (record,) = [r for r in caplog.records if r.name == "analytics.models"]
+    assert record.levelname == "WARNING"
+    assert "TorchScript freeze of _UntraceableNet failed" in record.getMessage() and "eager" in record.getMessage()
+
+
 def test_run_batch_in_micro_batches_equals_one_eager_pass(tiny_model_workspace, monkeypatch):
     import analytics.models as models
 
@@ -350,3 +386,15 @@ def test_run_batch_in_micro_batches_equals_one_eager_pass(tiny_model_workspace, 
         expected_logits, expected_embedding = model.network(batch)
     assert logits.shape == expected_logits.shape and embedding.shape == expected_embedding.shape
     assert torch.allclose(logits, expected_logits, atol=1e-5) and torch.allclose(embedding, expected_embedding, atol=1e-5)
+
+
+def test_register_model_pins_an_outside_checkpoint_by_its_content(tiny_model_workspace, tiny_model_files):
+    import dataclasses
+
+    from analytics.models import get_model_spec, register_model
+
+    spec = dataclasses.replace(get_model_spec(tiny_model_workspace, "tiny"), name="outside", checkpoint=str(tiny_model_files["fg-only"]), n_params=0)
+    stored = register_model(tiny_model_workspace, spec)
+    assert not Path(stored.checkpoint).is_absolute() and (tiny_model_workspace.root / stored.checkpoint).is_file()
+    other = register_model(tiny_model_workspace, dataclasses.replace(spec, checkpoint=str(tiny_model_files["bg-only"])), replace=True)
+    assert other.content_key() != stored.content_key()  # other bytes, other key, even from the same kind of path

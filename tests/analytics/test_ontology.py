@@ -22,6 +22,12 @@ from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.keywords import save_keyword_table
 from analytics.ontology import (
     ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    DEFAULT_MAX_LEN,
+    DEFAULT_MAXITS,
+    DEFAULT_MIN_CONFIDENCE,
+    DEFAULT_MIN_SUPPORT,
+    OntologyParams,
     additive_weight,
     build_ontology,
     class_keywords,
@@ -53,7 +59,7 @@ EDGES = {
 
 @pytest.fixture
 def tiny_ontology(tiny_keywords):
-    return build_ontology(tiny_keywords, min_support=0.25, min_confidence=0.5)
+    return build_ontology(tiny_keywords, min_support=0.25, min_confidence=0.5, max_len=None)  # keeps the triple
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
@@ -232,13 +238,39 @@ def test_real_expansion_rises_then_flattens(real_table):
     assert late_gain <= 0.05 * first_gain  # ... and the gain has saturated by level 4 (paper Figure 9)
 
 
+def test_default_expansion_grows_for_three_levels_on_the_reference_file(real_table):
+    """Issue 18.4: the defaults reproduce the paper's Figure 9 on its own keyword file: each of levels
+    1, 2 and 3 adds more than one keyword per image on average, the gain then saturates, and the
+    expansion offers a 32-background suite a keyword per background (0.01 / 0.3 gave 5.3, 8.4, 9.2,
+    9.2: flat from level 2)."""
+    ontology = build_ontology(real_table)
+    assert ontology.params == OntologyParams()  # build_ontology and the stored parameters agree
+    mean = level_statistics(expand_table(ontology, real_table), maxits=DEFAULT_MAXITS)["mean"].to_numpy()
+    gains = np.diff(mean)
+    assert (gains[:3] > 1.0).all()  # strictly increasing 0 -> 1 -> 2 -> 3, by real keywords
+    assert gains[-1] <= 0.05 * gains[0]  # ... and saturated by the last level
+    assert mean[-1] >= 32
+
+
+def test_cli_defaults_are_the_library_defaults(tmp_path, tiny_keywords, capsys):
+    workspace = Workspace(tmp_path / "ws")
+    save_keyword_table(workspace, tiny_keywords, name="tiny")
+    assert main(["ontology", "--workspace", str(workspace.root), "--json"]) == 0
+    row = list_ontologies(workspace).set_index("id").loc[json.loads(capsys.readouterr().out)["ontology"]]
+    assert (row["algorithm"], row["min_support"], row["min_confidence"], row["max_len"]) == (
+        DEFAULT_ALGORITHM, DEFAULT_MIN_SUPPORT, DEFAULT_MIN_CONFIDENCE, DEFAULT_MAX_LEN
+    )
+
+
 def test_cli_ontology_and_expand_on_a_file(tmp_path, tiny_keywords, capsys):
     from analytics.keywords import write_keyword_file
 
     path = write_keyword_file(tiny_keywords, tmp_path / "tiny.h5")
     n_rules = len(build_ontology(tiny_keywords, min_support=0.25, min_confidence=0.5).rules)
     assert main(["ontology", "--keywords", str(path), "--algorithm", "apriori", "--min-support", "0.25", "--min-confidence", "0.5", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"transactions": 4, "keywords": 5, "itemsets": 11, "rules": n_rules, "edges": 8}
+    assert json.loads(capsys.readouterr().out) == {"transactions": 4, "keywords": 5, "itemsets": 10, "rules": n_rules, "edges": 8}
+    assert main(["ontology", "--keywords", str(path), "--min-support", "0.25", "--min-confidence", "0.5", "--max-len", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["itemsets"] == 11  # 0 = no limit: the triple {sky, tree, grass} too
     assert main(["expand", "--keywords", str(path), "--min-support", "0.25", "--min-confidence", "0.5", "--maxits", "2", "--json"]) == 0
     levels = json.loads(capsys.readouterr().out)
     assert [row["level"] for row in levels] == [0, 1, 2] and set(levels[0]) == {"level", "min", "mean", "max"}

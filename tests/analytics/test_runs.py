@@ -14,7 +14,7 @@ from analytics import runs
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import run_models
-from analytics.variance import FEATURE_NAMES, PRESETS, worst_case_accuracy
+from analytics.variance import DEFAULT_GRID, FEATURE_NAMES, PRESETS, worst_case_accuracy
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N, insert_suite
 
 N_TARGETS = 6
@@ -110,7 +110,7 @@ def test_foreground_only_model_gives_zero_matrices_and_background_only_does_not(
     background = runs.run_matrices(run_workspace, run_ids["bg-only"])
     assert list(foreground) == list(background) == list(runs.SIGNALS)
     for signal in runs.SIGNALS:
-        assert foreground[signal].matrix.shape == (32, 32)
+        assert foreground[signal].matrix.shape == (DEFAULT_GRID, DEFAULT_GRID)
         assert np.abs(foreground[signal].matrix).max() < 1e-6, signal
         assert background[signal].matrix.min() > 1e-3, signal  # every cell sees the background change
 
@@ -146,7 +146,7 @@ def test_matrix_cache_hit_returns_equal_arrays_without_recomputing(run_workspace
 
 
 def test_resolve_settings_applies_presets_and_overrides():
-    assert runs.resolve_settings() == {"preset": "smooth", "grid": 32, "window": 32, "sigma": 10.0, "k": 32}
+    assert runs.resolve_settings() == {"preset": "smooth", "grid": DEFAULT_GRID, "window": 32, "sigma": 10.0, "k": 32}
     assert runs.resolve_settings(preset="smooth", sigma=3)["preset"] == runs.CUSTOM
     assert runs.resolve_settings(preset=runs.CUSTOM, window=16, sigma=5)["window"] == 16
     with pytest.raises(InvalidInputError, match="needs both window and sigma"):
@@ -230,8 +230,8 @@ def test_export_writes_matrices_pngs_and_the_image_table(run_workspace, run_ids,
     for signal, info in result["matrices"].items():
         np.testing.assert_array_equal(np.load(info["path"]), matrices[signal].matrix)
         png = cv2.imread(info["png"])
-        assert png is not None and png.shape == (32 * 8, 32 * 8, 3)
-        assert info["shape"] == [32, 32] and info["mean"] == pytest.approx(matrices[signal].matrix.mean())
+        assert png is not None and png.shape == (DEFAULT_GRID * 8, DEFAULT_GRID * 8, 3)
+        assert info["shape"] == [DEFAULT_GRID, DEFAULT_GRID] and info["mean"] == pytest.approx(matrices[signal].matrix.mean())
     table = pd.read_csv(result["table"], keep_default_na=False)
     assert list(table.columns) == runs.IMAGE_COLUMNS and len(table) == N_TARGETS * (TINY_SUITE_N + 1)
     assert result["points"] == N_TARGETS * TINY_SUITE_N * (TINY_SUITE_N + 1)
@@ -262,3 +262,86 @@ def test_cli_matrices_and_runs(run_workspace, run_ids, tmp_path, capsys):
     assert [r["id"] for r in listed] == [run_ids["tiny"]] and listed[0]["status"] == "done"
     assert main(["matrices", "--workspace", ws, "--run", "nope", "--out", str(out)]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
+
+
+# -- stale runs (re-registered weights, remapped classes) and reuse without rewriting ----------------
+def test_replacing_a_model_makes_its_runs_stale_and_gives_new_runs(run_workspace, run_ids, tiny_model_files, capsys):
+    from analytics.models import custom_label_space, register_torchscript
+
+    old = run_ids["tiny"]
+    listed = runs.list_runs(run_workspace, model="tiny")
+    assert not listed["stale"].any() and listed["model_key"].iloc[0] == runs.model_keys(run_workspace).keys["tiny"]
+    assert listed["classes_key"].iloc[0] == runs.suite_classes_key(run_workspace, TINY_SUITE)
+    labels = custom_label_space(tiny_model_files["labels"])
+    register_torchscript(run_workspace, "tiny", checkpoint=tiny_model_files["bg-only"], label_space=labels, input_size=64, replace=True)
+
+    assert runs.list_runs(run_workspace, model="tiny").set_index("id").at[old, "stale"]
+    assert old not in set(runs.current_runs(run_workspace)["id"])
+    (new,) = runs.start_runs(run_workspace, ["tiny"], TINY_SUITE, device="cpu")
+    assert new != old
+    table = runs.list_runs(run_workspace, model="tiny").set_index("id")
+    assert table.at[old, "stale"] and not table.at[new, "stale"]
+    assert runs.current_runs(run_workspace, model="tiny")["id"].tolist() == [new]
+    assert main(["runs", "--workspace", str(run_workspace.root), "--model", "tiny", "--json"]) == 0
+    assert {r["id"]: r["stale"] for r in json.loads(capsys.readouterr().out)} == {old: True, new: False}
+
+
+def test_reregistering_the_same_weights_keeps_the_runs_current(run_workspace, run_ids, tiny_model_files):
+    from analytics.models import custom_label_space, register_torchscript
+
+    labels = custom_label_space(tiny_model_files["labels"])
+    register_torchscript(run_workspace, "tiny", checkpoint=tiny_model_files["tiny"], label_space=labels, input_size=64, replace=True)
+    assert not runs.list_runs(run_workspace)["stale"].any()
+    assert runs.start_runs(run_workspace, ["tiny"], TINY_SUITE, device="cpu") == [run_ids["tiny"]]
+
+
+def test_remapping_a_class_makes_the_runs_of_its_suites_stale(run_workspace, run_ids):
+    with run_workspace.transaction() as conn:
+        conn.execute("UPDATE classes SET label = 'round thing' WHERE name = 'disc'")
+    assert runs.list_runs(run_workspace)["stale"].all()
+    assert runs.current_runs(run_workspace).empty
+
+
+def test_runs_without_keys_follow_the_registration_time_and_are_reused(run_workspace, run_ids):
+    with run_workspace.transaction() as conn:  # as migrated from a workspace without the columns
+        conn.execute("UPDATE runs SET model_key = '', classes_key = '', created = '2000-01-01T00:00:00+00:00'")
+        conn.execute("UPDATE models SET added = '1999-01-01T00:00:00+00:00' WHERE name != 'tiny'")
+    stale = runs.list_runs(run_workspace).set_index("model")["stale"]
+    assert stale.to_dict() == {"tiny": True, "fg-only": False, "bg-only": False}  # tiny registered after its run
+    # a current run from before the keys has an id without them: its id is reused (and its keys pinned)
+    with run_workspace.transaction() as conn:
+        conn.execute("DELETE FROM runs WHERE model != 'fg-only'")
+    from analytics.models import get_model_spec
+    from analytics.workspace import content_id
+
+    legacy = content_id("run", get_model_spec(run_workspace, "fg-only").content_key(), TINY_SUITE, 3)  # the id before keys
+    with run_workspace.transaction() as conn:
+        columns = "model, suite_id, status, device, summary, created, finished, model_key, classes_key"
+        conn.execute(f"INSERT INTO runs(id, {columns}) SELECT ?, {columns} FROM runs WHERE id = ?", (legacy, run_ids["fg-only"]))
+        conn.execute("UPDATE run_images SET run_id = ? WHERE run_id = ?", (legacy, run_ids["fg-only"]))
+        conn.execute("DELETE FROM runs WHERE id = ?", (run_ids["fg-only"],))
+    assert runs.start_runs(run_workspace, ["fg-only"], TINY_SUITE, device="cpu") == [legacy]
+    row = run_workspace.query_one("SELECT model_key, classes_key FROM runs WHERE id = ?", (legacy,))
+    assert row["model_key"] == runs.model_keys(run_workspace).keys["fg-only"] and row["classes_key"]
+
+
+def test_pin_legacy_keys_keeps_old_runs_stale_after_a_replacement(run_workspace, run_ids):
+    with run_workspace.transaction() as conn:
+        conn.execute("UPDATE runs SET model_key = '', classes_key = ''")
+    runs.pin_legacy_keys(run_workspace)
+    assert (runs.list_runs(run_workspace)["model_key"] != "").all()
+    with run_workspace.transaction() as conn:  # replaced within the same second as the runs: only the pinned key can tell
+        conn.execute("UPDATE models SET spec = json_set(spec, '$.origin', 'other') WHERE name = 'tiny'")
+    assert runs.list_runs(run_workspace).set_index("model")["stale"].to_dict() == {"tiny": True, "fg-only": False, "bg-only": False}
+
+
+def test_running_again_changes_nothing_when_there_is_nothing_to_do(run_workspace, run_ids, monkeypatch):
+    import analytics.inference
+
+    before = runs.list_runs(run_workspace).set_index("id")[["finished", "accuracy"]]
+    summaries = {row["id"]: row["summary"] for row in run_workspace.query("SELECT id, summary FROM runs")}
+    monkeypatch.setattr(analytics.inference, "now", lambda: "2999-01-01T00:00:00+00:00")  # any rewrite would show
+    assert runs.start_runs(run_workspace, list(run_ids), TINY_SUITE, device="cpu") == list(run_ids.values())
+    after = runs.list_runs(run_workspace).set_index("id")[["finished", "accuracy"]]
+    pd.testing.assert_frame_equal(before.sort_index(), after.sort_index())
+    assert {row["id"]: row["summary"] for row in run_workspace.query("SELECT id, summary FROM runs")} == summaries

@@ -258,3 +258,29 @@ def test_seam_harmony_checks_its_inputs():
     with pytest.raises(InvalidInputError, match="band"):
         SeamHarmony(band=0)
     assert set(REALISM_SCORERS) == {"seam-harmony"}
+
+
+def test_keyword_subspaces_share_backgrounds_yet_each_keyword_gets_its_own():
+    """Issue 18.4: one background per distinct keyword wherever the pool allows. 'sky' is carried by
+    b00-b03, and each of tree, grass, sea only by one of b00-b02: cycling greedily, sky's random
+    first pick takes the only background of a later keyword 3 times in 4. With 4 backgrounds per
+    target every target must get its 4 keywords (sky on b03)."""
+    keywords = [[RankedKeyword("sky", 0, 0.9), RankedKeyword("tree", 1, 0.6), RankedKeyword("grass", 1, 0.4), RankedKeyword("sea", 2, 0.2)]]
+    carriers = {"sky": np.array([0, 1, 2, 3]), "tree": np.array([0]), "grass": np.array([1]), "sea": np.array([2])}
+    targets = [f"t{i}" for i in range(8)]
+    context = SamplingContext(target_keywords=keywords * len(targets), background_keywords=carriers)
+    result = OntologySampler().sample(targets, POOL, n=4, seed=0, context=context)
+    for items in by_target(result).values():
+        assert [item.keyword for item in items] == ["sky", "tree", "grass", "sea"]  # rank order, no top-up
+        assert {item.keyword: item.background_id for item in items} == {"sky": "b03", "tree": "b00", "grass": "b01", "sea": "b02"}
+    assert not result.warnings
+
+
+def test_distinct_keywords_come_before_a_second_background_of_any_keyword():
+    """With fewer keywords than backgrounds, every keyword is used once before any is used twice,
+    and the best-ranked keywords are the ones kept when n is smaller than the keyword count."""
+    result = OntologySampler().sample(TARGETS, POOL, n=6, seed=0, context=full_context())
+    for items in by_target(result).values():
+        assert [item.keyword for item in items[:4]] == WORDS
+    short = OntologySampler().sample(TARGETS, POOL, n=2, seed=0, context=full_context())
+    assert {tuple(item.keyword for item in items) for items in by_target(short).values()} == {("sky", "tree")}

@@ -1,10 +1,13 @@
-"""Suites end to end on the tiny workspace, the classifier-patch keyword backend and the CLI."""
+"""Suites end to end on the tiny workspace, ontology suites on the reference keyword file, the
+classifier-patch keyword backend and the CLI."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analytics.cli import main
@@ -19,16 +22,27 @@ from analytics.keywords.classifier_patch import (
     keyword_table_name,
 )
 from analytics.models import imagenet_label_space, load_model
-from analytics.sampling import SAMPLERS, SeamHarmony
+from analytics.ontology import (
+    DEFAULT_MIN_SUPPORT,
+    build_ontology,
+    list_ontologies,
+    ontologies_from,
+    ontology_record,
+    save_ontology,
+)
+from analytics.sampling import SAMPLERS, SamplingContext, SeamHarmony
 from analytics.suites import (
     ITEM_COLUMNS,
     build_suite,
+    ensure_ontology,
+    expanded_keywords,
     list_suites,
     load_suite,
     suite_jobs,
     suite_stats,
+    topup_record,
 )
-from tests.fixtures.suites import BACKGROUND_TABLE, TARGET_TABLE, onehot_table
+from tests.fixtures.suites import BACKGROUND_TABLE, SUITE_VOCABULARY, TARGET_TABLE, onehot_table
 
 N = 4
 
@@ -147,6 +161,69 @@ def test_keyword_suite_without_top_up_can_be_short(suite_workspace):
     assert stats.per_target_min == counts.min() and stats.per_target_max == counts.max()
 
 
+def test_ontology_suite_records_its_sources_and_top_up_share(suite_workspace):
+    """Issue 18.4 / 11.3: the suite's provenance names the ontology (id + parameters) and the keyword
+    tables (names + backends) it used, and the share topped up at random. With 8 backgrounds, a
+    square's keywords (sea, sand) reach 5 backgrounds and a disc's (sky, tree, grass) 7."""
+    suite = build_suite(suite_workspace, method="ontology", n=8, seed=0, realism_threshold=0.0)
+    (ontology_id,) = list_ontologies(suite_workspace)["id"]
+    record = suite.params["ontology"]
+    assert record["id"] == ontology_id and record["tables"] == [TARGET_TABLE, BACKGROUND_TABLE]
+    assert (record["algorithm"], record["min_support"], record["min_confidence"]) == ("fpgrowth", 0.1, 0.3)
+    tables = suite.params["keyword_tables"]
+    assert {kind: (t["name"], t["backend"]) for kind, t in tables.items()} == {
+        "target": (TARGET_TABLE, "precomputed"), "background": (BACKGROUND_TABLE, "precomputed")
+    }  # fmt: skip
+    random = suite.items["keyword"] == ""
+    assert random.sum() == 3 * 3 + 3 * 1
+    assert suite.params["topped_up"] == 12 and suite.params["topped_up_targets"] == 6
+    assert suite.params["topup_share"] == pytest.approx(12 / 48)
+    assert load_suite(suite_workspace, suite.id).params == suite.params  # stored in suites.params
+    stats = suite_stats(suite)
+    assert (stats.topped_up, stats.topup_share) == (12, pytest.approx(0.25))
+    assert suite_stats(build(suite_workspace, "random")).topup_share is None  # no keywords, no top-up
+
+
+def test_an_ontology_of_other_keywords_is_refused_and_the_matching_one_used(suite_workspace):
+    """Issue 11.3: an ontology mined from another vocabulary (here ADE20K-prefixed names) expands no
+    target: it is refused when named, passed over by default, and ensure_ontology never returns it."""
+    (matching,) = list_ontologies(suite_workspace)["id"]
+    other_table = onehot_table(["x0", "x1", "x2"], [["sky", "tree"], ["sky", "tree"], ["sea"]])
+    other_table = replace(other_table, vocabulary=[f"ade:{word}" for word in SUITE_VOCABULARY])
+    other = save_ontology(suite_workspace, build_ontology(other_table, min_support=0.3), tables=["ade-table"])
+    with suite_workspace.transaction() as conn:
+        conn.execute("UPDATE ontologies SET created = '2999-01-01T00:00:00+00:00' WHERE id = ?", (other,))
+    with pytest.raises(InvalidInputError, match=r"expands only 0 of 6 targets.*would be a keyword suite"):
+        build(suite_workspace, "ontology", ontology_id=other)
+    assert build(suite_workspace, "ontology").params["ontology"]["id"] == matching  # the newest is the other one
+    tables = {"target": TARGET_TABLE, "background": BACKGROUND_TABLE}
+    assert ensure_ontology(suite_workspace, tables) == (matching, False)
+    with suite_workspace.transaction() as conn:
+        conn.execute("DELETE FROM ontologies WHERE id = ?", (matching,))
+    built, was_built = ensure_ontology(suite_workspace, tables)
+    assert was_built and built != other and ontologies_from(suite_workspace, [BACKGROUND_TABLE, TARGET_TABLE]) == [built]
+    assert ontology_record(suite_workspace, built)["min_support"] == DEFAULT_MIN_SUPPORT
+
+
+def test_reference_ontology_suites_use_a_distinct_keyword_per_background(reference_keywords_path):
+    """Issue 18.4 on the paper's keyword file (targets: every 29th image; pool: all 1712): with the
+    default ontology a 32-background ontology sample takes 32 distinct keywords for every target and
+    needs no random top-up (the former defaults cycled about 9 keywords)."""
+    from analytics.keywords import read_keyword_file
+
+    table = read_keyword_file(reference_keywords_path)
+    rows = list(range(0, table.n_items, 29))
+    targets = replace(
+        table, ids=[table.ids[k] for k in rows], scores=table.scores[rows], present=table.present[rows], labels=[table.labels[k] for k in rows]
+    )
+    carriers = {word: np.flatnonzero(table.present[:, j]) for j, word in enumerate(table.vocabulary)}
+    context = SamplingContext(target_keywords=expanded_keywords(build_ontology(table), targets), background_keywords=carriers)
+    result = SAMPLERS["ontology"]().sample(targets.ids, table.ids, n=32, seed=0, context=context)
+    items = pd.DataFrame([(s.target_id, s.keyword) for s in result.items], columns=["target_id", "keyword"])
+    assert (items.groupby("target_id")["keyword"].nunique() == 32).all()
+    assert topup_record(items) == {"topped_up": 0, "topped_up_targets": 0, "topup_share": 0.0}
+
+
 # -- classifier-patch keywords ------------------------------------------------------------------
 def test_scene_classes_are_imagenet_scene_names():
     names = imagenet_label_space().names
@@ -206,6 +283,9 @@ def test_cli_builds_a_suite(suite_workspace, capsys):
     assert {"suite", "method", "targets", "per_target", "warnings"} <= set(result)
     assert result["method"] == "ontology" and result["targets"] == 6 and result["per_target"] == N
     assert load_suite(suite_workspace, result["suite"]).n == N
+    assert (result["topped_up"], result["topup_share"]) == (0, 0.0)  # 4 backgrounds: the keywords suffice
+    assert result["ontology"]["id"] == list_ontologies(suite_workspace)["id"].iloc[0]
+    assert {kind: t["name"] for kind, t in result["keyword_tables"].items()} == {"target": TARGET_TABLE, "background": BACKGROUND_TABLE}
 
 
 def test_cli_computes_missing_keywords_and_ontology(tiny_model_workspace, capsys):

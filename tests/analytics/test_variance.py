@@ -8,6 +8,7 @@ import pytest
 
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
+    DEFAULT_GRID,
     FEATURE_NAMES,
     PRESETS,
     asymmetry,
@@ -123,6 +124,8 @@ def test_point_cloud_rejects_bad_input(distances, signals, match):
         (1, 5, 2, 1.0, 3, None, 5),  # a single point
         (800, 10, 6, 2.0, 16, 0.5, 6),  # d_max cuts the cloud: points outside the grid
         (800, 7, 1, 3.0, 1, 1.7, 7),  # grid wider than the cloud, tiny window, k = 1
+        (3_000, 40, 6, 2.0, 8, 0.7, 8),  # many tiles, the last one partial; points beyond d_max
+        (2_000, 64, 32, 10.0, 32, None, 9),  # many tiles, each window reaching several of them
     ],
 )
 def test_fast_matches_naive_on_random_clouds(n_points, grid, window, sigma, k, d_max_factor, seed):
@@ -154,9 +157,38 @@ def test_cells_without_points_in_their_window_take_the_nearest_mean():
 def test_presets_match_naive(preset):
     window, sigma = PRESETS[preset]
     points, values = _random_cloud(1_000, 21)
-    result = variance_matrix(points, values, grid=32, window=window, sigma=sigma)
-    expected = naive_variance_matrix(points, values, grid=32, window=window, sigma=sigma, k=32, d_max=result.d_max)
+    result = variance_matrix(points, values, window=window, sigma=sigma)  # the default grid
+    assert result.grid == DEFAULT_GRID
+    expected = naive_variance_matrix(points, values, grid=DEFAULT_GRID, window=window, sigma=sigma, k=32, d_max=result.d_max)
     np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+
+
+def test_points_below_zero_reach_the_first_cells_exactly():
+    points, values = _random_cloud(1_000, 22)
+    points = points - 0.3  # some coordinates negative: they join the first tile
+    result = variance_matrix(points, values, grid=24, window=8, sigma=3.0, d_max=float(points.max()))
+    expected = naive_variance_matrix(points, values, grid=24, window=8, sigma=3.0, k=32, d_max=result.d_max)
+    np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_keeps_a_failure_band_above_the_both_fail_corner(preset):
+    # Predictions fail for d > 0.85: pairs with one failing image (the band) change by 0.9, pairs
+    # where both fail (the far corner) or both pass hardly change.
+    rng = np.random.default_rng(0)
+    distances = rng.uniform(0.0, 1.0, (60, 33))
+    distances[:, 0] = 0.0
+    signals = np.where(distances > 0.85, 0.05, 0.95) + rng.normal(0, 0.01, distances.shape)
+    cloud = point_cloud(distances, signals)
+    window, sigma = PRESETS[preset]
+    result = variance_matrix(cloud.points, cloud.values, window=window, sigma=sigma, d_max=1.0)
+    m, fails = result.matrix, result.centres > 0.85
+    band = m[np.ix_(fails, ~fails)]  # rows: d_ik > 0.85 (k fails), columns: d_ij <= 0.85 (j passes)
+    corner = m[np.ix_(fails, fails)]
+    row, col = np.unravel_index(m.argmax(), m.shape)
+    assert fails[row] != fails[col], "the largest cell must lie in the failure band"
+    assert corner.mean() < band.mean()
+    assert m[-1, -1] < band.max() / 4  # the both-fail corner (true change ~0.01) stays low
 
 
 def test_background_independent_signal_gives_a_zero_matrix():

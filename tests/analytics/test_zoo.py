@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.judgments import latest_judgments
-from analytics.models import get_model_spec, list_models
-from analytics.runs import load_run, run_matrices, start_runs
+from analytics.inference import iter_composites, suite_jobs
+from analytics.models import LoadedModel, get_model_spec, list_models, load_model, register_head
+from analytics.runs import list_runs, load_run, run_matrices, start_runs
 from analytics.zoo import (
     CONSTRUCTION_LABEL,
     ZooLayout,
@@ -22,6 +24,7 @@ from analytics.zoo import (
     zoo_layout,
     zoo_layout_of,
     zoo_built,
+    zoo_family_name,
     zoo_model_name,
     zoo_runs_done,
     zoo_runs_step,
@@ -30,7 +33,7 @@ from analytics.zoo import (
 from tests.fixtures.models import insert_suite
 from tests.fixtures.zoo import ZOO_BACKBONE
 
-SMALL = {"backbone": ZOO_BACKBONE, "n_train_per_class": 12, "n_augment_per_class": 6, "pool_per_target": 4}
+SMALL = {"backbone": ZOO_BACKBONE, "n_train_per_class": 12, "n_augment_per_class": 6, "pool_per_target": 4, "temperatures": ()}
 
 
 # -- layout ------------------------------------------------------------------------------------------
@@ -104,7 +107,10 @@ def test_same_seed_gives_the_same_head(zoo_workspace):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"strengths": (1.5,)}, "strengths"), ({"seeds": (-1,)}, "seeds"), ({"strengths": ()}, "empty"), ({"background_only": -1.0}, "background_only")],
+    [
+        ({"strengths": (1.5,)}, "strengths"), ({"seeds": (-1,)}, "seeds"), ({"strengths": ()}, "empty"), ({"background_only": -1.0}, "background_only"),
+        ({"temperatures": (0.0,)}, "temperatures"), ({"hidden": -1}, "hidden"), ({"family_strength": 2.0}, "family_strength"),
+    ],  # fmt: skip
 )
 def test_build_zoo_rejects_bad_parameters(zoo_workspace, kwargs, match):
     with pytest.raises(InvalidInputError, match=match):
@@ -168,6 +174,82 @@ def test_strong_background_class_link_makes_heads_follow_the_background(zoo_work
         assert matrix_mean[variant] > matrix_mean[invariant]
 
 
+# -- each head's own embedding ---------------------------------------------------------------------
+EMBEDDING_SIGNALS = ["emb_topk_mean", "emb_max", "emb_mean"]
+
+
+def _images(workspace, run_id: str) -> pd.DataFrame:
+    return pd.DataFrame([dict(r) for r in workspace.query("SELECT * FROM run_images WHERE run_id = ? ORDER BY target_id, position", (run_id,))])
+
+
+def test_zoo_heads_have_their_own_embedding_signals(zoo_workspace, monkeypatch):
+    names = [zoo_model_name(s, False, 0) for s in (0.0, 1.0)]
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), hidden=0, **SMALL)
+    suite = _heldout_suite(zoo_workspace)
+    linear = [_images(zoo_workspace, run_id) for run_id in start_runs(zoo_workspace, names, suite)]
+    pd.testing.assert_frame_equal(linear[0][EMBEDDING_SIGNALS], linear[1][EMBEDDING_SIGNALS])  # linear heads: the backbone's, shared
+
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), replace=True, **SMALL)
+    spec = get_model_spec(zoo_workspace, names[0])
+    assert spec.arch == "mlp" and spec.construction["hidden"] == 128 and "hidden layer" in spec.embedding_layer
+    weight = np.random.default_rng(0).normal(size=(2, 15))
+    register_head(zoo_workspace, "old-linear", backbone=ZOO_BACKBONE, weight=weight, bias=np.zeros(2), class_names=["disc", "square"])
+    calls = []
+    original = LoadedModel.run_batch
+    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch: calls.append(len(batch)) or original(self, batch))
+    models = [*names, "old-linear", ZOO_BACKBONE]
+    tables = dict(zip(models, (_images(zoo_workspace, run_id) for run_id in start_runs(zoo_workspace, models, suite))))
+    jobs, _ = suite_jobs(zoo_workspace, suite)
+    n_targets = len({job.target_id for job in jobs})
+    assert sum(calls) == len(jobs) + n_targets  # one backbone pass per image (+ foreground-only) for all four
+    assert not np.allclose(tables[names[0]][EMBEDDING_SIGNALS], tables[names[1]][EMBEDDING_SIGNALS])
+    pd.testing.assert_frame_equal(tables["old-linear"][EMBEDDING_SIGNALS], tables[ZOO_BACKBONE][EMBEDDING_SIGNALS])  # old heads still load
+    images = np.concatenate([batch for _, batch in iter_composites(zoo_workspace, jobs)])
+    for name in names:  # the engine reads each head's hidden layer, as the head's own forward pass returns it
+        embedding = load_model(zoo_workspace, name).predict(images).embeddings
+        assert embedding.shape == (len(jobs), 128)
+        np.testing.assert_allclose(tables[name]["emb_max"], embedding.max(1), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(tables[name]["emb_mean"], embedding.mean(1), rtol=1e-4, atol=1e-4)
+
+
+# -- the figure-8 family -----------------------------------------------------------------------------
+MATCH_TOLERANCE = 1e-12  # the members of one seed make the same prediction on every image: equal statistics
+
+
+def test_figure8_family_matches_accuracy_statistics_while_labels_differ(zoo_workspace):
+    temperatures = (0.25, 1.0, 4.0)
+    models = build_zoo(zoo_workspace, **{**SMALL, "temperatures": temperatures}, strengths=(0.5,), augment=(False,), seeds=(0, 1))
+    family = [m for m in models if m.family == "figure8"]
+    assert [(m.name, m.temperature) for m in family] == [(zoo_family_name(t, k), t) for k in (0, 1) for t in temperatures]
+    for k in (0, 1):  # built from the grid head of strength 0.5: T = 1 is that head
+        assert get_model_spec(zoo_workspace, zoo_family_name(1.0, k)).checkpoint == get_model_spec(zoo_workspace, zoo_model_name(0.5, False, k)).checkpoint
+    labels = construction_labels(zoo_workspace)
+    run_ids = dict(zip([m.name for m in family], start_runs(zoo_workspace, [m.name for m in family], _heldout_suite(zoo_workspace))))
+    runs = list_runs(zoo_workspace).set_index("id")
+    for k in (0, 1):
+        members = [zoo_family_name(t, k) for t in temperatures]
+        assert [labels[m] for m in members] == ["invariant", "borderline", "variant"]
+        stats = runs.loc[[run_ids[m] for m in members], ["accuracy", "original_accuracy", "worst_case_accuracy"]].to_numpy(float)
+        np.testing.assert_allclose(stats, np.broadcast_to(stats[0], stats.shape), atol=MATCH_TOLERANCE)
+        tables = [_images(zoo_workspace, run_ids[m]) for m in members]
+        assert all((table["predicted"] == tables[0]["predicted"]).all() for table in tables)
+        pd.testing.assert_frame_equal(tables[0][EMBEDDING_SIGNALS], tables[2][EMBEDDING_SIGNALS])
+        confidence = np.stack([table["max_prob"].to_numpy() for table in tables])
+        assert (np.diff(confidence, axis=0) >= -1e-6).all() and (confidence[2] > confidence[0]).any()  # hesitant -> confident
+        wrong = tables[0]["correct"].to_numpy() == 0
+        assert wrong.any()  # the background flips some predictions: where, is the same for every member
+        true_prob = np.stack([table["true_prob"].to_numpy()[wrong] for table in tables])
+        assert (true_prob[0] > true_prob[1]).all() and (true_prob[1] > true_prob[2]).all()  # errors: hesitant -> confident
+
+
+def test_figure8_family_is_part_of_the_default_zoo(zoo_workspace):
+    build_zoo(zoo_workspace, strengths=(0.5,), augment=(False,), seeds=(0,), **{**SMALL, "temperatures": (0.25, 4.0)})
+    zoo = list_zoo(zoo_workspace).set_index("name")
+    assert zoo.loc[zoo_family_name(4.0, 0), ["family", "temperature", "strength"]].tolist() == ["figure8", 4.0, 0.5]
+    assert zoo.loc[zoo_model_name(0.5, False, 0), ["family", "temperature"]].tolist() == ["reliance", 1.0]
+    assert not zoo_built(zoo_workspace)  # the default zoo also holds temperature 1 and the full grid
+
+
 # -- suites and the CLI ------------------------------------------------------------------------------
 def test_default_suite_prefers_the_suite_with_most_runs_of_the_models(zoo_workspace):
     with pytest.raises(NotFoundError, match="no suite"):
@@ -180,7 +262,7 @@ def test_default_suite_prefers_the_suite_with_most_runs_of_the_models(zoo_worksp
 
 
 def test_zoo_command_builds_and_reports(zoo_workspace, capsys):
-    argv = ["zoo", "--workspace", str(zoo_workspace.root), "--backbone", ZOO_BACKBONE, "--strengths", "0", "1", "--seeds", "0", "--augment", "no", "--n-train-per-class", "8", "--json"]
+    argv = ["zoo", "--workspace", str(zoo_workspace.root), "--backbone", ZOO_BACKBONE, "--strengths", "0", "1", "--seeds", "0", "--augment", "no", "--n-train-per-class", "8", "--temperatures", "--json"]
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     assert [(m["name"], m["strength"]) for m in result["models"]] == [(zoo_model_name(0, False, 0), 0.0), (zoo_model_name(1, False, 0), 1.0)]
@@ -235,3 +317,13 @@ def test_zoo_runs_step_runs_every_head_on_the_heldout_suite(zoo_workspace):
     suite = zoo_suite(zoo_workspace)
     assert set(suite.items["target_id"]) == set(layout.heldout_targets)
     assert set(suite.items["background_id"]) <= set(layout.heldout_backgrounds)
+
+
+def test_retrained_heads_need_new_zoo_runs(zoo_workspace):
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), hidden=0, **SMALL)  # linear, as older zoos
+    zoo_runs_step(zoo_workspace, _Context())
+    assert zoo_runs_done(zoo_workspace)
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), replace=True, **SMALL)
+    assert not zoo_runs_done(zoo_workspace)  # the linear heads' runs are stale
+    zoo_runs_step(zoo_workspace, _Context())
+    assert zoo_runs_done(zoo_workspace)

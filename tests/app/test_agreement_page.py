@@ -6,7 +6,7 @@ import pytest
 
 from analytics.agreement import measure_agreement
 from analytics.judgments import add_judgment, latest_judgments
-from tests.fixtures.judging import JUDGMENTS
+from tests.fixtures.judging import JUDGMENTS, TINY_SUITE
 
 AGREEMENT = "pages/9_Agreement.py"
 
@@ -14,7 +14,7 @@ AGREEMENT = "pages/9_Agreement.py"
 def test_page_shows_fleiss_and_cohen_kappa(judged_workspace, app_runner):
     app = app_runner(AGREEMENT, judged_workspace)
     assert not app.exception, app.exception
-    expected = measure_agreement(latest_judgments(judged_workspace))
+    expected = measure_agreement(latest_judgments(judged_workspace, TINY_SUITE))
     metrics = {metric.label: metric.value for metric in app.metric}
     assert metrics["Fleiss' κ"] == f"{expected.fleiss_kappa:.2f}"
     assert metrics["Annotators"] == "2"
@@ -36,7 +36,7 @@ def test_per_model_table_and_majority(judged_workspace, app_runner):
 
 
 def test_confusion_between_the_chosen_annotators(judged_workspace, app_runner):
-    add_judgment(judged_workspace, annotator="cleo", model="net1", label="variant")
+    add_judgment(judged_workspace, annotator="cleo", model="net1", label="variant", suite_id=TINY_SUITE)
     app = app_runner(AGREEMENT, judged_workspace)
     app.selectbox(key="agreement.second").set_value("cleo").run()
     assert not app.exception, app.exception
@@ -47,14 +47,14 @@ def test_confusion_between_the_chosen_annotators(judged_workspace, app_runner):
 
 
 def test_history_download_holds_every_row(judged_workspace, app_runner):
-    add_judgment(judged_workspace, annotator="ana", model="net5", label="variant")  # a changed judgment
+    add_judgment(judged_workspace, annotator="ana", model="net5", label="variant", suite_id=TINY_SUITE)  # a changed judgment
     app = app_runner(AGREEMENT, judged_workspace)
     button = app.get("download_button")[0]
     assert "17 rows" in button.proto.label
 
 
 def test_one_annotator_gets_an_explicit_empty_state(judging_workspace, app_runner):
-    add_judgment(judging_workspace, annotator="ana", model="tiny", label="variant")
+    add_judgment(judging_workspace, annotator="ana", model="tiny", label="variant", suite_id=TINY_SUITE)
     app = app_runner(AGREEMENT, judging_workspace)
     assert not app.exception, app.exception
     assert "at least two annotators" in app.info[0].value
@@ -65,3 +65,18 @@ def test_no_judgments_says_where_to_judge(judging_workspace, app_runner):
     app = app_runner(AGREEMENT, judging_workspace)
     assert not app.exception, app.exception
     assert "Judge" in app.info[0].value
+
+
+def test_agreement_is_per_suite(judged_workspace, app_runner):
+    from tests.fixtures.models import insert_suite
+
+    other = insert_suite(judged_workspace, "other-suite", seed=1)
+    add_judgment(judged_workspace, annotator="cleo", model="net1", label="variant", suite_id=other)
+    app = app_runner(AGREEMENT, judged_workspace)
+    assert not app.exception, app.exception
+    assert app.selectbox(key="agreement.suite").value == TINY_SUITE  # the suite with the most judged models first
+    assert {m.label: m.value for m in app.metric}["Annotators"] == "2"  # cleo judged another suite
+    app.selectbox(key="agreement.suite").set_value(other).run()
+    assert not app.exception, app.exception
+    assert {m.label: m.value for m in app.metric}["Annotators"] == "1"
+    assert "at least two annotators" in app.info[0].value

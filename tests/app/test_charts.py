@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analytics.colour_scale import ColourScale, reference_tops
 from analytics.exceptions import InvalidInputError
+from analytics.runs import SIGNALS
 from analytics.variance import point_cloud, variance_matrix
+from tests.analytics.test_colour_scale import synthetic_matrices
 from ui.charts import (
     VARIANCE_COLORSCALE,
     X_TITLE,
@@ -15,6 +18,7 @@ from ui.charts import (
     point_scatter,
     variance_heatmap,
 )
+from ui.judge import matrix_figures
 
 
 @pytest.fixture
@@ -84,3 +88,24 @@ def test_distance_histogram_overlays_one_trace_per_method():
     assert figure.data[0].xbins.size == figure.data[1].xbins.size
     assert figure.layout.barmode == "overlay"
     assert distance_histogram({}).data == ()
+
+
+# -- the Judge page's heatmaps (ui.judge) ---------------------------------------------------------
+def test_invariant_and_variant_models_share_one_scale_per_signal_and_the_variant_looks_worse():
+    distances = np.random.default_rng(0).uniform(0.0, 1.0, (30, 9))
+    distances[:, 0] = 0.0  # one suite: both models see the same images
+    invariant = synthetic_matrices(distances, variant=False, seed=1)
+    variant = synthetic_matrices(distances, variant=True, seed=2)
+    tops = reference_tops([invariant, variant])
+    scale = ColourScale(tops=tops, rules={}, runs=("invariant", "variant"), settings={})
+    drawn = {name: matrix_figures(m, scale) for name, m in (("invariant", invariant), ("variant", variant))}
+    for s, signal in enumerate(SIGNALS):
+        inv_trace, var_trace = drawn["invariant"][s].data[0], drawn["variant"][s].data[0]
+        assert inv_trace.zmin == var_trace.zmin == 0.0
+        assert inv_trace.zmax == var_trace.zmax == tops[signal]  # same scale for both models
+        assert inv_trace.showscale and inv_trace.colorbar.ticktext == var_trace.colorbar.ticktext  # same numbers on the bar
+        upper = {name: int((m[signal].matrix > tops[signal] / 2).sum()) for name, m in (("invariant", invariant), ("variant", variant))}
+        assert upper["variant"] > upper["invariant"], (signal, upper)
+        # the defect this guards against: on its own range the invariant model fills the upper half too
+        own = invariant[signal].matrix
+        assert (own > own.max() / 2).sum() > upper["invariant"]

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pandas as pd
 import pytest
 
+from analytics.classes import ClassMapping, class_mapping_key, list_class_mappings
 from analytics.datasets import list_backgrounds, list_classes, list_targets
 from analytics.workspace import Workspace
 from ui.widgets import OUTLINE_COLOUR, outline_mask
@@ -207,3 +209,59 @@ def test_outline_mask_draws_only_along_the_mask_border():
     border = cv2.dilate(mask.astype(np.uint8), kernel).astype(bool) & ~cv2.erode(mask.astype(np.uint8), kernel).astype(bool)
     assert changed.any() and not (changed & ~border).any()
     assert (outlined[changed] == OUTLINE_COLOUR).all(axis=-1).any()
+
+
+# -- class editor ----------------------------------------------------------------------------
+def class_table(app) -> pd.DataFrame:
+    (table,) = [t.value for t in app.dataframe if "IN-9" in t.value.columns]
+    return table.set_index("class")
+
+
+def test_class_editor_maps_a_class_to_imagenet_indices_found_by_search(tiny_workspace, app_runner):
+    key = class_mapping_key(tiny_workspace, ["disc"])
+    app = app_runner(DATA, tiny_workspace)
+    assert not app.exception
+    assert class_table(app).loc["disc", "ImageNet"] == ""
+    assert "Not mapped yet: disc, square" in texts(app)
+    app.selectbox(key="data.class_edit").set_value("disc").run()
+    app.text_input(key="data.class_search").set_value("tennis").run()
+    (found,) = [t.value for t in app.dataframe if "WordNet id" in t.value.columns]
+    assert found.iloc[0].tolist() == [852, "n04409515", "tennis ball"]
+    app.multiselect(key="data.class_imagenet.disc").set_value([852])
+    app.button(key="data.class_save").click().run()
+    assert not app.exception
+    assert list_class_mappings(tiny_workspace)["disc"] == ClassMapping((852,))
+    assert class_mapping_key(tiny_workspace, ["disc"]) != key  # runs of the old mapping become stale
+    assert "Saved `disc`: ImageNet [852]." in texts(app)
+    assert class_table(app).loc["disc", "ImageNet"] == "852 tennis ball"
+
+
+def test_class_editor_maps_to_in9_or_a_label_and_refuses_an_empty_mapping(tiny_workspace, app_runner):
+    app = app_runner(DATA, tiny_workspace)
+    app.selectbox(key="data.class_edit").set_value("square").run()
+    app.selectbox(key="data.class_in9.square").set_value("instrument")
+    app.text_input(key="data.class_label.square").set_value("box")
+    app.button(key="data.class_save").click().run()
+    assert not app.exception
+    assert list_class_mappings(tiny_workspace)["square"] == ClassMapping(in9="instrument", label="box")
+    app.selectbox(key="data.class_in9.square").set_value("(none)")
+    app.text_input(key="data.class_label.square").set_value("")
+    app.button(key="data.class_save").click().run()
+    assert "give ImageNet indices, an IN-9 class or a custom label" in app.error[0].value
+    assert list_class_mappings(tiny_workspace)["square"] == ClassMapping(in9="instrument", label="box")
+
+
+def test_import_maps_new_classes_with_the_shared_resolver(tiny_workspace, target_folder, app_runner):
+    (target_folder / "images" / "coin").rename(target_folder / "images" / "tennis_ball")
+    (target_folder / "masks" / "coin").rename(target_folder / "masks" / "tennis_ball")
+    app = import_targets(app_runner(DATA, tiny_workspace), target_folder)
+    assert not app.exception
+    assert list_class_mappings(tiny_workspace)["tennis_ball"] == ClassMapping((852,))
+    assert not any("No model output is known yet" in w.value for w in app.warning)
+
+
+def test_import_of_an_unmapped_class_points_to_the_class_editor(tiny_workspace, target_folder, app_runner):
+    app = import_targets(app_runner(DATA, tiny_workspace), target_folder)
+    assert not app.exception
+    assert list_class_mappings(tiny_workspace)["coin"] == ClassMapping()
+    assert any("class coin" in w.value and "**Classes** tab" in w.value for w in app.warning)

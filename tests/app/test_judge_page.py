@@ -127,3 +127,37 @@ def test_a_click_for_a_model_judged_meanwhile_saves_nothing(judging_workspace):
     assert "Nothing saved" in app.warning[0].value
     history = judgment_history(judging_workspace)
     assert history["label"].tolist() == ["invariant"] and history["model"].tolist() == [shown]
+
+
+def test_the_queue_is_per_suite(judging_workspace):
+    from analytics.runs import start_runs
+    from tests.fixtures.models import insert_suite
+
+    judge(judging_workspace, "ana", {model: "invariant" for model in JUDGING_MODELS})
+    other = insert_suite(judging_workspace, "other-suite", seed=1)
+    start_runs(judging_workspace, ["tiny", "fg-only"], other)
+    app = judge_page(judging_workspace)
+    assert "judged all 9 models" in app.success[-1].value  # tiny-suite: most runs, listed first
+    app.selectbox(key="judge.suite").set_value(other).run()
+    assert not app.exception, app.exception
+    assert "0 of 2" in app.get("progress")[0].proto.text  # judged on tiny-suite, still to judge here
+    app.button(key=button_key("variant")).click().run()
+    assert set(latest_judgments(judging_workspace, other)["suite_id"]) == {other}
+
+
+def test_a_replaced_model_is_back_in_the_queue_with_its_new_run(judging_workspace, tiny_model_files):
+    from analytics.models import custom_label_space, register_torchscript
+    from analytics.runs import start_runs
+
+    judge(judging_workspace, "ana", {model: "invariant" for model in JUDGING_MODELS})
+    labels = custom_label_space(tiny_model_files["labels"])
+    register_torchscript(judging_workspace, "tiny", checkpoint=tiny_model_files["bg-only"], label_space=labels, input_size=64, replace=True)
+    app = judge_page(judging_workspace)
+    assert "8 of 8" in app.get("progress")[0].proto.text  # the stale run of the old weights is not judged again
+    (new_run,) = start_runs(judging_workspace, ["tiny"], TINY_SUITE)
+    app = judge_page(judging_workspace)
+    app.toggle(key="judge.blind").set_value(False).run()
+    assert app.subheader[0].value == "tiny" and "8 of 9" in app.get("progress")[0].proto.text
+    app.button(key=button_key("variant")).click().run()
+    row = latest_judgments(judging_workspace, TINY_SUITE).set_index("model").loc["tiny"]
+    assert (row["run_id"], row["label"]) == (new_run, "variant")

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from analytics.colour_scale import suite_colour_scale
 from analytics.runs import SIGNALS, list_runs, run_matrices
+from ui.colour_scale import AUTOSCALE, SUITE
 from ui.runs import CELL
 
 MATRICES = "pages/6_Matrices.py"
@@ -35,7 +37,7 @@ def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app
     assert not app.exception and "fine: window 32, σ 2" in texts(app)
     app.radio(key="runs.interp.preset").set_value("custom").run()
     app.slider(key="runs.interp.sigma").set_value(4.0).run()
-    assert not app.exception and "window 32, σ 4, K 32, grid 32" in texts(app)
+    assert not app.exception and "window 32, σ 4, K 32, grid 128" in texts(app)
 
 
 def test_clicked_cell_shows_the_image_pairs(run_workspace, run_ids, app_runner):
@@ -66,17 +68,32 @@ def test_page_on_a_missing_workspace_explains(missing_workspace, app_runner):
     assert not app.exception and "no workspace" in app.error[0].value
 
 
-def test_compare_tab_shares_one_colour_scale_per_signal(run_workspace, run_ids, app_runner):
+def compared_heatmaps(app) -> list[dict]:
+    """The heatmap trace of every chart of the Compare tab, models in rows of len(SIGNALS)."""
+    specs = [json.loads(chart.proto.spec) for chart in app.tabs[1].get("plotly_chart")]
+    return [next(t for t in spec["data"] if t["type"] == "heatmap") for spec in specs]
+
+
+def test_compare_tab_draws_every_model_on_the_suite_scale_by_default(run_workspace, run_ids, app_runner):
     app = app_runner(MATRICES, run_workspace)
-    assert app.multiselect(key="runs.compare").value[0] == app.selectbox(key="runs.run").value
+    assert not app.exception, app.exception
+    assert app.radio(key="runs.scale").value == SUITE  # the default, before any click
     assert sorted(app.multiselect(key="runs.compare").value) == sorted(run_ids.values())
-    app.checkbox(key="runs.shared").check().run()
-    assert not app.exception
-    compared = [json.loads(chart.proto.spec) for chart in app.tabs[1].get("plotly_chart")]
-    heatmaps = [next(t for t in spec["data"] if t["type"] == "heatmap") for spec in compared]
+    heatmaps = compared_heatmaps(app)
     assert len(heatmaps) == 3 * len(SIGNALS)
+    scale = suite_colour_scale(run_workspace, "tiny-suite")
+    assert scale.frozen is None  # the Matrices page never freezes it; the Judge page does
     for s, signal in enumerate(SIGNALS):
         per_model = heatmaps[s :: len(SIGNALS)]
-        expected = max(run_matrices(run_workspace, r)[signal].matrix.max() for r in run_ids.values())
         assert [trace["zmin"] for trace in per_model] == [0.0] * 3
-        assert [trace["zmax"] for trace in per_model] == pytest.approx([expected] * 3)
+        assert [trace["zmax"] for trace in per_model] == pytest.approx([scale.tops[signal]] * 3)
+    assert scale.tops["true_prob"] == 1.0
+    assert "Colours: suite scale (live until judging starts)" in texts(app)
+
+
+def test_autoscale_is_an_explicit_labelled_option(run_workspace, run_ids, app_runner):
+    app = app_runner(MATRICES, run_workspace)
+    app.radio(key="runs.scale").set_value(AUTOSCALE).run()
+    assert not app.exception, app.exception
+    assert "not comparable" in AUTOSCALE and "per-model autoscale" in texts(app)
+    assert all("zmax" not in trace for trace in compared_heatmaps(app))  # each matrix spans its own range

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.keywords import list_keyword_tables, save_keyword_table, write_keyword_file
+from analytics.keywords import list_keyword_tables, load_keyword_table, save_keyword_table, write_keyword_file
 from analytics.ontology import build_ontology, list_ontologies
 from analytics.workspace import Workspace
 
@@ -33,7 +33,8 @@ def test_page_builds_the_ontology_and_shows_the_rules(keyword_workspace, tiny_ke
     app.number_input(key="ontology.min_confidence").set_value(0.5).run()
     assert not app.exception
     n_rules = len(build_ontology(tiny_keywords, min_support=0.25, min_confidence=0.5).rules)
-    assert metrics(app) == {"Transactions": "4", "Keywords": "5", "Itemsets": "11", "Rules": str(n_rules), "Edges": "8"}
+    # 10 itemsets: the form's default max itemset size is 2 (pairs), so the triple {sky, tree, grass} is not mined
+    assert metrics(app) == {"Transactions": "4", "Keywords": "5", "Itemsets": "10", "Rules": str(n_rules), "Edges": "8"}
     rules = app.dataframe[0].value
     assert list(rules.columns) == ["antecedents", "consequents", "support", "confidence", "lift"]
     assert len(rules) == int(metrics(app)["Rules"]) and rules["confidence"].min() >= 0.5
@@ -88,3 +89,53 @@ def test_bad_keyword_file_shows_an_error(tmp_path, app_runner, missing_workspace
     app.text_input(key="ontology.path").set_value(str(bad)).run()
     assert not app.exception
     assert any("bad.txt: unknown format" in error.value for error in app.error)
+
+
+def test_uploaded_csv_builds_the_workspace_keyword_tables(tiny_workspace, app_runner):
+    csv = "image,keyword\ndisc/0,sky\ndisc/0,tree\nsquare/2,sea\nbg01,sky\nbg02,sea\nghost,sand\n"
+    app = app_runner(PAGE, tiny_workspace)
+    app.radio(key="ontology.kw.backend").set_value("precomputed").run()
+    app.file_uploader(key="ontology.kw.upload").set_value(("mine.csv", csv.encode(), "text/csv"))
+    app.button(key="ontology.kw.build").click().run()
+    assert not app.exception and not app.error
+    listed = list_keyword_tables(tiny_workspace).set_index("item_kind")
+    assert set(listed.index) == {"target", "background"}
+    targets = load_keyword_table(tiny_workspace, listed.loc["target", "name"])
+    assert targets.keywords_of(targets.ids.index("disc/0")) == ["sky", "tree"]
+    assert targets.keywords_of(targets.ids.index("square/2")) == ["sea"]
+    pool = load_keyword_table(tiny_workspace, listed.loc["background", "name"])
+    assert pool.keywords_of(pool.ids.index("bg02")) == ["sea"]
+    assert listed.loc["target", "name"] in app.success[0].value
+    warnings = " ".join(w.value for w in app.warning)
+    assert "1 image names of the file match no target or background" in warnings and "'ghost'" in warnings
+    assert "4 targets have no row in the file" in warnings
+    shown = app.table[0].value
+    assert set(shown["source"]) == {"file mine.csv (csv-long)"}
+    assert set(shown["vocabulary"]) == {"4 keywords: sky, tree, sea, sand"}
+    # the new tables are the page's transactions now: 6 targets + 12 backgrounds
+    assert metrics(app)["Transactions"] == "18"
+
+
+def test_broken_upload_is_named_in_the_error(tiny_workspace, app_runner):
+    app = app_runner(PAGE, tiny_workspace)
+    app.radio(key="ontology.kw.backend").set_value("precomputed").run()
+    app.file_uploader(key="ontology.kw.upload").set_value(("broken.csv", b"image,keyword\ndisc/0,\n", "text/csv"))
+    app.button(key="ontology.kw.build").click().run()
+    assert not app.exception
+    assert any("broken.csv: empty 'keyword' on line 2" in error.value for error in app.error)
+    assert list_keyword_tables(tiny_workspace).empty
+
+
+def test_classifier_patch_tables_show_their_model_and_vocabulary(tiny_model_workspace, app_runner):
+    app = app_runner(PAGE, tiny_model_workspace)
+    app.selectbox(key="ontology.kw.model").set_value("tiny")
+    app.number_input(key="ontology.kw.grid").set_value(1)
+    app.radio(key="ontology.kw.items").set_value("targets")
+    app.button(key="ontology.kw.build").click().run()
+    assert not app.exception and not app.error
+    listed = list_keyword_tables(tiny_model_workspace)
+    assert listed["item_kind"].tolist() == ["target"] and listed["backend"].tolist() == ["classifier-patch"]
+    shown = app.table[0].value
+    assert shown["source"].tolist() == ["model tiny"]
+    vocabulary = shown["vocabulary"].iloc[0]  # '2 keywords (<the backend's vocabulary param>): disc, square'
+    assert vocabulary.startswith("2 keywords") and vocabulary.endswith(": disc, square")

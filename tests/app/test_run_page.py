@@ -48,3 +48,15 @@ def test_run_page_resumes_an_interrupted_run(run_workspace, run_ids, app_runner)
 def test_run_page_explains_what_is_missing(tiny_workspace, app_runner):
     app = app_runner(RUN, tiny_workspace)
     assert not app.exception and "Register a model" in texts(app) and "No runs yet" in texts(app)
+
+
+def test_runs_of_replaced_weights_are_marked_stale(run_workspace, run_ids, tiny_model_files, app_runner):
+    from analytics.models import custom_label_space, register_torchscript
+
+    labels = custom_label_space(tiny_model_files["labels"])
+    register_torchscript(run_workspace, "tiny", checkpoint=tiny_model_files["bg-only"], label_space=labels, input_size=64, replace=True)
+    app = app_runner(RUN, run_workspace)
+    assert not app.exception, app.exception
+    status = app.dataframe[0].value.set_index("Run")["Status"]
+    assert "stale" in status[run_ids["tiny"]] and "stale" not in status[run_ids["fg-only"]]
+    assert "1 run(s) used weights the model no longer has" in texts(app)

@@ -46,3 +46,15 @@ def test_page_without_a_workspace_says_how_to_get_one(missing_workspace, app_run
     app = app_runner(PAGE, missing_workspace)
     assert not app.exception
     assert app.error and "no workspace" in app.error[0].value
+
+
+def test_page_shows_the_top_up_share_and_what_a_suite_came_from(suite_workspace, app_runner):
+    """Issue 18.4 / 11.3: with 8 backgrounds, 12 of 48 are random top-ups (see test_suites)."""
+    app = submit(app_runner(PAGE, suite_workspace), "ontology", 8)
+    assert not app.exception
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Topped up at random"] == "25%"
+    assert any("ontology `" in caption.value and "tiny-targets" in caption.value for caption in app.caption)
+    app.button(key="suites.save").click().run()
+    saved = app.dataframe[0].value
+    assert saved.set_index("method").loc["ontology", "topup_share"] == 0.25

@@ -165,7 +165,11 @@ def app_url(app_server_factory, e2e_workspace) -> str:
 
 @pytest.fixture(scope="session")
 def browser(chromium):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # A page's first visit imports torch in the server (seconds on a busy 2-core machine): give
+    # assertions the same patience as page actions instead of Playwright's 5 s default.
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
 
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)

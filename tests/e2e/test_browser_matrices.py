@@ -33,7 +33,7 @@ def test_clicking_a_cell_shows_its_image_pairs(page, run_server):
     expect(page.get_by_role("heading", name="Matrices")).to_be_visible()
     expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(f"run {run_id}$"))
     heatmap = page.locator(".js-plotly-plot").first
-    expect(heatmap).to_be_visible()
+    expect(heatmap).to_be_visible(timeout=60_000)  # 128 x 128 cells and the suite's colour scale on first view
     area = heatmap.locator(".nsewdrag").first.bounding_box()
     page.mouse.click(area["x"] + area["width"] * 0.55, area["y"] + area["height"] * 0.45)
     expect(page.get_by_role("heading", name="Image pairs behind the cell")).to_be_visible()

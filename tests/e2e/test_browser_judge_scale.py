@@ -1,0 +1,87 @@
+"""The Judge page in a real browser draws two different models of one suite on the same colour scale:
+the colour-bar numbers under each of the four matrices are the same for both models, and they are
+the suite's frozen scale (probability 0 to 1)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from analytics.colour_scale import suite_colour_scale
+from analytics.datasets import add_backgrounds, add_targets
+from analytics.models import custom_label_space, register_torchscript
+from analytics.runs import SIGNALS, start_runs
+from analytics.workspace import Workspace
+from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
+from tests.e2e.test_browser_judge import COLD_START_MS, settle
+from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
+from ui.judge import button_key, colour_ticks
+
+MODELS = ("tiny", "bg-only")  # a random small CNN and a network that reads only the background
+SUITE = "scale-suite"
+
+
+@pytest.fixture(scope="module")
+def scale_workspace(tmp_path_factory) -> Workspace:
+    """The tiny workspace with two models of different architectures, each with a finished run over one suite."""
+    from tests.fixtures.models import CORNER_BOXES, RegionNet, TinyNet, insert_suite, save_torchscript, write_labels
+
+    root = tmp_path_factory.mktemp("judge-scale-e2e")
+    rng = np.random.default_rng(0)
+    workspace = Workspace(root / "ws")
+    workspace.set_meta("image_size", str(SIZE))
+    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
+    add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
+    labels = custom_label_space(write_labels(root / "labels.txt"))
+    for seed, (name, network) in enumerate({"tiny": TinyNet(), "bg-only": RegionNet(CORNER_BOXES)}.items()):
+        path = save_torchscript(network, root / f"{name}.pt", seed=seed)
+        register_torchscript(workspace, name, checkpoint=path, label_space=labels, input_size=SIZE)
+    insert_suite(workspace, SUITE)
+    start_runs(workspace, list(MODELS), SUITE)
+    return workspace
+
+
+def colour_bar_numbers(tab: Page) -> list[list[str]]:
+    """The tick labels of the colour bar of each of the four heatmaps, in page order."""
+    charts = tab.get_by_test_id("stPlotlyChart")
+    expect(charts).to_have_count(len(SIGNALS), timeout=COLD_START_MS)  # matrices and scale are computed on first view
+    numbers = []
+    for i in range(len(SIGNALS)):
+        bar = charts.nth(i).locator(".colorbar")
+        expect(bar).to_have_count(1)
+        numbers.append([t.strip() for t in bar.locator("text").all_text_contents() if t.strip()])
+    return numbers
+
+
+def test_judge_page_shows_the_same_colour_bar_numbers_for_two_models(browser, app_server_factory, scale_workspace):
+    url = app_server_factory(scale_workspace).url
+    tab = browser.new_context(viewport=VIEWPORT).new_page()
+    tab.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        tab.goto(f"{url}/Judge")
+        expect(tab.get_by_role("heading", name="Judge")).to_be_visible(timeout=COLD_START_MS)
+        tab.get_by_role("textbox", name="Your name").last.fill("ana")
+        tab.get_by_role("button", name="Start judging").click()
+        seen = {}
+        for done in range(len(MODELS)):
+            settle(tab)
+            expect(tab.get_by_text(f"{done} of {len(MODELS)} judged by ana")).to_be_visible()
+            heading = tab.get_by_role("heading", name=re.compile(rf"^Model #\d of {len(MODELS)}$"))
+            expect(heading).to_be_visible()
+            seen[heading.inner_text()] = colour_bar_numbers(tab)
+            tab.locator(f".st-key-{button_key('borderline')} button").click()
+        settle(tab)
+        expect(tab.get_by_text(f"You have judged all {len(MODELS)} models")).to_be_visible()
+
+        assert len(seen) == 2, seen  # two different models were shown
+        first, second = seen.values()
+        assert first == second
+        scale = suite_colour_scale(scale_workspace, SUITE)
+        assert scale.frozen is not None  # the Judge page froze it when judging started
+        assert first == [colour_ticks(scale.tops[signal])[1] for signal in SIGNALS]
+        assert first[0] == ["0", "0.5", "1"]  # the probability is drawn from 0 to 1
+    finally:
+        tab.context.close()

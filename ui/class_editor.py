@@ -1,0 +1,101 @@
+"""The class editor on the Data page: what model outputs count as each workspace class.
+
+Streamlit-side only; searching ImageNet-1k and storing mappings is :mod:`analytics.classes` (the
+same resolver as ``python -m analytics classes`` / ``set-class``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics.classes import ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
+from analytics.exceptions import BackdropError
+from analytics.models import IN9_CLASSES
+from analytics.workspace import Workspace
+
+SAVED = "data.class_saved"  # message about the last save, shown after the rerun
+NO_IN9 = "(none)"
+SEARCH_LIMIT = 30
+
+
+def show(workspace: Workspace) -> None:
+    """The table of classes with their mappings, then the editor of one class."""
+    mappings = list_class_mappings(workspace)
+    if not mappings:
+        st.info("No classes yet — import a target set first; its class folders become the classes.")
+        return
+    st.caption(
+        "A class counts as the model outputs it is mapped to: ImageNet-1k indices (ImageNet classifiers), an IN-9 "
+        "class (IN-9 classifiers; ImageNet classifiers then use its ImageNet classes) or a custom output label "
+        "(label-file models; default: the class's own name). Runs scored with an older mapping are marked stale."
+    )
+    if message := st.session_state.pop(SAVED, None):
+        st.success(message)
+    st.dataframe(mapping_table(workspace, mappings), hide_index=True, width="stretch")
+    unmapped = [name for name, mapping in mappings.items() if not mapping.mapped]
+    if unmapped:
+        st.warning(
+            f"Not mapped yet: {', '.join(unmapped)}. A model scores such a class only if one of its outputs has the "
+            "class's name; map it below."
+        )
+    edit_class(workspace, mappings)
+
+
+def mapping_table(workspace: Workspace, mappings: dict[str, ClassMapping]) -> pd.DataFrame:
+    """One row per class: targets, ImageNet indices with names, IN-9 class, custom label."""
+    names = imagenet_classes()
+    counts = {row["class_name"]: row["n"] for row in workspace.query("SELECT class_name, COUNT(*) AS n FROM targets GROUP BY class_name")}
+    return pd.DataFrame(
+        [
+            {
+                "class": name,
+                "targets": counts.get(name, 0),
+                "ImageNet": ", ".join(f"{i} {names[i].name}" for i in mapping.imagenet),
+                "IN-9": mapping.in9,
+                "label": mapping.label,
+            }
+            for name, mapping in mappings.items()
+        ],
+        columns=["class", "targets", "ImageNet", "IN-9", "label"],
+    )
+
+
+def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
+    """Pick a class, search ImageNet, choose indices / an IN-9 class / a label, and save."""
+    name = st.selectbox("Class to map", list(mappings), key="data.class_edit")
+    current = mappings[name]
+    query = st.text_input("Search ImageNet-1k (name, WordNet id or index)", key="data.class_search", placeholder="e.g. tennis")
+    if query.strip():
+        matches = search_imagenet(query, limit=SEARCH_LIMIT)
+        if matches:
+            found = pd.DataFrame([{"index": m.index, "WordNet id": m.wnid, "name": m.name} for m in matches])
+            st.dataframe(found, hide_index=True, width="stretch")
+        else:
+            st.caption(f"No ImageNet-1k class matches {query.strip()!r}.")
+    # per-class keys: switching the class shows that class's stored mapping
+    indices = st.multiselect(
+        "ImageNet-1k indices",
+        range(len(imagenet_classes())),
+        default=list(current.imagenet),
+        format_func=_imagenet_label,
+        key=f"data.class_imagenet.{name}",
+        help="Type to filter by name, WordNet id or index.",
+    )
+    choices = [NO_IN9, *IN9_CLASSES]
+    in9 = st.selectbox("IN-9 class", choices, index=choices.index(current.in9 or NO_IN9), key=f"data.class_in9.{name}")
+    label = st.text_input("Custom output label", value=current.label, key=f"data.class_label.{name}", placeholder=name)
+    if not st.button(f"Save mapping of `{name}`", type="primary", key="data.class_save"):
+        return
+    try:
+        saved = set_class_mapping(workspace, name, imagenet=indices or None, in9=None if in9 == NO_IN9 else in9, label=label)
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    st.session_state[SAVED] = f"Saved `{name}`: {saved.describe()}."
+    st.rerun()  # so the table shows the new mapping
+
+
+def _imagenet_label(index: int) -> str:
+    item = imagenet_classes()[index]
+    return f"{item.index} · {item.name}" + (f" · {item.wnid}" if item.wnid else "")

@@ -1,0 +1,40 @@
+"""The Matrices page's colour ranges: the suite's fixed scale by default, per-model autoscale on request.
+
+The suite scale is :func:`analytics.colour_scale.suite_colour_scale` without freezing it (only the
+Judge page freezes it); its cache key holds the suite's finished runs, so a live scale follows new
+runs until judging starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import streamlit as st
+
+from analytics.colour_scale import ColourScale, suite_colour_scale
+from analytics.runs import SIGNALS
+from analytics.workspace import Workspace
+
+SUITE = "Suite scale (fixed, as on the Judge page)"
+AUTOSCALE = "Per-model autoscale (each matrix its own range; not comparable)"
+CHOICES = (SUITE, AUTOSCALE)
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the suite's colour scale…")
+def suite_scale(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], settings: Mapping) -> ColourScale:
+    """The suite's colour scale at ``settings`` (``run_ids``, the suite's finished runs, only key the cache)."""
+    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, **settings)
+
+
+def ranges(scale: ColourScale, autoscale: bool) -> dict[str, tuple[float | None, float | None]]:
+    """``(zmin, zmax)`` per signal: ``(0, top)`` of the suite scale, or ``(None, None)`` (own range) when autoscaling."""
+    return {signal: (None, None) if autoscale else (0.0, scale.tops[signal]) for signal in SIGNALS}
+
+
+def describe(scale: ColourScale, autoscale: bool) -> str:
+    """One line naming the colour range of every signal."""
+    if autoscale:
+        return "Colours: per-model autoscale — each matrix spans its own range, so colours are not comparable between models or signals."
+    state = f"frozen {scale.frozen[:16].replace('T', ' ')}" if scale.frozen else "live until judging starts"
+    tops = " · ".join(f"{SIGNALS[s]} 0–{top:.3g}" for s, top in scale.tops.items())
+    return f"Colours: suite scale ({state}) — {tops}."

@@ -1,0 +1,35 @@
+"""The Data page's report of pool backgrounds kept out of each class's suites (``analytics.screening``)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analytics.exceptions import BackdropError
+from analytics.screening import DEFAULT_THRESHOLD, exclusion_summary
+from analytics.workspace import Workspace
+
+KEY = "data.screening."
+
+
+def show_exclusions(workspace: Workspace) -> None:
+    """Per class: backgrounds a classifier found the class in, and crops of the targets' own photos."""
+    st.subheader("Backgrounds kept out of each class's suites")
+    st.caption(
+        "A suite never gives a target a background that shows the target's class (an ImageNet classifier, the "
+        f"workspace's keyword model, finds the class's summed probability above {DEFAULT_THRESHOLD} on the whole "
+        "background or one of its 3x3 patches) or a crop of the photo the target was cut from."
+    )
+    try:
+        summary = exclusion_summary(workspace)
+        if summary["excluded_by_classifier"].isna().any() and st.button("Screen the pool now", key=KEY + "screen"):
+            with st.spinner("Screening the pool (the classifier runs once per background; cached afterwards)…"):
+                summary = exclusion_summary(workspace, compute=True)
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    if summary.empty:
+        st.info("Import targets and a background pool first.")
+        return
+    if summary["excluded_by_classifier"].isna().any():
+        st.caption("Blank classifier counts: the pool is not screened yet, or the class has no ImageNet indices to screen for.")
+    st.dataframe(summary, hide_index=True, width="stretch")

@@ -146,6 +146,20 @@ MIGRATIONS: list[str] = [
     ALTER TABLE judgments ADD COLUMN model_key TEXT NOT NULL DEFAULT '';
     CREATE INDEX judgments_by_suite ON judgments(suite_id, annotator, model, id);
     """,
+    # 4: team accounts (team mode): a password hash from a maintained library, a role, and the
+    # failed-sign-in count and lock that stop password guessing.
+    """
+    CREATE TABLE users (
+        name            TEXT PRIMARY KEY,
+        role            TEXT NOT NULL CHECK (role IN ('admin', 'analyst', 'annotator', 'viewer')),
+        password_hash   TEXT NOT NULL,
+        disabled        INTEGER NOT NULL DEFAULT 0,
+        failed_attempts INTEGER NOT NULL DEFAULT 0,
+        locked_until    TEXT NOT NULL DEFAULT '',
+        created         TEXT NOT NULL,
+        updated         TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

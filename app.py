@@ -1,10 +1,11 @@
 """Backdrop dashboard: ``streamlit run app.py``.
 
 The entry point sets the page config, the sidebar shared by every page (workspace folder, annotator
-name) and the navigation: Home (below) plus every ``pages/<N>_<Name>.py`` in the order of N. Each
-page file is also a complete script on its own (``AppTest.from_file("pages/1_Data.py")``); a page
-that Streamlit runs without this entry point is sent back here first (see
-:func:`ui.state.init_state`).
+name; in team mode the signed-in account and sign-out instead), the sign-in gate of team mode
+(:func:`ui.auth.require_sign_in`) and the navigation: Home (below) plus every
+``pages/<N>_<Name>.py`` in the order of N. Each page file is also a complete script on its own
+(``AppTest.from_file("pages/1_Data.py")``) that passes the same gate first; a page that Streamlit
+runs without this entry point is sent back here first (see :func:`ui.state.init_state`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from analytics.assets import CACHE_ENV_VAR, default_cache_dir, is_fetched
 from analytics.datasets import image_size, list_backgrounds, list_classes, list_targets
 from analytics.demo import load_catalogue
 from analytics.exceptions import BackdropError
+from analytics.team.accounts import User
 from analytics.workspace import Workspace
-from ui import state, widgets
+from ui import auth, state, widgets
 
 ROOT = Path(__file__).resolve().parent
 PAGE_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
@@ -88,8 +90,11 @@ def page_path(*names: str) -> str | None:
     return None if found is None else str(found.relative_to(ROOT))
 
 
-def sidebar() -> None:
+def sidebar(user: User | None) -> None:
     with st.sidebar:
+        if user is not None:  # team mode: the server's workspace, and judgments signed by the account
+            auth.account_sidebar(user)
+            return
         widgets.persistent_text_input(
             "Workspace",
             key=state.WORKSPACE_PATH,
@@ -220,12 +225,13 @@ def main() -> None:
     st.set_page_config(page_title="Backdrop", page_icon=":material/layers:", layout="wide")
     pages = [st.Page(home, title="Home", icon=":material/home:", default=True)]
     pages += [st.Page(str(path.relative_to(ROOT))) for path in page_files()]
-    navigation = st.navigation(pages)  # before init_state: from here on Streamlit uses this navigation
+    # before init_state: from here on Streamlit uses this navigation (hidden until a team member signs in)
+    navigation = st.navigation(pages, position="hidden" if auth.sign_in_pending() else "sidebar")
     state.init_state()
     resume = st.session_state.pop(state.RESUME_PAGE, None)
     if resume:
         st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]))
-    sidebar()
+    sidebar(auth.require_sign_in())  # team mode: the sign-in form only, until signed in
     navigation.run()
 
 

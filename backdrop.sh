@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Backdrop set-up and entry points. Two commands cover a fresh machine:
-#   bash backdrop.sh serve   install, build the demo workspace, start the dashboard on :8501
+#   bash backdrop.sh serve   install, build the demo workspace, start the dashboard on 127.0.0.1:8501
+#                            (serve --team: every interface, sign-in required; see README "Team mode")
 #   bash backdrop.sh test    install (with test tools and the browser), run the whole test suite
 # Both are idempotent: a second run reuses the virtual environment, the asset cache and the workspace.
 set -euo pipefail
@@ -53,12 +54,34 @@ install_browser() {
 
 case "${1:-}" in
   serve)
-    install_python_packages "$ROOT/requirements.txt"
+    # serve [--team] [--dry-run]: solo mode listens on 127.0.0.1 only, without sign-in; team mode
+    # (--team or BACKDROP_TEAM=1) on every interface, sign-in on every page, and refuses to start
+    # without an enabled admin account. --dry-run prints the streamlit command instead of running it
+    # (no install, no demo build).
+    dry_run=0
+    for flag in "${@:2}"; do
+      case "$flag" in
+        --team) export BACKDROP_TEAM=1 ;;
+        --dry-run) dry_run=1 ;;
+        *) echo "usage: bash backdrop.sh serve [--team] [--dry-run]" >&2; exit 64 ;;
+      esac
+    done
+    [ "$dry_run" = 1 ] || install_python_packages "$ROOT/requirements.txt"
+    # team mode: the admin check (exit 2 with the `user add` command) comes before the slow demo build
+    serve_options="$("$PY" -m analytics serve-check --port "$PORT" --workspace "$BACKDROP_WORKSPACE")"
+    mapfile -t serve_options <<< "$serve_options"
+    if [ "$dry_run" = 1 ]; then
+      echo "$PY -m streamlit run app.py ${serve_options[*]}"; exit 0
+    fi
     log "building the demo workspace in $BACKDROP_WORKSPACE (idempotent)"
     "$PY" -m analytics demo --workspace "$BACKDROP_WORKSPACE"
-    log "dashboard on http://localhost:$PORT"
+    if [ "${BACKDROP_TEAM:-0}" = 1 ]; then
+      log "team mode: dashboard on port $PORT of every interface of this machine; sign-in required"
+    else
+      log "dashboard on http://localhost:$PORT (this machine only; team mode: serve --team)"
+    fi
     cd "$ROOT"  # Streamlit reads .streamlit/config.toml from the working directory
-    exec "$PY" -m streamlit run app.py --server.port "$PORT" --server.headless true
+    exec "$PY" -m streamlit run app.py "${serve_options[@]}"
     ;;
   test)
     install_python_packages "$ROOT/requirements-dev.txt"
@@ -75,7 +98,7 @@ case "${1:-}" in
     exec "$PY" -m pytest -q "${@:2}"
     ;;
   *)
-    echo "usage: bash backdrop.sh serve|test [pytest args]" >&2
+    echo "usage: bash backdrop.sh serve [--team] [--dry-run] | test [pytest args]" >&2
     exit 64
     ;;
 esac

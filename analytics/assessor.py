@@ -36,6 +36,10 @@ feature), otherwise shap's ``Permutation`` explainer with a fixed sample budget 
 each averaged over up to 100 training rows as the reference distribution. Permutation values are an
 estimate, but they add up exactly: per model, base value + Σ values = the explained probability.
 
+A fit scikit-learn refuses on one split (AdaBoost's "worse than random" when its columns do not
+vary, e.g. identical accuracy statistics) is skipped and counted, not raised; the report and
+``assess --json`` say how many fits failed and why.
+
 Enough judged models: at least :data:`MIN_MODELS`, at least two labels, at least two models per
 label (stratification puts one in train and one in test), and enough that both the train and the
 test split can hold every label. Fewer raise :class:`InvalidInputError` saying how many are needed.
@@ -57,9 +61,10 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.tree import DecisionTreeClassifier
 
 from ._validation import check_choice, check_fraction, check_positive_int
-from .agreement import cohen_kappa
+from .agreement import cohen_kappa, majority_vote
 from .exceptions import InvalidInputError
-from .judgments import LABELS
+from .judgments import LABELS, latest_judgments, latest_judgments_by_suite
+from .workspace import Workspace
 
 WORST_CASE = "worst_case_accuracy"
 #: The accuracy statistics of a run (:func:`analytics.runs.run_features`); never matrix features.
@@ -179,19 +184,28 @@ def feature_columns(columns: Iterable[str], kind: str) -> list[str]:
 
 @dataclass(frozen=True)
 class AssessorScores:
-    """Test-split scores of one assessor over the repeats (one entry per repeat)."""
+    """Test-split scores of one assessor over the repeats (one entry per repeat it could be fitted on).
+
+    ``failed`` counts the repeats whose fit scikit-learn refused (e.g. AdaBoost's "worse than random"
+    when the columns give nothing to split on); ``failure`` is the first such message (``''`` if none).
+    """
 
     kind: str
     accuracy: tuple[float, ...]
     kappa: tuple[float, ...]
+    failed: int = 0
+    failure: str = ""
 
     @property
     def accuracy_mean(self) -> float:
-        return float(np.mean(self.accuracy))
+        """Mean over the fitted repeats (NaN when no fit succeeded)."""
+        return float(np.mean(self.accuracy)) if self.accuracy else float("nan")
 
     @property
     def accuracy_std(self) -> float:
-        """Sample standard deviation over the repeats (0 for a single repeat)."""
+        """Sample standard deviation over the fitted repeats (0 for one, NaN for none)."""
+        if not self.accuracy:
+            return float("nan")
         return float(np.std(self.accuracy, ddof=1)) if len(self.accuracy) > 1 else 0.0
 
     @property
@@ -247,19 +261,29 @@ class AssessorReport:
             columns=["assessor", "inputs", "accuracy_mean", "accuracy_std", "kappa_mean"],
         )
 
+    @property
+    def fits_failed(self) -> int:
+        """Fits refused over all assessors and repeats (see :attr:`AssessorScores.failed`)."""
+        return sum(scores.failed for scores in self.scores.values())
+
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON-ready dict: ``<short>_accuracy_mean``, ``<short>_accuracy_std`` and
-        ``<short>_kappa_mean`` per assessor (``rf``, ``ada``, ``acc_rf``, ``acc_ada``, ``baseline``),
-        ``features`` (the matrix features), ``features_by_assessor`` (name -> columns read),
-        ``n_models``, ``class_counts`` and the settings."""
+        ``<short>_kappa_mean`` per assessor (``rf``, ``ada``, ``acc_rf``, ``acc_ada``, ``baseline``;
+        null where undefined), ``features`` (the matrix features), ``features_by_assessor`` (name ->
+        columns read), ``fits_failed`` (total), ``fits_failed_by_assessor`` (name -> count),
+        ``fit_errors`` (name -> first refusal, only assessors with one), ``n_models``,
+        ``class_counts`` and the settings."""
         result: dict[str, Any] = {}
         for name, scores in self.scores.items():
             short = ASSESSORS[name].short
-            result[f"{short}_accuracy_mean"] = scores.accuracy_mean
-            result[f"{short}_accuracy_std"] = scores.accuracy_std
-            result[f"{short}_kappa_mean"] = None if np.isnan(scores.kappa_mean) else scores.kappa_mean
+            for stat in ("accuracy_mean", "accuracy_std", "kappa_mean"):
+                value = getattr(scores, stat)
+                result[f"{short}_{stat}"] = None if np.isnan(value) else value
         return {
             **result,
+            "fits_failed": self.fits_failed,
+            "fits_failed_by_assessor": {name: scores.failed for name, scores in self.scores.items()},
+            "fit_errors": {name: scores.failure for name, scores in self.scores.items() if scores.failed},
             "n_models": self.n_models,
             "class_counts": dict(self.class_counts),
             "features": list(self.feature_names),
@@ -312,6 +336,10 @@ def evaluate_assessors(
 ) -> AssessorReport:
     """Score every registered assessor over repeated stratified train/test splits.
 
+    A fit scikit-learn refuses on a split (AdaBoost raises "worse than random" when the columns it
+    reads give nothing to split on, e.g. identical accuracy statistics) is skipped and counted
+    (:attr:`AssessorScores.failed`); an assessor none of whose fits succeeded scores NaN.
+
     Parameters
     ----------
     features : DataFrame of shape (n_models, n_features), float
@@ -334,22 +362,36 @@ def evaluate_assessors(
     Raises
     ------
     InvalidInputError
-        Bad features or labels, or too few judged models (the message says how many are needed).
+        Bad features or labels, too few judged models (the message says how many are needed), or
+        no assessor could be fitted on any split.
     """
     repeats = check_positive_int(repeats, "repeats")
     test_size = _check_test_size(test_size)
     x, y = _judged(features, labels, test_size)
     splitter = StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=seed)
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in ASSESSORS}
+    errors: dict[str, list[str]] = {name: [] for name in ASSESSORS}
     columns = {name: feature_columns(x.columns, name) for name in ASSESSORS}
     for repeat, (train, test) in enumerate(splitter.split(x, y)):
         for name, kind in ASSESSORS.items():
-            estimator = kind.make(seed + repeat).fit(x.iloc[train][columns[name]].to_numpy(), y[train])
+            try:
+                estimator = kind.make(seed + repeat).fit(x.iloc[train][columns[name]].to_numpy(), y[train])
+            except ValueError as err:  # scikit-learn's refusal of this split's data, not a bug of ours
+                errors[name].append(str(err))
+                continue
             predicted = estimator.predict(x.iloc[test][columns[name]].to_numpy())
             results[name].append((accuracy_score(y[test], predicted), cohen_kappa(y[test], predicted)))
+    if not any(results.values()):
+        first = next(message for messages in errors.values() for message in messages)
+        raise InvalidInputError(
+            f"no assessor could be fitted on any of the {repeats} splits of {len(x)} judged models (scikit-learn: {first}); "
+            "their features give nothing to split on: label models whose matrices and accuracies differ"
+        )
     return AssessorReport(
         scores={
-            name: AssessorScores(name, tuple(float(a) for a, _ in pairs), tuple(float(k) for _, k in pairs))
+            name: AssessorScores(
+                name, tuple(float(a) for a, _ in pairs), tuple(float(k) for _, k in pairs), len(errors[name]), next(iter(errors[name]), "")
+            )
             for name, pairs in results.items()
         },
         models=tuple(x.index),
@@ -359,6 +401,32 @@ def evaluate_assessors(
         test_size=test_size,
         seed=seed,
     )
+
+
+def human_labels(workspace: Workspace, suite_id: str) -> pd.Series:
+    """The human label of each model judged on one suite: the majority vote of the annotators'
+    latest current judgments there (:func:`analytics.agreement.majority_vote`).
+
+    Judgments are scoped to a suite (an annotator judges a model's matrices on that suite), so the
+    assessor learns from the labels given on the suite its features come from.
+
+    Returns
+    -------
+    labels : Series of str
+        Index = model, values in ``LABELS``; empty when nobody judged a model on ``suite_id``.
+    """
+    judgments = latest_judgments(workspace, suite_id)
+    return pd.Series(dtype=object) if judgments.empty else majority_vote(judgments)
+
+
+def judged_suite(workspace: Workspace) -> str | None:
+    """The suite with the most models judged on it (ties: the first suite id), or None when no
+    judgment names a suite."""
+    judged = latest_judgments_by_suite(workspace)
+    if judged.empty:
+        return None
+    counts = judged.groupby("suite_id")["model"].nunique()
+    return str(counts.sort_index().idxmax())
 
 
 def fit_assessor(features: pd.DataFrame, labels: pd.Series, *, kind: str = "random_forest", seed: int = 0) -> FittedAssessor:
@@ -375,11 +443,22 @@ def fit_assessor(features: pd.DataFrame, labels: pd.Series, *, kind: str = "rand
     Returns
     -------
     FittedAssessor
+
+    Raises
+    ------
+    InvalidInputError
+        Bad data (as :func:`evaluate_assessors`), or scikit-learn refuses to fit ``kind`` on it.
     """
     check_choice(kind, "kind", ASSESSORS)
     x, y = _judged(features, labels, 1 / 3)
     columns = feature_columns(x.columns, kind)
-    estimator = ASSESSORS[kind].make(seed).fit(x[columns].to_numpy(), y)
+    try:
+        estimator = ASSESSORS[kind].make(seed).fit(x[columns].to_numpy(), y)
+    except ValueError as err:  # e.g. AdaBoost "worse than random" on columns that do not vary
+        raise InvalidInputError(
+            f"{ASSESSORS[kind].title} cannot be fitted on these {len(x)} labelled models (scikit-learn: {err}); the "
+            f"columns it reads ({', '.join(columns)}) give nothing to split on: pick another assessor or label more varied models"
+        ) from err
     background = x[columns].to_numpy(dtype=float)
     if len(background) > _MAX_BACKGROUND:
         background = background[np.random.default_rng(seed).choice(len(background), _MAX_BACKGROUND, replace=False)]

@@ -203,7 +203,8 @@ def set_class_mapping(
     """Replace what model outputs count as class ``name``.
 
     The stored mapping becomes exactly the given parts (parts left out are cleared), so the
-    class's :func:`class_mapping_key` changes and runs scored with the old mapping become stale.
+    class's :func:`class_mapping_key` changes and runs scored with the old mapping become stale
+    (runs stored without keys get them pinned first: :func:`analytics.runs.pin_legacy_keys`).
 
     Parameters
     ----------
@@ -231,6 +232,7 @@ def set_class_mapping(
         Nothing given, an index outside 0..999, or an unknown IN-9 class.
     """
     from .models import IN9_CLASSES
+    from .runs import pin_legacy_keys  # runs imports this module
 
     known = list_class_mappings(workspace)
     if name not in known:
@@ -243,6 +245,8 @@ def set_class_mapping(
     if in9 and in9 not in IN9_CLASSES:
         raise InvalidInputError(f"class {name!r}: IN-9 class must be one of {', '.join(IN9_CLASSES)}; got {in9!r}")
     result = ClassMapping(indices, in9, (label or "").strip())
+    # runs stored before keys existed count as current; pin their keys while the old mapping still holds
+    pin_legacy_keys(workspace)
     with workspace.transaction() as conn:
         conn.execute(
             "UPDATE classes SET imagenet_indices = ?, in9 = ?, label = ? WHERE name = ?",

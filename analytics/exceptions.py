@@ -26,3 +26,11 @@ class NotFoundError(BackdropError, KeyError):
 
 class WorkspaceError(BackdropError):
     """The workspace folder or its database cannot be used as it is."""
+
+
+class SignInError(BackdropError):
+    """A sign-in was refused. One message for every cause, so it never tells which part was wrong."""
+
+
+class PermissionDeniedError(BackdropError, PermissionError):
+    """The signed-in account's role does not allow the action; the message names the roles that do."""

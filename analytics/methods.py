@@ -330,7 +330,8 @@ def method_precision(workspace: Workspace) -> dict[str, tuple[float, int, int]]:
     latest = latest.assign(method=latest["suite_id"].map(methods), subject=latest["model"] + " @ " + latest["suite_id"])
     result = {}
     for method, judged in latest.groupby("method"):
-        agreement = measure_agreement(judged[["annotator", "subject", "label"]].rename(columns={"subject": "model"}))
+        # only κ is used here: resamples=0 skips the bootstrap intervals
+        agreement = measure_agreement(judged[["annotator", "subject", "label"]].rename(columns={"subject": "model"}), resamples=0)
         n_models = judged.loc[judged["subject"].isin(agreement.fleiss_models), "model"].nunique()
         result[str(method)] = (agreement.fleiss_kappa, int(n_models), len(agreement.annotators))
     return result

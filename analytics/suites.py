@@ -315,7 +315,7 @@ def _load_models(workspace: Workspace, models: list[tuple[str, str]], device: st
 
 
 def _keyword_tables(workspace: Workspace, names: Mapping[str, str] | None) -> dict[str, tuple[str, KeywordTable]]:
-    """{'target': (name, table), 'background': (name, table)}: given names or the newest of each kind."""
+    """{'target': (name, table), 'background': (name, table)}: given names or the newest not stale of each kind."""
     names = dict(names or {})
     unknown = sorted(set(names) - {"target", "background"})
     if unknown:
@@ -325,7 +325,7 @@ def _keyword_tables(workspace: Workspace, names: Mapping[str, str] | None) -> di
     for kind in ("target", "background"):
         name = names.get(kind)
         if name is None:
-            candidates = listing[listing["item_kind"] == kind].sort_values(["created", "name"])
+            candidates = listing[(listing["item_kind"] == kind) & ~listing["stale"]].sort_values(["created", "name"])
             if candidates.empty:
                 raise InvalidInputError(
                     f"no {kind} keyword table in {workspace.root}; compute one (`python -m analytics suite` does it with the "
@@ -659,8 +659,9 @@ def ensure_keyword_tables(
     device: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """Keyword tables for the targets and the pool: the newest existing one of each kind, or a
-    classifier-patch table computed (and saved) over all items of that kind.
+    """Keyword tables for the targets and the pool: the newest existing one of each kind (not
+    stale: its model still has the weights it was computed with), or a classifier-patch table
+    computed (and saved) over all items of that kind.
 
     Parameters
     ----------
@@ -680,7 +681,7 @@ def ensure_keyword_tables(
     listing = list_keyword_tables(workspace)
     names, computed, backend = {}, [], None
     for kind in ("target", "background"):
-        existing = listing[listing["item_kind"] == kind].sort_values(["created", "name"])
+        existing = listing[(listing["item_kind"] == kind) & ~listing["stale"]].sort_values(["created", "name"])
         if not existing.empty:
             names[kind] = str(existing["name"].iloc[-1])
             continue
@@ -690,7 +691,7 @@ def ensure_keyword_tables(
                 loaded, grid=grid, threshold=threshold, batch_size=batch_size, exclude_classes=list_classes(workspace)
             )
         table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=progress)
-        names[kind] = keyword_table_name(backend, kind, table.ids)
+        names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
         computed.append(kind)
     return names, computed
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.agreement import majority_vote
-from analytics.assessor import ASSESSORS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, explain, predict
+from analytics.assessor import ASSESSORS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, explain, human_labels, predict
 from analytics.exceptions import BackdropError, InvalidInputError
-from analytics.judgments import LABELS, latest_judgments
+from analytics.judgments import LABELS
 from analytics.workspace import Workspace
 from analytics.zoo import construction_labels
 from ui import agreement as view
 from ui import judge, state
+from ui.auth import require_sign_in
 
 KEY = "assessor."
 HUMAN, CONSTRUCTION = "human", "construction"
@@ -45,7 +45,7 @@ def choose_inputs(workspace: Workspace) -> tuple[str, str, int]:
     return suite_id, source, int(repeats)
 
 
-def load_labels(workspace: Workspace, source: str) -> pd.Series:
+def load_labels(workspace: Workspace, source: str, suite_id: str) -> pd.Series:
     if source == CONSTRUCTION:
         labels = construction_labels(workspace)
         st.caption(
@@ -54,9 +54,11 @@ def load_labels(workspace: Workspace, source: str) -> pd.Series:
             "construction, not anyone's judgment."
         )
         return labels
-    judgments = latest_judgments(workspace)
-    st.caption(":material/groups: **Human labels**: the majority vote of the annotators' latest judgments (Agreement page).")
-    return pd.Series(dtype=object) if judgments.empty else majority_vote(judgments)
+    st.caption(
+        ":material/groups: **Human labels**: the majority vote of the annotators' latest judgments on this suite "
+        "(Agreement page); judgments on other suites judged other matrices and do not count here."
+    )
+    return human_labels(workspace, suite_id)
 
 
 def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, source: str) -> None:
@@ -87,7 +89,20 @@ def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, sou
         "random forest 79.7 ± 7.5 %, AdaBoost 74.8 ± 9.1 %, worst-case threshold 64.4 %."
     )
     right.plotly_chart(view.assessor_bars(report.table()), width="stretch")
+    for name, scores in report.scores.items():
+        if scores.failed:
+            st.warning(
+                f"{ASSESSORS[name].title}: {scores.failed} of {report.repeats} fits refused by scikit-learn ({scores.failure}); "
+                "its scores cover the other splits only (none: no score).",
+                icon=":material/warning:",
+            )
     with st.expander("Features each assessor reads"):
+        st.caption(
+            "A feature id reads `<signal>.<statistic of its variance matrix>`. Signals: `true_prob` = the true class's "
+            "probability, `emb_*` = embedding neurons (top-k, max, mean). Statistics (the paper's matrix features): mean, "
+            "std, error rate (share of cells above 0.15), discontinuity, asymmetry, and gradients, e.g. "
+            "`true_prob.gradient_diagonal_max` = the largest jump between neighbouring cells along the diagonal."
+        )
         st.dataframe(view.assessor_inputs_table(report), hide_index=True, width="stretch")
 
 
@@ -97,7 +112,11 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
         "Assessor", list(ASSESSORS), format_func=lambda k: ASSESSORS[k].title, key=KEY + "kind",
         help="Trained on every labelled model.",
     )  # fmt: skip
-    fitted = view.fitted_assessor(features, labels, kind)
+    try:
+        fitted = view.fitted_assessor(features, labels, kind)
+    except InvalidInputError as err:
+        st.warning(str(err))
+        return
     unlabelled = features.index.difference(labels.index)
     if len(unlabelled):
         table = predict(fitted, features.loc[unlabelled]).reset_index(names="model")
@@ -133,6 +152,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Assessor")
     st.caption(
         "Learn the decision from the matrices, check it against the same learners on the accuracy statistics and a "
@@ -140,7 +160,7 @@ def main() -> None:
     )
     workspace = state.current_workspace()
     suite_id, source, repeats = choose_inputs(workspace)
-    labels = load_labels(workspace, source)
+    labels = load_labels(workspace, source, suite_id)
     runs = judge.finished_runs(workspace, suite_id)
     try:
         features = view.assessor_features(str(workspace.root), tuple(zip(runs["id"], runs["finished"])), "smooth")

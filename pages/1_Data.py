@@ -26,6 +26,7 @@ from analytics.exceptions import BackdropError
 from analytics.images import check_mask_share, fit_square, read_image
 from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, screening, state, widgets
+from ui.auth import require_sign_in
 
 PAGE_SIZE = 24
 GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
@@ -62,7 +63,10 @@ def show_backgrounds(workspace: Workspace) -> None:
     if backgrounds.empty:
         st.info(f"No backgrounds yet — {EMPTY_HINT}.", icon=":material/image_not_supported:")
         return
-    st.caption("The pool of scenes targets are pasted on, with each image's source package (licences below the grid).")
+    st.caption(
+        "The pool of scenes targets are pasted on, with each image's source package (licences below the grid). A name such as "
+        "`Aqua@0,480,1600` is a square crop of a source photo: photo `Aqua` @ top 0, left 480, side 1600 px."
+    )
     page_column, _ = st.columns([1, 3])
     with page_column:
         start, stop = widgets.paginate(len(backgrounds), page_size=PAGE_SIZE, key="data.backgrounds_page")
@@ -169,6 +173,7 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Data")
     workspace = state.current_workspace()
     tabs = st.tabs(["Targets", "Classes", "Backgrounds", "Composite preview", "Import", "GrabCut"])

@@ -15,6 +15,7 @@ from analytics.ontology import save_ontology
 from analytics.workspace import Workspace
 from ui import ontology as view
 from ui import state
+from ui.auth import require_sign_in
 
 
 def open_workspace() -> Workspace | None:
@@ -28,7 +29,9 @@ def open_workspace() -> Workspace | None:
 
 def keyword_tables(workspace: Workspace) -> None:
     """The builder (classifier patches, a keyword file, scene-model checkpoints) and the table list."""
-    with st.expander("Keyword tables of this workspace", expanded=view.list_keyword_tables(workspace).empty):
+    # kept open after a build, or its report (and the warnings about unmatched image names) is hidden
+    expanded = view.list_keyword_tables(workspace).empty or view.BUILD_REPORT in st.session_state
+    with st.expander("Keyword tables of this workspace", expanded=expanded):
         request = view.keyword_builder(workspace)
         if request is not None:
             try:
@@ -42,6 +45,7 @@ def keyword_tables(workspace: Workspace) -> None:
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Ontology")
     st.caption(
         "Keywords that co-occur in scenes, mined as association rules (support, confidence) and drawn "
@@ -66,7 +70,9 @@ def main() -> None:
     for column, (label, value) in zip(columns, ontology.summary.items()):
         column.metric(label.capitalize(), value)
     if workspace is not None and st.button("Save this ontology in the workspace", key=view.KEY + "save"):
-        st.success(f"Saved ontology `{save_ontology(workspace, ontology, tables=[source.label])}`.")
+        # one entry per keyword table, so the Suites page and build_suite find the tables it was mined from
+        tables_used = list(source.names) or [source.label]
+        st.success(f"Saved ontology `{save_ontology(workspace, ontology, tables=tables_used)}`.")
 
     rules_tab, network_tab, expansion_tab = st.tabs(["Rules", "Network", "Expansion explorer"])
     with rules_tab:

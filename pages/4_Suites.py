@@ -14,9 +14,11 @@ from analytics.exceptions import BackdropError
 from analytics.suites import save_suite
 from ui import state
 from ui import suites as view
+from ui.auth import require_sign_in
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Suites")
     st.caption(
         "For every target, N background scenes chosen at random, by embedding distance (nearest, "

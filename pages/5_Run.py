@@ -15,8 +15,9 @@ from analytics.models import list_models
 from analytics.runs import list_runs, start_runs
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
-from ui import state
+from ui import state, widgets
 from ui import runs as view
+from ui.auth import require_sign_in
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
 FINISHED = "run.finished"
@@ -43,7 +44,7 @@ def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
     names = [spec.name for spec in list_models(workspace)]
     models = st.multiselect("Models", names, default=names[:1], key="run.models", help="Several models over one suite run as one action.")
     records = suites.set_index("id").to_dict("index")
-    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: view.suite_label({"id": s, **records[s]}))
+    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
     with st.expander("Options"):
         left, middle, right = st.columns(3)
         top_k = int(left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image."))
@@ -65,7 +66,7 @@ def past_runs(workspace: Workspace) -> None:
     st.caption("Worst-case accuracy: share of targets classified correctly under every one of their backgrounds.")
     if table["stale"].any():
         st.caption(
-            f"{view.STALE}: {int(table['stale'].sum())} run(s) used weights the model no longer has (re-registered since) or a "
+            f"**{view.STALE.capitalize()}**: {int(table['stale'].sum())} run(s) used weights the model no longer has (re-registered since) or a "
             "class mapping that has changed. They stay listed but never feed the Judge queue or the assessor; run the model again."
         )
     unfinished = table[(table["status"] != "done") & ~table["stale"]]  # a stale run cannot be resumed: its weights are gone
@@ -79,6 +80,7 @@ def past_runs(workspace: Workspace) -> None:
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Run")
     st.caption(
         "A run composes every target with each of its suite's backgrounds, runs the model on the original and "

@@ -19,9 +19,10 @@ from analytics.exceptions import BackdropError
 from analytics.runs import SIGNALS, cell_pairs, list_runs
 from analytics.variance import VarianceMatrix
 from analytics.workspace import Workspace
-from ui import state
+from ui import state, widgets
 from ui import colour_scale
 from ui import runs as view
+from ui.auth import require_sign_in
 from ui.charts import point_scatter
 
 PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
@@ -116,15 +117,24 @@ def explore(workspace_path: str, run: Mapping, settings: view.Settings, ranges: 
 
 
 def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]) -> None:
-    same_suite = done[done["suite_id"] == run["suite_id"]]
-    # one run per model: the chosen run for its model, the newest for the others
+    same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
+    # one run per model: the chosen run for its model, the newest current one for the others
     same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], same_suite]).drop_duplicates("model")
     records = same_suite.set_index("id").to_dict("index")
-    default = list(records)[: view.MAX_COMPARED]
+    key = f"{view.KEY}compare"
+    widgets.prefill(key, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
+    if len(records) == 1:
+        st.info(
+            f"Only {run['model']} has a finished current run over suite {run['suite_id']}: run other models over it on the "
+            "Run page to compare them here."
+        )
     chosen = st.multiselect(
-        f"Runs over suite {run['suite_id']} (up to {view.MAX_COMPARED})", list(records), default=default, max_selections=view.MAX_COMPARED,
-        format_func=lambda r: records[r]["model"], key=f"{view.KEY}compare",
+        f"Models with runs over suite {run['suite_id']} (up to {view.MAX_COMPARED})", list(records), max_selections=view.MAX_COMPARED,
+        format_func=lambda r: records[r]["model"], key=key,
     )  # fmt: skip
+    if not chosen:
+        st.caption(f"Pick up to {view.MAX_COMPARED} models above to see their matrices side by side.")
+        return
     try:
         matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings) for r in chosen}
     except BackdropError as err:
@@ -145,6 +155,7 @@ def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: vie
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Matrices")
     workspace = state.current_workspace()
     table = list_runs(workspace)

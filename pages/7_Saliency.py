@@ -14,14 +14,20 @@ import streamlit as st
 from analytics.datasets import list_targets
 from analytics.exceptions import BackdropError
 from analytics.saliency import BASELINES, METHODS
+from analytics.suites import list_suites
 from ui import state, widgets
 from ui import saliency as view
+from ui.auth import require_sign_in
 
 NO_SUITE = "(originals only)"
 
 
 def choose_settings() -> view.Settings:
-    method = st.selectbox("Method", list(METHODS), format_func=lambda k: METHODS[k].name, key="saliency.method")
+    method = st.selectbox(
+        "Method", list(METHODS), index=list(METHODS).index(view.DEFAULT_METHOD), format_func=lambda k: METHODS[k].name, key="saliency.method",
+        help=f"{METHODS[view.DEFAULT_METHOD].name} (the default) gives coarse, smooth maps that read at a glance; gradient "
+        "methods show pixel-level detail that often looks like speckle. TorchScript models cannot run Grad-CAM (no hooks).",
+    )  # fmt: skip
     st.caption(METHODS[method].reference)
     with st.expander("Method settings"):
         method_settings = view.method_settings(method, key="saliency.settings")
@@ -48,6 +54,9 @@ def show_target(workspace_path: str, model: str, spec_key: str, settings: view.S
         f"Heat map: {METHODS[settings.method].name} of the true class's most probable output. {view.MASK_COLOUR_NAME.capitalize()}: "
         f"the object's mask; {view.BINARY_COLOUR_NAME}: the top {settings.threshold:.0%} of the map's pixels."
     )
+    legend, words = st.columns([1, 3], vertical_alignment="center")
+    legend.image(view.colour_legend(), width="stretch")
+    words.caption(view.LEGEND_CAPTION)
     widgets.image_grid(view.overlays(result, settings.threshold), view.captions(result), n_columns=3)
     table = view.metrics_table(result)
     st.dataframe(
@@ -64,9 +73,8 @@ def show_comparison(workspace_path: str, models: dict[str, str], settings: view.
     )
     left, middle, right = st.columns(3)
     chosen_models = left.multiselect("Models", list(models), default=list(models)[:1], key="saliency.compare_models")
-    chosen_methods = middle.multiselect(
-        "Methods", list(METHODS), default=[settings.method], format_func=lambda k: METHODS[k].name, key="saliency.compare_methods"
-    )
+    widgets.prefill("saliency.compare_methods", [settings.method], follows=settings.method)  # follows the page's method
+    chosen_methods = middle.multiselect("Methods", list(METHODS), format_func=lambda k: METHODS[k].name, key="saliency.compare_methods")
     n_targets = int(right.number_input("First targets", 1, max(1, len(targets)), min(4, len(targets)), key="saliency.compare_targets"))
     if not st.button("Compare", key="saliency.compare"):
         st.caption("Each cell explains every chosen target and composite once; results are cached.")
@@ -88,6 +96,7 @@ def show_comparison(workspace_path: str, models: dict[str, str], settings: view.
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Saliency")
     st.caption(
         "Attribution maps of the true class on a target and its composites, scored against the object's mask "
@@ -100,11 +109,14 @@ def main() -> None:
     if not models or targets.empty:
         st.info("Saliency needs a registered model (Models page) and targets (Data page).")
         st.stop()
-    suites = view.suite_ids(workspace)
+    suites = list_suites(workspace).set_index("id").to_dict("index")
     with st.sidebar:
         model = st.selectbox("Model", list(models), key="saliency.model")
         target = st.selectbox("Target", targets["id"], key="saliency.target")
-        suite = st.selectbox("Composites from suite", [NO_SUITE, *suites], key="saliency.suite")
+        suite = st.selectbox(
+            "Composites from suite", [NO_SUITE, *suites], key="saliency.suite",
+            format_func=lambda s: s if s == NO_SUITE else widgets.suite_label({"id": s, **suites[s]}),
+        )  # fmt: skip
         suite = None if suite == NO_SUITE else suite
         n_composites = int(st.number_input("Composites shown", 0, 32, 5, key="saliency.n_composites")) if suite else 0
         settings = choose_settings()

@@ -19,6 +19,7 @@ from analytics.saliency import BASELINES
 from analytics.workspace import Workspace
 from ui import judge as view
 from ui import saliency, state
+from ui.auth import require_sign_in
 
 CONFIDENCE = view.KEY + "confidence"
 CONFIDENCE_LEVELS = {"low": 1 / 3, "medium": 2 / 3, "high": 1.0}
@@ -195,6 +196,7 @@ def show_change_last(workspace: Workspace, annotator: str, suite_id: str, number
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Judge")
     st.caption("Is the model invariant to the background? Decide from its variance matrices, one model at a time.")
     workspace = state.current_workspace()

@@ -1,6 +1,8 @@
 """Agreement: how far the annotators agree about the models judged on one suite (Fleiss' κ, Cohen's κ
-per pair, per-model table, confusion between two annotators, majority vote) and the full judgment
-history as CSV. Judgments count per suite: the latest current one per (annotator, model, suite).
+per pair, Krippendorff's α, each annotator against the majority, per-model table, confusion between
+two annotators, majority vote), every statistic with its number of shared models, a warning below
+the minimum and a bootstrap interval, and the full judgment history as CSV. Judgments count per
+suite: the latest current one per (annotator, model, suite).
 
 A thin view: the statistics are :mod:`analytics.agreement`, the tables and figures :mod:`ui.agreement`.
 """
@@ -10,11 +12,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.agreement import Agreement, confusion, measure_agreement
+from analytics.agreement import Agreement, confusion
 from analytics.judgments import judgment_history, latest_judgments
 from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import state
+from ui.auth import require_sign_in
 
 PER_MODEL_NAMES = {
     "model": "Model",
@@ -28,22 +31,31 @@ PER_MODEL_NAMES = {
 
 
 def show_summary(agreement: Agreement) -> None:
-    kappa = agreement.fleiss_kappa
-    columns = st.columns(4)
+    kappa, alpha = agreement.fleiss, agreement.alpha["ordinal"]
+    columns = st.columns(5)
     columns[0].metric(
-        "Fleiss' κ", view.format_kappa(kappa), border=True, help="Across all annotators, over the models judged by at least two."
+        "Fleiss' κ", view.format_kappa(kappa.value), border=True, help="Across all annotators, over the models judged by at least two."
     )
-    columns[1].metric("Strength", view.kappa_words(kappa), border=True, help="Landis & Koch (1977) bands.")
-    columns[2].metric("Annotators", len(agreement.annotators), border=True)
-    columns[3].metric("Models in κ", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
-    st.caption(view.KAPPA_EXPLAINED)
+    columns[0].caption(view.estimate_caption(kappa))
+    columns[1].metric("Krippendorff's α (ordinal)", view.format_kappa(alpha.value), border=True, help=view.ALPHA_EXPLAINED)
+    columns[1].caption(view.estimate_caption(alpha))
+    columns[2].metric("Strength of κ", view.kappa_words(kappa.value), border=True, help="Landis & Koch (1977) bands.")
+    columns[3].metric("Annotators", len(agreement.annotators), border=True)
+    columns[4].metric("Models in κ and α", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
+    for warning in agreement.warnings:
+        st.warning(warning, icon=":material/warning:")
+    nominal = agreement.alpha["nominal"]
+    st.caption(
+        f"Krippendorff's α, nominal (labels unordered): {view.format_kappa(nominal.value)} · {view.estimate_caption(nominal)}. "
+        f"{view.KAPPA_EXPLAINED} {view.INTERVAL_EXPLAINED}"
+    )
     for note in agreement.notes:
         st.caption(f":material/info: {note}")
 
 
-def show_pairs(agreement: Agreement, judgments: pd.DataFrame) -> None:
+def show_pairs(agreement: Agreement) -> None:
     st.subheader("Pairs of annotators")
-    table = view.cohen_table(agreement, judgments)
+    table = view.cohen_table(agreement)
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.dataframe(
@@ -52,8 +64,24 @@ def show_pairs(agreement: Agreement, judgments: pd.DataFrame) -> None:
             width="stretch",
             column_config={"Cohen's κ": st.column_config.NumberColumn(format="%.2f")},
         )
-        st.caption("Cohen's κ of each pair, on the models both judged.")
+        st.caption("Cohen's κ of each pair, on the models both judged; 'few models': fewer than the minimum shared.")
     right.plotly_chart(view.kappa_heatmap(agreement), width="stretch")
+
+
+def show_annotators(agreement: Agreement) -> None:
+    st.subheader("Each annotator against the majority")
+    share = st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)
+    st.dataframe(
+        view.majority_table(agreement),
+        hide_index=True,
+        width="stretch",
+        column_config={"With the others' majority": share, "With everyone's majority": share},
+    )
+    st.caption(
+        "Over the models the annotator judged that someone else judged too: the share where their label equals the "
+        "majority vote of the *other* annotators (no one agrees with themselves), and of *everyone*, themselves included "
+        "(the label the assessor learns from)."
+    )
 
 
 def show_confusion(agreement: Agreement, judgments: pd.DataFrame) -> None:
@@ -105,6 +133,7 @@ def show_history(workspace: Workspace) -> None:
 
 
 def main() -> None:
+    require_sign_in()  # team mode: nothing but the sign-in form until signed in
     st.title("Agreement")
     st.caption("Do the annotators read the variance matrices the same way?")
     workspace = state.current_workspace()
@@ -115,7 +144,7 @@ def main() -> None:
     labels = dict(zip(suites["id"], suites["label"]))
     suite_id = st.selectbox("Suite", list(labels), format_func=labels.__getitem__, key="agreement.suite", help="Judgments are made per suite.")
     judgments = latest_judgments(workspace, suite_id)
-    agreement = measure_agreement(judgments)
+    agreement = view.measured(judgments)
     show_summary(agreement)
     if len(agreement.annotators) < 2:
         st.info(
@@ -124,7 +153,8 @@ def main() -> None:
             "page, on this suite, under their own name."
         )
     else:
-        show_pairs(agreement, judgments)
+        show_pairs(agreement)
+        show_annotators(agreement)
         show_confusion(agreement, judgments)
     show_models(agreement)
     show_history(workspace)

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.agreement import Agreement
+from analytics.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, MIN_SHARED_MODELS, Agreement, Estimate, measure_agreement
 from analytics.assessor import ASSESSORS, INPUTS, AssessorReport, FittedAssessor, evaluate_assessors, fit_assessor
 from analytics.judgments import LABELS, latest_judgments_by_suite
 from analytics.runs import features_table
@@ -39,6 +39,16 @@ KAPPA_BANDS: tuple[tuple[float, str], ...] = (
 KAPPA_EXPLAINED = (
     "κ = (observed agreement − agreement expected by chance) / (1 − agreement expected by chance): "
     "1 is perfect agreement, 0 is what chance alone gives, below 0 is worse than chance."
+)
+ALPHA_EXPLAINED = (
+    "Krippendorff's α = 1 − observed disagreement / disagreement expected by chance, on the same scale as κ. "
+    "Ordinal: the labels are ordered invariant < borderline < variant, so invariant vs variant is a larger "
+    "disagreement than invariant vs borderline; nominal treats every disagreement alike. "
+    "Krippendorff suggests α ≥ 0.80 for conclusions, ≥ 0.67 for tentative ones."
+)
+INTERVAL_EXPLAINED = (
+    f"Intervals: {CONFIDENCE:.0%} bootstrap (the models resampled with replacement {BOOTSTRAP_RESAMPLES} times, seeded, "
+    f"percentiles). Below {MIN_SHARED_MODELS} shared models a statistic is an indication, not a measurement."
 )
 
 
@@ -68,32 +78,64 @@ def format_kappa(kappa: float) -> str:
     return "N/A" if kappa is None or math.isnan(kappa) else f"{kappa:.2f}"
 
 
-# -- annotators ----------------------------------------------------------------------------------
-def cohen_table(agreement: Agreement, judgments: pd.DataFrame) -> pd.DataFrame:
-    """One row per annotator pair: ``Annotator A, Annotator B, Shared models, Cohen's κ, Strength``.
+def format_interval(estimate: Estimate) -> str:
+    """'0.12 to 0.80', or 'N/A' when the interval could not be computed."""
+    return "N/A" if math.isnan(estimate.low) else f"{estimate.low:.2f} to {estimate.high:.2f}"
 
-    Parameters
-    ----------
-    agreement : Agreement
-    judgments : DataFrame
-        The judgments ``agreement`` was measured on (columns annotator, model, label).
+
+def estimate_caption(estimate: Estimate) -> str:
+    """What backs a statistic: '8 shared models (fewer than 10) · 95% CI 0.12 to 0.80'."""
+    few = f" (fewer than {MIN_SHARED_MODELS})" if estimate.below_minimum else ""
+    return f"{estimate.n_models} shared models{few} · {CONFIDENCE:.0%} CI {format_interval(estimate)}"
+
+
+@st.cache_data(max_entries=16, show_spinner="Bootstrapping the agreement intervals…")
+def measured(judgments: pd.DataFrame) -> Agreement:
+    """:func:`analytics.agreement.measure_agreement` with its default bootstrap (cached on the judgments)."""
+    return measure_agreement(judgments)
+
+
+# -- annotators ----------------------------------------------------------------------------------
+def cohen_table(agreement: Agreement) -> pd.DataFrame:
+    """One row per annotator pair: ``Annotator A, Annotator B, Shared models, Cohen's κ, 95% CI, Strength``.
+
+    ``Strength`` says '(few models)' after the words where the pair shares fewer than
+    :data:`analytics.agreement.MIN_SHARED_MODELS` models.
     """
-    judged = judgments.groupby("annotator")["model"].apply(set)
     rows = [
-        (first, second, len(judged[first] & judged[second]), kappa, kappa_words(kappa))
-        for (first, second), kappa in agreement.cohen_kappa.items()
+        (first, second, e.n_models, e.value, format_interval(e), kappa_words(e.value) + (" (few models)" if e.below_minimum else ""))
+        for (first, second), e in agreement.cohen.items()
     ]
-    return pd.DataFrame(rows, columns=["Annotator A", "Annotator B", "Shared models", "Cohen's κ", "Strength"])
+    return pd.DataFrame(rows, columns=["Annotator A", "Annotator B", "Shared models", "Cohen's κ", f"{CONFIDENCE:.0%} CI", "Strength"])
+
+
+def majority_table(agreement: Agreement) -> pd.DataFrame:
+    """One row per annotator: ``Annotator, Shared models, With the others' majority, 95% CI (others),
+    With everyone's majority, 95% CI (everyone)``.
+
+    Shares are fractions in [0, 1] (NaN for an annotator who shares no model); see
+    :mod:`analytics.agreement` for the two majorities.
+    """
+    rows = [
+        (name, shares["with_others"].n_models, shares["with_others"].value, format_interval(shares["with_others"]),
+         shares["with_all"].value, format_interval(shares["with_all"]))
+        for name, shares in agreement.with_majority.items()
+    ]  # fmt: skip
+    ci = f"{CONFIDENCE:.0%} CI"
+    columns = ["Annotator", "Shared models", "With the others' majority", f"{ci} (others)", "With everyone's majority", f"{ci} (everyone)"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def kappa_heatmap(agreement: Agreement) -> go.Figure:
-    """Symmetric annotator × annotator heatmap of Cohen's κ (diagonal left empty), values written in."""
+    """Symmetric annotator × annotator heatmap of Cohen's κ (diagonal left empty), κ and shared models written in."""
     names = list(agreement.annotators)
     index = {name: i for i, name in enumerate(names)}
     values = np.full((len(names), len(names)), np.nan)
-    for (first, second), kappa in agreement.cohen_kappa.items():
-        values[index[first], index[second]] = values[index[second], index[first]] = kappa
-    text = [["" if np.isnan(v) else f"{v:.2f}" for v in row] for row in values]
+    shared = np.zeros((len(names), len(names)), dtype=int)
+    for (first, second), estimate in agreement.cohen.items():
+        values[index[first], index[second]] = values[index[second], index[first]] = estimate.value
+        shared[index[first], index[second]] = shared[index[second], index[first]] = estimate.n_models
+    text = [["" if np.isnan(v) else f"{v:.2f}<br>n={n}" for v, n in zip(row, counts)] for row, counts in zip(values, shared)]
     figure = go.Figure(
         go.Heatmap(
             z=values,
@@ -105,7 +147,8 @@ def kappa_heatmap(agreement: Agreement) -> go.Figure:
             text=text,
             texttemplate="%{text}",
             colorbar={"title": {"text": "Cohen's κ"}},
-            hovertemplate="%{y} vs %{x}: κ = %{z:.3f}<extra></extra>",
+            customdata=shared,
+            hovertemplate="%{y} vs %{x}: κ = %{z:.3f} on %{customdata} shared models<extra></extra>",
         )
     )
     figure.update_layout(

@@ -50,7 +50,7 @@ from analytics.ontology import (
     level_statistics,
 )
 from analytics.workspace import PROJECT_ROOT, Workspace
-from ui import cache
+from ui import cache, widgets
 
 REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
@@ -151,7 +151,7 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     kind = st.radio("Transactions from", kinds, horizontal=True, key=KEY + "source")
     if kind == WORKSPACE_SOURCE:
         default = None if KEY + "tables" in st.session_state else names  # a build chose its new tables
-        chosen = st.multiselect("Keyword tables (their rows are stacked)", names, default=default, key=KEY + "tables")
+        chosen = st.multiselect("Keyword tables (their rows are stacked)", names, default=default, key=KEY + "tables", help=widgets.KEYWORD_TABLE_HELP)
         return Source(WORKSPACE_SOURCE, names=tuple(chosen)) if chosen else None
     if not names:
         st.caption("The workspace has no keyword tables yet: load a keyword file (and save it to the workspace below).")
@@ -476,7 +476,7 @@ def expansion_explorer(ontology: Ontology, tables: list[KeywordTable], table_nam
     statistics over the whole table."""
     index = 0
     if len(tables) > 1:
-        index = table_names.index(st.selectbox("Keyword table", table_names, key=KEY + "explore_table"))
+        index = table_names.index(st.selectbox("Keyword table", table_names, key=KEY + "explore_table", help=widgets.KEYWORD_TABLE_HELP))
     table = tables[index]
     labels = table.labels or [""] * table.n_items
     row = st.selectbox(
@@ -486,8 +486,15 @@ def expansion_explorer(ontology: Ontology, tables: list[KeywordTable], table_nam
         key=KEY + "explore_row",
     )
     columns = st.columns(3)
-    maxits = int(columns[0].number_input("MAXITS (levels)", 0, 10, DEFAULT_MAXITS, key=KEY + "maxits"))
-    minkws = int(columns[1].number_input("MINKWS (0 = none)", 0, 200, 0, key=KEY + "minkws")) or None
+    maxits = int(columns[0].number_input(
+        "Expansion levels", 0, 10, DEFAULT_MAXITS, key=KEY + "maxits",
+        help="The paper's MAXITS: how many times the expansion follows the ontology's edges outward; each level adds the "
+        "keywords that the previous level's keywords imply.",
+    ))  # fmt: skip
+    minkws = int(columns[1].number_input(
+        "Stop at this many keywords (0 = no limit)", 0, 200, 0, key=KEY + "minkws",
+        help="The paper's MINKWS: the expansion stops once the item has at least this many keywords.",
+    )) or None  # fmt: skip
     rank_by = columns[2].radio("Rank by", WEIGHTS, horizontal=True, key=KEY + "rank_by")
     detected = table.keywords_of(row)
     expansion = expand_item(ontology, table, row, maxits=maxits, minkws=minkws, rank_by=rank_by)

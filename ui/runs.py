@@ -36,8 +36,9 @@ COMPARE_HEIGHT = 320
 MAX_COMPARED = 4
 CLICK_MARKERS = 64  # clickable cell centres per axis; on finer grids a click picks every 2nd (or nth) cell
 SCATTER_POINTS = 5000  # per signal; four scatters of this size stay responsive in the browser
-STATUS_ICONS = {"done": "✅ done", "running": "⏳ unfinished", "failed": "⚠️ failed"}
-STALE = "🕰️ stale"  # shown after the status of a run whose weights or class mappings changed since
+# plain words: emoji render as empty boxes on machines without an emoji font (and table cells take no icons)
+STATUS_WORDS = {"done": "done", "running": "unfinished", "failed": "failed"}
+STALE = "stale"  # shown after the status of a run whose weights or class mappings changed since
 #: Column configuration of :func:`runs_display`'s accuracy columns.
 PERCENT = {
     name: st.column_config.ProgressColumn(name, format="percent", min_value=0, max_value=1)
@@ -69,14 +70,9 @@ def run_label(run: Mapping) -> str:
     return f"{run['model']} · suite {run['suite_id']} · run {run['id']}"
 
 
-def suite_label(suite: Mapping) -> str:
-    """``<id> · <method>, n = <n>, <targets> targets`` (a row of :func:`analytics.suites.list_suites`)."""
-    return f"{suite['id']} · {suite['method']}, n = {suite['n']}, {suite['targets']} targets"
-
-
 def runs_display(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`analytics.runs.list_runs` for display: status words (stale runs marked), progress, readable headers."""
-    status = table["status"].map(STATUS_ICONS).fillna(table["status"])
+    status = table["status"].map(STATUS_WORDS).fillna(table["status"])
     return pd.DataFrame({
         "Run": table["id"], "Model": table["model"], "Suite": table["suite_id"],
         "Status": status.where(~table["stale"].astype(bool), status + " · " + STALE),

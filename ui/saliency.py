@@ -30,6 +30,10 @@ ORIGINAL = "original"
 MASK_COLOUR, MASK_COLOUR_NAME = (0, 230, 255), "cyan"
 BINARY_COLOUR, BINARY_COLOUR_NAME = (255, 255, 255), "white"
 OVERLAY_ALPHA = 0.5
+#: The page's first method: Grad-CAM's coarse maps read at a glance, where plain gradients are speckle.
+DEFAULT_METHOD = "gradcam"
+HEAT_MAP = cv2.COLORMAP_JET
+LEGEND_CAPTION = "Heat map colours: dark blue = the map's lowest attribution → green → red = its highest (each map scaled to its own range)."
 
 
 @dataclass(frozen=True)
@@ -65,11 +69,6 @@ def registered_models(workspace: Workspace) -> dict[str, str]:
     from analytics.models import list_models
 
     return {spec.name: spec.content_key() for spec in list_models(workspace)}
-
-
-def suite_ids(workspace: Workspace) -> list[str]:
-    """Ids of the workspace's suites, newest first."""
-    return [row["id"] for row in workspace.query("SELECT id FROM suites ORDER BY created DESC, id")]
 
 
 def suite_backgrounds(workspace: Workspace, suite_id: str | None, target_id: str, limit: int) -> list[str]:
@@ -209,9 +208,24 @@ def overlay(image: np.ndarray, saliency: np.ndarray, mask: np.ndarray, binary: n
     -------
     ndarray of shape (h, w, 3), uint8
     """
-    heat = cv2.applyColorMap(np.uint8(np.clip(saliency, 0, 1) * 255), cv2.COLORMAP_JET)[..., ::-1]
-    blended = cv2.addWeighted(image, 1 - alpha, np.ascontiguousarray(heat), alpha, 0)
+    heat = _heat(np.clip(saliency, 0, 1))
+    blended = cv2.addWeighted(image, 1 - alpha, heat, alpha, 0)
     return outline_mask(outline_mask(blended, binary, colour=BINARY_COLOUR), mask, colour=MASK_COLOUR)
+
+
+def colour_legend(*, width: int = 256, height: int = 14) -> np.ndarray:
+    """The heat map's colour scale from 0 (left) to 1 (right), as drawn by :func:`overlay`.
+
+    Returns
+    -------
+    ndarray of shape (height, width, 3), uint8
+    """
+    return np.repeat(_heat(np.linspace(0.0, 1.0, width)[None, :]), height, axis=0)
+
+
+def _heat(values: np.ndarray) -> np.ndarray:
+    """RGB colours of :data:`HEAT_MAP` for values in [0, 1]: ndarray of shape values.shape + (3,), uint8."""
+    return np.ascontiguousarray(cv2.applyColorMap(np.uint8(values * 255), HEAT_MAP)[..., ::-1])
 
 
 def overlays(result: ExplainedImages, threshold: float) -> list[np.ndarray]:

@@ -14,12 +14,15 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from analytics.exceptions import WorkspaceError
+from analytics.team.server import team_mode
 from analytics.workspace import Workspace, default_workspace_path
 
 #: Folder of the workspace (text; the sidebar's workspace selector writes it).
 WORKSPACE_PATH = "backdrop.workspace_path"
-#: Name of the person judging models (text; entered once per browser session in the sidebar).
+#: Name of the person judging models (text; entered once per browser session in the sidebar; solo mode).
 ANNOTATOR = "backdrop.annotator"
+#: Name of the account signed in to this session (team mode; see :mod:`ui.auth`).
+SIGNED_IN = "backdrop.signed_in"
 
 #: URL path of a page to open once ``app.py`` has set up the navigation (see :func:`init_state`).
 RESUME_PAGE = "backdrop.resume_page"
@@ -44,14 +47,18 @@ def init_state() -> None:
 
 
 def workspace_path() -> Path:
-    """The workspace folder chosen in this session (``~`` expanded)."""
+    """The workspace folder chosen in this session (``~`` expanded); in team mode always the server's."""
     init_state()
+    if team_mode():  # accounts live in the server's workspace: a typed path must not lead around them
+        return default_workspace_path().expanduser()
     return Path(str(st.session_state[WORKSPACE_PATH]).strip()).expanduser()
 
 
 def annotator() -> str:
-    """The annotator name entered in the sidebar ('' while none is given)."""
+    """Who signs judgments: the signed-in account in team mode, else the name entered in the sidebar ('' while none)."""
     init_state()
+    if team_mode():
+        return str(st.session_state.get(SIGNED_IN, ""))
     return str(st.session_state[ANNOTATOR]).strip()
 
 

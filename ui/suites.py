@@ -86,10 +86,26 @@ def workspace_stamp(workspace: Workspace) -> str:
     return content_id(parts)
 
 
-@st.cache_data(max_entries=16, show_spinner="Sampling backgrounds and computing semantic distances…")
+@st.cache_data(max_entries=16, show_spinner=False)
 def cached_suite(workspace_path: str, request: SuiteRequest, stamp: str) -> Suite:
-    """An unsaved suite for ``request`` (``stamp`` only keys the cache)."""
-    return build_suite(Workspace(workspace_path, create=False), save=False, **request.build_kwargs())
+    """An unsaved suite for ``request`` (``stamp`` only keys the cache), with a progress bar.
+
+    The bar is made inside the cached function so that a cache hit replays it (ending removed)
+    instead of addressing a bar of an earlier run; it moves in whole percents, so a replay stays
+    at most a hundred small messages.
+    """
+    bar = st.progress(0.0, text="Screening the pool and sampling backgrounds…")
+    shown = [-1]  # the last percent drawn
+
+    def progress(done: int, total: int) -> None:  # the library reports the slow step: exact distances
+        percent = 100 * done // total if total else 100
+        if percent != shown[0]:
+            shown[0] = percent
+            bar.progress(percent / 100, text=f"Semantic distances: {done} of {total} composites")
+
+    suite = build_suite(Workspace(workspace_path, create=False), save=False, progress=progress, **request.build_kwargs())
+    bar.empty()
+    return suite
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -139,14 +155,16 @@ def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
 def _table_choice(column, tables: pd.DataFrame, kind: str) -> str | None:
     names = tables.loc[tables["item_kind"] == kind, "name"].tolist()
     return column.selectbox(
-        f"{kind.capitalize()} keywords (keyword methods)", [None, *names[::-1]], format_func=lambda v: "newest" if v is None else v, key=KEY + kind + "_table"
-    )
+        f"{kind.capitalize()} keywords (keyword methods)", [None, *names[::-1]], format_func=lambda v: "newest" if v is None else v, key=KEY + kind + "_table",
+        help=widgets.KEYWORD_TABLE_HELP,
+    )  # fmt: skip
 
 
 def missing_inputs(workspace: Workspace) -> None:
     """Buttons that compute classifier-patch keywords, and mine the default ontology of the newest
-    keyword tables, when absent."""
+    keyword tables, when absent (tables of replaced model weights count as absent)."""
     tables = list_keyword_tables(workspace)
+    tables = tables[~tables["stale"]]
     kinds = set(tables["item_kind"])
     latest = {kind: tables.loc[tables["item_kind"] == kind].sort_values("created")["name"].iloc[-1] for kind in kinds & {"target", "background"}}
     if len(latest) == 2 and ontologies_from(workspace, list(latest.values())):

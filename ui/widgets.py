@@ -3,13 +3,19 @@ Streamlit objects, so pages stay a readable sequence of "ask → compute → sho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import cv2
 import numpy as np
 import streamlit as st
 
 ALL_CLASSES = "All classes"
+#: Help of every keyword-table picker: what a computed table's name says.
+KEYWORD_TABLE_HELP = (
+    "A computed table is named `<backend>/<rows>/<id>`: `classifier-patch/background/<id>` holds the scene keywords an "
+    "ImageNet classifier finds on the patches of every pool background; `<id>` is a hash of its settings and images. "
+    "Tables read from a file keep the name given at import."
+)
 OUTLINE_COLOUR = (0, 230, 255)  # cyan over a dark underlay: readable on light and dark objects alike
 
 
@@ -37,6 +43,40 @@ def outline_mask(image: np.ndarray, mask: np.ndarray, *, colour: tuple[int, int,
     cv2.drawContours(outlined, contours, -1, (20, 20, 20), thickness + 2)
     cv2.drawContours(outlined, contours, -1, colour, thickness)
     return outlined
+
+
+def suite_label(suite: Mapping) -> str:
+    """``<id> · <method>, n = <n>, <targets> targets``: how every suite picker names a suite.
+
+    Parameters
+    ----------
+    suite : mapping
+        A row of :func:`analytics.suites.list_suites` (``id``, ``method``, ``n``, ``targets``).
+    """
+    return f"{suite['id']} · {suite['method']}, n = {suite['n']}, {suite['targets']} targets"
+
+
+def prefill(key: str, value: object, *, follows: Hashable) -> None:
+    """Set widget ``key``'s value to ``value`` when ``follows`` changed since the last run (or the
+    widget has no state yet); draw the widget afterwards, with ``key`` and without a default.
+
+    A keyed widget keeps its state when its default changes, and drops choices that are no longer
+    among its options, so without this a picker stays empty (or stale) after the choice it depends
+    on (a run, a method) has changed.
+
+    Parameters
+    ----------
+    key : str
+        The widget's key.
+    value : object
+        Its value after a change of ``follows`` (for a multiselect, a list of options).
+    follows : hashable
+        What the value depends on (a run id, a method key).
+    """
+    marker = f"{key}.follows"
+    if key not in st.session_state or st.session_state.get(marker) != follows:
+        st.session_state[key] = value
+        st.session_state[marker] = follows
 
 
 def class_filter(classes: Sequence[str], *, key: str, label: str = "Class") -> str | None:

@@ -1,8 +1,11 @@
 """``judge``, ``agreement`` and ``coverage``: decisions about models from the command line.
 
 ``judge`` stores one judgment (scripted or bulk entry; judgments count per suite, so name the run
-or suite judged), ``agreement`` reports Fleiss' and Cohen's κ over the judgments that count on a
-suite (without ``--suite``: the latest per annotator and model over all suites), ``coverage`` measures the neuron coverage of a suite on a model.
+or suite judged), ``agreement`` reports Fleiss' κ, Cohen's κ per pair, Krippendorff's α (ordinal and
+nominal) and each annotator's agreement with the majority over the judgments that count on a suite
+(without ``--suite``: the latest per annotator and model over all suites), each with the number of
+models behind it, a flag below ``MIN_SHARED_MODELS`` and a seeded bootstrap 95 % interval;
+``coverage`` measures the neuron coverage of a suite on a model.
 Handlers import their stage modules (statsmodels, scikit-learn, torch) when they run, so that
 building the parser for another command stays fast; ``..cli`` is imported late to avoid a cycle.
 """
@@ -27,8 +30,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     judge.add_argument("--suite", dest="suite_id", default=None, help="the suite whose matrices were judged")
     judge.set_defaults(handler=run_judge)
 
-    agreement = subparsers.add_parser("agreement", help="Fleiss' and pairwise Cohen's kappa over the latest judgments on a suite")
+    agreement = subparsers.add_parser(
+        "agreement",
+        help="Fleiss' kappa, Cohen's kappa per pair, Krippendorff's alpha and agreement with the majority over the latest "
+        "judgments on a suite, each with its number of models and a bootstrap 95%% interval",
+    )
     agreement.add_argument("--suite", dest="suite_id", default=None, help="the suite whose judgments count (default: the latest per annotator and model over all suites)")
+    agreement.add_argument("--resamples", type=int, default=None, help="bootstrap resamples per interval; 0: no intervals (default 1000)")
+    agreement.add_argument("--seed", type=int, default=None, help="seed of the bootstrap (default 0)")
     agreement.set_defaults(handler=run_agreement)
 
     coverage = subparsers.add_parser("coverage", help="neuron coverage of a suite on a model (DeepXplore)")
@@ -67,7 +76,7 @@ def run_judge(args: argparse.Namespace) -> dict:
 
 
 def run_agreement(args: argparse.Namespace) -> dict:
-    from ..agreement import measure_agreement
+    from ..agreement import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, measure_agreement
     from ..cli import open_workspace
     from ..exceptions import NotFoundError
     from ..judgments import latest_judgments
@@ -75,7 +84,10 @@ def run_agreement(args: argparse.Namespace) -> dict:
     workspace = open_workspace(args)
     if args.suite_id is not None and workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:
         raise NotFoundError(f"--suite: no suite {args.suite_id!r} in workspace {workspace.root}; list them with `python -m analytics suites`")
-    return {"suite": args.suite_id, **measure_agreement(latest_judgments(workspace, args.suite_id)).to_dict()}
+    resamples = BOOTSTRAP_RESAMPLES if args.resamples is None else args.resamples
+    seed = BOOTSTRAP_SEED if args.seed is None else args.seed
+    agreement = measure_agreement(latest_judgments(workspace, args.suite_id), resamples=resamples, seed=seed)
+    return {"suite": args.suite_id, **agreement.to_dict()}
 
 
 def run_coverage(args: argparse.Namespace) -> dict:

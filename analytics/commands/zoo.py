@@ -2,9 +2,10 @@
 
 ``zoo`` trains (or completes) the zoo of :mod:`analytics.zoo` and prints each head's construction
 strength and accuracy. ``assess`` evaluates the assessors of :mod:`analytics.assessor` against
-human labels (the majority vote of the latest judgments) or against the zoo's construction labels
-(never mixed: construction labels are not judgments), on one suite; models without a finished run
-on that suite are run first (a note on stderr says so). Heavy imports happen inside the handlers.
+human labels (the majority vote of the latest judgments on the suite, judgments being scoped to a
+suite) or against the zoo's construction labels (never mixed: construction labels are not
+judgments), on one suite; models without a finished run on that suite are run first (a note on
+stderr says so). Heavy imports happen inside the handlers.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     assess = subparsers.add_parser("assess", help="evaluate the automated assessors (random forest, AdaBoost) on the matrices vs the same learners on the accuracy statistics and the worst-case threshold")
     assess.add_argument("--labels", choices=LABEL_SOURCES, required=True, help="human: majority vote of the judgments; construction: the zoo's construction labels")
     assess.add_argument("--repeats", type=int, default=10, help="random 2/3-1/3 splits (default 10)")
-    assess.add_argument("--suite", default=None, help="suite whose runs give the matrices (default: the one with the most runs of the labelled models)")
+    assess.add_argument("--suite", default=None, help="suite whose runs give the matrices and, with --labels human, whose judgments give the labels "
+                        "(default: human, the suite with the most judged models; construction, the one with the most runs of the zoo)")
     assess.add_argument("--preset", choices=("fine", "medium", "smooth"), default="smooth", help="matrix interpolation preset (default smooth)")
     assess.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
     assess.add_argument("--batch-size", type=int, default=32, help="images per forward pass when models must be run (default 32)")
@@ -89,18 +91,20 @@ def run_assess(args: argparse.Namespace) -> dict:
     from .data import StepBars
 
     workspace = open_workspace(args)
-    labels = _labels(workspace, args.labels)
+    suite_id, labels = _labels(workspace, args.labels, args.suite)
     bars = StepBars()
     try:
-        data = _assessment_input(workspace, labels, args, lambda done, total: bars.update("run", done, total))
+        data = _assessment_input(workspace, labels, suite_id, args, lambda done, total: bars.update("run", done, total))
     finally:
         bars.close()
     report = evaluate_assessors(data.features, labels, repeats=args.repeats, seed=args.seed)
     return {**report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "ran": list(data.ran)}
 
 
-def _labels(workspace, source: str):
-    """Human majority labels or the zoo's construction labels, as a Series indexed by model."""
+def _labels(workspace, source: str, suite_id: str | None):
+    """(suite, labels): human majority labels on the suite (default: the most judged one), or the
+    zoo's construction labels (suite left to :func:`analytics.zoo.assessment_input`), as a Series
+    indexed by model."""
     from ..exceptions import InvalidInputError
 
     if source == "construction":
@@ -112,26 +116,28 @@ def _labels(workspace, source: str):
                 f"--labels construction: workspace {workspace.root} has no model zoo; build it first with "
                 f"`python -m analytics zoo --workspace {workspace.root}`"
             )
-        return labels
-    from ..agreement import majority_vote
-    from ..judgments import latest_judgments
+        return suite_id, labels
+    from ..assessor import human_labels, judged_suite
 
-    judgments = latest_judgments(workspace)
-    if judgments.empty:
+    suite_id = suite_id or judged_suite(workspace)
+    labels = None if suite_id is None else human_labels(workspace, suite_id)
+    if labels is None or labels.empty:
+        where = f"on suite {suite_id}" if suite_id else "on any suite"
         raise InvalidInputError(
-            f"--labels human: workspace {workspace.root} has no judgments; judge models on the Judge page or with "
-            "`python -m analytics judge`, or pass --labels construction to use the zoo's construction labels"
+            f"--labels human: workspace {workspace.root} has no judgments {where}; judge models on the Judge page or with "
+            "`python -m analytics judge` (or pick a judged suite with --suite), or pass --labels construction to use the "
+            "zoo's construction labels"
         )
-    return majority_vote(judgments)
+    return suite_id, labels
 
 
-def _assessment_input(workspace, labels, args: argparse.Namespace, progress):
+def _assessment_input(workspace, labels, suite_id: str | None, args: argparse.Namespace, progress):
     from ..zoo import assessment_input
 
     return assessment_input(
         workspace,
         labels.index.tolist(),
-        suite_id=args.suite,
+        suite_id=suite_id,
         preset=args.preset,
         device=args.device,
         batch_size=args.batch_size,

@@ -372,7 +372,7 @@ def compute_keywords(
     """Run ``backend`` over every target (object masked out) or every background of the workspace.
 
     The table is saved under the name ``<backend>/<item_kind>/<content id>``, where the id hashes
-    the backend's params and the item ids; when that table exists it is loaded instead of computed.
+    :func:`table_params` (for a classifier the content key of its weights) and the item ids; when that table exists it is loaded instead of computed.
     Target tables carry the class names as labels (for the no-keyword fallback).
 
     Parameters
@@ -387,7 +387,7 @@ def compute_keywords(
     Returns
     -------
     table : KeywordTable
-        Stored under :func:`keyword_table_name` of the backend, ``item_kind`` and ``table.ids``.
+        Stored under ``keyword_table_name(table.backend, item_kind, table.ids, table.params)``.
 
     Raises
     ------
@@ -405,7 +405,8 @@ def compute_keywords(
     ids = frame["id"].tolist()
     if not ids:
         raise InvalidInputError(f"workspace {workspace.root} has no {item_kind}s to compute keywords for; import some first")
-    name = keyword_table_name(backend, item_kind, ids)
+    params = table_params(workspace, backend)
+    name = keyword_table_name(backend.name, item_kind, ids, params)
     if workspace.query_one("SELECT 1 FROM keyword_tables WHERE name = ?", (name,)) is not None:
         logger.info("keyword table %s exists; reusing it", name)
         return load_keyword_table(workspace, name)
@@ -427,7 +428,7 @@ def compute_keywords(
         present=np.asarray(backend.present(matrix), bool),
         labels=frame["class_name"].tolist() if item_kind == "target" else None,
         backend=backend.name,
-        params=backend.get_params(),
+        params=params,
     )
     save_keyword_table(workspace, table, name=name, item_kind=item_kind, replace=True)
     return table
@@ -444,6 +445,33 @@ def _check_no_target_keywords(backend: ClassifierPatchBackend, classes: Mapping[
         )
 
 
-def keyword_table_name(backend: KeywordBackend, item_kind: str, ids: Sequence[str]) -> str:
-    """The cache name of a backend's table over ``ids``: ``<backend>/<item_kind>/<12 hex>``."""
-    return f"{backend.name}/{item_kind}/{content_id(backend.name, backend.get_params(), list(ids))}"
+def table_params(workspace: Workspace, backend: KeywordBackend) -> dict[str, Any]:
+    """The params a table computed by ``backend`` records, and its cache name hashes.
+
+    The backend's own params; a classifier-patch backend adds ``model_key``, the content key of
+    its model's weights (:func:`analytics.runs.model_keys`), so a model re-registered with other
+    weights never reuses the tables of the old ones.
+    """
+    params = backend.get_params()
+    if isinstance(backend, ClassifierPatchBackend):
+        from ..runs import model_keys  # runs imports the model stack; keep this module light
+
+        spec = backend.model.spec
+        params["model_key"] = model_keys(workspace).keys.get(spec.name, spec.content_key())
+    return params
+
+
+def keyword_table_name(backend: str, item_kind: str, ids: Sequence[str], params: Mapping[str, Any]) -> str:
+    """The cache name of a backend's table over ``ids``: ``<backend>/<item_kind>/<12 hex>``.
+
+    Parameters
+    ----------
+    backend : str
+        The backend's name (``KeywordBackend.name``).
+    item_kind : {'target', 'background'}
+    ids : sequence of str
+        The table's item ids, in row order.
+    params : mapping
+        :func:`table_params` of the backend (``KeywordTable.params`` of a computed table).
+    """
+    return f"{backend}/{item_kind}/{content_id(backend, dict(params), list(ids))}"

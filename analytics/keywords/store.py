@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,9 +23,12 @@ from ..exceptions import InvalidInputError, NotFoundError
 from ..workspace import Workspace, now
 from ._base import KeywordBackend, KeywordTable
 
+if TYPE_CHECKING:
+    from ..runs import ModelKeys
+
 ITEM_KINDS = ("target", "background")
 LABELS_KEY = "_labels_hash"
-LIST_COLUMNS = ["name", "backend", "item_kind", "n_items", "n_keywords", "source", "vocabulary", "present_hash", "created"]
+LIST_COLUMNS = ["name", "backend", "item_kind", "n_items", "n_keywords", "source", "vocabulary", "present_hash", "created", "stale"]
 VOCABULARY_PREVIEW = 4  # keywords quoted in a table's vocabulary description
 
 
@@ -101,13 +104,18 @@ def table_item_kind(workspace: Workspace, name: str) -> str:
 
 def list_keyword_tables(workspace: Workspace) -> pd.DataFrame:
     """One row per keyword table: name, backend, item_kind, n_items, n_keywords, source,
-    vocabulary, present_hash, created.
+    vocabulary, present_hash, created, stale.
 
     ``source`` and ``vocabulary`` describe, from the table's params, what produced it (file, model
     or checkpoints) and its keywords; ``present_hash`` identifies the table's transactions (a cache
-    key for what is built from them).
+    key for what is built from them). ``stale`` (bool) marks a table computed by a model that has
+    been re-registered with other weights since (:func:`is_stale_table`); "the newest table"
+    defaults skip those.
     """
+    from ..runs import model_keys  # runs imports the model stack; keep this module light
+
     rows = workspace.query("SELECT * FROM keyword_tables ORDER BY name")
+    keys = model_keys(workspace)
     records = []
     for row in rows:
         vocabulary, params = json.loads(row["vocabulary"]), json.loads(row["params"])
@@ -122,9 +130,37 @@ def list_keyword_tables(workspace: Workspace) -> pd.DataFrame:
                 "vocabulary": describe_vocabulary(vocabulary, params),
                 "present_hash": row["present_hash"],
                 "created": row["created"],
+                "stale": is_stale_table(row["backend"], params, row["created"], keys),
             }
         )
-    return pd.DataFrame(records, columns=LIST_COLUMNS)
+    return pd.DataFrame(records, columns=LIST_COLUMNS).astype({"stale": bool})
+
+
+def is_stale_table(backend: str, params: dict[str, Any], created: str, keys: ModelKeys) -> bool:
+    """Whether a classifier-patch table was computed with weights its model no longer has.
+
+    Parameters
+    ----------
+    backend : str
+        The table's backend; only ``'classifier-patch'`` tables come from a registered model.
+    params : dict
+        The table's params (``model``, and ``model_key`` since tables record it).
+    created : str
+        When the table was stored (ISO text).
+    keys : ModelKeys
+        :func:`analytics.runs.model_keys` of the workspace.
+
+    Returns
+    -------
+    bool
+        True when its model is registered with another key, or (a table without ``model_key``)
+        was registered after the table was made; False for other backends and for a model no
+        longer registered (nothing to compare with).
+    """
+    model = params.get("model")
+    if backend != "classifier-patch" or model not in keys.keys:
+        return False
+    return not keys.is_current(model, str(params.get("model_key", "")), created)
 
 
 def describe_source(params: dict[str, Any]) -> str:
@@ -200,7 +236,7 @@ def build_keyword_tables(
     for kind in check_item_kinds(item_kinds):
         report = None if progress is None else (lambda done, total, kind=kind: progress(kind, done, total))
         table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=report)
-        names[kind] = keyword_table_name(backend, kind, table.ids)
+        names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
     return names
 
 

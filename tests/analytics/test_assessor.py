@@ -263,3 +263,35 @@ def test_bad_labels_and_settings_are_refused():
         evaluate_assessors(features, labels, test_size=1.0)
     with pytest.raises(InvalidInputError, match="repeats must be an integer"):
         evaluate_assessors(features, labels, repeats=0)
+
+
+def _balanced_two_labels(n_models=12):
+    """Two labels, alternating: on identical feature rows a stump is exactly as good as chance."""
+    features, _ = synthetic(n_models)
+    return features, pd.Series(["invariant", "variant"] * (n_models // 2), index=features.index)
+
+
+def test_fits_refused_on_identical_rows_are_skipped_and_counted():
+    features, labels = _balanced_two_labels()
+    features[list(ACCURACY_COLUMNS)] = 0.5  # every model has the same accuracy statistics
+    report = evaluate_assessors(features, labels, repeats=3, seed=0)
+    ada = report.scores["accuracy_adaboost"]
+    assert (ada.failed, ada.accuracy, ada.failure.startswith("BaseClassifier in AdaBoostClassifier")) == (3, (), True)
+    assert np.isnan(ada.accuracy_mean) and report.scores["random_forest"].failed == 0
+    assert len(report.scores["random_forest"].accuracy) == 3
+    payload = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert payload["fits_failed"] == report.fits_failed >= 3 and payload["fits_failed_by_assessor"]["accuracy_adaboost"] == 3
+    assert payload["acc_ada_accuracy_mean"] is None and "worse than random" in payload["fit_errors"]["accuracy_adaboost"]
+    with pytest.raises(InvalidInputError, match="AdaBoost · accuracy statistics cannot be fitted.*worse than random"):
+        fit_assessor(features.iloc[:8], labels.iloc[:8], kind="accuracy_adaboost")  # 4 + 4: error exactly 1/2
+
+
+def test_when_no_fit_succeeds_the_message_says_why(monkeypatch):
+    from sklearn.ensemble import AdaBoostClassifier
+
+    features, labels = _balanced_two_labels()
+    features[:] = 0.5  # no column varies
+    monkeypatch.setattr(ASSESSORS["random_forest"], "make", classmethod(lambda cls, seed: AdaBoostClassifier()))
+    monkeypatch.setattr(ASSESSORS["worst_case_baseline"], "make", classmethod(lambda cls, seed: AdaBoostClassifier()))
+    with pytest.raises(InvalidInputError, match="no assessor could be fitted on any of the 2 splits of 12 judged models"):
+        evaluate_assessors(features, labels, repeats=2)

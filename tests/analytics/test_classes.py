@@ -153,3 +153,14 @@ def test_a_class_imported_unmapped_becomes_scorable_once_mapped(tiny_workspace):
     assert outputs == {"my_ball": [852]}
     mapped = {"my_ball": list_class_mappings(tiny_workspace)["my_ball"]}
     assert in9_label_space().class_outputs(mapped) == {"my_ball": [IN9_CLASSES.index("instrument")]}
+
+
+def test_remapping_a_class_makes_its_legacy_runs_stale(run_workspace, run_ids):
+    from analytics.runs import list_runs
+
+    with run_workspace.transaction() as conn:  # runs stored before classes_key existed
+        conn.execute("UPDATE runs SET classes_key = ''")
+    assert not list_runs(run_workspace)["stale"].any()  # a legacy run counts as scored with the current mappings
+    set_class_mapping(run_workspace, "disc", label="round thing")
+    table = list_runs(run_workspace)
+    assert table["stale"].all() and (table["classes_key"] != "").all()

@@ -85,3 +85,22 @@ def test_a_custom_label_space_keeps_all_its_outputs(tiny_model_workspace):
     assert backend.vocabulary == ["disc", "square"] and backend.get_params()["vocabulary"] == "all"
     with pytest.raises(InvalidInputError, match="leaves no keyword"):
         ClassifierPatchBackend(load_model(tiny_model_workspace, "tiny"), vocabulary="scene")
+
+
+def test_tables_of_replaced_weights_are_neither_reused_nor_picked(tiny_model_workspace, tiny_model_files):
+    from analytics.keywords import list_keyword_tables
+    from analytics.models import custom_label_space, register_torchscript
+    from analytics.runs import model_keys
+
+    old, _ = ensure_keyword_tables(tiny_model_workspace, model="tiny", grid=1)
+    assert load_keyword_table(tiny_model_workspace, old["target"]).params["model_key"] == model_keys(tiny_model_workspace).keys["tiny"]
+    labels = custom_label_space(tiny_model_files["labels"])  # `add-model --replace` with other weights
+    register_torchscript(tiny_model_workspace, "tiny", checkpoint=tiny_model_files["fg-only"], label_space=labels, input_size=64, replace=True)
+    assert list_keyword_tables(tiny_model_workspace).set_index("name").loc[list(old.values()), "stale"].all()
+    new, computed = ensure_keyword_tables(tiny_model_workspace, model="tiny", grid=1)
+    assert computed == ["target", "background"] and set(new.values()).isdisjoint(old.values())
+    backend = ClassifierPatchBackend(load_model(tiny_model_workspace, "tiny"), grid=1)
+    assert compute_keywords(tiny_model_workspace, backend=backend, item_kind="target").params["model_key"] == model_keys(
+        tiny_model_workspace
+    ).keys["tiny"]
+    assert not list_keyword_tables(tiny_model_workspace).set_index("name").loc[list(new.values()), "stale"].any()

@@ -265,7 +265,7 @@ def test_compute_keywords_caches_the_table(tiny_model_workspace, monkeypatch):
     table = compute_keywords(tiny_model_workspace, backend=backend, item_kind="target", batch_size=4)
     assert table.n_items == 6 and table.labels == ["disc"] * 3 + ["square"] * 3
     assert table.backend == "classifier-patch" and table.params["grid"] == 1
-    name = keyword_table_name(backend, "target", table.ids)
+    name = keyword_table_name(table.backend, "target", table.ids, table.params)
     assert list_keyword_tables(tiny_model_workspace)["name"].tolist() == [name]
     monkeypatch.setattr(backend, "scores", lambda *a, **k: pytest.fail("recomputed"))
     again = compute_keywords(tiny_model_workspace, backend=backend, item_kind="target")

@@ -1,10 +1,11 @@
-"""The Agreement page (``pages/9_Agreement.py``): κ, pairs, per-model table, confusion, history."""
+"""The Agreement page (``pages/9_Agreement.py``): κ, α, sample sizes and intervals, pairs, annotators
+against the majority, per-model table, confusion, history."""
 
 from __future__ import annotations
 
 import pytest
 
-from analytics.agreement import measure_agreement
+from analytics.agreement import MIN_SHARED_MODELS, measure_agreement
 from analytics.judgments import add_judgment, latest_judgments
 from tests.fixtures.judging import JUDGMENTS, TINY_SUITE
 
@@ -80,3 +81,45 @@ def test_agreement_is_per_suite(judged_workspace, app_runner):
     assert not app.exception, app.exception
     assert {m.label: m.value for m in app.metric}["Annotators"] == "1"
     assert "at least two annotators" in app.info[0].value
+
+
+def test_statistics_show_their_sample_size_interval_and_a_warning(judged_workspace, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace)
+    assert not app.exception, app.exception
+    expected = measure_agreement(latest_judgments(judged_workspace, TINY_SUITE))
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Krippendorff's α (ordinal)"] == f"{expected.alpha['ordinal'].value:.2f}"
+    captions = "\n".join(caption.value for caption in app.caption)
+    shared = len(JUDGMENTS)  # 8 models judged by both: below the minimum
+    assert captions.count(f"{shared} shared models (fewer than {MIN_SHARED_MODELS})") >= 3  # κ, ordinal α, nominal α
+    assert f"95% CI {expected.fleiss.low:.2f} to {expected.fleiss.high:.2f}" in captions
+    assert len(app.warning) == 1 and f"Only {shared} model(s)" in app.warning[0].value
+    pairs = app.dataframe[0].value
+    assert pairs["Shared models"].iloc[0] == shared and pairs["Strength"].iloc[0].endswith("(few models)")
+    low, high = expected.cohen[("ana", "ben")].low, expected.cohen[("ana", "ben")].high
+    assert pairs["95% CI"].iloc[0] == f"{low:.2f} to {high:.2f}"
+
+
+def test_each_annotator_against_the_majority(judged_workspace, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace)
+    table = app.dataframe[1].value.set_index("Annotator")
+    # two annotators: the others' majority is the other one's label, so both agree on 6 of 8 models
+    assert table.loc["ana", "With the others' majority"] == pytest.approx(6 / 8)
+    assert table.loc["ben", "Shared models"] == len(JUDGMENTS)
+    # everyone's majority breaks the two ties (net2, net5) towards the cautious label, which ana gave once (net2)
+    assert table.loc["ana", "With everyone's majority"] == pytest.approx(7 / 8)
+    assert table.loc["ben", "With everyone's majority"] == pytest.approx(7 / 8)
+
+
+def test_no_warning_with_enough_shared_models(judged_workspace, app_runner):
+    from tests.fixtures.judgments import register_models
+
+    register_models(judged_workspace, ["extra1", "extra2"])
+    extra = [("ana", "extra1", "variant"), ("ben", "extra1", "variant"), ("ana", "extra2", "invariant"), ("ben", "extra2", "borderline")]
+    for annotator, model, label in extra:
+        add_judgment(judged_workspace, annotator=annotator, model=model, label=label, suite_id=TINY_SUITE)
+    app = app_runner(AGREEMENT, judged_workspace)
+    assert not app.exception, app.exception
+    assert not app.warning
+    captions = "\n".join(caption.value for caption in app.caption)
+    assert f"{MIN_SHARED_MODELS} shared models ·" in captions and "shared models (fewer than" not in captions

@@ -265,3 +265,10 @@ def test_import_of_an_unmapped_class_points_to_the_class_editor(tiny_workspace, 
     assert not app.exception
     assert list_class_mappings(tiny_workspace)["coin"] == ClassMapping()
     assert any("class coin" in w.value and "**Classes** tab" in w.value for w in app.warning)
+
+
+def test_background_names_are_explained(tiny_workspace, app_runner):
+    """Issue 19.7: "Aqua@0,480,1600" = source photo @ crop box."""
+    app = app_runner(DATA, tiny_workspace)
+    assert not app.exception
+    assert "square crop of a source photo: photo `Aqua` @ top 0, left 480, side 1600 px" in texts(app)

@@ -97,3 +97,24 @@ def test_autoscale_is_an_explicit_labelled_option(run_workspace, run_ids, app_ru
     assert not app.exception, app.exception
     assert "not comparable" in AUTOSCALE and "per-model autoscale" in texts(app)
     assert all("zmax" not in trace for trace in compared_heatmaps(app))  # each matrix spans its own range
+
+
+def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_workspace, run_ids, app_runner):
+    from analytics.runs import start_runs
+    from tests.fixtures.models import insert_suite
+
+    insert_suite(run_workspace, "other-suite", seed=1)
+    (other,) = start_runs(run_workspace, ["tiny"], "other-suite", device="cpu")
+    app = app_runner(MATRICES, run_workspace)
+    assert app.selectbox(key="runs.run").value == other  # the newest run
+    app.selectbox(key="runs.run").set_value(run_ids["bg-only"]).run()  # to a suite with three models
+    assert not app.exception, app.exception
+    chosen = app.multiselect(key="runs.compare").value
+    assert chosen[:1] == [run_ids["bg-only"]] and sorted(chosen) == sorted(run_ids.values())
+    assert len(compared_heatmaps(app)) == 3 * len(SIGNALS)
+    app.selectbox(key="runs.run").set_value(other).run()  # back to the suite only "tiny" ran over
+    assert not app.exception, app.exception
+    assert app.multiselect(key="runs.compare").value == [other]
+    assert any("Only tiny has a finished current run over suite other-suite" in i.value for i in app.info)
+    app.multiselect(key="runs.compare").set_value([]).run()  # an emptied picker says what to do
+    assert not app.exception and "Pick up to 4 models" in texts(app)

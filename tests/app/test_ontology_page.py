@@ -139,3 +139,11 @@ def test_classifier_patch_tables_show_their_model_and_vocabulary(tiny_model_work
     assert shown["source"].tolist() == ["model tiny"]
     vocabulary = shown["vocabulary"].iloc[0]  # '2 keywords (<the backend's vocabulary param>): disc, square'
     assert vocabulary.startswith("2 keywords") and vocabulary.endswith(": disc, square")
+
+
+def test_expansion_settings_have_plain_labels_and_the_papers_terms_in_help(keyword_workspace, app_runner):
+    """Issue 19.7: no bare MAXITS / MINKWS labels."""
+    app = app_runner(PAGE, keyword_workspace)
+    levels, stop = app.number_input(key="ontology.maxits"), app.number_input(key="ontology.minkws")
+    assert (levels.label, stop.label) == ("Expansion levels", "Stop at this many keywords (0 = no limit)")
+    assert "MAXITS" in levels.help and "MINKWS" in stop.help

@@ -38,7 +38,7 @@ def test_run_page_resumes_an_interrupted_run(run_workspace, run_ids, app_runner)
     app = app_runner(RUN, run_workspace)
     assert not app.exception
     assert app.selectbox(key="run.resume_choice").value == run_id
-    assert "⚠️ failed" in app.dataframe[0].value["Status"].tolist()
+    assert "failed" in app.dataframe[0].value["Status"].tolist()
     app.button(key="run.resume").click().run()
     assert not app.exception, app.exception
     row = list_runs(run_workspace, model="tiny").iloc[0]
@@ -60,3 +60,10 @@ def test_runs_of_replaced_weights_are_marked_stale(run_workspace, run_ids, tiny_
     status = app.dataframe[0].value.set_index("Run")["Status"]
     assert "stale" in status[run_ids["tiny"]] and "stale" not in status[run_ids["fg-only"]]
     assert "1 run(s) used weights the model no longer has" in texts(app)
+
+
+def test_run_status_is_plain_text(run_workspace, run_ids, app_runner):
+    """Issue 19.7: no emoji, which render as empty boxes without an emoji font."""
+    app = app_runner(RUN, run_workspace)
+    assert not app.exception, app.exception
+    assert app.dataframe[0].value["Status"].tolist() == ["done"] * len(run_ids)

@@ -58,3 +58,23 @@ def test_page_shows_the_top_up_share_and_what_a_suite_came_from(suite_workspace,
     app.button(key="suites.save").click().run()
     saved = app.dataframe[0].value
     assert saved.set_index("method").loc["ontology", "topup_share"] == 0.25
+
+
+def test_sampling_reports_progress_to_a_bar(suite_workspace, app_runner, monkeypatch):
+    """Issue 19.6: a progress bar fed by build_suite's callback, not a bare spinner."""
+    import ui.suites
+
+    reported = []
+
+    def build_suite(*args, progress=None, **kwargs):
+        reported.append(progress)
+        progress(1, 2)  # the page's callback moves its bar (the library calls it per batch of distances)
+        return original(*args, progress=progress, **kwargs)
+
+    original = ui.suites.build_suite
+    monkeypatch.setattr(ui.suites, "build_suite", build_suite)
+    app = submit(app_runner(PAGE, suite_workspace), "random", 2)
+    assert not app.exception, app.exception
+    assert len(reported) == 1 and callable(reported[0])
+    assert not app.get("progress")  # the bar is gone once the suite is shown
+    assert {metric.label: metric.value for metric in app.metric}["Backgrounds per target"] == "2"

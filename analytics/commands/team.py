@@ -1,0 +1,107 @@
+"""``user`` and ``serve-check``: accounts for team mode, and the checks ``backdrop.sh serve`` makes.
+
+``user add NAME --role ROLE`` (creates the workspace when missing), ``user list``, ``user passwd
+NAME``, ``user disable NAME``. A password is read from a hidden prompt (typed twice) or, with
+``--password-stdin``, from the first line of standard input; never from an argument, so it stays out
+of the shell history and the process list. ``serve-check [--team]`` prints the options of
+``streamlit run`` one per line and, in team mode, refuses (exit 2) while the workspace has no
+enabled admin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+    from ..team.roles import ROLES
+
+    user = subparsers.add_parser("user", help="team-mode accounts: add, list, passwd, disable")
+    actions = user.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="create an account")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, choices=ROLES, help="admin, analyst, annotator or viewer")
+    add.set_defaults(handler=run_add)
+    passwd = actions.add_parser("passwd", help="set a new password (also unlocks the account)")
+    passwd.add_argument("name")
+    passwd.set_defaults(handler=run_passwd)
+    disable = actions.add_parser("disable", help="stop an account from signing in")
+    disable.add_argument("name")
+    disable.set_defaults(handler=run_disable)
+    listing = actions.add_parser("list", help="list the accounts (never their password hashes)")
+    listing.set_defaults(handler=run_list)
+    for parser in (add, passwd):
+        parser.add_argument("--password-stdin", action="store_true", help="read the password from the first line of stdin instead of a prompt")
+
+    check = subparsers.add_parser("serve-check", help="the `streamlit run` options of solo or team mode; team mode needs an enabled admin")
+    check.add_argument("--team", action="store_true", help="team mode (also when $BACKDROP_TEAM=1): all interfaces, sign-in required")
+    check.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    check.set_defaults(handler=run_serve_check)
+
+    for parser in (add, passwd, disable, listing, check):
+        add_workspace_option(parser)
+        add_json_option(parser)
+
+
+def read_password(args: argparse.Namespace) -> str:
+    """The new password: stdin's first line with ``--password-stdin``, else a hidden prompt typed twice."""
+    from ..exceptions import InvalidInputError
+
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    first = getpass.getpass(f"Password for {args.name}: ")
+    if getpass.getpass("Again: ") != first:
+        raise InvalidInputError("password: the two entries differ; run the command again")
+    return first
+
+
+def run_add(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..team.accounts import add_user
+
+    password = read_password(args)
+    user = add_user(open_workspace(args, create=True), args.name, args.role, password)
+    return {"user": user.name, "role": user.role}
+
+
+def run_passwd(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..team.accounts import set_password
+
+    password = read_password(args)
+    set_password(open_workspace(args), args.name, password)
+    return {"user": args.name, "password_changed": True}
+
+
+def run_disable(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..team.accounts import disable_user
+
+    disable_user(open_workspace(args), args.name)
+    return {"user": args.name, "disabled": True}
+
+
+def run_list(args: argparse.Namespace) -> dict:
+    from dataclasses import asdict
+
+    from ..cli import open_workspace
+    from ..team.accounts import list_users
+
+    return {"users": [asdict(user) for user in list_users(open_workspace(args))]}
+
+
+def run_serve_check(args: argparse.Namespace) -> dict | int:
+    from ..team.server import check_team_ready, streamlit_arguments, team_mode
+    from ..workspace import default_workspace_path
+
+    team = args.team or team_mode()
+    if team:
+        check_team_ready(args.workspace or default_workspace_path())
+    arguments = streamlit_arguments(team=team, port=args.port)
+    if args.json:
+        return {"team": team, "arguments": arguments}
+    print("\n".join(arguments))
+    return 0

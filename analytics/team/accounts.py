@@ -1,0 +1,217 @@
+"""User accounts stored in the workspace's ``users`` table.
+
+Passwords are hashed with argon2id (``argon2-cffi``'s :class:`~argon2.PasswordHasher`, its
+RFC 9106 defaults); no function returns a hash. :func:`authenticate` refuses a wrong password, an
+unknown name, a disabled account and a locked account with one and the same :class:`SignInError`
+message, and verifies a dummy hash for an unknown name so the time taken does not reveal which
+names exist. After :data:`LOCK_AFTER_FAILURES` wrong passwords in a row an account is locked for
+:data:`LOCK_MINUTES` minutes (logged as a warning on the server); a successful sign-in or a new
+password resets the count.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from functools import cache
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from .._validation import check_choice
+from ..exceptions import InvalidInputError, NotFoundError, SignInError
+from ..workspace import Workspace
+from .roles import ROLES
+
+LOCK_AFTER_FAILURES = 5
+LOCK_MINUTES = 15
+MIN_PASSWORD_LENGTH = 8
+SIGN_IN_FAILED = "Sign-in failed: wrong name or password, or the account is disabled or locked for a while."
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+_HASHER = PasswordHasher()
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class User:
+    """An account as the app and the CLI see it (never its password hash)."""
+
+    name: str
+    role: str
+    disabled: bool
+    locked_until: str  # ISO-8601 UTC, '' when not locked
+    created: str
+
+
+def add_user(workspace: Workspace, name: str, role: str, password: str) -> User:
+    """Create an account.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    name : str
+        1-64 characters: letters, digits, ``.``, ``_``, ``@``, ``-`` (not starting with a symbol).
+    role : str
+        One of :data:`~analytics.team.roles.ROLES`.
+    password : str
+        At least :data:`MIN_PASSWORD_LENGTH` characters; stored only as an argon2 hash.
+
+    Returns
+    -------
+    User
+
+    Raises
+    ------
+    InvalidInputError
+        A bad name, role or password, or the name is taken.
+    """
+    _check_name(name)
+    check_choice(role, "role", ROLES)
+    password_hash = _hash(password)
+    stamp = _stamp(_now())
+    with workspace.transaction() as conn:
+        if conn.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+            raise InvalidInputError(f"user {name!r} exists already; change its password with `python -m analytics user passwd {name}`")
+        conn.execute(
+            "INSERT INTO users (name, role, password_hash, created, updated) VALUES (?, ?, ?, ?, ?)",
+            (name, role, password_hash, stamp, stamp),
+        )
+    return User(name, role, False, "", stamp)
+
+
+def set_password(workspace: Workspace, name: str, password: str) -> None:
+    """Replace an account's password; also clears its failed attempts and any lock.
+
+    Raises
+    ------
+    NotFoundError
+        No account has this name.
+    InvalidInputError
+        The password is too short.
+    """
+    _update(workspace, name, "password_hash = ?, failed_attempts = 0, locked_until = ''", (_hash(password),))
+
+
+def disable_user(workspace: Workspace, name: str) -> None:
+    """Disable an account: it can no longer sign in, and a signed-in session of it ends on its next page run.
+
+    Raises
+    ------
+    NotFoundError
+        No account has this name.
+    """
+    _update(workspace, name, "disabled = 1", ())
+
+
+def list_users(workspace: Workspace) -> list[User]:
+    """Every account, sorted by name (without password hashes)."""
+    rows = workspace.query("SELECT name, role, disabled, locked_until, created FROM users ORDER BY name")
+    return [_user(row) for row in rows]
+
+
+def active_user(workspace: Workspace, name: str) -> User | None:
+    """The account ``name`` when it exists and is enabled, else None (a signed-in session re-checks this)."""
+    row = workspace.query_one("SELECT name, role, disabled, locked_until, created FROM users WHERE name = ?", (name,))
+    return None if row is None or row["disabled"] else _user(row)
+
+
+def has_enabled_admin(workspace: Workspace) -> bool:
+    """Whether some enabled account has the admin role (team mode needs one)."""
+    return workspace.query_one("SELECT 1 FROM users WHERE role = 'admin' AND disabled = 0") is not None
+
+
+def authenticate(workspace: Workspace, name: str, password: str) -> User:
+    """The account when ``password`` is right and the account may sign in.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    name, password : str
+        As typed on the sign-in form.
+
+    Returns
+    -------
+    User
+
+    Raises
+    ------
+    SignInError
+        :data:`SIGN_IN_FAILED`, whatever the reason: wrong password, unknown name, disabled or locked.
+    """
+    row = workspace.query_one("SELECT * FROM users WHERE name = ?", (name,))
+    now = _now()
+    password_ok = _verify(_dummy_hash() if row is None else row["password_hash"], password)  # hash work either way
+    if row is None or row["disabled"]:
+        raise SignInError(SIGN_IN_FAILED)
+    if row["locked_until"] and now < datetime.fromisoformat(row["locked_until"]):
+        _log.warning("sign-in refused: account %r is locked until %s", name, row["locked_until"])
+        raise SignInError(SIGN_IN_FAILED)
+    if not password_ok:
+        _count_failure(workspace, name, now)
+        raise SignInError(SIGN_IN_FAILED)
+    assignments, values = "failed_attempts = 0, locked_until = ''", ()
+    if _HASHER.check_needs_rehash(row["password_hash"]):  # stored under weaker parameters than today's
+        assignments, values = assignments + ", password_hash = ?", (_HASHER.hash(password),)
+    _update(workspace, name, assignments, values)
+    return _user(row)
+
+
+def _count_failure(workspace: Workspace, name: str, now: datetime) -> None:
+    """One more wrong password; the :data:`LOCK_AFTER_FAILURES`-th in a row locks the account."""
+    with workspace.transaction() as conn:
+        conn.execute("UPDATE users SET failed_attempts = failed_attempts + 1 WHERE name = ?", (name,))
+        (failures,) = conn.execute("SELECT failed_attempts FROM users WHERE name = ?", (name,)).fetchone()
+        if failures >= LOCK_AFTER_FAILURES:
+            until = _stamp(now + timedelta(minutes=LOCK_MINUTES))
+            conn.execute("UPDATE users SET failed_attempts = 0, locked_until = ? WHERE name = ?", (until, name))
+            _log.warning("account %r locked until %s after %d wrong passwords", name, until, failures)
+
+
+def _update(workspace: Workspace, name: str, assignments: str, values: tuple) -> None:
+    """``UPDATE users SET <assignments>, updated = now`` for one existing account (assignments are constants)."""
+    with workspace.transaction() as conn:
+        cursor = conn.execute(f"UPDATE users SET {assignments}, updated = ? WHERE name = ?", (*values, _stamp(_now()), name))
+        if cursor.rowcount == 0:
+            raise NotFoundError(f"no user named {name!r}; list them with `python -m analytics user list`")
+
+
+def _verify(password_hash: str, password: str) -> bool:
+    try:
+        return _HASHER.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def _hash(password: str) -> str:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+        raise InvalidInputError(f"password: at least {MIN_PASSWORD_LENGTH} characters are needed; choose a longer one")
+    return _HASHER.hash(password)
+
+
+@cache
+def _dummy_hash() -> str:
+    """A hash no typed password matches, verified for unknown names to take as long as a real check."""
+    return _HASHER.hash("backdrop: no such user")
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidInputError(
+            f"user name {name!r}: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+        )
+
+
+def _user(row) -> User:
+    return User(row["name"], row["role"], bool(row["disabled"]), row["locked_until"], row["created"])
+
+
+def _now() -> datetime:
+    """The current UTC time (tests replace it to move past a lock)."""
+    return datetime.now(timezone.utc)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")

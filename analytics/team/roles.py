@@ -1,0 +1,73 @@
+"""The four roles and what each may do.
+
+``PERMISSIONS`` maps a role to its permissions; :func:`require` is the check every library call or
+page guarded by a role makes first. Admins may do everything; analysts prepare and run tests and
+judge; annotators judge; viewers only read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..exceptions import InvalidInputError, PermissionDeniedError
+
+if TYPE_CHECKING:
+    from .accounts import User
+
+ROLES = ("admin", "analyst", "annotator", "viewer")
+
+#: Permission -> what it allows, as the end of "may not ...".
+ACTIONS = {
+    "manage_users": "manage user accounts",
+    "register_models": "register, replace or delete models (TorchScript is code)",
+    "import_data": "import targets or backgrounds",
+    "server_paths": "read files from paths on the server",
+    "build_suites": "build keywords, ontologies or suites",
+    "run_models": "run models over suites",
+    "judge": "judge models",
+    "adjudicate": "record consensus labels",
+    "view": "view the workspace",
+}
+
+PERMISSIONS: dict[str, frozenset[str]] = {
+    "admin": frozenset(ACTIONS),
+    "analyst": frozenset({"build_suites", "run_models", "judge", "adjudicate", "view"}),
+    "annotator": frozenset({"judge", "view"}),
+    "viewer": frozenset({"view"}),
+}
+
+
+def allowed(role: str, permission: str) -> bool:
+    """Whether ``role`` has ``permission`` (both checked against :data:`PERMISSIONS`)."""
+    if permission not in ACTIONS:
+        raise InvalidInputError(f"permission {permission!r} is unknown; use one of {', '.join(ACTIONS)}")
+    return permission in PERMISSIONS.get(role, frozenset())
+
+
+def roles_with(permission: str) -> list[str]:
+    """The roles that have ``permission``, most powerful first."""
+    return [role for role in ROLES if allowed(role, permission)]
+
+
+def require(user: User, permission: str) -> None:
+    """Refuse an action the user's role does not allow.
+
+    Parameters
+    ----------
+    user : User
+        The signed-in account (:class:`analytics.team.accounts.User`).
+    permission : str
+        A key of :data:`ACTIONS`, e.g. ``"register_models"``.
+
+    Raises
+    ------
+    PermissionDeniedError
+        The role lacks the permission; the message names the roles that have it.
+    InvalidInputError
+        ``permission`` is not a known permission.
+    """
+    if not allowed(user.role, permission):
+        needed = " or ".join(roles_with(permission))
+        raise PermissionDeniedError(
+            f"{user.name} ({user.role}) may not {ACTIONS[permission]}: that needs the role {needed}. Ask an admin."
+        )

@@ -1,0 +1,62 @@
+"""The two ways to serve the dashboard.
+
+Solo (default): Streamlit listens on 127.0.0.1 only and nobody signs in; the workspace is whatever
+folder the sidebar names. Team (``--team`` or ``$BACKDROP_TEAM=1``): Streamlit listens on every
+interface, every page asks for sign-in first, and the workspace is fixed to the server's
+(``$BACKDROP_WORKSPACE``); it refuses to start while that workspace has no enabled admin account.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..exceptions import WorkspaceError
+from ..workspace import Workspace
+from .accounts import has_enabled_admin
+
+TEAM_ENV_VAR = "BACKDROP_TEAM"
+SOLO_ADDRESS = "127.0.0.1"
+TEAM_ADDRESS = "0.0.0.0"
+
+
+def team_mode() -> bool:
+    """Whether this process serves a team: ``$BACKDROP_TEAM`` is 1, true or yes."""
+    return os.environ.get(TEAM_ENV_VAR, "").strip().lower() in {"1", "true", "yes"}
+
+
+def streamlit_arguments(*, team: bool, port: int) -> list[str]:
+    """The options of ``streamlit run app.py`` for a mode.
+
+    Parameters
+    ----------
+    team : bool
+        Team mode (all interfaces) rather than solo (loopback only).
+    port : int
+        TCP port.
+
+    Returns
+    -------
+    list of str
+        ``["--server.port", "8501", "--server.headless", "true", "--server.address", "127.0.0.1"]`` in solo mode.
+    """
+    address = TEAM_ADDRESS if team else SOLO_ADDRESS
+    return ["--server.port", str(int(port)), "--server.headless", "true", "--server.address", address]
+
+
+def check_team_ready(workspace_path: str | os.PathLike) -> None:
+    """Refuse team mode while the workspace has no enabled admin account (nobody could manage users).
+
+    Raises
+    ------
+    WorkspaceError
+        No workspace at ``workspace_path``, or no enabled admin in it; the message gives the command to add one.
+    """
+    path = Path(workspace_path).expanduser()
+    fix = f"create one with `python -m analytics user add NAME --role admin --workspace {path}`, then start again"
+    try:
+        workspace = Workspace(path, create=False)
+    except WorkspaceError:
+        raise WorkspaceError(f"team mode needs an admin account, and there is no workspace at {path} yet: {fix}") from None
+    if not has_enabled_admin(workspace):
+        raise WorkspaceError(f"team mode needs an enabled admin account in the workspace {path}: {fix}")

@@ -1,0 +1,94 @@
+"""``python -m analytics user ...`` and ``serve-check``, and the command ``bash backdrop.sh serve`` runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from analytics.cli import main
+from analytics.team.accounts import authenticate
+from analytics.workspace import PROJECT_ROOT, Workspace
+from tests.fixtures.team import TEAM_PASSWORD
+
+pytestmark = pytest.mark.usefixtures("fast_hashing")
+SECRET = "s3cret pass phrase"
+
+
+def run(argv: list[str], monkeypatch, capsys, *, stdin: str = "") -> tuple[int, str]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_user_add_reads_the_password_from_stdin_only(tmp_path, monkeypatch, capsys):
+    root = str(tmp_path / "new")  # created by `user add`
+    argv = ["user", "add", "ada", "--role", "admin", "--password-stdin", "--workspace", root, "--json"]
+    code, output = run(argv, monkeypatch, capsys, stdin=SECRET + "\n")
+    assert code == 0 and json.loads(output) == {"user": "ada", "role": "admin"}
+    assert SECRET not in output and SECRET not in argv
+    assert authenticate(Workspace(root, create=False), "ada", SECRET).role == "admin"
+    code, output = run(["user", "list", "--workspace", root, "--json"], monkeypatch, capsys)
+    assert code == 0 and [u["name"] for u in json.loads(output)["users"]] == ["ada"]
+    assert "argon2" not in output and "hash" not in output
+
+
+def test_no_option_takes_a_password_argument(team_workspace, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["user", "add", "bob", "--role", "viewer", "--password", SECRET, "--workspace", str(team_workspace.root)])
+    assert exited.value.code == 2
+
+
+def test_prompt_asks_twice_and_refuses_a_mismatch(team_workspace, monkeypatch, capsys):
+    typed = iter(["first password", "second password"])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(typed))
+    code, output = run(["user", "passwd", "ann", "--workspace", str(team_workspace.root)], monkeypatch, capsys)
+    assert code == 2 and "differ" in output and "first password" not in output
+    assert authenticate(team_workspace, "ann", TEAM_PASSWORD).name == "ann"  # unchanged
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": "new password")
+    code, _ = run(["user", "passwd", "ann", "--workspace", str(team_workspace.root)], monkeypatch, capsys)
+    assert code == 0 and authenticate(team_workspace, "ann", "new password").name == "ann"
+
+
+def test_user_disable_and_errors(team_workspace, monkeypatch, capsys):
+    root = str(team_workspace.root)
+    code, output = run(["user", "disable", "ann", "--workspace", root, "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(output) == {"user": "ann", "disabled": True}
+    code, output = run(["user", "disable", "nobody", "--workspace", root], monkeypatch, capsys)
+    assert code == 2 and output.count("\n") == 1 and "no user named 'nobody'" in output
+    code, output = run(["user", "add", "bob", "--role", "viewer", "--password-stdin", "--workspace", root], monkeypatch, capsys, stdin="short\n")
+    assert code == 2 and "at least" in output
+
+
+def test_serve_check_team_refuses_without_admin(tmp_path, team_workspace, monkeypatch, capsys):
+    monkeypatch.delenv("BACKDROP_TEAM", raising=False)
+    code, output = run(["serve-check", "--team", "--workspace", str(tmp_path / "none")], monkeypatch, capsys)
+    assert code == 2 and "python -m analytics user add NAME --role admin" in output
+    code, output = run(["serve-check", "--team", "--workspace", str(team_workspace.root), "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(output) == {
+        "team": True,
+        "arguments": ["--server.port", "8501", "--server.headless", "true", "--server.address", "0.0.0.0"],
+    }
+    monkeypatch.setenv("BACKDROP_TEAM", "1")  # the env switch alone means team mode too
+    code, output = run(["serve-check", "--workspace", str(tmp_path / "none")], monkeypatch, capsys)
+    assert code == 2
+
+
+def test_backdrop_sh_serve_binds_loopback_in_solo_mode(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "BACKDROP_TEAM"} | {"BACKDROP_WORKSPACE": str(tmp_path / "ws"), "BACKDROP_PORT": "8765"}
+    done = subprocess.run(["bash", str(PROJECT_ROOT / "backdrop.sh"), "serve", "--dry-run"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    command = done.stdout.split()
+    assert command[-7:] == ["app.py", "--server.port", "8765", "--server.headless", "true", "--server.address", "127.0.0.1"]
+
+
+def test_plain_streamlit_run_also_binds_loopback():
+    """``streamlit run app.py`` without backdrop.sh reads .streamlit/config.toml: this machine only."""
+    settings = tomllib.loads((PROJECT_ROOT / ".streamlit" / "config.toml").read_text())
+    assert settings["server"]["address"] == "127.0.0.1"

@@ -1,0 +1,100 @@
+"""Team mode's sign-in gate (:mod:`ui.auth`) on pages run with ``AppTest``; solo mode without it."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analytics.team.accounts import SIGN_IN_FAILED, add_user, disable_user
+from analytics.workspace import PROJECT_ROOT
+from tests.fixtures.app import APP_TIMEOUT_S
+from tests.fixtures.team import TEAM_PASSWORD
+from ui import auth
+from ui.state import SIGNED_IN
+
+FORM = auth.FORM
+
+
+@pytest.fixture
+def team_server(tiny_workspace, fast_hashing, monkeypatch):
+    """Team mode on ``tiny_workspace`` (the server's workspace) with an admin ``ada`` and an annotator ``ann``."""
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(tiny_workspace.root))
+    add_user(tiny_workspace, "ada", "admin", TEAM_PASSWORD)
+    add_user(tiny_workspace, "ann", "annotator", TEAM_PASSWORD)
+    return tiny_workspace
+
+
+def whoami() -> None:
+    """A minimal page: the gate, then who signs judgments."""
+    import streamlit as st
+
+    from ui import auth, state
+
+    auth.require_sign_in()
+    st.markdown(f"annotator={state.annotator()}")
+
+
+def page(script: str) -> AppTest:
+    return AppTest.from_file(str(PROJECT_ROOT / script), default_timeout=APP_TIMEOUT_S)
+
+
+def sign_in(app: AppTest, name: str, password: str) -> AppTest:
+    app.text_input(key=f"{FORM}.name").input(name)
+    app.text_input(key=f"{FORM}.password").input(password)
+    return app.button[0].click().run()
+
+
+def only_sign_in_form(app: AppTest) -> bool:
+    titles = [t.value for t in app.title]
+    return titles == ["Backdrop"] and len(app.text_input) == 2 and not app.dataframe and not app.tabs
+
+
+def test_page_opened_directly_shows_only_the_sign_in_form_until_signed_in(team_server):
+    app = page("pages/1_Data.py").run()
+    assert not app.exception and only_sign_in_form(app)
+    app = sign_in(app, "ann", TEAM_PASSWORD)
+    assert not app.exception
+    assert [t.value for t in app.title] == ["Data"] and app.session_state[SIGNED_IN] == "ann"
+
+
+def test_home_in_team_mode_hides_sidebar_until_signed_in(team_server):
+    app = page("app.py").run()
+    assert not app.exception and only_sign_in_form(app) and not app.sidebar.text_input
+    app = sign_in(app, "ada", TEAM_PASSWORD)
+    assert not app.exception and not app.sidebar.text_input  # no workspace or name box in team mode
+    assert "Signed in as **ada** (admin)" in [c.value for c in app.sidebar.caption]
+    assert str(team_server.root) in "\n".join(c.value for c in app.caption)
+    app = app.sidebar.button[0].click().run()  # sign out
+    assert only_sign_in_form(app) and SIGNED_IN not in app.session_state
+
+
+def test_wrong_password_and_disabled_account_get_one_message(team_server):
+    app = sign_in(AppTest.from_function(whoami).run(), "ann", "wrong password")
+    assert [e.value for e in app.error] == [SIGN_IN_FAILED] and only_sign_in_form(app)
+    disable_user(team_server, "ada")
+    app = sign_in(app, "ada", TEAM_PASSWORD)
+    assert [e.value for e in app.error] == [SIGN_IN_FAILED]
+
+
+def test_annotator_is_the_signed_in_account_and_sessions_end(team_server):
+    app = AppTest.from_function(whoami).run()
+    app.session_state["backdrop.annotator"] = "someone else"  # the solo-mode name box cannot sign for an account
+    app = sign_in(app, "ann", TEAM_PASSWORD)
+    assert [m.value for m in app.markdown][-1] == "annotator=ann"
+    app.session_state[auth.LAST_SEEN] = 0.0  # idle far longer than IDLE_MINUTES
+    app = app.run()
+    assert only_sign_in_form(app) and f"{auth.IDLE_MINUTES} minutes" in app.info[0].value
+    app = sign_in(app, "ann", TEAM_PASSWORD)
+    disable_user(team_server, "ann")
+    app = app.run()
+    assert only_sign_in_form(app) and "disabled" in app.info[0].value
+
+
+def test_solo_mode_has_no_sign_in(tiny_workspace, monkeypatch, app_runner):
+    monkeypatch.delenv("BACKDROP_TEAM", raising=False)
+    app = app_runner("pages/1_Data.py", tiny_workspace)
+    assert not app.exception and [t.value for t in app.title] == ["Data"] and SIGNED_IN not in app.session_state
+    app = AppTest.from_function(whoami)
+    app.session_state["backdrop.annotator"] = "kim"
+    assert [m.value for m in app.run().markdown][-1] == "annotator=kim"

@@ -1,0 +1,111 @@
+"""Sign-in for team mode: the gate every page passes first.
+
+In solo mode (the default) :func:`require_sign_in` only sets up the session and returns None. In team
+mode (``$BACKDROP_TEAM=1``, set by ``bash backdrop.sh serve --team``) it shows nothing but the
+sign-in form until a user of the server's workspace signs in, then returns that account; each later
+run re-checks the account (a disabled one is signed out) and ends a session idle for more than
+:data:`IDLE_MINUTES` minutes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from analytics.exceptions import BackdropError, SignInError
+from analytics.team.accounts import User, active_user, authenticate
+from analytics.team.server import team_mode
+from analytics.workspace import Workspace
+from ui import state
+
+#: A signed-in session ends after this many minutes without a page run.
+IDLE_MINUTES = 60
+#: Time (``time.time()``) of the session's last page run while signed in.
+LAST_SEEN = "backdrop.last_seen"
+#: A message for the sign-in form (why the session ended).
+NOTICE = "backdrop.sign_in_notice"
+FORM = "backdrop.sign_in"
+
+
+def require_sign_in() -> User | None:
+    """Stop the page at the sign-in form unless the session may see the workspace.
+
+    Returns
+    -------
+    User or None
+        The signed-in account in team mode; None in solo mode (nobody signs in).
+    """
+    state.init_state()
+    if not team_mode():
+        return None
+    user = _session_user()
+    if user is None:
+        _sign_in_form()
+        st.stop()
+    return user
+
+
+def sign_in_pending() -> bool:
+    """Whether this session still has to sign in (team mode, nobody signed in); draws nothing."""
+    return team_mode() and not st.session_state.get(state.SIGNED_IN)
+
+
+def sign_out(notice: str = "") -> None:
+    """End the session's sign-in (also the sidebar button's callback)."""
+    st.session_state.pop(state.SIGNED_IN, None)
+    st.session_state.pop(LAST_SEEN, None)
+    if notice:
+        st.session_state[NOTICE] = notice
+
+
+def account_sidebar(user: User) -> None:
+    """Who is signed in, and the sign-out button (team mode's part of the sidebar)."""
+    st.caption(f"Signed in as **{user.name}** ({user.role})")
+    st.button("Sign out", icon=":material/logout:", on_click=sign_out, key=FORM + ".out")
+
+
+def _session_user() -> User | None:
+    """The account signed in to this session, if it is still enabled and the session not idle too long."""
+    name = st.session_state.get(state.SIGNED_IN)
+    if not name:
+        return None
+    if time.time() - st.session_state.get(LAST_SEEN, 0.0) > IDLE_MINUTES * 60:
+        sign_out(f"Your session ended after {IDLE_MINUTES} minutes without activity; sign in again.")
+        return None
+    user = active_user(_server_workspace(), name)
+    if user is None:
+        sign_out("Your account has been disabled; ask an admin.")
+        return None
+    st.session_state[LAST_SEEN] = time.time()
+    return user
+
+
+def _server_workspace() -> Workspace:
+    try:
+        return Workspace(state.workspace_path(), create=False)
+    except BackdropError as err:
+        st.error(str(err))
+        st.stop()
+
+
+def _sign_in_form() -> None:
+    st.title("Backdrop")
+    st.markdown("This Backdrop server is shared by a team: sign in to continue.")
+    notice = st.session_state.pop(NOTICE, "")
+    if notice:
+        st.info(notice)
+    with st.form(FORM, border=True, clear_on_submit=True):  # the browser empties the boxes after a try
+        name = st.text_input("Name", key=FORM + ".name")
+        password = st.text_input("Password", type="password", key=FORM + ".password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if not submitted:
+        return
+    try:
+        user = authenticate(_server_workspace(), name.strip(), password)
+    except SignInError as err:
+        st.error(str(err))
+        return
+    st.session_state[state.SIGNED_IN] = user.name
+    st.session_state[LAST_SEEN] = time.time()
+    st.rerun()

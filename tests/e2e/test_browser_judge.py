@@ -4,6 +4,7 @@ blind mode (one with the mouse, one with the keyboard shortcuts), then Agreement
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,25 +25,32 @@ COLD_START_MS = 120_000  # the first run of a page imports torch and the model s
 SUITE = "tiny-suite"
 
 
-@pytest.fixture(scope="module")
-def judge_workspace(tmp_path_factory) -> Workspace:
-    """The tiny workspace with three tiny models and their finished runs over a 4-background suite."""
-    from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet, TinyNet, insert_suite, save_torchscript, write_labels
+def workspace_with_runs(root: Path, networks: dict, suite: str) -> Workspace:
+    """The tiny workspace with ``networks`` (name -> module) registered and run over ``suite``."""
+    from tests.fixtures.models import insert_suite, save_torchscript, write_labels
 
-    root = tmp_path_factory.mktemp("judge-e2e")
     rng = np.random.default_rng(0)
     workspace = Workspace(root / "ws")
     workspace.set_meta("image_size", str(SIZE))
     add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
     add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     labels = custom_label_space(write_labels(root / "labels.txt"))
-    networks = {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}
     for seed, (name, network) in enumerate(networks.items()):
         path = save_torchscript(network, root / f"{name}.pt", seed=seed)
         register_torchscript(workspace, name, checkpoint=path, label_space=labels, input_size=SIZE)
-    insert_suite(workspace, SUITE)
-    start_runs(workspace, list(MODELS), SUITE)
+    insert_suite(workspace, suite)
+    start_runs(workspace, list(networks), suite)
     return workspace
+
+
+@pytest.fixture(scope="module")
+def judge_workspace(tmp_path_factory) -> Workspace:
+    """The tiny workspace with three tiny models and their finished runs over a 4-background suite."""
+    from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet, TinyNet
+
+    networks = {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}
+    assert tuple(networks) == MODELS
+    return workspace_with_runs(tmp_path_factory.mktemp("judge-e2e"), networks, SUITE)
 
 
 def open_session(browser) -> Page:

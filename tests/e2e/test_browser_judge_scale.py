@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
 from analytics.colour_scale import suite_colour_scale
-from analytics.datasets import add_backgrounds, add_targets
-from analytics.models import custom_label_space, register_torchscript
-from analytics.runs import SIGNALS, start_runs
+from analytics.runs import SIGNALS
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
-from tests.e2e.test_browser_judge import COLD_START_MS, settle
-from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
+from tests.e2e.test_browser_judge import COLD_START_MS, settle, workspace_with_runs
 from ui.judge import button_key, colour_ticks
 
 MODELS = ("tiny", "bg-only")  # a random small CNN and a network that reads only the background
@@ -27,21 +23,10 @@ SUITE = "scale-suite"
 @pytest.fixture(scope="module")
 def scale_workspace(tmp_path_factory) -> Workspace:
     """The tiny workspace with two models of different architectures, each with a finished run over one suite."""
-    from tests.fixtures.models import CORNER_BOXES, RegionNet, TinyNet, insert_suite, save_torchscript, write_labels
+    from tests.fixtures.models import CORNER_BOXES, RegionNet, TinyNet
 
-    root = tmp_path_factory.mktemp("judge-scale-e2e")
-    rng = np.random.default_rng(0)
-    workspace = Workspace(root / "ws")
-    workspace.set_meta("image_size", str(SIZE))
-    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
-    add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
-    labels = custom_label_space(write_labels(root / "labels.txt"))
-    for seed, (name, network) in enumerate({"tiny": TinyNet(), "bg-only": RegionNet(CORNER_BOXES)}.items()):
-        path = save_torchscript(network, root / f"{name}.pt", seed=seed)
-        register_torchscript(workspace, name, checkpoint=path, label_space=labels, input_size=SIZE)
-    insert_suite(workspace, SUITE)
-    start_runs(workspace, list(MODELS), SUITE)
-    return workspace
+    networks = {"tiny": TinyNet(), "bg-only": RegionNet(CORNER_BOXES)}
+    return workspace_with_runs(tmp_path_factory.mktemp("judge-scale-e2e"), networks, SUITE)
 
 
 def colour_bar_numbers(tab: Page) -> list[list[str]]:

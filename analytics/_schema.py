@@ -160,6 +160,53 @@ MIGRATIONS: list[str] = [
         updated         TEXT NOT NULL
     );
     """,
+    # 5: team judging and background work. Assignments of a suite's models to annotators and, per
+    # suite, how many judgments each model needs when everyone judges everything; consensus labels a
+    # lead records (history kept, stored apart from raw judgments); jobs: long work run in a process
+    # of its own, with progress, a cancel request and the result.
+    """
+    CREATE TABLE assignments (
+        suite_id    TEXT NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
+        model       TEXT NOT NULL,
+        annotator   TEXT NOT NULL,
+        assigned_by TEXT NOT NULL DEFAULT '',
+        created     TEXT NOT NULL,
+        PRIMARY KEY (suite_id, model, annotator)
+    );
+    CREATE TABLE judging_plans (
+        suite_id         TEXT PRIMARY KEY REFERENCES suites(id) ON DELETE CASCADE,
+        everyone         INTEGER NOT NULL DEFAULT 1,
+        judgments_wanted INTEGER NOT NULL CHECK (judgments_wanted >= 1),
+        set_by           TEXT NOT NULL DEFAULT '',
+        created          TEXT NOT NULL
+    );
+    CREATE TABLE consensus (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        model       TEXT NOT NULL,
+        suite_id    TEXT NOT NULL,
+        model_key   TEXT NOT NULL DEFAULT '',
+        label       TEXT NOT NULL CHECK (label IN ('invariant', 'borderline', 'variant')),
+        reason      TEXT NOT NULL,
+        adjudicator TEXT NOT NULL,
+        created     TEXT NOT NULL
+    );
+    CREATE INDEX consensus_by_suite ON consensus(suite_id, model, id);
+    CREATE TABLE jobs (
+        id        TEXT PRIMARY KEY,
+        kind      TEXT NOT NULL,
+        params    TEXT NOT NULL,
+        status    TEXT NOT NULL CHECK (status IN ('queued', 'running', 'cancelling', 'cancelled', 'done', 'failed')),
+        done      INTEGER NOT NULL DEFAULT 0,
+        total     INTEGER NOT NULL DEFAULT 0,
+        message   TEXT NOT NULL DEFAULT '',
+        result    TEXT NOT NULL DEFAULT '{}',
+        pid       INTEGER,
+        owner     TEXT NOT NULL DEFAULT '',
+        created   TEXT NOT NULL,
+        updated   TEXT NOT NULL
+    );
+    CREATE INDEX jobs_by_status ON jobs(status, created);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -15,6 +15,7 @@ sqlite3 connections must not cross threads.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -61,6 +62,9 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike | None = None, *, create: bool = True) -> None:
         self.root = Path(root) if root is not None else default_workspace_path()
+        #: The signed-in account acting through this object (team mode; see :meth:`acting_as`), or
+        #: None: nobody signs in (solo mode, the CLI) and every action is allowed.
+        self.actor: Any = None
         self.db_path = self.root / DB_NAME
         self.arrays_dir = self.root / "arrays"
         if not self.db_path.exists():
@@ -76,6 +80,16 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
+
+    def acting_as(self, user: Any) -> Workspace:
+        """The same workspace with ``user`` (an :class:`analytics.team.accounts.User`) as its actor.
+
+        Library calls that change the workspace check the actor's role first
+        (:func:`analytics.team.roles.require_permission`); None restores solo behaviour.
+        """
+        other = copy.copy(self)
+        other.actor = user
+        return other
 
     # -- database -------------------------------------------------------------------------
     def connect(self) -> sqlite3.Connection:

@@ -14,6 +14,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from analytics.exceptions import WorkspaceError
+from analytics.team.accounts import User, active_user
 from analytics.team.server import team_mode
 from analytics.workspace import Workspace, default_workspace_path
 
@@ -70,11 +71,12 @@ def current_workspace() -> Workspace:
     Returns
     -------
     Workspace
-        The workspace at :func:`workspace_path` (a cheap object holding paths, no connection).
+        The workspace at :func:`workspace_path` (a cheap object holding paths, no connection); in
+        team mode it acts as the signed-in account, so library calls check that account's role.
     """
     path = workspace_path()
     try:
-        return Workspace(path, create=False)
+        workspace = Workspace(path, create=False)
     except WorkspaceError as err:
         st.error(str(err), icon=":material/folder_off:")
         st.info(
@@ -83,3 +85,15 @@ def current_workspace() -> Workspace:
             "enter its folder under **Workspace** in the sidebar of the Home page."
         )
         st.stop()
+    if not team_mode():
+        return workspace
+    user = signed_in_user(workspace)
+    if user is None:  # the sign-in gate shows the form; never hand out a workspace nobody acts for
+        st.stop()
+    return workspace.acting_as(user)
+
+
+def signed_in_user(workspace: Workspace) -> User | None:
+    """The enabled account signed in to this session (team mode), or None."""
+    name = st.session_state.get(SIGNED_IN)
+    return active_user(workspace, name) if name else None

@@ -7,7 +7,7 @@ judge; annotators judge; viewers only read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidInputError, PermissionDeniedError
 
@@ -26,14 +26,16 @@ ACTIONS = {
     "run_models": "run models over suites",
     "judge": "judge models",
     "adjudicate": "record consensus labels",
+    "browse": "see models, runs, results and other people's judgments by name",
     "view": "view the workspace",
 }
 
 PERMISSIONS: dict[str, frozenset[str]] = {
     "admin": frozenset(ACTIONS),
-    "analyst": frozenset({"build_suites", "run_models", "judge", "adjudicate", "view"}),
+    "analyst": frozenset({"build_suites", "run_models", "judge", "adjudicate", "browse", "view"}),
+    # Annotators judge blind: they see the models assigned to them under neutral names only.
     "annotator": frozenset({"judge", "view"}),
-    "viewer": frozenset({"view"}),
+    "viewer": frozenset({"browse", "view"}),
 }
 
 
@@ -71,3 +73,26 @@ def require(user: User, permission: str) -> None:
         raise PermissionDeniedError(
             f"{user.name} ({user.role}) may not {ACTIONS[permission]}: that needs the role {needed}. Ask an admin."
         )
+
+
+def require_permission(workspace: Any, permission: str) -> None:
+    """The check a library call that changes the workspace makes first.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Its ``actor`` is the signed-in account (team mode) or None (solo mode and the CLI: nobody
+        signs in, so everything is allowed).
+    permission : str
+        A key of :data:`ACTIONS`.
+
+    Raises
+    ------
+    PermissionDeniedError
+        The actor's role lacks the permission.
+    """
+    actor = getattr(workspace, "actor", None)
+    if actor is None:
+        allowed("admin", permission)  # admins hold every permission: this only refuses an unknown name
+        return
+    require(actor, permission)

@@ -21,7 +21,7 @@ from analytics.team.accounts import (
     list_users,
     set_password,
 )
-from analytics.team.roles import ACTIONS, PERMISSIONS, ROLES, require
+from analytics.team.roles import ACTIONS, PERMISSIONS, ROLES, allowed, require, require_permission
 from analytics.team.server import check_team_ready, streamlit_arguments
 from analytics.workspace import Workspace
 
@@ -145,7 +145,19 @@ def test_require_names_the_roles_needed():
     with pytest.raises(InvalidInputError, match="unknown"):
         require(viewer, "fly")
     assert set(PERMISSIONS) == set(ROLES) and PERMISSIONS["admin"] == frozenset(ACTIONS)
-    assert PERMISSIONS["viewer"] < PERMISSIONS["annotator"] < PERMISSIONS["analyst"] < PERMISSIONS["admin"]
+    assert PERMISSIONS["viewer"] < PERMISSIONS["analyst"] and PERMISSIONS["annotator"] < PERMISSIONS["analyst"] < PERMISSIONS["admin"]
+    assert not allowed("annotator", "browse") and allowed("viewer", "browse")  # annotators judge blind
+
+
+def test_require_permission_checks_the_workspace_actor(team_workspace):
+    require_permission(team_workspace, "register_models")  # solo: nobody signs in, everything allowed
+    with pytest.raises(InvalidInputError, match="unknown"):
+        require_permission(team_workspace, "fly")
+    annotator = team_workspace.acting_as(User("ann", "annotator", False, "", ""))
+    require_permission(annotator, "judge")
+    with pytest.raises(PermissionDeniedError, match="ann \\(annotator\\) may not import targets"):
+        require_permission(annotator, "import_data")
+    assert team_workspace.actor is None and annotator.root == team_workspace.root
 
 
 def test_solo_binds_loopback_and_team_all_interfaces():

@@ -21,7 +21,7 @@ from analytics.workspace import Workspace
 from analytics.zoo import construction_labels
 from ui import agreement as view
 from ui import judge, state
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 KEY = "assessor."
 HUMAN, CONSTRUCTION = "human", "construction"
@@ -152,7 +152,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Assessor")
     st.caption(
         "Learn the decision from the matrices, check it against the same learners on the accuracy statistics and a "

@@ -21,7 +21,7 @@ from analytics.sampling import SAMPLERS
 from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import state
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 KEY = "methods."
 REQUEST = KEY + "request"
@@ -140,7 +140,7 @@ def show_table(table: pd.DataFrame, request: dict, threshold: float) -> None:
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Methods")
     st.caption(
         "Which sampling method makes the best suites? Diverse suites cover more neurons (recall); suites that let "

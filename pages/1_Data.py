@@ -26,7 +26,7 @@ from analytics.exceptions import BackdropError
 from analytics.images import check_mask_share, fit_square, read_image
 from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, screening, state, widgets
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 PAGE_SIZE = 24
 GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
@@ -173,7 +173,7 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Data")
     workspace = state.current_workspace()
     tabs = st.tabs(["Targets", "Classes", "Backgrounds", "Composite preview", "Import", "GrabCut"])

@@ -27,7 +27,7 @@ from analytics.runs import model_keys
 from analytics.workspace import Workspace
 from ui import cache, state
 from ui import models as ui_models
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 KINDS = ("EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file")
 LABEL_CHOICES = {"ImageNet-1k": "imagenet", "IN-9": "in9", "Custom class list": "custom"}
@@ -144,7 +144,7 @@ def show_top_predictions(workspace: Workspace, spec: ModelSpec) -> None:
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Models")
     workspace = state.current_workspace()
     if st.session_state.get(LAST_REGISTERED):

@@ -15,7 +15,7 @@ from analytics.ontology import save_ontology
 from analytics.workspace import Workspace
 from ui import ontology as view
 from ui import state
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 
 def open_workspace() -> Workspace | None:
@@ -45,7 +45,7 @@ def keyword_tables(workspace: Workspace) -> None:
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Ontology")
     st.caption(
         "Keywords that co-occur in scenes, mined as association rules (support, confidence) and drawn "

@@ -14,11 +14,11 @@ from analytics.exceptions import BackdropError
 from analytics.suites import save_suite
 from ui import state
 from ui import suites as view
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Suites")
     st.caption(
         "For every target, N background scenes chosen at random, by embedding distance (nearest, "

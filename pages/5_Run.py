@@ -17,7 +17,7 @@ from analytics.suites import list_suites
 from analytics.workspace import Workspace
 from ui import state, widgets
 from ui import runs as view
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
 FINISHED = "run.finished"
@@ -80,7 +80,7 @@ def past_runs(workspace: Workspace) -> None:
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Run")
     st.caption(
         "A run composes every target with each of its suite's backgrounds, runs the model on the original and "

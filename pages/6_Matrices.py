@@ -22,7 +22,7 @@ from analytics.workspace import Workspace
 from ui import state, widgets
 from ui import colour_scale
 from ui import runs as view
-from ui.auth import require_sign_in
+from ui.auth import require_page
 from ui.charts import point_scatter
 
 PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
@@ -155,7 +155,7 @@ def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: vie
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Matrices")
     workspace = state.current_workspace()
     table = list_runs(workspace)

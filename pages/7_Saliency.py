@@ -17,7 +17,7 @@ from analytics.saliency import BASELINES, METHODS
 from analytics.suites import list_suites
 from ui import state, widgets
 from ui import saliency as view
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 NO_SUITE = "(originals only)"
 
@@ -96,7 +96,7 @@ def show_comparison(workspace_path: str, models: dict[str, str], settings: view.
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Saliency")
     st.caption(
         "Attribution maps of the true class on a target and its composites, scored against the object's mask "

@@ -17,7 +17,7 @@ from analytics.judgments import judgment_history, latest_judgments
 from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import state
-from ui.auth import require_sign_in
+from ui.auth import require_page
 
 PER_MODEL_NAMES = {
     "model": "Model",
@@ -133,7 +133,7 @@ def show_history(workspace: Workspace) -> None:
 
 
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Agreement")
     st.caption("Do the annotators read the variance matrices the same way?")
     workspace = state.current_workspace()

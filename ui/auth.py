@@ -15,6 +15,7 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError, SignInError
 from analytics.team.accounts import User, active_user, authenticate
+from analytics.team.roles import allowed, roles_with
 from analytics.team.server import team_mode
 from analytics.workspace import Workspace
 from ui import state
@@ -44,6 +45,36 @@ def require_sign_in() -> User | None:
         _sign_in_form()
         st.stop()
     return user
+
+
+def require_page(permission: str = "browse") -> User | None:
+    """The gate of a page: sign-in first (team mode), then the role a page needs.
+
+    Parameters
+    ----------
+    permission : str, default='browse'
+        A key of :data:`analytics.team.roles.ACTIONS` the page needs; most pages show models and
+        results by name, which annotators (who judge blind) may not see.
+
+    Returns
+    -------
+    User or None
+        The signed-in account (team mode), or None (solo mode: everything allowed).
+    """
+    user = require_sign_in()
+    if user is not None and not allowed(user.role, permission):
+        st.error(
+            f"This page needs the role {' or '.join(roles_with(permission))}; you are signed in as "
+            f"{user.name} ({user.role}). Ask an admin to change your role.",
+            icon=":material/block:",
+        )
+        st.stop()
+    return user
+
+
+def may(user: User | None, permission: str) -> bool:
+    """Whether the session may do ``permission`` (always in solo mode): decides which controls a page shows."""
+    return user is None or allowed(user.role, permission)
 
 
 def sign_in_pending() -> bool:

@@ -53,9 +53,17 @@ def only_sign_in_form(app: AppTest) -> bool:
 def test_page_opened_directly_shows_only_the_sign_in_form_until_signed_in(team_server):
     app = page("pages/1_Data.py").run()
     assert not app.exception and only_sign_in_form(app)
-    app = sign_in(app, "ann", TEAM_PASSWORD)
+    app = sign_in(app, "ada", TEAM_PASSWORD)
     assert not app.exception
-    assert [t.value for t in app.title] == ["Data"] and app.session_state[SIGNED_IN] == "ann"
+    assert [t.value for t in app.title] == ["Data"] and app.session_state[SIGNED_IN] == "ada"
+
+
+def test_page_above_the_role_is_refused_naming_the_role_needed(team_server):
+    app = sign_in(page("pages/2_Models.py").run(), "ann", TEAM_PASSWORD)  # annotators judge blind
+    assert not app.exception and not app.title and not app.dataframe
+    assert [e.value for e in app.error] == [
+        "This page needs the role admin or analyst or viewer; you are signed in as ann (annotator). Ask an admin to change your role."
+    ]
 
 
 def test_home_in_team_mode_hides_sidebar_until_signed_in(team_server):

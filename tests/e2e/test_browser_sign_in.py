@@ -17,7 +17,7 @@ PASSWORD = "correct horse"
 def test_unsigned_visitor_sees_only_the_sign_in_form(page, app_server_factory, e2e_workspace, tmp_path, monkeypatch):
     copy = tmp_path / "team-ws"
     shutil.copytree(e2e_workspace.root, copy)
-    add_user(Workspace(copy, create=False), "ann", "annotator", PASSWORD)
+    add_user(Workspace(copy, create=False), "al", "analyst", PASSWORD)
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
     server = app_server_factory(copy)
     target_ids = list(list_targets(e2e_workspace)["id"])
@@ -29,16 +29,16 @@ def test_unsigned_visitor_sees_only_the_sign_in_form(page, app_server_factory, e
         expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
         expect(page.get_by_text(target_ids[0], exact=True)).to_have_count(0)
 
-    page.get_by_label("Name").fill("ann")
+    page.get_by_label("Name").fill("al")
     page.get_by_label("Password", exact=True).fill("wrong password")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_text(SIGN_IN_FAILED)).to_be_visible()
 
     page.goto(f"{server.url}/Data")
-    page.get_by_label("Name").fill("ann")
+    page.get_by_label("Name").fill("al")
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Data")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/Data$"))
     expect(page.get_by_text(target_ids[0], exact=True)).to_be_visible()
-    expect(page.get_by_text("Signed in as ann (annotator)")).to_be_visible()
+    expect(page.get_by_text("Signed in as al (analyst)")).to_be_visible()

@@ -22,9 +22,11 @@ from analytics.assets import CACHE_ENV_VAR, default_cache_dir, is_fetched
 from analytics.datasets import image_size, list_backgrounds, list_classes, list_targets
 from analytics.demo import load_catalogue
 from analytics.exceptions import BackdropError
+from analytics.runs import list_runs
 from analytics.team.accounts import User
 from analytics.workspace import Workspace
 from ui import auth, state, widgets
+from ui.jobs import active_jobs
 
 ROOT = Path(__file__).resolve().parent
 PAGE_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
@@ -159,6 +161,51 @@ def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
         st.markdown("**Classes:** " + ", ".join(f"{name} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
 
 
+def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
+    """The suite with the most models among finished current runs, and a sentence on how far its
+    models fall from their original accuracy to their worst case (stored run summaries only).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :func:`analytics.runs.list_runs`.
+
+    Returns
+    -------
+    (suite_id, sentence) or None
+        None while no suite has a finished current run.
+    """
+    done = runs[(runs["status"] == "done") & ~runs["stale"].astype(bool)].drop_duplicates(["suite_id", "model"])
+    if done.empty:
+        return None
+    suite_id = done["suite_id"].value_counts().index[0]  # most models; ties: the suite of the newest run
+    on_suite = done[done["suite_id"] == suite_id].assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
+    worst, best = on_suite.loc[on_suite["drop"].idxmax()], on_suite.loc[on_suite["drop"].idxmin()]
+    if len(on_suite) == 1:
+        return suite_id, (
+            f"On suite `{suite_id}`, **{worst['model']}** recognises {worst['original_accuracy']:.0%} of the targets on their own "
+            f"photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
+        )
+    return suite_id, (
+        f"On suite `{suite_id}` ({len(on_suite)} models), **{worst['model']}** varies most with the background: "
+        f"{worst['original_accuracy']:.0%} of the targets right on their own photos, {worst['worst_case_accuracy']:.0%} right "
+        f"under every background; **{best['model']}** varies least ({best['original_accuracy']:.0%} → "
+        f"{best['worst_case_accuracy']:.0%}). Their variance matrices show where."
+    )
+
+
+def show_start_here(workspace: Workspace) -> None:
+    """On a workspace with finished runs (a built demo): lead to the finding on the Matrices page."""
+    found = finding(list_runs(workspace))
+    path = page_path("Matrices")
+    if found is None or path is None:
+        return
+    with st.container(border=True):
+        st.subheader("Start here", anchor=False)
+        st.markdown(found[1])
+        st.page_link(path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:")
+
+
 def show_next_steps(counts: dict[str, int]) -> None:
     st.subheader("What to do next")
     next_index = next(i for i, step in enumerate(STEPS) if not step.done(counts))
@@ -212,7 +259,10 @@ def home() -> None:
         "when the scene behind it changes, and in which scenes does it break?"
     )
     workspace = state.current_workspace()
+    active_jobs(workspace, key="home.jobs.")  # long work running in the background: progress and Cancel
     counts = table_counts(workspace)
+    if counts["Runs"]:
+        show_start_here(workspace)
     show_overview(workspace, counts)
     left, right = st.columns(2, gap="large")
     with left:

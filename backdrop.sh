@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Backdrop set-up and entry points. Two commands cover a fresh machine:
 #   bash backdrop.sh serve   install, build the demo workspace, start the dashboard on 127.0.0.1:8501
-#                            (serve --team: every interface, sign-in required; see README "Team mode")
+#                            (serve --team: every interface, sign-in required; see README "Serve a team")
 #   bash backdrop.sh test    install (with test tools and the browser), run the whole test suite
 # Both are idempotent: a second run reuses the virtual environment, the asset cache and the workspace.
 set -euo pipefail
@@ -54,29 +54,43 @@ install_browser() {
 
 case "${1:-}" in
   serve)
-    # serve [--team] [--dry-run]: solo mode listens on 127.0.0.1 only, without sign-in; team mode
-    # (--team or BACKDROP_TEAM=1) on every interface, sign-in on every page, and refuses to start
-    # without an enabled admin account. --dry-run prints the streamlit command instead of running it
-    # (no install, no demo build).
+    # serve [--team] [--data-root DIR]... [--dry-run]: solo mode listens on 127.0.0.1 only, without
+    # sign-in; team mode (--team or BACKDROP_TEAM=1) on every interface, sign-in on every page, and
+    # refuses to start without an enabled admin account. --data-root (repeatable) is a folder whose
+    # files paths typed in the browser may name (BACKDROP_DATA_ROOTS; in team mode none: no server
+    # paths at all). --dry-run prints the streamlit command instead of running it (no install, no demo build).
+    usage="usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run]"
     dry_run=0
-    for flag in "${@:2}"; do
-      case "$flag" in
+    roots=()
+    shift
+    while [ $# -gt 0 ]; do
+      case "$1" in
         --team) export BACKDROP_TEAM=1 ;;
         --dry-run) dry_run=1 ;;
-        *) echo "usage: bash backdrop.sh serve [--team] [--dry-run]" >&2; exit 64 ;;
+        --data-root)
+          [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; }
+          [ -d "$2" ] || { echo "--data-root $2: no such folder; create it or give an existing one" >&2; exit 64; }
+          roots+=("$(cd "$2" && pwd -P)"); shift ;;
+        *) echo "$usage" >&2; exit 64 ;;
       esac
+      shift
     done
+    if [ ${#roots[@]} -gt 0 ]; then
+      BACKDROP_DATA_ROOTS="$(IFS=:; echo "${roots[*]}")"
+      export BACKDROP_DATA_ROOTS
+    fi
     [ "$dry_run" = 1 ] || install_python_packages "$ROOT/requirements.txt"
     # team mode: the admin check (exit 2 with the `user add` command) comes before the slow demo build
     serve_options="$("$PY" -m analytics serve-check --port "$PORT" --workspace "$BACKDROP_WORKSPACE")"
     mapfile -t serve_options <<< "$serve_options"
     if [ "$dry_run" = 1 ]; then
-      echo "$PY -m streamlit run app.py ${serve_options[*]}"; exit 0
+      echo "${BACKDROP_DATA_ROOTS:+BACKDROP_DATA_ROOTS=$BACKDROP_DATA_ROOTS }$PY -m streamlit run app.py ${serve_options[*]}"; exit 0
     fi
     log "building the demo workspace in $BACKDROP_WORKSPACE (idempotent)"
     "$PY" -m analytics demo --workspace "$BACKDROP_WORKSPACE"
     if [ "${BACKDROP_TEAM:-0}" = 1 ]; then
       log "team mode: dashboard on port $PORT of every interface of this machine; sign-in required"
+      log "server paths typed in the browser: ${BACKDROP_DATA_ROOTS:-none allowed (add --data-root DIR)}"
     else
       log "dashboard on http://localhost:$PORT (this machine only; team mode: serve --team)"
     fi
@@ -98,7 +112,7 @@ case "${1:-}" in
     exec "$PY" -m pytest -q "${@:2}"
     ;;
   *)
-    echo "usage: bash backdrop.sh serve [--team] [--dry-run] | test [pytest args]" >&2
+    echo "usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run] | test [pytest args]" >&2
     exit 64
     ;;
 esac

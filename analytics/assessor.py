@@ -3,8 +3,9 @@
 
 Input is a feature table — one row per model, as :func:`analytics.runs.features_table` gives it: the
 matrix features of :func:`analytics.variance.matrix_features` over the model's four matrices plus
-the three accuracy statistics :data:`ACCURACY_COLUMNS` — and a label per judged model (the majority
-vote of :func:`analytics.agreement.majority_vote`, or a zoo model's construction label).
+the three accuracy statistics :data:`ACCURACY_COLUMNS` — and a label per judged model (a lead's
+consensus where recorded, else the annotators' majority vote: :func:`analytics.adjudication.training_labels`;
+or a zoo model's construction label).
 
 Which columns an assessor reads is decided in one place, :func:`feature_columns`, from its
 ``inputs`` (:data:`INPUTS`); the CLI (``assess``) and the Assessor page both pass the whole table,
@@ -61,9 +62,10 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.tree import DecisionTreeClassifier
 
 from ._validation import check_choice, check_fraction, check_positive_int
-from .agreement import cohen_kappa, majority_vote
+from .adjudication import training_labels
+from .agreement import cohen_kappa
 from .exceptions import InvalidInputError
-from .judgments import LABELS, latest_judgments, latest_judgments_by_suite
+from .judgments import LABELS, latest_judgments_by_suite
 from .workspace import Workspace
 
 WORST_CASE = "worst_case_accuracy"
@@ -404,8 +406,8 @@ def evaluate_assessors(
 
 
 def human_labels(workspace: Workspace, suite_id: str) -> pd.Series:
-    """The human label of each model judged on one suite: the majority vote of the annotators'
-    latest current judgments there (:func:`analytics.agreement.majority_vote`).
+    """The human label of each model judged on one suite: the consensus a lead recorded there, else
+    the majority vote of the annotators' latest current judgments (:func:`analytics.adjudication.training_labels`).
 
     Judgments are scoped to a suite (an annotator judges a model's matrices on that suite), so the
     assessor learns from the labels given on the suite its features come from.
@@ -415,8 +417,7 @@ def human_labels(workspace: Workspace, suite_id: str) -> pd.Series:
     labels : Series of str
         Index = model, values in ``LABELS``; empty when nobody judged a model on ``suite_id``.
     """
-    judgments = latest_judgments(workspace, suite_id)
-    return pd.Series(dtype=object) if judgments.empty else majority_vote(judgments)
+    return training_labels(workspace, suite_id)
 
 
 def judged_suite(workspace: Workspace) -> str | None:

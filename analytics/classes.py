@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .exceptions import InvalidInputError, NotFoundError
+from .team.roles import require_permission
 from .workspace import Workspace
 
 N_IMAGENET = 1000
@@ -231,6 +232,7 @@ def set_class_mapping(
     InvalidInputError
         Nothing given, an index outside 0..999, or an unknown IN-9 class.
     """
+    require_permission(workspace, "import_data")
     from .models import IN9_CLASSES
     from .runs import pin_legacy_keys  # runs imports this module
 

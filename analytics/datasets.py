@@ -34,6 +34,7 @@ from .images import (
     resize_square,
     square_crops,
 )
+from .team.roles import require_permission
 from .workspace import Workspace, now
 
 DEFAULT_IMAGE_SIZE = 256
@@ -366,6 +367,7 @@ def add_classes(workspace: Workspace, classes: dict[str, ClassMapping | Sequence
 
     An empty mapping (``ClassMapping()`` or ``[]``) registers an unmapped class.
     """
+    require_permission(workspace, "import_data")
     mappings = {name: as_mapping(value) for name, value in classes.items()}
     rows = [(name, json.dumps(list(m.imagenet)), m.in9, m.label) for name, m in mappings.items()]
     sql = "INSERT OR REPLACE INTO classes(name, imagenet_indices, in9, label) VALUES (?, ?, ?, ?)"
@@ -394,6 +396,7 @@ def add_targets(
     InvalidInputError
         An image is not the workspace's size, or a class is unknown and not given in ``classes``.
     """
+    require_permission(workspace, "import_data")
     size = image_size(workspace)
     known = set(list_classes(workspace)) | set(classes or {})
     for target in targets:
@@ -419,6 +422,7 @@ def add_targets(
 
 def add_backgrounds(workspace: Workspace, backgrounds: Sequence[Background]) -> int:
     """Store backgrounds in one transaction; returns how many were new."""
+    require_permission(workspace, "import_data")
     size = image_size(workspace)
     for bg in backgrounds:
         if bg.image.shape != (size, size, 3):

@@ -22,8 +22,9 @@ from typing import Any
 import pandas as pd
 
 from ._validation import check_choice, check_fraction
-from .exceptions import InvalidInputError, NotFoundError
+from .exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
 from .runs import model_keys
+from .team.roles import allowed, require_permission
 from .workspace import Workspace, now
 
 LABELS: tuple[str, ...] = ("invariant", "borderline", "variant")
@@ -94,6 +95,10 @@ def add_judgment(
         another suite.
     NotFoundError
         The model, run or suite is not in the workspace.
+    PermissionDeniedError
+        Team mode (``workspace.actor`` set): the actor may not judge, ``annotator`` is not the actor's
+        name, or an actor who judges blind (annotator role) judges a model not assigned to them on
+        the suite (:func:`analytics.team.assignments.may_judge`).
 
     Examples
     --------
@@ -101,11 +106,13 @@ def add_judgment(
     Judgment(id=1, annotator='ana', model='lite0', label='borderline', ...)
     """
     annotator = _check_annotator(annotator)
+    _check_actor(workspace, annotator)
     check_choice(label, "label", LABELS)
     if confidence is not None:
         confidence = check_fraction(confidence, "confidence", low_open=False)
     if not isinstance(note, str):
         raise InvalidInputError(f"note must be text; got {type(note).__name__}")
+    _check_blind_scope(workspace, annotator, suite_id, run_id, model)
     created = now()
     current_key = model_keys(workspace).keys.get(model, "")
     with workspace.transaction() as conn:
@@ -213,6 +220,33 @@ def _current(workspace: Workspace, suite_id: str | None) -> pd.DataFrame:
     keys = model_keys(workspace)
     current = [keys.is_current(m, k, c) for m, k, c in zip(history["model"], history["model_key"], history["created"])]
     return history[pd.Series(current, index=history.index, dtype=bool)]
+
+
+def _check_actor(workspace: Workspace, annotator: str) -> None:
+    """Team mode: the signed-in account judges, and only in its own name."""
+    require_permission(workspace, "judge")
+    actor = workspace.actor
+    if actor is not None and annotator != actor.name:
+        raise PermissionDeniedError(
+            f"{actor.name} may not judge as {annotator!r}: the annotator of a judgment is always the signed-in account"
+        )
+
+
+def _check_blind_scope(workspace: Workspace, annotator: str, suite_id: str | None, run_id: str | None, model: str) -> None:
+    """Team mode: an actor who judges blind (no ``browse``) judges only the models assigned to them on the suite."""
+    actor = workspace.actor
+    if actor is None or allowed(actor.role, "browse"):
+        return
+    from .team.assignments import may_judge  # here: that module imports this one
+
+    if suite_id is None and run_id is not None:  # the judged suite is the run's
+        run = workspace.query_one("SELECT suite_id FROM runs WHERE id = ?", (run_id,))
+        suite_id = None if run is None else run["suite_id"]
+    if not may_judge(workspace, annotator, suite_id, model):
+        raise PermissionDeniedError(
+            f"{actor.name} ({actor.role}) may judge only the models assigned to them on a suite, and this model is not "
+            f"assigned to them on suite {suite_id!r}; ask a lead to assign it"
+        )
 
 
 def _check_annotator(annotator: str) -> str:

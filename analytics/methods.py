@@ -62,6 +62,20 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[str, int, int], None]
 """``progress(step, done, total)``: called after each step of a comparison."""
 
+# The default comparison is sized to end in about two minutes on 2 CPU cores (issue 19.1: the former
+# 5 methods x 3 seeds x N=8 over every target, both layer sets, took ~50 minutes on the demo): the
+# baseline and the paper's method, two seeds (consistency needs two), N=4, 12 targets, embedding layer.
+DEFAULT_METHODS: tuple[str, ...] = ("random", "ontology")
+DEFAULT_SEEDS = 2
+DEFAULT_N = 4
+DEFAULT_TARGETS = 12
+DEFAULT_LAYERS: tuple[str, ...] = ("embedding",)
+
+#: Seconds per image per step before any comparison was timed in the workspace: the issue's demo
+#: measurement (13 steps in 9.5 minutes, 60 targets x 9 images per suite, EfficientNet-Lite0 on CPU).
+SECONDS_PER_IMAGE_STEP = 9.5 * 60 / (13 * 60 * 9)
+_STEP_COST_META = "methods.seconds_per_image_step"
+
 #: Columns of :func:`method_comparison`'s table, in order.
 COMPARISON_COLUMNS: list[str] = [
     "method",
@@ -135,10 +149,11 @@ def method_comparison(
     *,
     model: str,
     methods: Sequence[str] | None = None,
-    seeds: int | Sequence[int] = 3,
-    n: int = 8,
+    seeds: int | Sequence[int] = DEFAULT_SEEDS,
+    n: int = DEFAULT_N,
+    targets: int | None = DEFAULT_TARGETS,
     threshold: float = DEFAULT_THRESHOLD,
-    layers: Sequence[str] = LAYER_CHOICES,
+    layers: Sequence[str] = DEFAULT_LAYERS,
     recall_layers: str = "embedding",
     preset: str = "smooth",
     device: str | None = None,
@@ -154,13 +169,16 @@ def method_comparison(
     methods : sequence of str, default=None
         Sampling methods (:data:`analytics.sampling.SAMPLERS`); None = every method whose
         prerequisites the workspace has (:func:`method_requirements`).
-    seeds : int or sequence of int, default=3
+    seeds : int or sequence of int, default=2
         An int k means seeds 0 … k−1; consistency needs at least two.
-    n : int, default=8
+    n : int, default=4
         Backgrounds per target of each suite.
+    targets : int or None, default=12
+        Suites cover this many targets (:func:`comparison_targets`, spread over the classes);
+        None = every target of the workspace.
     threshold : float in [0, 1), default=0.5
         Neuron coverage threshold on min-max scaled activations.
-    layers : sequence of {'embedding', 'all'}, default=('embedding', 'all')
+    layers : sequence of {'embedding', 'all'}, default=('embedding',)
         Coverage computed over these layer sets (the other column stays NaN).
     recall_layers : {'embedding', 'all'}, default='embedding'
         Which coverage is the recall; must be in ``layers``.
@@ -169,7 +187,8 @@ def method_comparison(
     device : str or None, default=None
         Where the model runs (None: CUDA when available, else CPU).
     progress : callable (step, done, total) or None
-        Called after every step (build suite, run, coverage, matrices) of every seed.
+        Called after every step (build suite, run, coverage, matrices) of every seed, and with the
+        same ``done`` during a suite's distances and a run's batches.
 
     Returns
     -------
@@ -196,11 +215,12 @@ def method_comparison(
     threshold = _check_threshold(threshold)  # before any suite is built: the check is coverage's own
     layers = _check_layers(layers, recall_layers)
     check_choice(preset, "preset", PRESETS)
-    steps = _Steps(progress, len(methods) * len(seeds) * (3 + len(layers)))
+    target_ids = None if targets is None else comparison_targets(workspace, targets)
+    steps = _Steps(progress, comparison_steps(len(methods), len(seeds), len(layers)))
     precision = method_precision(workspace)
     rows = []
     for method in methods:
-        per_seed = [_seed_result(workspace, spec, method, seed, n, layers, threshold, preset, device, steps) for seed in seeds]
+        per_seed = [_seed_result(workspace, spec, method, seed, n, target_ids, layers, threshold, preset, device, steps) for seed in seeds]
         kappa, n_judged, n_annotators = precision.get(method, (float("nan"), 0, 0))
         recall = float(np.mean([r.coverage[recall_layers] for r in per_seed]))
         rows.append(
@@ -223,6 +243,67 @@ def method_comparison(
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
+def comparison_targets(workspace: Workspace, count: int) -> list[str]:
+    """``count`` targets spread over the classes: round-robin over classes, ids in order (deterministic).
+
+    Returns
+    -------
+    list of str
+        At most ``count`` target ids (all of them when the workspace has fewer).
+    """
+    from .datasets import list_targets
+
+    count = check_positive_int(count, "targets")
+    by_class = [group["id"].tolist() for _, group in list_targets(workspace).groupby("class_name", sort=True)]
+    spread = [ids[i] for i in range(max(map(len, by_class), default=0)) for ids in by_class if i < len(ids)]
+    return sorted(spread[:count])
+
+
+def comparison_steps(n_methods: int, n_seeds: int, n_layers: int) -> int:
+    """Steps of a comparison: per method and seed, the suite, the run, each coverage and the matrices."""
+    return n_methods * n_seeds * (3 + n_layers)
+
+
+def estimate_seconds(workspace: Workspace, *, methods: int, seeds: int, n: int, targets: int, layers: int) -> float:
+    """How long a comparison of this size should take, before it starts.
+
+    Seconds per image per step × images per suite (``targets`` × (``n`` + 1)) × steps
+    (:func:`comparison_steps`). The cost per image-step is the one measured by the workspace's last
+    finished comparison (:func:`record_step_cost`), else :data:`SECONDS_PER_IMAGE_STEP`. Reused
+    suites, runs and coverage make a repeated comparison much faster than this.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    methods, seeds, n, targets, layers : int
+        Methods compared, seeds per method, backgrounds per target, targets covered, layer sets.
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
+    cost = float(workspace.get_meta(_STEP_COST_META) or SECONDS_PER_IMAGE_STEP)
+    return cost * targets * (n + 1) * comparison_steps(methods, seeds, layers)
+
+
+def record_step_cost(workspace: Workspace, params: Mapping, seconds: float) -> None:
+    """Store the measured seconds per image-step of a finished comparison (``params`` as it ran).
+
+    Only a comparison that took at least a second counts: one that reused everything measures
+    lookups, not work.
+    """
+    if seconds < 1:
+        return
+    methods = params.get("methods") or [name for name, missing in method_requirements(workspace).items() if not missing]
+    seeds = params.get("seeds", DEFAULT_SEEDS)
+    n_seeds = seeds if isinstance(seeds, int) else len(seeds)
+    targets = params.get("targets", DEFAULT_TARGETS)
+    n_targets = len(comparison_targets(workspace, targets)) if targets else workspace.query_one("SELECT COUNT(*) AS n FROM targets")["n"]
+    steps = comparison_steps(len(methods), n_seeds, len(params.get("layers", DEFAULT_LAYERS)))
+    workspace.set_meta(_STEP_COST_META, repr(seconds / (steps * n_targets * (params.get("n", DEFAULT_N) + 1))))
+
+
 @dataclass(frozen=True)
 class _SeedResult:
     suite_id: str
@@ -241,6 +322,10 @@ class _Steps:
 
     def finished(self, step: str) -> None:
         self.done += 1
+        self.working(step)
+
+    def working(self, step: str) -> None:
+        """Report the current count again, during a step (a job checks for a cancel on each report)."""
         if self.progress is not None:
             self.progress(step, self.done, self.total)
 
@@ -251,6 +336,7 @@ def _seed_result(
     method: str,
     seed: int,
     n: int,
+    target_ids: list[str] | None,
     layers: list[str],
     threshold: float,
     preset: str,
@@ -262,9 +348,9 @@ def _seed_result(
     from .suites import build_suite
 
     label = f"{method}, seed {seed}"
-    suite = build_suite(workspace, method=method, n=n, seed=seed, device=device)
+    suite = build_suite(workspace, method=method, n=n, seed=seed, target_ids=target_ids, device=device, progress=lambda *_: steps.working(f"{label}: suite"))
     steps.finished(f"{label}: suite")
-    run_id = start_runs(workspace, [spec.name], suite.id, device=device)[0]
+    run_id = start_runs(workspace, [spec.name], suite.id, device=device, progress=lambda *_: steps.working(f"{label}: run"))[0]
     steps.finished(f"{label}: run")
     coverage = {}
     for name in layers:

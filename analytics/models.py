@@ -62,6 +62,7 @@ from torch import nn
 from ._validation import check_choice, check_image_batch, check_positive_int
 from .classes import ClassMapping, as_mapping
 from .exceptions import InvalidInputError, NotFoundError, WorkspaceError
+from .team.roles import require_permission
 from .workspace import Workspace, now
 
 SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head")
@@ -913,6 +914,7 @@ def register_model(workspace: Workspace, spec: ModelSpec, *, replace: bool = Fal
         Bad checkpoint, wrong number of classes, non-finite outputs, name taken. The registry is
         unchanged.
     """
+    require_permission(workspace, "register_models")
     _check_spec(spec)
     spec = _pin_checkpoint(workspace, spec)
     existing = _find_spec(workspace, spec.name)
@@ -1027,6 +1029,7 @@ def get_model_spec(workspace: Workspace, name: str) -> ModelSpec:
 
 def remove_model(workspace: Workspace, name: str) -> None:
     """Unregister a model (its runs must be deleted first; copied checkpoints stay in the store)."""
+    require_permission(workspace, "register_models")
     get_model_spec(workspace, name)
     dependants = workspace.query("SELECT name FROM models WHERE source = 'head' AND json_extract(spec, '$.backbone') = ?", (name,))
     runs = workspace.query_one("SELECT COUNT(*) AS n FROM runs WHERE model = ?", (name,))["n"]
@@ -1047,6 +1050,7 @@ def load_model(workspace: Workspace, name: str, *, device: str | torch.device | 
 # -- registration helpers per source --------------------------------------------------------------
 def register_efficientnet_lite(workspace: Workspace, variant: int) -> ModelSpec:
     """Register EfficientNet-Lite``variant`` (0, 1 or 2) as ``efficientnet-lite<variant>``."""
+    require_permission(workspace, "register_models")
     if variant not in LITE_VARIANTS:
         raise InvalidInputError(f"variant must be one of {LITE_VARIANTS}; got {variant!r}")
     from efficientnet_lite_pytorch import EfficientNet
@@ -1091,6 +1095,7 @@ def register_torchvision(
     input_size : int or None
         Network input side; None: 299 for inception_v3, else 224.
     """
+    require_permission(workspace, "register_models")
     import torchvision
 
     known = torchvision.models.list_models(module=torchvision.models)
@@ -1155,6 +1160,7 @@ def register_torchscript(
     Its ``forward`` takes a float batch (n, 3, input_size, input_size) normalised as
     ``preprocessing`` says and returns logits (n, n_outputs), or ``(logits, embedding)``.
     """
+    require_permission(workspace, "register_models")
     path = Path(checkpoint).resolve()
     spec = ModelSpec(
         name=name,
@@ -1217,6 +1223,7 @@ def register_head(
     construction : dict or None
         How the head was made (zoo parameters), stored with the spec.
     """
+    require_permission(workspace, "register_models")
     base = get_model_spec(workspace, backbone)
     if base.source == "head":
         raise InvalidInputError(f"backbone {backbone!r} is itself a head; attach heads to a network model")

@@ -71,6 +71,7 @@ from mlxtend.frequent_patterns import apriori, association_rules, fpgrowth
 from ._validation import check_choice, check_fraction, check_positive_int
 from .exceptions import InvalidInputError, NotFoundError
 from .keywords import KeywordTable, transactions_digest
+from .team.roles import require_permission
 from .workspace import Workspace, content_id, now
 
 logger = logging.getLogger(__name__)
@@ -728,6 +729,7 @@ def save_ontology(workspace: Workspace, ontology: Ontology, *, tables: Sequence[
     -------
     id : str
     """
+    require_permission(workspace, "build_suites")
     itemsets_hash = workspace.put_json(_itemsets_records(ontology.itemsets))
     rules_hash = workspace.put_json(_rules_records(ontology.rules))
     params = {**asdict(ontology.params), "n_transactions": ontology.n_transactions, "source": ontology.source}

@@ -51,6 +51,7 @@ from .classes import class_mapping_key
 from .compose import Cutout
 from .datasets import load_backgrounds, load_targets
 from .exceptions import InvalidInputError, NotFoundError
+from .team.roles import require_permission
 from .variance import (
     DEFAULT_GRID,
     DEFAULT_K,
@@ -436,6 +437,7 @@ def start_runs(
     list of str
         Run ids in the order of ``model_names``.
     """
+    require_permission(workspace, "run_models")
     from .inference import run_models  # torch: only callers that run models pay for the import
 
     run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)

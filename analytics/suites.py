@@ -71,6 +71,7 @@ from .sampling import (
 )
 from .screening import pool_exclusions, sample_screened
 from .similarity import composite_distances, proxy_distances, resolve_distance_models
+from .team.roles import require_permission
 from .workspace import Workspace, content_id, now
 
 if TYPE_CHECKING:
@@ -522,6 +523,7 @@ def save_suite(workspace: Workspace, suite: Suite) -> Suite:
     Suite
         The stored suite (with ``created`` set).
     """
+    require_permission(workspace, "build_suites")
     created = now()
     record = {**suite.params, "warnings": list(suite.warnings)}
     rows = [

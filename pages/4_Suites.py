@@ -1,8 +1,9 @@
-"""Suites: sample N backgrounds per target with one of five methods, preview them, save them.
+"""Suites: sample and save N backgrounds per target with one of five methods, then preview them.
 
-A thin view: sampling, distances and storage are :mod:`analytics.suites`; caching, the form, the
-preview grid and the histogram are :mod:`ui.suites`. The page catches only
-:class:`~analytics.exceptions.BackdropError`.
+A thin view: sampling, distances and storage are :mod:`analytics.suites`, run as a background job
+(:mod:`analytics.jobs`, kind ``suite``: progress, Cancel, Resume via :mod:`ui.jobs`); the form, the
+preview grid and the histogram are :mod:`ui.suites`. A refused start or a failed job
+(:class:`~analytics.exceptions.BackdropError`) is shown by :mod:`ui.jobs`.
 """
 
 from __future__ import annotations
@@ -10,11 +11,25 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.datasets import list_backgrounds, list_targets
-from analytics.exceptions import BackdropError
-from analytics.suites import save_suite
+from analytics.suites import Suite
+from analytics.workspace import Workspace
+from ui import jobs as job_view
 from ui import state
 from ui import suites as view
 from ui.auth import require_page
+
+
+def suite_of_job(workspace: Workspace) -> Suite | None:
+    """The suite job this session started: its progress (Cancel, Resume), then the saved suite."""
+    job_id = st.session_state.get(view.JOB)
+    if job_id is None:
+        return None
+    job = job_view.show_job(workspace, job_id, key=view.KEY)
+    if job.status != "done":
+        return None
+    suite = view.cached_saved_suite(str(workspace.root), job.result["suite_id"])
+    st.success(f"Saved suite `{suite.id}` ({len(suite.items)} backgrounds).")
+    return suite
 
 
 def main() -> None:
@@ -37,22 +52,18 @@ def main() -> None:
         "tables on the **Ontology** page (or `python -m analytics keywords`); the newest table of each kind is used."
     )
     request = view.request_form(workspace, n_pool)
-    suite = None
     if request is not None:
-        try:
-            suite = view.cached_suite(str(workspace.root), request, view.workspace_stamp(workspace))
-        except BackdropError as err:
-            st.error(str(err))
+        job = job_view.start_job(workspace, "suite", request.build_kwargs())
+        if job is not None:
+            st.session_state[view.JOB] = job.id
+    suite = suite_of_job(workspace)
     if suite is not None:
         st.subheader(f"{suite.method} suite `{suite.id}`")
         view.summary(suite)
-        if st.button("Save this suite", key=view.KEY + "save"):
-            saved = save_suite(workspace, suite)
-            st.success(f"Saved suite `{saved.id}` ({len(saved.items)} backgrounds).")
         view.preview(workspace, suite)
 
     st.subheader("Distances per method")
-    distances = view.distances_by_method(workspace, suite)
+    distances = view.distances_by_method(workspace)
     if distances:
         st.plotly_chart(view.distance_figure(distances), key=view.KEY + "histogram")
     else:

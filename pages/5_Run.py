@@ -1,8 +1,10 @@
-"""Run: run registered models over a saved suite (one action, with a progress bar), list past runs
-and resume an interrupted one.
+"""Run: run registered models over a saved suite (one background job, with progress and Cancel),
+list past runs and resume an interrupted one.
 
-A thin view: the engine is :mod:`analytics.inference` via :func:`analytics.runs.start_runs`;
-tables are :mod:`ui.runs`. The page catches only :class:`~analytics.exceptions.BackdropError`.
+A thin view: the engine is :mod:`analytics.inference` via :func:`analytics.runs.start_runs`, run by a
+worker process (:mod:`analytics.jobs`, kind ``runs``; :mod:`ui.jobs` shows it); tables are
+:mod:`ui.runs`. A cancelled run keeps its finished batches and resumes from them. A refused start
+(:class:`~analytics.exceptions.BackdropError`) is shown by :func:`ui.jobs.start_job`.
 """
 
 from __future__ import annotations
@@ -10,34 +12,41 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.exceptions import BackdropError
 from analytics.models import list_models
-from analytics.runs import list_runs, start_runs
+from analytics.jobs import list_jobs
+from analytics.runs import list_runs
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
+from ui import jobs as job_view
 from ui import state, widgets
 from ui import runs as view
 from ui.auth import require_page
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
-FINISHED = "run.finished"
+JOB = "run.job"  # session-state key: the id of the runs job this session started
 
 
 def execute(workspace: Workspace, models: list[str], suite_id: str, *, top_k: int, device: str | None, batch_size: int) -> None:
-    """Run ``models`` over the suite with a progress bar; remember the finished run ids."""
-    bar = st.progress(0.0, text="Starting…")
+    """Start the runs as a background job; the page follows it (:func:`show_runs_job`)."""
+    params = {"model_names": models, "suite_id": suite_id, "device": device, "batch_size": batch_size, "top_k": top_k}
+    job = job_view.start_job(workspace, "runs", params)
+    if job is not None:
+        st.session_state[JOB] = job.id
+        st.rerun()
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0, text=f"{done} of {total} images")
 
-    try:
-        run_ids = start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
-    except BackdropError as err:
-        bar.empty()
-        st.error(str(err))
+def show_runs_job(workspace: Workspace) -> None:
+    """The runs job this session started (else the newest one still active): progress, Cancel, Resume."""
+    job_id = st.session_state.get(JOB)
+    if job_id is None:
+        active = list_jobs(workspace, active_only=True, kind="runs")
+        job_id = None if active.empty else active["id"].iloc[0]
+    if job_id is None:
         return
-    st.session_state[FINISHED] = run_ids
-    st.rerun()
+    job = job_view.show_job(workspace, job_id, key="run.")
+    if job.status == "done":
+        finished = job.result["run_ids"]
+        st.success(f"Finished {len(finished)} run(s): {', '.join(finished)}. See their variance matrices on the Matrices page.")
 
 
 def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
@@ -87,9 +96,7 @@ def main() -> None:
         "the composites, and stores four signals per image, the prediction and the semantic distance."
     )
     workspace = state.current_workspace()
-    finished = st.session_state.pop(FINISHED, None)
-    if finished:
-        st.success(f"Finished {len(finished)} run(s): {', '.join(finished)}. See their variance matrices on the Matrices page.")
+    show_runs_job(workspace)
     suites = list_suites(workspace)
     if not list_models(workspace):
         st.info("Register a model on the Models page first (EfficientNet-Lite works offline).")

@@ -23,7 +23,7 @@ from ui import state, widgets
 from ui import colour_scale
 from ui import runs as view
 from ui.auth import require_page
-from ui.charts import point_scatter
+from ui.charts import SQUARE_COLUMNS, point_scatter
 
 PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
 PAIRS_LISTED = 12
@@ -38,8 +38,13 @@ def metrics(run: Mapping, n_points: int | None = None) -> None:
         columns[3].metric("Points per matrix", f"{n_points:,}")
 
 
+def grid_columns(n: int) -> list:
+    """``n`` chart slots, :data:`ui.charts.SQUARE_COLUMNS` per row (four in a row are too small to read)."""
+    return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]
+
+
 def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mapping[str, tuple], selected: tuple | None) -> None:
-    for column, (signal, label) in zip(st.columns(len(SIGNALS)), SIGNALS.items()):
+    for column, (signal, label) in zip(grid_columns(len(SIGNALS)), SIGNALS.items()):
         figure = view.clickable_heatmap(matrices[signal], title=label, zmin=ranges[signal][0], zmax=ranges[signal][1])
         if selected and selected[0] == signal:
             view.mark_cell(figure, matrices[signal], *selected[1:])
@@ -76,9 +81,9 @@ def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, Varianc
 
 def scatters(data_clouds) -> None:
     _, clouds = data_clouds
-    for column, (signal, label) in zip(st.columns(len(SIGNALS)), SIGNALS.items()):
+    for column, (signal, label) in zip(grid_columns(len(SIGNALS)), SIGNALS.items()):
         figure = point_scatter(clouds[signal].points, clouds[signal].values, max_points=view.SCATTER_POINTS, title=label)
-        figure.update_layout(height=view.HEATMAP_HEIGHT, margin={"l": 50, "r": 10, "t": 40, "b": 45}, title={"font": {"size": 13}})
+        figure.update_layout(title={"font": {"size": 13}})
         column.plotly_chart(figure, key=f"{view.KEY}scatter.{signal}", config={"displayModeBar": False})
 
 
@@ -140,18 +145,13 @@ def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: vie
     except BackdropError as err:
         st.error(str(err))
         return
-    st.caption("Same suite, one row per model: equal (worst-case) accuracy can hide different patterns.")
-    for run_id in chosen:
+    signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=f"{view.KEY}compare_signal")
+    st.caption("Same suite and colour scale, one matrix per model: equal (worst-case) accuracy can hide different patterns.")
+    for column, run_id in zip(grid_columns(len(chosen)), chosen):
         record = records[run_id]
-        info, *columns = st.columns([1.2, 2, 2, 2, 2])
-        info.markdown(f"**{record['model']}**")
-        info.metric("Accuracy", f"{record['accuracy']:.1%}")
-        info.metric("Worst-case", f"{record['worst_case_accuracy']:.1%}")
-        for column, (signal, label) in zip(columns, SIGNALS.items()):
-            figure = view.clickable_heatmap(
-                matrices[run_id][signal], title=label, zmin=ranges[signal][0], zmax=ranges[signal][1], height=view.COMPARE_HEIGHT
-            )
-            column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
+        title = f"{record['model']} · accuracy {record['accuracy']:.0%} · worst-case {record['worst_case_accuracy']:.0%}"
+        figure = view.clickable_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])
+        column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
 
 
 def main() -> None:

@@ -1,9 +1,12 @@
 """Judge: label models invariant, borderline or variant from their four variance matrices, one model
 at a time, from a queue of the models you have not judged yet on a suite.
 
-A thin view: the queue, blind ids, cached matrices and figures are :mod:`ui.judge`; judgments are
-stored with :func:`analytics.judgments.add_judgment` (history kept: a changed judgment is a new row).
-The page catches only :class:`~analytics.exceptions.BackdropError`.
+A thin view: the queue, cached matrices and figures are :mod:`ui.judge`; judgments are stored with
+:func:`analytics.judgments.add_judgment` (history kept: a changed judgment is a new row) by the
+session's workspace, which in team mode acts as the signed-in account (so the library checks the
+role, the annotator's name and the assignments). Annotators (no ``browse`` permission) see only
+their queue, under blind aliases; leads (``adjudicate``) get an Assignments panel. The page catches
+only :class:`~analytics.exceptions.BackdropError`.
 """
 
 from __future__ import annotations
@@ -16,16 +19,18 @@ from analytics.judgments import LABELS, add_judgment, unjudged_models
 from analytics.models import get_model_spec
 from analytics.runs import model_keys
 from analytics.saliency import BASELINES
+from analytics.team.assignments import annotator_progress, assign, blind_name, get_plan, judging_accounts, progress, set_plan
 from analytics.workspace import Workspace
 from ui import judge as view
 from ui import saliency, state
-from ui.auth import require_sign_in
+from ui.auth import may, require_page
 
 CONFIDENCE = view.KEY + "confidence"
 CONFIDENCE_LEVELS = {"low": 1 / 3, "medium": 2 / 3, "high": 1.0}
 SKIPPED = view.KEY + "skipped"  # models put at the end of the queue in this session
 SALIENCY_SETTINGS = saliency.Settings("saliency", (), 0.2, None, BASELINES[0])
 SALIENCY_TARGETS, SALIENCY_COMPOSITES = 3, 4
+ASSIGN_MODELS, ASSIGN_PEOPLE, PLAN_K = view.KEY + "assign_models", view.KEY + "assign_people", view.KEY + "plan_k"
 
 
 def ask_annotator() -> str:
@@ -44,15 +49,14 @@ def ask_annotator() -> str:
 
 
 def record(
-    workspace_path: str, annotator: str, model: str, run_id: str | None, suite_id: str | None, label: str, shown_as: str, *, change: bool
+    workspace: Workspace, annotator: str, model: str, run_id: str | None, suite_id: str | None, label: str, shown_as: str, *, change: bool
 ) -> None:
     """Button callback: store one judgment, then clear the note and confidence for the next model.
 
     A queue button (``change=False``) only judges a model the annotator has not judged on the suite: a
     click that lands while the page is still updating belongs to the model shown before, which is
-    judged already.
+    judged already. ``workspace`` acts as the signed-in account in team mode.
     """
-    workspace = Workspace(workspace_path, create=False)
     if not change and not unjudged_models(workspace, annotator, suite_id, [model]):
         st.session_state[view.FLASH] = ("warning", f"Nothing saved: {shown_as} was judged already (a click during a page update?).")
         return
@@ -89,22 +93,27 @@ def show_flash() -> None:
         show(text, icon=icon)
 
 
-def choose_suite(suites: pd.DataFrame) -> tuple[str, bool]:
+def choose_suite(suites: pd.DataFrame, blind_only: bool) -> tuple[str, bool]:
+    """The suite to judge and whether names are hidden (always for someone who judges blind)."""
     left, right = st.columns([4, 1], vertical_alignment="bottom")
     labels = dict(zip(suites["id"], suites["label"]))
     suite_id = left.selectbox("Suite", list(labels), format_func=labels.__getitem__, key=view.KEY + "suite")
+    if blind_only:
+        return suite_id, True
     blind = right.toggle(
         "Blind mode", value=True, key=view.KEY + "blind", help="Hide the model's name, architecture, accuracy and construction."
     )
     return suite_id, blind
 
 
-def show_identity(workspace: Workspace, item: view.QueueItem, total: int, blind: bool, runs: pd.DataFrame) -> str:
-    """The model's heading (an opaque id in blind mode); returns how the model is called on the page."""
+def show_identity(workspace: Workspace, item: view.QueueItem, blind: bool, runs: pd.DataFrame) -> str:
+    """The model's heading (its alias in blind mode); returns how the model is called on the page."""
+    if item.wanted:
+        st.caption(f"This model has {item.judged} of the {item.wanted} judgments wanted so far.")
     if blind:
-        st.subheader(f"Model #{item.number} of {total}")
+        st.subheader(item.alias)
         st.caption("Blind mode: name, architecture, accuracy and construction are hidden, so the pattern alone decides.")
-        return f"Model #{item.number}"
+        return item.alias
     spec = get_model_spec(workspace, item.model)
     run = runs.set_index("id").loc[item.run_id]
     st.subheader(item.model)
@@ -147,7 +156,7 @@ def show_buttons(workspace: Workspace, annotator: str, item: view.QueueItem, sui
         text, icon, shortcut = view.LABEL_BUTTONS[label]
         column.button(
             text, key=view.button_key(label), icon=icon, shortcut=shortcut, width="stretch",
-            on_click=record, args=(str(workspace.root), annotator, item.model, item.run_id, suite_id, label, shown_as),
+            on_click=record, args=(workspace, annotator, item.model, item.run_id, suite_id, label, shown_as),
             kwargs={"change": False},
         )  # fmt: skip
     left, right = st.columns([4, 1])
@@ -177,52 +186,103 @@ def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> 
     )
 
 
-def show_change_last(workspace: Workspace, annotator: str, suite_id: str, numbers: dict[str, int], blind: bool) -> None:
+def show_change_last(workspace: Workspace, annotator: str, suite_id: str, blind: bool) -> None:
     last = view.last_judgment(workspace, annotator, suite_id)
     if last is None:
         return
     with st.expander("Change my last judgment on this suite"):
-        shown_as = f"Model #{numbers[last['model']]}" if last["model"] in numbers else "a model without a current run here"
-        shown_as = shown_as if blind else last["model"]
+        shown_as = blind_name(workspace, suite_id, last["model"]) if blind else last["model"]
         st.markdown(f"Your last judgment: **{shown_as}** is **{last['label']}** ({last['created'][:19].replace('T', ' ')}).")
         st.caption("Changing it adds a new judgment; the history keeps the old one, and the newest counts.")
         run_id = None if pd.isna(last["run_id"]) else last["run_id"]
         for column, label in zip(st.columns(3), LABELS):
             column.button(
                 f"Make it {label}", key=view.button_key(label, change=True), disabled=label == last["label"], width="stretch",
-                on_click=record, args=(str(workspace.root), annotator, last["model"], run_id, suite_id, label, shown_as),
+                on_click=record, args=(workspace, annotator, last["model"], run_id, suite_id, label, shown_as),
                 kwargs={"change": True},
             )  # fmt: skip
 
 
+def store_assignments(workspace: Workspace, suite_id: str) -> None:
+    """Button callback: assign the chosen models to the chosen annotators."""
+    models, people = st.session_state.get(ASSIGN_MODELS, []), st.session_state.get(ASSIGN_PEOPLE, [])
+    try:
+        made = assign(workspace, suite_id, models, people)
+    except BackdropError as err:
+        st.session_state[view.FLASH] = ("error", str(err))
+        return
+    st.session_state[view.FLASH] = ("success", f"Assigned: {len(made)} (model, annotator) pairs on this suite.")
+
+
+def store_plan(workspace: Workspace, suite_id: str) -> None:
+    """Button callback: everyone judges every model of the suite, k judgments wanted per model."""
+    try:
+        plan = set_plan(workspace, suite_id, int(st.session_state.get(PLAN_K, 1)))
+    except BackdropError as err:
+        st.session_state[view.FLASH] = ("error", str(err))
+        return
+    st.session_state[view.FLASH] = ("success", f"Everyone judges every model of this suite; {plan.judgments_wanted} judgments wanted per model.")
+
+
+def show_assignments(workspace: Workspace, suite_id: str, runs: pd.DataFrame) -> None:
+    """A lead's panel: progress per model and annotator, assigning models x annotators, or the everyone plan."""
+    plan = get_plan(workspace, suite_id)
+    with st.expander("Assignments", icon=":material/assignment_ind:"):
+        if plan is not None and plan.everyone:
+            st.caption(f"Plan: everyone judges every model, {plan.judgments_wanted} judgments wanted per model (set by {plan.set_by or 'the CLI'}).")
+        left, right = st.columns([3, 2])
+        left.dataframe(
+            progress(workspace, suite_id)[["model", "alias", "judged", "wanted", "annotators"]],
+            hide_index=True, column_config={"alias": "Blind alias", "judged": "Judgments", "wanted": "Wanted"},
+        )  # fmt: skip
+        right.dataframe(annotator_progress(workspace, suite_id), hide_index=True, column_config={"done": "Judged", "assigned": "Assigned"})
+        accounts = judging_accounts(workspace)
+        left, right = st.columns(2)
+        left.multiselect("Models", sorted(runs["model"]), key=ASSIGN_MODELS)
+        right.multiselect(
+            "Annotators", accounts, key=ASSIGN_PEOPLE, accept_new_options=not accounts,
+            help="Accounts that may judge" if accounts else "Type the names that sign judgments",
+        )  # fmt: skip
+        st.button("Assign", key=view.KEY + "assign", on_click=store_assignments, args=(workspace, suite_id))
+        left, right = st.columns([1, 2], vertical_alignment="bottom")
+        left.number_input("Judgments wanted per model (k)", min_value=1, value=plan.judgments_wanted if plan else 2, step=1, key=PLAN_K)
+        right.button("Everyone judges everything", key=view.KEY + "plan", on_click=store_plan, args=(workspace, suite_id))
+
+
 def main() -> None:
-    require_sign_in()  # team mode: nothing but the sign-in form until signed in
+    user = require_page("judge")  # team mode: sign-in first, then a role that may judge
     st.title("Judge")
     st.caption("Is the model invariant to the background? Decide from its variance matrices, one model at a time.")
     workspace = state.current_workspace()
     annotator = ask_annotator()
-    suites = view.suites_with_runs(workspace)
+    blind_only = not may(user, "browse")  # annotators judge blind, and only what is assigned to them
+    suites = view.suites_with_runs(workspace, annotator if blind_only else None)
     if suites.empty:
-        st.info("Nothing to judge yet: run models over a suite first (Run page, or `python -m analytics run`).")
+        if blind_only:
+            st.info("Nothing is assigned to you yet: ask a lead (an analyst or admin) to assign you models to judge.")
+        else:
+            st.info("Nothing to judge yet: run models over a suite first (Run page, or `python -m analytics run`).")
         st.stop()
-    suite_id, blind = choose_suite(suites)
+    suite_id, blind = choose_suite(suites, blind_only)
     runs = view.finished_runs(workspace, suite_id)
-    queue, total = view.judge_queue(workspace, annotator, suite_id, runs)
+    if may(user, "adjudicate"):
+        show_assignments(workspace, suite_id, runs)
+    queue, total = view.judge_queue(workspace, annotator, suite_id, runs, blind_only=blind_only)
     skipped = st.session_state.get(SKIPPED, [])
-    queue.sort(key=lambda item: item.model in skipped)  # stable: skipped models go last, in blind order
+    queue.sort(key=lambda item: item.model in skipped)  # stable: skipped models go last
     judged = total - len(queue)
     st.progress(judged / total if total else 1.0, text=f"**{judged} of {total}** judged by {annotator}")
     show_flash()
-    numbers = view.blind_numbers(suite_id, list(runs["model"]))
     if not queue:
-        st.success(f"You have judged all {total} models on this suite. See how you agree with others on the Agreement page.")
+        later = "" if blind_only else " See how you agree with others on the Agreement page."
+        st.success(f"You have judged all {total} models{' assigned to you' if blind_only else ''} on this suite.{later}")
     else:
         item = queue[0]
-        shown_as = show_identity(workspace, item, total, blind, runs)
+        shown_as = show_identity(workspace, item, blind, runs)
         show_matrices(workspace, item, suite_id)
         show_buttons(workspace, annotator, item, suite_id, shown_as)
         show_saliency(workspace, item, suite_id)
-    show_change_last(workspace, annotator, suite_id, numbers, blind)
+    show_change_last(workspace, annotator, suite_id, blind)
 
 
 main()

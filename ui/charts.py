@@ -22,15 +22,45 @@ DENSITY_COLORSCALE = [[0.0, "rgba(80,80,80,0)"], [1.0, "rgba(80,80,80,0.55)"]]
 X_TITLE = "d(y_ij, x_i)"
 Y_TITLE = "d(y_ik, x_i)"
 VALUE_TITLE = "|S(y_ij) − S(y_ik)|"
+#: Height (px) of a square chart (matrix, point cloud). Pages lay them out two per row: at a 1400 px
+#: wide window (sidebar open) a column is ~460 px, so the square plot area is ~300 px a side; four
+#: per row left ~170 px heatmaps and ~60 x 70 px clouds beside their colour bars.
+SQUARE_HEIGHT = 460
+#: Pages never draw a chart lower than this (px); tests check every builder against it.
+MIN_HEIGHT = 360
+#: Columns per row for square charts on the pages (see :data:`SQUARE_HEIGHT`).
+SQUARE_COLUMNS = 2
+#: Margins (px) that keep the axis titles whole (tick labels + title on the left and bottom).
+MARGIN = {"l": 70, "r": 10, "b": 60}
+TITLE_MARGIN = 45  # top margin with a chart title; 20 without
+
+
+def value_colorbar(title: str = VALUE_TITLE) -> dict:
+    """Settings of a vertical colour bar whose title runs along its right side.
+
+    A title above a narrow bar was clipped at the figure's edge; along the bar it stays whole, and
+    ``len`` 0.9 of the plot height keeps the bar beside the square plot rather than the full figure.
+
+    Parameters
+    ----------
+    title : str, default=VALUE_TITLE
+
+    Returns
+    -------
+    dict
+        Plotly ``colorbar`` properties (title text and side, len, lenmode, thickness).
+    """
+    return {"title": {"text": title, "side": "right"}, "len": 0.9, "lenmode": "fraction", "thickness": 14}
 
 
 def _square_layout(figure: go.Figure, *, title: str | None, d_max: float) -> go.Figure:
-    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left."""
+    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left; readable size."""
     figure.update_layout(
         title=title,
-        xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain"},
-        yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain"},
-        margin={"l": 60, "r": 20, "t": 50 if title else 20, "b": 50},
+        height=SQUARE_HEIGHT,
+        xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain", "automargin": True},
+        yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain", "automargin": True},
+        margin={**MARGIN, "t": TITLE_MARGIN if title else 20},
     )
     return figure
 
@@ -65,7 +95,7 @@ def variance_heatmap(
         zmin=zmin,
         zmax=zmax,
         colorscale=VARIANCE_COLORSCALE,
-        colorbar={"title": {"text": VALUE_TITLE}},
+        colorbar=value_colorbar(),
         hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>value %{{z:.4f}}<extra></extra>",
         name="variance",
     )
@@ -135,9 +165,9 @@ def point_scatter(
         marker={
             "color": values[shown],
             "colorscale": VARIANCE_COLORSCALE,
-            "size": 3,
+            "size": 4,
             "opacity": 0.6,
-            "colorbar": {"title": {"text": VALUE_TITLE}},
+            "colorbar": value_colorbar(),
         },
         hovertemplate=f"{X_TITLE} %{{x:.3f}}<br>{Y_TITLE} %{{y:.3f}}<br>value %{{marker.color:.4f}}<extra></extra>",
         name="points",
@@ -182,8 +212,10 @@ def distance_histogram(
     )
     figure.update_layout(
         title=title,
+        height=MIN_HEIGHT,
         barmode="overlay",
-        xaxis={"title": {"text": "semantic distance d(y_ij, x_i)"}},
-        yaxis={"title": {"text": "share of composites"}},
+        margin={**MARGIN, "t": TITLE_MARGIN if title else 20},
+        xaxis={"title": {"text": "semantic distance d(y_ij, x_i)"}, "automargin": True},
+        yaxis={"title": {"text": "share of composites"}, "automargin": True},
     )
     return figure

@@ -30,7 +30,9 @@ from analytics.datasets import (
     read_targets,
 )
 from analytics.exceptions import BackdropError
+from analytics.team.paths import resolve_server_path
 from analytics.workspace import Workspace
+from ui.auth import may
 
 LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
 GREY_HOME = "Neutral grey"
@@ -75,7 +77,8 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     st.caption("Add a target set or a background pool; every file is checked and rejected files are listed with the reason.")
     kind_column, from_column = st.columns(2)
     kind = kind_column.radio("What to import", ["Target set", "Background pool"], horizontal=True, key="data.import_kind")
-    origin = from_column.radio("From", ["Folder on the server", "Uploaded zip"], horizontal=True, key="data.import_from")
+    sources = ["Folder on the server", "Uploaded zip"] if may(workspace.actor, "server_paths") else ["Uploaded zip"]
+    origin = from_column.radio("From", sources, horizontal=True, key="data.import_from")
     options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
     if options["targets"]:
         options["layout"] = st.selectbox("Layout", LAYOUTS, format_func=LAYOUT_HELP.get, key="data.import_layout")
@@ -112,6 +115,8 @@ def import_data(workspace: Workspace) -> None:
         if not st.button("Import", type="primary", disabled=source is None, key="data.import_go"):
             return
         try:
+            if not request.from_upload:  # read by the server: only inside the data roots (analytics.team.paths)
+                source = resolve_server_path(workspace, str(source))
             result = read_import(workspace, request, source)
             added = store(workspace, result) if result.accepted else 0
         except BackdropError as err:

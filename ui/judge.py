@@ -1,26 +1,25 @@
-"""Helpers of the Judge page: the queue of models to judge, blind ids, cached matrices and figures.
+"""Helpers of the Judge page: the queue of models to judge, the assignments panel, cached matrices and figures.
 
-The queue of an annotator on a suite is every model with a finished current run over the suite
-(stale runs of replaced weights left out) that the annotator has not judged on that suite yet
-(:func:`analytics.judgments.unjudged_models`). In blind mode a model is
-shown as "Model #k of N": k is a number dealt once per browser session and suite in a random order
-(so annotators do not all see the same sequence, and names sorted alphabetically reveal nothing),
-kept in ``st.session_state`` as a plain ``{suite: {model: k}}`` dict.
+The queue of an annotator on a suite (:func:`judge_queue`) is the models assigned to them
+(:func:`analytics.team.assignments.queue`: assignments, or every model under an "everyone judges
+everything" plan); a lead (who may see names) without assignments on the suite judges every model
+with a finished current run over it (stale runs of replaced weights left out), as in solo mode. Only
+models the annotator has not judged on the suite yet are queued, those furthest from their wanted
+number of judgments first. In blind mode a model is shown as its alias
+(:func:`analytics.team.assignments.blind_name`, e.g. "Model 7F3A"), the same for everyone, so
+an adjudicator can refer to it; annotators (no ``browse`` permission) always judge blind.
 """
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass
-
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.colour_scale import REFERENCE_PERCENTILE, ColourScale, suite_colour_scale
-from analytics.judgments import judgment_history, unjudged_models
+from analytics.judgments import judgment_history
 from analytics.runs import SIGNALS, current_runs, run_matrices
+from analytics.team.assignments import QueueItem, assigned_models, judgeable_runs, queue
 from analytics.suites import list_suites
 from analytics.variance import DEFAULT_GRID, PRESETS, VarianceMatrix
 from analytics.workspace import Workspace
@@ -28,8 +27,6 @@ from ui.agreement import LABEL_COLOURS
 from ui.charts import variance_heatmap
 
 KEY = "judge."  # prefix of the page's widget and state keys
-BLIND_NUMBERS = KEY + "blind_numbers"  # {suite_id: {model: number}}
-SESSION_SEED = KEY + "session_seed"
 FLASH = KEY + "flash"  # (kind, text) shown once on the next run
 NOTE = KEY + "note"
 #: Button text, icon and keyboard shortcut per label.
@@ -56,15 +53,6 @@ SCALE_NOTE = (
 SHORT_TITLES = {"true_prob": "True-class probability", "emb_topk_mean": "Embedding: top-k mean", "emb_max": "Embedding: max", "emb_mean": "Embedding: mean"}
 
 
-@dataclass(frozen=True)
-class QueueItem:
-    """One model to judge: its run over the suite and its blind number."""
-
-    model: str
-    run_id: str
-    number: int
-
-
 def button_key(label: str, *, change: bool = False) -> str:
     """Widget key of a label button (``judge_invariant``; ``judge_change_invariant`` to change the last
     judgment). Underscores, not dots: the key becomes a CSS class (``st-key-<key>``) the page styles."""
@@ -86,51 +74,42 @@ def button_css() -> str:
 # -- data ------------------------------------------------------------------------------------------
 def finished_runs(workspace: Workspace, suite_id: str) -> pd.DataFrame:
     """The newest finished current run of each model over ``suite_id`` (columns of :func:`analytics.runs.list_runs`)."""
-    runs = current_runs(workspace, suite_id=suite_id)
-    return runs[runs["status"] == "done"].drop_duplicates("model", keep="first")  # list_runs is newest first
+    return judgeable_runs(workspace, suite_id)
 
 
-def suites_with_runs(workspace: Workspace) -> pd.DataFrame:
-    """Suites with at least one finished current run, most runs first: ``id, label, runs``."""
+def suites_with_runs(workspace: Workspace, annotator: str | None = None) -> pd.DataFrame:
+    """Suites with at least one finished current run, most runs first: ``id, label, runs``.
+
+    Parameters
+    ----------
+    annotator : str, optional
+        Only the suites with models assigned to this annotator (someone who judges blind).
+    """
     runs = current_runs(workspace)
     counts = runs[runs["status"] == "done"].groupby("suite_id")["model"].nunique()
     suites = list_suites(workspace).set_index("id")
     rows = [
         (suite_id, f"{suites.at[suite_id, 'method']} · n={suites.at[suite_id, 'n']} · seed {suites.at[suite_id, 'seed']} · {count} models · {suite_id}", count)
         for suite_id, count in counts.items()
-        if suite_id in suites.index
+        if suite_id in suites.index and (annotator is None or assigned_models(workspace, annotator, suite_id))
     ]
     table = pd.DataFrame(rows, columns=["id", "label", "runs"])
     return table.sort_values(["runs", "id"], ascending=[False, True], ignore_index=True)
 
 
-def blind_numbers(suite_id: str, models: list[str]) -> dict[str, int]:
-    """Each model's blind number on this suite, stable for the browser session.
-
-    New models get the next numbers, in a random order drawn from the session's seed.
-    """
-    seed = st.session_state.setdefault(SESSION_SEED, secrets.randbelow(2**31))
-    numbers = st.session_state.setdefault(BLIND_NUMBERS, {}).setdefault(suite_id, {})
-    new = [model for model in sorted(models) if model not in numbers]
-    start = max(numbers.values(), default=0)
-    for offset, index in enumerate(np.random.default_rng([seed, start]).permutation(len(new)), start=1):
-        numbers[new[index]] = start + offset
-    return {model: numbers[model] for model in models}
-
-
-def judge_queue(workspace: Workspace, annotator: str, suite_id: str, runs: pd.DataFrame) -> tuple[list[QueueItem], int]:
-    """The annotator's queue on a suite, in blind-number order, and the number of candidate models.
+def judge_queue(workspace: Workspace, annotator: str, suite_id: str, runs: pd.DataFrame, *, blind_only: bool) -> tuple[list[QueueItem], int]:
+    """The annotator's queue on a suite and the number of models in its scope (judged or not).
 
     Parameters
     ----------
     runs : DataFrame
         :func:`finished_runs` of the suite.
+    blind_only : bool
+        The annotator may not see names (annotator role): only assigned models, never all of them.
     """
-    run_of = dict(zip(runs["model"], runs["id"]))
-    numbers = blind_numbers(suite_id, list(run_of))
-    ordered = sorted(run_of, key=numbers.__getitem__)
-    todo = unjudged_models(workspace, annotator, suite_id, ordered)
-    return [QueueItem(model, run_of[model], numbers[model]) for model in todo], len(ordered)
+    mine = [model for model in assigned_models(workspace, annotator, suite_id) if model in set(runs["model"])]
+    scope = mine if mine or blind_only else sorted(runs["model"])
+    return queue(workspace, annotator, suite_id, models=scope), len(scope)
 
 
 def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Series | None:

@@ -23,7 +23,7 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from analytics.datasets import list_classes
-from analytics.exceptions import InvalidInputError
+from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.keywords import (
     KeywordTable,
     list_keyword_tables,
@@ -49,14 +49,21 @@ from analytics.ontology import (
     expand_table,
     level_statistics,
 )
+from analytics.team.paths import resolve_server_path
 from analytics.workspace import PROJECT_ROOT, Workspace
 from ui import cache, widgets
+from ui.auth import may
 
 REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
 CONFIDENCE_COLORSCALE = "Viridis"
 N_EDGE_BINS = 5  # Plotly draws one width per line trace: edges are grouped by confidence
 LAYOUT_SEED = 0
+CENTRED_VIEW, OVERVIEW_VIEW = "Around one keyword", "Whole graph"
+NETWORK_VIEWS = (CENTRED_VIEW, OVERVIEW_VIEW)
+MAX_NEIGHBOURS = 25  # default keywords per ring of the centred view: more crowd the labels of ring 1
+OVERVIEW_LABELS = 20  # the whole-graph view labels only its best-connected keywords (hover names the rest)
+NETWORK_HEIGHT = 720  # px: a legible graph at a 1400 px wide window
 
 KEY = "ontology."  # prefix of every widget key of the page
 BUILD_KEY = KEY + "kw."  # widgets of the keyword-table builder
@@ -67,6 +74,7 @@ BUILD_BACKENDS = {
     FILE: "Keyword file (CSV upload, or HDF5 / CSV on the server)",
     SCENES: "ADE20K + Places365 checkpoints (the paper's setup)",
 }
+SERVER_PATH_SETTINGS = ("path", "row_names", "encoder", "decoder", "places")  # builder settings naming server files
 BUILD_ITEMS = {"both": ITEM_KINDS, "targets": ("target",), "backgrounds": ("background",)}
 CSV_HELP = (
     "CSV columns, long layout: `image,keyword[,score]` (one row per keyword of an image); wide layout: "
@@ -147,7 +155,9 @@ def tables_for(source: Source, workspace: Workspace | None) -> list[KeywordTable
 def source_picker(workspace: Workspace | None) -> Source | None:
     """Choose workspace keyword tables or a keyword file on the server; None until one is given."""
     names = list_keyword_tables(workspace)["name"].tolist() if workspace is not None else []
-    kinds = [WORKSPACE_SOURCE, FILE_SOURCE] if names else [FILE_SOURCE]
+    kinds = ([WORKSPACE_SOURCE] if names else []) + ([FILE_SOURCE] if server_paths_allowed(workspace) else [])
+    if not kinds:
+        return None
     kind = st.radio("Transactions from", kinds, horizontal=True, key=KEY + "source")
     if kind == WORKSPACE_SOURCE:
         default = None if KEY + "tables" in st.session_state else names  # a build chose its new tables
@@ -163,6 +173,11 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     if not path:
         return None
     try:
+        path = str(resolve_server_path(workspace, path))  # read by the server: only inside the data roots
+    except BackdropError as err:
+        st.error(str(err))
+        return None
+    try:
         value = float(threshold) if threshold else None
     except ValueError:
         st.error(f"The CSV threshold must be a number; got {threshold!r}.")
@@ -170,9 +185,15 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     return Source(FILE_SOURCE, path=path, places_top_k=top_k, threshold=value)
 
 
+def server_paths_allowed(workspace: Workspace | None) -> bool:
+    """Whether the session may type paths on the server (team mode: admins; see :mod:`analytics.team.paths`)."""
+    return may(getattr(workspace, "actor", None), "server_paths")
+
+
 def keyword_builder(workspace: Workspace) -> BuildRequest | None:
     """The keyword-table builder's widgets; the request when its button was clicked, else None."""
-    backend = st.radio("Keywords from", list(BUILD_BACKENDS), format_func=BUILD_BACKENDS.get, horizontal=True, key=BUILD_KEY + "backend")
+    backends = list(BUILD_BACKENDS) if server_paths_allowed(workspace) else [PATCH, FILE]  # scene models: checkpoints on the server
+    backend = st.radio("Keywords from", backends, format_func=BUILD_BACKENDS.get, horizontal=True, key=BUILD_KEY + "backend")
     items = st.radio("Tables for", list(BUILD_ITEMS), horizontal=True, key=BUILD_KEY + "items")
     settings = {PATCH: _patch_settings, FILE: _file_settings, SCENES: _scene_settings}[backend](workspace)
     if not st.button("Build keyword tables", type="primary", key=BUILD_KEY + "build"):
@@ -197,10 +218,12 @@ def _patch_settings(workspace: Workspace) -> dict[str, Any]:
 def _file_settings(workspace: Workspace) -> dict[str, Any]:
     st.caption(CSV_HELP)
     upload = st.file_uploader("Keyword CSV", type=["csv"], key=BUILD_KEY + "upload")
-    path = st.text_input("…or a keyword file on the server (reference HDF5, Backdrop HDF5 or CSV)", key=BUILD_KEY + "path").strip()
-    row_names = st.text_input(
-        "Row names file on the server (reference HDF5 only: one image name per row)", key=BUILD_KEY + "row_names"
-    ).strip()
+    path = row_names = ""
+    if server_paths_allowed(workspace):
+        path = st.text_input("…or a keyword file on the server (reference HDF5, Backdrop HDF5 or CSV)", key=BUILD_KEY + "path").strip()
+        row_names = st.text_input(
+            "Row names file on the server (reference HDF5 only: one image name per row)", key=BUILD_KEY + "row_names"
+        ).strip()
     columns = st.columns(3)
     threshold = columns[0].text_input("Scores present when > (blank: 0/1 or listed)", key=BUILD_KEY + "threshold").strip()
     top_k = int(columns[1].number_input("…or the top k of each row (0: off)", 0, 100, 0, key=BUILD_KEY + "top_k"))
@@ -228,7 +251,11 @@ def _scene_settings(workspace: Workspace) -> dict[str, Any]:
 
 def run_build(workspace: Workspace, request: BuildRequest) -> dict[str, Any]:
     """Build the tables of ``request``: ``{'tables': {kind: name}, 'warnings': [...]}`` (raises BackdropError)."""
-    settings = request.settings
+    # every path typed in the builder is read by the server: only inside the data roots
+    settings = {
+        key: str(resolve_server_path(workspace, value)) if key in SERVER_PATH_SETTINGS and value else value
+        for key, value in request.settings.items()
+    }
     if request.backend == FILE:
         report = import_keyword_table(
             workspace,
@@ -357,30 +384,151 @@ def rules_frame(ontology: Ontology, *, keywords: Sequence[str] = (), edges_only:
 
 
 def network_view(ontology: Ontology) -> None:
+    """The graph, by default centred on one keyword (searchable) with its neighbourhood; keywords
+    without edges are hidden and counted. The whole graph stays available as an overview."""
     graph = ontology.graph
     if graph.number_of_nodes() == 0:
         st.info("The ontology has no keyword at this min support; lower it.")
         return
-    n_edges = graph.number_of_edges()
-    max_edges = n_edges
-    if n_edges > 50:
-        max_edges = int(st.slider("Strongest edges shown", 10, n_edges, min(300, n_edges), step=10, key=KEY + "max_edges"))
-    st.plotly_chart(cached_network_figure(graph, ontology_id=ontology.id, max_edges=max_edges), width="stretch")
-    st.caption(
-        "Node size = support; edge A → B (arrow towards B) width and colour = confidence(A → B). "
-        "Layout: seeded spring layout; keywords without a drawn edge sit in rows below."
-    )
+    linked, n_hidden = without_isolates(graph)
+    hidden = f"{n_hidden} keyword{'s' * (n_hidden != 1)} without edges hidden" if n_hidden else "every keyword has an edge"
+    if linked.number_of_nodes() == 0:
+        st.info(f"None of the {graph.number_of_nodes()} keywords has an edge at these thresholds; lower the min confidence.")
+        return
+    mode = st.radio("View", NETWORK_VIEWS, horizontal=True, key=KEY + "network_view")
+    if mode == CENTRED_VIEW:
+        by_degree = sorted(linked, key=lambda n: (-linked.degree(n), n))  # default centre: the best-connected keyword
+        left, middle, right = st.columns([3, 1, 1])
+        centre = left.selectbox(
+            "Centre keyword (type to search)", by_degree, key=KEY + "centre",
+            format_func=lambda n: f"{n} ({linked.degree(n)} edges)",
+        )  # fmt: skip
+        depth = middle.radio("Depth", (1, 2), horizontal=True, key=KEY + "depth", help="Keywords up to this many edges away (either direction).")
+        limit = int(right.number_input("Neighbours at most", 5, 200, MAX_NEIGHBOURS, step=5, key=KEY + "neighbours", help="Per depth, strongest edges first."))
+        figure = cached_neighbourhood_figure(linked, ontology.id, centre, depth, limit)
+        shown = len(next(trace for trace in figure.data if trace.name == "keywords").x)
+        st.caption(
+            f"{shown} keywords within {depth} edge{'s' * (depth > 1)} of **{centre}** · {hidden}. Labels: the centre and its "
+            "direct neighbours; hover a dot for the others. Scroll to zoom, drag to pan, double-click to reset."
+        )
+    else:
+        n_edges = linked.number_of_edges()
+        max_edges = n_edges
+        if n_edges > 50:
+            max_edges = int(st.slider("Strongest edges shown", 10, n_edges, min(300, n_edges), step=10, key=KEY + "max_edges"))
+        figure = cached_network_figure(linked, ontology.id, max_edges)
+        st.caption(
+            f"{hidden}. Layout: seeded spring layout; the {OVERVIEW_LABELS} best-connected keywords are labelled, hover a dot "
+            "for the others. Scroll to zoom, drag to pan."
+        )
+    st.plotly_chart(figure, width="stretch", config={"scrollZoom": True, "displaylogo": False}, key=KEY + "network")
+    st.caption("Node size = support; edge A → B (arrow towards B) width and colour = confidence(A → B).")
+
+
+def without_isolates(graph: nx.DiGraph) -> tuple[nx.DiGraph, int]:
+    """The subgraph of keywords with at least one edge, and how many keywords had none."""
+    isolates = set(nx.isolates(graph))
+    return graph.subgraph(node for node in graph if node not in isolates).copy(), len(isolates)
+
+
+def neighbourhood(graph: nx.DiGraph, centre: str, *, depth: int = 1, limit: int = MAX_NEIGHBOURS) -> list[list[str]]:
+    """Rings of keywords around ``centre``: ``[[centre], ring 1, ring 2 …]`` up to ``depth``.
+
+    Edges count in either direction; each ring keeps its ``limit`` keywords with the strongest
+    edge (confidence) from the ring inside it, strongest first, ring 2 grouped by parent so the
+    radial layout puts keywords next to the neighbour that reached them.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        Ontology graph; edges carry ``confidence``.
+    centre : str
+        A keyword of ``graph``.
+    depth : int, default=1
+        Rings beyond the centre (fewer when nothing is left to reach).
+    limit : int, default=MAX_NEIGHBOURS
+        Keywords kept per ring.
+
+    Returns
+    -------
+    list of list of str
+        ``[[centre], ring 1, …]``; every keyword appears once.
+    """
+    if centre not in graph:
+        raise InvalidInputError(f"keyword {centre!r} is not in the ontology graph; pick one of its keywords")
+    rings, seen = [[centre]], {centre}
+    for _ in range(depth):
+        best: dict[str, tuple[float, int]] = {}  # keyword -> (strongest confidence, index of the parent)
+        for index, parent in enumerate(rings[-1]):
+            for other in set(graph.successors(parent)) | set(graph.predecessors(parent)):
+                if other in seen:
+                    continue
+                strength = max(graph.get_edge_data(parent, other, {}).get("confidence", 0.0), graph.get_edge_data(other, parent, {}).get("confidence", 0.0))
+                if other not in best or strength > best[other][0]:
+                    best[other] = (strength, index)
+        kept = sorted(best, key=lambda n: (-best[n][0], n))[:limit]
+        ring = sorted(kept, key=lambda n: (best[n][1], -best[n][0], n))
+        if not ring:
+            break
+        rings.append(ring)
+        seen.update(ring)
+    return rings
+
+
+def radial_layout(rings: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
+    """The centre at the origin and ring ``r`` evenly spread on the circle of radius ``r``.
+
+    Parameters
+    ----------
+    rings : sequence of sequence of str
+        From :func:`neighbourhood`.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (2,), float
+        Position of every keyword; ring members clockwise from the top in their ring's order.
+    """
+    positions = {rings[0][0]: np.zeros(2)}
+    for radius, ring in enumerate(rings[1:], start=1):
+        angles = np.pi / 2 - 2 * np.pi * np.arange(len(ring)) / len(ring)  # clockwise from the top
+        positions.update({node: radius * np.array([np.cos(a), np.sin(a)]) for node, a in zip(ring, angles)})
+    return positions
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_neighbourhood_figure(_graph: nx.DiGraph, ontology_id: str, centre: str, depth: int, limit: int) -> go.Figure:
+    """:func:`neighbourhood_figure`, keyed by the ontology's id."""
+    return neighbourhood_figure(_graph, centre, depth=depth, limit=limit)
+
+
+def neighbourhood_figure(graph: nx.DiGraph, centre: str, *, depth: int = 1, limit: int = MAX_NEIGHBOURS) -> go.Figure:
+    """Plotly view of ``centre`` and its :func:`neighbourhood`: radial layout, the edges that touch
+    the centre or ring 1, labels on the centre and ring 1 only (outside the circle, so they do not
+    overlap the edges), hover text on every keyword."""
+    rings = neighbourhood(graph, centre, depth=depth, limit=limit)
+    positions = radial_layout(rings)
+    inner = set(rings[0]) | set(rings[1] if len(rings) > 1 else ())
+    edges = [(a, b, c) for a, b, c in graph.subgraph(positions).edges(data="confidence") if a in inner or b in inner]
+    figure = _graph_figure(graph.subgraph(positions), sorted(edges, key=lambda e: (-e[2], e[0], e[1])), positions, labelled=inner)
+    figure.data[-1].marker.line.width = [3 if node == centre else 1 for node in figure.data[-1].customdata]
+    return figure
 
 
 def network_figure(graph: nx.DiGraph, *, max_edges: int | None = None, seed: int = LAYOUT_SEED) -> go.Figure:
-    """Plotly view of an ontology graph.
+    """Plotly overview of an ontology graph.
 
     Node size grows with support; edges are drawn in ``N_EDGE_BINS`` confidence bins (width and
     colour by confidence) with an arrowhead near the head. The ``max_edges`` strongest edges are
-    drawn (all when None); every node is drawn. Positions come from a seeded spring layout.
+    drawn (all when None); every node is drawn, the :data:`OVERVIEW_LABELS` best-connected ones
+    labelled. Positions come from a seeded spring layout.
     """
     edges = sorted(graph.edges(data="confidence"), key=lambda e: (-e[2], e[0], e[1]))[:max_edges]
     positions = graph_layout(graph, edges, seed=seed)
+    labelled = sorted(graph, key=lambda n: (-graph.degree(n), n))[:OVERVIEW_LABELS]
+    return _graph_figure(graph, edges, positions, labelled=set(labelled))
+
+
+def _graph_figure(graph: nx.DiGraph, edges: list, positions: dict[str, np.ndarray], *, labelled: set[str]) -> go.Figure:
     figure = go.Figure()
     if edges:
         confidences = np.array([c for _, _, c in edges])
@@ -391,14 +539,17 @@ def network_figure(graph: nx.DiGraph, *, max_edges: int | None = None, seed: int
             if chosen:
                 figure.add_trace(_edge_trace(chosen, positions, b, low, high))
         figure.add_trace(_arrow_trace(edges, positions, low, high))
-    figure.add_trace(_node_trace(graph, positions))
+    figure.add_trace(_node_trace(graph, positions, labelled=labelled))
+    xy = np.array(list(positions.values()))
+    pad_x, pad_y = 0.45 * max(np.ptp(xy[:, 0]), 1.0), 0.12 * max(np.ptp(xy[:, 1]), 1.0)  # room for labels left and right
     figure.update_layout(
         showlegend=False,
-        height=650,
+        height=NETWORK_HEIGHT,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"visible": False},
-        yaxis={"visible": False, "scaleanchor": "x"},
+        xaxis={"visible": False, "range": [xy[:, 0].min() - pad_x, xy[:, 0].max() + pad_x]},
+        yaxis={"visible": False, "scaleanchor": "x", "range": [xy[:, 1].min() - pad_y, xy[:, 1].max() + pad_y]},
         plot_bgcolor="white",
+        dragmode="pan",
     )
     return figure
 
@@ -447,26 +598,33 @@ def _arrow_trace(edges, positions, low: float, high: float) -> go.Scatter:
             "cmin": low,
             "cmax": high,
             "showscale": True,
-            "colorbar": {"title": {"text": "confidence"}},
+            "colorbar": {"title": {"text": "confidence", "side": "right"}, "len": 0.6, "thickness": 14},
         },
         text=[f"{a} → {c}<br>confidence {w:.3f}" for a, c, w in edges],
         hoverinfo="text",
     )
 
 
-def _node_trace(graph: nx.DiGraph, positions) -> go.Scatter:
-    nodes = list(graph.nodes(data="support"))
+def _node_trace(graph: nx.DiGraph, positions: dict[str, np.ndarray], *, labelled: set[str]) -> go.Scatter:
+    """Keywords as dots sized by support; ``labelled`` ones carry their name, placed away from the
+    centre of the drawing (right of dots on the right, left on the left) so labels do not cross."""
+    nodes = [(n, s) for n, s in graph.nodes(data="support") if n in positions]
     supports = np.array([s for _, s in nodes])
     sizes = 8 + 40 * np.sqrt(supports / supports.max()) if len(nodes) else []
+    xy = np.array([positions[n] for n, _ in nodes]).reshape(-1, 2)
+    middle = xy.mean(axis=0) if len(xy) else np.zeros(2)
+    sides = ["middle right" if x >= middle[0] else "middle left" for x in xy[:, 0]]
     return go.Scatter(
-        x=[positions[n][0] for n, _ in nodes],
-        y=[positions[n][1] for n, _ in nodes],
+        x=xy[:, 0],
+        y=xy[:, 1],
+        name="keywords",
+        customdata=[n for n, _ in nodes],
         mode="markers+text",
         marker={"size": sizes, "color": "#f4a261", "line": {"width": 1, "color": "#6d3b14"}},
-        text=[n for n, _ in nodes],
-        textposition="top center",
-        textfont={"size": 10},
-        hovertext=[f"{n}<br>support {s:.3f}" for n, s in nodes],
+        text=[n if n in labelled else "" for n, _ in nodes],
+        textposition=sides,
+        textfont={"size": 13},
+        hovertext=[f"{n}<br>support {s:.3f}<br>{graph.in_degree(n)} edges in, {graph.out_degree(n)} out" for n, s in nodes],
         hoverinfo="text",
     )
 

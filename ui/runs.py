@@ -25,14 +25,12 @@ import streamlit as st
 from analytics import runs
 from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, PointCloud, VarianceMatrix
 from analytics.workspace import Workspace
-from ui.charts import X_TITLE, Y_TITLE, variance_heatmap
+from ui.charts import SQUARE_HEIGHT, X_TITLE, Y_TITLE, variance_heatmap
 
 KEY = "runs."
 #: Session-state key of the clicked cell: {"run", "signal", "x", "y"} (distances, so the cell
 #: follows the point when the grid changes).
 CELL = KEY + "cell"
-HEATMAP_HEIGHT = 380
-COMPARE_HEIGHT = 320
 MAX_COMPARED = 4
 CLICK_MARKERS = 64  # clickable cell centres per axis; on finer grids a click picks every 2nd (or nth) cell
 SCATTER_POINTS = 5000  # per signal; four scatters of this size stay responsive in the browser
@@ -154,7 +152,7 @@ def interpolation_controls(key: str = KEY + "interp") -> Settings:
 
 # -- figures -----------------------------------------------------------------------------------------
 def clickable_heatmap(
-    matrix: VarianceMatrix, *, title: str | None = None, zmin: float | None = None, zmax: float | None = None, height: int = HEATMAP_HEIGHT
+    matrix: VarianceMatrix, *, title: str | None = None, zmin: float | None = None, zmax: float | None = None, height: int = SQUARE_HEIGHT
 ) -> go.Figure:
     """:func:`ui.charts.variance_heatmap` plus one invisible marker per cell centre.
 
@@ -162,9 +160,7 @@ def clickable_heatmap(
     the invisible markers (nearest to the pointer); each reports its cell centre ``(x, y)``.
     """
     figure = variance_heatmap(matrix, title=title, zmin=zmin, zmax=zmax)
-    # a horizontal colour bar under the plot leaves the narrow column's width to the square matrix
-    colorbar = {"orientation": "h", "thickness": 8, "y": -0.24, "yanchor": "top", "len": 1.0, "title": None, "tickfont": {"size": 10}}
-    figure.update_traces(hoverinfo="skip", hovertemplate=None, colorbar=colorbar, selector={"type": "heatmap"})
+    figure.update_traces(hoverinfo="skip", hovertemplate=None, selector={"type": "heatmap"})  # colour bar: ui.charts
     # at most CLICK_MARKERS per axis (SVG markers cost the browser), each on a real cell centre
     shown = np.arange(0, matrix.grid, -(-matrix.grid // CLICK_MARKERS))
     cx, cy = np.meshgrid(matrix.centres[shown], matrix.centres[shown])  # [row, col]
@@ -178,7 +174,7 @@ def clickable_heatmap(
         )
     )  # fmt: skip
     figure.update_layout(
-        height=height, margin={"l": 45, "r": 10, "t": 35 if title else 10, "b": 65}, title={"font": {"size": 13}},
+        height=height, title={"font": {"size": 13}},
         xaxis={"title": {"font": {"size": 11}, "standoff": 4}}, yaxis={"title": {"font": {"size": 11}, "standoff": 4}},
         clickmode="event+select",
         dragmode=False,

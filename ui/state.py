@@ -25,6 +25,9 @@ ANNOTATOR = "backdrop.annotator"
 #: Name of the account signed in to this session (team mode; see :mod:`ui.auth`).
 SIGNED_IN = "backdrop.signed_in"
 
+#: Key of the button that creates a missing workspace (see :func:`offer_new_workspace`).
+CREATE_WORKSPACE = "backdrop.create_workspace"
+
 #: URL path of a page to open once ``app.py`` has set up the navigation (see :func:`init_state`).
 RESUME_PAGE = "backdrop.resume_page"
 
@@ -79,10 +82,12 @@ def current_workspace() -> Workspace:
         workspace = Workspace(path, create=False)
     except WorkspaceError as err:
         st.error(str(err), icon=":material/folder_off:")
+        if not team_mode():  # team mode's workspace is the server's, fixed
+            offer_new_workspace(path)
         st.info(
-            f"To get started, build the demo with `{DEMO_COMMAND} --workspace {path}` "
-            "(or `bash backdrop.sh serve`), then reload this page. To use another workspace, "
-            "enter its folder under **Workspace** in the sidebar of the Home page."
+            "To get started, " + ("" if team_mode() else "create an empty workspace here and import your images on the Data page, or ")
+            + f"build the demo with `{DEMO_COMMAND} --workspace {path}` (or `bash backdrop.sh serve`), then reload this page. To use "
+            "another workspace, enter its folder under **Workspace** in the sidebar of the Home page."
         )
         st.stop()
     if not team_mode():
@@ -91,6 +96,21 @@ def current_workspace() -> Workspace:
     if user is None:  # the sign-in gate shows the form; never hand out a workspace nobody acts for
         st.stop()
     return workspace.acting_as(user)
+
+
+def offer_new_workspace(path: Path) -> None:
+    """A button that creates an empty workspace at ``path`` (solo mode) and reruns the page on it.
+
+    Only on a click: opening a mistyped path never creates anything by itself.
+    """
+    if not st.button("Create an empty workspace here", icon=":material/create_new_folder:", type="primary", key=CREATE_WORKSPACE):
+        return
+    try:
+        Workspace(path, create=True)
+    except WorkspaceError as err:  # e.g. the path is a file
+        st.error(str(err))
+        return
+    st.rerun()
 
 
 def signed_in_user(workspace: Workspace) -> User | None:

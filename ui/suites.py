@@ -1,17 +1,17 @@
-"""Helpers of the Suites page: the request form, cached suite builds, the preview grid (the paper's
-Figure 17) and the distance histogram per method (its Figure 11).
+"""Helpers of the Suites page: the request form, the preview grid (the paper's Figure 17) and the
+distance histogram per method (its Figure 11).
 
-The library (:mod:`analytics.suites`, :mod:`analytics.sampling`) samples and stores; this module
-caches, lays out widgets and draws. Cache keys are the workspace path, a stamp of the workspace's
-inputs and the request's plain values; ``st.session_state`` keeps only the last request (a dict of
-plain values) so that the preview survives reruns.
+The library (:mod:`analytics.suites`, :mod:`analytics.sampling`) samples and stores; a suite is
+sampled and saved by a background job (:mod:`analytics.jobs`, kind ``suite``) whose progress,
+Cancel and Resume :mod:`ui.jobs` shows; this module lays out widgets, caches saved suites (keyed by
+their content id) and draws. ``st.session_state`` keeps only the id of the job the page started.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -26,18 +26,17 @@ from analytics.similarity import default_distance_models
 from analytics.suites import (
     DEFAULT_REALISM_THRESHOLD,
     Suite,
-    build_suite,
     ensure_keyword_tables,
     ensure_ontology,
     list_suites,
     load_suite,
     suite_stats,
 )
-from analytics.workspace import Workspace, content_id
+from analytics.workspace import Workspace
 from ui import cache, widgets
 
 KEY = "suites."  # prefix of every widget key of the page
-REQUEST = KEY + "request"  # session-state key of the last submitted request (plain values)
+JOB = KEY + "job"  # session-state key: the id of the suite job this session started
 DEFAULT_N = 32
 METHOD_HELP = {
     "random": "uniformly random backgrounds (baseline)",
@@ -77,37 +76,6 @@ class SuiteRequest:
 
 
 # -- caches -------------------------------------------------------------------------------------
-def workspace_stamp(workspace: Workspace) -> str:
-    """Changes whenever targets, backgrounds, models, keyword tables or ontologies change."""
-    parts = [
-        [tuple(row) for row in workspace.query(f"SELECT COUNT(*), MAX({column}) FROM {table}")]
-        for table, column in (("targets", "added"), ("backgrounds", "added"), ("models", "added"), ("keyword_tables", "created"), ("ontologies", "created"))
-    ]
-    return content_id(parts)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_suite(workspace_path: str, request: SuiteRequest, stamp: str) -> Suite:
-    """An unsaved suite for ``request`` (``stamp`` only keys the cache), with a progress bar.
-
-    The bar is made inside the cached function so that a cache hit replays it (ending removed)
-    instead of addressing a bar of an earlier run; it moves in whole percents, so a replay stays
-    at most a hundred small messages.
-    """
-    bar = st.progress(0.0, text="Screening the pool and sampling backgrounds…")
-    shown = [-1]  # the last percent drawn
-
-    def progress(done: int, total: int) -> None:  # the library reports the slow step: exact distances
-        percent = 100 * done // total if total else 100
-        if percent != shown[0]:
-            shown[0] = percent
-            bar.progress(percent / 100, text=f"Semantic distances: {done} of {total} composites")
-
-    suite = build_suite(Workspace(workspace_path, create=False), save=False, progress=progress, **request.build_kwargs())
-    bar.empty()
-    return suite
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_saved_suite(workspace_path: str, suite_id: str) -> Suite:
     """A saved suite (its id is its content, so the entry never goes stale)."""
@@ -121,7 +89,7 @@ def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
     Returns
     -------
     SuiteRequest or None
-        The request just submitted, else the last one of this session, else None.
+        The request just submitted, else None.
     """
     tables = list_keyword_tables(workspace)
     ontologies = list_ontologies(workspace)
@@ -145,11 +113,13 @@ def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
         models = left.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
         threshold = middle.slider("Realism threshold (seam harmony)", 0.0, 1.0, DEFAULT_REALISM_THRESHOLD, 0.05, key=KEY + "realism")
         top_up = right.checkbox("Keyword methods: top up with random backgrounds", value=True, key=KEY + "top_up")
-        if st.form_submit_button("Sample suite", type="primary", key=KEY + "go"):
-            request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
-            st.session_state[REQUEST] = asdict(request)
-    last = st.session_state.get(REQUEST)
-    return None if last is None else SuiteRequest(**{**last, "distance_models": tuple(last["distance_models"])})
+        submitted = st.form_submit_button(
+            "Sample and save suite", type="primary", key=KEY + "go",
+            help="Runs in the background with progress and Cancel; the same settings again reuse the saved suite.",
+        )  # fmt: skip
+    if not submitted:
+        return None
+    return SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
 
 
 def _table_choice(column, tables: pd.DataFrame, kind: str) -> str | None:
@@ -263,8 +233,8 @@ def preview(workspace: Workspace, suite: Suite) -> None:
     widgets.image_grid(images, captions, n_columns=6)
 
 
-def distances_by_method(workspace: Workspace, current: Suite | None) -> dict[str, np.ndarray]:
-    """Composite distances of every saved suite, grouped by method, plus the unsaved preview.
+def distances_by_method(workspace: Workspace) -> dict[str, np.ndarray]:
+    """Composite distances of every saved suite, grouped by method.
 
     Returns
     -------
@@ -277,12 +247,7 @@ def distances_by_method(workspace: Workspace, current: Suite | None) -> dict[str
         distances = cached_saved_suite(root, row.id).items["distance"].dropna().to_numpy(float)
         if distances.size:
             grouped.setdefault(row.method, []).append(distances)
-    out = {method: np.concatenate(parts) for method, parts in grouped.items()}
-    if current is not None and current.id not in set(saved["id"]):
-        distances = current.items["distance"].dropna().to_numpy(float)
-        if distances.size:
-            out[f"{current.method} (preview)"] = distances
-    return out
+    return {method: np.concatenate(parts) for method, parts in grouped.items()}
 
 
 def distance_figure(distances: Mapping[str, np.ndarray]):

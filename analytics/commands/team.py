@@ -1,7 +1,7 @@
 """``user`` and ``serve-check``: accounts for team mode, and the checks ``backdrop.sh serve`` makes.
 
 ``user add NAME --role ROLE`` (creates the workspace when missing), ``user list``, ``user passwd
-NAME``, ``user disable NAME``. A password is read from a hidden prompt (typed twice) or, with
+NAME``, ``user disable NAME``, ``user enable NAME`` (also unlocks), ``user role NAME ROLE``. A password is read from a hidden prompt (typed twice) or, with
 ``--password-stdin``, from the first line of standard input; never from an argument, so it stays out
 of the shell history and the process list. ``serve-check [--team]`` prints the options of
 ``streamlit run`` one per line and, in team mode, refuses (exit 2) while the workspace has no
@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from ..cli import add_json_option, add_workspace_option
     from ..team.roles import ROLES
 
-    user = subparsers.add_parser("user", help="team-mode accounts: add, list, passwd, disable")
+    user = subparsers.add_parser("user", help="team-mode accounts: add, list, passwd, disable, enable, role")
     actions = user.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = actions.add_parser("add", help="create an account")
     add.add_argument("name")
@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     disable = actions.add_parser("disable", help="stop an account from signing in")
     disable.add_argument("name")
     disable.set_defaults(handler=run_disable)
+    enable = actions.add_parser("enable", help="let a disabled account sign in again (also unlocks it)")
+    enable.add_argument("name")
+    enable.set_defaults(handler=run_enable)
+    role = actions.add_parser("role", help="give an account another role")
+    role.add_argument("name")
+    role.add_argument("role", choices=ROLES, help="admin, analyst, annotator or viewer")
+    role.set_defaults(handler=run_role)
     listing = actions.add_parser("list", help="list the accounts (never their password hashes)")
     listing.set_defaults(handler=run_list)
     for parser in (add, passwd):
@@ -41,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     check.set_defaults(handler=run_serve_check)
 
-    for parser in (add, passwd, disable, listing, check):
+    for parser in (add, passwd, disable, enable, role, listing, check):
         add_workspace_option(parser)
         add_json_option(parser)
 
@@ -82,6 +89,22 @@ def run_disable(args: argparse.Namespace) -> dict:
 
     disable_user(open_workspace(args), args.name)
     return {"user": args.name, "disabled": True}
+
+
+def run_enable(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..team.accounts import enable_user
+
+    enable_user(open_workspace(args), args.name)
+    return {"user": args.name, "disabled": False}
+
+
+def run_role(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..team.accounts import set_role
+
+    user = set_role(open_workspace(args), args.name, args.role)
+    return {"user": user.name, "role": user.role}
 
 
 def run_list(args: argparse.Namespace) -> dict:

@@ -2,10 +2,10 @@
 
 ``zoo`` trains (or completes) the zoo of :mod:`analytics.zoo` and prints each head's construction
 strength and accuracy. ``assess`` evaluates the assessors of :mod:`analytics.assessor` against
-human labels (the majority vote of the latest judgments on the suite, judgments being scoped to a
-suite) or against the zoo's construction labels (never mixed: construction labels are not
-judgments), on one suite; models without a finished run on that suite are run first (a note on
-stderr says so). Heavy imports happen inside the handlers.
+human labels (a lead's consensus where recorded, else the majority vote of the latest judgments
+on the suite, judgments being scoped to a suite) or against the zoo's construction labels (never
+mixed: construction labels are not judgments), on one suite; models without a finished run on
+that suite are run first (a note on stderr says so). Heavy imports happen inside the handlers.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     zoo.set_defaults(handler=run_zoo)
 
     assess = subparsers.add_parser("assess", help="evaluate the automated assessors (random forest, AdaBoost) on the matrices vs the same learners on the accuracy statistics and the worst-case threshold")
-    assess.add_argument("--labels", choices=LABEL_SOURCES, required=True, help="human: majority vote of the judgments; construction: the zoo's construction labels")
+    assess.add_argument("--labels", choices=LABEL_SOURCES, required=True, help="human: consensus where recorded, else majority vote of the judgments; construction: the zoo's construction labels")
     assess.add_argument("--repeats", type=int, default=10, help="random 2/3-1/3 splits (default 10)")
     assess.add_argument("--suite", default=None, help="suite whose runs give the matrices and, with --labels human, whose judgments give the labels "
                         "(default: human, the suite with the most judged models; construction, the one with the most runs of the zoo)")
@@ -102,7 +102,7 @@ def run_assess(args: argparse.Namespace) -> dict:
 
 
 def _labels(workspace, source: str, suite_id: str | None):
-    """(suite, labels): human majority labels on the suite (default: the most judged one), or the
+    """(suite, labels): human labels (consensus, else majority) on the suite (default: the most judged one), or the
     zoo's construction labels (suite left to :func:`analytics.zoo.assessment_input`), as a Series
     indexed by model."""
     from ..exceptions import InvalidInputError

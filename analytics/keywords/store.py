@@ -20,6 +20,7 @@ import pandas as pd
 
 from .._validation import check_choice
 from ..exceptions import InvalidInputError, NotFoundError
+from ..team.roles import require_permission
 from ..workspace import Workspace, now
 from ._base import KeywordBackend, KeywordTable
 
@@ -57,6 +58,7 @@ def save_keyword_table(
     -------
     name : str
     """
+    require_permission(workspace, "build_suites")
     check_choice(item_kind, "item_kind", ITEM_KINDS)
     if not name or not name.strip():
         raise InvalidInputError("name of a keyword table must be a non-empty string")
@@ -230,6 +232,7 @@ def build_keyword_tables(
     -------
     tables : dict {item kind: table name}
     """
+    require_permission(workspace, "build_suites")
     from .classifier_patch import compute_keywords, keyword_table_name
 
     names = {}
@@ -242,6 +245,7 @@ def build_keyword_tables(
 
 def delete_keyword_table(workspace: Workspace, name: str) -> None:
     """Remove table ``name`` (its arrays stay in the store; other records may share them)."""
+    require_permission(workspace, "build_suites")
     _row(workspace, name)
     with workspace.transaction() as conn:
         conn.execute("DELETE FROM keyword_tables WHERE name = ?", (name,))

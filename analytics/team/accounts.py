@@ -106,6 +106,50 @@ def disable_user(workspace: Workspace, name: str) -> None:
     _update(workspace, name, "disabled = 1", ())
 
 
+def enable_user(workspace: Workspace, name: str) -> None:
+    """Let a disabled account sign in again; also clears its failed attempts and any lock.
+
+    Raises
+    ------
+    NotFoundError
+        No account has this name.
+    """
+    _update(workspace, name, "disabled = 0, failed_attempts = 0, locked_until = ''", ())
+
+
+def set_role(workspace: Workspace, name: str, role: str) -> User:
+    """Give an account another role (it applies from the account's next page run).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    name : str
+        An existing account.
+    role : str
+        One of :data:`~analytics.team.roles.ROLES`.
+
+    Returns
+    -------
+    User
+        The account as now stored.
+
+    Raises
+    ------
+    NotFoundError
+        No account has this name.
+    InvalidInputError
+        An unknown role, or the change would leave no enabled admin (team mode could not start).
+    """
+    check_choice(role, "role", ROLES)
+    with workspace.transaction() as conn:
+        row = conn.execute("SELECT role, disabled FROM users WHERE name = ?", (name,)).fetchone()
+        admins = conn.execute("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0").fetchone()[0]
+        if row is not None and row["role"] == "admin" and not row["disabled"] and role != "admin" and admins == 1:
+            raise InvalidInputError(f"{name!r} is the only enabled admin; make another account admin first (`python -m analytics user role NAME admin`)")
+    _update(workspace, name, "role = ?", (role,))
+    return next(user for user in list_users(workspace) if user.name == name)
+
+
 def list_users(workspace: Workspace) -> list[User]:
     """Every account, sorted by name (without password hashes)."""
     rows = workspace.query("SELECT name, role, disabled, locked_until, created FROM users ORDER BY name")

@@ -12,6 +12,7 @@ import tomllib
 import pytest
 
 from analytics.cli import main
+from analytics.exceptions import SignInError
 from analytics.team.accounts import authenticate
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.team import TEAM_PASSWORD
@@ -92,3 +93,42 @@ def test_plain_streamlit_run_also_binds_loopback():
     """``streamlit run app.py`` without backdrop.sh reads .streamlit/config.toml: this machine only."""
     settings = tomllib.loads((PROJECT_ROOT / ".streamlit" / "config.toml").read_text())
     assert settings["server"]["address"] == "127.0.0.1"
+
+
+def test_user_enable_lets_a_disabled_account_sign_in_again(team_workspace, monkeypatch, capsys):
+    root = str(team_workspace.root)
+    run(["user", "disable", "ann", "--workspace", root], monkeypatch, capsys)
+    with pytest.raises(SignInError):
+        authenticate(team_workspace, "ann", TEAM_PASSWORD)
+    code, output = run(["user", "enable", "ann", "--workspace", root, "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(output) == {"user": "ann", "disabled": False}
+    assert authenticate(team_workspace, "ann", TEAM_PASSWORD).name == "ann"
+    code, output = run(["user", "enable", "nobody", "--workspace", root], monkeypatch, capsys)
+    assert code == 2 and "no user named 'nobody'" in output
+
+
+def test_user_role_changes_the_role_but_keeps_an_admin(team_workspace, monkeypatch, capsys):
+    root = str(team_workspace.root)
+    code, output = run(["user", "role", "ann", "analyst", "--workspace", root, "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(output) == {"user": "ann", "role": "analyst"}
+    assert authenticate(team_workspace, "ann", TEAM_PASSWORD).role == "analyst"
+    code, output = run(["user", "role", "ada", "viewer", "--workspace", root], monkeypatch, capsys)
+    assert code == 2 and "only enabled admin" in output and output.count("\n") == 1
+    assert authenticate(team_workspace, "ada", TEAM_PASSWORD).role == "admin"
+    run(["user", "role", "ann", "admin", "--workspace", root], monkeypatch, capsys)
+    code, _ = run(["user", "role", "ada", "viewer", "--workspace", root], monkeypatch, capsys)  # ann is admin now
+    assert code == 0 and authenticate(team_workspace, "ada", TEAM_PASSWORD).role == "viewer"
+    with pytest.raises(SystemExit):
+        main(["user", "role", "ann", "superuser", "--workspace", root])
+
+
+def test_backdrop_sh_serve_exports_the_data_roots(tmp_path):
+    first, second = tmp_path / "photos", tmp_path / "more data"
+    first.mkdir(), second.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("BACKDROP_TEAM", "BACKDROP_DATA_ROOTS")} | {"BACKDROP_WORKSPACE": str(tmp_path / "ws")}
+    argv = ["bash", str(PROJECT_ROOT / "backdrop.sh"), "serve", "--data-root", str(first), "--data-root", str(second), "--dry-run"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"BACKDROP_DATA_ROOTS={first.resolve()}:{second.resolve()} ")
+    done = subprocess.run(argv[:3] + ["--data-root", str(tmp_path / "missing"), "--dry-run"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 64 and "no such folder" in done.stderr

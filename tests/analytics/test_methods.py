@@ -152,7 +152,9 @@ def test_comparison_table_on_tiny_models(suite_workspace):
     )
     assert list(table.columns) == COMPARISON_COLUMNS
     assert table["method"].tolist() == ["random", "nearest", "ontology"]
-    assert [done for _, done, _ in steps] == list(range(1, 3 * 2 * 4 + 1)) and steps[-1][2] == 24
+    finished = [done for _, done, _ in steps]
+    assert list(dict.fromkeys(finished)) == list(range(3 * 2 * 4 + 1)) and steps[-1] == (steps[-1][0], 24, 24)
+    assert finished == sorted(finished) and any("seed 0: run" in step for step, done, _ in steps if done == 1)  # reports during a run
     assert table["seeds"].tolist() == [(0, 1)] * 3
     assert all(len(set(ids)) == 2 for ids in table["suite_ids"])
     assert table["images"].tolist() == [6 * 4] * 3
@@ -173,7 +175,7 @@ def test_a_model_that_ignores_the_background_is_perfectly_consistent(suite_works
 
 def test_all_layers_need_activation_modules(suite_workspace):
     with pytest.raises(InvalidInputError, match="no activation module"):
-        method_comparison(suite_workspace, model="tiny", methods=["random"], seeds=1, n=4)
+        method_comparison(suite_workspace, model="tiny", methods=["random"], seeds=1, n=4, layers=["embedding", "all"])
 
 
 def test_bad_options_are_refused(suite_workspace):
@@ -269,3 +271,35 @@ def test_precision_counts_each_model_on_each_suite_of_the_method(judged_workspac
     # the old rule (latest per annotator and model over the method's suites) gives another value
     by_model = subjects.assign(model=subjects["model"].str.split("@").str[0]).drop_duplicates(["annotator", "model"], keep="last")
     assert measure_agreement(by_model).fleiss_kappa != pytest.approx(kappa)
+
+
+# -- the default size and the estimate (issue 19.1) ---------------------------------------------------
+def test_the_default_comparison_is_small():
+    """The default is the baseline and the paper's method, 2 seeds, N=4, 12 targets, one layer set."""
+    assert methods.comparison_steps(len(methods.DEFAULT_METHODS), methods.DEFAULT_SEEDS, len(methods.DEFAULT_LAYERS)) == 16
+    assert methods.DEFAULT_N * methods.DEFAULT_TARGETS < 8 * 60 / 4  # a quarter of the issue's demo suites or less
+
+
+def test_comparison_targets_spread_over_the_classes(suite_workspace):
+    from analytics.datasets import list_targets
+
+    targets = list_targets(suite_workspace).set_index("id")["class_name"]
+    chosen = methods.comparison_targets(suite_workspace, 2)
+    assert len(chosen) == 2 and targets[chosen].nunique() == 2  # one per class, not the first two ids
+    assert methods.comparison_targets(suite_workspace, 100) == sorted(targets.index)
+
+
+def test_default_targets_limit_the_suites(suite_workspace):
+    table = method_comparison(suite_workspace, model="fg-only", methods=["random"], n=2, targets=2)
+    assert table["images"].tolist() == [2 * 2] and table["seeds"].tolist() == [(0, 1)]
+
+
+def test_estimate_uses_the_measured_cost_once_there_is_one(suite_workspace):
+    size = dict(methods=2, seeds=2, n=4, targets=12, layers=1)
+    before = methods.estimate_seconds(suite_workspace, **size)
+    assert before == pytest.approx(methods.SECONDS_PER_IMAGE_STEP * 12 * 5 * 16)
+    assert methods.estimate_seconds(suite_workspace, **{**size, "seeds": 4}) == pytest.approx(2 * before)
+    methods.record_step_cost(suite_workspace, {"methods": ["random"], "seeds": 2, "n": 2, "targets": 6, "layers": ["embedding"]}, 36.0)
+    assert methods.estimate_seconds(suite_workspace, methods=1, seeds=2, n=2, targets=6, layers=1) == pytest.approx(36.0)
+    methods.record_step_cost(suite_workspace, {"methods": ["random"]}, 0.2)  # all reused: not a measurement
+    assert methods.estimate_seconds(suite_workspace, methods=1, seeds=2, n=2, targets=6, layers=1) == pytest.approx(36.0)

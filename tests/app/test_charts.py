@@ -11,6 +11,10 @@ from analytics.runs import SIGNALS
 from analytics.variance import point_cloud, variance_matrix
 from tests.analytics.test_colour_scale import synthetic_matrices
 from ui.charts import (
+    MIN_HEIGHT,
+    SQUARE_COLUMNS,
+    SQUARE_HEIGHT,
+    VALUE_TITLE,
     VARIANCE_COLORSCALE,
     X_TITLE,
     Y_TITLE,
@@ -109,3 +113,40 @@ def test_invariant_and_variant_models_share_one_scale_per_signal_and_the_variant
         # the defect this guards against: on its own range the invariant model fills the upper half too
         own = invariant[signal].matrix
         assert (own > own.max() / 2).sum() > upper["invariant"]
+
+
+# -- legible sizes (issue 19.3: clouds were ~60 x 70 px beside a full-height bar with a cut title, heatmaps ~170 px) --
+def square_figures(cloud) -> list:
+    matrix = variance_matrix(cloud.points, cloud.values, grid=8, window=4, sigma=1.0)
+    return [variance_heatmap(matrix, title="probability"), point_scatter(cloud.points, cloud.values, title="probability")]
+
+
+def colour_bar(figure):
+    """The value colour bar: the heatmap's, or the scatter markers' (the density underlay has none)."""
+    first = figure.data[0]
+    return first.colorbar if first.name == "variance" else figure.data[1].marker.colorbar
+
+
+def test_square_charts_are_tall_enough_to_read(cloud):
+    assert SQUARE_HEIGHT >= MIN_HEIGHT >= 360 and SQUARE_COLUMNS <= 2  # four in a row left ~170 px per chart
+    for figure in square_figures(cloud):
+        assert figure.layout.height >= SQUARE_HEIGHT
+        assert figure.layout.yaxis.scaleanchor == "x"  # still square
+
+
+def test_colour_bar_titles_run_along_the_bar_and_stay_beside_the_plot(cloud):
+    for figure in square_figures(cloud):
+        bar = colour_bar(figure)
+        assert bar.title.text == VALUE_TITLE
+        assert bar.title.side == "right"  # a title on top of a narrow bar was cut off at the figure's edge
+        assert bar.lenmode == "fraction" and bar.len <= 0.9  # not the full figure height
+        assert 10 <= bar.thickness <= 20
+
+
+def test_margins_leave_room_for_the_axis_titles(cloud):
+    figures = [*square_figures(cloud), distance_histogram({"random": np.linspace(0, 1, 9)}, title="distances")]
+    for figure in figures:
+        margin = figure.layout.margin
+        assert margin.l >= 60 and margin.b >= 50 and margin.t >= 40  # tick labels + title on each axis, the chart title on top
+        assert figure.layout.xaxis.automargin and figure.layout.yaxis.automargin
+        assert figure.layout.height >= MIN_HEIGHT

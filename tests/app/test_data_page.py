@@ -14,6 +14,7 @@ import pytest
 from analytics.classes import ClassMapping, class_mapping_key, list_class_mappings
 from analytics.datasets import list_backgrounds, list_classes, list_targets
 from analytics.workspace import Workspace
+from ui.state import CREATE_WORKSPACE
 from ui.widgets import OUTLINE_COLOUR, outline_mask
 
 DATA = "pages/1_Data.py"
@@ -272,3 +273,45 @@ def test_background_names_are_explained(tiny_workspace, app_runner):
     app = app_runner(DATA, tiny_workspace)
     assert not app.exception
     assert "square crop of a source photo: photo `Aqua` @ top 0, left 480, side 1600 px" in texts(app)
+
+
+# -- issue 19.4: a workspace path that does not exist is no dead end --------------------------------------------
+def test_missing_workspace_can_be_created_and_imported_into(missing_workspace, target_folder, app_runner):
+    app = app_runner(DATA, missing_workspace)
+    assert not app.exception and not missing_workspace.exists()  # looking creates nothing
+    assert not app.get("tab")  # the page stops before its tabs
+    app.button(key=CREATE_WORKSPACE).click().run()
+    assert not app.exception and not app.error
+    workspace = Workspace(missing_workspace, create=False)  # raises if the click created nothing
+    assert list_targets(workspace).empty
+    assert app.button(key="data.import_go").label == "Import"  # the page goes on to its import form
+    app = import_targets(app, target_folder)
+    assert not app.exception
+    assert "1 new of 1 accepted" in texts(app) and list_targets(workspace)["id"].tolist() == ["coin/good"]
+
+
+def test_team_mode_offers_no_workspace_creation(missing_workspace, monkeypatch, app_runner):
+    from analytics.team.server import TEAM_ENV_VAR
+    from analytics.workspace import ENV_VAR
+
+    monkeypatch.setenv(TEAM_ENV_VAR, "1")
+    monkeypatch.setenv(ENV_VAR, str(missing_workspace))  # team mode serves the server's workspace only
+    app = app_runner(DATA, missing_workspace)
+    assert not app.exception
+    assert not [button for button in app.button if button.key == CREATE_WORKSPACE] and not missing_workspace.exists()
+
+
+# -- issue 19.7: the preview's background is picked by clicking its thumbnail ------------------------------------
+def test_clicking_a_background_thumbnail_uses_it_in_the_preview(tiny_workspace, app_runner):
+    ids = list_backgrounds(tiny_workspace)["id"].tolist()
+    app = app_runner(DATA, tiny_workspace)
+    first_hard = next(i for i in app.get("image") if "Hard paste (Eq. 1)" in i.captions)
+    assert app.selectbox(key="data.preview_background").value == ids[0]
+    assert app.button(key=f"data.preview_pick.{ids[0]}").disabled  # the one in use
+    assert set(ids) <= set(image_captions(app))  # 12 thumbnails (one picker page) named by id
+    app.button(key=f"data.preview_pick.{ids[5]}").click().run()
+    assert not app.exception
+    assert app.selectbox(key="data.preview_background").value == ids[5]
+    assert app.button(key=f"data.preview_pick.{ids[5]}").disabled and not app.button(key=f"data.preview_pick.{ids[0]}").disabled
+    hard = next(i for i in app.get("image") if "Hard paste (Eq. 1)" in i.captions)
+    assert hard.proto.imgs[0].url != first_hard.proto.imgs[0].url  # the composite was redrawn on the new background

@@ -83,3 +83,24 @@ def test_sidebar_selects_workspace_and_keeps_annotator(tiny_workspace, tmp_path,
     assert not app.exception
     assert app.session_state[ANNOTATOR] == "ada"
     assert app.session_state[WORKSPACE_PATH] == str(other.root)
+
+
+# -- issue 19.4: a finished demo leads to its finding, not only to ticked steps -------------------------------
+def test_home_with_finished_runs_leads_to_the_matrices_with_the_finding(run_workspace, app_runner):
+    from analytics.runs import list_runs
+
+    app = app_runner("app.py", run_workspace)
+    assert not app.exception, app.exception
+    assert "Start here" in [header.value for header in app.subheader]
+    runs = list_runs(run_workspace).assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
+    most, least = runs.loc[runs["drop"].idxmax()], runs.loc[runs["drop"].idxmin()]
+    sentence = next(m.value for m in app.markdown if "varies most" in m.value)
+    assert f"**{most['model']}** varies most" in sentence and f"**{least['model']}** varies least" in sentence
+    assert f"({len(runs)} models)" in sentence and f"{most['worst_case_accuracy']:.0%} right under every background" in sentence
+    links = [link.proto.page for link in app.get("page_link")]
+    assert links[0] == "Matrices"  # the call to action (its URL path) comes before the workflow's steps
+
+
+def test_home_without_runs_has_no_start_here(tiny_workspace, app_runner):
+    app = app_runner("app.py", tiny_workspace)
+    assert not app.exception and "Start here" not in [header.value for header in app.subheader]

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import re
+import time
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics.judgments import judgment_history, latest_judgments
+from analytics.team.accounts import add_user
+from analytics.team.assignments import assign, blind_name, get_plan, list_assignments
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S
-from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge
+from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge, run_ids_by_model
+from tests.fixtures.team import TEAM_PASSWORD
+from ui.auth import LAST_SEEN
 from ui.judge import button_key
-from ui.state import ANNOTATOR, WORKSPACE_PATH
+from ui.state import ANNOTATOR, SIGNED_IN, WORKSPACE_PATH
 
 JUDGE = "pages/8_Judge.py"
 
@@ -32,7 +38,8 @@ def test_blind_mode_shows_an_opaque_id_and_four_matrices(judging_workspace):
     app = judge_page(judging_workspace)
     assert not app.exception, app.exception
     heading = app.subheader[0].value
-    assert re.fullmatch(rf"Model #\d+ of {len(JUDGING_MODELS)}", heading)
+    assert re.fullmatch(r"Model [0-9A-F]{6}", heading)
+    assert heading in {blind_name(judging_workspace, TINY_SUITE, model) for model in JUDGING_MODELS}
     shown = texts(app)
     assert not any(re.search(rf"\b{re.escape(name)}\b", shown) for name in JUDGING_MODELS)
     charts = app.get("plotly_chart")
@@ -96,7 +103,7 @@ def test_without_a_name_the_page_asks_for_one(judging_workspace):
     app.button[0].click().run()
     assert not app.exception, app.exception
     assert app.session_state[ANNOTATOR] == "cleo"
-    assert app.subheader[0].value.startswith("Model #")
+    assert app.subheader[0].value.startswith("Model ")
 
 
 def test_without_runs_the_page_says_what_to_do(tiny_model_workspace):
@@ -161,3 +168,80 @@ def test_a_replaced_model_is_back_in_the_queue_with_its_new_run(judging_workspac
     app.button(key=button_key("variant")).click().run()
     row = latest_judgments(judging_workspace, TINY_SUITE).set_index("model").loc["tiny"]
     assert (row["run_id"], row["label"]) == (new_run, "variant")
+
+
+# -- team mode ---------------------------------------------------------------------------------------
+@pytest.fixture
+def team_judging(judging_workspace, fast_hashing, monkeypatch):
+    """Team mode on ``judging_workspace`` with lead ``lee`` (analyst), annotator ``ann`` and viewer ``vic``."""
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(judging_workspace.root))
+    for name, role in (("lee", "analyst"), ("ann", "annotator"), ("vic", "viewer")):
+        add_user(judging_workspace, name, role, TEAM_PASSWORD)
+    return judging_workspace
+
+
+def signed_in_judge_page(name: str) -> AppTest:
+    """The Judge page in a session where ``name`` has signed in (as the sign-in form would leave it)."""
+    app = AppTest.from_file(str(PROJECT_ROOT / JUDGE), default_timeout=APP_TIMEOUT_S)
+    app.session_state[SIGNED_IN] = name
+    app.session_state[LAST_SEEN] = time.time()
+    return app.run()
+
+
+def everything_shown(app: AppTest) -> str:
+    """Every text and option the page shows (main area and sidebar)."""
+    parts = [texts(app)] + [e.value for kind in ("success", "info", "warning", "error") for e in app.get(kind)]
+    parts += [p.proto.text for p in app.get("progress")] + [str(o) for box in app.selectbox for o in box.options]
+    return "\n".join(parts)
+
+
+def test_annotator_sees_only_assigned_models_under_aliases(team_judging):
+    assign(team_judging, TINY_SUITE, ["tiny", "net1"], ["ann"])
+    runs = run_ids_by_model(team_judging)
+    app = signed_in_judge_page("ann")
+    assert not app.exception, app.exception
+    assert app.subheader[0].value in {blind_name(team_judging, TINY_SUITE, "tiny"), blind_name(team_judging, TINY_SUITE, "net1")}
+    shown = everything_shown(app)
+    assert not any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", shown) for name in JUDGING_MODELS)  # "tiny-suite" is the suite
+    assert not any(run_id in shown for run_id in runs.values())
+    assert "0 of 2" in app.get("progress")[0].proto.text and "judgments wanted" in shown
+    assert "judge.blind" not in [t.key for t in app.toggle]  # blind, without a way out
+    assert "Assignments" not in [e.label for e in app.expander]
+    app.button(key=button_key("variant")).click().run()
+    assert not app.exception, app.exception
+    assert "1 of 2" in app.get("progress")[0].proto.text
+    stored = latest_judgments(team_judging, TINY_SUITE)
+    assert stored["annotator"].tolist() == ["ann"] and stored["model"].iloc[0] in {"tiny", "net1"}
+
+
+def test_annotator_without_assignments_is_told_to_ask_a_lead(team_judging):
+    app = signed_in_judge_page("ann")
+    assert not app.exception, app.exception
+    assert "Nothing is assigned to you" in app.info[0].value and not app.get("plotly_chart")
+
+
+def test_viewer_is_refused_with_the_role_needed(team_judging):
+    app = signed_in_judge_page("vic")
+    assert not app.exception, app.exception
+    assert not app.title and not app.get("plotly_chart")
+    assert "needs the role admin or analyst or annotator" in app.error[0].value
+
+
+def test_analyst_sees_names_and_assigns(team_judging):
+    app = signed_in_judge_page("lee")
+    assert not app.exception, app.exception
+    assert "Assignments" in [e.label for e in app.expander]
+    app.toggle(key="judge.blind").set_value(False).run()
+    assert app.subheader[0].value in JUDGING_MODELS
+    app.multiselect(key="judge.assign_models").set_value(["net1", "net2"])
+    app.multiselect(key="judge.assign_people").set_value(["ann"])
+    app.button(key="judge.assign").click().run()
+    assert not app.exception, app.exception
+    assert {(a.model, a.annotator, a.assigned_by) for a in list_assignments(team_judging, TINY_SUITE)} == {("net1", "ann", "lee"), ("net2", "ann", "lee")}
+    assert "Assigned: 2" in app.success[0].value
+    app.number_input(key="judge.plan_k").set_value(3)
+    app.button(key="judge.plan").click().run()
+    assert not app.exception, app.exception
+    assert get_plan(team_judging, TINY_SUITE).judgments_wanted == 3
+    assert "0 of 9" in signed_in_judge_page("ann").get("progress")[0].proto.text  # everyone judges everything now

@@ -8,6 +8,7 @@ import pytest
 
 from analytics.colour_scale import suite_colour_scale
 from analytics.runs import SIGNALS, list_runs, run_matrices
+from ui.charts import MIN_HEIGHT, SQUARE_COLUMNS, SQUARE_HEIGHT
 from ui.colour_scale import AUTOSCALE, SUITE
 from ui.runs import CELL
 
@@ -30,8 +31,13 @@ def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app
     row = list_runs(run_workspace).set_index("id").loc[run_ids["bg-only"]]
     metrics = {m.label: m.value for m in app.tabs[0].metric}
     assert metrics["Accuracy"] == f"{row['accuracy']:.1%}" and metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"
-    # four heatmaps and four scatters of the run, four heatmaps per compared model (three models)
-    assert len(charts(app)) == 2 * len(SIGNALS) + 3 * len(SIGNALS)
+    # four heatmaps and four scatters of the run, one heatmap per compared model (three models, one signal)
+    assert len(charts(app)) == 2 * len(SIGNALS) + 3
+    # issue 19.3: two square charts per row, each at least SQUARE_HEIGHT tall (four in a row were ~170 px)
+    heights = [json.loads(chart.proto.spec)["layout"]["height"] for chart in charts(app)]
+    assert min(heights) >= SQUARE_HEIGHT >= MIN_HEIGHT
+    holding_charts = [column for column in app.tabs[0].columns if column.get("plotly_chart")]
+    assert [column.weight for column in holding_charts] == [1 / SQUARE_COLUMNS] * 2 * len(SIGNALS)  # heatmaps, then clouds
     assert "smooth: window 32, σ 10" in texts(app)
     app.radio(key="runs.interp.preset").set_value("fine").run()
     assert not app.exception and "fine: window 32, σ 2" in texts(app)
@@ -69,7 +75,7 @@ def test_page_on_a_missing_workspace_explains(missing_workspace, app_runner):
 
 
 def compared_heatmaps(app) -> list[dict]:
-    """The heatmap trace of every chart of the Compare tab, models in rows of len(SIGNALS)."""
+    """The heatmap trace of every chart of the Compare tab (one per compared model, the chosen signal)."""
     specs = [json.loads(chart.proto.spec) for chart in app.tabs[1].get("plotly_chart")]
     return [next(t for t in spec["data"] if t["type"] == "heatmap") for spec in specs]
 
@@ -79,12 +85,11 @@ def test_compare_tab_draws_every_model_on_the_suite_scale_by_default(run_workspa
     assert not app.exception, app.exception
     assert app.radio(key="runs.scale").value == SUITE  # the default, before any click
     assert sorted(app.multiselect(key="runs.compare").value) == sorted(run_ids.values())
-    heatmaps = compared_heatmaps(app)
-    assert len(heatmaps) == 3 * len(SIGNALS)
     scale = suite_colour_scale(run_workspace, "tiny-suite")
     assert scale.frozen is None  # the Matrices page never freezes it; the Judge page does
-    for s, signal in enumerate(SIGNALS):
-        per_model = heatmaps[s :: len(SIGNALS)]
+    for signal in SIGNALS:
+        app.radio(key="runs.compare_signal").set_value(signal).run()
+        per_model = compared_heatmaps(app)
         assert [trace["zmin"] for trace in per_model] == [0.0] * 3
         assert [trace["zmax"] for trace in per_model] == pytest.approx([scale.tops[signal]] * 3)
     assert scale.tops["true_prob"] == 1.0
@@ -111,7 +116,7 @@ def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_
     assert not app.exception, app.exception
     chosen = app.multiselect(key="runs.compare").value
     assert chosen[:1] == [run_ids["bg-only"]] and sorted(chosen) == sorted(run_ids.values())
-    assert len(compared_heatmaps(app)) == 3 * len(SIGNALS)
+    assert len(compared_heatmaps(app)) == 3
     app.selectbox(key="runs.run").set_value(other).run()  # back to the suite only "tiny" ran over
     assert not app.exception, app.exception
     assert app.multiselect(key="runs.compare").value == [other]

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+from streamlit.testing.v1 import AppTest
+
 from analytics.inference import evaluate
 from analytics.models import list_models
-from analytics.workspace import Workspace
+from analytics.team.accounts import add_user
+from analytics.team.paths import DATA_ROOTS_ENV_VAR
+from analytics.workspace import PROJECT_ROOT, Workspace
+from tests.fixtures.app import APP_TIMEOUT_S
+from tests.fixtures.team import TEAM_PASSWORD
+from ui import auth
 
 MODELS = "pages/2_Models.py"
 
@@ -60,3 +68,44 @@ def test_empty_workspace_explains_how_to_add_models(tmp_path, app_runner):
     app = app_runner(MODELS, Workspace(tmp_path / "empty"))
     assert not app.exception
     assert "No models yet" in texts(app) and "add-model" in texts(app)
+
+
+@pytest.fixture
+def team_models(tiny_model_workspace, fast_hashing, monkeypatch):
+    """Team mode on ``tiny_model_workspace`` with an admin ``ada``, an analyst ``al`` and a viewer ``vi``."""
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(tiny_model_workspace.root))
+    monkeypatch.delenv(DATA_ROOTS_ENV_VAR, raising=False)
+    for name, role in (("ada", "admin"), ("al", "analyst"), ("vi", "viewer")):
+        add_user(tiny_model_workspace, name, role, TEAM_PASSWORD)
+    return tiny_model_workspace
+
+
+def signed_in(name: str) -> AppTest:
+    app = AppTest.from_file(str(PROJECT_ROOT / MODELS), default_timeout=APP_TIMEOUT_S).run()
+    app.text_input(key=f"{auth.FORM}.name").input(name)
+    app.text_input(key=f"{auth.FORM}.password").input(TEAM_PASSWORD)
+    return app.button[0].click().run()
+
+
+@pytest.mark.parametrize("name", ["al", "vi"])
+def test_roles_without_registration_see_no_register_tab(team_models, name):
+    app = signed_in(name)
+    assert not app.exception and [t.value for t in app.title] == ["Models"]
+    assert [tab.label for tab in app.tabs] == ["Registered", "Accuracy"]
+    assert not [w for w in app.text_input if w.key == "models.checkpoint.path"]
+
+
+def test_admin_registers_only_from_inside_the_data_roots(team_models, tiny_model_files, tmp_path, monkeypatch):
+    app = signed_in("ada")
+    assert [tab.label for tab in app.tabs] == ["Registered", "Register", "Accuracy"]
+    app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
+    assert not app.exception and "no data roots configured" in app.error[0].value  # team mode, no --data-root
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tmp_path / "elsewhere"))
+    app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
+    assert "outside the data roots" in app.error[0].value and str(tiny_model_files["tiny"]) in app.error[0].value
+    assert "from-server" not in [spec.name for spec in list_models(team_models)]
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tiny_model_files["tiny"].parent))
+    app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
+    assert not app.exception and "Registered 'from-server'" in texts(app)
+    assert "from-server" in [spec.name for spec in list_models(team_models)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from analytics.keywords import list_keyword_tables, load_keyword_table, save_keyword_table, write_keyword_file
@@ -147,3 +149,58 @@ def test_expansion_settings_have_plain_labels_and_the_papers_terms_in_help(keywo
     levels, stop = app.number_input(key="ontology.maxits"), app.number_input(key="ontology.minkws")
     assert (levels.label, stop.label) == ("Expansion levels", "Stop at this many keywords (0 = no limit)")
     assert "MAXITS" in levels.help and "MINKWS" in stop.help
+
+
+# -- the network (issue 19.3: the main cluster drawn on itself, overlapping labels, isolates taking half the canvas) --
+def network(app) -> dict:
+    """The drawn keywords of the Network tab's chart: {name: label text}, and the figure's layout."""
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    nodes = next(trace for trace in spec["data"] if trace.get("name") == "keywords")
+    return {"labels": dict(zip(nodes["customdata"], nodes["text"])), "layout": spec["layout"]}
+
+
+def captions(app) -> str:
+    return "\n".join(caption.value for caption in app.caption)
+
+
+def test_network_centres_on_a_searchable_keyword_with_its_neighbourhood(keyword_workspace, app_runner):
+    app = app_runner(PAGE, keyword_workspace)
+    app.number_input(key="ontology.min_support").set_value(0.25).run()
+    app.number_input(key="ontology.min_confidence").set_value(0.5).run()
+    assert app.radio(key="ontology.network_view").value == "Around one keyword"  # the default view
+    centre = app.selectbox(key="ontology.centre")
+    assert centre.value == "sky"  # the best-connected keywords (sky, tree: 4 edges each) come first, by name
+    centre.set_value("sand").run()  # t3: sand <-> sea only
+    assert not app.exception
+    assert network(app)["labels"] == {"sand": "sand", "sea": "sea"}
+    app.radio(key="ontology.depth").set_value(2).run()  # sky is one more edge away (sea -> sky)
+    drawn = network(app)
+    assert drawn["labels"] == {"sand": "sand", "sea": "sea", "sky": ""}  # ring 2: hover only, no label
+    assert drawn["layout"]["height"] >= 700 and drawn["layout"]["dragmode"] == "pan"
+    assert "3 keywords within 2 edges of **sand**" in captions(app)
+
+
+def test_keywords_without_edges_are_hidden_and_counted(keyword_workspace, app_runner):
+    app = app_runner(PAGE, keyword_workspace)
+    app.number_input(key="ontology.min_support").set_value(0.3).run()  # sky, tree, sea; only sky <-> tree are an edge
+    assert not app.exception
+    assert "1 keyword without edges hidden" in captions(app)
+    assert set(network(app)["labels"]) == {"sky", "tree"}
+    app.radio(key="ontology.network_view").set_value("Whole graph").run()
+    assert not app.exception
+    assert set(network(app)["labels"]) == {"sky", "tree"} and "1 keyword without edges hidden" in captions(app)
+
+
+def test_whole_graph_overview_labels_only_the_best_connected(keyword_workspace, app_runner, monkeypatch):
+    from ui import ontology
+
+    monkeypatch.setattr(ontology, "OVERVIEW_LABELS", 2)
+    ontology.cached_network_figure.clear()  # a figure cached with the real number must not answer
+    app = app_runner(PAGE, keyword_workspace)
+    app.number_input(key="ontology.min_support").set_value(0.25).run()
+    app.number_input(key="ontology.min_confidence").set_value(0.5).run()
+    app.radio(key="ontology.network_view").set_value("Whole graph").run()
+    assert not app.exception
+    labels = network(app)["labels"]
+    assert set(labels) == {"sky", "tree", "grass", "sea", "sand"}
+    assert sorted(text for text in labels.values() if text) == ["sky", "tree"]  # edges: sky 4, tree 4, grass 3, sea 3, sand 2

@@ -1,12 +1,30 @@
-"""The Run page (``pages/5_Run.py``): start runs with a progress bar, list them, resume one."""
+"""The Run page (``pages/5_Run.py``): start runs as a background job, list them, resume one.
+
+A click starts a worker process (:mod:`analytics.jobs`); the tests wait for the job and run the
+page again to see what it shows then.
+"""
 
 from __future__ import annotations
 
+from analytics import jobs
 from analytics.runs import list_runs
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
 RUN = "pages/5_Run.py"
 N_IMAGES = 6 * (TINY_SUITE_N + 1)
+WAIT_S = 300
+
+
+def click_and_wait(app, key: str, workspace):
+    """Press the button, check the job's bar and Cancel are shown, wait for the job, show the page again."""
+    app = app.button(key=key).click().run()
+    assert not app.exception, app.exception
+    job_id = app.session_state["run.job"]
+    job = jobs.get_job(workspace, job_id)
+    if job.active:  # a fast machine may have finished already
+        assert app.get("progress") and app.button(key=f"run.cancel.{job_id}")
+    assert jobs.wait(workspace, job_id, timeout=WAIT_S).status == "done"
+    return app.run()
 
 
 def texts(app) -> str:
@@ -19,7 +37,7 @@ def test_run_page_starts_several_models_as_one_action(tiny_model_workspace, app_
     assert "No runs yet" in texts(app)
     app.multiselect(key="run.models").set_value(["fg-only", "bg-only"])
     app.selectbox(key="run.suite").set_value(TINY_SUITE)
-    app.button(key="run.start").click().run()
+    app = click_and_wait(app, "run.start", tiny_model_workspace)
     assert not app.exception, app.exception
     runs = list_runs(tiny_model_workspace)
     assert sorted(runs["model"]) == ["bg-only", "fg-only"] and (runs["status"] == "done").all()
@@ -39,7 +57,7 @@ def test_run_page_resumes_an_interrupted_run(run_workspace, run_ids, app_runner)
     assert not app.exception
     assert app.selectbox(key="run.resume_choice").value == run_id
     assert "failed" in app.dataframe[0].value["Status"].tolist()
-    app.button(key="run.resume").click().run()
+    app = click_and_wait(app, "run.resume", run_workspace)
     assert not app.exception, app.exception
     row = list_runs(run_workspace, model="tiny").iloc[0]
     assert row["id"] == run_id and row["status"] == "done" and row["images"] == N_IMAGES
@@ -67,3 +85,36 @@ def test_run_status_is_plain_text(run_workspace, run_ids, app_runner):
     app = app_runner(RUN, run_workspace)
     assert not app.exception, app.exception
     assert app.dataframe[0].value["Status"].tolist() == ["done"] * len(run_ids)
+
+
+def test_a_cancelled_runs_job_can_be_resumed_from_the_page(tiny_model_workspace, app_runner):
+    app = app_runner(RUN, tiny_model_workspace)
+    job = jobs.start(tiny_model_workspace, "runs", {"model_names": ["fg-only"], "suite_id": TINY_SUITE})
+    assert jobs.cancel(tiny_model_workspace, job.id).status == "cancelled"
+    app.session_state["run.job"] = job.id
+    app = app.run()
+    assert not app.exception, app.exception
+    assert "Cancelled" in app.warning[0].value
+    app = app.button(key=f"run.resume.{job.id}").click().run()
+    assert not app.exception, app.exception
+    assert jobs.wait(tiny_model_workspace, job.id, timeout=WAIT_S).status == "done"
+    runs = list_runs(tiny_model_workspace)
+    assert runs["model"].tolist() == ["fg-only"] and runs["status"].tolist() == ["done"] and runs["images"].tolist() == [N_IMAGES]
+
+
+def test_home_lists_active_jobs_with_cancel(tiny_workspace, app_runner):
+    """Issue 19.1: long work running in the background is visible on Home and can be stopped there."""
+    from tests.analytics.test_jobs import stubborn  # noqa: F401 (registers the kind that only a signal stops)
+
+    job = jobs.start(tiny_workspace, "stubborn", {"seconds": 600})
+    try:
+        app = app_runner("app.py", tiny_workspace)
+        assert not app.exception, app.exception
+        assert any("Running in the background" in m.value for m in app.markdown)
+        assert any(job.id in p.proto.text for p in app.get("progress"))
+        app = app.button(key=f"home.jobs.cancel.{job.id}").click().run()
+        assert not app.exception, app.exception
+        assert jobs.get_job(tiny_workspace, job.id).status == "cancelled"
+        assert not any("Running in the background" in m.value for m in app.markdown)
+    finally:
+        jobs.cancel(tiny_workspace, job.id, grace=0.5)

@@ -1,0 +1,29 @@
+"""``failures``: a run's error rate and probability drop per scene keyword and ontology level.
+
+See :mod:`analytics.failures` for what is counted and how the 95 % intervals are made.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``failures`` subcommand."""
+    from ..cli import add_json_option, add_workspace_option
+
+    parser = subparsers.add_parser("failures", help="error rate and true-class probability drop of a run per scene keyword and ontology level")
+    parser.add_argument("--run", required=True, help="run id (see `runs`)")
+    parser.add_argument("--min-count", type=int, default=1, help="leave out keywords and levels with fewer composites (default 1)")
+    parser.add_argument("--table", default=None, help="background keyword table (default: the suite's, else the newest current one)")
+    add_workspace_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=run_failures)
+
+
+def run_failures(args: argparse.Namespace) -> dict:
+    """The failure table of ``--run`` (:meth:`analytics.failures.FailureTable.to_dict`)."""
+    from ..cli import open_workspace
+    from ..failures import failure_table
+
+    return failure_table(open_workspace(args), args.run, min_count=args.min_count, table=args.table).to_dict()

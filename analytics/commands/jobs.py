@@ -1,0 +1,108 @@
+"""``jobs``: background jobs (:mod:`analytics.jobs`) — list, start, cancel, resume, and the worker.
+
+``jobs list`` shows every job with its progress (``--active`` only the running ones); ``jobs start
+KIND --params JSON`` starts one (``--wait`` follows it with a progress bar until it ends);
+``jobs cancel ID`` stops one and ``jobs resume ID`` finishes a cancelled, failed or interrupted one.
+``jobs work ID`` is what a started job's detached worker process runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+
+    parser = subparsers.add_parser("jobs", help="background jobs: list, start, cancel, resume")
+    actions = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="jobs with status and progress, newest first")
+    listing.add_argument("--active", action="store_true", help="only queued, running and cancelling jobs")
+    listing.set_defaults(handler=list_command)
+    starting = actions.add_parser("start", help="start a job of a kind with parameters as JSON")
+    starting.add_argument("kind", help="methods, suite or runs")
+    starting.add_argument("--params", default="{}", help='keyword arguments as a JSON object, e.g. \'{"model": "tiny"}\'')
+    starting.add_argument("--wait", action="store_true", help="follow it with a progress bar until it ends")
+    starting.set_defaults(handler=start_command)
+    for name, handler, text in (("cancel", cancel_command, "stop a job"), ("resume", resume_command, "finish a cancelled or failed job")):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("job_id", metavar="ID")
+        action.set_defaults(handler=handler)
+    worker = actions.add_parser("work", help="run a queued job in this process (the worker's entry point)")
+    worker.add_argument("job_id", metavar="ID")
+    worker.add_argument("--kind-module", help="module to import first: it registers the job's kind")
+    worker.set_defaults(handler=work_command)
+    for action in actions.choices.values():
+        add_workspace_option(action)
+        add_json_option(action)
+
+
+def list_command(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..jobs import list_jobs
+
+    table = list_jobs(open_workspace(args), active_only=args.active)
+    return {"jobs": table.to_dict("records")}
+
+
+def start_command(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..exceptions import InvalidInputError
+    from ..jobs import start
+
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as err:
+        raise InvalidInputError(f"--params must be a JSON object; {err}") from None
+    if not isinstance(params, dict):
+        raise InvalidInputError(f"--params must be a JSON object like '{{\"n\": 4}}'; got {args.params!r}")
+    workspace = open_workspace(args)
+    job = start(workspace, args.kind, params)
+    return _record(_follow(workspace, job.id) if args.wait else job)
+
+
+def cancel_command(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..jobs import cancel
+
+    return _record(cancel(open_workspace(args), args.job_id))
+
+
+def resume_command(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..jobs import resume
+
+    return _record(resume(open_workspace(args), args.job_id))
+
+
+def work_command(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..jobs import work
+
+    if args.kind_module:
+        importlib.import_module(args.kind_module)
+    return _record(work(open_workspace(args), args.job_id))
+
+
+def _follow(workspace, job_id: str):
+    """Show the job's progress with tqdm until it ends; returns the ended job."""
+    import time
+
+    from tqdm import tqdm
+
+    from ..jobs import POLL_S, get_job
+
+    with tqdm(desc=f"job {job_id}", unit="step") as bar:
+        while (job := get_job(workspace, job_id)).active:
+            bar.total, bar.n = job.total or None, job.done
+            bar.set_postfix_str(job.message[:60])
+            time.sleep(POLL_S)
+    return job
+
+
+def _record(job) -> dict:
+    from dataclasses import asdict
+
+    return asdict(job)

@@ -1,0 +1,41 @@
+"""``report``: a self-contained HTML report of a model (and others to compare) over one suite.
+
+See :mod:`analytics.report` for the sections; the file opens without a server or network.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``report`` subcommand."""
+    from ..cli import add_json_option, add_workspace_option
+
+    parser = subparsers.add_parser("report", help="write a self-contained HTML report (matrices, failures, gallery, judgments, provenance)")
+    parser.add_argument("--model", required=True, help="the model the report is about")
+    parser.add_argument("--compare", nargs="*", default=[], metavar="MODEL", help="further models to show beside it")
+    parser.add_argument("--suite", default=None, help="suite id (default: the suite of the model's newest finished run)")
+    parser.add_argument("--min-count", type=int, default=1, help="leave out keywords with fewer composites (default 1)")
+    parser.add_argument("--out", required=True, metavar="FILE.html", help="output file (overwritten)")
+    add_workspace_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace) -> dict:
+    """Write the report to ``--out``; returns out, bytes, model and compare."""
+    from ..cli import open_workspace
+    from ..exceptions import InvalidInputError
+    from ..report import build_report
+
+    out = Path(args.out)
+    if out.is_dir():
+        raise InvalidInputError(f"--out {out} is a folder; pass a file name such as {out / 'report.html'}")
+    text = build_report(open_workspace(args), args.model, compare=args.compare, suite_id=args.suite, min_count=args.min_count)
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise InvalidInputError(f"cannot write {out}: {error.strerror}; check that its folder exists and is writable") from error
+    return {"out": str(out), "bytes": len(text.encode("utf-8")), "model": args.model, "compare": list(args.compare)}

@@ -1,0 +1,70 @@
+"""``repository add | run | status``: register a manifest of checkpoints, run them all over a suite,
+and see where each model stands (:mod:`analytics.repository`).
+
+``run`` shows a tqdm bar over the models; running again skips finished models and resumes an
+interrupted one from its stored batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+
+    parser = subparsers.add_parser("repository", help="a model repository: register a manifest of checkpoints, run it over a suite, follow it")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="register every model of a CSV manifest (bad entries are reported and skipped)")
+    add.add_argument("manifest", metavar="MANIFEST", help="CSV with columns name, architecture, checkpoint, label_space (+ input_size, metadata)")
+    add.add_argument("--name", default=None, help="repository name (default: the manifest's file name without extension)")
+    add.add_argument("--replace", action="store_true", help="register again models whose name is taken (new weights)")
+    add.set_defaults(handler=repository_add)
+    run = actions.add_parser("run", help="run every model of a repository over a suite (finished models are skipped)")
+    status = actions.add_parser("status", help="done / running / failed / pending per model, with accuracies")
+    for action in (run, status):
+        action.add_argument("--name", required=True, help="repository name")
+        action.add_argument("--suite", required=True, help="suite id")
+        action.add_argument("--top-k", type=int, default=3, help="embedding top-k of the runs (default 3)")
+    run.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when available)")
+    run.add_argument("--batch-size", type=int, default=32, help="images per batch (default 32)")
+    run.set_defaults(handler=repository_run)
+    status.set_defaults(handler=repository_status)
+    for action in (add, run, status):
+        add_workspace_option(action)
+        add_json_option(action)
+
+
+def repository_add(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..repository import add_repository
+
+    return add_repository(open_workspace(args), args.manifest, name=args.name, replace=args.replace).as_dict()
+
+
+def repository_run(args: argparse.Namespace) -> dict:
+    from tqdm import tqdm
+
+    from ..cli import open_workspace
+    from ..repository import run_repository
+
+    with tqdm(unit="model", desc=f"repository {args.name}") as bar:
+
+        def progress(done: int, total: int, message: str) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+            bar.set_postfix_str(message, refresh=True)
+
+        return run_repository(
+            open_workspace(args), args.name, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress
+        )
+
+
+def repository_status(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..repository import repository_status as status_table
+
+    table = status_table(open_workspace(args), args.name, args.suite, top_k=args.top_k)
+    records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in table.to_dict("records")]
+    return {"repository": args.name, "suite_id": args.suite, "counts": table["status"].value_counts().to_dict(), "models": records}

@@ -1,0 +1,85 @@
+"""``scenarios``: the XIMAGENET-12 scenarios on the workspace's targets for one or more models —
+accuracy per scenario, robustness scores (§4 and Table 3 forms) and Table 1's regression; ``--csv``
+writes the per-image predictions. Evaluations are cached per (model, scenario), so a repeat is
+instant and an interrupted one resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..exceptions import InvalidInputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import add_json_option, add_workspace_option
+
+    parser = subparsers.add_parser("scenarios", help="XIMAGENET-12 scenarios: accuracy, robustness score and regression per model")
+    parser.add_argument("--models", required=True, metavar="A,B", help="registered model names, comma-separated")
+    parser.add_argument("--scenarios", default=None, metavar="S,T", help="scenario names, comma-separated (default: all; the original is always included)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the random scenarios per target (default 0)")
+    parser.add_argument("--baseline-model", default=None, help="the regression's reference model (default: the first of --models)")
+    parser.add_argument("--csv", metavar="FILE", default=None, help="write the per-image predictions to FILE")
+    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    add_workspace_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=run_scenarios)
+
+
+def _names(text: str | None, flag: str) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise InvalidInputError(f"{flag} must name at least one item, comma-separated; got {text!r}")
+    return names
+
+
+def run_scenarios(args: argparse.Namespace) -> dict:
+    from tqdm import tqdm
+
+    from ..cli import open_workspace
+    from ..scenario_stats import robustness_scores, scenario_accuracy, scenario_regression
+    from ..scenarios import evaluate_scenarios
+
+    workspace = open_workspace(args)
+    models = _names(args.models, "--models")
+    if args.csv and not Path(args.csv).parent.is_dir():
+        raise InvalidInputError(f"--csv {args.csv}: folder {Path(args.csv).parent} does not exist; create it or choose another path")
+    with tqdm(total=0, unit="img", desc="scenarios", file=sys.stderr, disable=not sys.stderr.isatty()) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        predictions = evaluate_scenarios(
+            workspace, models, scenarios=_names(args.scenarios, "--scenarios"), seed=args.seed,
+            batch_size=args.batch_size, device=args.device, progress=progress,
+        )  # fmt: skip
+    if args.csv:
+        predictions.to_csv(args.csv, index=False)
+    accuracy = scenario_accuracy(predictions)
+    result = {
+        "models": models,
+        "scenarios": list(accuracy.index),
+        "seed": args.seed,
+        "n_targets": int(predictions["target"].nunique()),
+        "accuracy": {scenario: row.to_dict() for scenario, row in accuracy.iterrows()},
+        "robustness": robustness_scores(predictions).to_dict("index") if len(accuracy) > 2 else None,
+        "regression": None,
+    }
+    try:
+        fit = scenario_regression(predictions, baseline_model=args.baseline_model)
+    except InvalidInputError as err:
+        result["regression_note"] = str(err)
+    else:
+        result["regression"] = {
+            "baseline": fit.baseline, "n_cells": fit.n_cells, "r_squared": fit.r_squared,
+            "f_value": fit.f_value, "f_pvalue": fit.f_pvalue, "terms": fit.table.to_dict("records"),
+        }  # fmt: skip
+    if args.csv:
+        result["csv"] = str(Path(args.csv).resolve())
+    return result

@@ -1,0 +1,416 @@
+"""Who judges what: assignments of (model, suite) to annotators, judging plans, queues and progress.
+
+A lead (a role with ``adjudicate``: admin or analyst) either assigns models of a suite to named
+annotators (table ``assignments``) or sets a plan (table ``judging_plans``): "everyone judges
+everything" on the suite, with ``judgments_wanted`` (k) judgments wanted per model. An annotator's
+queue on a suite is every model they are assigned, or under an everyone plan every model with a
+finished current run over the suite, that they have not judged yet (see
+:func:`analytics.judgments.unjudged_models`); models still short of their wanted judgments come first.
+
+Annotators judge blind: the pages show a model as :func:`blind_name`, a neutral alias derived from a
+hash of (suite, model), the same for every annotator and lead, so an adjudicator can refer to it.
+
+In a workspace with accounts, an annotator must be an enabled account whose role may judge; in a
+workspace without accounts (solo mode) any non-empty name is an annotator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from .._validation import check_positive_int
+from ..exceptions import InvalidInputError, NotFoundError
+from ..judgments import latest_judgments, unjudged_models
+from ..runs import current_runs
+from ..workspace import Workspace, now
+from .roles import allowed, require_permission
+
+#: ``meta`` key of the secret that keys blind aliases (see :func:`blind_name`).
+BLIND_KEY = "blind_alias_key"
+
+#: Columns of :func:`progress` (one row per model) and :func:`annotator_progress` (one per annotator).
+MODEL_PROGRESS_COLUMNS = ["model", "alias", "run_id", "judged", "wanted", "complete", "annotators"]
+ANNOTATOR_PROGRESS_COLUMNS = ["annotator", "done", "assigned"]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One row of ``assignments``: ``annotator`` is to judge ``model`` on ``suite_id``."""
+
+    suite_id: str
+    model: str
+    annotator: str
+    assigned_by: str
+    created: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class JudgingPlan:
+    """The plan of a suite: everyone judges every model (``everyone``), ``judgments_wanted`` per model."""
+
+    suite_id: str
+    everyone: bool
+    judgments_wanted: int
+    set_by: str
+    created: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One model an annotator still has to judge on a suite.
+
+    ``alias`` is :func:`blind_name`; ``judged`` counts the annotators with a current judgment of the
+    model on the suite so far, ``wanted`` how many the plan or the assignments want.
+    """
+
+    model: str
+    run_id: str
+    alias: str
+    judged: int
+    wanted: int
+
+
+def blind_name(workspace: Workspace, suite_id: str, model: str) -> str:
+    """A neutral, stable alias of a model on a suite, e.g. ``"Model 7F3A0C"``.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Holds the secret key of the aliases (created on first use).
+    suite_id, model : str
+
+    Returns
+    -------
+    str
+        ``"Model "`` and six hex digits of an HMAC-SHA-256 of (suite, model) under the workspace's
+        secret key: the same for every session and person, different per suite, and saying nothing
+        about the name. The key matters: without it, anyone who can read suite ids could hash likely
+        model names and match them to aliases.
+    """
+    digest = hmac.new(_blind_key(workspace), f"{suite_id}\0{model}".encode(), hashlib.sha256).hexdigest()
+    return f"Model {digest[:6].upper()}"
+
+
+def _blind_key(workspace: Workspace) -> bytes:
+    """The workspace's secret key of blind aliases, made once (``INSERT OR IGNORE`` keeps the first of two racing writers)."""
+    row = workspace.query_one("SELECT value FROM meta WHERE key = ?", (BLIND_KEY,))
+    if row is None:
+        with workspace.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (BLIND_KEY, secrets.token_hex(32)))
+        row = workspace.query_one("SELECT value FROM meta WHERE key = ?", (BLIND_KEY,))
+    return bytes.fromhex(row["value"])
+
+
+def judgeable_runs(workspace: Workspace, suite_id: str) -> pd.DataFrame:
+    """The newest finished current run of each model over ``suite_id``: what can be judged.
+
+    Returns
+    -------
+    DataFrame
+        Columns of :func:`analytics.runs.list_runs`, one row per model.
+    """
+    runs = current_runs(workspace, suite_id=suite_id)
+    return runs[runs["status"] == "done"].drop_duplicates("model", keep="first")  # list_runs is newest first
+
+
+def assign(workspace: Workspace, suite_id: str, models: Sequence[str], annotators: Sequence[str]) -> list[Assignment]:
+    """Assign every model of ``models`` on ``suite_id`` to every annotator of ``annotators``.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Its actor (team mode) must have the ``adjudicate`` permission (admin, analyst).
+    suite_id : str
+        An existing suite.
+    models : sequence of str
+        Registered models (at least one).
+    annotators : sequence of str
+        At least one; enabled accounts that may judge where the workspace has accounts.
+
+    Returns
+    -------
+    list of Assignment
+        The pairs assigned (already assigned pairs are kept as they were), model-major order.
+
+    Raises
+    ------
+    PermissionDeniedError
+        The actor may not assign.
+    NotFoundError
+        Unknown suite, model or annotator account.
+    InvalidInputError
+        Empty lists or names, or an account whose role may not judge.
+    """
+    require_permission(workspace, "adjudicate")
+    _check_suite(workspace, suite_id)
+    models = _check_models(workspace, models)
+    annotators = check_annotators(workspace, annotators)
+    by, created = _actor_name(workspace), now()
+    with workspace.transaction() as conn:
+        conn.executemany(
+            "INSERT OR IGNORE INTO assignments(suite_id, model, annotator, assigned_by, created) VALUES (?, ?, ?, ?, ?)",
+            [(suite_id, model, name, by, created) for model in models for name in annotators],
+        )
+    wanted = {(model, name) for model in models for name in annotators}
+    return [a for a in list_assignments(workspace, suite_id) if (a.model, a.annotator) in wanted]
+
+
+def unassign(workspace: Workspace, suite_id: str, models: Sequence[str], annotators: Sequence[str]) -> int:
+    """Remove the assignments of ``models`` × ``annotators`` on ``suite_id`` (judgments stay).
+
+    Returns
+    -------
+    int
+        How many assignments were removed.
+
+    Raises
+    ------
+    PermissionDeniedError
+        The actor may not assign.
+    NotFoundError
+        Unknown suite.
+    """
+    require_permission(workspace, "adjudicate")
+    _check_suite(workspace, suite_id)
+    pairs = [(suite_id, model, name) for model in _names(models, "models") for name in _names(annotators, "annotators")]
+    with workspace.transaction() as conn:
+        before = conn.total_changes
+        conn.executemany("DELETE FROM assignments WHERE suite_id = ? AND model = ? AND annotator = ?", pairs)
+        return conn.total_changes - before
+
+
+def list_assignments(workspace: Workspace, suite_id: str | None = None) -> list[Assignment]:
+    """The assignments (on ``suite_id`` when given), sorted by suite, model, annotator."""
+    rows = workspace.query(
+        "SELECT suite_id, model, annotator, assigned_by, created FROM assignments"
+        " WHERE ? IS NULL OR suite_id = ? ORDER BY suite_id, model, annotator",
+        (suite_id, suite_id),
+    )
+    return [Assignment(**dict(row)) for row in rows]
+
+
+def set_plan(workspace: Workspace, suite_id: str, judgments_wanted: int, *, everyone: bool = True) -> JudgingPlan:
+    """Set (or replace) the judging plan of a suite.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Its actor (team mode) must have the ``adjudicate`` permission.
+    suite_id : str
+        An existing suite.
+    judgments_wanted : int >= 1
+        Judgments wanted per model (k).
+    everyone : bool, default=True
+        Everyone who may judge judges every model with a finished run over the suite; False: only
+        the assignments are queued, and k is the target per model.
+
+    Returns
+    -------
+    JudgingPlan
+
+    Raises
+    ------
+    PermissionDeniedError, NotFoundError, InvalidInputError
+        Not allowed, unknown suite, k < 1.
+    """
+    require_permission(workspace, "adjudicate")
+    _check_suite(workspace, suite_id)
+    wanted = check_positive_int(judgments_wanted, "judgments_wanted")
+    plan = JudgingPlan(suite_id, bool(everyone), wanted, _actor_name(workspace), now())
+    with workspace.transaction() as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO judging_plans(suite_id, everyone, judgments_wanted, set_by, created) VALUES (?, ?, ?, ?, ?)",
+            (plan.suite_id, int(plan.everyone), plan.judgments_wanted, plan.set_by, plan.created),
+        )
+    return plan
+
+
+def get_plan(workspace: Workspace, suite_id: str) -> JudgingPlan | None:
+    """The suite's judging plan, or None when none is set."""
+    row = workspace.query_one("SELECT * FROM judging_plans WHERE suite_id = ?", (suite_id,))
+    return None if row is None else JudgingPlan(row["suite_id"], bool(row["everyone"]), row["judgments_wanted"], row["set_by"], row["created"])
+
+
+def assigned_models(workspace: Workspace, annotator: str, suite_id: str) -> list[str]:
+    """The models ``annotator`` is to judge on ``suite_id`` (judged or not), sorted by name.
+
+    Under an everyone plan: every model with a finished current run over the suite; otherwise the
+    models assigned to the annotator.
+    """
+    plan = get_plan(workspace, suite_id)
+    if plan is not None and plan.everyone:
+        return sorted(judgeable_runs(workspace, suite_id)["model"])
+    rows = workspace.query("SELECT model FROM assignments WHERE suite_id = ? AND annotator = ? ORDER BY model", (suite_id, annotator))
+    return [row["model"] for row in rows]
+
+
+def queue(workspace: Workspace, annotator: str, suite_id: str, *, models: Sequence[str] | None = None) -> list[QueueItem]:
+    """The models ``annotator`` still has to judge on ``suite_id``.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    annotator : str
+    suite_id : str
+        An existing suite.
+    models : sequence of str, default=None
+        The candidates; None: the models assigned to the annotator (:func:`assigned_models`). A lead
+        without assignments judges every model (the Judge page passes them all).
+
+    Returns
+    -------
+    list of QueueItem
+        The candidates with a finished current run over the suite and no current judgment by the
+        annotator there; models furthest from their wanted number of
+        judgments first, then by alias (an order that says nothing about names).
+
+    Raises
+    ------
+    NotFoundError
+        Unknown suite.
+    """
+    _check_suite(workspace, suite_id)
+    table = progress(workspace, suite_id).set_index("model")
+    scope = assigned_models(workspace, annotator, suite_id) if models is None else models
+    candidates = [m for m in scope if m in table.index and table.at[m, "run_id"]]
+    items = [
+        QueueItem(m, table.at[m, "run_id"], table.at[m, "alias"], int(table.at[m, "judged"]), int(table.at[m, "wanted"]))
+        for m in unjudged_models(workspace, annotator, suite_id, candidates)
+    ]
+    return sorted(items, key=lambda item: (item.judged - item.wanted, item.alias))
+
+
+def progress(workspace: Workspace, suite_id: str) -> pd.DataFrame:
+    """Per model of the suite: judgments so far and wanted.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    suite_id : str
+        An existing suite.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`MODEL_PROGRESS_COLUMNS`: ``model`` (str), ``alias`` (:func:`blind_name`),
+        ``run_id`` (its newest finished current run, '' when none), ``judged`` (int64: annotators with
+        a current judgment on the suite), ``wanted`` (int64: under an everyone plan its k; under a
+        plan without everyone the larger of k and the number of annotators assigned; without a plan
+        that number, 0 when nobody is assigned), ``complete`` (bool: judged >= wanted > 0),
+        ``annotators`` (comma-separated annotators assigned the model, '' when none). One row per
+        model that has a finished run or an assignment, sorted by model.
+    """
+    _check_suite(workspace, suite_id)
+    finished = judgeable_runs(workspace, suite_id)
+    runs = dict(zip(finished["model"], finished["id"]))
+    assigned: dict[str, list[str]] = {}
+    for a in list_assignments(workspace, suite_id):
+        assigned.setdefault(a.model, []).append(a.annotator)
+    judged = latest_judgments(workspace, suite_id).groupby("model")["annotator"].nunique()
+    plan = get_plan(workspace, suite_id)
+    rows = []
+    for model in sorted(set(runs) | set(assigned)):
+        names = assigned.get(model, [])
+        wanted = max(plan.judgments_wanted if plan else 0, 0 if plan and plan.everyone else len(names))
+        done = int(judged.get(model, 0))
+        rows.append((model, blind_name(workspace, suite_id, model), runs.get(model, ""), done, wanted, wanted > 0 and done >= wanted, ", ".join(names)))
+    return pd.DataFrame(rows, columns=MODEL_PROGRESS_COLUMNS).astype({"judged": "int64", "wanted": "int64", "complete": bool})
+
+
+def annotator_progress(workspace: Workspace, suite_id: str) -> pd.DataFrame:
+    """Per annotator of the suite: models judged of those assigned.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`ANNOTATOR_PROGRESS_COLUMNS`: ``annotator`` (str), ``done`` and ``assigned``
+        (int64). Annotators are those assigned, those who judged on the suite and, under an everyone
+        plan, every enabled account that may judge; sorted by name.
+    """
+    _check_suite(workspace, suite_id)
+    latest = latest_judgments(workspace, suite_id)
+    names = {a.annotator for a in list_assignments(workspace, suite_id)} | set(latest["annotator"])
+    plan = get_plan(workspace, suite_id)
+    if plan is not None and plan.everyone:
+        names |= set(judging_accounts(workspace))
+    rows = []
+    for name in sorted(names):
+        mine = set(assigned_models(workspace, name, suite_id))
+        done = set(latest.loc[latest["annotator"] == name, "model"]) & mine
+        rows.append((name, len(done), len(mine)))
+    return pd.DataFrame(rows, columns=ANNOTATOR_PROGRESS_COLUMNS).astype({"done": "int64", "assigned": "int64"})
+
+
+def may_judge(workspace: Workspace, annotator: str, suite_id: str | None, model: str) -> bool:
+    """Whether ``model`` on ``suite_id`` is among the models ``annotator`` is to judge (:func:`assigned_models`)."""
+    return suite_id is not None and model in assigned_models(workspace, annotator, suite_id)
+
+
+def check_annotators(workspace: Workspace, annotators: Sequence[str]) -> list[str]:
+    """Validated annotator names, in the given order without repeats.
+
+    Raises
+    ------
+    InvalidInputError
+        An empty list or name, or (in a workspace with accounts) an account whose role may not judge.
+    NotFoundError
+        In a workspace with accounts: no enabled account has the name.
+    """
+    names = _names(annotators, "annotators")
+    accounts = {row["name"]: row for row in workspace.query("SELECT name, role, disabled FROM users")}
+    if not accounts:
+        return names  # solo mode: any name signs judgments
+    for name in names:
+        row = accounts.get(name)
+        if row is None or row["disabled"]:
+            raise NotFoundError(f"annotator {name!r} is not an enabled account; add it with `python -m analytics user add {name} --role annotator`")
+        if not allowed(row["role"], "judge"):
+            raise InvalidInputError(f"annotator {name!r} has the role {row['role']}, which may not judge; assign an annotator, analyst or admin")
+    return names
+
+
+def judging_accounts(workspace: Workspace) -> list[str]:
+    """Names of the enabled accounts whose role may judge, sorted ([] in a workspace without accounts)."""
+    rows = workspace.query("SELECT name, role FROM users WHERE disabled = 0 ORDER BY name")
+    return [row["name"] for row in rows if allowed(row["role"], "judge")]
+
+
+def _names(values: Sequence[str], what: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidInputError(f"{what} must be a list of names; got {values!r}")
+    names = [v.strip() if isinstance(v, str) else "" for v in values]
+    if not names or not all(names):
+        raise InvalidInputError(f"{what} must be a non-empty list of non-empty names; got {list(values)!r}")
+    return list(dict.fromkeys(names))
+
+
+def _check_models(workspace: Workspace, models: Sequence[str]) -> list[str]:
+    names = _names(models, "models")
+    known = {row["name"] for row in workspace.query("SELECT name FROM models")}
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise NotFoundError(f"models {missing} are not registered; list them with `python -m analytics models`")
+    return names
+
+
+def _check_suite(workspace: Workspace, suite_id: str) -> None:
+    if not isinstance(suite_id, str) or workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (suite_id,)) is None:
+        raise NotFoundError(f"suite {suite_id!r} is not in the workspace; check the id (the Suites page and `python -m analytics runs` show them)")
+
+
+def _actor_name(workspace: Workspace) -> str:
+    actor = getattr(workspace, "actor", None)
+    return "" if actor is None else actor.name

@@ -1,0 +1,80 @@
+"""Server paths typed in the browser, limited to the data roots the server was started with.
+
+A path typed in a page is read by the server process, so in team mode it could reach any file the
+server may read (other users' data, keys, the workspace database). :func:`resolve_server_path` is the
+one gate every such input passes: it needs the ``server_paths`` permission (admins), refuses ``..``
+and anything whose real path (symlinks followed) lies outside the roots of
+``$BACKDROP_DATA_ROOTS`` (set by ``bash backdrop.sh serve --data-root DIR``). In team mode with no
+roots configured every server path is refused; in solo mode with none, paths are used as typed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import InvalidInputError, PermissionDeniedError
+from .roles import require_permission
+from .server import team_mode
+
+DATA_ROOTS_ENV_VAR = "BACKDROP_DATA_ROOTS"
+_FIX = f"start the server with `bash backdrop.sh serve --team --data-root DIR` (or set ${DATA_ROOTS_ENV_VAR}, folders separated by {os.pathsep!r})"
+
+
+def data_roots() -> list[Path]:
+    """The folders server paths may lie in: ``$BACKDROP_DATA_ROOTS``, separated by :data:`os.pathsep`.
+
+    Returns
+    -------
+    list of Path
+        Each root with ``~`` expanded and symlinks resolved; empty when the variable is unset or blank.
+    """
+    text = os.environ.get(DATA_ROOTS_ENV_VAR, "")
+    return [Path(part.strip()).expanduser().resolve() for part in text.split(os.pathsep) if part.strip()]
+
+
+def resolve_server_path(workspace: Any, text: str) -> Path:
+    """The file or folder a path typed in the browser names, if the actor may read it.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Its ``actor`` (the signed-in account, None in solo mode) needs the ``server_paths`` permission.
+    text : str
+        The typed path; ``~`` is expanded. With roots configured, a relative path is taken inside
+        the first root.
+
+    Returns
+    -------
+    Path
+        The real path (symlinks resolved) when roots are configured; else the typed path, ``~`` expanded.
+
+    Raises
+    ------
+    PermissionDeniedError
+        The role lacks ``server_paths``; the path has a ``..`` part or resolves outside every root;
+        team mode with no roots configured. The message names the path, the roots and the fix.
+    InvalidInputError
+        The text is empty.
+    """
+    require_permission(workspace, "server_paths")
+    typed = str(text).strip()
+    if not typed:
+        raise InvalidInputError("server path is empty; type the path of a file or folder on the server")
+    path = Path(typed).expanduser()
+    roots = data_roots()
+    if not roots:
+        if team_mode():
+            raise PermissionDeniedError(f"server path {typed!r} refused: this team server has no data roots configured; {_FIX}")
+        return path
+    listed = ", ".join(str(root) for root in roots)
+    if ".." in path.parts:
+        raise PermissionDeniedError(f"server path {typed!r} refused: '..' is not allowed; give the path inside a data root ({listed})")
+    real = (path if path.is_absolute() else roots[0] / path).resolve()
+    if not any(real.is_relative_to(root) for root in roots):
+        raise PermissionDeniedError(
+            f"server path {typed!r} refused: it resolves to {real}, outside the data roots ({listed}); "
+            f"put the data inside one of them, or {_FIX}"
+        )
+    return real

@@ -1,0 +1,60 @@
+"""Repository: every model of a model repository on one suite — status, accuracy, worst-case
+accuracy, judgments so far, the manifest's metadata — filterable, exportable as CSV, with a run of
+the whole repository as one background job.
+
+A thin view: the library is :mod:`analytics.repository` (the job kind ``repository``), the helpers
+:mod:`ui.repository`. Repositories are added from a manifest with
+``python -m analytics repository add MANIFEST --name NAME``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analytics.repository import list_repositories
+from analytics.suites import list_suites
+from ui import repository as view
+from ui import state, widgets
+from ui.auth import may, require_page
+
+
+def main() -> None:
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    st.title("Repository")
+    st.caption(
+        "A repository is a set of checkpoints registered from one manifest. Run them all over a suite as one job: "
+        "finished models are skipped, an interrupted run resumes, and a model that fails is listed with its reason."
+    )
+    workspace = state.current_workspace()
+    view.show_job(workspace)
+    names, suites = list_repositories(workspace), list_suites(workspace)
+    if not names:
+        st.info("No repository yet. Add one from a CSV manifest: `python -m analytics repository add MANIFEST --name NAME`.")
+        return
+    if suites.empty:
+        st.info("Build and save a suite on the Suites page first.")
+        return
+    left, right = st.columns(2)
+    name = left.selectbox("Repository", names, key=view.KEY + "name")
+    records = suites.set_index("id").to_dict("index")
+    suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
+    if may(user, "run_models") and st.button("Run the repository", type="primary", key=view.KEY + "run", icon=":material/play_arrow:"):
+        view.start(workspace, name, suite_id)
+    table = view.models_table(workspace, name, suite_id)
+    counts = table["Status"].value_counts()
+    st.caption(" · ".join(f"{counts.get(s, 0)} {s}" for s in view.STATUSES) + f" of {len(table)} models")
+    text, statuses = view.filters()
+    shown = view.filter_table(table, text, statuses)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=view.COLUMNS, key=view.KEY + "table")
+    st.caption(
+        "Worst-case accuracy: share of targets classified correctly under every one of their backgrounds. "
+        "Judgments: current judgments on this suite. The assessor's verdict is not shown here (none is stored per model); "
+        "see the Assessor page."
+    )
+    st.download_button(
+        "Download CSV", shown.to_csv(index=False).encode(), file_name=f"repository-{name}-{suite_id}.csv", mime="text/csv", key=view.KEY + "csv"
+    )
+    view.matrices_link(shown)
+
+
+main()

@@ -1,0 +1,54 @@
+"""The Backgrounds Challenge page (``pages/13_Backgrounds_Challenge.py``): evaluate several models,
+variant table and charts, categories, example grid, adversarial gallery, CSV."""
+
+from __future__ import annotations
+
+import pytest
+
+from analytics.bgchallenge import evaluate_variants, gaps, workspace_data
+from analytics.models import custom_label_space, register_torchscript
+from analytics.workspace import Workspace
+
+PAGE = "pages/13_Backgrounds_Challenge.py"
+
+
+def texts(app) -> str:
+    return "\n".join(e.value for e in [*app.markdown, *app.caption, *app.error, *app.info, *app.success, *app.warning])
+
+
+def test_page_asks_for_models_first(tiny_workspace, app_runner):
+    app = app_runner(PAGE, tiny_workspace)
+    assert not app.exception, app.exception
+    assert "No models yet" in texts(app)
+
+
+def test_page_evaluates_several_models(tiny_model_workspace, app_runner):
+    app = app_runner(PAGE, tiny_model_workspace)
+    assert not app.exception, app.exception
+    assert "press **Evaluate**" in texts(app)
+    app.multiselect(key="bgchallenge.models").set_value(["fg-only", "bg-only"])
+    app.toggle(key="bgchallenge.adversarial").set_value(True)
+    app.button(key="bgchallenge.run").click().run()
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value.set_index("Model")
+    assert list(table.index) == ["fg-only", "bg-only"]
+    expected = gaps(evaluate_variants(tiny_model_workspace, "bg-only", workspace_data(tiny_model_workspace), seed=0, device="cpu"))
+    assert table.loc["bg-only", "BG-Gap"] == pytest.approx(expected["bg_gap"])
+    assert len(app.get("plotly_chart")) == 3  # one bar chart per model and the categories chart
+    captions = [caption for image in app.get("image") for caption in image.captions]
+    variant_captions = [c for c in captions if c.split(" ")[0] in {"Original", "Only-BG-B", "Only-BG-T", "No-FG", "Only-FG", "Mixed-Same", "Mixed-Rand", "Mixed-Next"}]
+    assert len(variant_captions) == 8  # the first target across all eight variants
+    assert any(c.startswith("Mixed-Rand (bg ") and "fg-only:" in c for c in variant_captions)  # provenance and predictions
+    assert any("fools" in c for c in captions)  # the adversarial gallery of the first model
+    assert "Adversarial backgrounds" in [h.value for h in app.subheader]
+    assert len(app.get("download_button")) == 1
+
+
+def test_page_shows_library_errors(tiny_model_files, tmp_path, app_runner):
+    workspace = Workspace(tmp_path / "empty")
+    labels = custom_label_space(tiny_model_files["labels"])
+    register_torchscript(workspace, "tiny", checkpoint=tiny_model_files["tiny"], label_space=labels, input_size=64)
+    app = app_runner(PAGE, workspace)
+    app.button(key="bgchallenge.run").click().run()
+    assert not app.exception, app.exception
+    assert "has no targets" in app.error[0].value

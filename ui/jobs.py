@@ -1,0 +1,95 @@
+"""Background jobs on the pages (:mod:`analytics.jobs`): a job's progress bar with Cancel / Resume,
+refreshed by itself while the job runs, and the panel of active jobs (Home and the pages that start
+long work).
+
+A job runs in a worker process of its own, so leaving the page never stops it and never leaves it
+running unseen: it is listed here until it ends, and Cancel stops it at its next step.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analytics import jobs
+from analytics.exceptions import BackdropError
+from analytics.workspace import Workspace
+
+REFRESH_S = 2.0  # seconds between two looks at a running job
+KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs"}
+ENDED = {"done": "Finished", "cancelled": "Cancelled", "failed": "Failed"}
+
+
+def job_text(job: jobs.Job) -> str:
+    """One line: what, status, progress and the last message."""
+    steps = f"{job.done} of {job.total}" if job.total else "starting"
+    owner = f" · by {job.owner}" if job.owner else ""
+    return f"{KIND_NAMES.get(job.kind, job.kind)} `{job.id}` · {job.status} · {steps} · {job.message}{owner}"
+
+
+def show_job(workspace: Workspace, job_id: str, *, key: str) -> jobs.Job:
+    """The job's progress with Cancel while it runs, or how it ended with Resume when it can.
+
+    While the job is active the block refreshes itself every :data:`REFRESH_S` seconds (a
+    fragment) and reruns the page once the job ends, so its result appears.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Acting as the signed-in account (resume checks its role).
+    job_id : str
+    key : str
+        Prefix of the widget keys (unique on the page).
+
+    Returns
+    -------
+    Job
+        The job as it was when the page was drawn.
+    """
+    job = jobs.get_job(workspace, job_id)
+    st.fragment(_job_block, run_every=REFRESH_S if job.active else None, key=f"{key}fragment.{job_id}")(workspace, job_id, key, job.active)
+    return job
+
+
+def _job_block(workspace: Workspace, job_id: str, key: str, was_active: bool) -> None:
+    job = jobs.get_job(workspace, job_id)
+    if was_active and not job.active:
+        st.rerun()  # the whole page: its result (or the reason it stopped) is shown there
+    if job.active:
+        left, right = st.columns([5, 1], vertical_alignment="bottom")
+        left.progress(job.fraction, text=job_text(job))
+        if right.button("Cancel", key=f"{key}cancel.{job.id}", icon=":material/stop:", disabled=job.status == "cancelling"):
+            with st.spinner("Stopping the job…"):
+                jobs.cancel(workspace, job.id)
+            st.rerun()
+        return
+    text = f"{ENDED[job.status]}: {job_text(job)}"
+    if job.status == "done":
+        st.caption(text)
+        return
+    st.warning(text + (" — the worker process was stopped before it finished." if job.message == jobs.INTERRUPTED else ""))
+    if st.button("Resume", key=f"{key}resume.{job.id}", icon=":material/play_arrow:", help="Done steps are kept and skipped."):
+        try:
+            jobs.resume(workspace, job.id)
+        except BackdropError as err:
+            st.error(str(err))
+            return
+        st.rerun()
+
+
+def active_jobs(workspace: Workspace, *, kind: str | None = None, key: str = "jobs.") -> None:
+    """Every active job (of ``kind``) with its progress and Cancel; nothing when none runs."""
+    table = jobs.list_jobs(workspace, active_only=True, kind=kind)
+    if table.empty:
+        return
+    st.markdown("**Running in the background**")
+    for job_id in table["id"]:
+        show_job(workspace, job_id, key=key)
+
+
+def start_job(workspace: Workspace, kind: str, params: dict) -> jobs.Job | None:
+    """Start a job; a refused request (bad input, role) is shown as an error and gives None."""
+    try:
+        return jobs.start(workspace, kind, params)
+    except BackdropError as err:
+        st.error(str(err))
+        return None

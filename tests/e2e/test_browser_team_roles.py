@@ -68,6 +68,14 @@ def test_annotator_cannot_open_model_registration(page, team_server):
     expect(page.get_by_test_id("stSidebar").get_by_text("Signed in as ann (annotator)")).to_be_visible()
 
 
+def test_viewer_cannot_judge(page, team_server):
+    page.goto(f"{team_server.url}/Judge")
+    sign_in(page, "vi", PASSWORD)
+    expect(page.get_by_text("This page needs the role admin or analyst or annotator; you are signed in as vi (viewer)")).to_be_visible()
+    expect(page.get_by_role("heading", name="Judge")).to_have_count(0)
+    expect(page.get_by_role("radio")).to_have_count(0)  # no label to pick
+
+
 @pytest.mark.parametrize(("name", "registers"), [("vi", False), ("ada", True)])
 def test_only_admins_see_the_register_tab(page, team_server, name, registers):
     page.goto(f"{team_server.url}/Models")

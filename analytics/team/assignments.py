@@ -100,7 +100,11 @@ def blind_name(workspace: Workspace, suite_id: str, model: str) -> str:
         about the name. The key matters: without it, anyone who can read suite ids could hash likely
         model names and match them to aliases.
     """
-    digest = hmac.new(_blind_key(workspace), f"{suite_id}\0{model}".encode(), hashlib.sha256).hexdigest()
+    return _alias(_blind_key(workspace), suite_id, model)
+
+
+def _alias(key: bytes, suite_id: str, model: str) -> str:
+    digest = hmac.new(key, f"{suite_id}\0{model}".encode(), hashlib.sha256).hexdigest()
     return f"Model {digest[:6].upper()}"
 
 
@@ -321,12 +325,12 @@ def progress(workspace: Workspace, suite_id: str) -> pd.DataFrame:
         assigned.setdefault(a.model, []).append(a.annotator)
     judged = latest_judgments(workspace, suite_id).groupby("model")["annotator"].nunique()
     plan = get_plan(workspace, suite_id)
-    rows = []
+    rows, key = [], _blind_key(workspace)  # one read of the key, not one per model
     for model in sorted(set(runs) | set(assigned)):
         names = assigned.get(model, [])
         wanted = max(plan.judgments_wanted if plan else 0, 0 if plan and plan.everyone else len(names))
         done = int(judged.get(model, 0))
-        rows.append((model, blind_name(workspace, suite_id, model), runs.get(model, ""), done, wanted, wanted > 0 and done >= wanted, ", ".join(names)))
+        rows.append((model, _alias(key, suite_id, model), runs.get(model, ""), done, wanted, wanted > 0 and done >= wanted, ", ".join(names)))
     return pd.DataFrame(rows, columns=MODEL_PROGRESS_COLUMNS).astype({"judged": "int64", "wanted": "int64", "complete": bool})
 
 

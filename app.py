@@ -24,8 +24,9 @@ from analytics.demo import load_catalogue
 from analytics.exceptions import BackdropError
 from analytics.runs import list_runs
 from analytics.team.accounts import User
+from analytics.team.roles import allowed
 from analytics.workspace import Workspace
-from ui import auth, state, widgets
+from ui import auth, state, story, widgets
 from ui.jobs import active_jobs
 
 ROOT = Path(__file__).resolve().parent
@@ -175,11 +176,11 @@ def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
     (suite_id, sentence) or None
         None while no suite has a finished current run.
     """
-    done = runs[(runs["status"] == "done") & ~runs["stale"].astype(bool)].drop_duplicates(["suite_id", "model"])
-    if done.empty:
+    on_suite = story.suite_runs(runs)
+    if on_suite.empty:
         return None
-    suite_id = done["suite_id"].value_counts().index[0]  # most models; ties: the suite of the newest run
-    on_suite = done[done["suite_id"] == suite_id].assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
+    suite_id = on_suite["suite_id"].iloc[0]
+    on_suite = on_suite.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
     worst, best = on_suite.loc[on_suite["drop"].idxmax()], on_suite.loc[on_suite["drop"].idxmin()]
     if len(on_suite) == 1:
         return suite_id, (
@@ -195,8 +196,13 @@ def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
 
 
 def show_start_here(workspace: Workspace) -> None:
-    """On a workspace with finished runs (a built demo): lead to the finding on the Matrices page."""
-    found = finding(list_runs(workspace))
+    """On a workspace with finished runs (a built demo): the finding, a link to the Matrices page, and
+    the story view (:mod:`ui.story`: what breaks each model). Not for annotators of team mode: they
+    judge blind, so they see no model's results by name."""
+    if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
+        return
+    runs = list_runs(workspace)
+    found = finding(runs)
     path = page_path("Matrices")
     if found is None or path is None:
         return
@@ -204,6 +210,7 @@ def show_start_here(workspace: Workspace) -> None:
         st.subheader("Start here", anchor=False)
         st.markdown(found[1])
         st.page_link(path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:")
+        story.show_story(workspace, runs, matrices_page=path, failures_page=page_path("Failures"))
 
 
 def show_next_steps(counts: dict[str, int]) -> None:
@@ -280,7 +287,7 @@ def main() -> None:
     state.init_state()
     resume = st.session_state.pop(state.RESUME_PAGE, None)
     if resume:
-        st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]))
+        st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]), query_params=st.query_params.to_dict())
     sidebar(auth.require_sign_in())  # team mode: the sign-in form only, until signed in
     navigation.run()
 

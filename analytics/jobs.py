@@ -22,6 +22,7 @@ the workspace's actor; the worker acts as the owner, so the library's own checks
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -159,12 +160,23 @@ def _repository_kind(workspace: Workspace, params: dict, progress: Progress) -> 
     return run_repository(workspace, **params, progress=progress.update)
 
 
+def _saliency_kind(workspace: Workspace, params: dict, progress: Progress) -> dict:
+    from .saliency.survey import object_share
+
+    progress.update(0, 0, "loading the models")
+    return object_share(workspace, **params, progress=progress.update)
+
+
 #: Kind name -> the work: ``fn(workspace, params, progress) -> result`` (JSON-serialisable).
 #: Every kind must be idempotent: run again with the same params, it skips what is done.
-JOB_KINDS: dict[str, JobFn] = {"methods": _methods_kind, "suite": _suite_kind, "runs": _runs_kind, "repository": _repository_kind}
+JOB_KINDS: dict[str, JobFn] = {
+    "methods": _methods_kind, "suite": _suite_kind, "runs": _runs_kind, "repository": _repository_kind, "saliency": _saliency_kind,
+}  # fmt: skip
 
 #: Kind name -> the permission starting it needs (:mod:`analytics.team.roles`).
-KIND_PERMISSIONS: dict[str, str] = {"methods": "build_suites", "suite": "build_suites", "runs": "run_models", "repository": "run_models"}
+KIND_PERMISSIONS: dict[str, str] = {
+    "methods": "build_suites", "suite": "build_suites", "runs": "run_models", "repository": "run_models", "saliency": "run_models",
+}  # fmt: skip
 
 #: Kind name -> the parameters its function accepts (checked by :func:`start`).
 KIND_PARAMS: dict[str, frozenset[str]] = {
@@ -175,7 +187,20 @@ KIND_PARAMS: dict[str, frozenset[str]] = {
     ),  # fmt: skip
     "runs": frozenset({"model_names", "suite_id", "device", "batch_size", "top_k"}),
     "repository": frozenset({"name", "suite_id", "device", "batch_size", "top_k"}),
+    "saliency": frozenset({"models", "methods", "target_ids", "suite_id", "n_composites", "settings", "device"}),
 }
+
+
+#: Kinds registered by the module that does their work (:func:`register_kind`), imported on first
+#: use so that every process (page, CLI, worker) knows them without importing that module first.
+KIND_MODULES: dict[str, str] = {"zoo": "analytics.zoo"}
+
+
+def _known(kind: str) -> bool:
+    """Whether ``kind`` is a job kind, importing the module that registers it when needed."""
+    if kind not in JOB_KINDS and kind in KIND_MODULES:
+        importlib.import_module(KIND_MODULES[kind])
+    return kind in JOB_KINDS
 
 
 def register_kind(name: str, fn: JobFn, *, permission: str, params: frozenset[str]) -> None:
@@ -220,7 +245,7 @@ def start(workspace: Workspace, kind: str, params: Mapping[str, Any], *, owner: 
     PermissionDeniedError
         The actor's role lacks the kind's permission.
     """
-    if kind not in JOB_KINDS:
+    if not _known(kind):
         raise InvalidInputError(f"job kind {kind!r} is unknown; use one of {', '.join(JOB_KINDS)}")
     unknown = sorted(set(params) - KIND_PARAMS[kind])
     if unknown:
@@ -262,7 +287,7 @@ def resume(workspace: Workspace, job_id: str) -> Job:
     job = get_job(workspace, job_id)
     if not job.resumable:
         raise InvalidInputError(f"job {job_id} is {job.status}; only a cancelled or failed job can be resumed")
-    if job.kind not in JOB_KINDS:
+    if not _known(job.kind):
         raise InvalidInputError(f"job {job_id} is of kind {job.kind!r}, which this installation does not know")
     require_permission(workspace, KIND_PERMISSIONS[job.kind])
     with workspace.transaction() as conn:
@@ -426,6 +451,7 @@ def work(workspace: Workspace, job_id: str) -> Job:
     try:
         progress = Progress(_as_owner(workspace, job.owner), job_id)
         progress.check()
+        _known(job.kind)
         result = JOB_KINDS[job.kind](progress.workspace, dict(job.params), progress)
     except JobCancelled:
         status, message = "cancelled", "cancelled"

@@ -16,36 +16,40 @@ repository varies: optimiser, augmentation, epochs, …), kept as a JSON dict.
   a bad entry (unknown architecture, missing or unreadable checkpoint, wrong number of classes) is
   reported and skipped, the rest are registered. Registration validates before it writes, so a
   failing entry leaves no ``models`` row.
-* :func:`run_repository` runs every model over a suite with :func:`analytics.runs.start_runs`, one
-  model at a time: a model whose current run is finished is skipped, an interrupted run resumes
-  from its stored batches, and a model that fails (bad weights, out of memory) is recorded as
-  failed with its reason and does not stop the others.
+* :func:`create_repository` records registered models of any source (zoo heads, torchvision,
+  TorchScript) as a repository without a manifest.
+* :func:`run_repository` runs the pending models over a suite: a model whose current run is
+  finished is skipped; the zoo heads of one backbone run as one group that shares the backbone's
+  forward pass; every group reads the suite's composites from one cache; an interrupted run
+  resumes from its stored batches; a model that fails (bad weights, out of memory) is recorded as
+  failed with its reason and does not stop the others. With ``ray_address`` the groups run as
+  Ray tasks and only this process writes (:mod:`analytics.distributed`).
 * :func:`repository_status` is the table of the repository's models on a suite.
 
 Storage (no table of its own): the meta key ``repository:<name>`` holds JSON
 ``{"models": [...], "metadata": {model: {...}}, "manifest": path, "failures": {suite: {model: reason}}}``;
 runs are ordinary runs. The job kind ``repository`` (:mod:`analytics.jobs`) runs
 :func:`run_repository` in the background; it is registered when this module is imported.
-
-Not here yet (issue 15): a Ray backend, composites shared across the models of a repository, and
-zoo heads sharing one backbone pass (each model runs on its own).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from . import inference
 from ._validation import check_positive_int
+from .composite_cache import CompositeCache
 from .exceptions import BackdropError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .jobs import JobCancelled
-from .models import LabelSpace, list_models, parse_label_space, register_torchvision
-from .runs import current_runs, start_runs
+from .models import LabelSpace, get_model_spec, list_models, parse_label_space, register_torchvision
+from .runs import current_runs, summarize_run
 from .team.roles import require_permission
 from .workspace import Workspace
 
@@ -55,8 +59,12 @@ __all__ = [
     "STATUS_COLUMNS",
     "AddReport",
     "RepositoryEntry",
+    "RunLedger",
     "add_repository",
+    "backbone_groups",
+    "create_repository",
     "get_repository",
+    "group_label",
     "list_repositories",
     "read_manifest",
     "repository_status",
@@ -291,6 +299,57 @@ def add_repository(workspace: Workspace, manifest: str | os.PathLike, *, name: s
     return report
 
 
+def create_repository(workspace: Workspace, name: str, models: Sequence[str], *, metadata: Mapping[str, Mapping] | None = None) -> dict:
+    """Record registered models (any source: torchvision, heads of the zoo, TorchScript) as a repository.
+
+    A repository made this way has no manifest; adding to an existing one extends it.
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Its actor (team mode) needs ``register_models``.
+    name : str
+    models : sequence of str
+        Registered model names, at least one.
+    metadata : mapping of model -> dict, or None
+        Shown beside each model (e.g. a zoo head's training settings).
+
+    Returns
+    -------
+    dict
+        The repository's record, as :func:`get_repository`.
+
+    Raises
+    ------
+    InvalidInputError
+        No models, or a bad repository name.
+    NotFoundError
+        A model is not registered (the message names it).
+    """
+    require_permission(workspace, "register_models")
+    name = _check_name(name)
+    wanted = list(dict.fromkeys(models))
+    if not wanted:
+        raise InvalidInputError(f"repository {name!r} needs at least one registered model; got none")
+    known = {spec.name for spec in list_models(workspace)}
+    missing = [model for model in wanted if model not in known]
+    if missing:
+        raise NotFoundError(f"models not registered in workspace {workspace.root}: {', '.join(missing[:5])}; register them on the Models page first")
+    extra = metadata or {}
+    with workspace.transaction() as conn:
+        record = _record(conn, name)
+        record["models"] = list(dict.fromkeys([*record["models"], *wanted]))
+        record["metadata"].update({model: dict(extra.get(model, {})) for model in wanted})
+        workspace.set_meta(META_PREFIX + name, json.dumps(record, sort_keys=True), conn=conn)
+    return record
+
+
+def _record(conn, name: str) -> dict:
+    """The repository's record inside a transaction (an empty one when it is new)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_PREFIX + name,)).fetchone()
+    return json.loads(row[0]) if row else {"models": [], "metadata": {}, "failures": {}}
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not name.strip() or name != name.strip() or len(name) > 100 or any(ord(c) < 32 for c in name):
         raise InvalidInputError(f"repository name must be 1-100 printable characters without surrounding spaces; got {name!r}")
@@ -299,8 +358,7 @@ def _check_name(name: str) -> str:
 
 def _save_members(workspace: Workspace, name: str, entries: list[RepositoryEntry], manifest: Path) -> None:
     with workspace.transaction() as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_PREFIX + name,)).fetchone()
-        record = json.loads(row[0]) if row else {"models": [], "metadata": {}, "failures": {}}
+        record = _record(conn, name)
         record["models"] = list(dict.fromkeys([*record["models"], *(e.name for e in entries)]))
         record["metadata"].update({e.name: e.metadata for e in entries})
         record["manifest"] = str(manifest.resolve())
@@ -338,8 +396,19 @@ def run_repository(
     batch_size: int = 32,
     top_k: int = 3,
     progress: RepositoryProgress | None = None,
+    ray_address: str | None = None,
+    num_gpus_per_model: float = 0,
 ) -> dict:
-    """Run every model of a repository over a suite, one model at a time, skipping finished ones.
+    """Run every pending model of a repository over a suite; models sharing a backbone run together.
+
+    The pending models (finished ones are skipped) are grouped by the backbone whose forward pass
+    they need: the zoo heads of one backbone form one group and share its pass, any other model is
+    a group of its own. Locally the groups run one after another through
+    :func:`analytics.inference.run_models`, all reading the suite's composites from one
+    :class:`analytics.composite_cache.CompositeCache`; with ``ray_address`` they run as Ray tasks
+    (:mod:`analytics.distributed`) and this process alone writes the results. A group that fails is
+    tried again model by model (unless it ran out of memory, which the shared pass would repeat),
+    so only the failing model is recorded as failed.
 
     Parameters
     ----------
@@ -349,50 +418,175 @@ def run_repository(
         The repository.
     suite_id : str
     device, batch_size, top_k
-        As :func:`analytics.runs.start_runs`.
+        As :func:`analytics.inference.run_models`.
     progress : callable (done_models, total_models, message) or None
-        Called before each model and after each of its batches (a job's cancel comes through it).
+        Called at the start, after every stored batch (a job's cancel comes through it) and at the end.
+    ray_address : str or None, default=None
+        None: run here. ``"local"``: start a Ray cluster on this machine for the call; else the
+        address of a running cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``).
+    num_gpus_per_model : float, default=0
+        GPUs each Ray task (one group of models) asks for; > 0 runs the tasks on CUDA.
 
     Returns
     -------
     dict
         ``repository``, ``suite_id``, ``done`` (models run now), ``skipped`` (finished before),
-        ``failed`` (model -> reason).
+        ``failed`` (model -> reason); models in repository order.
 
     Raises
     ------
+    InvalidInputError
+        A bad batch size, top-k or GPU count, or an unusable Ray address.
     NotFoundError
         No such repository or suite.
     PermissionDeniedError
         The actor may not run models.
+    JobCancelled
+        ``progress`` asked to stop; runs resume from their stored batches on the next call.
     """
     require_permission(workspace, "run_models")
+    check_positive_int(batch_size, "batch_size")
+    check_positive_int(top_k, "top_k")
+    if isinstance(num_gpus_per_model, bool) or not isinstance(num_gpus_per_model, (int, float)) or not 0 <= num_gpus_per_model < 1e6:
+        raise InvalidInputError(f"num_gpus_per_model must be a number >= 0; got {num_gpus_per_model!r}")
+    if num_gpus_per_model and ray_address is None:
+        raise InvalidInputError("num_gpus_per_model applies to Ray tasks; give ray_address too (or use device='cuda' here)")
     models = get_repository(workspace, name)["models"]
     if workspace.query_one("SELECT id FROM suites WHERE id = ?", (suite_id,)) is None:
         raise NotFoundError(f"no suite {suite_id!r} in workspace {workspace.root}; list them with `python -m analytics suites`")
     finished = set(_latest_runs(workspace, suite_id, top_k).query("status == 'done'")["model"])
-    report: dict = {"repository": name, "suite_id": suite_id, "done": [], "skipped": [], "failed": {}}
-    report_step = progress or (lambda done, total, message: None)
-    for index, model in enumerate(models):
-        report_step(index, len(models), model)
-        if model in finished:
-            report["skipped"].append(model)
-            continue
+    ledger = RunLedger(workspace, name, suite_id, models, skipped=[m for m in models if m in finished], progress=progress)
+    groups = backbone_groups(workspace, [m for m in models if m not in finished], ledger)
+    ledger.step("starting")
+    if ray_address is None:
+        _run_locally(workspace, suite_id, groups, ledger, device=device, batch_size=batch_size, top_k=top_k)
+    else:
+        from .distributed import run_on_ray  # ray: only a Ray run pays for the import
 
-        def batch_step(done: int, total: int, model: str = model, index: int = index) -> None:
-            report_step(index, len(models), f"{model}: {done} of {total} images")
+        run_on_ray(
+            workspace, suite_id, groups, ledger, address=ray_address, device=device, batch_size=batch_size, top_k=top_k,
+            num_gpus_per_model=num_gpus_per_model,
+        )  # fmt: skip
+    ledger.step("done")
+    return ledger.report()
 
+
+class RunLedger:
+    """Where a repository run stands: counts the models as they end, stores each outcome, reports progress.
+
+    Shared by the local runner and the Ray driver (:mod:`analytics.distributed`); it also holds the
+    rule for a group that fails (:meth:`failed`).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    name : str
+        The repository.
+    suite_id : str
+    models : sequence of str
+        Every model of the repository, in its order.
+    skipped : sequence of str
+        Models finished before this run.
+    progress : callable (done_models, total_models, message) or None
+    """
+
+    def __init__(
+        self, workspace: Workspace, name: str, suite_id: str, models: Sequence[str], *, skipped: Sequence[str], progress: RepositoryProgress | None
+    ) -> None:
+        self.workspace, self.name, self.suite_id, self.models = workspace, name, suite_id, list(models)
+        self.skipped, self.done, self.failures = list(skipped), [], {}
+        self._progress = progress
+
+    def step(self, message: str) -> None:
+        """Report ``message`` with the number of models that ended so far (raises a job's cancel)."""
+        if self._progress is not None:
+            self._progress(len(self.skipped) + len(self.done) + len(self.failures), len(self.models), message)
+
+    def succeeded(self, run_ids: Mapping[str, str]) -> None:
+        """Summarise the finished runs (model -> run id) and clear any earlier failure of their models."""
+        for run_id in dict.fromkeys(run_ids.values()):
+            summarize_run(self.workspace, run_id)
+        self.done += list(run_ids)
+        _record_outcomes(self.workspace, self.name, self.suite_id, dict.fromkeys(run_ids))
+
+    def failed(self, models: Sequence[str], err: BaseException) -> list[list[str]]:
+        """A group failed: the groups to try next, or none when its failure is recorded.
+
+        Several models are tried again one by one, so a bad head does not fail the others of its
+        backbone, unless the group ran out of memory (each alone would need the same shared pass).
+        """
+        if len(models) > 1 and not _out_of_memory(err):
+            return [[model] for model in models]
+        reason = _reason(err)
+        self.failures.update(dict.fromkeys(models, reason))
+        _record_outcomes(self.workspace, self.name, self.suite_id, dict.fromkeys(models, reason))
+        return []
+
+    def report(self) -> dict:
+        """``repository``, ``suite_id``, ``done``, ``skipped``, ``failed`` (model -> reason), in repository order."""
+        order = {model: i for i, model in enumerate(self.models)}
+        return {
+            "repository": self.name, "suite_id": self.suite_id, "done": sorted(self.done, key=order.__getitem__),
+            "skipped": self.skipped, "failed": {model: self.failures[model] for model in sorted(self.failures, key=order.__getitem__)},
+        }  # fmt: skip
+
+
+def backbone_groups(workspace: Workspace, models: Sequence[str], ledger: RunLedger) -> list[list[str]]:
+    """Models grouped by the backbone whose forward pass they run (a head's backbone, else the model).
+
+    A model that is no longer registered is recorded as failed in ``ledger`` and left out.
+
+    Returns
+    -------
+    list of list of str
+        Groups in the order of their first model.
+    """
+    groups: dict[str, list[str]] = {}
+    for model in models:
         try:
-            start_runs(workspace, [model], suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=batch_step)
-        except (JobCancelled, PermissionDeniedError):
-            raise
-        except Exception as err:  # any failure of one model (bad weights, out of memory, a bug) must not stop the others
-            report["failed"][model] = _reason(err)
-        else:
-            report["done"].append(model)
-        _record_outcome(workspace, name, suite_id, model, report["failed"].get(model))
-    report_step(len(models), len(models), "done")
-    return report
+            spec = get_model_spec(workspace, model)
+        except NotFoundError as err:
+            ledger.failed([model], err)
+            continue
+        groups.setdefault(spec.backbone if spec.source == "head" else spec.name, []).append(model)
+    return list(groups.values())
+
+
+def _run_locally(workspace: Workspace, suite_id: str, groups: list[list[str]], ledger: RunLedger, *, device, batch_size: int, top_k: int) -> None:
+    """Run the groups one after another in this process, every group reading one composite cache."""
+    queue = deque(groups)
+    with CompositeCache(workspace) as composites:
+        while queue:
+            group = queue.popleft()
+            label = group_label(workspace, group)
+
+            def batch_step(done: int, total: int, label: str = label) -> None:
+                ledger.step(f"{label}: {done} of {total} images")
+
+            try:
+                run_ids = inference.run_models(
+                    workspace, group, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=batch_step, composites=composites
+                )
+            except (JobCancelled, PermissionDeniedError):
+                raise
+            except Exception as err:  # any failure of one group (bad weights, out of memory, a bug) must not stop the others
+                queue.extendleft(reversed(ledger.failed(group, err)))
+            else:
+                ledger.succeeded(dict(zip(group, run_ids)))
+
+
+def group_label(workspace: Workspace, group: Sequence[str]) -> str:
+    """How progress names a group (see :func:`backbone_groups`): the model, or ``<backbone> + N heads``."""
+    if len(group) == 1:
+        return group[0]
+    first = get_model_spec(workspace, group[0])
+    backbone = first.backbone if first.source == "head" else first.name  # the backbone runs in its heads' group
+    return f"{backbone} + {len(group) - (backbone in group)} heads"
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says the device or host ran out of memory (torch's CUDA error or a MemoryError)."""
+    return isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError"
 
 
 def _reason(err: BaseException) -> str:
@@ -400,16 +594,16 @@ def _reason(err: BaseException) -> str:
     return text if isinstance(err, BackdropError) else f"{type(err).__name__}: {text}"
 
 
-def _record_outcome(workspace: Workspace, name: str, suite_id: str, model: str, reason: str | None) -> None:
-    """Keep (or clear) the model's failure reason on this suite in the repository's record."""
+def _record_outcomes(workspace: Workspace, name: str, suite_id: str, outcomes: Mapping[str, str | None]) -> None:
+    """Keep (reason) or clear (None) each model's failure on this suite in the repository's record."""
     with workspace.transaction() as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_PREFIX + name,)).fetchone()
-        record = json.loads(row[0])
+        record = _record(conn, name)
         failures = record.setdefault("failures", {}).setdefault(suite_id, {})
-        if reason is None:
-            failures.pop(model, None)
-        else:
-            failures[model] = reason
+        for model, reason in outcomes.items():
+            if reason is None:
+                failures.pop(model, None)
+            else:
+                failures[model] = reason
         workspace.set_meta(META_PREFIX + name, json.dumps(record, sort_keys=True), conn=conn)
 
 

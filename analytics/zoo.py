@@ -86,6 +86,7 @@ accuracy whose matrices differ)
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -100,6 +101,7 @@ from ._validation import check_fraction, check_positive_int
 from .datasets import list_backgrounds, list_targets, load_backgrounds
 from .exceptions import InvalidInputError, NotFoundError
 from .inference import ImageJob, iter_composites, prefetch_for
+from .jobs import Progress, register_kind
 from .models import (
     LITE_VARIANTS,
     HeadLayers,
@@ -946,3 +948,34 @@ def zoo_runs_done(workspace: Workspace) -> bool:
     runs = current_runs(workspace)
     done = runs[(runs["status"] == "done") & runs["model"].isin(names)]
     return bool((done.groupby("suite_id")["model"].nunique() == len(names)).any())
+
+
+# -- the background job --------------------------------------------------------------------------------
+_STAGE_TEXT = {"embeddings": "backbone embeddings (images)", "heads": "heads (trained, or kept when already built)"}
+
+
+def zoo_job(workspace: Workspace, params: dict, progress: Progress) -> dict:
+    """The job kind ``zoo`` (:mod:`analytics.jobs`): :func:`build_zoo` with ``params``, reporting each step.
+
+    A cancel stops it at its next embedding chunk or head; resumed, it reads the cached embeddings
+    and keeps the heads already registered with the same construction, so only the rest is trained.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    params : dict
+        Keyword arguments of :func:`build_zoo` (JSON values: lists for the sequences).
+    progress : analytics.jobs.Progress
+
+    Returns
+    -------
+    dict
+        ``models``: :meth:`ZooModel.to_dict` per head, in :func:`build_zoo`'s order; ``trained``:
+        how many this worker trained (the others were kept).
+    """
+    progress.update(0, 0, "checking the layout and the backbone")
+    models = build_zoo(workspace, **params, progress=lambda stage, done, total: progress.update(done, total, _STAGE_TEXT[stage]))
+    return {"models": [model.to_dict() for model in models], "trained": sum(model.trained for model in models)}
+
+
+register_kind("zoo", zoo_job, permission="run_models", params=frozenset(inspect.signature(build_zoo).parameters) - {"workspace", "progress"})

@@ -1,19 +1,30 @@
 """Failures: which scenes break a model. Per background keyword and ontology level of a run, the error
-rate and the drop of the true-class probability with 95 % intervals; the keyword x model heat map of
-the suite's models; the self-contained HTML report. A thin view: numbers from
-:mod:`analytics.failures`, layout from :mod:`ui.failures`.
+rate and the drop of the true-class probability with 95 % intervals; the galleries (per class, the
+backgrounds that fool the model most; the flips, with saliency overlays on request); the keyword x
+model heat map of the suite's models; the self-contained HTML report. A thin view: numbers from
+:mod:`analytics.failures` and :mod:`analytics.galleries`, layout from :mod:`ui.failures`.
+
+Deep links (:mod:`ui.deeplink`): ``run``, ``class``, ``keyword`` and ``method`` live in the address.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
 
 import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.runs import current_runs
+from analytics.saliency import METHODS
+from ui import deeplink, state, widgets
 from ui import failures as view
-from ui import state
+from ui import saliency as saliency_view
 from ui.auth import require_page
 from ui.runs import run_label
+
+ANY_KEYWORD = "(any keyword)"
+SALIENCY_THRESHOLD = 0.2  # top share of a map outlined in the overlays, as on the Saliency page
 
 
 def main() -> None:
@@ -30,7 +41,10 @@ def main() -> None:
         st.info("No finished run yet: run a model over a suite on the Run page.")
         st.stop()
     records = {row["id"]: row for row in runs.to_dict("records")}
+    unknown = deeplink.adopt("run", view.KEY + "run", list(records))
     run_id = st.selectbox("Run", list(records), format_func=lambda r: run_label(records[r]), key=view.KEY + "run")
+    if unknown:
+        st.warning(f"The link names run {unknown!r}, which is not a finished current run of this workspace; showing {run_id}.")
     run = records[run_id]
     min_count = st.slider("Minimum composites per keyword", 1, 50, 3, key=view.KEY + "min_count")
     path = str(workspace.root)
@@ -45,10 +59,17 @@ def main() -> None:
     )
     if table.keywords.empty:
         st.info("No keyword has that many composites (or the suite's backgrounds have no keywords: compute a keyword table on the Suites page).")
-    st.dataframe(view.display(table.keywords), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "keywords")
+    st.dataframe(
+        view.display(table.keywords), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "keywords",
+        on_select=partial(view.pick_keyword, list(table.keywords["keyword"])), selection_mode="single-row",
+    )  # fmt: skip
+    st.caption("Select a row to see its keyword's composites in the galleries below.")
     st.subheader("By ontology level")
     st.caption("Level of the keyword the suite drew the background for: 0 detected on the target, 1+ through the ontology, −1 random.")
     st.dataframe(view.display(table.levels), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "levels")
+
+    class_name, keyword = show_gallery(path, run_id, run["finished"] or "", list(table.keywords["keyword"]))
+    method = show_flips(path, run, class_name, keyword)
 
     st.subheader("Keyword × model")
     suite_runs = runs[runs["suite_id"] == run["suite_id"]].drop_duplicates("model", keep="first")  # newest per model
@@ -65,6 +86,91 @@ def main() -> None:
     compare = [m for m in models if m != run["model"]]
     st.caption(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(compare) or 'no other model'} (the models chosen above).")
     view.report_button(workspace, run["model"], compare, run["suite_id"], min_count)
+    deeplink.publish(run=run_id, keyword=keyword, method=method, **{"class": class_name})
+
+
+def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tuple[str | None, str | None]:
+    """Per class, the backgrounds that fool the model most; returns the chosen class and keyword."""
+    st.subheader("Galleries")
+    st.caption(
+        "The composites that lower the true-class probability most (biggest drop first), each after its original, "
+        "with the predicted class, the true-class probability before → after and the background's keywords."
+    )
+    left, middle, right = st.columns(3)
+    keywords = [ANY_KEYWORD, *ranked, *sorted(set(view.run_keywords(path, run_id, finished)) - set(ranked))]  # by effect, then the rare ones
+    view.keep_valid(view.KEY + "keyword", keywords)
+    unknown_keyword = deeplink.adopt("keyword", view.KEY + "keyword", keywords)
+    chosen = middle.selectbox("Background keyword", keywords, key=view.KEY + "keyword", help="Only composites whose background carries it.")
+    keyword = None if chosen == ANY_KEYWORD else chosen
+    per_class = right.slider("Backgrounds per class", 1, 24, 4, key=view.KEY + "per_class")
+    try:
+        gallery = view.gallery(path, run_id, finished, per_class, keyword)
+    except BackdropError as err:
+        st.error(str(err))
+        return None, keyword
+    classes = list(gallery)
+    view.keep_valid(view.KEY + "class", classes)
+    unknown_class = deeplink.adopt("class", view.KEY + "class", classes)
+    class_name = left.selectbox("Class", classes, key=view.KEY + "class")
+    for param, text in (("keyword", unknown_keyword), ("class", unknown_class)):
+        if text:
+            st.warning(f"The link names {param} {text!r}, which this run's composites do not have; pick one above.")
+    items = gallery.get(class_name, [])
+    if not items:
+        st.info(f"No background {'with ' + repr(keyword) + ' ' if keyword else ''}lowers the true-class probability of a {class_name}.")
+        return class_name, keyword
+    st.dataframe(view.gallery_table(items), hide_index=True, width="stretch", column_config=view.GALLERY_FORMAT, key=view.KEY + "gallery")
+    widgets.image_grid(*view.gallery_cards(path, items), n_columns=4)
+    return class_name, keyword
+
+
+def show_flips(path: str, run: Mapping, class_name: str | None, keyword: str | None) -> str | None:
+    """The composites whose prediction differs from the original's, with saliency overlays on request;
+    returns the saliency method shown (None when off)."""
+    st.subheader("Flips")
+    if class_name is None:
+        return None
+    st.caption(
+        f"Composites of class {class_name}{' with ' + repr(keyword) if keyword else ''} on which the model predicts another "
+        "class than on the original: originals classified correctly first, then biggest drop first."
+    )
+    left, right = st.columns(2)
+    limit = left.slider("Flips shown", 1, 16, 4, key=view.KEY + "flips")
+    if st.query_params.get("method") and view.KEY + "saliency" not in st.session_state:
+        st.session_state[view.KEY + "saliency"] = True  # a link with a method shows its overlays
+    with_saliency = right.toggle("Saliency overlays", key=view.KEY + "saliency", help="Computed on request for the flips shown, then cached.")
+    finished = run["finished"] or ""
+    items = view.flip_items(path, run["id"], finished, limit, class_name, keyword)
+    if not items:
+        st.info("No composite of this class changes the model's prediction.")
+        return None
+    method = choose_method(path, run["model"]) if with_saliency else None
+    for item in items:
+        images, captions = view.flip_cards(path, item)
+        if method is not None:
+            maps = view.pair_saliency(path, run["id"], finished, run["model"], item, method)
+            if maps is not None:
+                images += view.flip_overlays(path, item, maps, SALIENCY_THRESHOLD)
+                captions += [f"{METHODS[method].name} · original", f"{METHODS[method].name} · composite"]
+        widgets.image_grid(images, captions, n_columns=4)
+    return method
+
+
+def choose_method(path: str, model: str) -> str | None:
+    """The saliency method picker over the methods the run's model can run (clearest first)."""
+    spec_key = saliency_view.registered_models(state.current_workspace()).get(model, "")
+    methods = saliency_view.runnable_methods(path, model, spec_key)
+    unknown = deeplink.adopt("method", view.KEY + "method", methods)
+    method = st.selectbox("Saliency method", methods, format_func=lambda k: METHODS[k].name, key=view.KEY + "method")
+    if unknown:
+        st.warning(f"The link names method {unknown!r}, which {model} cannot run (or which does not exist); showing {METHODS[method].name}.")
+    legend, words = st.columns([1, 3], vertical_alignment="center")
+    legend.image(saliency_view.colour_legend(), width="stretch")
+    words.caption(
+        f"{saliency_view.LEGEND_CAPTION} {saliency_view.MASK_COLOUR_NAME.capitalize()}: the object's outline; "
+        f"{saliency_view.BINARY_COLOUR_NAME}: the top {SALIENCY_THRESHOLD:.0%} of the map."
+    )
+    return method
 
 
 main()

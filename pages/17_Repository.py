@@ -1,10 +1,10 @@
 """Repository: every model of a model repository on one suite — status, accuracy, worst-case
-accuracy, judgments so far, the manifest's metadata — filterable, exportable as CSV, with a run of
-the whole repository as one background job.
+accuracy, the assessor's verdict, judgments so far, the metadata, a link to its matrices —
+sortable, filterable, exportable as CSV, with a run of the whole repository as one background job.
 
 A thin view: the library is :mod:`analytics.repository` (the job kind ``repository``), the helpers
-:mod:`ui.repository`. Repositories are added from a manifest with
-``python -m analytics repository add MANIFEST --name NAME``.
+:mod:`ui.repository`. Repositories are made here from registered models (the zoo in one click) or
+added from a manifest with ``python -m analytics repository add MANIFEST --name NAME``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,13 @@ def main() -> None:
     workspace = state.current_workspace()
     view.show_job(workspace)
     names, suites = list_repositories(workspace), list_suites(workspace)
+    if may(user, "register_models"):
+        view.create_form(workspace, expanded=not names)
     if not names:
-        st.info("No repository yet. Add one from a CSV manifest: `python -m analytics repository add MANIFEST --name NAME`.")
+        st.info(
+            "No repository yet. Make one from registered models above, or add one from a CSV manifest: "
+            "`python -m analytics repository add MANIFEST --name NAME`."
+        )
         return
     if suites.empty:
         st.info("Build and save a suite on the Suites page first.")
@@ -40,19 +45,18 @@ def main() -> None:
     suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
     if may(user, "run_models") and st.button("Run the repository", type="primary", key=view.KEY + "run", icon=":material/play_arrow:"):
         view.start(workspace, name, suite_id)
-    table = view.models_table(workspace, name, suite_id)
+    table, assessor_note = view.models_table(workspace, name, suite_id)
     counts = table["Status"].value_counts()
     st.caption(" · ".join(f"{counts.get(s, 0)} {s}" for s in view.STATUSES) + f" of {len(table)} models")
-    text, statuses = view.filters()
-    shown = view.filter_table(table, text, statuses)
+    text, statuses, verdicts = view.filters(table)
+    shown = view.filter_table(table, text, statuses, verdicts)
     st.dataframe(shown, hide_index=True, width="stretch", column_config=view.COLUMNS, key=view.KEY + "table")
     st.caption(
-        "Worst-case accuracy: share of targets classified correctly under every one of their backgrounds. "
-        "Judgments: current judgments on this suite. The assessor's verdict is not shown here (none is stored per model); "
-        "see the Assessor page."
+        "Click a column header to sort. Worst-case accuracy: share of targets classified correctly under every one of their "
+        f"backgrounds. Judgments: current judgments on this suite. {assessor_note}"
     )
     st.download_button(
-        "Download CSV", shown.to_csv(index=False).encode(), file_name=f"repository-{name}-{suite_id}.csv", mime="text/csv", key=view.KEY + "csv"
+        "Download CSV", view.csv_bytes(shown), file_name=f"repository-{name}-{suite_id}.csv", mime="text/csv", key=view.KEY + "csv"
     )
     view.matrices_link(shown)
 

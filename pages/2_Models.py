@@ -1,7 +1,9 @@
-"""Models: the registry, registering new models, and accuracy on the original targets.
+"""Models: the registry, registering new models, training the zoo, and accuracy on the original targets.
 
 A thin view: loading, validating and storing models is :mod:`analytics.models`; evaluation is
-:mod:`analytics.inference`. The page catches only :class:`~analytics.exceptions.BackdropError`.
+:mod:`analytics.inference`; the zoo (:mod:`analytics.zoo`) trains as a background job (kind ``zoo``:
+progress, Cancel, Resume via :mod:`ui.jobs`; ``st.session_state`` keeps only its id). The page
+catches only :class:`~analytics.exceptions.BackdropError`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torchvision
 
 from analytics.datasets import list_targets
 from analytics.exceptions import BackdropError
+from analytics.jobs import list_jobs
 from analytics.models import (
     LITE_VARIANTS,
     ModelSpec,
@@ -27,6 +30,7 @@ from analytics.team.accounts import User
 from analytics.team.paths import resolve_server_path
 from analytics.workspace import Workspace
 from ui import cache, state
+from ui import jobs as job_view
 from ui import models as ui_models
 from ui.auth import may, require_page
 
@@ -101,6 +105,33 @@ def _register(action) -> None:
     st.rerun()
 
 
+def show_zoo(workspace: Workspace) -> None:
+    """The zoo form; the zoo job this session started (else the newest active one) with its heads once done."""
+    st.caption(
+        "A zoo of small heads on one frozen backbone, each trained where the class predicts the background with a "
+        "known strength s: models whose background reliance is known by construction (for the Assessor page)."
+    )
+    params = ui_models.zoo_form(workspace)
+    if params is not None:
+        job = job_view.start_job(workspace, "zoo", params)
+        if job is not None:
+            st.session_state[ui_models.ZOO_JOB] = job.id
+    job_id = st.session_state.get(ui_models.ZOO_JOB)
+    if job_id is None:
+        active = list_jobs(workspace, active_only=True, kind="zoo")
+        job_id = None if active.empty else active["id"].iloc[0]
+    if job_id is None:
+        return
+    job = job_view.show_job(workspace, job_id, key=ui_models.ZOO_KEY)
+    if job.status == "done":
+        heads = len(job.result["models"])
+        st.success(f"The zoo has {heads} heads; {job.result['trained']} trained now, {heads - job.result['trained']} kept.")
+        st.dataframe(
+            ui_models.zoo_result_table(job.result), hide_index=True, width="stretch",
+            column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("Accuracy", "Held-out accuracy")},
+        )  # fmt: skip
+
+
 def show_accuracy(workspace: Workspace) -> None:
     specs = {spec.name: spec for spec in list_models(workspace)}
     if not specs:
@@ -153,14 +184,18 @@ def main() -> None:
     if st.session_state.get(LAST_REGISTERED):
         st.success(f"Registered {st.session_state.pop(LAST_REGISTERED)!r}.")
     # registering loads model files (TorchScript is code): admins only; the library refuses others too
-    registering = may(user, "register_models")
-    tabs = st.tabs(["Registered", "Register", "Accuracy"] if registering else ["Registered", "Accuracy"])
-    with tabs[0]:
+    registering, training = may(user, "register_models"), may(user, "run_models")
+    names = ["Registered", *(["Register"] if registering else []), *(["Zoo"] if training else []), "Accuracy"]
+    tabs = dict(zip(names, st.tabs(names)))
+    with tabs["Registered"]:
         show_registry(workspace)
     if registering:
-        with tabs[1]:
+        with tabs["Register"]:
             register_form(workspace, user)
-    with tabs[-1]:
+    if training:
+        with tabs["Zoo"]:
+            show_zoo(workspace)
+    with tabs["Accuracy"]:
         show_accuracy(workspace)
 
 

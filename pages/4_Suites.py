@@ -1,9 +1,11 @@
-"""Suites: sample and save N backgrounds per target with one of five methods, then preview them.
+"""Suites: preview N backgrounds per target for a few targets with one of five methods, then save
+the suite for every target.
 
-A thin view: sampling, distances and storage are :mod:`analytics.suites`, run as a background job
-(:mod:`analytics.jobs`, kind ``suite``: progress, Cancel, Resume via :mod:`ui.jobs`); the form, the
-preview grid and the histogram are :mod:`ui.suites`. A refused start or a failed job
-(:class:`~analytics.exceptions.BackdropError`) is shown by :mod:`ui.jobs`.
+A thin view: sampling, distances and storage are :mod:`analytics.suites`. The preview samples a few
+targets in this process (nothing saved, a progress bar); saving runs as a background job
+(:mod:`analytics.jobs`, kind ``suite``: progress, Cancel, Resume via :mod:`ui.jobs`). The form, the
+preview grid and the histogram are :mod:`ui.suites`. A refused preview or start, or a failed job
+(:class:`~analytics.exceptions.BackdropError`), is shown by :mod:`ui.suites` / :mod:`ui.jobs`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,27 @@ def suite_of_job(workspace: Workspace) -> Suite | None:
     return suite
 
 
+def previewed(workspace: Workspace, n_targets: int) -> None:
+    """The last preview (not saved) with the button that saves its suite for every target."""
+    shown = st.session_state.get(view.PREVIEW)
+    if shown is None:
+        return
+    request, suite = shown
+    st.subheader(f"Preview: {suite.method} suite for {len(suite.target_ids)} of {n_targets} targets")
+    st.caption(
+        f"Not saved yet. Saving samples all {n_targets} targets with these settings and seed; a target's draw depends on "
+        "the seed and its own inputs, so these targets keep these backgrounds (one without detected keywords may not: "
+        "it borrows its class's most frequent keywords, counted over all targets)."
+    )
+    view.preview(workspace, suite, key=view.KEY + "preview_target")
+    if st.button("Save suite", type="primary", icon=":material/save:", key=view.KEY + "save", help="Runs in the background with progress and Cancel."):
+        job = job_view.start_job(workspace, "suite", request.build_kwargs())
+        if job is not None:
+            st.session_state[view.JOB] = job.id
+            del st.session_state[view.PREVIEW]
+            st.rerun()
+
+
 def main() -> None:
     require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Suites")
@@ -53,9 +76,9 @@ def main() -> None:
     )
     request = view.request_form(workspace, n_pool)
     if request is not None:
-        job = job_view.start_job(workspace, "suite", request.build_kwargs())
-        if job is not None:
-            st.session_state[view.JOB] = job.id
+        suite = view.sample_preview(workspace, request)
+        st.session_state[view.PREVIEW] = None if suite is None else (request, suite)
+    previewed(workspace, n_targets)
     suite = suite_of_job(workspace)
     if suite is not None:
         st.subheader(f"{suite.method} suite `{suite.id}`")

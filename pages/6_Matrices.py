@@ -1,5 +1,10 @@
 """Matrices: a run's four RBF variance matrices, their raw point clouds, a drill-down from a cell to
-the image pairs behind it, exports, and up to four models side by side (the paper's Figure 8).
+the image pairs behind it, exports, up to four models side by side (the paper's Figure 8), and the
+HTML report.
+
+The run, the interpolation preset and the compared signal live in the address (``?run=…&signal=…&preset=…``,
+:mod:`ui.deeplink`), so a view can be shared by copying it; a link naming a run or value this workspace
+lacks says so and falls back to the first choice.
 
 A thin view: point clouds, matrices and drill-down are :mod:`analytics.runs`; caching, clickable
 heatmaps and captions are :mod:`ui.runs`; colour ranges (the suite's fixed scale by default, per-model
@@ -19,14 +24,17 @@ from analytics.exceptions import BackdropError
 from analytics.runs import SIGNALS, cell_pairs, list_runs
 from analytics.variance import VarianceMatrix
 from analytics.workspace import Workspace
-from ui import state, widgets
-from ui import colour_scale
+from ui import colour_scale, deeplink, state, widgets
+from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
 from ui.charts import SQUARE_COLUMNS, point_scatter
 
+RUN_KEY = f"{view.KEY}run"
+SIGNAL_KEY = f"{view.KEY}compare_signal"
 PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
 PAIRS_LISTED = 12
+REPORT_MIN_COUNT = 3  # composites per keyword in the report's failure table, the Failures page's default
 
 
 def metrics(run: Mapping, n_points: int | None = None) -> None:
@@ -121,7 +129,16 @@ def explore(workspace_path: str, run: Mapping, settings: view.Settings, ranges: 
         exports(workspace_path, run, matrices)
 
 
-def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]) -> None:
+def warn_unknown(what: str, text: str | None, shown: str) -> None:
+    """Say that a link named ``text`` for ``what``, which is not among the choices, and what is shown instead."""
+    if text is not None:
+        st.warning(f"The link names {what} `{text}`, which this workspace does not offer here; showing {shown} instead.")
+
+
+def compare(
+    workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]
+) -> tuple[list[str], str | None]:
+    """The Compare tab; returns the compared run ids and the signal shown (None before any model is picked)."""
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
     # one run per model: the chosen run for its model, the newest current one for the others
     same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], same_suite]).drop_duplicates("model")
@@ -139,19 +156,30 @@ def compare(workspace_path: str, done: pd.DataFrame, run: Mapping, settings: vie
     )  # fmt: skip
     if not chosen:
         st.caption(f"Pick up to {view.MAX_COMPARED} models above to see their matrices side by side.")
-        return
+        return chosen, None
     try:
         matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings) for r in chosen}
     except BackdropError as err:
         st.error(str(err))
-        return
-    signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=f"{view.KEY}compare_signal")
+        return chosen, None
+    unknown = deeplink.adopt("signal", SIGNAL_KEY, list(SIGNALS))
+    signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=SIGNAL_KEY)
+    warn_unknown("the signal", unknown, SIGNALS[signal])
     st.caption("Same suite and colour scale, one matrix per model: equal (worst-case) accuracy can hide different patterns.")
     for column, run_id in zip(grid_columns(len(chosen)), chosen):
         record = records[run_id]
         title = f"{record['model']} · accuracy {record['accuracy']:.0%} · worst-case {record['worst_case_accuracy']:.0%}"
         figure = view.clickable_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])
         column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
+    return chosen, signal
+
+
+def report(workspace: Workspace, run: Mapping, compared: list[str], records: Mapping[str, Mapping]) -> None:
+    """The HTML report of the run's model, with the other compared models."""
+    others = list(dict.fromkeys(records[r]["model"] for r in compared if r in records and records[r]["model"] != run["model"]))
+    st.subheader("Report")
+    st.caption(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(others) or 'no other model'} (the Compare tab's models).")
+    failure_view.report_button(workspace, run["model"], others, run["suite_id"], min_count=REPORT_MIN_COUNT, key=f"{view.KEY}report")
 
 
 def main() -> None:
@@ -164,11 +192,15 @@ def main() -> None:
         st.info("No finished run yet: start one on the Run page (a registered model over a saved suite).")
         st.stop()
     records = done.set_index("id").to_dict("index")
-    run_id = st.selectbox("Run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key=f"{view.KEY}run")
+    unknown_run = deeplink.adopt("run", RUN_KEY, list(records))
+    run_id = st.selectbox("Run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key=RUN_KEY)
     run = {"id": run_id, **records[run_id]}
+    warn_unknown("run", unknown_run, f"run {run_id}")
+    unknown_preset = deeplink.adopt("preset", view.PRESET_KEY, view.PRESET_NAMES)
     left, right = st.columns([4, 1])
     with left:
         settings = view.interpolation_controls()
+    warn_unknown("the interpolation preset", unknown_preset, settings.preset)
     choice = right.radio(
         "Colour scale", colour_scale.CHOICES, key=f"{view.KEY}scale",
         help="Suite scale: per signal one fixed range for every model of the suite, the one the Judge page shows. "
@@ -187,7 +219,10 @@ def main() -> None:
     with one:
         explore(str(workspace.root), run, settings, ranges)
     with several:
-        compare(str(workspace.root), done, run, settings, ranges)
+        compared, signal = compare(str(workspace.root), done, run, settings, ranges)
+    report(workspace, run, compared, records)
+    # after every widget: the address names what is on screen (a signal only once the Compare tab drew one)
+    deeplink.publish(run=run_id, preset=settings.preset, **({"signal": signal} if signal else {}))
 
 
 main()

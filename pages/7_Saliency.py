@@ -1,9 +1,11 @@
 """Saliency: where a model looks on a target's original and on its composites, and how much of its
 attribution falls on the object.
 
-A thin view: attribution methods and mask metrics are :mod:`analytics.saliency`; caching, overlays,
-tables and the chart are :mod:`ui.saliency`. The page catches only
-:class:`~analytics.exceptions.BackdropError`.
+A thin view: attribution methods, which of them a model can run, and the comparison over many
+targets (the background job kind ``saliency``) are :mod:`analytics.saliency`; caching, overlays,
+tables and the chart are :mod:`ui.saliency`. One target's explanation stays inline (a few images).
+The address bar holds run, model, suite, class, target and method (:mod:`ui.deeplink`). The page
+catches only :class:`~analytics.exceptions.BackdropError`.
 """
 
 from __future__ import annotations
@@ -13,34 +15,77 @@ import streamlit as st
 
 from analytics.datasets import list_targets
 from analytics.exceptions import BackdropError
-from analytics.saliency import BASELINES, METHODS
+from analytics.jobs import latest_job
+from analytics.runs import list_runs
+from analytics.saliency import BASELINES, CLEAREST_FIRST, METHODS
 from analytics.suites import list_suites
-from ui import state, widgets
+from analytics.workspace import Workspace
+from ui import deeplink, state, widgets
+from ui import jobs as job_view
 from ui import saliency as view
 from ui.auth import require_page
 
+KEY = "saliency."
 NO_SUITE = "(originals only)"
+NOT_RUNNABLE = (
+    "they need layers or hooks the model does not give; TorchScript models accept no hooks, so Grad-CAM, Grad-CAM++ and "
+    "guided backprop are not offered for them"
+)
 
 
-def choose_settings() -> view.Settings:
-    method = st.selectbox(
-        "Method", list(METHODS), index=list(METHODS).index(view.DEFAULT_METHOD), format_func=lambda k: METHODS[k].name, key="saliency.method",
-        help=f"{METHODS[view.DEFAULT_METHOD].name} (the default) gives coarse, smooth maps that read at a glance; gradient "
-        "methods show pixel-level detail that often looks like speckle. TorchScript models cannot run Grad-CAM (no hooks).",
+def follow_run_link(runs: pd.DataFrame) -> None:
+    """A link's ``?run=`` opens that run's model and suite (once per new link)."""
+    st.session_state.pop(KEY + "run", None)  # set again below only when the link is new
+    deeplink.adopt("run", KEY + "run", runs["id"].tolist())
+    run = st.session_state.get(KEY + "run")
+    if run is not None:
+        row = runs.set_index("id").loc[run]
+        st.session_state[KEY + "model"], st.session_state[KEY + "suite"] = row["model"], row["suite_id"]
+
+
+def keep_valid(key: str, options: list) -> None:
+    """Drop a widget's remembered value that is no longer among its options (its first option shows)."""
+    if key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
+
+
+def choose_method(model: str, methods: list[str]) -> str:
+    """The method picker over what ``model`` can run: clearest first, and the clearest by default —
+    also after a model change, unless the user picked another method."""
+    key, auto_key = KEY + "method", KEY + "method_default"
+    unknown = deeplink.adopt("method", key, methods)
+    if unknown is not None:
+        st.warning(f"{model} cannot run the linked method {unknown!r}; showing {METHODS[methods[0]].name} instead.")
+    auto = st.session_state.get(auto_key)
+    current = st.session_state.get(key)
+    if current not in methods or (auto is not None and auto[0] != model and current == auto[1]):
+        st.session_state[key] = methods[0]
+    if st.session_state[key] == methods[0]:
+        st.session_state[auto_key] = (model, methods[0])
+    left_out = [METHODS[k].name for k in CLEAREST_FIRST if k not in methods]
+    return st.selectbox(
+        "Method", methods, format_func=lambda k: METHODS[k].name, key=key,
+        help="Listed from the clearest maps to the noisiest; the first one is the default. Grad-CAM's coarse, smooth maps "
+        "read at a glance; gradient methods show pixel-level detail that often looks like speckle."
+        + (f" Not offered for {model}: {', '.join(left_out)} ({NOT_RUNNABLE})." if left_out else ""),
     )  # fmt: skip
+
+
+def choose_settings(model: str, methods: list[str]) -> view.Settings:
+    method = choose_method(model, methods)
     st.caption(METHODS[method].reference)
     with st.expander("Method settings"):
-        method_settings = view.method_settings(method, key="saliency.settings")
+        method_settings = view.method_settings(method, key=KEY + "settings")
     threshold = st.slider(
-        "Binarisation: top share of pixels", 0.05, 0.95, 0.2, 0.05, key="saliency.threshold",
+        "Binarisation: top share of pixels", 0.05, 0.95, 0.2, 0.05, key=KEY + "threshold",
         help=f"The map's most important pixels kept for IoU, precision, recall and F1 ({view.BINARY_COLOUR_NAME} outline).",
-    )
-    faithful = st.checkbox("Insertion / deletion AUC", value=True, key="saliency.faithfulness")
+    )  # fmt: skip
+    faithful = st.checkbox("Insertion / deletion AUC", value=True, key=KEY + "faithfulness")
     steps, baseline = None, BASELINES[0]
     if faithful:
         left, right = st.columns(2)
-        steps = int(left.number_input("Steps", 2, 256, 16, key="saliency.steps"))
-        baseline = right.selectbox("Baseline", BASELINES, key="saliency.baseline", help="blank: zeros in model input; blur: Gaussian blur")
+        steps = int(left.number_input("Steps", 2, 256, 16, key=KEY + "steps"))
+        baseline = right.selectbox("Baseline", BASELINES, key=KEY + "baseline", help="blank: zeros in model input; blur: Gaussian blur")
     return view.Settings(method, method_settings, float(threshold), steps, baseline)
 
 
@@ -62,37 +107,43 @@ def show_target(workspace_path: str, model: str, spec_key: str, settings: view.S
     st.dataframe(
         table, hide_index=True, width="stretch",
         column_config={"Inside share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
-    )
+    )  # fmt: skip
 
 
-def show_comparison(workspace_path: str, models: dict[str, str], settings: view.Settings, targets: list[str], suite: str | None, n_composites: int) -> None:
+def show_comparison(workspace: Workspace, models: list[str], settings: view.Settings, targets: list[str], suite: str | None, n_composites: int) -> None:
     st.subheader("Object share per model × method")
     st.caption(
         "Mean share of positive attribution inside the object's mask, on originals and on their composites. A model "
         "that keeps looking at the object when the scene changes is a good sign."
     )
     left, middle, right = st.columns(3)
-    chosen_models = left.multiselect("Models", list(models), default=list(models)[:1], key="saliency.compare_models")
-    widgets.prefill("saliency.compare_methods", [settings.method], follows=settings.method)  # follows the page's method
-    chosen_methods = middle.multiselect("Methods", list(METHODS), format_func=lambda k: METHODS[k].name, key="saliency.compare_methods")
-    n_targets = int(right.number_input("First targets", 1, max(1, len(targets)), min(4, len(targets)), key="saliency.compare_targets"))
-    if not st.button("Compare", key="saliency.compare"):
-        st.caption("Each cell explains every chosen target and composite once; results are cached.")
+    chosen_models = left.multiselect("Models", models, default=models[:1], key=KEY + "compare_models")
+    widgets.prefill(KEY + "compare_methods", [settings.method], follows=settings.method)  # follows the page's method
+    chosen_methods = middle.multiselect("Methods", list(CLEAREST_FIRST), format_func=lambda k: METHODS[k].name, key=KEY + "compare_methods")
+    n_targets = int(right.number_input("First targets", 1, max(1, len(targets)), min(4, len(targets)), key=KEY + "compare_targets"))
+    params = view.survey_params(chosen_models, chosen_methods, settings, targets[:n_targets], suite, n_composites)
+    if st.button("Compare", key=KEY + "compare", disabled=not (chosen_models and chosen_methods), help="Runs as a background job."):
+        if job_view.start_job(workspace, "saliency", params) is None:
+            return
+    job = latest_job(workspace, "saliency", params)
+    if job is None or not job.active:
+        job_view.active_jobs(workspace, kind="saliency", key=KEY)  # comparisons started with other settings
+    if job is None:
+        st.caption(
+            "Runs in the background (Home lists it; Cancel stops it, Resume finishes it). Each model × method × target is "
+            "explained once and kept in the workspace, so a repeated comparison is read back."
+        )
         return
-    rows, progress = [], st.progress(0.0)
-    pairs = [(m, k) for m in chosen_models for k in chosen_methods]
-    for i, (model, method) in enumerate(pairs):
-        # the page's settings belong to its method; other methods run with their defaults
-        cell = settings if method == settings.method else view.Settings(method, (), settings.threshold, None, settings.baseline)
-        try:
-            rows.append(view.inside_share_comparison(workspace_path, model, models[model], cell, suite, tuple(targets[:n_targets]), n_composites))
-        except BackdropError as err:
-            st.error(f"{model} · {METHODS[method].name}: {err}")
-        progress.progress((i + 1) / len(pairs))
-    if rows:
-        table = pd.DataFrame(rows)
+    job = job_view.show_job(workspace, job.id, key=KEY)
+    if job.status != "done":
+        return
+    table = view.comparison_table(job.result["rows"])
+    if not table.empty:
         st.plotly_chart(view.comparison_chart(table), width="stretch")
         st.dataframe(table, hide_index=True, width="stretch")
+    if job.result["skipped"]:
+        pairs = ", ".join(f"{model} · {METHODS[method].name}" for model, method in job.result["skipped"])
+        st.caption(f"Not run: {pairs} ({NOT_RUNNABLE}).")
 
 
 def main() -> None:
@@ -110,20 +161,41 @@ def main() -> None:
         st.info("Saliency needs a registered model (Models page) and targets (Data page).")
         st.stop()
     suites = list_suites(workspace).set_index("id").to_dict("index")
+    classes = sorted(targets["class_name"].unique())
     with st.sidebar:
-        model = st.selectbox("Model", list(models), key="saliency.model")
-        target = st.selectbox("Target", targets["id"], key="saliency.target")
+        follow_run_link(list_runs(workspace))
+        deeplink.adopt("model", KEY + "model", list(models))
+        keep_valid(KEY + "model", list(models))
+        model = st.selectbox("Model", list(models), key=KEY + "model")
+        deeplink.adopt("class", KEY + "class", classes)
+        class_name = widgets.class_filter(classes, key=KEY + "class", label="Targets of class")
+        shown = targets["id"].tolist() if class_name is None else targets.loc[targets["class_name"] == class_name, "id"].tolist()
+        deeplink.adopt("target", KEY + "target", shown)
+        keep_valid(KEY + "target", shown)
+        target = st.selectbox("Target", shown, key=KEY + "target")
+        deeplink.adopt("suite", KEY + "suite", list(suites))
+        keep_valid(KEY + "suite", [NO_SUITE, *suites])
         suite = st.selectbox(
-            "Composites from suite", [NO_SUITE, *suites], key="saliency.suite",
+            "Composites from suite", [NO_SUITE, *suites], key=KEY + "suite",
             format_func=lambda s: s if s == NO_SUITE else widgets.suite_label({"id": s, **suites[s]}),
         )  # fmt: skip
         suite = None if suite == NO_SUITE else suite
-        n_composites = int(st.number_input("Composites shown", 0, 32, 5, key="saliency.n_composites")) if suite else 0
-        settings = choose_settings()
+        n_composites = int(st.number_input("Composites shown", 0, 32, 5, key=KEY + "n_composites")) if suite else 0
+        try:
+            methods = view.runnable_methods(workspace_path, model, models[model])
+        except BackdropError as err:
+            st.error(str(err))
+            st.stop()
+        settings = choose_settings(model, methods)
+    runs = list_runs(workspace, model=model, suite_id=suite) if suite else None
+    deeplink.publish(
+        run=None if runs is None or runs.empty else runs["id"].iloc[0], model=model, suite=suite, **{"class": class_name},
+        target=target, method=settings.method,
+    )  # fmt: skip
     if not suites:
         st.info("No suite yet: only the original is shown. Build one on the Suites page to see composites.")
     show_target(workspace_path, model, models[model], settings, target, suite, n_composites)
-    show_comparison(workspace_path, models, settings, targets["id"].tolist(), suite, n_composites)
+    show_comparison(workspace, list(models), settings, targets["id"].tolist(), suite, n_composites)
 
 
 main()

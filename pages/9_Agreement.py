@@ -32,16 +32,17 @@ PER_MODEL_NAMES = {
 
 def show_summary(agreement: Agreement) -> None:
     kappa, alpha = agreement.fleiss, agreement.alpha["ordinal"]
-    columns = st.columns(5)
+    columns = st.columns(3)  # rows of three wide cards: at 1400 px a row of five cut "Krippendorff's α (ordinal)" and "substantial"
     columns[0].metric(
         "Fleiss' κ", view.format_kappa(kappa.value), border=True, help="Across all annotators, over the models judged by at least two."
     )
     columns[0].caption(view.estimate_caption(kappa))
-    columns[1].metric("Krippendorff's α (ordinal)", view.format_kappa(alpha.value), border=True, help=view.ALPHA_EXPLAINED)
+    columns[1].metric("Krippendorff's α", view.format_kappa(alpha.value), border=True, help="Ordinal (invariant < borderline < variant). " + view.ALPHA_EXPLAINED)
     columns[1].caption(view.estimate_caption(alpha))
     columns[2].metric("Strength of κ", view.kappa_words(kappa.value), border=True, help="Landis & Koch (1977) bands.")
-    columns[3].metric("Annotators", len(agreement.annotators), border=True)
-    columns[4].metric("Models in κ and α", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
+    counts = st.columns(3)
+    counts[0].metric("Annotators", len(agreement.annotators), border=True)
+    counts[1].metric("Models in κ and α", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
     for warning in agreement.warnings:
         st.warning(warning, icon=":material/warning:")
     nominal = agreement.alpha["nominal"]

@@ -165,6 +165,8 @@ def point_scatter(
         marker={
             "color": values[shown],
             "colorscale": VARIANCE_COLORSCALE,
+            "cmin": min(0.0, float(values.min(initial=0.0))),  # absolute differences start the bar at 0 (Plotly centres all-zero values on 0)
+            "cmax": max(float(values.max(initial=0.0)), 1e-6),
             "size": 4,
             "opacity": 0.6,
             "colorbar": value_colorbar(),

@@ -15,7 +15,7 @@ from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
 
 REFRESH_S = 2.0  # seconds between two looks at a running job
-KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs"}
+KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs", "zoo": "Zoo training", "saliency": "Saliency comparison"}
 ENDED = {"done": "Finished", "cancelled": "Cancelled", "failed": "Failed"}
 
 

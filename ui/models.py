@@ -1,4 +1,5 @@
-"""Streamlit helpers of the Models page: cached evaluations and predictions, tables, charts, uploads.
+"""Streamlit helpers of the Models page: cached evaluations and predictions, tables, charts, uploads,
+and the form that trains the zoo of heads with known background reliance (:mod:`analytics.zoo`).
 
 Loaded models come from :func:`ui.cache.load_model` (``st.cache_resource``: one shared object per
 workspace, model and content key); evaluations and predictions are ``st.cache_data`` keyed on the
@@ -19,8 +20,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.inference import Evaluation, evaluate
-from analytics.models import ModelSpec
+from analytics.models import LITE_VARIANTS, ModelSpec, list_models
 from analytics.workspace import Workspace
+from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
 from ui import cache
 
 TABLE_COLUMNS = {
@@ -33,6 +35,18 @@ TABLE_COLUMNS = {
     "n_params": "Parameters",
     "embedding_layer": "Embedding",
     "construction": "Construction",
+}
+ZOO_KEY = "models.zoo."  # prefix of the zoo form's widget keys
+ZOO_JOB = ZOO_KEY + "job"  # session-state key: the id of the zoo job this session started
+ZOO_COLUMNS = {
+    "name": "Head",
+    "strength": "Strength s",
+    "augment": "Augmented",
+    "seed": "Seed",
+    "temperature": "Temperature",
+    "accuracy": "Accuracy",
+    "heldout_accuracy": "Held-out accuracy",
+    "trained": "Trained now",
 }
 
 
@@ -100,3 +114,59 @@ def uploaded_file(upload) -> Iterator[Path]:
         path = Path(folder) / Path(upload.name).name
         path.write_bytes(upload.getvalue())
         yield path
+
+
+def zoo_backbones(workspace: Workspace) -> list[str]:
+    """Networks a zoo can be trained on: registered non-head models, then the EfficientNet-Lites not yet registered."""
+    registered = [spec.name for spec in list_models(workspace) if spec.source != "head"]
+    return registered + [name for v in LITE_VARIANTS if (name := f"efficientnet-lite{v}") not in registered]
+
+
+def zoo_form(workspace: Workspace) -> dict | None:
+    """The zoo settings (backbone, strengths, augmentation, seeds, figure-8 family, replace).
+
+    Returns
+    -------
+    dict or None
+        Keyword arguments of :func:`analytics.zoo.build_zoo` (JSON values) when the button was
+        pressed, else None.
+    """
+    backbones = zoo_backbones(workspace)
+    left, middle, right = st.columns([2, 3, 1])
+    backbone = left.selectbox(
+        "Backbone", backbones, index=backbones.index(DEFAULT_BACKBONE) if DEFAULT_BACKBONE in backbones else 0, key=ZOO_KEY + "backbone",
+        help="The heads read this network's frozen embedding; a missing EfficientNet-Lite is registered from its bundled weights.",
+    )  # fmt: skip
+    strengths = middle.multiselect(
+        "Background strengths s", list(DEFAULT_STRENGTHS), default=list(DEFAULT_STRENGTHS), format_func=lambda s: f"{s:g}", key=ZOO_KEY + "strengths",
+        help="How strongly a class predicts its background in a head's training set: 0 = independent, 1 = always its home scenes.",
+    )  # fmt: skip
+    seeds = int(right.number_input("Seeds", 1, 10, len(DEFAULT_SEEDS), key=ZOO_KEY + "seeds"))
+    left, middle, right = st.columns(3)
+    augment = left.checkbox("Augmented heads too", value=True, key=ZOO_KEY + "augment", help="Also train each head with random-background composites, which lowers its reliance.")
+    family = middle.checkbox(
+        "Figure-8 family", value=True, key=ZOO_KEY + "family",
+        help=f"Per seed, the s = 0.5 head at temperatures {', '.join(f'{t:g}' for t in DEFAULT_TEMPERATURES)}: equal accuracy, different matrices (the paper's Figure 8).",
+    )  # fmt: skip
+    replace = right.checkbox("Retrain heads built with other settings", value=False, key=ZOO_KEY + "replace", help="Otherwise such a head stops the job with a message.")
+    heads = len(strengths) * (2 if augment else 1) * seeds + (seeds * len(DEFAULT_TEMPERATURES) if family else 0)
+    st.caption(
+        f"{heads} heads. Runs in the background with progress and Cancel; a resumed or repeated build keeps the heads "
+        "already trained with the same settings and the cached embeddings."
+    )
+    if not st.button("Train the zoo", type="primary", icon=":material/play_arrow:", key=ZOO_KEY + "go", disabled=not strengths):
+        return None
+    return {
+        "backbone": backbone,
+        "strengths": [float(s) for s in strengths],
+        "augment": [False, True] if augment else [False],
+        "seeds": list(range(seeds)),
+        "temperatures": list(DEFAULT_TEMPERATURES) if family else [],
+        "replace": bool(replace),
+    }
+
+
+def zoo_result_table(result: dict) -> pd.DataFrame:
+    """A finished zoo job's heads (its ``result["models"]``) with the columns of :data:`ZOO_COLUMNS`."""
+    table = pd.DataFrame(result.get("models", []), columns=list(ZOO_COLUMNS))
+    return table.rename(columns=ZOO_COLUMNS)

@@ -406,7 +406,7 @@ def network_view(ontology: Ontology) -> None:
         depth = middle.radio("Depth", (1, 2), horizontal=True, key=KEY + "depth", help="Keywords up to this many edges away (either direction).")
         limit = int(right.number_input("Neighbours at most", 5, 200, MAX_NEIGHBOURS, step=5, key=KEY + "neighbours", help="Per depth, strongest edges first."))
         figure = cached_neighbourhood_figure(linked, ontology.id, centre, depth, limit)
-        shown = len(next(trace for trace in figure.data if trace.name == "keywords").x)
+        shown = len(figure.data[-1].customdata)  # the keyword names (x may come back as a packed typed array)
         st.caption(
             f"{shown} keywords within {depth} edge{'s' * (depth > 1)} of **{centre}** · {hidden}. Labels: the centre and its "
             "direct neighbours; hover a dot for the others. Scroll to zoom, drag to pan, double-click to reset."
@@ -532,7 +532,8 @@ def _graph_figure(graph: nx.DiGraph, edges: list, positions: dict[str, np.ndarra
     figure = go.Figure()
     if edges:
         confidences = np.array([c for _, _, c in edges])
-        low, high = float(confidences.min()), float(confidences.max())
+        high = float(confidences.max())
+        low = min(float(confidences.min()), high - 0.05)  # equal confidences: a bar ending at their value, not Plotly's value ± 0.5
         bins = np.minimum(((confidences - low) / max(high - low, 1e-9) * N_EDGE_BINS).astype(int), N_EDGE_BINS - 1)
         for b in range(N_EDGE_BINS):
             chosen = [edge for edge, in_bin in zip(edges, bins == b) if in_bin]

@@ -62,6 +62,14 @@ class Settings:
         return f"{name}window {self.window}, σ {self.sigma:g}, K {self.k}, grid {self.grid}"
 
 
+#: The page's starting settings (the smooth preset), also Home's story view's: both share the cached matrices.
+DEFAULT_SETTINGS = Settings("smooth", DEFAULT_GRID, PRESETS["smooth"][0], PRESETS["smooth"][1], DEFAULT_K)
+#: Key prefix of :func:`interpolation_controls`; its preset radio is ``PRESET_KEY`` (a deep link's ``preset``).
+INTERP = KEY + "interp"
+PRESET_KEY = INTERP + ".preset"
+PRESET_NAMES = (*PRESETS, runs.CUSTOM)
+
+
 # -- tables ------------------------------------------------------------------------------------------
 def run_label(run: Mapping) -> str:
     """``model · suite <id> · run <id>`` for select boxes."""
@@ -128,11 +136,15 @@ def matrix_npy(matrix: np.ndarray) -> bytes:
 
 
 # -- widgets -----------------------------------------------------------------------------------------
-def interpolation_controls(key: str = KEY + "interp") -> Settings:
-    """Preset (the paper's three) or free settings; returns the chosen :class:`Settings`."""
-    names = [*PRESETS, runs.CUSTOM]
+def interpolation_controls(key: str = INTERP) -> Settings:
+    """Preset (the paper's three) or free settings; returns the chosen :class:`Settings`.
+
+    The preset radio starts on :data:`DEFAULT_SETTINGS` through session state (no ``index``), so a
+    page may set it first, e.g. from a link (:func:`ui.deeplink.adopt`), without Streamlit's warning.
+    """
+    st.session_state.setdefault(f"{key}.preset", DEFAULT_SETTINGS.preset)
     preset = st.radio(
-        "Interpolation", names, index=names.index("smooth"), horizontal=True, key=f"{key}.preset",
+        "Interpolation", PRESET_NAMES, horizontal=True, key=f"{key}.preset",
         format_func=lambda n: f"{n} ({PRESETS[n][0]}, σ {PRESETS[n][1]:g})" if n in PRESETS else "free settings",
         help=(
             "The paper's presets: Gaussian RBF over a square window (side in cells) with σ in cells; K nearest points give every cell a base value. "

@@ -2,8 +2,9 @@
 
 Explanations are ``st.cache_data`` keyed on the workspace path, the model name and its spec hash (a
 re-registered model is explained afresh), the method with its settings, and the image ids; models
-come from :func:`ui.cache.load_model` (``st.cache_resource``). Composites are made here from the
-``suites``/``suite_items`` rows with :func:`analytics.compose.composite`, as a run makes them.
+come from :func:`ui.cache.load_model` (``st.cache_resource``). Images, composites and the
+comparison's numbers come from :mod:`analytics.saliency.survey`; a comparison over many targets runs
+there as the background job kind ``saliency``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.classes import list_class_mappings
-from analytics.compose import composite
-from analytics.datasets import load_backgrounds, load_targets
-from analytics.saliency import METHODS, NORMALIZATIONS, REDUCTIONS, Explanation, binarize, explain
+from analytics.saliency import METHODS, NORMALIZATIONS, REDUCTIONS, Explanation, available_methods, binarize, survey
 from analytics.workspace import Workspace
 from ui import cache
 from ui.widgets import outline_mask
@@ -30,9 +28,11 @@ ORIGINAL = "original"
 MASK_COLOUR, MASK_COLOUR_NAME = (0, 230, 255), "cyan"
 BINARY_COLOUR, BINARY_COLOUR_NAME = (255, 255, 255), "white"
 OVERLAY_ALPHA = 0.5
-#: The page's first method: Grad-CAM's coarse maps read at a glance, where plain gradients are speckle.
-DEFAULT_METHOD = "gradcam"
 HEAT_MAP = cv2.COLORMAP_JET
+COMPARISON_COLUMNS = {
+    "model": "Model", "method": "Method", "inside_share_originals": "Inside share (originals)",
+    "inside_share_composites": "Inside share (composites)", "originals": "Originals", "composites": "Composites",
+}  # fmt: skip
 LEGEND_CAPTION = "Heat map colours: dark blue = the map's lowest attribution → green → red = its highest (each map scaled to its own range)."
 
 
@@ -71,31 +71,10 @@ def registered_models(workspace: Workspace) -> dict[str, str]:
     return {spec.name: spec.content_key() for spec in list_models(workspace)}
 
 
-def suite_backgrounds(workspace: Workspace, suite_id: str | None, target_id: str, limit: int) -> list[str]:
-    """Background ids of a target's first ``limit`` composites in a suite (by position)."""
-    if suite_id is None or limit <= 0:
-        return []
-    rows = workspace.query(
-        "SELECT background_id FROM suite_items WHERE suite_id = ? AND target_id = ? ORDER BY position LIMIT ?",
-        (suite_id, target_id, limit),
-    )
-    return [row["background_id"] for row in rows]
-
-
-def images_of_target(workspace: Workspace, target_id: str, backgrounds: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The original image of a target followed by its composites on ``backgrounds``.
-
-    Returns
-    -------
-    images : ndarray of shape (1 + len(backgrounds), size, size, 3), uint8
-    masks : ndarray of shape (1 + len(backgrounds), size, size), bool (the object's mask, repeated)
-    """
-    image, mask = load_targets(workspace, [target_id])
-    k = len(backgrounds)
-    images, masks = np.repeat(image, 1 + k, 0), np.repeat(mask, 1 + k, 0)
-    if k:
-        images[1:] = composite(images[1:], masks[1:], load_backgrounds(workspace, backgrounds))
-    return images, masks
+@st.cache_data(max_entries=64, show_spinner="Loading the model…")
+def runnable_methods(workspace_path: str, model_name: str, spec_key: str) -> list[str]:
+    """The methods the model can run, clearest first (:func:`analytics.saliency.available_methods`)."""
+    return available_methods(cache.load_model(workspace_path, model_name))
 
 
 @st.cache_data(max_entries=128, show_spinner="Computing attribution maps…")
@@ -104,12 +83,12 @@ def explain_target(
 ) -> ExplainedImages:
     """One method's maps and scores on a target's original and first composites (``spec_key`` keys the cache)."""
     workspace = Workspace(workspace_path, create=False)
-    backgrounds = suite_backgrounds(workspace, suite_id, target_id, n_composites)
-    images, masks = images_of_target(workspace, target_id, backgrounds)
-    class_name = workspace.query_one("SELECT class_name FROM targets WHERE id = ?", (target_id,))["class_name"]
+    backgrounds = survey.suite_backgrounds(workspace, suite_id, target_id, n_composites)
     model = cache.load_model(workspace_path, model_name)
-    outputs = model.spec.label_space.class_outputs({class_name: list_class_mappings(workspace)[class_name]})[class_name]
-    explanation = _explain(model, images, masks, [outputs] * len(images), settings)
+    images, masks, explanation = survey.explain_target(
+        workspace, model, target_id, method=settings.method, backgrounds=backgrounds, settings=dict(settings.method_settings),
+        threshold=settings.threshold, faithfulness_steps=settings.faithfulness_steps, baseline=settings.baseline,
+    )  # fmt: skip
     return ExplainedImages(images, masks, [ORIGINAL, *backgrounds], explanation, list(model.spec.label_space.names))
 
 
@@ -117,52 +96,23 @@ def explain_target(
 def inside_share_comparison(
     workspace_path: str, model_name: str, spec_key: str, settings: Settings, suite_id: str | None, target_ids: tuple[str, ...], n_composites: int
 ) -> dict[str, float | int | str]:
-    """Mean inside share of one model × method on the originals and on the composites of ``target_ids``."""
-    workspace = Workspace(workspace_path, create=False)
-    model = cache.load_model(workspace_path, model_name)
-    classes = dict(zip(target_ids, _class_names(workspace, target_ids)))
-    outputs = model.spec.label_space.class_outputs(list_class_mappings(workspace))
-    shares: dict[bool, list[np.ndarray]] = {False: [], True: []}
-    for target_id in target_ids:
-        images, masks = images_of_target(workspace, target_id, suite_backgrounds(workspace, suite_id, target_id, n_composites))
-        result = _explain(model, images, masks, [outputs[classes[target_id]]] * len(images), settings)
-        share = result.alignment.inside_share
-        shares[False].append(share[:1])
-        shares[True].append(share[1:])
-    originals, composites = np.concatenate(shares[False]), np.concatenate(shares[True])
+    """Mean inside share of one model × method on the originals and on the composites of ``target_ids``
+    (inline: a few targets; many go through the ``saliency`` job), with :func:`comparison_table`'s names."""
+    row = survey.object_share_row(
+        Workspace(workspace_path, create=False), cache.load_model(workspace_path, model_name), target_ids, method=settings.method,
+        suite_id=suite_id, n_composites=n_composites, settings=dict(settings.method_settings),
+    )  # fmt: skip
+    return comparison_table([row]).iloc[0].to_dict()
+
+
+def survey_params(
+    models: list[str], methods: list[str], settings: Settings, target_ids: list[str], suite_id: str | None, n_composites: int
+) -> dict:
+    """Parameters of the ``saliency`` job for the comparison (the page's method keeps its settings)."""
     return {
-        "Model": model_name,
-        "Method": METHODS[settings.method].name,
-        "Inside share (originals)": _nanmean(originals),
-        "Inside share (composites)": _nanmean(composites),
-        "Originals": int(len(originals)),
-        "Composites": int(len(composites)),
-    }
-
-
-def _explain(model, images: np.ndarray, masks: np.ndarray, outputs: list[list[int]], settings: Settings) -> Explanation:
-    return explain(
-        model,
-        images,
-        masks,
-        outputs,
-        method=settings.method,
-        settings=dict(settings.method_settings),
-        threshold=settings.threshold,
-        faithfulness_steps=settings.faithfulness_steps,
-        baseline=settings.baseline,
-    )
-
-
-def _class_names(workspace: Workspace, target_ids: tuple[str, ...]) -> list[str]:
-    marks = ",".join("?" * len(target_ids))
-    found = {r["id"]: r["class_name"] for r in workspace.query(f"SELECT id, class_name FROM targets WHERE id IN ({marks})", target_ids)}
-    return [found[t] for t in target_ids]
-
-
-def _nanmean(values: np.ndarray) -> float:
-    values = values[~np.isnan(values)]
-    return float(values.mean()) if len(values) else float("nan")
+        "models": models, "methods": methods, "target_ids": target_ids, "suite_id": suite_id, "n_composites": n_composites,
+        "settings": {settings.method: dict(settings.method_settings)} if settings.method in methods else {},
+    }  # fmt: skip
 
 
 # -- widgets ---------------------------------------------------------------------------------
@@ -263,6 +213,13 @@ def metrics_table(result: ExplainedImages) -> pd.DataFrame:
     if e.faithfulness is not None:
         table["Insertion AUC"] = e.faithfulness.insertion_auc
         table["Deletion AUC"] = e.faithfulness.deletion_auc
+    return table
+
+
+def comparison_table(rows: list[dict]) -> pd.DataFrame:
+    """The rows of :func:`analytics.saliency.survey.object_share` with display names."""
+    table = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)).rename(columns=COMPARISON_COLUMNS)
+    table["Method"] = [METHODS[m].name for m in table["Method"]]
     return table
 
 

@@ -45,7 +45,7 @@ def init_state() -> None:
     """
     if getattr(PagesManager, "uses_pages_directory", False):
         st.session_state[RESUME_PAGE] = urlparse(st.context.url or "").path.strip("/")
-        st.switch_page(ENTRYPOINT)
+        st.switch_page(ENTRYPOINT, query_params=st.query_params.to_dict())  # a deep link's ?run=… (ui.deeplink) goes along
     st.session_state.setdefault(WORKSPACE_PATH, str(default_workspace_path()))
     st.session_state.setdefault(ANNOTATOR, "")
 

@@ -1,10 +1,15 @@
 """Helpers of the Suites page: the request form, the preview grid (the paper's Figure 17) and the
 distance histogram per method (its Figure 11).
 
-The library (:mod:`analytics.suites`, :mod:`analytics.sampling`) samples and stores; a suite is
-sampled and saved by a background job (:mod:`analytics.jobs`, kind ``suite``) whose progress,
-Cancel and Resume :mod:`ui.jobs` shows; this module lays out widgets, caches saved suites (keyed by
-their content id) and draws. ``st.session_state`` keeps only the id of the job the page started.
+The library (:mod:`analytics.suites`, :mod:`analytics.sampling`) samples and stores. A request is
+first previewed: sampled in this process for :data:`PREVIEW_TARGETS` targets only (spread over the
+classes; nothing saved), with a progress bar. Saving samples every target in a background job
+(:mod:`analytics.jobs`, kind ``suite``) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
+target's draw depends on the seed and that target's own inputs, so the saved suite holds the
+previewed backgrounds (except for a target without detected keywords, whose class keywords are
+counted over the sampled targets). This module lays out widgets, caches saved suites (keyed by
+their content id) and draws. ``st.session_state`` keeps the id of the job the page started and the
+last preview.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import pandas as pd
 import streamlit as st
 
 from analytics.datasets import list_backgrounds, list_targets
+from analytics.exceptions import BackdropError
 from analytics.keywords import list_keyword_tables
+from analytics.methods import comparison_targets
 from analytics.models import list_models
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from
 from analytics.sampling import SAMPLERS
@@ -26,6 +33,7 @@ from analytics.similarity import default_distance_models
 from analytics.suites import (
     DEFAULT_REALISM_THRESHOLD,
     Suite,
+    build_suite,
     ensure_keyword_tables,
     ensure_ontology,
     list_suites,
@@ -37,6 +45,8 @@ from ui import cache, widgets
 
 KEY = "suites."  # prefix of every widget key of the page
 JOB = KEY + "job"  # session-state key: the id of the suite job this session started
+PREVIEW = KEY + "preview"  # session-state key: (request, unsaved suite) of the last preview
+PREVIEW_TARGETS = 3  # targets sampled for a preview (spread over the classes)
 DEFAULT_N = 32
 METHOD_HELP = {
     "random": "uniformly random backgrounds (baseline)",
@@ -114,12 +124,30 @@ def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
         threshold = middle.slider("Realism threshold (seam harmony)", 0.0, 1.0, DEFAULT_REALISM_THRESHOLD, 0.05, key=KEY + "realism")
         top_up = right.checkbox("Keyword methods: top up with random backgrounds", value=True, key=KEY + "top_up")
         submitted = st.form_submit_button(
-            "Sample and save suite", type="primary", key=KEY + "go",
-            help="Runs in the background with progress and Cancel; the same settings again reuse the saved suite.",
+            "Preview", type="primary", key=KEY + "go", icon=":material/visibility:",
+            help=f"Samples {PREVIEW_TARGETS} targets here, saving nothing; then save the suite for every target.",
         )  # fmt: skip
     if not submitted:
         return None
     return SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
+
+
+def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
+    """``request`` sampled for :data:`PREVIEW_TARGETS` targets in this process, nothing saved, with a
+    progress bar; None (and the reason shown) when the library refuses it."""
+    bar = st.progress(0.0, text=f"Screening the pool and sampling {PREVIEW_TARGETS} targets for the preview…")
+
+    def report(done: int, total: int) -> None:
+        bar.progress(done / total if total else 0.0, text=f"Semantic distances of the preview's composites… {done}/{total}")
+
+    try:
+        targets = comparison_targets(workspace, PREVIEW_TARGETS)
+        return build_suite(workspace, **request.build_kwargs(), target_ids=targets, save=False, progress=report)
+    except BackdropError as err:
+        st.error(str(err))
+        return None
+    finally:
+        bar.empty()
 
 
 def _table_choice(column, tables: pd.DataFrame, kind: str) -> str | None:
@@ -215,10 +243,10 @@ def caption(row, *, keyword_method: bool) -> str:
     return " · ".join(part for part in (f"#{row.position}", keyword, distance, realism) if part)
 
 
-def preview(workspace: Workspace, suite: Suite) -> None:
+def preview(workspace: Workspace, suite: Suite, *, key: str = KEY + "target") -> None:
     """One target's suite as a grid: the original first, then each composite with its keyword,
-    level and distance (the paper's Figure 17)."""
-    target_id = st.selectbox("Target", suite.target_ids, key=KEY + "target")
+    level and distance (the paper's Figure 17); ``key`` is the target picker's widget key."""
+    target_id = st.selectbox("Target", suite.target_ids, key=key)
     targets = list_targets(workspace).set_index("id")
     backgrounds = list_backgrounds(workspace).set_index("id")
     root = str(workspace.root)

@@ -82,8 +82,9 @@ def _output_classes(outputs: dict[str, list[int]], n_outputs: int) -> np.ndarray
 
 # -- prediction ----------------------------------------------------------------------------------
 def predict_chunked(
-    workspace: Workspace, model: LoadedModel, key: str, n: int, images_of: Callable[[slice], np.ndarray], *, batch_size: int, progress: Progress | None = None
-) -> np.ndarray:
+    workspace: Workspace, model: LoadedModel, key: str, n: int, images_of: Callable[[slice], np.ndarray], *, batch_size: int,
+    progress: Progress | None = None, cached_only: bool = False,
+) -> np.ndarray | None:
     """Top output of ``n`` images rendered chunk by chunk, each chunk cached under ``key``.
 
     Parameters
@@ -98,16 +99,21 @@ def predict_chunked(
     batch_size : int
     progress : callable, optional
         ``progress(done, n)`` after each chunk.
+    cached_only : bool, default=False
+        Compute nothing: None as soon as a chunk is not cached.
 
     Returns
     -------
-    predicted : ndarray of shape (n,), int64
+    predicted : ndarray of shape (n,), int64, or None
+        None only with ``cached_only`` and a chunk missing.
     """
     parts = []
     with _cpu_threads(model.device):
         for start in range(0, n, CHUNK):
             rows = slice(start, min(n, start + CHUNK))
             cached = workspace.cache_get(f"{key}/{start}")
+            if cached is None and cached_only:
+                return None
             if cached is None:
                 cached = np.concatenate([_top(model, images) for images in _batches(images_of(rows), batch_size)])
                 workspace.cache_put(f"{key}/{start}", cached)
@@ -165,7 +171,8 @@ def evaluate_variants(
     batch_size: int = 32,
     device: str | torch.device | None = None,
     progress: Progress | None = None,
-) -> pd.DataFrame:
+    cached_only: bool = False,
+) -> pd.DataFrame | None:
     """Predictions of a registered model on the generated variants of ``data``.
 
     Parameters
@@ -186,11 +193,14 @@ def evaluate_variants(
     device : str or torch.device, optional
     progress : callable, optional
         ``progress(done, total)`` over all images of all variants.
+    cached_only : bool, default=False
+        Read earlier results only (e.g. for a report): None when any image is not cached yet.
 
     Returns
     -------
-    predictions : DataFrame
-        :data:`analytics.bgchallenge.metrics.PREDICTION_COLUMNS`, one row per image.
+    predictions : DataFrame or None
+        :data:`analytics.bgchallenge.metrics.PREDICTION_COLUMNS`, one row per image; None only with
+        ``cached_only``.
 
     Raises
     ------
@@ -212,8 +222,10 @@ def evaluate_variants(
         report = None if progress is None else (lambda k, _n, d=done: progress(d + k, total))
         predicted = predict_chunked(
             workspace, model, f"bgchallenge/{base}/{plan.variant}", len(plan.sources),
-            lambda rows, p=plan: render(data, p, rows, blend=blend), batch_size=batch_size, progress=report,
+            lambda rows, p=plan: render(data, p, rows, blend=blend), batch_size=batch_size, progress=report, cached_only=cached_only,
         )  # fmt: skip
+        if predicted is None:
+            return None
         done += len(plan.sources)
         ids, classes = np.asarray(data.ids, object), np.asarray(data.classes, object)
         tables.append(_table(plan.variant, ids[plan.sources], classes[plan.sources], ids[plan.backgrounds], classes[plan.backgrounds], predicted, outputs, owner))

@@ -6,6 +6,7 @@ See :mod:`analytics.report` for the sections; the file opens without a server or
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -13,7 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
     from ..cli import add_json_option, add_workspace_option
 
-    parser = subparsers.add_parser("report", help="write a self-contained HTML report (matrices, failures, gallery, judgments, provenance)")
+    parser = subparsers.add_parser(
+        "report", help="write a self-contained HTML report (accuracy, BG-Gap, matrices, failures, galleries, flips, judgments, assessor, provenance)"
+    )
     parser.add_argument("--model", required=True, help="the model the report is about")
     parser.add_argument("--compare", nargs="*", default=[], metavar="MODEL", help="further models to show beside it")
     parser.add_argument("--suite", default=None, help="suite id (default: the suite of the model's newest finished run)")
@@ -25,15 +28,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> dict:
-    """Write the report to ``--out``; returns out, bytes, model and compare."""
+    """Write the report to ``--out`` (a tqdm bar over the sections on stderr); returns out, bytes, model and compare."""
+    from tqdm import tqdm
+
     from ..cli import open_workspace
     from ..exceptions import InvalidInputError
-    from ..report import build_report
+    from ..report import SECTIONS, build_report
 
     out = Path(args.out)
     if out.is_dir():
         raise InvalidInputError(f"--out {out} is a folder; pass a file name such as {out / 'report.html'}")
-    text = build_report(open_workspace(args), args.model, compare=args.compare, suite_id=args.suite, min_count=args.min_count)
+    with tqdm(total=len(SECTIONS), desc="report", unit="section", file=sys.stderr) as bar:
+        text = build_report(
+            open_workspace(args), args.model, compare=args.compare, suite_id=args.suite, min_count=args.min_count,
+            progress=lambda done, _total: bar.update(done - bar.n),
+        )  # fmt: skip
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as error:

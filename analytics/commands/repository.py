@@ -1,8 +1,9 @@
-"""``repository add | run | status``: register a manifest of checkpoints, run them all over a suite,
-and see where each model stands (:mod:`analytics.repository`).
+"""``repository add | create | run | status``: register a manifest of checkpoints (or name registered
+models), run them all over a suite, and see where each model stands (:mod:`analytics.repository`).
 
 ``run`` shows a tqdm bar over the models; running again skips finished models and resumes an
-interrupted one from its stored batches.
+interrupted one from its stored batches. ``run --ray ADDRESS|local`` spreads the models over a Ray
+cluster (:mod:`analytics.distributed`); this process still does all the writing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--name", default=None, help="repository name (default: the manifest's file name without extension)")
     add.add_argument("--replace", action="store_true", help="register again models whose name is taken (new weights)")
     add.set_defaults(handler=repository_add)
+    create = actions.add_parser("create", help="record registered models (zoo heads, torchvision, TorchScript) as a repository")
+    create.add_argument("name", metavar="NAME", help="repository name (an existing one is extended)")
+    create.add_argument("--models", required=True, type=_model_list, help="comma-separated registered model names, e.g. a,b,c")
+    create.set_defaults(handler=repository_create)
     run = actions.add_parser("run", help="run every model of a repository over a suite (finished models are skipped)")
     status = actions.add_parser("status", help="done / running / failed / pending per model, with accuracies")
     for action in (run, status):
@@ -29,9 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action.add_argument("--top-k", type=int, default=3, help="embedding top-k of the runs (default 3)")
     run.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when available)")
     run.add_argument("--batch-size", type=int, default=32, help="images per batch (default 32)")
+    run.add_argument("--ray", default=None, metavar="ADDRESS", help="run on a Ray cluster: 'local' (this machine), 'auto' or host:port / ray://host:10001")
+    run.add_argument("--gpus-per-model", type=float, default=0, help="with --ray: GPUs each task (a group of models) asks for (default 0)")
     run.set_defaults(handler=repository_run)
     status.set_defaults(handler=repository_status)
-    for action in (add, run, status):
+    for action in (add, create, run, status):
         add_workspace_option(action)
         add_json_option(action)
 
@@ -41,6 +48,21 @@ def repository_add(args: argparse.Namespace) -> dict:
     from ..repository import add_repository
 
     return add_repository(open_workspace(args), args.manifest, name=args.name, replace=args.replace).as_dict()
+
+
+def _model_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"give registered model names separated by commas; got {text!r}")
+    return names
+
+
+def repository_create(args: argparse.Namespace) -> dict:
+    from ..cli import open_workspace
+    from ..repository import create_repository
+
+    record = create_repository(open_workspace(args), args.name, args.models)
+    return {"repository": args.name, "models": record["models"]}
 
 
 def repository_run(args: argparse.Namespace) -> dict:
@@ -57,8 +79,9 @@ def repository_run(args: argparse.Namespace) -> dict:
             bar.set_postfix_str(message, refresh=True)
 
         return run_repository(
-            open_workspace(args), args.name, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress
-        )
+            open_workspace(args), args.name, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress,
+            ray_address=args.ray, num_gpus_per_model=args.gpus_per_model,
+        )  # fmt: skip
 
 
 def repository_status(args: argparse.Namespace) -> dict:

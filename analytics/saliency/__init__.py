@@ -4,13 +4,16 @@ One base class (:class:`AttributionMethod`, captum-style: model in the construct
 ``attribute(inputs, target)`` call returning (n, H, W) maps), one file per method, and the registry
 :data:`METHODS` that the page and the CLI read. :mod:`.metrics` scores maps against foreground
 masks (IoU, precision, recall, F1, pointing game, inside share) and by insertion/deletion AUC.
-:func:`explain` runs a method and the metrics for a loaded Backdrop model on workspace images.
+:func:`explain` runs a method and the metrics for a loaded Backdrop model on workspace images;
+:func:`available_methods` says which methods a loaded model can run (TorchScript: no hooks, so no
+CAM and no guided backprop), clearest first. :mod:`.survey` is the long work over many targets
+(the background job kind ``saliency``).
 """
 
 from __future__ import annotations
 
 from ._base import NORMALIZATIONS, REDUCTIONS, AttributionMethod, Setting, normalize_maps, reduce_channels
-from ._model import Explanation, explain, explainer, logits_module
+from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, explainer, logits_module
 from .gradcam import GradCAM
 from .gradcam_plus_plus import GradCAMPlusPlus
 from .guided_backprop import GuidedBackprop
@@ -30,6 +33,7 @@ METHODS: dict[str, type[AttributionMethod]] = {
 
 __all__ = [
     "BASELINES",
+    "CLEAREST_FIRST",
     "METHODS",
     "NORMALIZATIONS",
     "REDUCTIONS",
@@ -48,6 +52,7 @@ __all__ = [
     "Saliency",
     "Setting",
     "alignment",
+    "available_methods",
     "binarize",
     "explain",
     "explainer",

@@ -75,6 +75,42 @@ def explainer(model: Any, method: str, **settings: Any) -> AttributionMethod:
     return cls(logits_module(model), layer=model.gradcam_layer if cls.needs_layer else None, **settings)
 
 
+#: Method keys from the clearest maps to the noisiest (the order pages list them in; the first one a
+#: model can run is its default): CAM maps and occlusion are coarse and smooth and read at a glance,
+#: RISE is smooth but a Monte-Carlo estimate, gradient maps show pixel-level detail that reads as speckle.
+CLEAREST_FIRST = (
+    "gradcam", "gradcam_plus_plus", "occlusion", "rise", "integrated_gradients", "guided_backprop", "input_x_gradient", "saliency",
+)  # fmt: skip
+
+
+def available_methods(model: Any) -> list[str]:
+    """The attribution methods a loaded model can run, clearest first (:data:`CLEAREST_FIRST`).
+
+    A method is available when :func:`explainer` can build it for the model: TorchScript models
+    accept no hooks and expose no layers, so the CAM methods (which read ``model.gradcam_layer``)
+    and guided backprop (which hooks ReLU modules) are left out for them; a network without a
+    convolution has no CAM either.
+
+    Parameters
+    ----------
+    model : LoadedModel
+
+    Returns
+    -------
+    list of str
+        Keys of :data:`analytics.saliency.METHODS`; never empty (the plain gradient needs only
+        the forward pass).
+    """
+    runnable = []
+    for key in CLEAREST_FIRST:
+        try:
+            explainer(model, key)
+        except InvalidInputError:
+            continue
+        runnable.append(key)
+    return runnable
+
+
 def black_input(model: Any) -> Tensor:
     """A black image through the model's preprocessing: Tensor of shape (1, 3, s, s) on its device."""
     return torch.as_tensor(model.preprocess(np.zeros((1, 32, 32, 3), np.uint8))).to(model.device)

@@ -1,21 +1,28 @@
-"""The streaming batch engine: composites, runs, resumption, heads, evaluation and the CLI."""
+"""The streaming batch engine: composites, runs, resumption, heads, plan/compute/write, the
+composite cache, CUDA out-of-memory back-off, evaluation and the CLI."""
 
 from __future__ import annotations
 
 import json
+import pickle
 import threading
 
+import cv2
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import analytics.inference as inference
 from analytics.cli import main
 from analytics.compose import composite, foreground_only
 from analytics.datasets import load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.inference import ImageJob, evaluate, iter_composites, run_models, suite_jobs
-from analytics.models import LoadedModel, list_models, load_model, register_head
+from analytics.composite_cache import CompositeCache
+from analytics.inference import (
+    DeviceMemoryError, ImageJob, evaluate, finish_runs, group_rows, iter_composites, plan_runs, run_models, suite_jobs, write_rows,
+)
+from analytics.models import LoadedModel, custom_label_space, list_models, load_model, register_head, register_torchscript, resize_images
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
 
@@ -179,6 +186,131 @@ def test_run_refuses_bad_arguments(tiny_model_workspace):
         run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, top_k=0)
     with pytest.raises(NotFoundError, match="no model 'nope'"):
         run_models(tiny_model_workspace, ["nope"], TINY_SUITE)
+
+
+# -- plan / compute / write -----------------------------------------------------------------------
+def _forget_runs(workspace) -> None:
+    with workspace.transaction() as conn:
+        conn.execute("DELETE FROM runs")  # run_images go with them (ON DELETE CASCADE)
+
+
+def _all_rows(workspace, run_ids) -> list[pd.DataFrame]:
+    return [_rows(workspace, run_id).drop(columns="run_id") for run_id in run_ids]
+
+
+def test_plan_compute_write_equals_run_models_and_compute_never_writes(tiny_model_workspace):
+    expected = _all_rows(tiny_model_workspace, run_models(tiny_model_workspace, ["tiny", "bg-only"], TINY_SUITE, device="cpu", batch_size=7))
+    _forget_runs(tiny_model_workspace)
+    plan = plan_runs(tiny_model_workspace, ["tiny", "bg-only", "tiny"], TINY_SUITE, device="cpu")
+    assert pickle.loads(pickle.dumps(plan)) == plan  # a worker process can receive it
+    assert list(plan.run_ids) == ["tiny", "bg-only"] and plan.worked == frozenset(plan.run_ids.values())
+    assert [g.models for g in plan.groups] == [("tiny",), ("bg-only",)] and plan.total == 2 * 6 * (TINY_SUITE_N + 1)
+    assert {r["status"] for r in tiny_model_workspace.query("SELECT status FROM runs")} == {"running"}
+    for group in plan.groups:
+        half = [job for job in group.todo if job.target_id < "square"]  # whole targets
+        for jobs in (half, None):  # the rest (None: group.todo) skips the rows stored by the first half
+            batches = list(group_rows(tiny_model_workspace, plan, group, jobs=jobs, batch_size=7))
+            assert all(len(row) == 11 for rows in batches for row in rows)
+            assert len({row[0] for rows in batches for row in rows}) == 1
+            assert tiny_model_workspace.query_one("SELECT COUNT(*) AS n FROM run_images WHERE run_id = ?", (plan.run_ids[group.models[0]],))["n"] == (
+                0 if jobs is half else len(half)
+            )  # computing wrote nothing
+            for rows in batches:
+                write_rows(tiny_model_workspace, rows)
+    finish_runs(tiny_model_workspace, plan)
+    assert {r["status"] for r in tiny_model_workspace.query("SELECT status FROM runs")} == {"done"}
+    for got, want in zip(_all_rows(tiny_model_workspace, plan.run_ids.values()), expected):
+        pd.testing.assert_frame_equal(got, want)
+
+
+# -- composite cache -------------------------------------------------------------------------------
+def _count_composited(monkeypatch) -> list[int]:
+    counts = []
+    original = inference._compose_batch
+    monkeypatch.setattr(inference, "_compose_batch", lambda cache, jobs, blend: counts.append(len(jobs)) or original(cache, jobs, blend))
+    return counts
+
+
+def test_composite_cache_composites_each_image_once_across_models(tiny_model_workspace, monkeypatch):
+    names = ["tiny", "bg-only", "fg-only"]  # three groups: without a cache each composites the suite
+    expected = _all_rows(tiny_model_workspace, run_models(tiny_model_workspace, names, TINY_SUITE, device="cpu", batch_size=8))
+    _forget_runs(tiny_model_workspace)
+    counts = _count_composited(monkeypatch)
+    with CompositeCache(tiny_model_workspace) as composites:
+        run_ids = run_models(tiny_model_workspace, names, TINY_SUITE, device="cpu", batch_size=8, composites=composites)
+        (path,) = composites.paths  # one input size, one finished file
+        assert np.load(path).shape == (6 * (TINY_SUITE_N + 2), 64, 64, 3)  # each target: foreground-only, original, n composites
+    assert sum(counts) == 6 * (TINY_SUITE_N + 2)
+    assert not path.exists() and not path.parent.exists()  # deleted on close
+    for got, want in zip(_all_rows(tiny_model_workspace, run_ids), expected):
+        pd.testing.assert_frame_equal(got, want)
+
+
+def test_kept_composites_are_read_by_a_later_cache_and_sizes_get_their_own_files(tiny_model_workspace, tiny_model_files, monkeypatch):
+    jobs = inference._with_foreground(suite_jobs(tiny_model_workspace, TINY_SUITE)[0])  # the whole suite, as the engine asks for it
+    with CompositeCache(tiny_model_workspace, keep=True) as composites:
+        for size in (48, None):
+            list(iter_composites(tiny_model_workspace, jobs, size=size, composites=composites, suite_id=TINY_SUITE))
+        paths = composites.paths
+    assert len(paths) == 2 and all(p.exists() for p in paths)
+    counts = _count_composited(monkeypatch)
+    worker = pickle.loads(pickle.dumps(CompositeCache(tiny_model_workspace)))  # as a worker process gets it: keeps the files
+    with worker, CompositeCache(tiny_model_workspace) as owner:
+        for composites in (worker, owner):
+            cached = np.concatenate([im for _, im in iter_composites(tiny_model_workspace, jobs, size=48, composites=composites, suite_id=TINY_SUITE)])
+        assert worker.keep and counts == []  # read, not made
+        with pytest.raises(InvalidInputError, match="suite_id"):
+            iter_composites(tiny_model_workspace, jobs, composites=owner)
+    assert not paths[0].exists() and paths[1].exists()  # the owner deleted the file it used
+    monkeypatch.undo()
+    np.testing.assert_array_equal(cached, np.concatenate([im for _, im in iter_composites(tiny_model_workspace, jobs, size=48)]))
+
+
+def test_composites_made_at_the_input_size_match_resized_composites(tiny_model_workspace, tiny_model_files):
+    register_torchscript(tiny_model_workspace, "tiny48", checkpoint=tiny_model_files["tiny"], label_space=custom_label_space(tiny_model_files["labels"]), input_size=48)
+    jobs, _ = suite_jobs(tiny_model_workspace, TINY_SUITE)
+    at_size = np.concatenate([im for _, im in iter_composites(tiny_model_workspace, jobs, size=48)])
+    resized = resize_images(np.concatenate([im for _, im in iter_composites(tiny_model_workspace, jobs)]), 48)
+    originals = [i for i, job in enumerate(jobs) if job.position == 0]
+    np.testing.assert_array_equal(at_size[originals], resized[originals])  # the same resize
+    _, masks = load_targets(tiny_model_workspace, [job.target_id for job in jobs])
+    hard = (resize_images(np.repeat(masks[..., None] * 255, 3, axis=3).astype(np.uint8), 48)[..., 0] > 127).astype(np.uint8)
+    kernel = np.ones((9, 9), np.uint8)  # 4 px either side of the outline: the 64 px seam band (3 px) at 48 px, and the resize's reach
+    seam = np.stack([cv2.dilate(m, kernel) > cv2.erode(m, kernel) for m in hard])
+    difference = np.abs(at_size.astype(int) - resized.astype(int)).max(axis=3)
+    assert difference[~seam].max() <= 1 and difference[seam].max() > 0  # away from the seam: the same up to rounding
+    (run_id,) = run_models(tiny_model_workspace, ["tiny48"], TINY_SUITE, device="cpu")
+    rows = _rows(tiny_model_workspace, run_id)
+    old = load_model(tiny_model_workspace, "tiny48").predict(resized)
+    np.testing.assert_allclose(rows.max_prob, old.probabilities.max(1), atol=1e-2)
+    # the embedding is a mean over the image, and the seam is 1/7 of a 48 px tiny image's pixels (far less at 224 px)
+    np.testing.assert_allclose(rows.emb_mean, old.embeddings.mean(1), rtol=2e-2)
+    np.testing.assert_allclose(rows.emb_max, old.embeddings.max(1), rtol=2e-2)
+
+
+# -- CUDA out-of-memory back-off -------------------------------------------------------------------
+def test_out_of_memory_halves_the_model_batch_and_keeps_the_rows(tiny_model_workspace, monkeypatch):
+    expected = _all_rows(tiny_model_workspace, run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=10))
+    _forget_runs(tiny_model_workspace)
+    seen = []
+    original = LoadedModel.run_batch
+
+    def fits_three(self, batch):  # an allocator that fails above 3 images
+        seen.append(len(batch))
+        if len(batch) > 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(self, batch)
+
+    monkeypatch.setattr(LoadedModel, "run_batch", fits_three)
+    run_ids = run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=10)
+    assert seen[:4] == [10, 5, 2, 2] and max(seen[4:]) == 2  # halved until it fits, then kept small
+    for got, want in zip(_all_rows(tiny_model_workspace, run_ids), expected):
+        pd.testing.assert_frame_equal(got, want)
+    _forget_runs(tiny_model_workspace)
+    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("out of memory")))
+    with pytest.raises(DeviceMemoryError, match="'tiny'.*batch size 1"):
+        run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=4)
+    assert tiny_model_workspace.query_one("SELECT status FROM runs")["status"] == "failed"
 
 
 # -- evaluation ------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 from analytics import jobs
 from analytics.cli import main as cli_main
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
+from analytics.workspace import PROJECT_ROOT
 from analytics.team.accounts import add_user
 from analytics.workspace import Workspace
 
@@ -145,3 +148,12 @@ def test_cli_lists_cancels_and_resumes(tiny_workspace, tmp_path, capsys):
     assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
     assert cli_main(["jobs", "resume", job.id, *where]) == 2  # a finished job: one line, exit 2
     assert "only a cancelled or failed job" in capsys.readouterr().err
+
+
+def test_a_kind_registered_by_its_own_module_is_known_to_a_process_that_never_imported_it():
+    code = (
+        "import sys; from analytics import jobs; assert 'analytics.zoo' not in sys.modules; "
+        "assert jobs._known('zoo') and 'zoo' in jobs.JOB_KINDS and not jobs._known('no-such-kind'); print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"

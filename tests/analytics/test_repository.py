@@ -8,24 +8,30 @@ differently so each copied checkpoint is its own file.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from analytics import repository
+from analytics import inference, repository
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.jobs import JobCancelled
-from analytics.models import get_model_spec, list_models
-from analytics.repository import add_repository, get_repository, read_manifest, repository_status, run_repository
+from analytics.models import get_model_spec, list_models, register_head
+from analytics.repository import add_repository, create_repository, get_repository, read_manifest, repository_status, run_repository
 from analytics.runs import list_runs
+from analytics.workspace import Workspace
 from tests.fixtures.models import CLASSES, SIZE, TINY_SUITE, TINY_SUITE_N
+from tests.fixtures.zoo import ZOO_BACKBONE
 
 ARCH = "shufflenet_v2_x0_5"
 GOOD = ("net-a", "net-b")
 N_IMAGES = 6 * (TINY_SUITE_N + 1)  # tiny_workspace: 6 targets, each its original plus n composites
+HEADS = ("head-0", "head-1", "head-2")  # random heads with a hidden layer on the zoo fixture's backbone
+MIXED = ("tiny", *HEADS, "fg-only")  # the repository ``mixed``: three backbone groups
 
 
 def write_checkpoint(path: Path, seed: int) -> Path:
@@ -71,6 +77,32 @@ def repo_workspace(tiny_model_workspace, manifest):
     return tiny_model_workspace
 
 
+def register_heads(workspace: Workspace, names: tuple[str, ...] = HEADS, *, hidden: int = 6, seed: int = 0) -> None:
+    """Random heads (15 -> ``hidden`` ReLU -> 2 classes) on the zoo fixture's backbone ``fg-bg``."""
+    rng = np.random.default_rng(seed)
+    width = 15  # fg-bg's embedding: the mean colour of 5 boxes
+    for name in names:
+        register_head(
+            workspace, name, backbone=ZOO_BACKBONE, weight=rng.normal(size=(len(CLASSES), hidden)), bias=rng.normal(size=len(CLASSES)),
+            hidden=(rng.normal(size=(hidden, width)), rng.normal(size=hidden)), class_names=CLASSES,
+        )  # fmt: skip
+
+
+def break_head(workspace: Workspace, name: str) -> None:
+    """Delete the stored output weight of a registered head (its other arrays stay)."""
+    digest = get_model_spec(workspace, name).checkpoint.removeprefix("store:").split(",")[2]
+    (path,) = (workspace.root / "arrays").rglob(f"{digest}*")
+    path.unlink()
+
+
+@pytest.fixture
+def heads_workspace(tiny_model_workspace, zoo_workspace) -> Workspace:
+    """``tiny_model_workspace`` plus the zoo backbone, three heads on it, and the repository ``mixed``."""
+    register_heads(tiny_model_workspace)
+    create_repository(tiny_model_workspace, "mixed", list(MIXED))
+    return tiny_model_workspace
+
+
 def test_read_manifest_resolves_paths_and_keeps_metadata(manifest):
     entries = read_manifest(manifest)
     assert [e.name for e in entries] == ["net-a", "net-b", "net-broken", "net-missing", "net-unknown"]
@@ -111,12 +143,18 @@ def test_add_registers_good_entries_and_skips_bad_ones_whole(tiny_model_workspac
         get_repository(tiny_model_workspace, "other")
 
 
+def count_calls(monkeypatch) -> list[list[str]]:
+    """Record the model list of every :func:`analytics.inference.run_models` call (it still runs)."""
+    calls = []
+    real = inference.run_models
+    monkeypatch.setattr(inference, "run_models", lambda ws, names, *a, **k: calls.append(list(names)) or real(ws, names, *a, **k))
+    return calls
+
+
 def test_run_records_a_failing_model_and_skips_finished_ones(repo_workspace, monkeypatch):
     spec = get_model_spec(repo_workspace, "net-b")
     truncate(repo_workspace.root / spec.checkpoint)  # its weights break after registration
-    calls = []
-    real = repository.start_runs
-    monkeypatch.setattr(repository, "start_runs", lambda ws, names, *a, **k: calls.append(list(names)) or real(ws, names, *a, **k))
+    calls = count_calls(monkeypatch)
     steps = []
     report = run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu", batch_size=8, progress=lambda d, t, m: steps.append((d, t)))
     assert report["done"] == ["net-a"] and list(report["failed"]) == ["net-b"]
@@ -133,23 +171,92 @@ def test_run_records_a_failing_model_and_skips_finished_ones(repo_workspace, mon
     assert calls == [["net-b"]] and again["skipped"] == ["net-a"]  # the finished model is not run again
 
 
-def test_an_interrupted_repository_run_resumes(repo_workspace):
-    def stop_after_first_batch(done, total, message):
-        if message.endswith("images"):  # the model's first stored batch
-            raise JobCancelled("stopped")  # as a job's cancel does, mid-run
+def signals(workspace, run_ids) -> pd.DataFrame:
+    """Every stored row of the runs, sorted, without the run id (compared across workspaces)."""
+    marks = ",".join("?" * len(run_ids))
+    rows = workspace.query(f"SELECT r.model, i.* FROM run_images i JOIN runs r ON r.id = i.run_id WHERE i.run_id IN ({marks})", list(run_ids))
+    table = pd.DataFrame([dict(row) for row in rows]).drop(columns="run_id")
+    return table.sort_values(["model", "target_id", "position"], ignore_index=True)
 
+
+def test_a_repository_run_killed_mid_way_resumes_without_rerunning_or_losing_anything(heads_workspace, monkeypatch, tmp_path):
+    """Stop after the heads' second stored batch (as a job's cancel does: ``tiny`` is done then,
+    ``fg-only`` not started), run again: every model ends with exactly the rows an uninterrupted
+    run stores, and no finished model is run again."""
+    clean = Workspace(shutil.copytree(heads_workspace.root, tmp_path / "clean"))
+    batches = []
+
+    def stop_in_the_heads(done, total, message):
+        if message.startswith(f"{ZOO_BACKBONE} + 3 heads"):
+            batches.append(message)
+            if len(batches) == 2:
+                raise JobCancelled("stopped")
+
+    calls = count_calls(monkeypatch)
     with pytest.raises(JobCancelled):
-        run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu", batch_size=8, progress=stop_after_first_batch)
-    status = repository_status(repo_workspace, "zoo", TINY_SUITE).set_index("model")
-    assert status.loc["net-a", "status"] == "pending" and 0 < status.loc["net-a", "images"] < N_IMAGES  # a cancel is no failure
-    assert status.loc["net-a", "reason"].startswith(f"interrupted after {status.loc['net-a', 'images']} of {N_IMAGES} images")
-    assert status.loc["net-b", "status"] == "pending" and status.loc["net-b", "reason"] == ""
-    report = run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu", batch_size=8)
-    assert report["done"] == list(GOOD) and report["failed"] == {}
-    status = repository_status(repo_workspace, "zoo", TINY_SUITE)
+        run_repository(heads_workspace, "mixed", TINY_SUITE, device="cpu", batch_size=8, progress=stop_in_the_heads)
+    first = list(calls)
+    status = repository_status(heads_workspace, "mixed", TINY_SUITE).set_index("model")
+    finished = set(status.index[status["status"] == "done"])
+    stopped = status.loc[status["status"] != "done"]
+    assert finished == {"tiny"} and (stopped["status"] == "pending").all()  # a cancel is no failure
+    assert (stopped.loc[list(HEADS), "images"] > 0).all() and (stopped["images"] < N_IMAGES).all()  # the heads kept their batches
+    assert stopped.loc[list(HEADS), "reason"].str.startswith("interrupted after").all()
+    calls.clear()
+    report = run_repository(heads_workspace, "mixed", TINY_SUITE, device="cpu", batch_size=8)
+    assert set(report["skipped"]) == finished and set(report["done"]) == set(MIXED) - finished and report["failed"] == {}
+    assert not finished & {model for call in calls for model in call}  # no model run twice
+    assert first == [["tiny"], list(HEADS)] and calls == [list(HEADS), ["fg-only"]]
+    runs = heads_workspace.query("SELECT model, COUNT(*) AS n FROM runs WHERE suite_id = ? GROUP BY model", (TINY_SUITE,))
+    assert {row["model"]: row["n"] for row in runs} == dict.fromkeys(MIXED, 1)
+    run_repository(clean, "mixed", TINY_SUITE, device="cpu", batch_size=8)
+    resumed = repository_status(heads_workspace, "mixed", TINY_SUITE)
+    assert (resumed["status"] == "done").all() and (resumed["images"] == N_IMAGES).all()
+    expected = signals(clean, repository_status(clean, "mixed", TINY_SUITE)["run_id"])
+    pd.testing.assert_frame_equal(signals(heads_workspace, resumed["run_id"]), expected, rtol=1e-5)  # nothing lost or changed
+
+
+def test_heads_of_one_backbone_share_one_pass_and_every_group_one_composite_cache(heads_workspace, monkeypatch):
+    caches = []
+    real = inference.run_models
+
+    def spy(ws, names, *args, composites=None, **kwargs):
+        caches.append((list(names), composites))
+        return real(ws, names, *args, composites=composites, **kwargs)
+
+    monkeypatch.setattr(inference, "run_models", spy)
+    report = run_repository(heads_workspace, "mixed", TINY_SUITE, device="cpu", batch_size=8)
+    assert report["done"] == list(MIXED)
+    assert [names for names, _ in caches] == [["tiny"], list(HEADS), ["fg-only"]]  # backbone groups, in repository order
+    assert caches[0][1] is not None and all(cache is caches[0][1] for _, cache in caches)
+    status = repository_status(heads_workspace, "mixed", TINY_SUITE)
     assert (status["status"] == "done").all() and (status["images"] == N_IMAGES).all()
-    stored = repo_workspace.query("SELECT COUNT(*) AS n FROM run_images WHERE run_id = ?", (status["run_id"].iloc[0],))[0]["n"]
-    assert stored == N_IMAGES
+
+
+def test_a_broken_head_fails_alone_and_its_backbone_siblings_finish(heads_workspace):
+    break_head(heads_workspace, HEADS[1])
+    report = run_repository(heads_workspace, "mixed", TINY_SUITE, device="cpu", batch_size=8)
+    assert report["done"] == [m for m in MIXED if m != HEADS[1]] and list(report["failed"]) == [HEADS[1]]
+    status = repository_status(heads_workspace, "mixed", TINY_SUITE).set_index("model")
+    assert status.loc[HEADS[1], "status"] == "failed" and status.loc[HEADS[1], "reason"] == report["failed"][HEADS[1]]
+    assert (status.drop(index=HEADS[1])["images"] == N_IMAGES).all()
+
+
+def test_a_group_out_of_memory_fails_whole_without_retrying_each_head(heads_workspace, monkeypatch):
+    real = inference.run_models
+    calls = []
+
+    def fake(ws, names, *args, **kwargs):
+        calls.append(list(names))
+        if HEADS[0] in names:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(ws, names, *args, **kwargs)
+
+    monkeypatch.setattr(inference, "run_models", fake)
+    report = run_repository(heads_workspace, "mixed", TINY_SUITE, device="cpu")
+    assert calls == [["tiny"], list(HEADS), ["fg-only"]]  # the heads' shared pass would fail alone too
+    assert report["done"] == ["tiny", "fg-only"] and set(report["failed"]) == set(HEADS)
+    assert all(reason.startswith("OutOfMemoryError") for reason in report["failed"].values())
 
 
 def test_status_of_a_repository_not_run_yet(repo_workspace):
@@ -173,18 +280,42 @@ def test_cli_add_run_status(tiny_model_workspace, manifest, capsys):
 
 
 def test_out_of_memory_in_one_model_does_not_stop_the_others(repo_workspace, monkeypatch):
-    real = repository.start_runs
+    real = inference.run_models
 
     def fake(ws, names, *args, **kwargs):
         if names == ["net-a"]:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")  # as the allocator raises it
         return real(ws, names, *args, **kwargs)
 
-    monkeypatch.setattr(repository, "start_runs", fake)
+    monkeypatch.setattr(inference, "run_models", fake)
     report = run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu")
     assert report["done"] == ["net-b"] and report["failed"] == {"net-a": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
     status = repository_status(repo_workspace, "zoo", TINY_SUITE).set_index("model")
     assert status.loc["net-a", "status"] == "failed" and status.loc["net-a", "reason"].startswith("OutOfMemoryError")
-    monkeypatch.setattr(repository, "start_runs", real)
+    monkeypatch.setattr(inference, "run_models", real)
     assert run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu")["done"] == ["net-a"]  # a later attempt clears the failure
     assert set(repository_status(repo_workspace, "zoo", TINY_SUITE)["reason"]) == {""}
+
+
+def test_create_records_registered_models_and_refuses_unknown_ones(heads_workspace, capsys):
+    assert get_repository(heads_workspace, "mixed")["models"] == list(MIXED)
+    with pytest.raises(NotFoundError, match="not registered.*nope"):
+        create_repository(heads_workspace, "other", ["tiny", "nope"])
+    ws = ["--workspace", str(heads_workspace.root), "--json"]
+    assert main(["repository", "create", "pair", "--models", "tiny, fg-only", *ws]) == 0
+    assert json.loads(capsys.readouterr().out) == {"repository": "pair", "models": ["tiny", "fg-only"]}
+    assert main(["repository", "create", "pair", "--models", HEADS[0], *ws]) == 0  # extends it
+    assert get_repository(heads_workspace, "pair")["models"] == ["tiny", "fg-only", HEADS[0]]
+    assert main(["repository", "create", "bad", "--models", "nope", *ws]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_run_refuses_bad_options(repo_workspace):
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        run_repository(repo_workspace, "zoo", TINY_SUITE, batch_size=0)
+    with pytest.raises(InvalidInputError, match="num_gpus_per_model applies to Ray"):
+        run_repository(repo_workspace, "zoo", TINY_SUITE, num_gpus_per_model=1)
+    with pytest.raises(InvalidInputError, match="num_gpus_per_model must be"):
+        run_repository(repo_workspace, "zoo", TINY_SUITE, ray_address="local", num_gpus_per_model=-1)
+    with pytest.raises(NotFoundError, match="no suite 'nope'"):
+        run_repository(repo_workspace, "zoo", "nope")

@@ -1,13 +1,15 @@
-"""The model zoo: layout, training grid, idempotence, construction labels, reliance, CLI."""
+"""The model zoo: layout, training grid, idempotence, construction labels, reliance, CLI, the ``zoo`` job."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from analytics import jobs
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.judgments import latest_judgments
@@ -28,6 +30,7 @@ from analytics.zoo import (
     zoo_model_name,
     zoo_runs_done,
     zoo_runs_step,
+    zoo_job,
     zoo_suite,
 )
 from tests.fixtures.models import insert_suite
@@ -327,3 +330,61 @@ def test_retrained_heads_need_new_zoo_runs(zoo_workspace):
     assert not zoo_runs_done(zoo_workspace)  # the linear heads' runs are stale
     zoo_runs_step(zoo_workspace, _Context())
     assert zoo_runs_done(zoo_workspace)
+
+
+# -- the background job ------------------------------------------------------------------------------
+JOB_GRID = {"strengths": [0.0, 0.5, 1.0], "augment": [False, True], "seeds": [0, 1], **SMALL, "temperatures": [0.25, 4.0]}
+JOB_HEADS = 3 * 2 * 2 + 2 * 2
+WAIT_S = 300  # a worker imports torch first: slow on a busy 2-core machine
+
+
+class _CancelAfter:
+    """A stand-in for :class:`analytics.jobs.Progress` that asks to stop once ``heads`` heads are done."""
+
+    def __init__(self, heads: int | None = None) -> None:
+        self.heads, self.reports = heads, []
+
+    def update(self, done: int, total: int, message: str = "") -> None:
+        self.reports.append((done, total, message))
+        if message.startswith("heads") and done == self.heads:
+            raise jobs.JobCancelled("cancelled by the test")
+
+
+def test_a_cancelled_zoo_job_resumes_without_retraining_its_finished_heads(zoo_workspace):
+    with pytest.raises(jobs.JobCancelled):
+        zoo_job(zoo_workspace, JOB_GRID, _CancelAfter(heads=3))
+    kept = set(list_zoo(zoo_workspace)["name"])
+    assert len(kept) == 3  # stopped at the next step: nothing after the third head
+    progress = _CancelAfter()
+    result = zoo_job(zoo_workspace, JOB_GRID, progress)
+    assert len(result["models"]) == JOB_HEADS and result["trained"] == JOB_HEADS - 3
+    assert {m["name"] for m in result["models"] if not m["trained"]} == kept
+    assert set(list_zoo(zoo_workspace)["name"]) == {m["name"] for m in result["models"]}
+    heads = [(done, total) for done, total, message in progress.reports if message.startswith("heads")]
+    assert heads[-1] == (JOB_HEADS, JOB_HEADS) and [done for done, _ in heads] == list(range(1, JOB_HEADS + 1))
+    assert any(message.startswith("backbone embeddings") for _, _, message in progress.reports)
+
+
+def test_the_zoo_kind_runs_in_a_worker_that_can_be_cancelled_and_resumed(zoo_workspace):
+    job = jobs.start(zoo_workspace, "zoo", JOB_GRID)
+    deadline = time.monotonic() + WAIT_S
+    while jobs.get_job(zoo_workspace, job.id).status == "queued":  # its worker is importing torch
+        assert time.monotonic() < deadline, "the worker never started"
+        time.sleep(0.1)
+    cancelled = jobs.cancel(zoo_workspace, job.id)
+    assert cancelled.status == "cancelled" and cancelled.resumable
+    kept = set(list_zoo(zoo_workspace)["name"])
+    assert len(kept) < JOB_HEADS
+    time.sleep(1.0)
+    assert set(list_zoo(zoo_workspace)["name"]) == kept  # no work after the cancel
+    jobs.resume(zoo_workspace, job.id)
+    finished = jobs.wait(zoo_workspace, job.id, timeout=WAIT_S)
+    assert finished.status == "done", finished.message
+    assert finished.result["trained"] == JOB_HEADS - len(kept)
+    assert {m["name"] for m in finished.result["models"] if not m["trained"]} == kept
+    assert len(list_zoo(zoo_workspace)) == JOB_HEADS
+
+
+def test_the_zoo_kind_refuses_unknown_settings(zoo_workspace):
+    with pytest.raises(InvalidInputError, match="unknown parameter"):
+        jobs.start(zoo_workspace, "zoo", {"strenghts": [0.5]})

@@ -88,7 +88,7 @@ def test_statistics_show_their_sample_size_interval_and_a_warning(judged_workspa
     assert not app.exception, app.exception
     expected = measure_agreement(latest_judgments(judged_workspace, TINY_SUITE))
     metrics = {metric.label: metric.value for metric in app.metric}
-    assert metrics["Krippendorff's α (ordinal)"] == f"{expected.alpha['ordinal'].value:.2f}"
+    assert metrics["Krippendorff's α"] == f"{expected.alpha['ordinal'].value:.2f}"
     captions = "\n".join(caption.value for caption in app.caption)
     shared = len(JUDGMENTS)  # 8 models judged by both: below the minimum
     assert captions.count(f"{shared} shared models (fewer than {MIN_SHARED_MODELS})") >= 3  # κ, ordinal α, nominal α

@@ -1,6 +1,7 @@
 """The Failures page (``pages/16_Failures.py``): pick a run, see its keyword failure table (minimum count
-slider), the keyword x model heat map of the suite and the report download; a workspace without runs
-says what to do; in team mode annotators (who judge blind) are refused."""
+slider), the galleries (fooling backgrounds per class, flips with saliency overlays on request), the
+keyword x model heat map of the suite and the report download; links set run, class, keyword and
+method; a workspace without runs says what to do; in team mode annotators (who judge blind) are refused."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics.failures import failure_table
+from analytics.galleries import flips, fooling_backgrounds
 from analytics.keywords import save_keyword_table
 from analytics.team.accounts import add_user
 from analytics.workspace import PROJECT_ROOT
@@ -15,6 +17,7 @@ from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
 from tests.fixtures.team import TEAM_PASSWORD
 from ui import auth
+from ui.state import WORKSPACE_PATH
 
 FAILURES_PAGE = "pages/16_Failures.py"
 
@@ -38,7 +41,7 @@ def test_page_shows_the_keyword_table_heat_map_and_report_button(app_runner, key
     assert list(shown["Composites"]) == list(expected["count"])
     assert len(app.get("plotly_chart")) == 1
     assert set(app.multiselect(key="failures.models").value) == set(run_ids)
-    assert any(e.proto.label == "Download report (HTML)" for e in app.get("download_button"))
+    assert any(button.label == "Build report (HTML)" for button in app.button)  # the download follows the build
 
     app.slider(key="failures.min_count").set_value(50).run()
     assert not app.exception
@@ -86,3 +89,90 @@ def test_team_mode_refuses_annotators_who_judge_blind(team_failures):
     app = signed_in("vi")
     assert not app.exception and [t.value for t in app.title] == ["Failures"]
     assert app.dataframe
+
+
+# -- galleries and flips ----------------------------------------------------------------------------
+def open_page(workspace, query: dict[str, str] | None = None) -> AppTest:
+    """The page on ``workspace`` opened from an address with ``query`` as its query string."""
+    app = AppTest.from_file(str(PROJECT_ROOT / FAILURES_PAGE), default_timeout=APP_TIMEOUT_S)
+    app.session_state[WORKSPACE_PATH] = str(workspace.root)
+    app.query_params.update(query or {})
+    return app.run()
+
+
+def gallery_table(app: AppTest):
+    """The gallery's table (the one with a background keywords column)."""
+    return next(frame.value for frame in app.dataframe if "Background keywords" in frame.value.columns)
+
+
+def image_captions(app: AppTest) -> list[str]:
+    return [caption for image in app.image for caption in image.captions]
+
+
+def test_gallery_and_flips_show_for_a_tiny_run(keyword_run_workspace, run_ids):
+    run_id = run_ids["bg-only"]  # reads only background corners: its backgrounds move its probabilities
+    app = open_page(keyword_run_workspace, {"run": run_id})
+    assert not app.exception
+    class_name = app.selectbox(key="failures.class").value
+    items = fooling_backgrounds(keyword_run_workspace, run_id, per_class=4)[class_name]
+    flipped = flips(keyword_run_workspace, run_id, limit=4, class_name=class_name)
+    assert items and flipped, "the fixture's bg-only run has backgrounds that fool it and flips"
+    shown = gallery_table(app)
+    assert list(shown["Target"]) == [item.target_id for item in items]
+    assert list(shown["Background"]) == [item.background_id for item in items]
+    assert list(shown["Drop"]) == pytest.approx([item.drop for item in items])
+    assert list(shown["Background keywords"]) == [", ".join(item.keywords) for item in items]
+    captions = image_captions(app)
+    assert len(captions) == 2 * len(items) + 2 * len(flipped)  # composite + original per gallery item and per flip
+    flip_captions = captions[2 * len(items) :]
+    assert [c.split()[1] for c in flip_captions[::2]] == [item.target_id for item in flipped]
+    assert all(f"on {item.background_id} · predicted {item.predicted}" in c for item, c in zip(flipped, flip_captions[1::2]))
+    assert app.query_params["run"] == run_id and app.query_params["class"] == class_name
+
+
+def test_keyword_narrows_the_gallery_and_goes_into_the_address(keyword_run_workspace, run_ids):
+    run_id = run_ids["bg-only"]
+    app = open_page(keyword_run_workspace, {"run": run_id})
+    class_name = app.selectbox(key="failures.class").value
+    top = fooling_backgrounds(keyword_run_workspace, run_id, per_class=1)[class_name][0]
+    keyword = top.keywords[-1]
+    app.selectbox(key="failures.keyword").set_value(keyword).run()
+    assert not app.exception
+    items = fooling_backgrounds(keyword_run_workspace, run_id, per_class=4, keyword=keyword)[class_name]
+    assert items[0] == top and all(keyword in item.keywords for item in items)
+    assert list(gallery_table(app)["Target"]) == [item.target_id for item in items]
+    assert app.query_params["keyword"] == keyword
+    app.selectbox(key="failures.keyword").set_value(app.selectbox(key="failures.keyword").options[0]).run()  # any keyword
+    assert "keyword" not in app.query_params
+
+
+def test_saliency_overlays_on_request_with_the_methods_the_model_can_run(keyword_run_workspace, run_ids):
+    run_id = run_ids["bg-only"]
+    app = open_page(keyword_run_workspace, {"run": run_id, "method": "saliency"})  # a link with a method turns the overlays on
+    assert not app.exception
+    assert app.toggle(key="failures.saliency").value and app.selectbox(key="failures.method").value == "saliency"
+    assert "Grad-CAM" not in app.selectbox(key="failures.method").options  # TorchScript: no hooks
+    flipped = flips(keyword_run_workspace, run_id, limit=4, class_name=app.selectbox(key="failures.class").value)
+    with_overlays = image_captions(app)
+    assert sum(c.endswith(" · composite") for c in with_overlays) == sum(c.endswith(" · original") for c in with_overlays) == len(flipped)
+    app.toggle(key="failures.saliency").set_value(False).run()
+    assert not app.exception
+    assert len(image_captions(app)) == len(with_overlays) - 1 - 2 * len(flipped)  # no colour legend, no overlays
+    assert "method" not in app.query_params
+
+
+def test_a_link_selects_run_class_and_keyword(keyword_run_workspace, run_ids):
+    run_id = run_ids["tiny"]
+    app = open_page(keyword_run_workspace, {"run": run_id, "class": "square", "keyword": "sea"})
+    assert not app.exception
+    assert app.selectbox(key="failures.run").value == run_id
+    assert app.selectbox(key="failures.class").value == "square"
+    assert app.selectbox(key="failures.keyword").value == "sea"
+    assert not app.warning
+
+
+def test_a_link_to_an_unknown_run_says_so(keyword_run_workspace, run_ids):
+    app = open_page(keyword_run_workspace, {"run": "nope"})
+    assert not app.exception
+    assert "'nope'" in app.warning[0].value
+    assert app.selectbox(key="failures.run").value in set(run_ids.values())

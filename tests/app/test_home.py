@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
+import pytest
+
 from analytics.assets import CACHE_ENV_VAR, COMPLETE_MARKER
 from analytics.datasets import list_backgrounds, list_classes, list_targets
 from analytics.demo import load_catalogue
+from analytics.keywords import save_keyword_table
 from analytics.workspace import Workspace
+from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
 from ui.state import ANNOTATOR, WORKSPACE_PATH
 from ui.widgets import shadow_key
 
@@ -104,3 +111,97 @@ def test_home_with_finished_runs_leads_to_the_matrices_with_the_finding(run_work
 def test_home_without_runs_has_no_start_here(tiny_workspace, app_runner):
     app = app_runner("app.py", tiny_workspace)
     assert not app.exception and "Start here" not in [header.value for header in app.subheader]
+
+
+# -- issue 16.3: the story view, what breaks each model, first on Home -------------------------------------
+@pytest.fixture
+def keyword_run_workspace(run_workspace):
+    """``run_workspace`` (runs of fg-only, bg-only, tiny) with the suite fixtures' background keyword table."""
+    backgrounds = [row["id"] for row in run_workspace.query("SELECT id FROM backgrounds ORDER BY id")]
+    save_keyword_table(run_workspace, onehot_table(backgrounds, BACKGROUND_KEYWORDS), name=BACKGROUND_TABLE, item_kind="background")
+    return run_workspace
+
+
+def link_targets(app) -> list[tuple[str, str]]:
+    """``(page url path, query string)`` of every page link."""
+    return [(link.proto.page, link.proto.query_string) for link in app.get("page_link")]
+
+
+def first_flip_target(workspace, run_id) -> str:
+    from analytics.galleries import flips
+
+    return flips(workspace, run_id, limit=1)[0].target_id
+
+
+def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_workspace, run_ids, app_runner):
+    from analytics.failures import failure_table
+    from analytics.galleries import flips
+    from analytics.runs import list_runs
+    from ui.story import KEYWORD_HEADERS, N_FLIPS, TOP_KEYWORDS, story_runs
+
+    app = app_runner("app.py", keyword_run_workspace)
+    assert not app.exception, app.exception
+    assert "What breaks each model" in [header.value for header in app.subheader]
+    shown = story_runs(list_runs(keyword_run_workspace))
+    assert [tab.label for tab in app.tabs] == list(shown["model"])  # biggest accuracy loss first
+    first = shown.iloc[0]
+    # the open (first) tab: the worst keywords of its run, by error rate, with counts and intervals
+    expected = failure_table(keyword_run_workspace, first["id"], min_count=3).keywords.head(TOP_KEYWORDS)
+    (table,) = [t.value for t in app.tabs[0].dataframe]
+    assert list(table.columns) == KEYWORD_HEADERS
+    assert list(table["Keyword"]) == list(expected["keyword"]) and list(table["Composites"]) == list(expected["count"])
+    assert table["95% interval"].iloc[0] == f"{expected['error_low'].iloc[0]:.2f}–{expected['error_high'].iloc[0]:.2f}"
+    # one matrix on the suite's fixed scale, and its run's flips as original + composite pairs
+    (chart,) = app.tabs[0].get("plotly_chart")
+    heatmap = json.loads(chart.proto.spec)["data"][0]
+    assert heatmap["type"] == "heatmap" and heatmap["zmin"] == 0.0
+    n_flips = len(flips(keyword_run_workspace, first["id"], limit=N_FLIPS))
+    assert n_flips > 0  # the fixture's most variant model has flips
+    images = app.tabs[0].get("image")
+    assert len(images) == 2 * n_flips and images[0].captions[0].startswith(first_flip_target(keyword_run_workspace, first["id"]))
+    # the other tabs stay unread until opened (lazy tabs keep Home fast)
+    assert all(not tab.get("plotly_chart") for tab in app.tabs[1:])
+    # deep links to the full views of this run
+    links = link_targets(app)
+    assert ("Failures", f"run={first['id']}") in links
+    matrices = next(query for page, query in links if page == "Matrices" and query)
+    assert f"run={first['id']}" in matrices and "signal=" in matrices and "preset=smooth" in matrices
+
+
+def test_story_picks_the_signal_that_fills_most_of_the_scale(run_workspace, run_ids):
+    from analytics.colour_scale import suite_colour_scale
+    from analytics.runs import SIGNALS, run_matrices
+    from ui.story import telling_signal
+
+    matrices = run_matrices(run_workspace, run_ids["bg-only"])
+    tops = suite_colour_scale(run_workspace, "tiny-suite").tops
+    chosen = telling_signal(matrices, tops)
+    ratios = {signal: float(np.mean(matrices[signal].matrix)) / tops[signal] for signal in SIGNALS}
+    assert ratios[chosen] == max(ratios.values())
+    # a scale whose top of that signal is far higher makes it the least telling one
+    assert telling_signal(matrices, {**tops, chosen: tops[chosen] * 1e6}) != chosen
+
+
+def test_team_annotators_get_no_story_they_judge_blind(keyword_run_workspace, fast_hashing, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from analytics.team.accounts import add_user
+    from analytics.workspace import PROJECT_ROOT
+    from tests.fixtures.app import APP_TIMEOUT_S
+    from tests.fixtures.team import TEAM_PASSWORD
+    from ui.auth import FORM
+
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(keyword_run_workspace.root))
+    for name, role in {"ann": "annotator", "vic": "viewer"}.items():
+        add_user(keyword_run_workspace, name, role, TEAM_PASSWORD)
+    headers = {}
+    for name in ("ann", "vic"):
+        app = AppTest.from_file(str(PROJECT_ROOT / "app.py"), default_timeout=APP_TIMEOUT_S).run()
+        app.text_input(key=f"{FORM}.name").input(name)
+        app.text_input(key=f"{FORM}.password").input(TEAM_PASSWORD)
+        app = app.button[0].click().run()
+        assert not app.exception, app.exception
+        headers[name] = [header.value for header in app.subheader]
+    assert "Start here" not in headers["ann"] and "What breaks each model" not in headers["ann"]
+    assert "Start here" in headers["vic"] and "What breaks each model" in headers["vic"]

@@ -123,3 +123,61 @@ def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_
     assert any("Only tiny has a finished current run over suite other-suite" in i.value for i in app.info)
     app.multiselect(key="runs.compare").set_value([]).run()  # an emptied picker says what to do
     assert not app.exception and "Pick up to 4 models" in texts(app)
+
+
+# -- issue 16.3: deep links (run, signal, preset in the address) and the report -------------------------------
+def linked_app(workspace, **params):
+    """The Matrices page opened from an address carrying ``params`` (as ``?run=…&signal=…``)."""
+    from streamlit.testing.v1 import AppTest
+
+    from analytics.workspace import PROJECT_ROOT
+    from tests.fixtures.app import APP_TIMEOUT_S
+    from ui.state import WORKSPACE_PATH
+
+    app = AppTest.from_file(str(PROJECT_ROOT / MATRICES), default_timeout=APP_TIMEOUT_S)
+    app.session_state[WORKSPACE_PATH] = str(workspace.root)
+    app.query_params.update(params)
+    return app.run()
+
+
+def test_a_link_opens_its_run_signal_and_preset(run_workspace, run_ids, app_runner):
+    first = app_runner(MATRICES, run_workspace).selectbox(key="runs.run").value
+    linked = next(r for r in run_ids.values() if r != first)  # not the page's default
+    app = linked_app(run_workspace, run=linked, signal="emb_max", preset="fine")
+    assert not app.exception, app.exception
+    assert app.selectbox(key="runs.run").value == linked
+    assert app.radio(key="runs.compare_signal").value == "emb_max"
+    assert app.radio(key="runs.interp.preset").value == "fine" and "fine: window 32, σ 2" in texts(app)
+    assert not app.warning
+    # the address follows the widgets, and a later rerun does not pull the old link back over a choice
+    app.radio(key="runs.compare_signal").set_value("true_prob").run()
+    app.selectbox(key="runs.run").set_value(first).run()
+    assert not app.exception, app.exception
+    assert app.query_params["run"] == first and app.query_params["signal"] == "true_prob" and app.query_params["preset"] == "fine"
+    assert app.selectbox(key="runs.run").value == first
+
+
+def test_a_page_opened_without_a_link_writes_its_view_to_the_address(run_workspace, run_ids, app_runner):
+    app = app_runner(MATRICES, run_workspace)
+    assert app.query_params["run"] == app.selectbox(key="runs.run").value
+    assert app.query_params["signal"] == "true_prob" and app.query_params["preset"] == "smooth"
+
+
+def test_a_link_to_an_unknown_run_warns_and_falls_back(run_workspace, run_ids):
+    app = linked_app(run_workspace, run="no-such-run", signal="no-such-signal")
+    assert not app.exception, app.exception
+    warnings = [w.value for w in app.warning]
+    assert any("run `no-such-run`" in w for w in warnings) and any("signal `no-such-signal`" in w for w in warnings)
+    shown = app.selectbox(key="runs.run").value
+    assert shown in run_ids.values() and app.query_params["run"] == shown  # the address names what is shown
+    assert app.radio(key="runs.compare_signal").value == "true_prob"
+
+
+def test_report_button_names_the_compared_models(run_workspace, run_ids, app_runner):
+    app = app_runner(MATRICES, run_workspace)
+    assert app.button(key="runs.report.build").label == "Build report (HTML)"  # the download follows the build
+    model = list_runs(run_workspace).set_index("id").loc[app.selectbox(key="runs.run").value, "model"]
+    others = sorted(set(run_ids) - {model})
+    caption = next(c.value for c in app.caption if c.value.startswith(f"{model} over suite"))
+    assert all(other in caption for other in others)
+

@@ -1,10 +1,12 @@
-"""The Models page (``pages/2_Models.py``): registry table, registration form, accuracy."""
+"""The Models page (``pages/2_Models.py``): registry table, registration form, zoo training (a
+background job), accuracy."""
 
 from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analytics import jobs
 from analytics.inference import evaluate
 from analytics.models import list_models
 from analytics.team.accounts import add_user
@@ -12,9 +14,11 @@ from analytics.team.paths import DATA_ROOTS_ENV_VAR
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.team import TEAM_PASSWORD
+from tests.fixtures.zoo import ZOO_BACKBONE
 from ui import auth
 
 MODELS = "pages/2_Models.py"
+WAIT_S = 300  # a job's worker imports torch first: slow on a busy 2-core machine
 
 
 def texts(app) -> str:
@@ -35,6 +39,52 @@ def test_models_page_lists_models_and_shows_accuracy(tiny_model_workspace, app_r
     assert app.get("plotly_chart")
     top = app.dataframe[-1].value
     assert len(top) == 2 and set(top["output"]) == {"disc", "square"}
+
+
+def _fill_zoo_form(app, *, strengths: list[float], seeds: int, augment: bool, family: bool):
+    app.selectbox(key="models.zoo.backbone").set_value(ZOO_BACKBONE)
+    app.multiselect(key="models.zoo.strengths").set_value(strengths)
+    app.number_input(key="models.zoo.seeds").set_value(seeds)
+    app.checkbox(key="models.zoo.augment").set_value(augment)
+    app.checkbox(key="models.zoo.family").set_value(family)
+    return app.run()
+
+
+def test_zoo_trains_as_a_background_job_and_lists_its_heads(zoo_workspace, app_runner):
+    app = app_runner(MODELS, zoo_workspace)
+    assert not app.exception, app.exception
+    assert [tab.label for tab in app.tabs] == ["Registered", "Register", "Zoo", "Accuracy"]
+    assert app.selectbox(key="models.zoo.backbone").options[0] == ZOO_BACKBONE  # registered networks first
+    assert "39 heads" in texts(app)  # the default grid (5 strengths x 2 x 3 seeds) and the figure-8 family (3 x 3)
+    app = _fill_zoo_form(app, strengths=[0.0, 1.0], seeds=1, augment=False, family=False)
+    assert "2 heads" in texts(app)
+    app = app.button(key="models.zoo.go").click().run()
+    assert not app.exception, app.exception
+    job = jobs.get_job(zoo_workspace, app.session_state["models.zoo.job"])
+    assert job.kind == "zoo" and job.params["strengths"] == [0.0, 1.0] and job.params["temperatures"] == []
+    if jobs.get_job(zoo_workspace, job.id).active:  # a fast machine may have finished already
+        assert any("Zoo training" in bar.proto.text for bar in app.get("progress"))
+    assert jobs.wait(zoo_workspace, job.id, timeout=WAIT_S).status == "done"
+    app = app.run()
+    assert not app.exception, app.exception
+    assert "The zoo has 2 heads; 2 trained now, 0 kept." in texts(app)
+    heads = next(frame.value for frame in app.dataframe if "Head" in frame.value.columns)
+    assert heads["Head"].tolist() == ["zoo-s0.00-plain-seed0", "zoo-s1.00-plain-seed0"] and heads["Trained now"].all()
+    assert {"zoo-s0.00-plain-seed0", "zoo-s1.00-plain-seed0"} <= {spec.name for spec in list_models(zoo_workspace)}
+
+
+def test_a_cancelled_zoo_job_offers_resume(zoo_workspace, app_runner):
+    app = _fill_zoo_form(app_runner(MODELS, zoo_workspace), strengths=[0.0, 0.5, 1.0], seeds=2, augment=True, family=True)
+    app = app.button(key="models.zoo.go").click().run()
+    job_id = app.session_state["models.zoo.job"]
+    if jobs.cancel(zoo_workspace, job_id).status != "cancelled":  # a fast machine may have finished already
+        return
+    app = app.run()
+    assert any(w.value.startswith("Cancelled: Zoo training") for w in app.warning)
+    app = app.button(key=f"models.zoo.resume.{job_id}").click().run()
+    assert not app.exception, app.exception
+    assert jobs.wait(zoo_workspace, job_id, timeout=WAIT_S).status == "done"
+    assert "The zoo has 18 heads" in texts(app.run())
 
 
 def _fill_torchscript_form(app, name: str, checkpoint, labels):
@@ -88,17 +138,17 @@ def signed_in(name: str) -> AppTest:
     return app.button[0].click().run()
 
 
-@pytest.mark.parametrize("name", ["al", "vi"])
-def test_roles_without_registration_see_no_register_tab(team_models, name):
+@pytest.mark.parametrize(("name", "tabs"), [("al", ["Registered", "Zoo", "Accuracy"]), ("vi", ["Registered", "Accuracy"])])
+def test_roles_without_registration_see_no_register_tab(team_models, name, tabs):
     app = signed_in(name)
     assert not app.exception and [t.value for t in app.title] == ["Models"]
-    assert [tab.label for tab in app.tabs] == ["Registered", "Accuracy"]
+    assert [tab.label for tab in app.tabs] == tabs  # analysts may train the zoo (run_models), viewers may not
     assert not [w for w in app.text_input if w.key == "models.checkpoint.path"]
 
 
 def test_admin_registers_only_from_inside_the_data_roots(team_models, tiny_model_files, tmp_path, monkeypatch):
     app = signed_in("ada")
-    assert [tab.label for tab in app.tabs] == ["Registered", "Register", "Accuracy"]
+    assert [tab.label for tab in app.tabs] == ["Registered", "Register", "Zoo", "Accuracy"]
     app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
     assert not app.exception and "no data roots configured" in app.error[0].value  # team mode, no --data-root
     monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tmp_path / "elsewhere"))

@@ -1,20 +1,31 @@
-"""The Repository page (``pages/17_Repository.py``): the models table with filters and CSV export, a
-run of the whole repository as a background job, and the role gates of team mode."""
+"""The Repository page (``pages/17_Repository.py``): making a repository from registered models (the
+zoo preset), the models table with the assessor's verdict, filters, links and CSV export, a run of
+the whole repository as a background job, and the role gates of team mode."""
 
 from __future__ import annotations
 
+import io
+
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics import jobs
+from analytics.assessor import fit_assessor, human_labels, predict
 from analytics.judgments import add_judgment
-from analytics.repository import add_repository, run_repository
+from analytics.repository import add_repository, create_repository, get_repository, list_repositories, run_repository
+from analytics.runs import features_table
 from analytics.team.accounts import add_user
+from analytics.team.assignments import judgeable_runs
 from analytics.workspace import PROJECT_ROOT
+from analytics.zoo import build_zoo, list_zoo
 from tests.analytics.test_repository import ARCH, write_checkpoint
+from tests.analytics.test_zoo import SMALL
 from tests.fixtures.app import APP_TIMEOUT_S
-from tests.fixtures.models import SIZE, TINY_SUITE, TINY_SUITE_N
+from tests.fixtures.judging import JUDGING_MODELS, UNJUDGED
+from tests.fixtures.models import SIZE, TINY_SUITE, TINY_SUITE_N, insert_suite
 from tests.fixtures.team import TEAM_PASSWORD
+from tests.fixtures.zoo import ZOO_BACKBONE
 from ui import auth
 
 PAGE = "pages/17_Repository.py"
@@ -56,7 +67,10 @@ def test_table_filters_export_and_matrices_link(repo_page_workspace, app_runner)
     assert list(shown["Judgments"]) == [1, 0] and shown["Labels"].iloc[0] == "invariant ×1"
     assert list(shown["optimiser"]) == ["sgd", "adam"] and set(shown["Images"]) == {f"{N_IMAGES} / {N_IMAGES}"}
     assert shown["Worst-case accuracy"].between(0, 1).all()
-    assert "2 done" in texts(app) and "assessor's verdict is not shown" in texts(app)
+    assert list(shown["Matrices"]) == [f"Matrices?run={run}" for run in shown["Run"]]  # the table's links to each run's matrices
+    assert set(shown["Verdict"]) == {"no assessor"} and shown["Confidence"].isna().all()
+    assert "2 done" in texts(app) and "No assessor: 1 model(s) judged on this suite" in texts(app) and "Assessor page" in texts(app)
+    assert "not shown" not in texts(app)
     app.text_input(key="repository.filter").input("ADAM").run()
     assert list(app.dataframe[0].value["Model"]) == ["net-b"]
     app.text_input(key="repository.filter").input("").run()
@@ -66,6 +80,74 @@ def test_table_filters_export_and_matrices_link(repo_page_workspace, app_runner)
     assert not app.exception
     assert app.session_state["runs.run"] == app.dataframe[0].value["Run"].iloc[0]  # the Matrices page opens on net-a's run
     assert app.get("download_button"), "no CSV download button"
+
+
+def test_csv_export_leaves_out_the_page_links(repo_page_workspace):
+    from ui.repository import csv_bytes, models_table
+
+    table, _ = models_table(repo_page_workspace, "zoo", TINY_SUITE)
+    exported = pd.read_csv(io.BytesIO(csv_bytes(table)))
+    assert "Matrices" not in exported.columns and list(exported["Model"]) == ["net-a", "net-b"]
+
+
+def make(app: AppTest, name: str, models: list[str]) -> AppTest:
+    app.text_input(key="repository.new_name").input(name)
+    app.multiselect(key="repository.members").set_value(models)
+    return app.button(key="repository.make").click().run()
+
+
+def test_make_a_repository_from_registered_models(tiny_model_workspace, app_runner):
+    app = app_runner(PAGE, tiny_model_workspace)
+    assert set(app.multiselect(key="repository.members").options) == {"tiny", "fg-only", "bg-only"}
+    assert not [b for b in app.button if b.key == "repository.zoo"]  # no zoo, no preset
+    app = make(app, "", ["tiny"])
+    assert "repository name must be" in app.error[0].value and list_repositories(tiny_model_workspace) == []
+    app = make(app, "pair", ["tiny", "bg-only"])
+    assert not app.exception, app.exception
+    assert get_repository(tiny_model_workspace, "pair")["models"] == ["tiny", "bg-only"]
+    assert app.selectbox(key="repository.name").value == "pair" and "Repository pair: 2 models" in texts(app)
+    assert list(app.dataframe[0].value["Model"]) == ["tiny", "bg-only"] and set(app.dataframe[0].value["Status"]) == {"pending"}
+
+
+@pytest.fixture
+def zoo_page_workspace(zoo_workspace):
+    """``zoo_workspace`` with two zoo heads on ``fg-bg`` and the suite ``tiny-suite``."""
+    build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), **SMALL)
+    insert_suite(zoo_workspace)
+    return zoo_workspace
+
+
+def test_zoo_preset_makes_the_zoo_a_repository(zoo_page_workspace, app_runner):
+    heads = sorted(list_zoo(zoo_page_workspace)["name"])
+    app = app_runner(PAGE, zoo_page_workspace)
+    app = app.button(key="repository.zoo").click().run()
+    assert app.multiselect(key="repository.members").value == [ZOO_BACKBONE, *heads]
+    assert app.text_input(key="repository.new_name").value == "zoo"
+    app = app.button(key="repository.make").click().run()
+    assert not app.exception, app.exception
+    assert get_repository(zoo_page_workspace, "zoo")["models"] == [ZOO_BACKBONE, *heads]
+    shown = app.dataframe[0].value.set_index("Model")
+    assert list(shown.index) == [ZOO_BACKBONE, *heads]
+    assert shown.loc[heads, "strength"].tolist() == sorted(list_zoo(zoo_page_workspace).set_index("name").loc[heads, "strength"])
+    assert pd.isna(shown.loc[ZOO_BACKBONE, "strength"])  # the backbone has no construction
+
+
+def test_verdicts_of_a_trained_assessor_and_the_verdict_filter(judged_workspace, app_runner):
+    create_repository(judged_workspace, "all", JUDGING_MODELS)
+    app = app_runner(PAGE, judged_workspace)
+    assert not app.exception, app.exception
+    shown = app.dataframe[0].value.set_index("Model")
+    runs = judgeable_runs(judged_workspace, TINY_SUITE)
+    labels = human_labels(judged_workspace, TINY_SUITE)
+    features = features_table(judged_workspace, list(runs["id"]), preset="smooth")
+    expected = predict(fit_assessor(features, labels.reindex(features.index).dropna()), features)
+    assert shown["Verdict"].to_dict() == expected["label"].to_dict()
+    assert shown.loc[UNJUDGED, "Judgments"] == 0 and shown.loc[UNJUDGED, "Verdict"] == expected.at[UNJUDGED, "label"]
+    assert shown["Confidence"].between(1 / 3, 1).all()
+    assert "trained on the human labels of 8 models" in texts(app)
+    verdict = expected.at[UNJUDGED, "label"]
+    app.multiselect(key="repository.verdicts").set_value([verdict]).run()
+    assert set(app.dataframe[0].value["Verdict"]) == {verdict} and UNJUDGED in set(app.dataframe[0].value["Model"])
 
 
 def test_run_button_runs_the_repository_as_a_job(repo_page_workspace, app_runner):
@@ -92,9 +174,10 @@ def signed_in(name: str) -> AppTest:
 def test_team_mode_gates(repo_page_workspace, fast_hashing, monkeypatch):
     monkeypatch.setenv("BACKDROP_TEAM", "1")
     monkeypatch.setenv("BACKDROP_WORKSPACE", str(repo_page_workspace.root))
-    for name, role in (("al", "analyst"), ("vi", "viewer"), ("ann", "annotator")):
+    for name, role in (("ad", "admin"), ("al", "analyst"), ("vi", "viewer"), ("ann", "annotator")):
         add_user(repo_page_workspace, name, role, TEAM_PASSWORD)
-    analyst, viewer, annotator = signed_in("al"), signed_in("vi"), signed_in("ann")
+    admin, analyst, viewer, annotator = signed_in("ad"), signed_in("al"), signed_in("vi"), signed_in("ann")
+    assert [b for b in admin.button if b.key == "repository.make"] and not [b for b in analyst.button if b.key == "repository.make"]
     assert [b for b in analyst.button if b.key == "repository.run"]
     assert not viewer.exception and viewer.dataframe and not [b for b in viewer.button if b.key == "repository.run"]
     assert not annotator.dataframe and "This page needs the role" in annotator.error[0].value

@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
-import numpy as np
+import time
 
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from analytics import jobs
+from analytics.datasets import list_targets
+from analytics.models import load_model
+from analytics.saliency import METHODS, available_methods
+from analytics.workspace import PROJECT_ROOT
+from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 from ui.saliency import LEGEND_CAPTION
+from ui.state import WORKSPACE_PATH
 
 SALIENCY = "pages/7_Saliency.py"
+WAIT_S = 300  # a worker imports torch first: slow on a busy 2-core machine
+
+
+def wait_for(condition, timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
 
 
 def test_page_explains_the_original_and_its_composites(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
     assert not app.exception
-    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn")
+    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn").run()  # its methods are offered once it is chosen
     app.sidebar.selectbox(key="saliency.method").set_value("gradcam")
     app.sidebar.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
     app.sidebar.number_input(key="saliency.n_composites").set_value(2).run()
@@ -34,27 +52,86 @@ def test_page_explains_the_original_and_its_composites(tiny_cnn_workspace, app_r
     assert np.isfinite(table["Insertion AUC"]).all()
 
 
-def test_page_compares_inside_share_on_originals_and_composites(tiny_cnn_workspace, app_runner):
+def test_page_compares_inside_share_as_a_background_job(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
     app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn")
-    app.sidebar.selectbox(key="saliency.suite").set_value(TINY_SUITE)
-    app.sidebar.selectbox(key="saliency.method").set_value("saliency").run()  # TorchScript fg-only has no Grad-CAM
+    app.sidebar.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
     app.multiselect(key="saliency.compare_models").set_value(["tiny-cnn", "fg-only"])
+    app.multiselect(key="saliency.compare_methods").set_value(["saliency", "gradcam"])
     app.number_input(key="saliency.compare_targets").set_value(2)
     app.button(key="saliency.compare").click().run()
     assert not app.exception, app.exception
+    job = jobs.latest_job(tiny_cnn_workspace, "saliency")
+    assert job is not None and job.params["target_ids"] == list_targets(tiny_cnn_workspace)["id"].tolist()[:2]
+    assert jobs.wait(tiny_cnn_workspace, job.id, timeout=WAIT_S).status == "done", jobs.get_job(tiny_cnn_workspace, job.id).message
+    app.run()
+    assert not app.exception, app.exception
     comparison = app.dataframe[-1].value
-    assert comparison["Model"].tolist() == ["tiny-cnn", "fg-only"]
-    assert comparison["Originals"].tolist() == [2, 2]
-    assert comparison["Composites"].tolist() == [2 * TINY_SUITE_N] * 2  # 5 asked for, the suite has TINY_SUITE_N
-    assert app.get("plotly_chart")
+    # TorchScript fg-only cannot run Grad-CAM: that pair is skipped and named, not an error
+    gradient, cam = METHODS["saliency"].name, METHODS["gradcam"].name
+    assert list(zip(comparison["Model"], comparison["Method"])) == [("tiny-cnn", gradient), ("tiny-cnn", cam), ("fg-only", gradient)]
+    assert comparison["Originals"].tolist() == [2, 2, 2]
+    assert comparison["Composites"].tolist() == [2 * TINY_SUITE_N] * 3  # 5 asked for, the suite has TINY_SUITE_N
+    assert app.get("plotly_chart") and not app.error
+    assert any("fg-only · Grad-CAM" in c.value for c in app.caption)
 
 
-def test_page_reports_methods_a_model_cannot_run(tiny_model_workspace, app_runner):
-    app = app_runner(SALIENCY, tiny_model_workspace)
-    app.sidebar.selectbox(key="saliency.method").set_value("gradcam").run()
-    assert not app.exception
-    assert "TorchScript" in app.error[0].value
+def test_a_running_comparison_shows_on_the_page_and_cancel_stops_it(tiny_cnn_workspace, app_runner):
+    targets = list_targets(tiny_cnn_workspace)["id"].tolist()
+    slow = {"n_masks": 100_000}  # steps of many seconds: the job is caught mid-way
+    job = jobs.start(tiny_cnn_workspace, "saliency", {"models": ["tiny-cnn"], "methods": ["rise"], "target_ids": targets, "settings": {"rise": slow}})
+    wait_for(lambda: jobs.get_job(tiny_cnn_workspace, job.id).status == "running")
+    app = app_runner(SALIENCY, tiny_cnn_workspace)
+    assert not app.exception, app.exception
+    assert any(job.id in p.proto.text for p in app.get("progress"))
+    app.button(key=f"saliency.cancel.{job.id}").click().run()
+    assert not app.exception, app.exception
+    cancelled = jobs.get_job(tiny_cnn_workspace, job.id)
+    assert cancelled.status == "cancelled" and cancelled.done < len(targets)
+    assert not jobs._worker_alive(job.pid, job.id)  # the worker process is gone
+    assert jobs.list_jobs(tiny_cnn_workspace, active_only=True).empty
+
+
+def test_a_torchscript_model_is_offered_only_the_methods_it_can_run(tiny_model_workspace, app_runner):
+    app = app_runner(SALIENCY, tiny_model_workspace)  # its first model, bg-only, is TorchScript
+    assert not app.exception, app.exception
+    model = load_model(tiny_model_workspace, app.sidebar.selectbox(key="saliency.model").value, device="cpu")
+    method = app.sidebar.selectbox(key="saliency.method")
+    assert method.options == [METHODS[k].name for k in available_methods(model)]
+    assert not {"Grad-CAM", "Grad-CAM++", "Guided Backprop"} & set(method.options) and METHODS["saliency"].name in method.options
+    assert method.value == available_methods(model)[0]  # the clearest it can run
+    assert not app.error
+    assert LEGEND_CAPTION in [c.value for c in app.caption]
+    assert app.dataframe[0].value["Image"].tolist() == ["original"]
+
+
+def test_a_link_opens_the_runs_model_suite_class_target_and_method(run_workspace, run_ids, app_runner):
+    targets = list_targets(run_workspace)
+    target = targets.iloc[-1]
+    app = AppTest.from_file(str(PROJECT_ROOT / SALIENCY), default_timeout=APP_TIMEOUT_S)
+    app.session_state[WORKSPACE_PATH] = str(run_workspace.root)
+    app.query_params.update(run=run_ids["fg-only"], target=target["id"], method="integrated_gradients", **{"class": target["class_name"]})
+    app.run()
+    assert not app.exception, app.exception
+    assert app.sidebar.selectbox(key="saliency.model").value == "fg-only"
+    assert app.sidebar.selectbox(key="saliency.suite").value == TINY_SUITE
+    assert app.sidebar.selectbox(key="saliency.class").value == target["class_name"]
+    assert app.sidebar.selectbox(key="saliency.target").value == target["id"]
+    assert app.sidebar.selectbox(key="saliency.method").value == "integrated_gradients"
+    assert not app.error
+    app.sidebar.selectbox(key="saliency.model").set_value("bg-only").run()  # the address follows the page
+    assert app.query_params["run"] == run_ids["bg-only"] and app.query_params["model"] == "bg-only"
+    assert app.query_params["method"] == "integrated_gradients" and app.query_params["target"] == target["id"]
+
+
+def test_a_link_to_a_method_the_model_cannot_run_says_so(tiny_model_workspace, app_runner):
+    app = AppTest.from_file(str(PROJECT_ROOT / SALIENCY), default_timeout=APP_TIMEOUT_S)
+    app.session_state[WORKSPACE_PATH] = str(tiny_model_workspace.root)
+    app.query_params.update(model="fg-only", method="gradcam")
+    app.run()
+    assert not app.exception and not app.error
+    assert "cannot run the linked method 'gradcam'" in app.warning[0].value
+    assert app.sidebar.selectbox(key="saliency.method").value != "gradcam"
 
 
 def test_page_without_models_says_what_to_do(tiny_workspace, app_runner):
@@ -81,6 +158,7 @@ def test_page_defaults_to_grad_cam_with_a_colour_legend(tiny_cnn_workspace, app_
 
 def test_comparison_follows_the_pages_method(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
+    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn").run()
     assert app.multiselect(key="saliency.compare_methods").value == ["gradcam"]
     app.sidebar.selectbox(key="saliency.method").set_value("input_x_gradient").run()
     assert not app.exception, app.exception

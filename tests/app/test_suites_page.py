@@ -1,43 +1,73 @@
 """The Suites page (``pages/4_Suites.py``) on the tiny workspace with keywords and an ontology.
 
-Sampling runs as a background job (a worker process that saves the suite): the tests press the
-button, wait for the job with :func:`analytics.jobs.wait`, and run the page again to see the suite.
+A request is previewed first (a few targets sampled in the page's process, nothing saved), then
+"Save suite" samples every target in a background job (a worker process that saves the suite): the
+tests press the buttons, wait for the job with :func:`analytics.jobs.wait`, and run the page again.
 """
 
 from __future__ import annotations
 
 from analytics import jobs
-from analytics.suites import list_suites
+from analytics.suites import list_suites, load_suite
+from ui.suites import PREVIEW, PREVIEW_TARGETS
 
 PAGE = "pages/4_Suites.py"
 WAIT_S = 300
 
 
-def submit(app, method: str, n: int, workspace):
-    """Fill the form, press the button, wait for the job to end, show the page again."""
+def preview(app, method: str, n: int):
+    """Fill the form and press Preview (sampled in the page's process)."""
     app.selectbox(key="suites.method").set_value(method)
     app.number_input(key="suites.n").set_value(n)
     app.slider(key="suites.realism").set_value(0.0)
     app = app.button(key="suites.go").click().run()
+    assert not app.exception, app.exception
+    return app
+
+
+def save(app, workspace):
+    """Press Save suite, wait for the job to end, show the page again."""
+    app = app.button(key="suites.save").click().run()
     assert not app.exception, app.exception
     job_id = app.session_state["suites.job"]
     jobs.wait(workspace, job_id, timeout=WAIT_S)
     return app.run()
 
 
-def test_page_samples_saves_and_previews_an_ontology_suite(suite_workspace, app_runner):
+def submit(app, method: str, n: int, workspace):
+    """Preview, then save."""
+    return save(preview(app, method, n), workspace)
+
+
+def test_preview_samples_a_few_targets_and_writes_no_suite(suite_workspace, app_runner):
     app = app_runner(PAGE, suite_workspace)
-    assert not app.exception
-    before = set(list_suites(suite_workspace)["id"])
-    app = submit(app, "ontology", 3, suite_workspace)
-    assert not app.exception
-    metrics = {metric.label: metric.value for metric in app.metric}
-    assert metrics["Targets"] == "6" and metrics["Backgrounds per target"] == "3"
+    before = list_suites(suite_workspace)
+    app = preview(app, "ontology", 3)
+    assert list_suites(suite_workspace).equals(before)  # nothing saved
+    assert not jobs.list_jobs(suite_workspace).shape[0]  # and no job started
+    assert any(h.value.startswith(f"Preview: ontology suite for {PREVIEW_TARGETS} of 6 targets") for h in app.subheader)
     captions = [caption for image in app.get("image") for caption in image.captions]
     assert captions[0].startswith("original") and len(captions) == 4  # the original + 3 composites
     assert all("level" in text and "d=" in text for text in captions[1:])
+    assert not app.get("progress")  # the preview's bar is gone once it is shown
+    assert app.button(key="suites.save")
+
+
+def test_save_writes_the_previewed_suite_for_every_target(suite_workspace, app_runner):
+    app = preview(app_runner(PAGE, suite_workspace), "ontology", 3)
+    previewed = app.session_state[PREVIEW][1]
+    before = set(list_suites(suite_workspace)["id"])
+    app = save(app, suite_workspace)
+    assert not app.exception
     added = set(list_suites(suite_workspace)["id"]) - before
-    assert len(added) == 1 and list_suites(suite_workspace).set_index("id").loc[added.pop(), "method"] == "ontology"
+    assert len(added) == 1
+    saved = load_suite(suite_workspace, added.pop())
+    assert saved.method == "ontology" and len(saved.target_ids) == 6
+    for target in previewed.target_ids:  # the saved suite holds exactly what was previewed
+        assert saved.target_items(target)["background_id"].tolist() == previewed.target_items(target)["background_id"].tolist()
+    assert not any(h.value.startswith("Preview:") for h in app.subheader)  # the preview made way for the saved suite
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Targets"] == "6" and metrics["Backgrounds per target"] == "3"
     assert any("Saved suite" in s.value for s in app.success)
     assert len(app.get("plotly_chart")) == 1
     assert len(app.dataframe) == 1 and len(app.dataframe[0].value) == len(before) + 1
@@ -47,9 +77,11 @@ def test_page_explains_missing_keywords(tiny_model_workspace, app_runner):
     app = app_runner(PAGE, tiny_model_workspace)
     assert not app.exception
     assert any(button.label == "Compute classifier-patch keywords" for button in app.button)
-    app = submit(app, "keyword", 2, tiny_model_workspace)
-    assert not app.exception
-    assert any("no target keyword table" in warning.value for warning in app.warning)  # why the job failed
+    before = list_suites(tiny_model_workspace)
+    app = preview(app, "keyword", 2)
+    assert any("no target keyword table" in error.value for error in app.error)  # why the preview was refused
+    assert not [button for button in app.button if button.key == "suites.save"]  # nothing to save
+    assert list_suites(tiny_model_workspace).equals(before)
 
 
 def test_page_without_a_workspace_says_how_to_get_one(missing_workspace, app_runner):

@@ -209,7 +209,10 @@ def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, 
     expect(page.get_by_role("button", name=re.compile("^Mine the default ontology"))).to_have_count(0)
     n = form.get_by_role("spinbutton", name="Backgrounds per target (N)")
     n.fill("2")
-    form.get_by_role("button", name="Sample and save suite").click()  # a background job: it saves the suite
+    form.get_by_role("button", name="Preview").click()  # a few targets sampled, nothing saved yet
+    expect(page.get_by_role("heading", name=re.compile(r"^Preview: ontology suite "))).to_be_visible(timeout=LONG_MS)
+    settle(page)
+    page.get_by_role("button", name="Save suite").click()  # a background job: it saves the suite
     expect(page.get_by_role("heading", name=re.compile(r"^ontology suite "))).to_be_visible(timeout=LONG_MS)
     expect(page.get_by_text(re.compile(rf"^Saved suite \S+ \({len(TARGETS) * 2} backgrounds\)"))).to_be_visible(timeout=LONG_MS)
     settle(page)

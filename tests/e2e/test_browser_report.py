@@ -1,9 +1,11 @@
 """The HTML report in a real browser, opened from a ``file://`` URL with every other request aborted:
-the Plotly matrices render from the embedded bundle and the console stays free of errors."""
+every section is there, the Plotly matrices render from the embedded bundle, every thumbnail
+(galleries, flips and their saliency overlays) decodes from its data URI, and the console stays
+free of errors."""
 
 from __future__ import annotations
 
-from analytics.report import build_report
+from analytics.report import SECTIONS, build_report
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
 
 MODELS = ("tiny", "bg-only")
@@ -32,11 +34,20 @@ def test_report_renders_offline(browser, judged_workspace, tmp_path):
         page.goto(path.as_uri(), wait_until="load")
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4")
         plots = page.locator(".js-plotly-plot").count()
+        sections = page.evaluate("Array.from(document.querySelectorAll('section')).map(s => s.id)")
+        saliency = page.locator("#flips img[alt^='saliency on the composite']").count()
         loaded_images = page.evaluate("Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0).length")
         all_images = page.evaluate("document.images.length")
+        page.emulate_media(media="print")  # the printable layout: no navigation, a page per section
+        printed = page.evaluate(
+            "[getComputedStyle(document.querySelector('nav')).display, getComputedStyle(document.querySelector('#matrices')).breakBefore]"
+        )
     finally:
         context.close()
     assert plots >= 4 * len(MODELS)
+    assert sections == list(SECTIONS)
+    assert saliency > 0  # the flips' overlays
     assert all_images > 0 and loaded_images == all_images
+    assert printed == ["none", "page"]
     assert errors == []
     assert blocked == []  # nothing tried to leave the file

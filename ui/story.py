@@ -1,0 +1,193 @@
+"""Home's story view (issue 16): the headline failure pattern of each model in one screen, so a demo
+starts with the finding.
+
+Per model (the newest finished current run of each model over the workspace's main suite, the one
+most models ran over; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds), one tab:
+its worst scene keywords (:func:`analytics.failures.failure_table`), one variance matrix on the
+suite's fixed colour scale (the signal that fills most of that scale) and two flips (composites
+whose background changed the prediction, :func:`analytics.galleries.flips`), each with a link to
+the full view on the Matrices or Failures page. The tabs are lazy (``on_change="rerun"``): only the
+open tab's model is read, so Home stays fast with many models.
+
+Caching: the keyword table and the matrices are the Failures and Matrices pages' own caches
+(:func:`ui.failures.failures`, :func:`ui.runs.run_matrices`, :func:`ui.colour_scale.suite_scale`),
+so opening a link reuses them; the flips and their images are ``st.cache_data`` keyed by workspace
+path, run id and finishing time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from analytics.exceptions import BackdropError
+from analytics.galleries import GalleryItem, flips, item_images
+from analytics.runs import SIGNALS
+from analytics.variance import VarianceMatrix
+from analytics.workspace import Workspace
+from ui import colour_scale
+from ui import failures as failure_view
+from ui import runs as run_view
+from ui.charts import variance_heatmap
+
+KEY = "story."
+MAX_MODELS = 8  # tabs (lazy, so more cost nothing until opened); the demo has about 7 models
+TOP_KEYWORDS = 3
+N_FLIPS = 2
+MIN_COUNT = 3  # composites per keyword, the Failures page's default
+MATRIX_HEIGHT = 380
+#: Columns of :func:`keyword_rows`.
+KEYWORD_HEADERS = ["Keyword", "Composites", "Errors", "Error rate", "95% interval"]
+
+
+def suite_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The newest finished current run of each model over the main suite (the one most models ran over;
+    ties: the suite of the newest run).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :func:`analytics.runs.list_runs` (newest first).
+
+    Returns
+    -------
+    DataFrame
+        Rows of ``runs``, one per model, newest first; empty when no run is finished and current.
+    """
+    done = runs[(runs["status"] == "done") & ~runs["stale"].astype(bool)].drop_duplicates(["suite_id", "model"])
+    if done.empty:
+        return done
+    return done[done["suite_id"] == done["suite_id"].value_counts().index[0]]
+
+
+def story_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`suite_runs`, the :data:`MAX_MODELS` that lose most accuracy to the backgrounds (original
+    minus worst-case accuracy), biggest loss first."""
+    found = suite_runs(runs)
+    loss = found["original_accuracy"] - found["worst_case_accuracy"]
+    return found.assign(loss=loss).sort_values("loss", ascending=False, kind="stable").head(MAX_MODELS)
+
+
+def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, float]) -> str:
+    """The signal whose matrix fills most of the suite's colour range (highest mean cell / top of the
+    scale): on the fixed scale, the most yellow of the four.
+
+    Parameters
+    ----------
+    matrices : mapping of str to VarianceMatrix
+        A run's matrices, keyed by :data:`analytics.runs.SIGNALS`.
+    tops : mapping of str to float
+        Top of the suite's colour range per signal (:attr:`analytics.colour_scale.ColourScale.tops`).
+    """
+    return max(SIGNALS, key=lambda signal: float(np.mean(matrices[signal].matrix)) / tops[signal])
+
+
+def keyword_rows(keywords: pd.DataFrame) -> pd.DataFrame:
+    """The first :data:`TOP_KEYWORDS` rows of :attr:`analytics.failures.FailureTable.keywords` (sorted
+    by effect), columns :data:`KEYWORD_HEADERS`; the interval is the Wilson interval of the rate."""
+    top = keywords.head(TOP_KEYWORDS)
+    intervals = [f"{low:.2f}–{high:.2f}" for low, high in zip(top["error_low"], top["error_high"])]
+    values = [top["keyword"], top["count"], top["errors"], top["error_rate"].round(3), intervals]
+    return pd.DataFrame(dict(zip(KEYWORD_HEADERS, values))).reset_index(drop=True)
+
+
+@st.cache_data(max_entries=32, show_spinner="Finding flips…")
+def flip_images(workspace_path: str, run_id: str, finished: str, limit: int) -> list[tuple[GalleryItem, np.ndarray, np.ndarray]]:
+    """:func:`analytics.galleries.flips` with each item's original and composite ((s, s, 3) uint8 each);
+    ``finished`` keys a redone run afresh."""
+    workspace = Workspace(workspace_path, create=False)
+    return [(item, *item_images(workspace, item)) for item in flips(workspace, run_id, limit=limit)]
+
+
+# -- layout ------------------------------------------------------------------------------------------
+def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str | None, failures_page: str | None) -> None:
+    """One lazy tab per model of :func:`story_runs` (nothing when no run is finished and current).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    runs : DataFrame
+        :func:`analytics.runs.list_runs`.
+    matrices_page, failures_page : str or None
+        Page paths for the links to the full views (None: that page is not installed, no link).
+    """
+    chosen = story_runs(runs)
+    if chosen.empty:
+        return
+    st.subheader("What breaks each model", anchor=False)
+    st.caption(
+        f"Suite `{chosen['suite_id'].iloc[0]}`, the newest finished run of each model: the scene keywords with the highest "
+        f"error rate (at least {MIN_COUNT} composites), one variance matrix on the suite's colour scale, and two composites "
+        "whose background changed the prediction."
+    )
+    done = runs[(runs["status"] == "done") & (runs["suite_id"] == chosen["suite_id"].iloc[0])]
+    suite_run_ids = tuple(sorted(done["id"]))  # the Matrices page's key of the suite scale, so both share it
+    tabs = st.tabs(list(chosen["model"]), key=KEY + "model", on_change="rerun")
+    for tab, run in zip(tabs, chosen.to_dict("records")):
+        if tab.open:
+            with tab:
+                show_model(str(workspace.root), run, suite_run_ids, matrices_page=matrices_page, failures_page=failures_page)
+
+
+def show_model(workspace_path: str, run: Mapping, suite_run_ids: tuple[str, ...], *, matrices_page: str | None, failures_page: str | None) -> None:
+    """One model's block: accuracies, worst keywords, the telling matrix, two flips, links."""
+    st.caption(
+        f"Run `{run['id']}` · accuracy {run['accuracy']:.0%} · on their own photos {run['original_accuracy']:.0%} · "
+        f"right under every background {run['worst_case_accuracy']:.0%}"
+    )
+    finished = run["finished"] or ""
+    left, right = st.columns(2, gap="large")
+    try:
+        with left:
+            show_keywords(workspace_path, run, finished, failures_page)
+        with right:
+            show_matrix(workspace_path, run, finished, suite_run_ids, matrices_page)
+        show_flips(workspace_path, run, finished)
+    except BackdropError as err:
+        st.error(str(err))
+
+
+def show_keywords(workspace_path: str, run: Mapping, finished: str, failures_page: str | None) -> None:
+    st.markdown("**Scenes that break it most**")
+    table = failure_view.failures(workspace_path, run["id"], finished, MIN_COUNT)
+    if table.keywords.empty:
+        st.caption(f"No scene keyword has {MIN_COUNT} composites: the suite's backgrounds carry no keywords (Suites page).")
+    else:
+        st.dataframe(keyword_rows(table.keywords), hide_index=True, width="stretch", key=f"{KEY}keywords.{run['id']}")
+        st.caption(f"Overall: {table.error_rate:.0%} of {table.composites} composites misclassified.")
+    if failures_page:
+        st.page_link(failures_page, label="Every keyword and the galleries on Failures", icon=":material/arrow_forward:", query_params={"run": run["id"]})
+
+
+def show_matrix(workspace_path: str, run: Mapping, finished: str, suite_run_ids: tuple[str, ...], matrices_page: str | None) -> None:
+    settings = run_view.DEFAULT_SETTINGS
+    matrices = run_view.run_matrices(workspace_path, run["id"], finished, settings)
+    scale = colour_scale.suite_scale(workspace_path, run["suite_id"], suite_run_ids, settings.kwargs())
+    signal = telling_signal(matrices, scale.tops)
+    st.markdown(f"**{SIGNALS[signal]}** (the signal that fills most of the suite's colour scale)")
+    figure = variance_heatmap(matrices[signal], zmin=0.0, zmax=scale.tops[signal])
+    figure.update_layout(height=MATRIX_HEIGHT)
+    st.plotly_chart(figure, key=f"{KEY}matrix.{run['id']}", config={"displayModeBar": False})
+    if matrices_page:
+        st.page_link(
+            matrices_page, label="All four matrices and the image pairs on Matrices", icon=":material/arrow_forward:",
+            query_params={"run": run["id"], "signal": signal, "preset": settings.preset},
+        )  # fmt: skip
+
+
+def show_flips(workspace_path: str, run: Mapping, finished: str) -> None:
+    st.markdown("**Flips: the background changes the answer**")
+    found = flip_images(workspace_path, run["id"], finished, N_FLIPS)
+    if not found:
+        st.caption("No composite changes this model's prediction.")
+        return
+    for column, (item, original, composite) in zip(st.columns(N_FLIPS, gap="large"), found):
+        with column:
+            first, second = st.columns(2)
+            first.image(original, caption=f"{item.target_id}: {item.original_predicted} · p(true) {item.original_true_prob:.2f}", width="stretch")
+            second.image(composite, caption=f"on {item.background_id}: {item.predicted} · p(true) {item.true_prob:.2f}", width="stretch")
+            if item.keywords:
+                st.caption("Scene: " + ", ".join(item.keywords[:6]))

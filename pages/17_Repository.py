@@ -22,7 +22,7 @@ def main() -> None:
     user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Repository")
     st.caption(
-        "A repository is a set of checkpoints registered from one manifest. Run them all over a suite as one job: "
+        "A repository is a set of models tested as one unit: checkpoints registered from a manifest, or registered models such as the zoo. Run them all over a suite as one job: "
         "finished models are skipped, an interrupted run resumes, and a model that fails is listed with its reason."
     )
     workspace = state.current_workspace()

@@ -57,6 +57,7 @@ from .failures import BOOTSTRAP_SEED, failure_table, keyword_model_matrix
 from .galleries import GalleryItem, flips, fooling_backgrounds, item_images, item_saliency
 from .judgments import latest_judgments
 from .runs import SIGNALS, VARIANCE_COLOURS, current_runs, features_table, run_matrices
+from .saliency.heatmap import heat_overlay
 from .team.roles import require_permission
 from .workspace import Workspace, now
 
@@ -85,7 +86,6 @@ CHALLENGE_SEED, CHALLENGE_BLENDS = 0, (False, True)
 SALIENCY_METHODS = ("gradcam", "saliency")
 Progress = Callable[[int, int], None]
 _SQUARE_PX = 360
-_OVERLAY_ALPHA = 0.5
 _COLOURSCALE = [[stop, "rgb({},{},{})".format(*rgb)] for stop, rgb in VARIANCE_COLOURS]
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 _CSS = """
@@ -395,7 +395,7 @@ def _flips_html(workspace: Workspace, model: str, run_id: str, limit: int, thumb
         images = [original, composite]
         if maps is not None:
             used.add(method)
-            images += [_overlay(original, maps[0]), _overlay(composite, maps[1])]
+            images += [heat_overlay(original, maps[0]), heat_overlay(composite, maps[1])]
         cards.append(_card(item, images, thumb))
     explained = f"saliency of the true class ({', '.join(sorted(used))}; red = high)" if used else "no saliency (the model offers no gradients)"
     intro = (
@@ -412,13 +412,6 @@ def _saliency(workspace: Workspace, loaded: LoadedModel, item: GalleryItem) -> t
         if maps is not None:
             return method, maps
     return "", None
-
-
-def _overlay(image: np.ndarray, saliency: np.ndarray) -> np.ndarray:
-    """A JET heat map of ``saliency`` ((h', w') float in [0, 1]) blended over ``image`` ((h, w, 3) uint8 RGB)."""
-    values = cv2.resize(np.clip(saliency, 0, 1).astype(np.float32), image.shape[1::-1], interpolation=cv2.INTER_LINEAR)
-    heat = cv2.applyColorMap(np.uint8(values * 255), cv2.COLORMAP_JET)[..., ::-1]
-    return cv2.addWeighted(np.ascontiguousarray(image), 1 - _OVERLAY_ALPHA, np.ascontiguousarray(heat), _OVERLAY_ALPHA, 0)
 
 
 def _card(item: GalleryItem, images: list[np.ndarray], thumb: dict[str, int]) -> str:

@@ -15,7 +15,6 @@ import torchvision
 
 from analytics.datasets import list_targets
 from analytics.exceptions import BackdropError
-from analytics.jobs import list_jobs
 from analytics.models import (
     LITE_VARIANTS,
     ModelSpec,
@@ -116,14 +115,8 @@ def show_zoo(workspace: Workspace) -> None:
         job = job_view.start_job(workspace, "zoo", params)
         if job is not None:
             st.session_state[ui_models.ZOO_JOB] = job.id
-    job_id = st.session_state.get(ui_models.ZOO_JOB)
-    if job_id is None:
-        active = list_jobs(workspace, active_only=True, kind="zoo")
-        job_id = None if active.empty else active["id"].iloc[0]
-    if job_id is None:
-        return
-    job = job_view.show_job(workspace, job_id, key=ui_models.ZOO_KEY)
-    if job.status == "done":
+    job = job_view.follow_job(workspace, "zoo", state_key=ui_models.ZOO_JOB, key=ui_models.ZOO_KEY)
+    if job is not None and job.status == "done":
         heads = len(job.result["models"])
         st.success(f"The zoo has {heads} heads; {job.result['trained']} trained now, {heads - job.result['trained']} kept.")
         st.dataframe(

@@ -13,7 +13,6 @@ import pandas as pd
 import streamlit as st
 
 from analytics.models import list_models
-from analytics.jobs import list_jobs
 from analytics.runs import list_runs
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
@@ -37,14 +36,8 @@ def execute(workspace: Workspace, models: list[str], suite_id: str, *, top_k: in
 
 def show_runs_job(workspace: Workspace) -> None:
     """The runs job this session started (else the newest one still active): progress, Cancel, Resume."""
-    job_id = st.session_state.get(JOB)
-    if job_id is None:
-        active = list_jobs(workspace, active_only=True, kind="runs")
-        job_id = None if active.empty else active["id"].iloc[0]
-    if job_id is None:
-        return
-    job = job_view.show_job(workspace, job_id, key="run.")
-    if job.status == "done":
+    job = job_view.follow_job(workspace, "runs", state_key=JOB, key="run.")
+    if job is not None and job.status == "done":
         finished = job.result["run_ids"]
         st.success(f"Finished {len(finished)} run(s): {', '.join(finished)}. See their variance matrices on the Matrices page.")
 

@@ -86,6 +86,16 @@ def active_jobs(workspace: Workspace, *, kind: str | None = None, key: str = "jo
         show_job(workspace, job_id, key=key)
 
 
+def follow_job(workspace: Workspace, kind: str, *, state_key: str, key: str) -> jobs.Job | None:
+    """Show the job of ``kind`` this session started (its id at ``st.session_state[state_key]``),
+    else the newest active one of that kind: progress, Cancel, Resume. None when there is neither."""
+    job_id = st.session_state.get(state_key)
+    if job_id is None:
+        active = jobs.list_jobs(workspace, active_only=True, kind=kind)
+        job_id = None if active.empty else active["id"].iloc[0]
+    return None if job_id is None else show_job(workspace, job_id, key=key)
+
+
 def start_job(workspace: Workspace, kind: str, params: dict) -> jobs.Job | None:
     """Start a job; a refused request (bad input, role) is shown as an error and gives None."""
     try:

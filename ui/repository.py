@@ -18,7 +18,6 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from analytics.assessor import ASSESSORS, MIN_MODELS, fit_assessor, human_labels, predict
 from analytics.exceptions import BackdropError
-from analytics.jobs import list_jobs
 from analytics.judgments import LABELS, latest_judgments
 from analytics.models import list_models
 from analytics.repository import STATUSES, create_repository, get_repository, repository_status
@@ -248,14 +247,8 @@ def csv_bytes(table: pd.DataFrame) -> bytes:
 # -- the job and the way to the matrices ----------------------------------------------------------------
 def show_job(workspace: Workspace) -> None:
     """The repository job this session started (else the newest active one): progress, Cancel, Resume."""
-    job_id = st.session_state.get(JOB)
-    if job_id is None:
-        active = list_jobs(workspace, active_only=True, kind="repository")
-        job_id = None if active.empty else active["id"].iloc[0]
-    if job_id is None:
-        return
-    job = job_view.show_job(workspace, job_id, key=KEY)
-    if job.status == "done":
+    job = job_view.follow_job(workspace, "repository", state_key=JOB, key=KEY)
+    if job is not None and job.status == "done":
         result = job.result
         st.success(
             f"Repository {result['repository']} on {result['suite_id']}: {len(result['done'])} run now, "

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.saliency import METHODS, NORMALIZATIONS, REDUCTIONS, Explanation, available_methods, binarize, survey
+from analytics.saliency.heatmap import OVERLAY_ALPHA, heat_colours, heat_overlay
 from analytics.workspace import Workspace
 from ui import cache
 from ui.widgets import outline_mask
@@ -27,8 +27,6 @@ ORIGINAL = "original"
 # over a dark underlay), the binarised map in white, a colour the JET heat map never takes.
 MASK_COLOUR, MASK_COLOUR_NAME = (0, 230, 255), "cyan"
 BINARY_COLOUR, BINARY_COLOUR_NAME = (255, 255, 255), "white"
-OVERLAY_ALPHA = 0.5
-HEAT_MAP = cv2.COLORMAP_JET
 COMPARISON_COLUMNS = {
     "model": "Model", "method": "Method", "inside_share_originals": "Inside share (originals)",
     "inside_share_composites": "Inside share (composites)", "originals": "Originals", "composites": "Composites",
@@ -158,8 +156,7 @@ def overlay(image: np.ndarray, saliency: np.ndarray, mask: np.ndarray, binary: n
     -------
     ndarray of shape (h, w, 3), uint8
     """
-    heat = _heat(np.clip(saliency, 0, 1))
-    blended = cv2.addWeighted(image, 1 - alpha, heat, alpha, 0)
+    blended = heat_overlay(image, saliency, alpha=alpha)
     return outline_mask(outline_mask(blended, binary, colour=BINARY_COLOUR), mask, colour=MASK_COLOUR)
 
 
@@ -170,12 +167,7 @@ def colour_legend(*, width: int = 256, height: int = 14) -> np.ndarray:
     -------
     ndarray of shape (height, width, 3), uint8
     """
-    return np.repeat(_heat(np.linspace(0.0, 1.0, width)[None, :]), height, axis=0)
-
-
-def _heat(values: np.ndarray) -> np.ndarray:
-    """RGB colours of :data:`HEAT_MAP` for values in [0, 1]: ndarray of shape values.shape + (3,), uint8."""
-    return np.ascontiguousarray(cv2.applyColorMap(np.uint8(values * 255), HEAT_MAP)[..., ::-1])
+    return np.repeat(heat_colours(np.linspace(0.0, 1.0, width)[None, :]), height, axis=0)
 
 
 def overlays(result: ExplainedImages, threshold: float) -> list[np.ndarray]:

@@ -18,13 +18,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analytics.assets import CACHE_ENV_VAR, default_cache_dir, is_fetched
-from analytics.datasets import image_size, list_backgrounds, list_classes, list_targets
-from analytics.demo import load_catalogue
+from analytics.data import image_size, list_backgrounds, list_classes, list_targets
+from analytics.demo import CACHE_ENV_VAR, default_cache_dir, is_fetched, load_catalogue
 from analytics.exceptions import BackdropError
 from analytics.runs import list_runs
-from analytics.team.accounts import User
-from analytics.team.roles import allowed
+from analytics.team import User, allowed
 from analytics.workspace import Workspace
 from ui import auth, state, story, widgets
 from ui.jobs import active_jobs
@@ -32,7 +30,7 @@ from ui.jobs import active_jobs
 ROOT = Path(__file__).resolve().parent
 PAGE_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
 FETCH_COMMAND = "python -m analytics fetch-assets"
-# Home's metric label -> table of analytics/_schema.py it counts.
+# Home's metric label -> table of analytics/workspace/_schema.py it counts.
 COUNTED_TABLES = {
     "Targets": "targets",
     "Classes": "classes",

@@ -34,3 +34,7 @@ class SignInError(BackdropError):
 
 class PermissionDeniedError(BackdropError, PermissionError):
     """The signed-in account's role does not allow the action; the message names the roles that do."""
+
+
+class JobCancelled(BackdropError):
+    """Raised inside a background job's work once the job was asked to stop (:mod:`analytics.jobs`)."""

@@ -5,8 +5,8 @@
 - ``forward_images_per_s``: the model alone on ready tensors (``benchmarks.inference.forward_rate``:
   the frozen channels-last network of ``LoadedModel.run_batch``, batches of 32).
 - ``variant_images_per_s``: all eight variants rendered for every target at 256 px
-  (:func:`analytics.bgchallenge.render`, hard paste), counted over the images made.
-- ``adversarial_images_per_s``: :func:`analytics.bgchallenge.prediction_matrix` (every foreground on
+  (:func:`analytics.robustness.bgchallenge.render`, hard paste), counted over the images made.
+- ``adversarial_images_per_s``: :func:`analytics.robustness.bgchallenge.prediction_matrix` (every foreground on
   the P = targets − 1 other Only-BG-T backgrounds, composited at the model's input size and run in
   batches of 32), counted over the composites classified.
 
@@ -27,9 +27,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.bgchallenge import VARIANTS, challenge_data, plan_variant, prediction_matrix, render  # noqa: E402
-from analytics.inference import _cpu_threads  # noqa: E402
+from analytics.inference import cpu_threads  # noqa: E402
 from analytics.models import load_model, register_efficientnet_lite  # noqa: E402
+from analytics.robustness.bgchallenge import (
+    VARIANTS,
+    challenge_data,
+    plan_variant,
+    prediction_matrix,  # noqa: E402
+    render,
+)
 from analytics.workspace import Workspace  # noqa: E402
 from benchmarks.inference import MODEL, SIZE, _texture, forward_rate  # noqa: E402
 
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
         for _ in range(rounds):
             rates["forward"].append(forward_rate(workspace, 32, forward_batches))
             rates["variant"].append(variant_rate(data))
-            with _cpu_threads(model.device):
+            with cpu_threads(model.device):
                 rates["adversarial"].append(adversarial_rate(model, data))
     result = {f"{name}_images_per_s": max(values) for name, values in rates.items()}
     result["variant_vs_forward"] = result["variant_images_per_s"] / result["forward_images_per_s"]

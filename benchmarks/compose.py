@@ -2,7 +2,7 @@
 
 Measures, in the same run and process:
 
-- ``composites_per_s``: :func:`analytics.compose.composite` with Laplacian-pyramid blending on whole
+- ``composites_per_s``: :func:`analytics.data.compose.composite` with Laplacian-pyramid blending on whole
   batches of ``--size`` px images whose backgrounds are already decoded (arrays in memory);
 - ``lite0_forward_per_s``: EfficientNet-Lite0 forward passes on ready input tensors;
 - ``ratio`` = composites_per_s / lite0_forward_per_s; the requirement is ``ratio >= 10``.
@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.compose import composite  # noqa: E402
+from analytics.data import composite  # noqa: E402
 
 REQUIRED_RATIO = 10
 
@@ -61,7 +61,7 @@ def synthetic_batch(n: int, size: int, seed: int = 0) -> tuple[np.ndarray, np.nd
 
 def workspace_batch(path: str, n: int, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``n`` (target, background) pairs of a workspace, resized to ``size`` px (shapes as in synthetic_batch)."""
-    from analytics.datasets import list_backgrounds, list_targets, load_backgrounds, load_targets
+    from analytics.data import list_backgrounds, list_targets, load_backgrounds, load_targets
     from analytics.workspace import Workspace
 
     workspace = Workspace(path, create=False)

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from analytics.datasets import add_backgrounds, add_targets
+from analytics.data import add_backgrounds, add_targets, custom_label_space
 from analytics.keywords import save_keyword_table
-from analytics.models import custom_label_space, register_torchscript
+from analytics.models import register_torchscript
 from analytics.runs import start_runs
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, TINY_SUITE, RegionNet, TinyNet, insert_suite, save_torchscript, write_labels

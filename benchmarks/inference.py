@@ -7,14 +7,14 @@
   over every core directly at the model's input size, then the model, signals written to the
   workspace), counted over the suite's images.
 - ``cached_suite_images_per_s``: the same run reading its composites from a filled
-  :class:`analytics.composite_cache.CompositeCache` (what every model after the first sees when
+  :class:`analytics.inference.composite_cache.CompositeCache` (what every model after the first sees when
   many models run over one suite: the composites were made once).
 - ``naive_images_per_s``: the straightforward per-target script: load one target and its
   backgrounds, composite them, run the eager network (as its package builds it, NCHW,
   ``torch.no_grad()``) on the n + 1 images as one batch, repeat. The engine's lead over it comes
   from a frozen, channels-last copy of the network run in small CPU micro-batches
   (:func:`analytics.models.freeze_for_cpu`), from compositing each target's images with one
-  :class:`analytics.compose.Cutout` at the model's input size, and from compositing on every core.
+  :class:`analytics.data.compose.Cutout` at the model's input size, and from compositing on every core.
 - ``peak_rss_mib_50`` / ``peak_rss_mib_200``: peak resident memory of a fresh process running a
   suite of 50 and of 200 targets (streaming means the two stay close).
 
@@ -38,10 +38,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.composite_cache import CompositeCache  # noqa: E402
-from analytics.compose import composite  # noqa: E402
-from analytics.datasets import Background, Target, add_backgrounds, add_targets, load_backgrounds, load_targets  # noqa: E402
-from analytics.inference import _cpu_threads, run_models  # noqa: E402
+from analytics.data import (  # noqa: E402
+    Background,
+    Target,
+    add_backgrounds,
+    add_targets,
+    composite,  # noqa: E402
+    load_backgrounds,
+    load_targets,
+)
+from analytics.inference import CompositeCache, cpu_threads, run_models  # noqa: E402
 from analytics.models import build_efficientnet_lite, get_model_spec, load_model, register_efficientnet_lite, resize_images  # noqa: E402
 from analytics.workspace import Workspace, now  # noqa: E402
 from benchmarks._rss import peak_rss_mib  # noqa: E402
@@ -89,7 +95,7 @@ def forward_rate(workspace: Workspace, batch_size: int, n_batches: int) -> float
     model = load_model(workspace, MODEL, device="cpu")
     images = np.random.default_rng(1).integers(0, 256, (batch_size, SIZE, SIZE, 3), dtype=np.uint8)
     batch = model.preprocess(images)
-    with _cpu_threads(model.device):
+    with cpu_threads(model.device):
         model.run_batch(batch)  # warm-up
         start = time.perf_counter()
         for _ in range(n_batches):
@@ -120,7 +126,7 @@ def naive_rate(workspace: Workspace, suite_id: str) -> float:
     for row in rows:
         per_target.setdefault(row["target_id"], []).append(row["background_id"])
     count = 0
-    with _cpu_threads(torch.device("cpu")), torch.no_grad():
+    with cpu_threads(torch.device("cpu")), torch.no_grad():
         start = time.perf_counter()
         for target_id, background_ids in per_target.items():
             image, mask = load_targets(workspace, [target_id])

@@ -39,7 +39,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.inference import _cpu_threads, cpu_count  # noqa: E402
+from analytics.inference import cpu_count, cpu_threads  # noqa: E402
 from analytics.models import get_model_spec, load_head, load_model, register_efficientnet_lite, register_head  # noqa: E402
 from analytics.repository import create_repository, run_repository  # noqa: E402
 from analytics.workspace import Workspace  # noqa: E402
@@ -77,7 +77,7 @@ def forward_seconds(workspace: Workspace, model: str, images: int, batch_size: i
     loaded = load_model(workspace, model, device="cpu")
     size = loaded.spec.input_size
     batch = loaded.preprocess(np.random.default_rng(1).integers(0, 256, (batch_size, size, size, 3), dtype=np.uint8))
-    with _cpu_threads(loaded.device):
+    with cpu_threads(loaded.device):
         loaded.run_batch(batch)  # warm-up (and the frozen copy)
         start = time.perf_counter()
         for _ in range(n_batches):

@@ -5,7 +5,7 @@ Run from the repository root::
     python -m benchmarks.variance                # 1,800,000 points, 128 x 128, window 32, sigma 10, K 32
     python -m benchmarks.variance --points 200000 --naive-points 5000
 
-Prints one JSON object. The naive reference (``tests/analytics/test_variance.py``: a Python loop
+Prints one JSON object. The naive reference (``tests/analytics/variance/test_variance.py``: a Python loop
 over cells, brute-force distances and K nearest) is timed on the first ``--naive-points`` points
 (default 10,000: on 128 x 128 cells it visits 16,384 cells, so the full cloud would take hours) and
 extrapolated linearly to the full cloud (its work per cell is linear in the number of points, but
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, point_cloud, variance_matrix
-from tests.analytics.test_variance import naive_variance_matrix
+from tests.analytics.variance.test_variance import naive_variance_matrix
 
 N_BACKGROUNDS = 32
 

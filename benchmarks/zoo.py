@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.datasets import Background, Target, add_backgrounds, add_targets  # noqa: E402
+from analytics.data import Background, Target, add_backgrounds, add_targets  # noqa: E402
 from analytics.inference import run_models  # noqa: E402
 from analytics.models import register_efficientnet_lite  # noqa: E402
 from analytics.workspace import Workspace, now  # noqa: E402

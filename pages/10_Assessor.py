@@ -4,7 +4,7 @@ only the accuracy statistics and against a worst-case-accuracy threshold, predic
 nobody judged, and explain each prediction by Shapley values.
 
 A thin view: the learning and which columns each assessor reads are :mod:`analytics.assessor`
-(the same as ``python -m analytics assess``), features :func:`analytics.runs.features_table`,
+(the same as ``python -m analytics assess``), features :func:`analytics.assessor.features_table`,
 caching, tables and charts :mod:`ui.agreement`. Too few labelled models is not an error here but an
 explanation of how many are needed.
 """
@@ -16,7 +16,7 @@ import streamlit as st
 
 from analytics.assessor import ASSESSORS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, explain, human_labels, predict
 from analytics.exceptions import BackdropError, InvalidInputError
-from analytics.judgments import LABELS
+from analytics.judging import LABELS
 from analytics.workspace import Workspace
 from analytics.zoo import construction_labels
 from ui import agreement as view

@@ -2,7 +2,7 @@
 the recall), Fleiss' κ of the judgments made on its suites (the precision), F1, and a run-to-run
 consistency that needs no annotators — our version of the paper's Table 1, beside theirs.
 
-A thin view over :func:`analytics.methods.method_comparison`, run as a background job
+A thin view over :func:`analytics.comparison.methods.method_comparison`, run as a background job
 (:mod:`analytics.jobs`, kind ``methods``): the page shows an estimate before it starts, then the
 job's progress with Cancel (and Resume once cancelled or failed); the table is the job's result.
 Suites, runs and coverage are kept in the workspace, so a repeated or resumed comparison skips what
@@ -14,20 +14,20 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.coverage import DEFAULT_THRESHOLD
-from analytics.datasets import list_backgrounds, list_targets
-from analytics.jobs import get_job, latest_job
-from analytics.methods import (
+from analytics.comparison import (
     DEFAULT_METHODS,
     DEFAULT_N,
     DEFAULT_SEEDS,
     DEFAULT_TARGETS,
+    DEFAULT_THRESHOLD,
     PAPER_TABLE,
     estimate_seconds,
     method_requirements,
 )
+from analytics.data import list_backgrounds, list_targets
+from analytics.jobs import get_job, latest_job
 from analytics.models import list_models
-from analytics.sampling import SAMPLERS
+from analytics.suites import SAMPLERS
 from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import jobs as job_view
@@ -107,7 +107,7 @@ def _duration(seconds: float) -> str:
 
 
 def result_table(job) -> pd.DataFrame:
-    """The job's result as :func:`analytics.methods.method_comparison` returned it (tuples restored)."""
+    """The job's result as :func:`analytics.comparison.methods.method_comparison` returned it (tuples restored)."""
     table = pd.DataFrame(job.result["table"])
     for column in ("seeds", "suite_ids", "run_ids"):
         table[column] = table[column].map(tuple)

@@ -3,7 +3,7 @@ note side by side with the model's four variance matrices, and a form where a le
 consensus label with a reason (history kept). The assessor learns from the consensus where one is
 recorded, else from the majority vote. Judgments and consensus export together as CSV.
 
-A thin view: data are :mod:`analytics.adjudication`, drawing and the form's callback :mod:`ui.adjudication`.
+A thin view: data are :mod:`analytics.judging.adjudication`, drawing and the form's callback :mod:`ui.adjudication`.
 Needs the ``adjudicate`` permission (admin or analyst) in team mode.
 """
 
@@ -12,9 +12,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.adjudication import consensus_history, disagreements, export_judgments_csv
-from analytics.judgments import LABELS
-from analytics.team.accounts import User
+from analytics.judging import LABELS, consensus_history, disagreements, export_judgments_csv
+from analytics.team import User
 from analytics.workspace import Workspace
 from ui import adjudication as view
 from ui import state

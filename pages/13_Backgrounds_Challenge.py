@@ -2,7 +2,7 @@
 from the workspace's targets, accuracy per variant and model, BG-Gap, per-image categories, an
 example grid, the adversarial-background gallery and a CSV of every prediction.
 
-A thin view: the method is :mod:`analytics.bgchallenge`, tables and figures :mod:`ui.bgchallenge`.
+A thin view: the method is :mod:`analytics.robustness.bgchallenge`, tables and figures :mod:`ui.bgchallenge`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.bgchallenge import VARIANT_NAMES, per_class_accuracy, variant_accuracy, workspace_data
 from analytics.exceptions import BackdropError
 from analytics.models import list_models
+from analytics.robustness.bgchallenge import VARIANT_NAMES, per_class_accuracy, variant_accuracy, workspace_data
 from ui import bgchallenge as view
 from ui import state
 from ui.auth import require_page

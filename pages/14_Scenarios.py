@@ -3,8 +3,8 @@ transparent and random real backgrounds, blurred object) on the workspace's targ
 models: a scenario × model accuracy table, robustness scores in the paper's two forms, a class ×
 scenario heat map, Table 1's regression, one target across the scenarios, and the per-image CSV.
 
-A thin view: the scenarios and evaluation are :mod:`analytics.scenarios`, the statistics
-:mod:`analytics.scenario_stats`, tables and figures :mod:`ui.scenarios`.
+A thin view: the scenarios and evaluation are :mod:`analytics.robustness.scenarios`, the statistics
+:mod:`analytics.robustness.scenario_stats`, tables and figures :mod:`ui.scenarios`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.datasets import list_targets
+from analytics.data import list_targets
 from analytics.exceptions import BackdropError
 from analytics.models import list_models
-from analytics.scenario_stats import class_accuracy, robustness_scores, scenario_accuracy, scenario_regression
-from analytics.scenarios import SCENARIOS, scenario_examples
+from analytics.robustness import SCENARIOS, class_accuracy, robustness_scores, scenario_accuracy, scenario_examples, scenario_regression
 from analytics.workspace import Workspace
 from ui import scenarios as view
 from ui import state, widgets

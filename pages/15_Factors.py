@@ -5,7 +5,7 @@ several models side by side.
 
 Predictions come from uploaded CSVs in the imagenet-x format or from a workspace model run over a
 folder of ImageNet validation images on the server. A thin view: the numbers are
-:mod:`analytics.factors` (the ``imagenet-x`` package), tables and figures :mod:`ui.factors`.
+:mod:`analytics.robustness.factors` (the ``imagenet-x`` package), tables and figures :mod:`ui.factors`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.factors import MAX_PREDICTIONS_BYTES
+from analytics.robustness import MAX_PREDICTIONS_BYTES
 from ui import factors as view
 from ui import state
 from ui.auth import may, require_page

@@ -2,7 +2,7 @@
 rate and the drop of the true-class probability with 95 % intervals; the galleries (per class, the
 backgrounds that fool the model most; the flips, with saliency overlays on request); the keyword x
 model heat map of the suite's models; the self-contained HTML report. A thin view: numbers from
-:mod:`analytics.failures` and :mod:`analytics.galleries`, layout from :mod:`ui.failures`.
+:mod:`analytics.findings.failures` and :mod:`analytics.findings.galleries`, layout from :mod:`ui.failures`.
 
 Deep links (:mod:`ui.deeplink`): ``run``, ``class``, ``keyword`` and ``method`` live in the address.
 """

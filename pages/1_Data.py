@@ -1,7 +1,7 @@
 """Data: browse targets, classes and backgrounds, preview a composite, bring your own data.
 
-A thin view: reading, validating, fitting and storing images is :mod:`analytics.datasets` /
-:mod:`analytics.images`; compositing is :mod:`analytics.compose`. The page catches only
+A thin view: reading, validating, fitting and storing images is :mod:`analytics.data.datasets` /
+:mod:`analytics.data.images`; compositing is :mod:`analytics.data.compose`. The page catches only
 :class:`~analytics.exceptions.BackdropError`.
 """
 
@@ -14,16 +14,18 @@ import cv2
 import numpy as np
 import streamlit as st
 
-from analytics.datasets import (
+from analytics.data import (
     Target,
     add_targets,
+    check_mask_share,
+    fit_square,
     image_size,
     list_backgrounds,
     list_classes,
     list_targets,
+    read_image,
 )
 from analytics.exceptions import BackdropError
-from analytics.images import check_mask_share, fit_square, read_image
 from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, screening, state, widgets
 from ui.auth import may, require_page
@@ -223,5 +225,5 @@ def main() -> None:
 
 main()
 
-# -- pool backgrounds kept out of each class's suites (analytics.screening), below the tabs -------
+# -- pool backgrounds kept out of each class's suites (analytics.suites.screening), below the tabs -------
 screening.show_exclusions(state.current_workspace())

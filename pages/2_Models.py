@@ -13,21 +13,11 @@ from contextlib import ExitStack
 import streamlit as st
 import torchvision
 
-from analytics.datasets import list_targets
+from analytics.data import list_targets, parse_label_space
 from analytics.exceptions import BackdropError
-from analytics.models import (
-    LITE_VARIANTS,
-    ModelSpec,
-    list_models,
-    parse_label_space,
-    register_efficientnet_lite,
-    register_torchscript,
-    register_torchvision,
-)
-from analytics.runs import model_keys
-from analytics.team.accounts import User
-from analytics.team.paths import resolve_server_path
-from analytics.workspace import Workspace
+from analytics.models import LITE_VARIANTS, ModelSpec, list_models, register_efficientnet_lite, register_torchscript, register_torchvision
+from analytics.team import User, resolve_server_path
+from analytics.workspace import Workspace, model_keys
 from ui import cache, state
 from ui import jobs as job_view
 from ui import models as ui_models

@@ -2,8 +2,8 @@
 its rules and graph, explore expansion.
 
 A thin view: mining, paths and expansion are :mod:`analytics.ontology`; keyword files and tables
-are :mod:`analytics.keywords`; caching, figures and widgets are :mod:`ui.ontology`. The page
-catches only :class:`~analytics.exceptions.BackdropError`.
+are :mod:`analytics.keywords`; caching, figures and widgets are :mod:`ui.ontology`, the keyword-table
+builder :mod:`ui.keyword_tables`. The page catches only :class:`~analytics.exceptions.BackdropError`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.keywords import list_keyword_tables
 from analytics.ontology import save_ontology
 from analytics.workspace import Workspace
+from ui import keyword_tables as builder
 from ui import ontology as view
 from ui import state
 from ui.auth import require_page
@@ -30,18 +32,18 @@ def open_workspace() -> Workspace | None:
 def keyword_tables(workspace: Workspace) -> None:
     """The builder (classifier patches, a keyword file, scene-model checkpoints) and the table list."""
     # kept open after a build, or its report (and the warnings about unmatched image names) is hidden
-    expanded = view.list_keyword_tables(workspace).empty or view.BUILD_REPORT in st.session_state
+    expanded = list_keyword_tables(workspace).empty or builder.BUILD_REPORT in st.session_state
     with st.expander("Keyword tables of this workspace", expanded=expanded):
-        request = view.keyword_builder(workspace)
+        request = builder.keyword_builder(workspace)
         if request is not None:
             try:
-                view.remember_build(view.run_build(workspace, request))
+                view.remember_build(builder.run_build(workspace, request))
             except BackdropError as err:
                 st.error(str(err))
             else:
                 st.rerun()
-        view.build_report()
-        view.keyword_tables_view(workspace)
+        builder.build_report()
+        builder.keyword_tables_view(workspace)
 
 
 def main() -> None:

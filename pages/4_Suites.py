@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analytics.datasets import list_backgrounds, list_targets
+from analytics.data import list_backgrounds, list_targets
 from analytics.suites import Suite
 from analytics.workspace import Workspace
 from ui import jobs as job_view

@@ -22,7 +22,7 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.runs import SIGNALS, cell_pairs, list_runs
-from analytics.variance import VarianceMatrix
+from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
@@ -107,7 +107,7 @@ def exports(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMa
     )
 
 
-def explore(workspace_path: str, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]) -> None:
+def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple]) -> None:
     try:
         data_clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
         matrices = view.run_matrices(workspace_path, run["id"], run["finished"], settings)
@@ -118,7 +118,7 @@ def explore(workspace_path: str, run: Mapping, settings: view.Settings, ranges: 
     if data_clouds[0].excluded:
         st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {', '.join(data_clouds[0].excluded[:5])}")
     selected = view.clicked_cell(run["id"], matrices)
-    st.caption(f"{settings.label()} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
+    st.caption(f"{view.settings_label(settings)} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
     heatmaps(run["id"], matrices, ranges, selected)
     if selected:
         drill_down(workspace_path, run, matrices, selected)
@@ -136,7 +136,7 @@ def warn_unknown(what: str, text: str | None, shown: str) -> None:
 
 
 def compare(
-    workspace_path: str, done: pd.DataFrame, run: Mapping, settings: view.Settings, ranges: Mapping[str, tuple]
+    workspace_path: str, done: pd.DataFrame, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple]
 ) -> tuple[list[str], str | None]:
     """The Compare tab; returns the compared run ids and the signal shown (None before any model is picked)."""
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
@@ -208,7 +208,7 @@ def main() -> None:
     )  # fmt: skip
     suite_runs = tuple(sorted(done.loc[done["suite_id"] == run["suite_id"], "id"]))
     try:
-        scale = colour_scale.suite_scale(str(workspace.root), run["suite_id"], suite_runs, settings.kwargs())
+        scale = colour_scale.suite_scale(str(workspace.root), run["suite_id"], suite_runs, settings)
     except BackdropError as err:
         st.error(str(err))
         st.stop()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.datasets import list_targets
+from analytics.data import list_targets
 from analytics.exceptions import BackdropError
 from analytics.jobs import latest_job
 from analytics.runs import list_runs

@@ -2,7 +2,7 @@
 at a time, from a queue of the models you have not judged yet on a suite.
 
 A thin view: the queue, cached matrices and figures are :mod:`ui.judge`; judgments are stored with
-:func:`analytics.judgments.add_judgment` (history kept: a changed judgment is a new row) by the
+:func:`analytics.judging.judgments.add_judgment` (history kept: a changed judgment is a new row) by the
 session's workspace, which in team mode acts as the signed-in account (so the library checks the
 role, the annotator's name and the assignments). Annotators (no ``browse`` permission) see only
 their queue, under blind aliases; leads (``adjudicate``) get an Assignments panel. The page catches
@@ -15,12 +15,21 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.judgments import LABELS, add_judgment, unjudged_models
+from analytics.judging import (
+    LABELS,
+    add_judgment,
+    annotator_progress,
+    assign,
+    blind_name,
+    get_plan,
+    judging_accounts,
+    judging_progress,
+    set_plan,
+    unjudged_models,
+)
 from analytics.models import get_model_spec
-from analytics.runs import model_keys
 from analytics.saliency import BASELINES
-from analytics.team.assignments import annotator_progress, assign, blind_name, get_plan, judging_accounts, progress, set_plan
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, model_keys
 from ui import judge as view
 from ui import saliency, state
 from ui.auth import may, require_page
@@ -127,26 +136,6 @@ def show_identity(workspace: Workspace, item: view.QueueItem, blind: bool, runs:
     return item.model
 
 
-def show_matrices(workspace: Workspace, item: view.QueueItem, suite_id: str) -> None:
-    with st.expander("Display settings"):
-        preset = st.radio(
-            "Interpolation", ["fine", "medium", "smooth"], index=2, horizontal=True, key=view.KEY + "preset", help=view.PRESET_HELP
-        )
-    try:
-        by_signal = view.matrices(str(workspace.root), item.run_id, preset)
-        scale = view.colour_scale(str(workspace.root), suite_id, preset)
-    except BackdropError as err:
-        st.error(str(err))
-        return
-    for column, figure in zip(st.columns(len(by_signal)), view.matrix_figures(by_signal, scale)):
-        column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
-    st.caption(
-        "Each cell: how much the signal changes between two images of a target whose distances to the original are "
-        "(x, y) — green = stable, yellow = changes a lot. An invariant model stays green where the backgrounds are "
-        f"close to the original. {view.SCALE_NOTE}"
-    )
-
-
 def show_buttons(workspace: Workspace, annotator: str, item: view.QueueItem, suite_id: str, shown_as: str) -> None:
     left, right = st.columns([1, 2])
     left.segmented_control("Confidence (optional)", list(CONFIDENCE_LEVELS), key=CONFIDENCE)
@@ -232,7 +221,7 @@ def show_assignments(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
             st.caption(f"Plan: everyone judges every model, {plan.judgments_wanted} judgments wanted per model (set by {plan.set_by or 'the CLI'}).")
         left, right = st.columns([3, 2])
         left.dataframe(
-            progress(workspace, suite_id)[["model", "alias", "judged", "wanted", "annotators"]],
+            judging_progress(workspace, suite_id)[["model", "alias", "judged", "wanted", "annotators"]],
             hide_index=True, column_config={"alias": "Blind alias", "judged": "Judgments", "wanted": "Wanted"},
         )  # fmt: skip
         right.dataframe(annotator_progress(workspace, suite_id), hide_index=True, column_config={"done": "Judged", "assigned": "Assigned"})
@@ -279,7 +268,7 @@ def main() -> None:
     else:
         item = queue[0]
         shown_as = show_identity(workspace, item, blind, runs)
-        show_matrices(workspace, item, suite_id)
+        view.matrix_panel(workspace, suite_id, item.run_id, key=view.KEY + "preset")
         show_buttons(workspace, annotator, item, suite_id, shown_as)
         show_saliency(workspace, item, suite_id)
     show_change_last(workspace, annotator, suite_id, blind)

@@ -4,7 +4,7 @@ two annotators, majority vote), every statistic with its number of shared models
 the minimum and a bootstrap interval, and the full judgment history as CSV. Judgments count per
 suite: the latest current one per (annotator, model, suite).
 
-A thin view: the statistics are :mod:`analytics.agreement`, the tables and figures :mod:`ui.agreement`.
+A thin view: the statistics are :mod:`analytics.judging.agreement`, the tables and figures :mod:`ui.agreement`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.agreement import Agreement, confusion
-from analytics.judgments import judgment_history, latest_judgments
+from analytics.judging import Agreement, confusion, judgment_history, latest_judgments
 from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import state

@@ -2,7 +2,7 @@
 side by side, the model's four variance matrices (the Judge page's figures and fixed colour scale)
 and the consensus form's callback.
 
-Data come from :mod:`analytics.adjudication`; the matrices, colour scale and figures are reused from
+Data come from :mod:`analytics.judging.adjudication`; the matrices, colour scale and figures are reused from
 :mod:`ui.judge`, so a lead sees exactly what the annotators saw.
 """
 
@@ -13,11 +13,9 @@ import math
 import pandas as pd
 import streamlit as st
 
-from analytics.adjudication import add_consensus
 from analytics.exceptions import BackdropError
-from analytics.judgments import latest_judgments_by_suite
+from analytics.judging import add_consensus, blind_name, latest_judgments_by_suite
 from analytics.suites import list_suites
-from analytics.team.assignments import blind_name
 from analytics.workspace import Workspace
 from ui import judge
 from ui.agreement import LABEL_COLOURS
@@ -27,7 +25,7 @@ LABEL = KEY + "label"
 REASON = KEY + "reason"
 ADJUDICATOR = KEY + "adjudicator"  # solo mode only: team mode signs with the account
 FLASH = KEY + "flash"  # (kind, text) shown once on the next run
-#: Display names of the columns of :func:`analytics.adjudication.disagreements` the list shows.
+#: Display names of the columns of :func:`analytics.judging.adjudication.disagreements` the list shows.
 LIST_COLUMNS = {
     "model": "Model",
     "n_judgments": "Judgments",
@@ -53,7 +51,7 @@ def disagreement_list(workspace: Workspace, table: pd.DataFrame, suite_id: str) 
     ----------
     workspace : Workspace
     table : DataFrame
-        :func:`analytics.adjudication.disagreements` of ``suite_id``.
+        :func:`analytics.judging.adjudication.disagreements` of ``suite_id``.
     suite_id : str
     """
     shown = table[list(LIST_COLUMNS)].rename(columns=LIST_COLUMNS)
@@ -63,13 +61,13 @@ def disagreement_list(workspace: Workspace, table: pd.DataFrame, suite_id: str) 
 
 
 def model_choice(workspace: Workspace, row: pd.Series, suite_id: str) -> str:
-    """How the model picker names a row of :func:`analytics.adjudication.disagreements`."""
+    """How the model picker names a row of :func:`analytics.judging.adjudication.disagreements`."""
     status = f"consensus: {row['consensus']}" if row["has_consensus"] else "no consensus yet"
     return f"{row.name} ({blind_name(workspace, suite_id, str(row.name))}) · {status}"
 
 
 def annotators_of(row: pd.Series) -> list[str]:
-    """The annotators who judged the model of one row of :func:`analytics.adjudication.disagreements`."""
+    """The annotators who judged the model of one row of :func:`analytics.judging.adjudication.disagreements`."""
     return [column.split(":", 1)[1] for column, value in row.items() if column.startswith("label:") and isinstance(value, str)]
 
 
@@ -92,23 +90,13 @@ def show_judgments(row: pd.Series) -> None:
 
 
 def show_matrices(workspace: Workspace, suite_id: str, model: str) -> None:
-    """The model's four variance matrices on the suite, drawn as on the Judge page (same colour scale)."""
+    """The model's four variance matrices on the suite: the Judge page's panel (:func:`ui.judge.matrix_panel`)."""
     runs = judge.finished_runs(workspace, suite_id)
     run_ids = dict(zip(runs["model"], runs["id"]))
     if model not in run_ids:
         st.info(f"{model} has no finished current run over this suite, so there are no matrices to show.")
         return
-    with st.expander("Display settings"):
-        preset = st.radio("Interpolation", ["fine", "medium", "smooth"], index=2, horizontal=True, key=KEY + "preset", help=judge.PRESET_HELP)
-    try:
-        by_signal = judge.matrices(str(workspace.root), run_ids[model], preset)
-        scale = judge.colour_scale(str(workspace.root), suite_id, preset)
-    except BackdropError as err:
-        st.error(str(err))
-        return
-    for column, figure in zip(st.columns(len(by_signal)), judge.matrix_figures(by_signal, scale)):
-        column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
-    st.caption(judge.SCALE_NOTE)
+    judge.matrix_panel(workspace, suite_id, run_ids[model], key=KEY + "preset")
 
 
 def record(workspace: Workspace, suite_id: str, model: str) -> None:
@@ -134,7 +122,7 @@ def record(workspace: Workspace, suite_id: str, model: str) -> None:
 
 
 def history_table(history: pd.DataFrame) -> pd.DataFrame:
-    """Consensus history, newest first, with display names (rows of :func:`analytics.adjudication.consensus_history`)."""
+    """Consensus history, newest first, with display names (rows of :func:`analytics.judging.adjudication.consensus_history`)."""
     shown = history.iloc[::-1][list(HISTORY_COLUMNS)].rename(columns=HISTORY_COLUMNS)
     shown["When"] = shown["When"].str.slice(0, 19).str.replace("T", " ")
     return shown

@@ -16,11 +16,19 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, MIN_SHARED_MODELS, Agreement, Estimate, measure_agreement
-from analytics.assessor import ASSESSORS, INPUTS, AssessorReport, FittedAssessor, evaluate_assessors, fit_assessor
-from analytics.judgments import LABELS, latest_judgments_by_suite
-from analytics.runs import features_table
+from analytics.assessor import ASSESSORS, INPUTS, AssessorReport, FittedAssessor, evaluate_assessors, features_table, fit_assessor
+from analytics.judging import (
+    BOOTSTRAP_RESAMPLES,
+    CONFIDENCE,
+    LABELS,
+    MIN_SHARED_MODELS,
+    Agreement,
+    Estimate,
+    latest_judgments_by_suite,
+    measure_agreement,
+)
 from analytics.suites import list_suites
+from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 
 #: One colour per label on every page: invariant green, borderline amber, variant red.
@@ -91,7 +99,7 @@ def estimate_caption(estimate: Estimate) -> str:
 
 @st.cache_data(max_entries=16, show_spinner="Bootstrapping the agreement intervals…")
 def measured(judgments: pd.DataFrame) -> Agreement:
-    """:func:`analytics.agreement.measure_agreement` with its default bootstrap (cached on the judgments)."""
+    """:func:`analytics.judging.agreement.measure_agreement` with its default bootstrap (cached on the judgments)."""
     return measure_agreement(judgments)
 
 
@@ -100,7 +108,7 @@ def cohen_table(agreement: Agreement) -> pd.DataFrame:
     """One row per annotator pair: ``Annotator A, Annotator B, Shared models, Cohen's κ, 95% CI, Strength``.
 
     ``Strength`` says '(few models)' after the words where the pair shares fewer than
-    :data:`analytics.agreement.MIN_SHARED_MODELS` models.
+    :data:`analytics.judging.agreement.MIN_SHARED_MODELS` models.
     """
     rows = [
         (first, second, e.n_models, e.value, format_interval(e), kappa_words(e.value) + (" (few models)" if e.below_minimum else ""))
@@ -114,7 +122,7 @@ def majority_table(agreement: Agreement) -> pd.DataFrame:
     With everyone's majority, 95% CI (everyone)``.
 
     Shares are fractions in [0, 1] (NaN for an annotator who shares no model); see
-    :mod:`analytics.agreement` for the two majorities.
+    :mod:`analytics.judging.agreement` for the two majorities.
     """
     rows = [
         (name, shares["with_others"].n_models, shares["with_others"].value, format_interval(shares["with_others"]),
@@ -167,7 +175,7 @@ def confusion_heatmap(table: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     table : DataFrame of shape (3, 3), int
-        From :func:`analytics.agreement.confusion`; index and columns are named after the annotators.
+        From :func:`analytics.judging.agreement.confusion`; index and columns are named after the annotators.
     """
     first, second = table.index.name, table.columns.name
     figure = go.Figure(
@@ -200,13 +208,13 @@ def majority_summary(majority: pd.Series) -> str:
 # -- the assessor --------------------------------------------------------------------------------
 @st.cache_data(max_entries=16, show_spinner="Computing the matrix features…")
 def assessor_features(workspace_path: str, runs: tuple[tuple[str, str], ...], preset: str) -> pd.DataFrame:
-    """:func:`analytics.runs.features_table` of the runs (index = model), whole: which columns each
+    """:func:`analytics.assessor.features_table` of the runs (index = model), whole: which columns each
     assessor reads is :func:`analytics.assessor.feature_columns`'s decision, as in the CLI.
 
     ``runs`` holds (run id, finishing time) pairs: the time keys the cache, so a redone run is
     recomputed.
     """
-    return features_table(Workspace(workspace_path, create=False), [run_id for run_id, _ in runs], preset=preset)
+    return features_table(Workspace(workspace_path, create=False), [run_id for run_id, _ in runs], settings=MatrixSettings.of(preset))
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating the assessors over random splits…")
@@ -315,7 +323,7 @@ def method_bars(table: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     table : DataFrame
-        :func:`analytics.methods.method_comparison`.
+        :func:`analytics.comparison.methods.method_comparison`.
     """
     figure = go.Figure(
         [

@@ -14,9 +14,7 @@ import time
 import streamlit as st
 
 from analytics.exceptions import BackdropError, SignInError
-from analytics.team.accounts import User, active_user, authenticate
-from analytics.team.roles import allowed, roles_with
-from analytics.team.server import team_mode
+from analytics.team import User, active_user, allowed, authenticate, roles_with, team_mode
 from analytics.workspace import Workspace
 from ui import state
 

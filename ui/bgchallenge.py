@@ -2,7 +2,7 @@
 the tables and Plotly charts, the example grid and the adversarial gallery.
 
 The figures are plain builders (arrays and tables in, a ``plotly.graph_objects.Figure`` out); the
-evaluation itself is :mod:`analytics.bgchallenge`, whose workspace cache makes a repeated view fast.
+evaluation itself is :mod:`analytics.robustness.bgchallenge`, whose workspace cache makes a repeated view fast.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.bgchallenge import (
+from analytics.robustness.bgchallenge import (
     CATEGORIES,
     VARIANT_NAMES,
     VARIANTS,
     AdversarialResult,
     ChallengeData,
     VariantPlan,
+    category_counts,
     evaluate_variants,
     gaps,
     image_categories,
-    category_counts,
     only_bg_t,
     plan_variant,
     render,
@@ -40,7 +40,7 @@ PAPER_RESNET50 = {"Original": 0.962, "Only-BG-T": 0.178, "Mixed-Same": 0.823, "M
 
 
 def evaluate_with_progress(workspace: Workspace, models: Sequence[str], data: ChallengeData, *, seed: int, blend: bool) -> dict[str, pd.DataFrame]:
-    """Each model's prediction table (:func:`analytics.bgchallenge.evaluate_variants`), with an ``st.progress`` bar."""
+    """Each model's prediction table (:func:`analytics.robustness.bgchallenge.evaluate_variants`), with an ``st.progress`` bar."""
     bar = st.progress(0.0, text="Evaluating the variants…")
     tables = {}
     for k, name in enumerate(models):
@@ -54,7 +54,7 @@ def evaluate_with_progress(workspace: Workspace, models: Sequence[str], data: Ch
 
 
 def search_with_progress(workspace: Workspace, models: Sequence[str], data: ChallengeData) -> dict[str, AdversarialResult]:
-    """Each model's adversarial search (:func:`analytics.bgchallenge.search_backgrounds`), with an ``st.progress`` bar."""
+    """Each model's adversarial search (:func:`analytics.robustness.bgchallenge.search_backgrounds`), with an ``st.progress`` bar."""
     bar = st.progress(0.0, text="Searching adversarial backgrounds…")
     results = {}
     for k, name in enumerate(models):
@@ -77,7 +77,7 @@ def accuracy_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def accuracy_chart(table: pd.DataFrame, model: str) -> go.Figure:
-    """Bar chart of one model's accuracy per variant (``table``: :func:`analytics.bgchallenge.variant_accuracy`)."""
+    """Bar chart of one model's accuracy per variant (``table``: :func:`analytics.robustness.bgchallenge.variant_accuracy`)."""
     figure = go.Figure(go.Bar(x=table["name"], y=table["accuracy"], text=[f"{a:.0%}" if a == a else "–" for a in table["accuracy"]], name=model))
     figure.update_layout(title=model, yaxis={"title": "Accuracy", "range": [0, 1], "tickformat": ".0%"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 45})
     return figure

@@ -4,7 +4,7 @@
   bytes forever, so a cached image can never be stale, and two workspaces never share an entry by
   accident.
 * ``st.cache_resource`` for loaded models (one shared object per workspace, model name and content
-  key, :func:`analytics.runs.model_keys`).
+  key, :func:`analytics.workspace.model_keys`).
 
 Only paths and hashes go into keys; no cached function holds a SQLite connection (each opens a
 short-lived one through :class:`~analytics.workspace.Workspace`, which stores paths only).
@@ -18,8 +18,7 @@ import cv2
 import numpy as np
 import streamlit as st
 
-from analytics.compose import composite
-from analytics.images import grabcut_mask
+from analytics.data import composite, grabcut_mask
 from analytics.workspace import Workspace
 from ui.widgets import outline_mask
 
@@ -97,7 +96,7 @@ def load_model(workspace_path: str, name: str) -> LoadedModel:
 
     Callers must not change the returned model (it is shared); inference needs no changes.
     """
-    from analytics.runs import model_keys
+    from analytics.workspace import model_keys
 
     return _loaded_model(workspace_path, name, model_keys(Workspace(workspace_path, create=False)).keys.get(name, ""))
 

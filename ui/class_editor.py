@@ -1,6 +1,6 @@
 """The class editor on the Data page: what model outputs count as each workspace class.
 
-Streamlit-side only; searching ImageNet-1k and storing mappings is :mod:`analytics.classes` (the
+Streamlit-side only; searching ImageNet-1k and storing mappings is :mod:`analytics.data.classes` (the
 same resolver as ``python -m analytics classes`` / ``set-class``).
 """
 
@@ -9,9 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.classes import ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
+from analytics.data import IN9_CLASSES, ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
 from analytics.exceptions import BackdropError
-from analytics.models import IN9_CLASSES
 from analytics.workspace import Workspace
 
 SAVED = "data.class_saved"  # message about the last save, shown after the rerun

@@ -1,18 +1,16 @@
 """The Matrices page's colour ranges: the suite's fixed scale by default, per-model autoscale on request.
 
-The suite scale is :func:`analytics.colour_scale.suite_colour_scale` without freezing it (only the
+The suite scale is :func:`analytics.runs.suite_colour_scale` without freezing it (only the
 Judge page freezes it); its cache key holds the suite's finished runs, so a live scale follows new
 runs until judging starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import streamlit as st
 
-from analytics.colour_scale import ColourScale, suite_colour_scale
-from analytics.runs import SIGNALS
+from analytics.runs import SIGNALS, ColourScale, suite_colour_scale
+from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 
 SUITE = "Suite scale (fixed, as on the Judge page)"
@@ -21,9 +19,9 @@ CHOICES = (SUITE, AUTOSCALE)
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the suite's colour scale…")
-def suite_scale(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], settings: Mapping) -> ColourScale:
+def suite_scale(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], settings: MatrixSettings) -> ColourScale:
     """The suite's colour scale at ``settings`` (``run_ids``, the suite's finished runs, only key the cache)."""
-    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, **settings)
+    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, settings=settings)
 
 
 def ranges(scale: ColourScale, autoscale: bool) -> dict[str, tuple[float | None, float | None]]:

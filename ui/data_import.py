@@ -1,6 +1,6 @@
 """Bring your own data on the Data page: the import form, reading and storing, the last result.
 
-Streamlit-side only; reading and checking files is :mod:`analytics.datasets`.
+Streamlit-side only; reading and checking files is :mod:`analytics.data.datasets`.
 """
 
 from __future__ import annotations
@@ -14,23 +14,25 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analytics.classes import ClassMapping, list_class_mappings, resolve_class
-from analytics.datasets import (
+from analytics.data import (
     LAYOUTS,
+    ClassMapping,
     ImportResult,
     Target,
     add_backgrounds,
     add_targets,
     image_size,
     list_backgrounds,
+    list_class_mappings,
     list_classes,
     load_backgrounds,
     on_home,
     read_backgrounds,
     read_targets,
+    resolve_class,
 )
 from analytics.exceptions import BackdropError
-from analytics.team.paths import resolve_server_path
+from analytics.team import resolve_server_path
 from analytics.workspace import Workspace
 from ui.auth import may
 

@@ -2,7 +2,7 @@
 cached analysis, its Plotly charts and tables.
 
 The figure and table builders compute nothing beyond layout; the numbers are
-:func:`analytics.factors.analyse_models`'s.
+:func:`analytics.robustness.factors.analyse_models`'s.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.factors import FactorAnalysis, analyse_models, check_file_size, factor_names, load_predictions, predict_imagenet_val
 from analytics.models import list_models
-from analytics.team.paths import resolve_server_path
+from analytics.robustness import FactorAnalysis, analyse_models, check_file_size, factor_names, load_predictions, predict_imagenet_val
+from analytics.team import resolve_server_path
 from analytics.workspace import Workspace
 from ui.charts import MIN_HEIGHT
 
@@ -114,7 +114,7 @@ def workspace_predictions(workspace: Workspace, request: Mapping) -> pd.DataFram
 
 @st.cache_data(max_entries=8, show_spinner="Comparing the factors…")
 def analysis(models: dict[str, pd.DataFrame]) -> FactorAnalysis:
-    """:func:`analytics.factors.analyse_models`, cached on the predictions' contents."""
+    """:func:`analytics.robustness.factors.analyse_models`, cached on the predictions' contents."""
     return analyse_models(models)
 
 

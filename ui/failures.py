@@ -2,8 +2,8 @@
 model heat map, the galleries (fooling backgrounds and flips, with saliency overlays) and the report
 download.
 
-The numbers are :mod:`analytics.failures`'s, the galleries :mod:`analytics.galleries`'s and the report
-:func:`analytics.report.build_report`'s; this module only caches and lays out. Everything of a run is
+The numbers are :mod:`analytics.findings.failures`'s, the galleries :mod:`analytics.findings.galleries`'s and the report
+:func:`analytics.findings.report.build_report`'s; this module only caches and lays out. Everything of a run is
 cached by workspace path, run id and finishing time (a redone run is read afresh); saliency maps are
 computed only when the page asks (a toggle) and then cached per item and method.
 """
@@ -17,11 +17,20 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.datasets import load_targets
+from analytics.data import load_targets
 from analytics.exceptions import BackdropError
-from analytics.failures import FailureTable, composite_table, failure_table, keyword_model_matrix
-from analytics.galleries import GalleryItem, flips, fooling_backgrounds, item_images, item_saliency
-from analytics.report import build_report
+from analytics.findings import (
+    FailureTable,
+    GalleryItem,
+    build_report,
+    composite_table,
+    failure_table,
+    flips,
+    fooling_backgrounds,
+    item_images,
+    item_saliency,
+    keyword_model_matrix,
+)
 from analytics.saliency import binarize
 from analytics.workspace import Workspace
 from ui import cache
@@ -31,7 +40,7 @@ from ui.saliency import overlay
 KEY = "failures."
 ROW_PX = 22  # heat map height per keyword row
 MAX_HEATMAP_KEYWORDS = 40  # rows of the heat map: the keywords with the highest mean error rate
-#: Display headers of :attr:`analytics.failures.FailureTable.keywords` / ``levels`` columns.
+#: Display headers of :attr:`analytics.findings.failures.FailureTable.keywords` / ``levels`` columns.
 HEADERS = {
     "keyword": "Keyword", "level": "Level", "count": "Composites", "errors": "Errors", "error_rate": "Error rate",
     "error_low": "Rate 95% low", "error_high": "Rate 95% high", "mean_drop": "Mean drop", "drop_low": "Drop 95% low",
@@ -49,13 +58,13 @@ NUMBER_FORMAT = {
 
 @st.cache_data(max_entries=16, show_spinner="Counting failures per keyword…")
 def failures(workspace_path: str, run_id: str, finished: str, min_count: int) -> FailureTable:
-    """:func:`analytics.failures.failure_table`, cached per run (``finished`` keys a redone run afresh)."""
+    """:func:`analytics.findings.failures.failure_table`, cached per run (``finished`` keys a redone run afresh)."""
     return failure_table(Workspace(workspace_path), run_id, min_count=min_count)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing models per keyword…")
 def keyword_matrix(workspace_path: str, run_ids: tuple[str, ...], finished: tuple[str, ...], min_count: int) -> pd.DataFrame:
-    """:func:`analytics.failures.keyword_model_matrix`, cached per set of runs."""
+    """:func:`analytics.findings.failures.keyword_model_matrix`, cached per set of runs."""
     return keyword_model_matrix(Workspace(workspace_path), list(run_ids), min_count=min_count)
 
 
@@ -68,25 +77,25 @@ def run_keywords(workspace_path: str, run_id: str, finished: str) -> list[str]:
 
 @st.cache_data(max_entries=32, show_spinner="Finding the backgrounds that fool the model…")
 def gallery(workspace_path: str, run_id: str, finished: str, per_class: int, keyword: str | None) -> dict[str, list[GalleryItem]]:
-    """:func:`analytics.galleries.fooling_backgrounds` of every class, cached per run."""
+    """:func:`analytics.findings.galleries.fooling_backgrounds` of every class, cached per run."""
     return fooling_backgrounds(Workspace(workspace_path), run_id, per_class=per_class, keyword=keyword)
 
 
 @st.cache_data(max_entries=32, show_spinner="Finding flips…")
 def flip_items(workspace_path: str, run_id: str, finished: str, limit: int, class_name: str, keyword: str | None) -> list[GalleryItem]:
-    """:func:`analytics.galleries.flips` of one class, cached per run."""
+    """:func:`analytics.findings.galleries.flips` of one class, cached per run."""
     return flips(Workspace(workspace_path), run_id, limit=limit, class_name=class_name, keyword=keyword)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def pair_images(workspace_path: str, item: GalleryItem) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`analytics.galleries.item_images`: original and composite, (size, size, 3) uint8 each."""
+    """:func:`analytics.findings.galleries.item_images`: original and composite, (size, size, 3) uint8 each."""
     return item_images(Workspace(workspace_path), item)
 
 
 @st.cache_data(max_entries=128, show_spinner="Computing saliency maps…")
 def pair_saliency(workspace_path: str, run_id: str, finished: str, model: str, item: GalleryItem, method: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`analytics.galleries.item_saliency` with the run's model (:func:`ui.cache.load_model`), cached
+    """:func:`analytics.findings.galleries.item_saliency` with the run's model (:func:`ui.cache.load_model`), cached
     per run, item and method; None when the model cannot run the method."""
     return item_saliency(Workspace(workspace_path), cache.load_model(workspace_path, model), item, method=method)
 
@@ -145,7 +154,7 @@ def flip_overlays(workspace_path: str, item: GalleryItem, maps: tuple[np.ndarray
     workspace_path : str
     item : GalleryItem
     maps : tuple of two ndarray of shape (size, size), float32 in [0, 1]
-        :func:`analytics.galleries.item_saliency` of the item.
+        :func:`analytics.findings.galleries.item_saliency` of the item.
     threshold : float
         Share of each map's pixels outlined as salient.
 
@@ -178,7 +187,7 @@ def display(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def keyword_heatmap(matrix: pd.DataFrame) -> go.Figure:
-    """Heat map of :func:`analytics.failures.keyword_model_matrix` (keywords down, models across), white
+    """Heat map of :func:`analytics.findings.failures.keyword_model_matrix` (keywords down, models across), white
     = no errors, dark red = every composite misclassified.
 
     Parameters
@@ -207,7 +216,7 @@ def keyword_heatmap(matrix: pd.DataFrame) -> go.Figure:
 def report_button(
     workspace: Workspace, model: str, compare: Sequence[str] = (), suite_id: str | None = None, min_count: int = 3, *, key: str = KEY + "report"
 ) -> None:
-    """A button that builds the HTML report of ``model`` (:func:`analytics.report.build_report`) with a
+    """A button that builds the HTML report of ``model`` (:func:`analytics.findings.report.build_report`) with a
     progress bar over its sections, then a download button for the file.
 
     Any page may call it (Failures, Matrices, Repository, Home); ``key`` must be unique on the page.

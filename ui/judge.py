@@ -1,12 +1,13 @@
-"""Helpers of the Judge page: the queue of models to judge, the assignments panel, cached matrices and figures.
+"""Helpers of the Judge page: the queue of models to judge, cached matrices and figures, and the matrix
+panel (:func:`matrix_panel`) the Judge and Adjudication pages share, so a lead sees what annotators saw.
 
 The queue of an annotator on a suite (:func:`judge_queue`) is the models assigned to them
-(:func:`analytics.team.assignments.queue`: assignments, or every model under an "everyone judges
+(:func:`analytics.judging.queues.queue`: assignments, or every model under an "everyone judges
 everything" plan); a lead (who may see names) without assignments on the suite judges every model
 with a finished current run over it (stale runs of replaced weights left out), as in solo mode. Only
 models the annotator has not judged on the suite yet are queued, those furthest from their wanted
 number of judgments first. In blind mode a model is shown as its alias
-(:func:`analytics.team.assignments.blind_name`, e.g. "Model 7F3A"), the same for everyone, so
+(:func:`analytics.judging.assignments.blind_name`, e.g. "Model 7F3A"), the same for everyone, so
 an adjudicator can refer to it; annotators (no ``browse`` permission) always judge blind.
 """
 
@@ -16,12 +17,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.colour_scale import REFERENCE_PERCENTILE, ColourScale, suite_colour_scale
-from analytics.judgments import judgment_history
-from analytics.runs import SIGNALS, current_runs, run_matrices
-from analytics.team.assignments import QueueItem, assigned_models, judgeable_runs, queue
+from analytics.exceptions import BackdropError
+from analytics.judging import QueueItem, assigned_models, judgeable_runs, judgment_history, queue
+from analytics.runs import REFERENCE_PERCENTILE, SIGNALS, ColourScale, current_runs, run_matrices, suite_colour_scale
 from analytics.suites import list_suites
-from analytics.variance import DEFAULT_GRID, PRESETS, VarianceMatrix
+from analytics.variance import DEFAULT_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui.agreement import LABEL_COLOURS
 from ui.charts import variance_heatmap
@@ -48,6 +48,12 @@ SCALE_NOTE = (
     "Colours are fixed per signal and the same for every model of the suite (never a model's own range): the "
     f"probability from 0 to 1, each embedding signal from 0 to the {REFERENCE_PERCENTILE:g}th percentile of the "
     "suite's matrix cells, frozen when judging on the suite started. Values above the top are drawn yellow."
+)
+#: How to read the heatmaps, under them.
+READING_NOTE = (
+    "Each cell: how much the signal changes between two images of a target whose distances to the original are "
+    "(x, y) — green = stable, yellow = changes a lot. An invariant model stays green where the backgrounds are "
+    "close to the original."
 )
 #: Short heatmap titles (the long names of analytics.runs.SIGNALS do not fit a quarter of the page).
 SHORT_TITLES = {"true_prob": "True-class probability", "emb_topk_mean": "Embedding: top-k mean", "emb_max": "Embedding: max", "emb_mean": "Embedding: mean"}
@@ -113,7 +119,7 @@ def judge_queue(workspace: Workspace, annotator: str, suite_id: str, runs: pd.Da
 
 
 def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Series | None:
-    """The annotator's most recent judgment on the suite (a row of :func:`analytics.judgments.judgment_history`), or None."""
+    """The annotator's most recent judgment on the suite (a row of :func:`analytics.judging.judgments.judgment_history`), or None."""
     history = judgment_history(workspace, suite_id=suite_id)
     mine = history[history["annotator"] == annotator]
     return None if mine.empty else mine.iloc[-1]
@@ -122,14 +128,14 @@ def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Ser
 @st.cache_data(max_entries=64, show_spinner="Computing the variance matrices…")
 def matrices(workspace_path: str, run_id: str, preset: str) -> dict[str, VarianceMatrix]:
     """The run's four variance matrices (cached here and in the workspace)."""
-    return run_matrices(Workspace(workspace_path, create=False), run_id, preset=preset)
+    return run_matrices(Workspace(workspace_path, create=False), run_id, settings=MatrixSettings.of(preset))
 
 
 # -- figures ---------------------------------------------------------------------------------------
 @st.cache_data(max_entries=16, show_spinner="Fixing the colour scale of the suite…")
 def colour_scale(workspace_path: str, suite_id: str, preset: str) -> ColourScale:
     """The suite's colour scale, frozen on first use (judging starts); identical for every model."""
-    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, preset=preset, freeze=True)
+    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, settings=MatrixSettings.of(preset), freeze=True)
 
 
 def colour_ticks(top: float) -> tuple[list[float], list[str]]:
@@ -160,3 +166,34 @@ def matrix_figures(matrices_by_signal: dict[str, VarianceMatrix], scale: ColourS
         )
         figures.append(figure)
     return figures
+
+
+def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) -> None:
+    """A model's four variance matrices on a suite, as every page that judges shows them.
+
+    An interpolation choice (the presets of :data:`analytics.variance.PRESETS`, the library's default
+    selected) under "Display settings", then one heatmap per signal side by side on the suite's frozen colour scale
+    (:func:`colour_scale`), and how to read them. A library refusal is shown as an error.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    suite_id : str
+        The suite whose colour scale is used.
+    run_id : str
+        A finished run of the model over the suite.
+    key : str
+        Widget key of the preset choice (unique on the page).
+    """
+    presets = list(PRESETS)
+    with st.expander("Display settings"):
+        preset = st.radio("Interpolation", presets, index=presets.index(DEFAULT_SETTINGS.preset), horizontal=True, key=key, help=PRESET_HELP)
+    try:
+        by_signal = matrices(str(workspace.root), run_id, preset)
+        scale = colour_scale(str(workspace.root), suite_id, preset)
+    except BackdropError as err:
+        st.error(str(err))
+        return
+    for column, figure in zip(st.columns(len(by_signal)), matrix_figures(by_signal, scale)):
+        column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
+    st.caption(f"{READING_NOTE} {SCALE_NOTE}")

@@ -3,7 +3,7 @@ and the form that trains the zoo of heads with known background reliance (:mod:`
 
 Loaded models come from :func:`ui.cache.load_model` (``st.cache_resource``: one shared object per
 workspace, model and content key); evaluations and predictions are ``st.cache_data`` keyed on the
-workspace path, the model name and its content key (:func:`analytics.runs.model_keys`; a head's
+workspace path, the model name and its content key (:func:`analytics.workspace.model_keys`; a head's
 covers its backbone), so a re-registered model is evaluated afresh.
 """
 

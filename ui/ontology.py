@@ -1,17 +1,17 @@
-"""Helpers of the Ontology page: building the workspace's keyword tables (classifier-patch, a
-keyword file, ADE20K + Places365 checkpoints), keyword sources, cached ontology builds, the rules
-table, the network view and the expansion explorer.
+"""Helpers of the Ontology page: keyword sources, cached ontology builds, the rules table, the
+network view and the expansion explorer (the keyword-table builder is :mod:`ui.keyword_tables`).
 
-The library (:mod:`analytics.ontology`, :mod:`analytics.keywords`) computes; this module caches,
-draws Plotly figures and lays out widgets. Cache keys are paths, table names and content hashes;
-keyword tables and ontologies are passed as ``_``-prefixed (unhashed) arguments beside their hash.
+The library (:mod:`analytics.ontology`, :mod:`analytics.keywords`) computes, also which keywords
+the network shows and where; this module caches, draws Plotly figures and lays out widgets. Cache
+keys are paths, table names and content hashes; keyword tables and ontologies are passed as
+``_``-prefixed (unhashed) arguments beside their hash.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.colors import sample_colorscale
 
-from analytics.datasets import list_classes
-from analytics.exceptions import BackdropError, InvalidInputError
+from analytics.exceptions import BackdropError
 from analytics.keywords import (
     KeywordTable,
     list_keyword_tables,
@@ -31,11 +30,7 @@ from analytics.keywords import (
     read_keyword_file,
     save_keyword_table,
 )
-from analytics.keywords.classifier_patch import VOCABULARIES, ClassifierPatchBackend
-from analytics.keywords.precomputed import check_csv_size, import_keyword_table, read_keyword_csv, read_row_names
-from analytics.keywords.scene_models import SceneModelsBackend
-from analytics.keywords.store import ITEM_KINDS, build_keyword_tables
-from analytics.models import list_models
+from analytics.keywords.store import ITEM_KINDS
 from analytics.ontology import (
     ALGORITHMS,
     DEFAULT_MAX_LEN,
@@ -44,15 +39,21 @@ from analytics.ontology import (
     DEFAULT_MIN_SUPPORT,
     WEIGHTS,
     Ontology,
+    best_connected,
     build_ontology,
     expand_item,
     expand_table,
+    graph_layout,
     level_statistics,
+    neighbourhood,
+    radial_layout,
+    strongest_edges,
+    without_isolates,
 )
-from analytics.team.paths import resolve_server_path
+from analytics.team import resolve_server_path
 from analytics.workspace import PROJECT_ROOT, Workspace
-from ui import cache, widgets
-from ui.auth import may
+from ui import widgets
+from ui.keyword_tables import BUILD_REPORT, server_paths_allowed
 
 REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
@@ -66,21 +67,6 @@ OVERVIEW_LABELS = 20  # the whole-graph view labels only its best-connected keyw
 NETWORK_HEIGHT = 720  # px: a legible graph at a 1400 px wide window
 
 KEY = "ontology."  # prefix of every widget key of the page
-BUILD_KEY = KEY + "kw."  # widgets of the keyword-table builder
-BUILD_REPORT = BUILD_KEY + "report"  # session state: what the last build stored and warned about
-PATCH, FILE, SCENES = "classifier-patch", "precomputed", "scene-models"
-BUILD_BACKENDS = {
-    PATCH: "Classifier patches (a registered ImageNet classifier)",
-    FILE: "Keyword file (CSV upload, or HDF5 / CSV on the server)",
-    SCENES: "ADE20K + Places365 checkpoints (the paper's setup)",
-}
-SERVER_PATH_SETTINGS = ("path", "row_names", "encoder", "decoder", "places")  # builder settings naming server files
-BUILD_ITEMS = {"both": ITEM_KINDS, "targets": ("target",), "backgrounds": ("background",)}
-CSV_HELP = (
-    "CSV columns, long layout: `image,keyword[,score]` (one row per keyword of an image); wide layout: "
-    "`image[,label],<keyword 1>,<keyword 2>,…` (one numeric column per keyword, 0/1 or scores). `image` is the "
-    "workspace id (`zebra/zebra-field`, a background's `beach`) or the original file name or stem."
-)
 
 
 @dataclass(frozen=True)
@@ -96,15 +82,6 @@ class Source:
     @property
     def label(self) -> str:
         return ", ".join(self.names) if self.kind == WORKSPACE_SOURCE else f"file:{self.path}"
-
-
-@dataclass(frozen=True)
-class BuildRequest:
-    """What the builder form asked for: a backend, the item kinds and that backend's settings."""
-
-    backend: str
-    item_kinds: tuple[str, ...]
-    settings: dict[str, Any] = field(default_factory=dict)
 
 
 # -- cached loading and building --------------------------------------------------------------
@@ -185,147 +162,11 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     return Source(FILE_SOURCE, path=path, places_top_k=top_k, threshold=value)
 
 
-def server_paths_allowed(workspace: Workspace | None) -> bool:
-    """Whether the session may type paths on the server (team mode: admins; see :mod:`analytics.team.paths`)."""
-    return may(getattr(workspace, "actor", None), "server_paths")
-
-
-def keyword_builder(workspace: Workspace) -> BuildRequest | None:
-    """The keyword-table builder's widgets; the request when its button was clicked, else None."""
-    backends = list(BUILD_BACKENDS) if server_paths_allowed(workspace) else [PATCH, FILE]  # scene models: checkpoints on the server
-    backend = st.radio("Keywords from", backends, format_func=BUILD_BACKENDS.get, horizontal=True, key=BUILD_KEY + "backend")
-    items = st.radio("Tables for", list(BUILD_ITEMS), horizontal=True, key=BUILD_KEY + "items")
-    settings = {PATCH: _patch_settings, FILE: _file_settings, SCENES: _scene_settings}[backend](workspace)
-    if not st.button("Build keyword tables", type="primary", key=BUILD_KEY + "build"):
-        return None
-    return BuildRequest(backend, BUILD_ITEMS[items], settings)
-
-
-def _patch_settings(workspace: Workspace) -> dict[str, Any]:
-    models = [spec.name for spec in list_models(workspace)]
-    if not models:
-        st.caption("No model is registered: register an ImageNet classifier on the Models page first.")
-    columns = st.columns(4)
-    model = columns[0].selectbox("Classifier", models, key=BUILD_KEY + "model")
-    vocabulary = columns[1].selectbox(
-        "Vocabulary", VOCABULARIES, key=BUILD_KEY + "vocabulary", help="auto: the scene classes of an ImageNet-1k model, else all outputs"
-    )
-    grid = int(columns[2].number_input("Patches per side", 1, 6, 3, key=BUILD_KEY + "grid"))
-    threshold = float(columns[3].number_input("Present at probability ≥", 0.01, 1.0, 0.1, step=0.05, key=BUILD_KEY + "patch_threshold"))
-    return {"model": model, "vocabulary": vocabulary, "grid": grid, "threshold": threshold}
-
-
-def _file_settings(workspace: Workspace) -> dict[str, Any]:
-    st.caption(CSV_HELP)
-    upload = st.file_uploader("Keyword CSV", type=["csv"], key=BUILD_KEY + "upload")
-    path = row_names = ""
-    if server_paths_allowed(workspace):
-        path = st.text_input("…or a keyword file on the server (reference HDF5, Backdrop HDF5 or CSV)", key=BUILD_KEY + "path").strip()
-        row_names = st.text_input(
-            "Row names file on the server (reference HDF5 only: one image name per row)", key=BUILD_KEY + "row_names"
-        ).strip()
-    columns = st.columns(3)
-    threshold = columns[0].text_input("Scores present when > (blank: 0/1 or listed)", key=BUILD_KEY + "threshold").strip()
-    top_k = int(columns[1].number_input("…or the top k of each row (0: off)", 0, 100, 0, key=BUILD_KEY + "top_k"))
-    places_top_k = int(columns[2].number_input("Places365 scenes kept (reference HDF5)", 1, 20, 1, key=BUILD_KEY + "places_top_k"))
-    return {"upload": upload, "path": path, "row_names": row_names, "threshold": threshold, "top_k": top_k or None, "places_top_k": places_top_k}
-
-
-def _scene_settings(workspace: Workspace) -> dict[str, Any]:
-    st.caption(
-        "The published CSAIL files: `encoder_epoch_20.pth` / `decoder_epoch_20.pth` of ade20k-resnet18dilated-ppm_deepsup "
-        "and `resnet18_places365.pth.tar`; `object150_info.csv` and `categories_places365.txt` are looked up next to them."
-    )
-    left, middle, right = st.columns(3)
-    settings = {
-        "encoder": left.text_input("ADE20K encoder checkpoint", key=BUILD_KEY + "encoder").strip(),
-        "decoder": middle.text_input("ADE20K decoder checkpoint", key=BUILD_KEY + "decoder").strip(),
-        "places": right.text_input("Places365 checkpoint", key=BUILD_KEY + "places").strip(),
-    }
-    left, middle, right = st.columns(3)
-    settings["input_size"] = int(left.number_input("Segmentation short side (px)", 64, 1000, 300, step=8, key=BUILD_KEY + "input_size"))
-    settings["min_share"] = float(middle.number_input("Object present above pixel share", 0.0, 1.0, 0.01, step=0.005, format="%.3f", key=BUILD_KEY + "min_share"))
-    settings["places_top_k"] = int(right.number_input("Places365 scenes kept", 1, 20, 1, key=BUILD_KEY + "scene_top_k"))
-    return settings
-
-
-def run_build(workspace: Workspace, request: BuildRequest) -> dict[str, Any]:
-    """Build the tables of ``request``: ``{'tables': {kind: name}, 'warnings': [...]}`` (raises BackdropError)."""
-    # every path typed in the builder is read by the server: only inside the data roots
-    settings = {
-        key: str(resolve_server_path(workspace, value)) if key in SERVER_PATH_SETTINGS and value else value
-        for key, value in request.settings.items()
-    }
-    if request.backend == FILE:
-        report = import_keyword_table(
-            workspace,
-            _keyword_file(settings),
-            item_kinds=request.item_kinds,
-            row_names=read_row_names(settings["row_names"]) if settings["row_names"] else None,
-        )
-        return {"tables": report.tables, "warnings": report.warnings}
-    if request.backend == PATCH:
-        if not settings["model"]:
-            raise InvalidInputError("no classifier chosen; register an ImageNet classifier on the Models page first")
-        model = cache.load_model(str(workspace.root), settings["model"])
-        options = {key: settings[key] for key in ("grid", "threshold", "vocabulary")}
-        backend = ClassifierPatchBackend(model, exclude_classes=list_classes(workspace), **options)
-    else:
-        missing = [role for role in ("encoder", "decoder", "places") if not settings[role]]
-        if missing:
-            raise InvalidInputError(f"give the path of the {', '.join(missing)} checkpoint on the server")
-        roles = ("encoder", "decoder", "places")
-        backend = SceneModelsBackend(*(settings[role] for role in roles), **{k: v for k, v in settings.items() if k not in roles})
-    bar = st.progress(0.0, text="Scoring images…")
-    tables = build_keyword_tables(
-        workspace, backend, item_kinds=request.item_kinds, progress=lambda kind, done, total: bar.progress(done / total, text=f"Scoring {kind}s… {done}/{total}")
-    )
-    return {"tables": tables, "warnings": []}
-
-
-def _keyword_file(settings: dict[str, Any]) -> KeywordTable:
-    """The uploaded CSV (refused above the size limit) or the file on the server."""
-    threshold = _optional_number(settings["threshold"], "The presence threshold")
-    upload = settings["upload"]
-    if upload is not None:
-        check_csv_size(upload.size, upload.name)
-        return read_keyword_csv(upload.getvalue(), name=upload.name, threshold=threshold, top_k=settings["top_k"])
-    if not settings["path"]:
-        raise InvalidInputError("upload a keyword CSV or give the path of a keyword file on the server")
-    return read_keyword_file(settings["path"], threshold=threshold, top_k=settings["top_k"], places_top_k=settings["places_top_k"])
-
-
-def _optional_number(text: str, what: str) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
-        raise InvalidInputError(f"{what} must be a number; got {text!r}") from None
-
-
 def remember_build(report: dict[str, Any]) -> None:
     """Keep the build's report for the next run and make its tables the page's transactions."""
     st.session_state[BUILD_REPORT] = report
     st.session_state[KEY + "source"] = WORKSPACE_SOURCE
     st.session_state[KEY + "tables"] = list(report["tables"].values())
-
-
-def build_report() -> None:
-    """What the last build stored, and its warnings (unknown image names, items without rows)."""
-    report = st.session_state.get(BUILD_REPORT)
-    if report is None:
-        return
-    st.success("Built keyword tables: " + ", ".join(f"{kind}s → `{name}`" for kind, name in report["tables"].items()))
-    for warning in report["warnings"]:
-        st.warning(warning)
-
-
-def keyword_tables_view(workspace: Workspace) -> None:
-    """The workspace's keyword tables with the backend, source and vocabulary each one used."""
-    tables = list_keyword_tables(workspace)
-    if tables.empty:
-        st.caption("No keyword table yet.")
-        return
-    st.table(tables.set_index("name")[["backend", "item_kind", "n_items", "n_keywords", "source", "vocabulary", "created"]])
 
 
 def mining_controls() -> dict:
@@ -397,10 +238,9 @@ def network_view(ontology: Ontology) -> None:
         return
     mode = st.radio("View", NETWORK_VIEWS, horizontal=True, key=KEY + "network_view")
     if mode == CENTRED_VIEW:
-        by_degree = sorted(linked, key=lambda n: (-linked.degree(n), n))  # default centre: the best-connected keyword
         left, middle, right = st.columns([3, 1, 1])
-        centre = left.selectbox(
-            "Centre keyword (type to search)", by_degree, key=KEY + "centre",
+        centre = left.selectbox(  # default centre: the best-connected keyword
+            "Centre keyword (type to search)", best_connected(linked), key=KEY + "centre",
             format_func=lambda n: f"{n} ({linked.degree(n)} edges)",
         )  # fmt: skip
         depth = middle.radio("Depth", (1, 2), horizontal=True, key=KEY + "depth", help="Keywords up to this many edges away (either direction).")
@@ -425,76 +265,6 @@ def network_view(ontology: Ontology) -> None:
     st.caption("Node size = support; edge A → B (arrow towards B) width and colour = confidence(A → B).")
 
 
-def without_isolates(graph: nx.DiGraph) -> tuple[nx.DiGraph, int]:
-    """The subgraph of keywords with at least one edge, and how many keywords had none."""
-    isolates = set(nx.isolates(graph))
-    return graph.subgraph(node for node in graph if node not in isolates).copy(), len(isolates)
-
-
-def neighbourhood(graph: nx.DiGraph, centre: str, *, depth: int = 1, limit: int = MAX_NEIGHBOURS) -> list[list[str]]:
-    """Rings of keywords around ``centre``: ``[[centre], ring 1, ring 2 …]`` up to ``depth``.
-
-    Edges count in either direction; each ring keeps its ``limit`` keywords with the strongest
-    edge (confidence) from the ring inside it, strongest first, ring 2 grouped by parent so the
-    radial layout puts keywords next to the neighbour that reached them.
-
-    Parameters
-    ----------
-    graph : networkx.DiGraph
-        Ontology graph; edges carry ``confidence``.
-    centre : str
-        A keyword of ``graph``.
-    depth : int, default=1
-        Rings beyond the centre (fewer when nothing is left to reach).
-    limit : int, default=MAX_NEIGHBOURS
-        Keywords kept per ring.
-
-    Returns
-    -------
-    list of list of str
-        ``[[centre], ring 1, …]``; every keyword appears once.
-    """
-    if centre not in graph:
-        raise InvalidInputError(f"keyword {centre!r} is not in the ontology graph; pick one of its keywords")
-    rings, seen = [[centre]], {centre}
-    for _ in range(depth):
-        best: dict[str, tuple[float, int]] = {}  # keyword -> (strongest confidence, index of the parent)
-        for index, parent in enumerate(rings[-1]):
-            for other in set(graph.successors(parent)) | set(graph.predecessors(parent)):
-                if other in seen:
-                    continue
-                strength = max(graph.get_edge_data(parent, other, {}).get("confidence", 0.0), graph.get_edge_data(other, parent, {}).get("confidence", 0.0))
-                if other not in best or strength > best[other][0]:
-                    best[other] = (strength, index)
-        kept = sorted(best, key=lambda n: (-best[n][0], n))[:limit]
-        ring = sorted(kept, key=lambda n: (best[n][1], -best[n][0], n))
-        if not ring:
-            break
-        rings.append(ring)
-        seen.update(ring)
-    return rings
-
-
-def radial_layout(rings: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
-    """The centre at the origin and ring ``r`` evenly spread on the circle of radius ``r``.
-
-    Parameters
-    ----------
-    rings : sequence of sequence of str
-        From :func:`neighbourhood`.
-
-    Returns
-    -------
-    dict of str to ndarray of shape (2,), float
-        Position of every keyword; ring members clockwise from the top in their ring's order.
-    """
-    positions = {rings[0][0]: np.zeros(2)}
-    for radius, ring in enumerate(rings[1:], start=1):
-        angles = np.pi / 2 - 2 * np.pi * np.arange(len(ring)) / len(ring)  # clockwise from the top
-        positions.update({node: radius * np.array([np.cos(a), np.sin(a)]) for node, a in zip(ring, angles)})
-    return positions
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_neighbourhood_figure(_graph: nx.DiGraph, ontology_id: str, centre: str, depth: int, limit: int) -> go.Figure:
     """:func:`neighbourhood_figure`, keyed by the ontology's id."""
@@ -502,14 +272,14 @@ def cached_neighbourhood_figure(_graph: nx.DiGraph, ontology_id: str, centre: st
 
 
 def neighbourhood_figure(graph: nx.DiGraph, centre: str, *, depth: int = 1, limit: int = MAX_NEIGHBOURS) -> go.Figure:
-    """Plotly view of ``centre`` and its :func:`neighbourhood`: radial layout, the edges that touch
+    """Plotly view of ``centre`` and its :func:`~analytics.ontology.neighbourhood`: radial layout, the edges that touch
     the centre or ring 1, labels on the centre and ring 1 only (outside the circle, so they do not
     overlap the edges), hover text on every keyword."""
     rings = neighbourhood(graph, centre, depth=depth, limit=limit)
     positions = radial_layout(rings)
     inner = set(rings[0]) | set(rings[1] if len(rings) > 1 else ())
-    edges = [(a, b, c) for a, b, c in graph.subgraph(positions).edges(data="confidence") if a in inner or b in inner]
-    figure = _graph_figure(graph.subgraph(positions), sorted(edges, key=lambda e: (-e[2], e[0], e[1])), positions, labelled=inner)
+    edges = [(a, b, c) for a, b, c in strongest_edges(graph.subgraph(positions)) if a in inner or b in inner]
+    figure = _graph_figure(graph.subgraph(positions), edges, positions, labelled=inner)
     figure.data[-1].marker.line.width = [3 if node == centre else 1 for node in figure.data[-1].customdata]
     return figure
 
@@ -522,10 +292,9 @@ def network_figure(graph: nx.DiGraph, *, max_edges: int | None = None, seed: int
     drawn (all when None); every node is drawn, the :data:`OVERVIEW_LABELS` best-connected ones
     labelled. Positions come from a seeded spring layout.
     """
-    edges = sorted(graph.edges(data="confidence"), key=lambda e: (-e[2], e[0], e[1]))[:max_edges]
+    edges = strongest_edges(graph, limit=max_edges)
     positions = graph_layout(graph, edges, seed=seed)
-    labelled = sorted(graph, key=lambda n: (-graph.degree(n), n))[:OVERVIEW_LABELS]
-    return _graph_figure(graph, edges, positions, labelled=set(labelled))
+    return _graph_figure(graph, edges, positions, labelled=set(best_connected(graph)[:OVERVIEW_LABELS]))
 
 
 def _graph_figure(graph: nx.DiGraph, edges: list, positions: dict[str, np.ndarray], *, labelled: set[str]) -> go.Figure:
@@ -553,20 +322,6 @@ def _graph_figure(graph: nx.DiGraph, edges: list, positions: dict[str, np.ndarra
         dragmode="pan",
     )
     return figure
-
-
-def graph_layout(graph: nx.DiGraph, edges: list[tuple[str, str, float]], *, seed: int = LAYOUT_SEED) -> dict[str, np.ndarray]:
-    """Node positions: a seeded spring layout of the nodes joined by the drawn ``edges`` in
-    [-1, 1]², and the remaining (isolated) nodes in rows below it. Without this, the spring layout
-    pushes isolated nodes far out and squeezes the connected part into a corner."""
-    linked = nx.DiGraph((a, b) for a, b, _ in edges)
-    positions = nx.spring_layout(linked, seed=seed, k=2 / np.sqrt(max(len(linked), 1))) if len(linked) else {}
-    alone = sorted(node for node in graph if node not in positions)
-    per_row = max(1, int(np.ceil(np.sqrt(len(alone) * 3))))
-    for i, node in enumerate(alone):
-        row, col = divmod(i, per_row)
-        positions[node] = np.array([-1 + 2 * (col + 0.5) / per_row, -1.3 - 0.25 * row])
-    return positions
 
 
 def _edge_trace(edges, positions, b: int, low: float, high: float) -> go.Scatter:

@@ -3,7 +3,7 @@ one click), the models table (status, accuracies, the assessor's verdict, judgme
 metadata, a link to each model's matrices), its filters, and the run job.
 
 The assessor's verdict is predicted on each view, as the Assessor page does: a random forest on the
-variance-matrix features (:func:`analytics.runs.features_table`) trained on the human labels of the
+variance-matrix features (:func:`analytics.assessor.features_table`) trained on the human labels of the
 suite (:func:`analytics.assessor.human_labels`), cached on the workspace, the runs (id and finishing
 time) and the labels, so the page refits only when a run finishes or a judgment changes.
 """
@@ -18,11 +18,11 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from analytics.assessor import ASSESSORS, MIN_MODELS, fit_assessor, human_labels, predict
 from analytics.exceptions import BackdropError
-from analytics.judgments import LABELS, latest_judgments
+from analytics.judging import LABELS, judgeable_runs, latest_judgments
 from analytics.models import list_models
-from analytics.repository import STATUSES, create_repository, get_repository, repository_status
+from analytics.repository import create_repository, get_repository, repository_status
+from analytics.repository.run import STATUSES
 from analytics.runs import list_runs
-from analytics.team.assignments import judgeable_runs
 from analytics.workspace import Workspace
 from analytics.zoo import list_zoo
 from ui import jobs as job_view

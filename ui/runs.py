@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,7 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics import runs
-from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, PointCloud, VarianceMatrix
+from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import Workspace
 from ui.charts import SQUARE_HEIGHT, X_TITLE, Y_TITLE, variance_heatmap
 
@@ -44,30 +43,16 @@ PERCENT = {
 }
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Interpolation settings chosen on the page (hashable: part of the cache keys)."""
-
-    preset: str
-    grid: int
-    window: int
-    sigma: float
-    k: int
-
-    def kwargs(self) -> dict:
-        return {"preset": self.preset, "grid": self.grid, "window": self.window, "sigma": self.sigma, "k": self.k}
-
-    def label(self) -> str:
-        name = "" if self.preset == runs.CUSTOM else f"{self.preset}: "
-        return f"{name}window {self.window}, σ {self.sigma:g}, K {self.k}, grid {self.grid}"
-
-
-#: The page's starting settings (the smooth preset), also Home's story view's: both share the cached matrices.
-DEFAULT_SETTINGS = Settings("smooth", DEFAULT_GRID, PRESETS["smooth"][0], PRESETS["smooth"][1], DEFAULT_K)
 #: Key prefix of :func:`interpolation_controls`; its preset radio is ``PRESET_KEY`` (a deep link's ``preset``).
 INTERP = KEY + "interp"
 PRESET_KEY = INTERP + ".preset"
-PRESET_NAMES = (*PRESETS, runs.CUSTOM)
+PRESET_NAMES = (*PRESETS, CUSTOM)
+
+
+def settings_label(settings: MatrixSettings) -> str:
+    """``fine: window 32, σ 2, K 32, grid 128`` (no name for free settings)."""
+    name = "" if settings.preset == CUSTOM else f"{settings.preset}: "
+    return f"{name}window {settings.window}, σ {settings.sigma:g}, K {settings.k}, grid {settings.grid}"
 
 
 # -- tables ------------------------------------------------------------------------------------------
@@ -99,14 +84,14 @@ def run_clouds(workspace_path: str, run_id: str, finished: str) -> tuple[runs.Ru
 
 
 @st.cache_data(max_entries=64, show_spinner="Interpolating the matrices…")
-def run_matrices(workspace_path: str, run_id: str, finished: str, settings: Settings) -> dict[str, VarianceMatrix]:
+def run_matrices(workspace_path: str, run_id: str, finished: str, settings: MatrixSettings) -> dict[str, VarianceMatrix]:
     """:func:`analytics.runs.run_matrices`, from the cached clouds when the workspace has not got them."""
     workspace = Workspace(workspace_path, create=False)
-    found = runs.cached_matrices(workspace, run_id, **settings.kwargs())
+    found = runs.cached_matrices(workspace, run_id, settings=settings)
     if found is not None:
         return found
     _, clouds = run_clouds(workspace_path, run_id, finished)
-    return runs.run_matrices(workspace, run_id, clouds=clouds, **settings.kwargs())
+    return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -136,10 +121,10 @@ def matrix_npy(matrix: np.ndarray) -> bytes:
 
 
 # -- widgets -----------------------------------------------------------------------------------------
-def interpolation_controls(key: str = INTERP) -> Settings:
-    """Preset (the paper's three) or free settings; returns the chosen :class:`Settings`.
+def interpolation_controls(key: str = INTERP) -> MatrixSettings:
+    """Preset (the paper's three) or free settings; returns the chosen settings.
 
-    The preset radio starts on :data:`DEFAULT_SETTINGS` through session state (no ``index``), so a
+    The preset radio starts on :data:`analytics.variance.DEFAULT_SETTINGS` through session state (no ``index``), so a
     page may set it first, e.g. from a link (:func:`ui.deeplink.adopt`), without Streamlit's warning.
     """
     st.session_state.setdefault(f"{key}.preset", DEFAULT_SETTINGS.preset)
@@ -153,13 +138,13 @@ def interpolation_controls(key: str = INTERP) -> Settings:
     )  # fmt: skip
     window, sigma = PRESETS.get(preset, PRESETS["smooth"])
     grid, k = DEFAULT_GRID, DEFAULT_K
-    if preset == runs.CUSTOM:
+    if preset == CUSTOM:
         columns = st.columns(4)
         window = columns[0].slider("Window (cells)", 2, 64, window, key=f"{key}.window")
         sigma = columns[1].slider("σ (cells)", 0.5, 20.0, float(sigma), 0.5, key=f"{key}.sigma")
         k = columns[2].slider("K nearest", 1, 128, k, key=f"{key}.k")
         grid = columns[3].select_slider("Grid (cells per axis)", [16, 32, 64, 96, 128], grid, key=f"{key}.grid")
-    return Settings(preset, int(grid), int(window), float(sigma), int(k))
+    return MatrixSettings(preset, int(grid), int(window), float(sigma), int(k))
 
 
 # -- figures -----------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Streamlit helpers of the Scenarios page: the evaluation with a progress bar, display tables
 (accuracy, robustness, Table 1's regression) and the class × scenario heat map (Plotly).
 
-The statistics are :mod:`analytics.scenario_stats`; these functions only format and draw them.
+The statistics are :mod:`analytics.robustness.scenario_stats`; these functions only format and draw them.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.scenario_stats import Regression
-from analytics.scenarios import ORIGINAL, evaluate_scenarios
+from analytics.robustness import ORIGINAL, Regression, evaluate_scenarios
 from analytics.workspace import Workspace
 from ui.charts import MIN_HEIGHT
 
@@ -43,7 +42,7 @@ def label(scenario: str) -> str:
 
 
 def evaluate_with_progress(workspace: Workspace, models: Sequence[str], scenarios: Sequence[str], seed: int) -> pd.DataFrame:
-    """:func:`analytics.scenarios.evaluate_scenarios` with an ``st.progress`` bar (removed when done)."""
+    """:func:`analytics.robustness.scenarios.evaluate_scenarios` with an ``st.progress`` bar (removed when done)."""
     bar = st.progress(0.0, text="Starting…")
 
     def progress(done: int, total: int) -> None:
@@ -63,7 +62,7 @@ def percent_columns(names: Sequence[str]) -> dict:
 def accuracy_display(accuracy: pd.DataFrame) -> pd.DataFrame:
     """Scenario × model accuracy with the paper's scenario names as a column.
 
-    accuracy : DataFrame from :func:`analytics.scenario_stats.scenario_accuracy`.
+    accuracy : DataFrame from :func:`analytics.robustness.scenario_stats.scenario_accuracy`.
     """
     shown = accuracy.copy()
     shown.insert(0, "Scenario", [label(name) for name in shown.index])
@@ -73,7 +72,7 @@ def accuracy_display(accuracy: pd.DataFrame) -> pd.DataFrame:
 def robustness_display(scores: pd.DataFrame) -> pd.DataFrame:
     """Robustness scores per model, the two forms side by side.
 
-    scores : DataFrame from :func:`analytics.scenario_stats.robustness_scores`.
+    scores : DataFrame from :func:`analytics.robustness.scenario_stats.robustness_scores`.
     """
     return pd.DataFrame({
         "Model": scores.index,
@@ -108,7 +107,7 @@ def regression_display(fit: Regression) -> pd.DataFrame:
 def class_heatmap(cells: pd.DataFrame, model: str) -> go.Figure:
     """Accuracy of one model per class (columns) and scenario (rows), like the paper's Table 5.
 
-    cells : DataFrame from :func:`analytics.scenario_stats.class_accuracy`.
+    cells : DataFrame from :func:`analytics.robustness.scenario_stats.class_accuracy`.
     """
     own = cells[cells["model"] == model]
     grid = own.pivot(index="scenario", columns="class", values="accuracy")

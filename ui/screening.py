@@ -1,11 +1,11 @@
-"""The Data page's report of pool backgrounds kept out of each class's suites (``analytics.screening``)."""
+"""The Data page's report of pool backgrounds kept out of each class's suites (``analytics.suites.screening``)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.screening import DEFAULT_THRESHOLD, exclusion_summary
+from analytics.suites import DEFAULT_THRESHOLD, exclusion_summary
 from analytics.workspace import Workspace
 
 KEY = "data.screening."

@@ -14,8 +14,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from analytics.exceptions import WorkspaceError
-from analytics.team.accounts import User, active_user
-from analytics.team.server import team_mode
+from analytics.team import User, active_user, team_mode
 from analytics.workspace import Workspace, default_workspace_path
 
 #: Folder of the workspace (text; the sidebar's workspace selector writes it).

@@ -3,9 +3,9 @@ starts with the finding.
 
 Per model (the newest finished current run of each model over the workspace's main suite, the one
 most models ran over; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds), one tab:
-its worst scene keywords (:func:`analytics.failures.failure_table`), one variance matrix on the
+its worst scene keywords (:func:`analytics.findings.failures.failure_table`), one variance matrix on the
 suite's fixed colour scale (the signal that fills most of that scale) and two flips (composites
-whose background changed the prediction, :func:`analytics.galleries.flips`), each with a link to
+whose background changed the prediction, :func:`analytics.findings.galleries.flips`), each with a link to
 the full view on the Matrices or Failures page. The tabs are lazy (``on_change="rerun"``): only the
 open tab's model is read, so Home stays fast with many models.
 
@@ -24,9 +24,9 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.galleries import GalleryItem, flips, item_images
+from analytics.findings import GalleryItem, flips, item_images
 from analytics.runs import SIGNALS
-from analytics.variance import VarianceMatrix
+from analytics.variance import DEFAULT_SETTINGS, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import colour_scale
 from ui import failures as failure_view
@@ -80,13 +80,13 @@ def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, fl
     matrices : mapping of str to VarianceMatrix
         A run's matrices, keyed by :data:`analytics.runs.SIGNALS`.
     tops : mapping of str to float
-        Top of the suite's colour range per signal (:attr:`analytics.colour_scale.ColourScale.tops`).
+        Top of the suite's colour range per signal (:attr:`analytics.runs.colour_scale.ColourScale.tops`).
     """
     return max(SIGNALS, key=lambda signal: float(np.mean(matrices[signal].matrix)) / tops[signal])
 
 
 def keyword_rows(keywords: pd.DataFrame) -> pd.DataFrame:
-    """The first :data:`TOP_KEYWORDS` rows of :attr:`analytics.failures.FailureTable.keywords` (sorted
+    """The first :data:`TOP_KEYWORDS` rows of :attr:`analytics.findings.failures.FailureTable.keywords` (sorted
     by effect), columns :data:`KEYWORD_HEADERS`; the interval is the Wilson interval of the rate."""
     top = keywords.head(TOP_KEYWORDS)
     intervals = [f"{low:.2f}–{high:.2f}" for low, high in zip(top["error_low"], top["error_high"])]
@@ -96,7 +96,7 @@ def keyword_rows(keywords: pd.DataFrame) -> pd.DataFrame:
 
 @st.cache_data(max_entries=32, show_spinner="Finding flips…")
 def flip_images(workspace_path: str, run_id: str, finished: str, limit: int) -> list[tuple[GalleryItem, np.ndarray, np.ndarray]]:
-    """:func:`analytics.galleries.flips` with each item's original and composite ((s, s, 3) uint8 each);
+    """:func:`analytics.findings.galleries.flips` with each item's original and composite ((s, s, 3) uint8 each);
     ``finished`` keys a redone run afresh."""
     workspace = Workspace(workspace_path, create=False)
     return [(item, *item_images(workspace, item)) for item in flips(workspace, run_id, limit=limit)]
@@ -163,9 +163,9 @@ def show_keywords(workspace_path: str, run: Mapping, finished: str, failures_pag
 
 
 def show_matrix(workspace_path: str, run: Mapping, finished: str, suite_run_ids: tuple[str, ...], matrices_page: str | None) -> None:
-    settings = run_view.DEFAULT_SETTINGS
+    settings = DEFAULT_SETTINGS
     matrices = run_view.run_matrices(workspace_path, run["id"], finished, settings)
-    scale = colour_scale.suite_scale(workspace_path, run["suite_id"], suite_run_ids, settings.kwargs())
+    scale = colour_scale.suite_scale(workspace_path, run["suite_id"], suite_run_ids, settings)
     signal = telling_signal(matrices, scale.tops)
     st.markdown(f"**{SIGNALS[signal]}** (the signal that fills most of the suite's colour scale)")
     figure = variance_heatmap(matrices[signal], zmin=0.0, zmax=scale.tops[signal])

@@ -1,7 +1,7 @@
 """Helpers of the Suites page: the request form, the preview grid (the paper's Figure 17) and the
 distance histogram per method (its Figure 11).
 
-The library (:mod:`analytics.suites`, :mod:`analytics.sampling`) samples and stores. A request is
+The library (:mod:`analytics.suites`, :mod:`analytics.suites.sampling`) samples and stores. A request is
 first previewed: sampled in this process for :data:`PREVIEW_TARGETS` targets only (spread over the
 classes; nothing saved), with a progress bar. Saving samples every target in a background job
 (:mod:`analytics.jobs`, kind ``suite``) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
@@ -22,18 +22,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analytics.datasets import list_backgrounds, list_targets
+from analytics.comparison import comparison_targets
+from analytics.data import list_backgrounds, list_targets
 from analytics.exceptions import BackdropError
 from analytics.keywords import list_keyword_tables
-from analytics.methods import comparison_targets
 from analytics.models import list_models
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from
-from analytics.sampling import SAMPLERS
-from analytics.similarity import default_distance_models
 from analytics.suites import (
     DEFAULT_REALISM_THRESHOLD,
+    SAMPLERS,
     Suite,
     build_suite,
+    default_distance_models,
     ensure_keyword_tables,
     ensure_ontology,
     list_suites,

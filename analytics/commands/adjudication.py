@@ -6,7 +6,7 @@ name of the user running the command), ``consensus list --suite S`` shows the co
 and its history, ``disagreements --suite S`` the models whose current judgments on the suite
 disagree (each annotator's label, confidence and note side by side), ``export-judgments [--suite S]
 --out FILE.csv`` writes judgments and consensus, both histories, to one CSV (columns:
-:mod:`analytics.adjudication`). Heavy imports happen inside the handlers.
+:mod:`analytics.judging.adjudication`). Heavy imports happen inside the handlers.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from ..judgments import LABELS
+from analytics.judging import LABELS
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     consensus = subparsers.add_parser("consensus", help="consensus labels a lead records where annotators disagree: add, list")
     actions = consensus.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -47,8 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_consensus_add(args: argparse.Namespace) -> dict:
-    from ..adjudication import add_consensus
-    from ..cli import open_workspace
+    from analytics.judging import add_consensus
+
 
     adjudicator = args.adjudicator if args.adjudicator is not None else getpass.getuser()
     consensus = add_consensus(
@@ -58,7 +59,7 @@ def run_consensus_add(args: argparse.Namespace) -> dict:
 
 
 def run_consensus_list(args: argparse.Namespace) -> dict:
-    from ..adjudication import consensus_history, current_consensus
+    from analytics.judging import consensus_history, current_consensus
 
     workspace = _workspace_with_suite(args)
     current = current_consensus(workspace, args.suite_id)
@@ -67,7 +68,7 @@ def run_consensus_list(args: argparse.Namespace) -> dict:
 
 
 def run_disagreements(args: argparse.Namespace) -> dict:
-    from ..adjudication import disagreements
+    from analytics.judging import disagreements
 
     table = disagreements(_workspace_with_suite(args), args.suite_id)
     return {"suite": args.suite_id, "n_models": len(table), "models": table.to_dict("records")}
@@ -79,9 +80,9 @@ def run_export(args: argparse.Namespace) -> dict:
 
     import pandas as pd
 
-    from ..adjudication import export_judgments_csv
-    from ..cli import open_workspace
-    from ..exceptions import InvalidInputError
+    from analytics.exceptions import InvalidInputError
+    from analytics.judging import export_judgments_csv
+
 
     workspace = _workspace_with_suite(args) if args.suite_id is not None else open_workspace(args)
     out = Path(args.out).expanduser()
@@ -95,8 +96,8 @@ def run_export(args: argparse.Namespace) -> dict:
 
 def _workspace_with_suite(args: argparse.Namespace):
     """The workspace, after checking that ``--suite`` names one of its suites."""
-    from ..cli import open_workspace
-    from ..exceptions import NotFoundError
+    from analytics.exceptions import NotFoundError
+
 
     workspace = open_workspace(args)
     if workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:

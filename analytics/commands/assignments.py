@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     assign = subparsers.add_parser(
         "assign", help="assign models of a suite to annotators, or let everyone judge everything with k judgments wanted per model"
@@ -39,9 +40,9 @@ def _names(text: str) -> list[str]:
 
 
 def run_assign(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..exceptions import InvalidInputError
-    from ..team.assignments import assign, set_plan, unassign
+    from analytics.exceptions import InvalidInputError
+    from analytics.judging import assign, set_plan, unassign
+
 
     workspace = open_workspace(args)
     if args.everyone:
@@ -58,11 +59,11 @@ def run_assign(args: argparse.Namespace) -> dict:
 
 
 def run_assignments(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..team.assignments import annotator_progress, get_plan, progress
+    from analytics.judging import annotator_progress, get_plan, judging_progress
+
 
     workspace = open_workspace(args)
-    models = progress(workspace, args.suite_id)
+    models = judging_progress(workspace, args.suite_id)
     plan = get_plan(workspace, args.suite_id)
     return {
         "suite": args.suite_id,

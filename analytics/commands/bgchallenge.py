@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("bgchallenge", help="Backgrounds Challenge: accuracy on the 8 IN-9 variants, BG-Gap, adversarial backgrounds")
     parser.add_argument("--models", required=True, help="comma-separated registered model names")
@@ -34,10 +35,17 @@ def run_challenge(args: argparse.Namespace) -> dict:
     import pandas as pd
     from tqdm import tqdm
 
-    from ..bgchallenge import evaluate_release, evaluate_variants, read_release, search_backgrounds, summary, workspace_data
-    from ..cli import open_workspace
-    from ..exceptions import InvalidInputError
-    from ..models import get_model_spec
+    from analytics.exceptions import InvalidInputError
+    from analytics.models import get_model_spec
+    from analytics.robustness.bgchallenge import (
+        evaluate_release,
+        evaluate_variants,
+        read_release,
+        search_backgrounds,
+        summary,
+        workspace_data,
+    )
+
 
     workspace = open_workspace(args)
     names = [name.strip() for name in args.models.split(",") if name.strip()]

@@ -6,7 +6,7 @@ line on stderr) and the workspace is left as it was; a workspace folder that did
 created.
 
 Classes of ``add-targets`` come from the class folder names. A new class is mapped by the resolver
-the Data page uses too (:func:`analytics.classes.resolve_class`): ImageNet-1k indices from
+the Data page uses too (:func:`analytics.data.classes.resolve_class`): ImageNet-1k indices from
 ``--imagenet-map FILE`` (JSON ``{"class": index or [indices]}``), else from an exact ImageNet-1k
 category name or WordNet id (case-insensitive, ``_`` read as a space, e.g. ``tennis_ball``), else
 the IN-9 class of that name (``dog``, ``00_dog``), else none. Classes left unmapped are listed under
@@ -23,12 +23,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..datasets import LAYOUTS
-from ..models import IN9_CLASSES
+from analytics.data import IN9_CLASSES, LAYOUTS
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     demo = subparsers.add_parser("demo", help="build the demo workspace from Debian packages (idempotent)")
     fetch = subparsers.add_parser("fetch-assets", help="download and unpack the demo's Debian packages into the cache")
@@ -92,8 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 # -- demo ------------------------------------------------------------------------------------
 def run_demo(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..demo import build_demo
+    from analytics.demo import build_demo
+
 
     bars = StepBars()
     try:
@@ -104,8 +104,7 @@ def run_demo(args: argparse.Namespace) -> dict:
 
 
 def run_fetch_assets(args: argparse.Namespace) -> dict:
-    from ..assets import default_cache_dir, fetch_packages
-    from ..demo import load_catalogue
+    from analytics.demo import default_cache_dir, fetch_packages, load_catalogue
 
     packages = list(load_catalogue().packages)
     bars, ready = StepBars(), []
@@ -146,8 +145,8 @@ class StepBars:
 
 # -- info ------------------------------------------------------------------------------------
 def run_info(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..datasets import image_size, list_classes
+    from analytics.data import image_size, list_classes
+
 
     workspace = open_workspace(args)
     counts = {
@@ -167,10 +166,8 @@ def run_info(args: argparse.Namespace) -> dict:
 
 # -- imports ---------------------------------------------------------------------------------
 def run_add_targets(args: argparse.Namespace) -> dict:
-    from ..classes import resolve_class
-    from ..datasets import DEFAULT_IMAGE_SIZE, add_targets, image_size, list_classes, on_home, read_targets
-    from ..exceptions import InvalidInputError
-    from ..images import read_image
+    from analytics.data import DEFAULT_IMAGE_SIZE, add_targets, image_size, list_classes, on_home, read_image, read_targets, resolve_class
+    from analytics.exceptions import InvalidInputError
 
     if args.home is not None and args.layout != "cutouts":
         raise InvalidInputError(f"--home is only used with --layout cutouts; got --layout {args.layout}; drop --home")
@@ -202,8 +199,8 @@ def run_add_targets(args: argparse.Namespace) -> dict:
 
 
 def run_add_backgrounds(args: argparse.Namespace) -> dict:
-    from .._validation import check_positive_int
-    from ..datasets import DEFAULT_IMAGE_SIZE, add_backgrounds, image_size, read_backgrounds
+    from analytics._validation import check_positive_int
+    from analytics.data import DEFAULT_IMAGE_SIZE, add_backgrounds, image_size, read_backgrounds
 
     crops = check_positive_int(args.crops, "--crops")
     workspace = _existing_workspace(args)
@@ -218,7 +215,7 @@ def run_add_backgrounds(args: argparse.Namespace) -> dict:
 
 def read_imagenet_map(path: Path) -> dict[str, list[int]]:
     """Read ``{"class": index or [indices]}`` and check every index is an ImageNet-1k index (0..999)."""
-    from ..exceptions import InvalidInputError
+    from analytics.exceptions import InvalidInputError
 
     try:
         raw = json.loads(path.read_text())
@@ -237,8 +234,8 @@ def read_imagenet_map(path: Path) -> dict[str, list[int]]:
 
 # -- class mappings --------------------------------------------------------------------------
 def run_classes(args: argparse.Namespace) -> dict:
-    from ..classes import list_class_mappings, search_imagenet
-    from ..cli import open_workspace
+    from analytics.data import list_class_mappings, search_imagenet
+
 
     if args.search is not None:
         matches = search_imagenet(args.search, limit=args.limit)
@@ -251,8 +248,9 @@ def run_classes(args: argparse.Namespace) -> dict:
 
 
 def run_set_class(args: argparse.Namespace) -> dict:
-    from ..classes import class_mapping_key, set_class_mapping
-    from ..cli import open_workspace
+    from analytics.data import set_class_mapping
+    from analytics.workspace import class_mapping_key
+
 
     workspace = open_workspace(args)
     imagenet = None if args.imagenet is None else parse_indices(args.imagenet)
@@ -262,7 +260,7 @@ def run_set_class(args: argparse.Namespace) -> dict:
 
 def parse_indices(text: str) -> list[int]:
     """``'852,853'`` -> ``[852, 853]``; anything but comma-separated integers is a user error."""
-    from ..exceptions import InvalidInputError
+    from analytics.exceptions import InvalidInputError
 
     try:
         return [int(part) for part in text.split(",") if part.strip()]
@@ -272,15 +270,14 @@ def parse_indices(text: str) -> list[int]:
 
 def _existing_workspace(args: argparse.Namespace):
     """The workspace if it exists, else None (it is created only once there is something to add)."""
-    from ..cli import open_workspace
-    from ..workspace import DB_NAME, default_workspace_path
+    from analytics.workspace import DB_NAME, default_workspace_path
+
 
     root = Path(args.workspace) if args.workspace else default_workspace_path()
     return open_workspace(args) if (root / DB_NAME).exists() else None
 
 
 def _create_workspace(args: argparse.Namespace):
-    from ..cli import open_workspace
 
     return open_workspace(args, create=True)
 
@@ -302,7 +299,7 @@ def _drop_stored(workspace, table: str, result) -> list:
 
 
 def _require_some(path: str, accepted: list, rejected: list, *, what: str) -> None:
-    from ..exceptions import InvalidInputError
+    from analytics.exceptions import InvalidInputError
 
     if accepted:
         return

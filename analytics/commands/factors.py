@@ -4,7 +4,7 @@ From predictions CSVs in the ``imagenet-x`` package's format (``--predictions``,
 from a workspace model run over a folder of ImageNet validation images (``--model`` with
 ``--imagenet-val``; ``--out`` keeps its predictions as such a CSV). Prints each model's overall
 accuracy and, per factor, accuracy, error ratio and prevalence among its errors (see
-:mod:`analytics.factors`). Heavy imports happen inside the handler.
+:mod:`analytics.robustness.factors`). Heavy imports happen inside the handler.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser(
         "factors",
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_factors(args: argparse.Namespace) -> dict:
-    from ..factors import analyse_models
+    from analytics.robustness import analyse_models
 
     if (args.out or args.imagenet_val) and args.model is None:
         raise InvalidInputError("--imagenet-val and --out go with --model: give --model M --imagenet-val DIR [--out FILE.csv]")
@@ -72,7 +73,7 @@ def run_factors(args: argparse.Namespace) -> dict:
 
 def _file_predictions(paths: list[str], names: list[str] | None) -> dict:
     """``{name: predictions}`` of the --predictions files, named by --names or their stems."""
-    from ..factors import load_predictions
+    from analytics.robustness import load_predictions
 
     if names is not None and len(names) != len(paths):
         raise InvalidInputError(f"--names: {len(names)} name(s) for {len(paths)} --predictions file(s); give one name per file")
@@ -88,8 +89,8 @@ def _first_twice(names: list[str]) -> str:
 
 def _model_predictions(args: argparse.Namespace):
     """The predictions of --model over --imagenet-val (a DataFrame), with a tqdm bar on stderr."""
-    from ..cli import open_workspace
-    from ..factors import predict_imagenet_val
+    from analytics.robustness import predict_imagenet_val
+
     from .data import StepBars
 
     if args.imagenet_val is None:

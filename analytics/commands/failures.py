@@ -1,16 +1,17 @@
 """``failures``: a run's error rate and probability drop per scene keyword and ontology level.
 
-See :mod:`analytics.failures` for what is counted and how the 95 % intervals are made.
+See :mod:`analytics.findings.failures` for what is counted and how the 95 % intervals are made.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``failures`` subcommand."""
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("failures", help="error rate and true-class probability drop of a run per scene keyword and ontology level")
     parser.add_argument("--run", required=True, help="run id (see `runs`)")
@@ -22,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_failures(args: argparse.Namespace) -> dict:
-    """The failure table of ``--run`` (:meth:`analytics.failures.FailureTable.to_dict`)."""
-    from ..cli import open_workspace
-    from ..failures import failure_table
+    """The failure table of ``--run`` (:meth:`analytics.findings.failures.FailureTable.to_dict`)."""
+    from analytics.findings import failure_table
+
 
     return failure_table(open_workspace(args), args.run, min_count=args.min_count, table=args.table).to_dict()

@@ -12,9 +12,10 @@ import argparse
 import importlib
 import json
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("jobs", help="background jobs: list, start, cancel, resume")
     actions = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--active", action="store_true", help="only queued, running and cancelling jobs")
     listing.set_defaults(handler=list_command)
     starting = actions.add_parser("start", help="start a job of a kind with parameters as JSON")
-    starting.add_argument("kind", help="methods, suite or runs")
+    starting.add_argument("kind", help="methods, suite, runs, repository, saliency or zoo")
     starting.add_argument("--params", default="{}", help='keyword arguments as a JSON object, e.g. \'{"model": "tiny"}\'')
     starting.add_argument("--wait", action="store_true", help="follow it with a progress bar until it ends")
     starting.set_defaults(handler=start_command)
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action.set_defaults(handler=handler)
     worker = actions.add_parser("work", help="run a queued job in this process (the worker's entry point)")
     worker.add_argument("job_id", metavar="ID")
-    worker.add_argument("--kind-module", help="module to import first: it registers the job's kind")
+    worker.add_argument("--kind-module", help="module of the kind's work, imported first (so a kind added by register_kind is known)")
     worker.set_defaults(handler=work_command)
     for action in actions.choices.values():
         add_workspace_option(action)
@@ -40,17 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_command(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..jobs import list_jobs
+    from analytics.jobs import list_jobs
+
 
     table = list_jobs(open_workspace(args), active_only=args.active)
     return {"jobs": table.to_dict("records")}
 
 
 def start_command(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..exceptions import InvalidInputError
-    from ..jobs import start
+    from analytics.exceptions import InvalidInputError
+    from analytics.jobs import start
+
 
     try:
         params = json.loads(args.params)
@@ -64,22 +65,22 @@ def start_command(args: argparse.Namespace) -> dict:
 
 
 def cancel_command(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..jobs import cancel
+    from analytics.jobs import cancel
+
 
     return _record(cancel(open_workspace(args), args.job_id))
 
 
 def resume_command(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..jobs import resume
+    from analytics.jobs import resume
+
 
     return _record(resume(open_workspace(args), args.job_id))
 
 
 def work_command(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..jobs import work
+    from analytics.jobs import work
+
 
     if args.kind_module:
         importlib.import_module(args.kind_module)
@@ -92,7 +93,7 @@ def _follow(workspace, job_id: str):
 
     from tqdm import tqdm
 
-    from ..jobs import POLL_S, get_job
+    from analytics.jobs import POLL_S, get_job
 
     with tqdm(desc=f"job {job_id}", unit="step") as bar:
         while (job := get_job(workspace, job_id)).active:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..judgments import LABELS
+from analytics.judging import LABELS
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     judge = subparsers.add_parser("judge", help="store one judgment: a model is invariant, borderline or variant")
     judge.add_argument("--annotator", required=True, help="who judges")
@@ -59,8 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..judgments import add_judgment
+    from analytics.judging import add_judgment
+
 
     judgment = add_judgment(
         open_workspace(args),
@@ -76,10 +77,9 @@ def run_judge(args: argparse.Namespace) -> dict:
 
 
 def run_agreement(args: argparse.Namespace) -> dict:
-    from ..agreement import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, measure_agreement
-    from ..cli import open_workspace
-    from ..exceptions import NotFoundError
-    from ..judgments import latest_judgments
+    from analytics.exceptions import NotFoundError
+    from analytics.judging import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, latest_judgments, measure_agreement
+
 
     workspace = open_workspace(args)
     if args.suite_id is not None and workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:
@@ -91,8 +91,8 @@ def run_agreement(args: argparse.Namespace) -> dict:
 
 
 def run_coverage(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..coverage import suite_coverage
+    from analytics.comparison import suite_coverage
+
 
     result = suite_coverage(
         open_workspace(args),

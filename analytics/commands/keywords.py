@@ -5,7 +5,7 @@ Three backends:
 * ``classifier-patch`` (default): an ImageNet classifier over the image and a grid of patches
   (``--model``, default the first registered EfficientNet-Lite);
 * ``precomputed``: a keyword file (``--file``): a CSV keyed by image names (long
-  ``image,keyword[,score]`` or wide, see :mod:`analytics.keywords.precomputed`), a Backdrop keyword
+  ``image,keyword[,score]`` or wide, see :mod:`analytics.keywords.readers`), a Backdrop keyword
   HDF5, or the reference HDF5 with ``--row-names`` (its rows name no images);
 * ``scene-models``: the published ADE20K segmentation and Places365 checkpoints
   (``--ade20k-encoder``, ``--ade20k-decoder``, ``--places365``).
@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..exceptions import InvalidInputError
-from ..keywords.classifier_patch import VOCABULARIES
+from analytics.exceptions import InvalidInputError
+from analytics.keywords.classifier_patch import VOCABULARIES
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 PATCH, FILE, SCENES = "classifier-patch", "precomputed", "scene-models"
 BACKEND_CHOICES = (PATCH, FILE, SCENES)
@@ -46,7 +48,6 @@ BACKEND_OPTIONS = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("keywords", help="build keyword tables of the targets and the pool (classifier, keyword file or scene models)")
     add_workspace_option(parser)
@@ -80,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_keywords(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..keywords.store import load_keyword_table, table_summary
+    from analytics.keywords import load_keyword_table
+    from analytics.keywords.store import table_summary
+
 
     _check_options(args)
     workspace = open_workspace(args)
@@ -113,7 +115,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _import_file(workspace, args: argparse.Namespace, kinds: tuple[str, ...]):
-    from ..keywords.precomputed import import_keyword_table, read_keyword_file, read_row_names
+    from analytics.keywords import import_keyword_table, read_keyword_file, read_row_names
 
     if not args.file:
         raise InvalidInputError("--backend precomputed needs --file FILE (a keyword CSV, a Backdrop keyword HDF5 or the reference HDF5)")
@@ -127,7 +129,8 @@ def _import_file(workspace, args: argparse.Namespace, kinds: tuple[str, ...]):
 
 
 def _compute(workspace, args: argparse.Namespace, kinds: tuple[str, ...]) -> dict[str, str]:
-    from ..keywords.store import build_keyword_tables
+    from analytics.keywords import build_keyword_tables
+
     from .data import StepBars
 
     backend = _patch_backend(workspace, args) if args.backend == PATCH else _scene_backend(args)
@@ -141,10 +144,10 @@ def _compute(workspace, args: argparse.Namespace, kinds: tuple[str, ...]) -> dic
 
 
 def _patch_backend(workspace, args: argparse.Namespace):
-    from ..datasets import list_classes
-    from ..keywords.classifier_patch import ClassifierPatchBackend
-    from ..models import load_model
-    from ..suites import default_keyword_model
+    from analytics.data import list_classes
+    from analytics.keywords import ClassifierPatchBackend
+    from analytics.models import load_model
+    from analytics.suites import default_keyword_model
 
     model = load_model(workspace, args.model or default_keyword_model(workspace), device=args.device)
     options = _given(grid=args.grid, threshold=args.threshold, vocabulary=args.vocabulary)
@@ -153,7 +156,7 @@ def _patch_backend(workspace, args: argparse.Namespace):
 
 
 def _scene_backend(args: argparse.Namespace):
-    from ..keywords.scene_models import SceneModelsBackend
+    from analytics.keywords import SceneModelsBackend
 
     missing = [flag for flag, value in (("--ade20k-encoder", args.ade20k_encoder), ("--ade20k-decoder", args.ade20k_decoder), ("--places365", args.places365)) if not value]
     if missing:

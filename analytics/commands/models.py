@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 LITE_ARCHS = {f"efficientnet-lite{v}": v for v in (0, 1, 2)}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision + checkpoint, TorchScript)")
     add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
@@ -48,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_add_model(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..models import parse_label_space, register_efficientnet_lite, register_torchscript, register_torchvision
+    from analytics.data import parse_label_space
+    from analytics.models import register_efficientnet_lite, register_torchscript, register_torchvision
+
 
     workspace = open_workspace(args, create=True)
     if args.arch in LITE_ARCHS:
@@ -72,15 +74,15 @@ def run_add_model(args: argparse.Namespace) -> dict:
 
 
 def run_list_models(args: argparse.Namespace) -> list[dict]:
-    from ..cli import open_workspace
-    from ..models import list_models
+    from analytics.models import list_models
+
 
     return [spec.summary() for spec in list_models(open_workspace(args))]
 
 
 def run_evaluate(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..inference import evaluate
+    from analytics.inference import evaluate
+
 
     return evaluate(open_workspace(args), args.model, device=args.device, batch_size=args.batch_size).to_dict()
 
@@ -88,9 +90,8 @@ def run_evaluate(args: argparse.Namespace) -> dict:
 def run_run(args: argparse.Namespace) -> dict | list[dict]:
     from tqdm import tqdm
 
-    from ..cli import open_workspace
-    from ..inference import run_summary
-    from ..runs import start_runs
+    from analytics.runs import list_runs, start_runs
+
 
     workspace = open_workspace(args)
     with tqdm(total=0, unit="img", desc="run", file=sys.stderr) as bar:
@@ -100,8 +101,10 @@ def run_run(args: argparse.Namespace) -> dict | list[dict]:
             bar.update(done - bar.n)
 
         run_ids = start_runs(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress)
+    runs = list_runs(workspace, suite_id=args.suite).set_index("id")
     results = [
-        {"run": run_id, "model": model, "suite": args.suite, **run_summary(workspace, run_id)}
+        {"run": run_id, "model": model, "suite": args.suite, "images": int(runs.at[run_id, "images"]),
+         "accuracy": float(runs.at[run_id, "accuracy"]), "worst_case_accuracy": float(runs.at[run_id, "worst_case_accuracy"])}
         for run_id, model in zip(run_ids, dict.fromkeys(args.model))
-    ]
+    ]  # fmt: skip
     return results[0] if len(results) == 1 else results

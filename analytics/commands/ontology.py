@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..exceptions import InvalidInputError
-from ..keywords import KeywordTable, list_keyword_tables, load_keyword_table, read_keyword_file
-from ..ontology import (
+from analytics.exceptions import InvalidInputError
+from analytics.keywords import KeywordTable, list_keyword_tables, load_keyword_table, read_keyword_file
+from analytics.ontology import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
     DEFAULT_MAX_LEN,
@@ -28,9 +28,10 @@ from ..ontology import (
     save_ontology,
 )
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     ontology = subparsers.add_parser("ontology", help="mine frequent itemsets, rules and the keyword ontology")
     expand = subparsers.add_parser("expand", help="keyword expansion statistics per level (paper Figure 9)")
@@ -80,7 +81,6 @@ def run_ontology(args: argparse.Namespace) -> dict:
     ontology = build_ontology(tables, **_mining(args))
     result = dict(ontology.summary)
     if names:
-        from ..cli import open_workspace
 
         result["ontology"] = save_ontology(open_workspace(args), ontology, tables=names)
     return result
@@ -113,7 +113,6 @@ def _tables(args: argparse.Namespace) -> tuple[list[KeywordTable], list[str]]:
             raise InvalidInputError("give --keywords FILE or --workspace DIR [--table NAME], not both")
         table = read_keyword_file(args.keywords, places_top_k=args.places_top_k, threshold=args.threshold, top_k=args.top_k)
         return [table], []
-    from ..cli import open_workspace
 
     workspace = open_workspace(args)
     names = args.table or list_keyword_tables(workspace)["name"].tolist()

@@ -1,6 +1,6 @@
 """``report``: a self-contained HTML report of a model (and others to compare) over one suite.
 
-See :mod:`analytics.report` for the sections; the file opens without a server or network.
+See :mod:`analytics.findings.report` for the sections; the file opens without a server or network.
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser(
         "report", help="write a self-contained HTML report (accuracy, BG-Gap, matrices, failures, galleries, flips, judgments, assessor, provenance)"
@@ -31,9 +32,9 @@ def run_report(args: argparse.Namespace) -> dict:
     """Write the report to ``--out`` (a tqdm bar over the sections on stderr); returns out, bytes, model and compare."""
     from tqdm import tqdm
 
-    from ..cli import open_workspace
-    from ..exceptions import InvalidInputError
-    from ..report import SECTIONS, build_report
+    from analytics.exceptions import InvalidInputError
+    from analytics.findings import SECTIONS, build_report
+
 
     out = Path(args.out)
     if out.is_dir():

@@ -3,7 +3,7 @@ models), run them all over a suite, and see where each model stands (:mod:`analy
 
 ``run`` shows a tqdm bar over the models; running again skips finished models and resumes an
 interrupted one from its stored batches. ``run --ray ADDRESS|local`` spreads the models over a Ray
-cluster (:mod:`analytics.distributed`); this process still does all the writing.
+cluster (:mod:`analytics.repository.ray_backend`); this process still does all the writing.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("repository", help="a model repository: register a manifest of checkpoints, run it over a suite, follow it")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -44,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def repository_add(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..repository import add_repository
+    from analytics.repository import add_repository
+
 
     return add_repository(open_workspace(args), args.manifest, name=args.name, replace=args.replace).as_dict()
 
@@ -58,8 +59,8 @@ def _model_list(text: str) -> list[str]:
 
 
 def repository_create(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..repository import create_repository
+    from analytics.repository import create_repository
+
 
     record = create_repository(open_workspace(args), args.name, args.models)
     return {"repository": args.name, "models": record["models"]}
@@ -68,8 +69,8 @@ def repository_create(args: argparse.Namespace) -> dict:
 def repository_run(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
-    from ..cli import open_workspace
-    from ..repository import run_repository
+    from analytics.repository import run_repository
+
 
     with tqdm(unit="model", desc=f"repository {args.name}") as bar:
 
@@ -85,8 +86,8 @@ def repository_run(args: argparse.Namespace) -> dict:
 
 
 def repository_status(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..repository import repository_status as status_table
+    from analytics.repository import repository_status as status_table
+
 
     table = status_table(open_workspace(args), args.name, args.suite, top_k=args.top_k)
     records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in table.to_dict("records")]

@@ -1,6 +1,6 @@
 """``runs`` and ``matrices``: list test runs, and export a run's four RBF variance matrices.
 
-The PNGs of ``matrices`` use the suite's fixed colour scale (:mod:`analytics.colour_scale`), the one
+The PNGs of ``matrices`` use the suite's fixed colour scale (:mod:`analytics.runs.colour_scale`), the one
 the Judge page shows, unless ``--autoscale`` asks for each matrix's own range; ``--json`` reports the
 scale used per signal.
 
@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..variance import DEFAULT_GRID, DEFAULT_K, PRESETS
+from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, MatrixSettings
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     listing = subparsers.add_parser("runs", help="list test runs with accuracy, worst-case accuracy and whether they are stale")
     listing.add_argument("--model", help="only runs of this model")
@@ -43,30 +44,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> list[dict]:
-    from ..cli import open_workspace
-    from ..runs import list_runs
+    from analytics.runs import list_runs
+
 
     table = list_runs(open_workspace(args), model=args.model, suite_id=args.suite)
     return [{key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in record.items()} for record in table.to_dict("records")]
 
 
 def run_export(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..colour_scale import suite_colour_scale
-    from ..exceptions import NotFoundError
-    from ..runs import export_run, run_matrices
+    from analytics.exceptions import NotFoundError
+    from analytics.runs import export_run, run_matrices, suite_colour_scale
+
 
     workspace = open_workspace(args)
-    settings = {"preset": args.preset, "grid": args.grid, "window": args.window, "sigma": args.sigma, "k": args.k}
+    settings = MatrixSettings.of(args.preset, grid=args.grid, window=args.window, sigma=args.sigma, k=args.k)
     row = workspace.query_one("SELECT suite_id FROM runs WHERE id = ?", (args.run,))
     if row is None:
         raise NotFoundError(f"no run {args.run!r} in workspace {workspace.root}; list them with `python -m analytics runs`")
     if args.autoscale:
-        own = run_matrices(workspace, args.run, **settings)
+        own = run_matrices(workspace, args.run, settings=settings)
         rule = "autoscale: this matrix's own range (not comparable between models)"
         used = {s: {"zmin": float(m.matrix.min()), "zmax": float(m.matrix.max()), "rule": rule} for s, m in own.items()}
-        result = export_run(workspace, args.run, args.out, **settings)
+        result = export_run(workspace, args.run, args.out, settings=settings)
         return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": True, "signals": used}}
-    scale = suite_colour_scale(workspace, row["suite_id"], **settings)
-    result = export_run(workspace, args.run, args.out, tops=scale.tops, **settings)
+    scale = suite_colour_scale(workspace, row["suite_id"], settings=settings)
+    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops)
     return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": False, **scale.as_dict()}}

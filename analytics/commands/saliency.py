@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 REPORTED = ("iou", "pointing_game", "inside_share", "insertion_auc", "deletion_auc")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("saliency", help="attribution maps of a model on the first N targets, scored against their masks")
     parser.add_argument("--model", required=True, help="registered model name")
@@ -43,12 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_saliency(args: argparse.Namespace) -> dict:
-    from .._validation import check_choice, check_positive_int
-    from ..cli import open_workspace
-    from ..classes import list_class_mappings
-    from ..datasets import list_targets, load_targets
-    from ..models import load_model
-    from ..saliency import METHODS, explain
+    from analytics._validation import check_choice, check_positive_int
+    from analytics.data import list_class_mappings, list_targets, load_targets
+    from analytics.models import load_model
+    from analytics.saliency import METHODS, explain
+
 
     method = check_choice(args.method, "--method", METHODS)
     settings = parse_settings(method, args.settings)
@@ -78,7 +78,7 @@ def run_saliency(args: argparse.Namespace) -> dict:
 
 def parse_settings(method: str, pairs: Sequence[str]) -> dict:
     """``["n_steps=16", "reduce=sum"]`` → ``{"n_steps": 16, "reduce": "sum"}``, typed by the method's settings."""
-    from ..saliency import METHODS
+    from analytics.saliency import METHODS
 
     numeric = {s.name: s for s in METHODS[method].settings}
     settings: dict = {}

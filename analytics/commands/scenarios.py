@@ -10,11 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("scenarios", help="XIMAGENET-12 scenarios: accuracy, robustness score and regression per model")
     parser.add_argument("--models", required=True, metavar="A,B", help="registered model names, comma-separated")
@@ -41,9 +42,8 @@ def _names(text: str | None, flag: str) -> list[str] | None:
 def run_scenarios(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
-    from ..cli import open_workspace
-    from ..scenario_stats import robustness_scores, scenario_accuracy, scenario_regression
-    from ..scenarios import evaluate_scenarios
+    from analytics.robustness import evaluate_scenarios, robustness_scores, scenario_accuracy, scenario_regression
+
 
     workspace = open_workspace(args)
     models = _names(args.models, "--models")

@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
-from ..sampling import REALISM_SCORERS, SAMPLERS
-from ..suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD
+from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
+from analytics.suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORERS, SAMPLERS
+
+from ._options import add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
 
     parser = subparsers.add_parser("suite", help="sample and save N backgrounds per target (a test suite)")
     add_workspace_option(parser)
@@ -45,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_suite(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..suites import build_suite, ensure_ontology, suite_stats
+    from analytics.suites import build_suite, ensure_ontology, suite_stats
+
 
     workspace = open_workspace(args)
     sampler = SAMPLERS[args.method]
@@ -97,7 +97,7 @@ def run_suite(args: argparse.Namespace) -> dict:
 
 
 def _keyword_tables(workspace, args: argparse.Namespace) -> dict[str, str]:
-    from ..suites import ensure_keyword_tables
+    from analytics.suites import ensure_keyword_tables
 
     given = {kind: name for kind, name in (("target", args.target_table), ("background", args.background_table)) if name}
     if len(given) == 2:

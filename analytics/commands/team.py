@@ -14,10 +14,12 @@ import argparse
 import getpass
 import sys
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
-    from ..team.roles import ROLES
+    from analytics.team import ROLES
+
 
     user = subparsers.add_parser("user", help="team-mode accounts: add, list, passwd, disable, enable, role")
     actions = user.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -55,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def read_password(args: argparse.Namespace) -> str:
     """The new password: stdin's first line with ``--password-stdin``, else a hidden prompt typed twice."""
-    from ..exceptions import InvalidInputError
+    from analytics.exceptions import InvalidInputError
 
     if args.password_stdin:
         return sys.stdin.readline().rstrip("\r\n")
@@ -66,8 +68,8 @@ def read_password(args: argparse.Namespace) -> str:
 
 
 def run_add(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..team.accounts import add_user
+    from analytics.team import add_user
+
 
     password = read_password(args)
     user = add_user(open_workspace(args, create=True), args.name, args.role, password)
@@ -75,8 +77,8 @@ def run_add(args: argparse.Namespace) -> dict:
 
 
 def run_passwd(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..team.accounts import set_password
+    from analytics.team import set_password
+
 
     password = read_password(args)
     set_password(open_workspace(args), args.name, password)
@@ -84,24 +86,24 @@ def run_passwd(args: argparse.Namespace) -> dict:
 
 
 def run_disable(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..team.accounts import disable_user
+    from analytics.team import disable_user
+
 
     disable_user(open_workspace(args), args.name)
     return {"user": args.name, "disabled": True}
 
 
 def run_enable(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..team.accounts import enable_user
+    from analytics.team import enable_user
+
 
     enable_user(open_workspace(args), args.name)
     return {"user": args.name, "disabled": False}
 
 
 def run_role(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..team.accounts import set_role
+    from analytics.team import set_role
+
 
     user = set_role(open_workspace(args), args.name, args.role)
     return {"user": user.name, "role": user.role}
@@ -110,15 +112,15 @@ def run_role(args: argparse.Namespace) -> dict:
 def run_list(args: argparse.Namespace) -> dict:
     from dataclasses import asdict
 
-    from ..cli import open_workspace
-    from ..team.accounts import list_users
+    from analytics.team import list_users
+
 
     return {"users": [asdict(user) for user in list_users(open_workspace(args))]}
 
 
 def run_serve_check(args: argparse.Namespace) -> dict | int:
-    from ..team.server import check_team_ready, streamlit_arguments, team_mode
-    from ..workspace import default_workspace_path
+    from analytics.team import check_team_ready, streamlit_arguments, team_mode
+    from analytics.workspace import default_workspace_path
 
     team = args.team or team_mode()
     if team:

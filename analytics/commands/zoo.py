@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._options import add_json_option, add_workspace_option, open_workspace
+
 LABEL_SOURCES = ("human", "construction")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import add_json_option, add_workspace_option
-    from ..zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
+    from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
+
 
     zoo = subparsers.add_parser("zoo", help="train the model zoo: heads with a controlled background reliance, and the figure-8 family")
     zoo.add_argument("--strengths", type=float, nargs="+", default=list(DEFAULT_STRENGTHS), metavar="S", help="background-class strengths in [0, 1] (default 0 0.25 0.5 0.75 1)")
@@ -54,8 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_zoo(args: argparse.Namespace) -> dict:
-    from ..cli import open_workspace
-    from ..zoo import build_zoo
+    from analytics.zoo import build_zoo
+
     from .data import StepBars
 
     augment = {"both": (False, True), "yes": (True,), "no": (False,)}[args.augment]
@@ -86,8 +88,8 @@ def run_zoo(args: argparse.Namespace) -> dict:
 
 
 def run_assess(args: argparse.Namespace) -> dict:
-    from ..assessor import evaluate_assessors
-    from ..cli import open_workspace
+    from analytics.assessor import evaluate_assessors
+
     from .data import StepBars
 
     workspace = open_workspace(args)
@@ -105,10 +107,10 @@ def _labels(workspace, source: str, suite_id: str | None):
     """(suite, labels): human labels (consensus, else majority) on the suite (default: the most judged one), or the
     zoo's construction labels (suite left to :func:`analytics.zoo.assessment_input`), as a Series
     indexed by model."""
-    from ..exceptions import InvalidInputError
+    from analytics.exceptions import InvalidInputError
 
     if source == "construction":
-        from ..zoo import construction_labels
+        from analytics.zoo import construction_labels
 
         labels = construction_labels(workspace)
         if labels.empty:
@@ -117,7 +119,7 @@ def _labels(workspace, source: str, suite_id: str | None):
                 f"`python -m analytics zoo --workspace {workspace.root}`"
             )
         return suite_id, labels
-    from ..assessor import human_labels, judged_suite
+    from analytics.assessor import human_labels, judged_suite
 
     suite_id = suite_id or judged_suite(workspace)
     labels = None if suite_id is None else human_labels(workspace, suite_id)
@@ -132,7 +134,7 @@ def _labels(workspace, source: str, suite_id: str | None):
 
 
 def _assessment_input(workspace, labels, suite_id: str | None, args: argparse.Namespace, progress):
-    from ..zoo import assessment_input
+    from analytics.zoo import assessment_input
 
     return assessment_input(
         workspace,

@@ -5,26 +5,40 @@ line in the block below (defining the class registers it in :data:`BACKENDS`).
 """
 
 from ._base import BACKENDS, KeywordBackend, KeywordTable, transactions_digest
-from .precomputed import PrecomputedBackend, PresenceRule, read_keyword_file, write_keyword_file
+from .compute import build_keyword_tables, compute_keywords, keyword_table_name
+from .importing import KeywordImport, import_keyword_table
+from .precomputed import PrecomputedBackend, PresenceRule
+from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
 from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, save_keyword_table
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
-from .classifier_patch import ClassifierPatchBackend
+from .classifier_patch import ClassifierPatchBackend, class_outputs, fill_objects, view_probabilities
 from .scene_models import SceneModelsBackend
 
 __all__ = [
     "BACKENDS",
     "ClassifierPatchBackend",
     "KeywordBackend",
+    "KeywordImport",
     "KeywordTable",
     "PrecomputedBackend",
     "PresenceRule",
     "SceneModelsBackend",
+    "build_keyword_tables",
+    "check_csv_size",
+    "class_outputs",
+    "compute_keywords",
     "delete_keyword_table",
+    "fill_objects",
+    "import_keyword_table",
+    "keyword_table_name",
     "list_keyword_tables",
     "load_keyword_table",
+    "read_keyword_csv",
     "read_keyword_file",
+    "read_row_names",
     "save_keyword_table",
     "transactions_digest",
+    "view_probabilities",
     "write_keyword_file",
 ]

@@ -17,9 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import check_finite
-from ..exceptions import InvalidInputError
-
+from analytics._validation import check_finite
+from analytics.exceptions import InvalidInputError
 
 BACKENDS: dict[str, type[KeywordBackend]] = {}
 
@@ -89,7 +88,21 @@ class KeywordBackend(ABC):
         masks: np.ndarray | None = None,
         labels: Sequence[str] | None = None,
     ) -> KeywordTable:
-        """Score ``images`` and apply the presence rule: one :class:`KeywordTable` row per image."""
+        """Score ``images`` and apply the presence rule: one :class:`KeywordTable` row per image.
+
+        Parameters
+        ----------
+        images : ndarray of shape (n, height, width, 3), uint8
+        ids : sequence of str, length n
+        masks : ndarray of shape (n, height, width), bool, default=None
+            Object pixels to ignore (True = object); None scores the whole image.
+        labels : sequence of str, length n, default=None
+
+        Returns
+        -------
+        KeywordTable
+            ``scores`` of shape (n, n_keywords), float32; ``present`` of that shape, bool.
+        """
         scores = np.asarray(self.scores(images, masks), dtype=np.float32)
         return KeywordTable(
             ids=list(ids),
@@ -149,7 +162,18 @@ class KeywordTable:
 
 
 def transactions_digest(present: np.ndarray, vocabulary: Sequence[str]) -> str:
-    """SHA-256 hex digest of a presence matrix with its column names."""
+    """SHA-256 hex digest of a presence matrix with its column names.
+
+    Parameters
+    ----------
+    present : ndarray of shape (n, n_keywords), bool (other dtypes are read as bool)
+    vocabulary : sequence of str, length n_keywords
+
+    Returns
+    -------
+    digest : str
+        64 hex characters.
+    """
     digest = hashlib.sha256(json.dumps(list(vocabulary)).encode())
     digest.update(str(present.shape).encode())
     digest.update(np.packbits(np.ascontiguousarray(present, dtype=bool)).tobytes())

@@ -14,9 +14,9 @@ suite tests (the paper's keywords exclude foreground objects). ``vocabulary='all
 output (the default for a custom or IN-9 label space, whose outputs are not ImageNet classes).
 Whatever the vocabulary, the outputs of the workspace's target classes (``exclude_classes``:
 class -> ImageNet indices, mapped through the model's label space) are never keywords;
-:func:`compute_keywords` refuses a backend that would emit one. The table's params record the
-vocabulary (``vocabulary``, ``vocabulary_size``, ``excluded_classes``) so a page can say which
-one a keyword table used. Keyword names are the model's class names (torchvision's ImageNet-1k
+:func:`analytics.keywords.compute_keywords` refuses a backend that would emit one. The table's
+params record the vocabulary (``vocabulary``, ``vocabulary_size``, ``excluded_classes``) so a page
+can say which one a keyword table used. Keyword names are the model's class names (torchvision's ImageNet-1k
 names are unique; a label space that repeats a name gets the class index appended to each use,
 ``name-3``, ``name-7``, as the precomputed backend does).
 
@@ -29,24 +29,19 @@ since they show mostly the grey-ish fill, not the scene; the whole-image view al
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import cv2
 import numpy as np
 import torch
 
-from .._validation import check_choice, check_fraction, check_image_batch, check_positive_int
-from ..exceptions import InvalidInputError
-from ..workspace import Workspace, content_id
-from ._base import KeywordBackend, KeywordTable
-from .store import ITEM_KINDS, load_keyword_table, save_keyword_table
+from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
+from analytics.data import LabelSpace
+from analytics.exceptions import InvalidInputError
+from analytics.models import LoadedModel
 
-if TYPE_CHECKING:
-    from ..models import LabelSpace, LoadedModel
-
-logger = logging.getLogger(__name__)
+from ._base import KeywordBackend
 
 #: The ImageNet-1k classes of the default ``scene`` vocabulary (group -> {index: name}), picked by
 #: hand from the class names and grouped like WordNet's categories. Why a
@@ -121,7 +116,7 @@ class ClassifierPatchBackend(KeywordBackend):
     vocabulary : {'auto', 'scene', 'all'}, default='auto'
         Which outputs are keywords (see the module notes and :data:`VOCABULARIES`).
     exclude_classes : mapping of str to sequence of int, default=None
-        Workspace classes (name -> ImageNet-1k indices, as ``analytics.datasets.list_classes``
+        Workspace classes (name -> ImageNet-1k indices, as ``analytics.data.list_classes``
         gives) whose model outputs are never keywords; a class without indices has no mapping and
         excludes nothing.
 
@@ -255,7 +250,7 @@ def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]])
     label_space : LabelSpace
         The model's (``model.spec.label_space``).
     classes : mapping of str to sequence of int
-        Class name -> ImageNet-1k indices (``analytics.datasets.list_classes``).
+        Class name -> ImageNet-1k indices (``analytics.data.list_classes``).
 
     Returns
     -------
@@ -358,120 +353,3 @@ def _scene_flags(names: Sequence[str]) -> np.ndarray:
         return flags
     scene_names = set(SCENE_CLASSES.values())
     return np.array([name.split(",")[0].strip().lower() in scene_names for name in names])
-
-
-# -- keyword tables of a workspace -------------------------------------------------------------
-def compute_keywords(
-    workspace: Workspace,
-    *,
-    backend: KeywordBackend,
-    item_kind: str,
-    batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
-) -> KeywordTable:
-    """Run ``backend`` over every target (object masked out) or every background of the workspace.
-
-    The table is saved under the name ``<backend>/<item_kind>/<content id>``, where the id hashes
-    :func:`table_params` (for a classifier the content key of its weights) and the item ids; when that table exists it is loaded instead of computed.
-    Target tables carry the class names as labels (for the no-keyword fallback).
-
-    Parameters
-    ----------
-    workspace : Workspace
-    backend : KeywordBackend
-    item_kind : {'target', 'background'}
-    batch_size : int, default=32
-        Images scored per call of ``backend.scores``.
-    progress : callable (done, total) or None
-
-    Returns
-    -------
-    table : KeywordTable
-        Stored under ``keyword_table_name(table.backend, item_kind, table.ids, table.params)``.
-
-    Raises
-    ------
-    InvalidInputError
-        The workspace has no items of that kind, or a classifier-patch backend would emit a
-        workspace class as a keyword (build it with ``exclude_classes=list_classes(workspace)``).
-    """
-    from ..datasets import list_backgrounds, list_classes, list_targets, load_backgrounds, load_targets
-
-    check_choice(item_kind, "item_kind", ITEM_KINDS)
-    batch_size = check_positive_int(batch_size, "batch_size")
-    if isinstance(backend, ClassifierPatchBackend):
-        _check_no_target_keywords(backend, list_classes(workspace), workspace)
-    frame = list_targets(workspace) if item_kind == "target" else list_backgrounds(workspace)
-    ids = frame["id"].tolist()
-    if not ids:
-        raise InvalidInputError(f"workspace {workspace.root} has no {item_kind}s to compute keywords for; import some first")
-    params = table_params(workspace, backend)
-    name = keyword_table_name(backend.name, item_kind, ids, params)
-    if workspace.query_one("SELECT 1 FROM keyword_tables WHERE name = ?", (name,)) is not None:
-        logger.info("keyword table %s exists; reusing it", name)
-        return load_keyword_table(workspace, name)
-    scores = []
-    for start in range(0, len(ids), batch_size):
-        chunk = ids[start : start + batch_size]
-        if item_kind == "target":
-            images, masks = load_targets(workspace, chunk)
-        else:
-            images, masks = load_backgrounds(workspace, chunk), None
-        scores.append(np.asarray(backend.scores(images, masks), np.float32))
-        if progress is not None:
-            progress(min(start + batch_size, len(ids)), len(ids))
-    matrix = np.concatenate(scores)
-    table = KeywordTable(
-        ids=ids,
-        vocabulary=list(backend.vocabulary),
-        scores=matrix,
-        present=np.asarray(backend.present(matrix), bool),
-        labels=frame["class_name"].tolist() if item_kind == "target" else None,
-        backend=backend.name,
-        params=params,
-    )
-    save_keyword_table(workspace, table, name=name, item_kind=item_kind, replace=True)
-    return table
-
-
-def _check_no_target_keywords(backend: ClassifierPatchBackend, classes: Mapping[str, Sequence[int]], workspace: Workspace) -> None:
-    """Raise when a workspace class's output is in the backend's vocabulary."""
-    kept = set(backend.outputs.tolist())
-    leaking = sorted(name for name, outputs in class_outputs(backend.model.spec.label_space, classes).items() if kept & set(outputs))
-    if leaking:
-        raise InvalidInputError(
-            f"the classifier-patch vocabulary holds the target classes {', '.join(leaking)} of {workspace.root}; a target's "
-            "own class must never be a scene keyword: build the backend with exclude_classes=list_classes(workspace)"
-        )
-
-
-def table_params(workspace: Workspace, backend: KeywordBackend) -> dict[str, Any]:
-    """The params a table computed by ``backend`` records, and its cache name hashes.
-
-    The backend's own params; a classifier-patch backend adds ``model_key``, the content key of
-    its model's weights (:func:`analytics.runs.model_keys`), so a model re-registered with other
-    weights never reuses the tables of the old ones.
-    """
-    params = backend.get_params()
-    if isinstance(backend, ClassifierPatchBackend):
-        from ..runs import model_keys  # runs imports the model stack; keep this module light
-
-        spec = backend.model.spec
-        params["model_key"] = model_keys(workspace).keys.get(spec.name, spec.content_key())
-    return params
-
-
-def keyword_table_name(backend: str, item_kind: str, ids: Sequence[str], params: Mapping[str, Any]) -> str:
-    """The cache name of a backend's table over ``ids``: ``<backend>/<item_kind>/<12 hex>``.
-
-    Parameters
-    ----------
-    backend : str
-        The backend's name (``KeywordBackend.name``).
-    item_kind : {'target', 'background'}
-    ids : sequence of str
-        The table's item ids, in row order.
-    params : mapping
-        :func:`table_params` of the backend (``KeywordTable.params`` of a computed table).
-    """
-    return f"{backend}/{item_kind}/{content_id(backend, dict(params), list(ids))}"

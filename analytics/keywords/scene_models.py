@@ -20,7 +20,7 @@ All files are read with ``torch.load(weights_only=True)``.
 **Scores** have the layout of the reference keyword file (``bgdb_items_val.hdf5`` minus its label
 column), so tables from the checkpoints and from that file are interchangeable: columns 0-149 are
 ADE20K pixel shares in **percent** of the counted pixels (each row sums to 100), columns 150-514
-the Places365 **logits**. Keyword names are those :func:`~analytics.keywords.precomputed.read_keyword_file`
+the Places365 **logits**. Keyword names are those :func:`~analytics.keywords.readers.read_keyword_file`
 gives the reference file's columns (``ade:<first synonym>``, ``places:<category>``), and
 :meth:`SceneModelsBackend.get_params` records the same ``rules`` as a reference import, so a
 table of this backend can also be served by :class:`~analytics.keywords.PrecomputedBackend`.
@@ -56,13 +56,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._validation import check_fraction, check_image_batch, check_mask_batch, check_positive_int
-from ..exceptions import InvalidInputError
-from ..models import read_state_dict, resolve_device
+from analytics._validation import check_fraction, check_image_batch, check_mask_batch, check_positive_int
+from analytics.exceptions import InvalidInputError
+from analytics.models import read_state_dict, resolve_device
+
 from ._base import KeywordBackend
 from ._csail import ADE20K_CLASSES, PLACES365_CLASSES, PPMDeepSup, ResNet18Dilated, build_places_resnet18
 from .classifier_patch import fill_objects
-from .precomputed import OBJECT_NAMES_FILE, SCENE_NAMES_FILE, PresenceRule, apply_rules, read_object_names, read_scene_names
+from .precomputed import PresenceRule, apply_rules
+from .readers import OBJECT_NAMES_FILE, SCENE_NAMES_FILE, read_object_names, read_scene_names
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -3,29 +3,27 @@
 Labels have no column of their own in schema version 1: their array hash travels in the ``params``
 JSON under the reserved key ``_labels_hash`` and is taken out again on load.
 
-:func:`build_keyword_tables` runs a scoring backend over the targets and/or the pool (keyword
-files go through :func:`analytics.keywords.precomputed.import_keyword_table` instead);
-:func:`list_keyword_tables` says which backend, source and vocabulary each table used.
+Tables are computed by :mod:`analytics.keywords.compute` or imported from keyword files
+(:mod:`analytics.keywords.importing`); :func:`list_keyword_tables` says which backend, source and
+vocabulary each table used.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice
-from ..exceptions import InvalidInputError, NotFoundError
-from ..team.roles import require_permission
-from ..workspace import Workspace, now
-from ._base import KeywordBackend, KeywordTable
+from analytics._validation import check_choice
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.team import require_permission
+from analytics.workspace import ModelKeys, Workspace, model_keys, now
 
-if TYPE_CHECKING:
-    from ..runs import ModelKeys
+from ._base import KeywordTable
 
 ITEM_KINDS = ("target", "background")
 LABELS_KEY = "_labels_hash"
@@ -114,8 +112,6 @@ def list_keyword_tables(workspace: Workspace) -> pd.DataFrame:
     been re-registered with other weights since (:func:`is_stale_table`); "the newest table"
     defaults skip those.
     """
-    from ..runs import model_keys  # runs imports the model stack; keep this module light
-
     rows = workspace.query("SELECT * FROM keyword_tables ORDER BY name")
     keys = model_keys(workspace)
     records = []
@@ -150,7 +146,7 @@ def is_stale_table(backend: str, params: dict[str, Any], created: str, keys: Mod
     created : str
         When the table was stored (ISO text).
     keys : ModelKeys
-        :func:`analytics.runs.model_keys` of the workspace.
+        :func:`analytics.workspace.model_keys` of the workspace.
 
     Returns
     -------
@@ -203,44 +199,6 @@ def check_item_kinds(item_kinds: Sequence[str]) -> list[str]:
     for kind in kinds:
         check_choice(kind, "item kind", ITEM_KINDS)
     return kinds
-
-
-def build_keyword_tables(
-    workspace: Workspace,
-    backend: KeywordBackend,
-    *,
-    item_kinds: Sequence[str] = ITEM_KINDS,
-    batch_size: int = 32,
-    progress: Callable[[str, int, int], None] | None = None,
-) -> dict[str, str]:
-    """Score every item of ``item_kinds`` with ``backend`` and store one table per kind.
-
-    An existing table of the same backend settings and items is reused
-    (:func:`analytics.keywords.classifier_patch.compute_keywords`).
-
-    Parameters
-    ----------
-    workspace : Workspace
-    backend : KeywordBackend
-        A scoring backend (classifier-patch, ADE20K + Places365, ...).
-    item_kinds : sequence of {'target', 'background'}, default both
-    batch_size : int, default=32
-        Images scored per call of ``backend.scores``.
-    progress : callable (item_kind, done, total) or None
-
-    Returns
-    -------
-    tables : dict {item kind: table name}
-    """
-    require_permission(workspace, "build_suites")
-    from .classifier_patch import compute_keywords, keyword_table_name
-
-    names = {}
-    for kind in check_item_kinds(item_kinds):
-        report = None if progress is None else (lambda done, total, kind=kind: progress(kind, done, total))
-        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=report)
-        names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
-    return names
 
 
 def delete_keyword_table(workspace: Workspace, name: str) -> None:

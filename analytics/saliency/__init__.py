@@ -21,15 +21,9 @@ from .input_x_gradient import InputXGradient
 from .integrated_gradients import IntegratedGradients
 from .metrics import BASELINES, THRESHOLD_MODES, AlignmentScores, FaithfulnessScores, alignment, binarize, faithfulness
 from .occlusion import Occlusion
+from .registry import METHODS
 from .rise import RISE
-from .saliency import Saliency
-
-#: Registry key → method class, in the order the page lists them.
-METHODS: dict[str, type[AttributionMethod]] = {
-    cls.key: cls
-    for cls in (Saliency, IntegratedGradients, InputXGradient, GuidedBackprop, GradCAM, Occlusion, GradCAMPlusPlus, RISE)
-}
-
+from .vanilla_gradient import Saliency
 
 __all__ = [
     "BASELINES",

@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .._validation import check_choice
-from ..exceptions import InvalidInputError
+from analytics._validation import check_choice
+from analytics.exceptions import InvalidInputError
 
 REDUCTIONS = ("sum", "abs_sum", "max_abs", "l2")
 NORMALIZATIONS = ("none", "minmax", "max_abs", "percentile99")
@@ -194,7 +194,15 @@ class AttributionMethod:
 
 
 def count_outputs(forward_func: ForwardFunc, inputs: Tensor) -> int:
-    """The number of logits ``forward_func`` returns, from one image (and checked to be 2-D)."""
+    """The number of logits ``forward_func`` returns, from one image (and checked to be 2-D).
+
+    Parameters
+    ----------
+    forward_func : callable
+        Float tensor (n, 3, H, W) → logits (n, n_outputs).
+    inputs : Tensor of shape (n, 3, H, W), float
+        Only the first image is passed.
+    """
     with torch.no_grad():
         logits = forward_func(inputs[:1])
     if not isinstance(logits, Tensor) or logits.ndim != 2 or len(logits) != 1:
@@ -207,7 +215,18 @@ def count_outputs(forward_func: ForwardFunc, inputs: Tensor) -> int:
 
 
 def check_target(target: Tensor | int | Sequence[int], n: int, n_outputs: int) -> Tensor:
-    """``target`` as an int64 tensor of shape (n,), each in [0, n_outputs); one int means all."""
+    """``target`` as an int64 tensor of shape (n,), each in [0, n_outputs); one int means all.
+
+    Parameters
+    ----------
+    target : int, sequence of int or Tensor of shape (n,), int
+    n : int
+    n_outputs : int
+
+    Returns
+    -------
+    target : Tensor of shape (n,), int64, on the CPU unless ``target`` was a tensor elsewhere
+    """
     if isinstance(target, Integral) and not isinstance(target, bool):
         target = torch.full((n,), int(target), dtype=torch.long)
     target = torch.as_tensor(target)
@@ -224,6 +243,16 @@ def check_target(target: Tensor | int | Sequence[int], n: int, n_outputs: int) -
 
 
 def check_inputs(inputs: Tensor) -> Tensor:
+    """Return ``inputs`` unchanged if it is a float Tensor of shape (n, 3, H, W) with n >= 1, else raise.
+
+    Parameters
+    ----------
+    inputs : Tensor of shape (n, 3, H, W), float
+
+    Returns
+    -------
+    inputs : Tensor of shape (n, 3, H, W), float (the same object)
+    """
     if not isinstance(inputs, Tensor):
         raise InvalidInputError(f"inputs must be a torch.Tensor of shape (n, 3, H, W); got {type(inputs).__name__}")
     if inputs.ndim != 4 or inputs.shape[1] != 3 or len(inputs) == 0:
@@ -236,7 +265,17 @@ def check_inputs(inputs: Tensor) -> Tensor:
 
 
 def reduce_channels(attributions: Tensor, reduce: str) -> Tensor:
-    """Turn per-channel attributions (n, c, H, W) into maps (n, H, W); see the module docstring."""
+    """Turn per-channel attributions into one map per image; see the module docstring.
+
+    Parameters
+    ----------
+    attributions : Tensor of shape (n, c, H, W), float
+    reduce : {'sum', 'abs_sum', 'max_abs', 'l2'}
+
+    Returns
+    -------
+    maps : Tensor of shape (n, H, W), float (the attributions' dtype)
+    """
     if reduce == "sum":
         return attributions.sum(1)
     if reduce == "abs_sum":
@@ -247,7 +286,17 @@ def reduce_channels(attributions: Tensor, reduce: str) -> Tensor:
 
 
 def normalize_maps(maps: Tensor, normalize: str) -> Tensor:
-    """Scale each map of (n, H, W) on its own; see the module docstring."""
+    """Scale each map on its own; see the module docstring.
+
+    Parameters
+    ----------
+    maps : Tensor of shape (n, H, W), float
+    normalize : {'none', 'minmax', 'max_abs', 'percentile99'}
+
+    Returns
+    -------
+    maps : Tensor of shape (n, H, W), float (the maps' dtype)
+    """
     if normalize == "none":
         return maps
     flat = maps.flatten(1)

@@ -22,10 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validation import check_choice, check_image_batch, check_mask_batch, check_positive_int
-from ..exceptions import InvalidInputError
+from analytics._validation import check_choice, check_image_batch, check_mask_batch, check_positive_int
+from analytics.exceptions import InvalidInputError
+
 from ._base import AttributionMethod
 from .metrics import AlignmentScores, FaithfulnessScores, alignment, faithfulness
+from .registry import METHODS
 
 
 class _Logits(nn.Module):
@@ -63,7 +65,6 @@ def explainer(model: Any, method: str, **settings: Any) -> AttributionMethod:
     **settings
         Keywords of that method's constructor (``reduce``, ``normalize``, its :class:`Setting`s).
     """
-    from . import METHODS  # the registry lives in the package, which imports this module
 
     cls = METHODS[check_choice(method, "method", METHODS)]
     known = set(inspect.signature(cls).parameters) - {"forward_func", "layer"}
@@ -112,7 +113,12 @@ def available_methods(model: Any) -> list[str]:
 
 
 def black_input(model: Any) -> Tensor:
-    """A black image through the model's preprocessing: Tensor of shape (1, 3, s, s) on its device."""
+    """A black image through the model's preprocessing.
+
+    Returns
+    -------
+    image : Tensor of shape (1, 3, input_size, input_size), float32, on the model's device
+    """
     return torch.as_tensor(model.preprocess(np.zeros((1, 32, 32, 3), np.uint8))).to(model.device)
 
 

@@ -29,5 +29,16 @@ class GradCAM(AttributionMethod):
 
 
 def upsample(cam: Tensor, inputs: Tensor) -> Tensor:
-    """Bilinear upsampling of a layer map (n, 1, h, w) to the inputs' (H, W)."""
+    """Bilinear upsampling of a layer map to the inputs' (H, W).
+
+    Parameters
+    ----------
+    cam : Tensor of shape (n, 1, h, w), float
+    inputs : Tensor of shape (n, 3, H, W), float
+        Only its shape is read.
+
+    Returns
+    -------
+    cam : Tensor of shape (n, 1, H, W), float (the cam's dtype)
+    """
     return LayerAttribution.interpolate(cam, tuple(inputs.shape[2:]), interpolate_mode="bilinear")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
 from ._base import AttributionMethod
 from .gradcam import upsample
 

@@ -18,7 +18,8 @@ from captum._utils.common import _register_backward_hook  # the hook captum itse
 from captum.attr import GuidedBackprop as _CaptumGuidedBackprop
 from torch import Tensor, nn
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
 from ._base import AttributionMethod, ForwardFunc
 
 GUIDED_ACTIVATIONS = (nn.ReLU, nn.ReLU6)

@@ -14,7 +14,17 @@ OVERLAY_ALPHA = 0.5
 
 
 def heat_colours(values: np.ndarray) -> np.ndarray:
-    """RGB colours of :data:`HEAT_MAP` for ``values`` in [0, 1] (any shape) -> ``values.shape + (3,)``, uint8."""
+    """RGB colours of :data:`HEAT_MAP` for ``values`` in [0, 1].
+
+    Parameters
+    ----------
+    values : ndarray of shape (h, w), float in [0, 1]
+        Any shape OpenCV's ``applyColorMap`` takes as one image (2-D in practice).
+
+    Returns
+    -------
+    colours : ndarray of shape values.shape + (3,), uint8, RGB
+    """
     return np.ascontiguousarray(cv2.applyColorMap(np.uint8(values * 255), HEAT_MAP)[..., ::-1])
 
 

@@ -20,7 +20,7 @@ class IntegratedGradients(AttributionMethod):
         Quadrature points along the path from the baseline to the input.
     internal_batch_size : int, default=32
         Path points evaluated per forward pass (bounds memory: n_steps × n images in all).
-    baseline : float or Tensor broadcastable to (n, 3, H, W), default=0.0
+    baseline : float or Tensor broadcastable to (n, 3, H, W), float, default=0.0
         The black image x' in model-input space. 0.0 is black only for inputs scaled to [0, 1];
         :func:`analytics.saliency.explainer` passes the model's preprocessed black image.
     """

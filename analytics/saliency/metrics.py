@@ -31,8 +31,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchvision.transforms.v2.functional import gaussian_blur
 
-from .._validation import check_choice, check_fraction, check_mask_batch, check_positive_int
-from ..exceptions import InvalidInputError
+from analytics._validation import check_choice, check_fraction, check_mask_batch, check_positive_int
+from analytics.exceptions import InvalidInputError
+
 from ._base import ForwardFunc, check_inputs, check_target, count_outputs
 
 THRESHOLD_MODES = ("top_fraction", "value")
@@ -138,7 +139,18 @@ def alignment(
 
 
 def binarize(maps: np.ndarray | Tensor, *, threshold: float = 0.2, threshold_mode: str = "top_fraction") -> np.ndarray:
-    """The salient pixels of each map: ndarray of shape (n, height, width), bool (see the module docstring)."""
+    """The salient pixels of each map (see the module docstring).
+
+    Parameters
+    ----------
+    maps : ndarray or Tensor of shape (n, height, width), float
+    threshold : float, default=0.2
+    threshold_mode : {'top_fraction', 'value'}, default='top_fraction'
+
+    Returns
+    -------
+    binary : ndarray of shape (n, height, width), bool
+    """
     values = _check_maps(maps)
     check_choice(threshold_mode, "threshold_mode", THRESHOLD_MODES)
     flat = values.reshape(len(values), -1)
@@ -154,13 +166,33 @@ def binarize(maps: np.ndarray | Tensor, *, threshold: float = 0.2, threshold_mod
 
 
 def pointing_game(maps: np.ndarray | Tensor, masks: np.ndarray) -> np.ndarray:
-    """1.0 where a map's maximum lies inside the mask, 0.0 elsewhere, NaN for constant maps; shape (n,)."""
+    """1.0 where a map's maximum lies inside the mask, 0.0 elsewhere, NaN for constant maps.
+
+    Parameters
+    ----------
+    maps : ndarray or Tensor of shape (n, height, width), float
+    masks : ndarray of shape (n, height, width), bool
+
+    Returns
+    -------
+    hits : ndarray of shape (n,), float64
+    """
     values = _check_maps(maps)
     return _pointing_game(values, check_mask_batch(masks, values.shape) > 0.5)
 
 
 def inside_share(maps: np.ndarray | Tensor, masks: np.ndarray) -> np.ndarray:
-    """Share of each map's positive attribution inside its mask, shape (n,) (NaN: nothing positive)."""
+    """Share of each map's positive attribution inside its mask (NaN: nothing positive).
+
+    Parameters
+    ----------
+    maps : ndarray or Tensor of shape (n, height, width), float
+    masks : ndarray of shape (n, height, width), bool
+
+    Returns
+    -------
+    shares : ndarray of shape (n,), float64
+    """
     values = _check_maps(maps)
     return _inside_share(values, check_mask_batch(masks, values.shape) > 0.5)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from captum.attr import Occlusion as _CaptumOcclusion
 from torch import Tensor, nn
 
-from ..exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError
+
 from ._base import AttributionMethod, ForwardFunc, Setting
 
 
@@ -25,7 +26,7 @@ class Occlusion(AttributionMethod):
         Step between window positions in pixels (at most ``window``).
     perturbations_per_eval : int, default=16
         Occluded copies per forward pass (memory against speed).
-    baseline : float or Tensor broadcastable to (n, 3, H, W), default=0.0
+    baseline : float or Tensor broadcastable to (n, 3, H, W), float, default=0.0
         Value written into the window, in model-input space (captum's default 0).
     """
 

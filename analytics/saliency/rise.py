@@ -42,7 +42,7 @@ class RISE(AttributionMethod):
         Seed of the mask generator.
     batch_size : int, default=64
         Masked images per forward pass (at least one mask for every image of the batch).
-    baseline : float or Tensor broadcastable to (n, 3, H, W), default=0.0
+    baseline : float or Tensor broadcastable to (n, 3, H, W), float, default=0.0
         What masked-out pixels become, in model-input space.
     """
 

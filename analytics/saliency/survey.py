@@ -10,7 +10,7 @@ target and the backgrounds. A cancelled or
 interrupted job therefore resumes where it stopped, and the same survey asked again is read back.
 Pairs a model cannot run (:func:`analytics.saliency.available_methods`) are skipped and listed.
 
-Composites are made from the ``suite_items`` rows with :func:`analytics.compose.composite`, as a
+Composites are made from the ``suite_items`` rows with :func:`analytics.data.compose.composite`, as a
 run makes them.
 """
 
@@ -21,10 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int
-from ..exceptions import InvalidInputError, NotFoundError
-from ..workspace import Workspace, content_id
+from analytics._validation import check_positive_int
+from analytics.data import composite, list_class_mappings, load_backgrounds, load_targets
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.models import load_model
+from analytics.workspace import Workspace, content_id
+
 from ._model import Explanation, available_methods, explain
+from .registry import METHODS
 
 #: ``progress(done, total, message)``: called before each step (a job's ``Progress.update``).
 ProgressFn = Callable[[int, int, str], None]
@@ -49,8 +53,6 @@ def target_images(workspace: Workspace, target_id: str, backgrounds: Sequence[st
     images : ndarray of shape (1 + len(backgrounds), size, size, 3), uint8
     masks : ndarray of shape (1 + len(backgrounds), size, size), bool (the object's mask, repeated)
     """
-    from ..compose import composite
-    from ..datasets import load_backgrounds, load_targets
 
     image, mask = load_targets(workspace, [target_id])
     k = len(backgrounds)
@@ -92,7 +94,6 @@ def explain_target(
     masks : ndarray of shape (1 + k, size, size), bool
     explanation : Explanation
     """
-    from ..classes import list_class_mappings
 
     row = workspace.query_one("SELECT class_name FROM targets WHERE id = ?", (target_id,))
     if row is None:
@@ -129,13 +130,12 @@ def target_inside_share(
     key = "saliency/inside_share/" + content_id(
         model.spec.content_key(), method, sorted(dict(settings or {}).items()), target_id, backgrounds
     )
-    cached = workspace.cache_get(key)
-    if cached is not None:
-        return cached
-    _, _, result = explain_target(workspace, model, target_id, method=method, backgrounds=backgrounds, settings=settings)
-    share = np.asarray(result.alignment.inside_share, dtype=np.float64)
-    workspace.cache_put(key, share)
-    return share
+
+    def compute() -> np.ndarray:
+        _, _, result = explain_target(workspace, model, target_id, method=method, backgrounds=backgrounds, settings=settings)
+        return np.asarray(result.alignment.inside_share, dtype=np.float64)
+
+    return workspace.cached(key, compute)
 
 
 def object_share_row(
@@ -230,8 +230,6 @@ def object_share(
     NotFoundError
         A model or target that does not exist.
     """
-    from ..models import load_model
-    from . import METHODS
 
     if not models or not methods or not target_ids:
         raise InvalidInputError(

@@ -6,3 +6,77 @@ builds the Streamlit arguments of solo mode (127.0.0.1, no sign-in) and team mod
 sign-in on every page) and refuses team mode without an enabled admin; :mod:`.paths` limits the server
 paths typed in the browser to the configured data roots.
 """
+
+from .accounts import (
+    LOCK_AFTER_FAILURES,
+    LOCK_MINUTES,
+    MIN_PASSWORD_LENGTH,
+    SIGN_IN_FAILED,
+    User,
+    active_user,
+    add_user,
+    authenticate,
+    disable_user,
+    enable_user,
+    has_enabled_admin,
+    list_users,
+    set_password,
+    set_role,
+)
+from .paths import (
+    DATA_ROOTS_ENV_VAR,
+    data_roots,
+    resolve_server_path,
+)
+from .roles import (
+    ACTIONS,
+    PERMISSIONS,
+    ROLES,
+    Actor,
+    allowed,
+    require,
+    require_permission,
+    roles_with,
+)
+from .server import (
+    SOLO_ADDRESS,
+    TEAM_ADDRESS,
+    TEAM_ENV_VAR,
+    check_team_ready,
+    streamlit_arguments,
+    team_mode,
+)
+
+__all__ = [
+    "ACTIONS",
+    "Actor",
+    "DATA_ROOTS_ENV_VAR",
+    "LOCK_AFTER_FAILURES",
+    "LOCK_MINUTES",
+    "MIN_PASSWORD_LENGTH",
+    "PERMISSIONS",
+    "ROLES",
+    "SIGN_IN_FAILED",
+    "SOLO_ADDRESS",
+    "TEAM_ADDRESS",
+    "TEAM_ENV_VAR",
+    "User",
+    "active_user",
+    "add_user",
+    "allowed",
+    "authenticate",
+    "check_team_ready",
+    "data_roots",
+    "disable_user",
+    "enable_user",
+    "has_enabled_admin",
+    "list_users",
+    "require",
+    "require_permission",
+    "resolve_server_path",
+    "roles_with",
+    "set_password",
+    "set_role",
+    "streamlit_arguments",
+    "team_mode",
+]

@@ -20,9 +20,10 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from .._validation import check_choice
-from ..exceptions import InvalidInputError, NotFoundError, SignInError
-from ..workspace import Workspace
+from analytics._validation import check_choice
+from analytics.exceptions import InvalidInputError, NotFoundError, SignInError
+from analytics.workspace import Workspace
+
 from .roles import ROLES
 
 LOCK_AFTER_FAILURES = 5

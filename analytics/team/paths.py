@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import InvalidInputError, PermissionDeniedError
+from analytics.exceptions import InvalidInputError, PermissionDeniedError
+
 from .roles import require_permission
 from .server import team_mode
 

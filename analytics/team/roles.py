@@ -7,12 +7,9 @@ judge; annotators judge; viewers only read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..exceptions import InvalidInputError, PermissionDeniedError
-
-if TYPE_CHECKING:
-    from .accounts import User
+from analytics.exceptions import InvalidInputError, PermissionDeniedError
 
 ROLES = ("admin", "analyst", "annotator", "viewer")
 
@@ -39,6 +36,16 @@ PERMISSIONS: dict[str, frozenset[str]] = {
 }
 
 
+class Actor(Protocol):
+    """What a permission check reads of an account: its name and role (:class:`~analytics.team.accounts.User` has both)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+
 def allowed(role: str, permission: str) -> bool:
     """Whether ``role`` has ``permission`` (both checked against :data:`PERMISSIONS`)."""
     if permission not in ACTIONS:
@@ -51,13 +58,13 @@ def roles_with(permission: str) -> list[str]:
     return [role for role in ROLES if allowed(role, permission)]
 
 
-def require(user: User, permission: str) -> None:
+def require(user: Actor, permission: str) -> None:
     """Refuse an action the user's role does not allow.
 
     Parameters
     ----------
-    user : User
-        The signed-in account (:class:`analytics.team.accounts.User`).
+    user : Actor
+        The signed-in account (a :class:`~analytics.team.accounts.User`, or anything with ``name`` and ``role``).
     permission : str
         A key of :data:`ACTIONS`, e.g. ``"register_models"``.
 

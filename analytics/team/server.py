@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..exceptions import WorkspaceError
-from ..workspace import Workspace
+from analytics.exceptions import WorkspaceError
+from analytics.workspace import Workspace
+
 from .accounts import has_enabled_admin
 
 TEAM_ENV_VAR = "BACKDROP_TEAM"

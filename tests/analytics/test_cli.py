@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from analytics.cli import main, to_json
+from analytics.cli import main
+from analytics.workspace import to_json
 
 
 def strict_loads(text: str):

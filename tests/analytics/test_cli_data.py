@@ -9,12 +9,11 @@ import cv2
 import numpy as np
 import pytest
 
-import analytics.demo as demo_module
+import analytics.demo.steps as demo_steps
 from analytics.cli import EXIT_USER_ERROR, main
-from analytics.classes import ClassMapping, class_mapping_key, list_class_mappings, set_class_mapping
-from analytics.datasets import list_classes
+from analytics.data import ClassMapping, list_class_mappings, list_classes, set_class_mapping
 from analytics.demo import DemoStep
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, class_mapping_key
 
 
 def run(capsys, *argv: str) -> tuple[int, dict | None, str]:
@@ -195,7 +194,7 @@ def test_demo_runs_its_steps_once_with_progress_on_stderr(capsys, tmp_path, monk
         workspace.set_meta("fake_done", "yes")
         calls.append(workspace.root)
 
-    monkeypatch.setattr(demo_module, "DEMO_STEPS", [DemoStep("fake", step, lambda ws: ws.get_meta("fake_done") == "yes")])
+    monkeypatch.setattr(demo_steps, "DEMO_STEPS", [DemoStep("fake", step, lambda ws: ws.get_meta("fake_done") == "yes")])
     code, out, err = run(capsys, "demo", "--workspace", str(tmp_path / "ws"), "--json")
     assert code == 0 and out["steps_run"] == ["fake"] and out["steps_skipped"] == []
     assert "fake" in err and "2/2" in err  # the tqdm bar

@@ -6,10 +6,9 @@ import json
 
 import h5py
 import numpy as np
-import pytest
 
 from analytics.cli import EXIT_USER_ERROR, main
-from analytics.datasets import Background, add_backgrounds, list_backgrounds, list_targets
+from analytics.data import Background, add_backgrounds, list_backgrounds, list_targets
 from analytics.keywords import list_keyword_tables, load_keyword_table
 from analytics.workspace import Workspace
 

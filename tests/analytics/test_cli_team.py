@@ -13,7 +13,7 @@ import pytest
 
 from analytics.cli import main
 from analytics.exceptions import SignInError
-from analytics.team.accounts import authenticate
+from analytics.team import authenticate
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.team import TEAM_PASSWORD
 

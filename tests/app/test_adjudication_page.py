@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.adjudication import consensus_history, training_labels
-from analytics.team.accounts import add_user
-from analytics.team.assignments import blind_name
+from analytics.judging import blind_name, consensus_history, training_labels
+from analytics.team import add_user
+from analytics.variance import PRESETS
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.judging import JUDGMENTS, TINY_SUITE
 from tests.fixtures.team import TEAM_PASSWORD
 from ui import adjudication as view
 from ui import auth
+from ui.judge import READING_NOTE
 from ui.state import ANNOTATOR, WORKSPACE_PATH
 
 ADJUDICATION = "pages/12_Adjudication.py"
@@ -46,6 +47,8 @@ def test_lists_the_disagreeing_models_with_both_labels_and_the_matrices(judged_w
     ana, ben = JUDGMENTS[DISAGREEING[0]]
     assert "**ana**" in shown and "**ben**" in shown and f">{ana}</span>" in shown and f">{ben}</span>" in shown
     assert len(app.get("plotly_chart")) == 4
+    assert app.radio(key=view.KEY + "preset").options == list(PRESETS)  # the Judge page's matrix panel
+    assert any(READING_NOTE in caption.value for caption in app.caption)
     majority = app.dataframe[0].value.set_index("Model").at[DISAGREEING[0], "Majority vote"]
     assert app.radio(key=view.LABEL).value == majority  # the form starts from the majority
 

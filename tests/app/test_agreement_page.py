@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.agreement import MIN_SHARED_MODELS, measure_agreement
-from analytics.judgments import add_judgment, latest_judgments
+from analytics.judging import MIN_SHARED_MODELS, add_judgment, latest_judgments, measure_agreement
 from tests.fixtures.judging import JUDGMENTS, TINY_SUITE
 
 AGREEMENT = "pages/9_Agreement.py"

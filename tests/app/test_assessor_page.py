@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from analytics.assessor import ACCURACY_COLUMNS, ASSESSORS, SHAP_PERMUTATIONS
+from analytics.assessor import ACCURACY_COLUMNS, ASSESSORS, FEATURE_COLUMNS, SHAP_PERMUTATIONS
 from analytics.cli import main
-from analytics.runs import FEATURE_COLUMNS, model_keys, start_runs
+from analytics.runs import start_runs
+from analytics.workspace import model_keys
 from analytics.zoo import ZOO_KIND
 from tests.fixtures.judging import JUDGING_MODELS, UNJUDGED, judge
 

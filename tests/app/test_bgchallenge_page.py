@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.bgchallenge import evaluate_variants, gaps, workspace_data
-from analytics.models import custom_label_space, register_torchscript
+from analytics.data import custom_label_space
+from analytics.models import register_torchscript
+from analytics.robustness.bgchallenge import evaluate_variants, gaps, workspace_data
 from analytics.workspace import Workspace
 
 PAGE = "pages/13_Backgrounds_Challenge.py"

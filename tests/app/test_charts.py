@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analytics.colour_scale import ColourScale, reference_tops
 from analytics.exceptions import InvalidInputError
-from analytics.runs import SIGNALS
+from analytics.runs import SIGNALS, ColourScale, reference_tops
 from analytics.variance import point_cloud, variance_matrix
-from tests.analytics.test_colour_scale import synthetic_matrices
+from tests.analytics.runs.test_colour_scale import synthetic_matrices
 from ui.charts import (
     MIN_HEIGHT,
     SQUARE_COLUMNS,

@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics.classes import ClassMapping, class_mapping_key, list_class_mappings
-from analytics.datasets import list_backgrounds, list_classes, list_targets
-from analytics.workspace import Workspace
+from analytics.data import ClassMapping, list_backgrounds, list_class_mappings, list_classes, list_targets
+from analytics.workspace import Workspace, class_mapping_key
 from ui.state import CREATE_WORKSPACE
 from ui.widgets import OUTLINE_COLOUR, outline_mask
 
@@ -291,7 +290,7 @@ def test_missing_workspace_can_be_created_and_imported_into(missing_workspace, t
 
 
 def test_team_mode_offers_no_workspace_creation(missing_workspace, monkeypatch, app_runner):
-    from analytics.team.server import TEAM_ENV_VAR
+    from analytics.team import TEAM_ENV_VAR
     from analytics.workspace import ENV_VAR
 
     monkeypatch.setenv(TEAM_ENV_VAR, "1")

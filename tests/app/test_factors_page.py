@@ -12,8 +12,9 @@ import pytest
 from imagenet_x import FACTORS, load_annotations
 from torch import nn
 
-from analytics.factors import compare_models
-from analytics.models import imagenet_label_space, register_torchscript
+from analytics.data import imagenet_label_space
+from analytics.models import register_torchscript
+from analytics.robustness import compare_models
 from tests.fixtures.models import SIZE, TinyNet, save_torchscript
 
 FACTORS_PAGE = "pages/15_Factors.py"

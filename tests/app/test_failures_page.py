@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.failures import failure_table
-from analytics.galleries import flips, fooling_backgrounds
+from analytics.findings import failure_table, flips, fooling_backgrounds
 from analytics.keywords import save_keyword_table
-from analytics.team.accounts import add_user
+from analytics.team import add_user
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table

@@ -7,9 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from analytics.assets import CACHE_ENV_VAR, COMPLETE_MARKER
-from analytics.datasets import list_backgrounds, list_classes, list_targets
-from analytics.demo import load_catalogue
+from analytics.data import list_backgrounds, list_classes, list_targets
+from analytics.demo import CACHE_ENV_VAR, COMPLETE_MARKER, load_catalogue
 from analytics.keywords import save_keyword_table
 from analytics.workspace import Workspace
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
@@ -128,14 +127,13 @@ def link_targets(app) -> list[tuple[str, str]]:
 
 
 def first_flip_target(workspace, run_id) -> str:
-    from analytics.galleries import flips
+    from analytics.findings import flips
 
     return flips(workspace, run_id, limit=1)[0].target_id
 
 
 def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_workspace, run_ids, app_runner):
-    from analytics.failures import failure_table
-    from analytics.galleries import flips
+    from analytics.findings import failure_table, flips
     from analytics.runs import list_runs
     from ui.story import KEYWORD_HEADERS, N_FLIPS, TOP_KEYWORDS, story_runs
 
@@ -169,8 +167,7 @@ def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_work
 
 
 def test_story_picks_the_signal_that_fills_most_of_the_scale(run_workspace, run_ids):
-    from analytics.colour_scale import suite_colour_scale
-    from analytics.runs import SIGNALS, run_matrices
+    from analytics.runs import SIGNALS, run_matrices, suite_colour_scale
     from ui.story import telling_signal
 
     matrices = run_matrices(run_workspace, run_ids["bg-only"])
@@ -185,7 +182,7 @@ def test_story_picks_the_signal_that_fills_most_of_the_scale(run_workspace, run_
 def test_team_annotators_get_no_story_they_judge_blind(keyword_run_workspace, fast_hashing, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from analytics.team.accounts import add_user
+    from analytics.team import add_user
     from analytics.workspace import PROJECT_ROOT
     from tests.fixtures.app import APP_TIMEOUT_S
     from tests.fixtures.team import TEAM_PASSWORD

@@ -8,15 +8,15 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.judgments import judgment_history, latest_judgments
-from analytics.team.accounts import add_user
-from analytics.team.assignments import assign, blind_name, get_plan, list_assignments
+from analytics.judging import assign, blind_name, get_plan, judgment_history, latest_judgments, list_assignments
+from analytics.team import add_user
+from analytics.variance import PRESETS
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge, run_ids_by_model
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.auth import LAST_SEEN
-from ui.judge import button_key
+from ui.judge import READING_NOTE, button_key
 from ui.state import ANNOTATOR, SIGNED_IN, WORKSPACE_PATH
 
 JUDGE = "pages/8_Judge.py"
@@ -44,6 +44,7 @@ def test_blind_mode_shows_an_opaque_id_and_four_matrices(judging_workspace):
     assert not any(re.search(rf"\b{re.escape(name)}\b", shown) for name in JUDGING_MODELS)
     charts = app.get("plotly_chart")
     assert len(charts) == 4
+    assert app.radio(key="judge.preset").options == list(PRESETS) and READING_NOTE in shown  # the shared matrix panel
     assert "0 of 9" in app.get("progress")[0].proto.text
 
 
@@ -153,7 +154,8 @@ def test_the_queue_is_per_suite(judging_workspace):
 
 
 def test_a_replaced_model_is_back_in_the_queue_with_its_new_run(judging_workspace, tiny_model_files):
-    from analytics.models import custom_label_space, register_torchscript
+    from analytics.data import custom_label_space
+    from analytics.models import register_torchscript
     from analytics.runs import start_runs
 
     judge(judging_workspace, "ana", {model: "invariant" for model in JUDGING_MODELS})

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from analytics.colour_scale import suite_colour_scale
-from analytics.runs import SIGNALS, list_runs, run_matrices
+from analytics.runs import SIGNALS, list_runs, run_matrices, suite_colour_scale
 from ui.charts import MIN_HEIGHT, SQUARE_COLUMNS, SQUARE_HEIGHT
 from ui.colour_scale import AUTOSCALE, SUITE
 from ui.runs import CELL

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from analytics import jobs
-from analytics.methods import PAPER_TABLE
+from analytics.comparison import PAPER_TABLE
 
 METHODS = "pages/11_Methods.py"
 WAIT_S = 300
@@ -94,7 +94,7 @@ def test_methods_missing_inputs_say_what_they_need(tiny_model_workspace, app_run
 
 
 def test_a_viewer_is_refused_before_anything_starts(suite_workspace, fast_hashing, app_runner, monkeypatch):
-    from analytics.team.accounts import add_user
+    from analytics.team import add_user
 
     viewer = add_user(suite_workspace, "vic", "viewer", "correct horse")
     import ui.state

@@ -9,8 +9,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import jobs
 from analytics.inference import evaluate
 from analytics.models import list_models
-from analytics.team.accounts import add_user
-from analytics.team.paths import DATA_ROOTS_ENV_VAR
+from analytics.team import DATA_ROOTS_ENV_VAR, add_user
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.team import TEAM_PASSWORD

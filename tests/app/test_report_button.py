@@ -1,5 +1,5 @@
 """``ui.failures.report_button``, the report download any page may place: a build button first, a
-progress bar while :func:`analytics.report.build_report` runs, then the download of the built file,
+progress bar while :func:`analytics.findings.report.build_report` runs, then the download of the built file,
 kept across reruns until the request (model, compare, suite, minimum count) changes; a model
 without a run shows the library's message instead of a download."""
 

@@ -11,16 +11,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics import jobs
-from analytics.assessor import fit_assessor, human_labels, predict
-from analytics.judgments import add_judgment
+from analytics.assessor import features_table, fit_assessor, human_labels, predict
+from analytics.judging import add_judgment, judgeable_runs
 from analytics.repository import add_repository, create_repository, get_repository, list_repositories, run_repository
-from analytics.runs import features_table
-from analytics.team.accounts import add_user
-from analytics.team.assignments import judgeable_runs
+from analytics.team import add_user
+from analytics.variance import MatrixSettings
 from analytics.workspace import PROJECT_ROOT
 from analytics.zoo import build_zoo, list_zoo
-from tests.analytics.test_repository import ARCH, write_checkpoint
-from tests.analytics.test_zoo import SMALL
+from tests.analytics.repository.test_repository import ARCH, write_checkpoint
+from tests.analytics.zoo.test_zoo import SMALL
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.judging import JUDGING_MODELS, UNJUDGED
 from tests.fixtures.models import SIZE, TINY_SUITE, TINY_SUITE_N, insert_suite
@@ -139,7 +138,7 @@ def test_verdicts_of_a_trained_assessor_and_the_verdict_filter(judged_workspace,
     shown = app.dataframe[0].value.set_index("Model")
     runs = judgeable_runs(judged_workspace, TINY_SUITE)
     labels = human_labels(judged_workspace, TINY_SUITE)
-    features = features_table(judged_workspace, list(runs["id"]), preset="smooth")
+    features = features_table(judged_workspace, list(runs["id"]), settings=MatrixSettings.of("smooth"))
     expected = predict(fit_assessor(features, labels.reindex(features.index).dropna()), features)
     assert shown["Verdict"].to_dict() == expected["label"].to_dict()
     assert shown.loc[UNJUDGED, "Judgments"] == 0 and shown.loc[UNJUDGED, "Verdict"] == expected.at[UNJUDGED, "label"]

@@ -69,7 +69,8 @@ def test_run_page_explains_what_is_missing(tiny_workspace, app_runner):
 
 
 def test_runs_of_replaced_weights_are_marked_stale(run_workspace, run_ids, tiny_model_files, app_runner):
-    from analytics.models import custom_label_space, register_torchscript
+    from analytics.data import custom_label_space
+    from analytics.models import register_torchscript
 
     labels = custom_label_space(tiny_model_files["labels"])
     register_torchscript(run_workspace, "tiny", checkpoint=tiny_model_files["bg-only"], label_space=labels, input_size=64, replace=True)
@@ -104,7 +105,7 @@ def test_a_cancelled_runs_job_can_be_resumed_from_the_page(tiny_model_workspace,
 
 def test_home_lists_active_jobs_with_cancel(tiny_workspace, app_runner):
     """Issue 19.1: long work running in the background is visible on Home and can be stopped there."""
-    from tests.analytics.test_jobs import stubborn  # noqa: F401 (registers the kind that only a signal stops)
+    from tests.analytics.jobs.test_jobs import stubborn  # noqa: F401 (registers the kind that only a signal stops)
 
     job = jobs.start(tiny_workspace, "stubborn", {"seconds": 600})
     try:

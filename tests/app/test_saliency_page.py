@@ -8,7 +8,8 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from analytics import jobs
-from analytics.datasets import list_targets
+from analytics.data import list_targets
+from analytics.jobs.records import _worker_alive
 from analytics.models import load_model
 from analytics.saliency import METHODS, available_methods
 from analytics.workspace import PROJECT_ROOT
@@ -88,7 +89,7 @@ def test_a_running_comparison_shows_on_the_page_and_cancel_stops_it(tiny_cnn_wor
     assert not app.exception, app.exception
     cancelled = jobs.get_job(tiny_cnn_workspace, job.id)
     assert cancelled.status == "cancelled" and cancelled.done < len(targets)
-    assert not jobs._worker_alive(job.pid, job.id)  # the worker process is gone
+    assert not _worker_alive(job.pid, job.id)  # the worker process is gone
     assert jobs.list_jobs(tiny_cnn_workspace, active_only=True).empty
 
 

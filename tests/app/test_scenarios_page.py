@@ -3,7 +3,7 @@ the regression and the example grid; a re-render reuses the cached evaluation.""
 
 from __future__ import annotations
 
-from analytics import scenarios as sc
+from analytics.robustness import scenarios as sc
 
 PAGE = "pages/14_Scenarios.py"
 KEY = "scenarios."

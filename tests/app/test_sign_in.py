@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.team.accounts import SIGN_IN_FAILED, add_user, disable_user
+from analytics.team import SIGN_IN_FAILED, add_user, disable_user
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.team import TEAM_PASSWORD

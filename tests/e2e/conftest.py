@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analytics.datasets import add_backgrounds, add_targets
+from analytics.data import add_backgrounds, add_targets
 from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
 from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
 

@@ -11,10 +11,8 @@ import io
 import pandas as pd
 from playwright.sync_api import Page, expect
 
-from analytics.adjudication import consensus_history, training_labels
-from analytics.judgments import latest_judgments
-from analytics.team.accounts import add_user
-from analytics.team.assignments import blind_name, set_plan
+from analytics.judging import blind_name, consensus_history, latest_judgments, set_plan, training_labels
+from analytics.team import add_user
 from tests.e2e.test_browser_judge import BLIND_ALIAS, COLD_START_MS, SUITE, open_session, settle, workspace_with_runs
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.adjudication import card_key

@@ -7,7 +7,7 @@ import shutil
 
 from playwright.sync_api import expect
 
-from analytics.datasets import list_backgrounds, list_classes, list_targets
+from analytics.data import list_backgrounds, list_classes, list_targets
 
 
 def test_home_shows_workspace_counts(page, app_url, e2e_workspace):

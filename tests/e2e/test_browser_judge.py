@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from analytics.agreement import measure_agreement
-from analytics.datasets import add_backgrounds, add_targets
-from analytics.judgments import judgment_history, latest_judgments
-from analytics.models import custom_label_space, register_torchscript
+from analytics.data import add_backgrounds, add_targets, custom_label_space
+from analytics.judging import judgment_history, latest_judgments, measure_agreement
+from analytics.models import register_torchscript
 from analytics.runs import start_runs
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
@@ -26,7 +25,7 @@ from ui.judge import button_key
 MODELS = ("tiny", "fg-only", "bg-only")
 COLD_START_MS = 120_000  # the first run of a page imports torch and the model stack on a busy machine
 SUITE = "tiny-suite"
-BLIND_ALIAS = re.compile(r"^Model [0-9A-F]{6}$")  # analytics.team.assignments.blind_name
+BLIND_ALIAS = re.compile(r"^Model [0-9A-F]{6}$")  # analytics.judging.assignments.blind_name
 
 
 def workspace_with_runs(root: Path, networks: dict, suite: str) -> Workspace:

@@ -9,8 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from analytics.colour_scale import suite_colour_scale
-from analytics.runs import SIGNALS
+from analytics.runs import SIGNALS, suite_colour_scale
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
 from tests.e2e.test_browser_judge import COLD_START_MS, settle, workspace_with_runs

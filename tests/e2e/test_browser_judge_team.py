@@ -10,9 +10,8 @@ import signal
 
 from playwright.sync_api import Page, expect
 
-from analytics.judgments import judgment_history, latest_judgments
-from analytics.team.accounts import add_user
-from analytics.team.assignments import blind_name, set_plan
+from analytics.judging import blind_name, judgment_history, latest_judgments, set_plan
+from analytics.team import add_user
 from tests.e2e.test_browser_judge import BLIND_ALIAS, COLD_START_MS, MODELS, SUITE, open_session, settle, workspace_with_runs
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.judge import button_key

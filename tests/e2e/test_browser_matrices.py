@@ -8,7 +8,8 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from analytics.models import custom_label_space, register_torchscript
+from analytics.data import custom_label_space
+from analytics.models import register_torchscript
 from analytics.runs import start_runs
 from analytics.workspace import Workspace
 from tests.fixtures.models import CORNER_BOXES, TINY_SUITE, RegionNet, insert_suite, save_torchscript, write_labels

@@ -10,6 +10,7 @@ import time
 from playwright.sync_api import expect
 
 from analytics import jobs
+from analytics.jobs.records import _worker_alive
 from analytics.suites import list_suites
 
 COLD_START_MS = 120_000  # the first run of a page imports torch and the model stack on a busy machine
@@ -32,12 +33,12 @@ def test_start_and_cancel_a_comparison(page, app_server_factory, suite_workspace
     job = jobs.list_jobs(suite_workspace, active_only=True)
     assert job["kind"].tolist() == ["methods"] and job["params"].iloc[0]["seeds"] == 10
     job_id, pid = job["id"].iloc[0], job["pid"].iloc[0]
-    assert jobs._worker_alive(pid, job_id)
+    assert _worker_alive(pid, job_id)
 
     page.get_by_role("button", name="Cancel").click()
     expect(page.get_by_text(re.compile(r"Cancelled: Method comparison"))).to_be_visible()
     expect(page.get_by_role("button", name="Resume")).to_be_visible()
-    assert not jobs._worker_alive(pid, job_id)  # the process is gone
+    assert not _worker_alive(pid, job_id)  # the process is gone
     stopped = jobs.get_job(suite_workspace, job_id)
     suites = set(list_suites(suite_workspace)["id"])
     assert stopped.status == "cancelled" and stopped.done < stopped.total == 80

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from analytics.agreement import MIN_SHARED_MODELS
-from analytics.datasets import list_backgrounds, list_targets
+from analytics.data import custom_label_space, list_backgrounds, list_targets
+from analytics.judging import MIN_SHARED_MODELS
 from analytics.keywords import save_keyword_table
-from analytics.models import custom_label_space, register_torchscript, register_torchvision
+from analytics.models import register_torchscript, register_torchvision
 from analytics.runs import start_runs
 from analytics.saliency import METHODS
 from analytics.workspace import Workspace

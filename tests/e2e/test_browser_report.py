@@ -5,7 +5,7 @@ free of errors."""
 
 from __future__ import annotations
 
-from analytics.report import SECTIONS, build_report
+from analytics.findings import SECTIONS, build_report
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
 
 MODELS = ("tiny", "bg-only")

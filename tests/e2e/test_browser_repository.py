@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from analytics.zoo import build_zoo, list_zoo
-from tests.analytics.test_zoo import SMALL
+from tests.analytics.zoo.test_zoo import SMALL
 from tests.e2e.test_browser_own_data import LONG_MS, open_page, settle
 from tests.fixtures.models import TINY_SUITE, insert_suite
 from tests.fixtures.zoo import ZOO_BACKBONE

@@ -7,8 +7,8 @@ import shutil
 
 from playwright.sync_api import expect
 
-from analytics.datasets import list_targets
-from analytics.team.accounts import SIGN_IN_FAILED, add_user
+from analytics.data import list_targets
+from analytics.team import SIGN_IN_FAILED, add_user
 from analytics.workspace import Workspace
 
 PASSWORD = "correct horse"

@@ -10,8 +10,9 @@ import shutil
 import pytest
 from playwright.sync_api import Page, expect
 
+from analytics.data import custom_label_space
 from analytics.keywords import save_keyword_table
-from analytics.models import custom_label_space, register_torchscript
+from analytics.models import register_torchscript
 from analytics.runs import SIGNALS, list_runs, start_runs
 from analytics.workspace import Workspace
 from tests.e2e.test_browser_own_data import settle

@@ -1,0 +1,568 @@
+"""Target sets (images + foreground masks + labels) and background pools, and their workspace tables.
+
+Readers turn a folder into :class:`Target` / :class:`Background` records plus a list of rejected
+files with the reason; ``add_targets`` / ``add_backgrounds`` store the accepted ones in one
+transaction. All images are fitted to the workspace's square ``image_size`` (default 256 px) so that
+any target can be composited onto any background.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.team import require_permission
+from analytics.workspace import Workspace, now
+
+from .images import (
+    IMAGE_SUFFIXES,
+    check_mask_share,
+    fit_square,
+    is_image_file,
+    read_image,
+    read_image_rgba,
+    read_mask,
+    resize_square,
+    square_crops,
+)
+from .label_spaces import ClassMapping, as_mapping
+
+DEFAULT_IMAGE_SIZE = 256
+LAYOUTS = ("folder", "bgchallenge", "cutouts")
+# A zip is extracted to a temporary folder (removed after reading); larger archives are refused so a
+# zip bomb cannot fill the disk. Raise these module constants to import a bigger archive.
+MAX_ARCHIVE_BYTES = 2 << 30  # total uncompressed size: 2 GiB
+MAX_ARCHIVE_MEMBERS = 100_000
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target: an image with its object mask and class.
+
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool (True on the object)
+    """
+
+    id: str
+    class_name: str
+    image: np.ndarray = field(repr=False)
+    mask: np.ndarray = field(repr=False)
+    origin: str
+    package: str = ""
+    licence: str = ""
+
+
+@dataclass(frozen=True)
+class Background:
+    """One background scene.
+
+    image : ndarray of shape (size, size, 3), uint8
+    crop : (top, left, side) in pixels of the source photo, or None
+    """
+
+    id: str
+    image: np.ndarray = field(repr=False)
+    origin: str
+    crop: tuple[int, int, int] | None = None
+    package: str = ""
+    licence: str = ""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    file: str
+    reason: str
+
+
+@dataclass
+class ImportResult:
+    """What a reader accepted and what it rejected (with reasons).
+
+    accepted : list of Target (``read_targets``) or of Background (``read_backgrounds``)
+    rejected : list of Rejected
+    """
+
+    accepted: list = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+
+    def reject(self, file: str | os.PathLike, reason: str) -> None:
+        self.rejected.append(Rejected(str(file), reason))
+
+
+# -- workspace settings ----------------------------------------------------------------------
+def image_size(workspace: Workspace) -> int:
+    """The workspace's square image side in pixels."""
+    return int(workspace.get_meta("image_size", str(DEFAULT_IMAGE_SIZE)))
+
+
+# -- readers ---------------------------------------------------------------------------------
+def read_targets(
+    path: str | os.PathLike,
+    *,
+    layout: str,
+    size: int = DEFAULT_IMAGE_SIZE,
+    home: np.ndarray | None = None,
+    classes: Iterable[str] | None = None,
+) -> ImportResult:
+    """Read a target set from a folder (or a .zip of one).
+
+    Parameters
+    ----------
+    path : path-like
+        Folder or zip file.
+    layout : {'folder', 'bgchallenge', 'cutouts'}
+        ``folder``: ``images/<class>/*`` with ``masks/<class>/<same stem>.png`` (0/255 or 0/1);
+        ``bgchallenge``: ``original/val/<class>/*.JPEG`` with ``fg_mask/val/<class>/<stem>.npy``;
+        ``cutouts``: ``<class>/*.png`` RGBA cut-outs whose alpha is the mask, pasted on ``home``.
+    size : int, default=256
+        Side of the stored square images.
+    home : ndarray of shape (height, width, 3), uint8, or None
+        The background cut-outs are pasted on (``cutouts`` only); None gives a neutral grey.
+    classes : iterable of str or None
+        Allowed class names; a file of another class is rejected. None allows any.
+
+    Returns
+    -------
+    result : ImportResult
+        ``accepted`` holds :class:`Target` records, each with an image of shape (size, size, 3),
+        uint8 and a mask of shape (size, size), bool.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown layout, missing folders, or a zip over :data:`MAX_ARCHIVE_BYTES` /
+        :data:`MAX_ARCHIVE_MEMBERS`.
+    """
+    if layout not in LAYOUTS:
+        raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    with _as_folder(Path(path)) as (folder, shown):
+        return _shown_as(_read_targets(folder, layout, size, home, None if classes is None else set(classes)), folder, shown)
+
+
+def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None) -> ImportResult:
+    result = ImportResult()
+    pairs = _target_files(path, layout, result)
+    seen: dict[str, str] = {}
+    for class_name, image_path, mask_path in pairs:
+        if allowed is not None and class_name not in allowed:
+            result.reject(image_path, f"unknown class {class_name!r}; known: {', '.join(sorted(allowed))}")
+            continue
+        target_id = f"{class_name}/{image_path.stem}"
+        if target_id in seen:
+            result.reject(image_path, f"duplicate id {target_id!r} (also {seen[target_id]}); rename one file")
+            continue
+        try:
+            if layout == "cutouts":
+                image, mask = paste_cutout(read_image_rgba(image_path), home, size=size)
+            else:
+                image = read_image(image_path)
+                mask = read_mask(mask_path, image.shape[:2])
+                check_mask_share(mask, str(mask_path))
+                image, mask = fit_square(image, mask, size)
+            check_mask_share(mask, str(image_path))
+        except InvalidInputError as err:
+            result.reject(image_path, str(err))
+            continue
+        seen[target_id] = str(image_path)
+        result.accepted.append(Target(target_id, class_name, image, mask, origin=str(image_path)))
+    return result
+
+
+def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[str, Path, Path | None]]:
+    """(class, image file, mask file) triples of a layout; missing masks are rejected on the way."""
+    if layout == "cutouts":
+        return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p)]
+    if layout == "folder":
+        image_root, mask_root, mask_suffixes = path / "images", path / "masks", (".png", ".npy")
+    else:
+        image_root, mask_root, mask_suffixes = path / "original" / "val", path / "fg_mask" / "val", (".npy",)
+    if not image_root.is_dir():
+        raise InvalidInputError(f"{path}: expected a folder {image_root.relative_to(path)}/<class>/ for layout {layout!r}")
+    triples = []
+    for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p)):
+        candidates = [mask_root / image_path.parent.name / (image_path.stem + s) for s in mask_suffixes]
+        mask_path = next((c for c in candidates if c.is_file()), None)
+        if mask_path is None:
+            result.reject(image_path, f"no mask found (looked for {candidates[0]}); add one or use GrabCut on the Data page")
+            continue
+        triples.append((image_path.parent.name, image_path, mask_path))
+    return triples
+
+
+HOME_SEPARATOR = " on "
+"""A cut-out pasted on a home photo records ``origin = "<cut-out> on <home photo origin>"`` (the demo
+and the ``cutouts`` import), so that no crop of its home becomes its background (``analytics.suites.screening``)."""
+
+
+def on_home(origin: str, home: str) -> str:
+    """The origin of a cut-out ``origin`` pasted on the photo whose origin is ``home``."""
+    return f"{origin}{HOME_SEPARATOR}{home}"
+
+
+def source_photo(origin: str) -> str:
+    """The photo a target was cut from: the home of an :func:`on_home` origin, else ``origin`` itself."""
+    _, separator, home = origin.rpartition(HOME_SEPARATOR)
+    return home if separator else origin
+
+
+def paste_cutout(rgba: np.ndarray, home: np.ndarray | None, *, size: int, scale: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
+    """Paste an RGBA cut-out, centred and scaled to ``scale`` of the side, on a home background.
+
+    Parameters
+    ----------
+    rgba : ndarray of shape (height, width, 4), uint8
+    home : ndarray of shape (home_height, home_width, 3), uint8, or None (neutral grey)
+        Centre-cropped to a square and resized to ``size``.
+    size : int
+        Side of the output in pixels.
+    scale : float, default=0.7
+
+    Returns
+    -------
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool (alpha > 127)
+    """
+    alpha = rgba[..., 3]
+    if (alpha > 127).mean() < 0.002:
+        raise InvalidInputError("cut-out is fully transparent: its alpha channel marks no object")
+    rows, cols = np.nonzero(alpha > 127)
+    rgba = rgba[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1]
+    height, width = rgba.shape[:2]
+    factor = scale * size / max(height, width)
+    new_h, new_w = max(1, round(height * factor)), max(1, round(width * factor))
+    # Resize with premultiplied alpha: resizing straight RGBA bleeds the colour of transparent
+    # pixels (often black) into the edge and leaves a dark halo around the object.
+    alpha = rgba[..., 3].astype(np.float32) / 255
+    premultiplied = rgba[..., :3].astype(np.float32) * alpha[..., None]
+    interpolation = cv2.INTER_AREA if factor < 1 else cv2.INTER_CUBIC
+    premultiplied = cv2.resize(premultiplied, (new_w, new_h), interpolation=interpolation)
+    alpha = np.clip(cv2.resize(alpha, (new_w, new_h), interpolation=interpolation), 0, 1)
+    premultiplied = np.clip(premultiplied, 0, 255 * alpha[..., None])  # cubic overshoot
+    # fit_square centre-crops a non-square home photo; resizing it straight to a square would squash it
+    canvas = np.full((size, size, 3), 127, np.uint8) if home is None else fit_square(home, None, size)[0].copy()
+    top, left = (size - new_h) // 2 + int(size * 0.05), (size - new_w) // 2
+    top = min(top, size - new_h)
+    region = canvas[top : top + new_h, left : left + new_w].astype(np.float32)
+    canvas[top : top + new_h, left : left + new_w] = (premultiplied + (1 - alpha[..., None]) * region).round().astype(np.uint8)
+    mask = np.zeros((size, size), bool)
+    mask[top : top + new_h, left : left + new_w] = alpha > 0.5
+    return canvas, mask
+
+
+def read_backgrounds(
+    path: str | os.PathLike,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    crops_per_photo: int | Callable[[np.ndarray], int] = 1,
+    seed: int = 0,
+    files: Sequence[str | os.PathLike] | None = None,
+) -> ImportResult:
+    """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one.
+
+    Parameters
+    ----------
+    path : path-like
+        Folder or zip file.
+    size : int, default=256
+        Side of the stored square images.
+    crops_per_photo : int or callable, default=1
+        Distinct square crops per photo (see :func:`analytics.data.images.square_crops`); a callable gets
+        the photo (ndarray of shape (height, width, 3), uint8) and returns the count (e.g. more crops
+        from larger photos).
+    seed : int, default=0
+        Seed of the crops.
+    files : sequence of paths or None
+        Read exactly these files instead of listing ``path``.
+
+    Returns
+    -------
+    result : ImportResult
+        ``accepted`` holds :class:`Background` records, each with an image of shape
+        (size, size, 3), uint8.
+
+    Raises
+    ------
+    InvalidInputError
+        The folder (or ``files``) holds no image file at all, or a zip over
+        :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
+    """
+    source = Path(path)
+    with _as_folder(source) as (folder, shown):
+        paths = [Path(f) for f in files] if files is not None else sorted(p for p in folder.iterdir() if is_image_file(p))
+        return _shown_as(_read_backgrounds(source, paths, size, crops_per_photo, seed), folder, shown)
+
+
+def _read_backgrounds(
+    source: Path, paths: list[Path], size: int, crops_per_photo: int | Callable[[np.ndarray], int], seed: int
+) -> ImportResult:
+    if not paths:
+        raise InvalidInputError(
+            f"{source}: no background photos found (looked for {', '.join(IMAGE_SUFFIXES)} files directly in the folder); "
+            "add photos or pick another folder"
+        )
+    result = ImportResult()
+    seen: dict[str, str] = {}
+    for photo_path in paths:
+        if photo_path.stem in seen:
+            result.reject(photo_path, f"duplicate id {photo_path.stem!r} (also {seen[photo_path.stem]}); rename one file")
+            continue
+        try:
+            photo = read_image(photo_path)
+        except InvalidInputError as err:
+            result.reject(photo_path, str(err))
+            continue
+        if min(photo.shape[:2]) < size // 2:
+            result.reject(photo_path, f"photo is {photo.shape[1]}x{photo.shape[0]}, smaller than half the image size {size}; use a larger photo")
+            continue
+        seen[photo_path.stem] = str(photo_path)
+        count = crops_per_photo(photo) if callable(crops_per_photo) else crops_per_photo
+        for top, left, side in square_crops(photo, count, seed=seed):
+            image, _ = resize_square(photo[top : top + side, left : left + side], None, size)
+            bg_id = f"{photo_path.stem}@{top},{left},{side}" if count > 1 else photo_path.stem
+            result.accepted.append(Background(bg_id, image, str(photo_path), crop=(top, left, side)))
+    return result
+
+
+@contextmanager
+def _as_folder(path: Path) -> Iterator[tuple[Path, Path]]:
+    """``(folder, shown)``: a folder as itself, or a zip extracted to a temporary folder.
+
+    The temporary folder is removed on exit; ``shown`` is the path that stands for the folder in
+    messages and origins (the zip's own path, so ``set.zip/images/a/1.png``).
+    """
+    if path.is_dir():
+        yield path, path
+        return
+    if not (path.is_file() and zipfile.is_zipfile(path)):
+        raise InvalidInputError(f"{path}: not a folder or a .zip file")
+    with tempfile.TemporaryDirectory(prefix="backdrop-import-") as temporary:
+        target = Path(temporary)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                _check_archive(path, archive.infolist())
+                archive.extractall(target)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as err:
+            raise InvalidInputError(f"{path}: cannot extract the zip ({err}); re-create the archive") from err
+        children = [c for c in target.iterdir() if not c.name.startswith("__MACOSX")]
+        folder = children[0] if len(children) == 1 and children[0].is_dir() else target
+        shown = path / folder.relative_to(target)
+        try:
+            yield folder, shown
+        except InvalidInputError as err:  # name the zip, not the temporary folder that is about to vanish
+            raise InvalidInputError(str(err).replace(str(folder), str(shown))) from err
+
+
+def _check_archive(path: Path, members: list[zipfile.ZipInfo]) -> None:
+    """Refuse members outside the archive and archives over the size or member-count limits."""
+    for member in members:
+        if member.filename.startswith("/") or ".." in Path(member.filename).parts:
+            raise InvalidInputError(f"{path}: zip member {member.filename!r} points outside the archive; refusing it")
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise InvalidInputError(
+            f"{path}: the zip holds {len(members)} entries, over the limit of {MAX_ARCHIVE_MEMBERS} "
+            "(analytics.data.datasets.MAX_ARCHIVE_MEMBERS); split it or import the extracted folder"
+        )
+    total = sum(member.file_size for member in members)
+    if total > MAX_ARCHIVE_BYTES:
+        raise InvalidInputError(
+            f"{path}: the zip unpacks to {total / 2**20:.0f} MiB, over the limit of {MAX_ARCHIVE_BYTES / 2**20:.0f} MiB "
+            "(analytics.data.datasets.MAX_ARCHIVE_BYTES); split it or import the extracted folder"
+        )
+
+
+def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
+    """``result`` with paths under a temporary ``folder`` written as under ``shown`` (no-op for folders)."""
+    if folder == shown:
+        return result
+    old, new = str(folder), str(shown)
+    return ImportResult(
+        [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.accepted],
+        [Rejected(r.file.replace(old, new, 1), r.reason.replace(old, new)) for r in result.rejected],
+    )
+
+
+# -- workspace tables ------------------------------------------------------------------------
+def add_classes(workspace: Workspace, classes: dict[str, ClassMapping | Sequence[int]], *, conn=None) -> None:
+    """Register classes with their mappings (see :mod:`analytics.data.classes`), or just ImageNet-1k indices.
+
+    An empty mapping (``ClassMapping()`` or ``[]``) registers an unmapped class.
+    """
+    require_permission(workspace, "import_data")
+    mappings = {name: as_mapping(value) for name, value in classes.items()}
+    rows = [(name, json.dumps(list(m.imagenet)), m.in9, m.label) for name, m in mappings.items()]
+    sql = "INSERT OR REPLACE INTO classes(name, imagenet_indices, in9, label) VALUES (?, ?, ?, ?)"
+    if conn is not None:
+        conn.executemany(sql, rows)
+        return
+    with workspace.transaction() as own:
+        own.executemany(sql, rows)
+
+
+def list_classes(workspace: Workspace) -> dict[str, list[int]]:
+    """Class name -> ImageNet-1k indices, sorted by name (full mappings: ``classes.list_class_mappings``)."""
+    rows = workspace.query("SELECT name, imagenet_indices FROM classes ORDER BY name")
+    return {row["name"]: json.loads(row["imagenet_indices"]) for row in rows}
+
+
+def add_targets(
+    workspace: Workspace, targets: Sequence[Target], *, classes: dict[str, ClassMapping | Sequence[int]] | None = None
+) -> int:
+    """Store targets (and any new classes with their mappings, see :func:`add_classes`) in one transaction.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    targets : sequence of Target
+        Each with an image of shape (size, size, 3), uint8 and a mask of shape (size, size), bool,
+        size = :func:`image_size` of the workspace.
+    classes : dict of str to ClassMapping or sequence of int, optional
+
+    Returns
+    -------
+    int
+        How many targets were new.
+
+    Raises
+    ------
+    InvalidInputError
+        An image is not the workspace's size, or a class is unknown and not given in ``classes``.
+    """
+    require_permission(workspace, "import_data")
+    size = image_size(workspace)
+    known = set(list_classes(workspace)) | set(classes or {})
+    for target in targets:
+        if target.image.shape != (size, size, 3) or target.mask.shape != (size, size):
+            raise InvalidInputError(f"{target.origin}: image is {target.image.shape}, the workspace stores {size}x{size}x3")
+        if target.class_name not in known:
+            raise InvalidInputError(f"{target.origin}: unknown class {target.class_name!r}; register it first")
+    hashes = [(workspace.put_array(t.image), workspace.put_array(t.mask)) for t in targets]
+    with workspace.transaction() as conn:
+        if classes:
+            add_classes(workspace, classes, conn=conn)
+        before = conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0]
+        conn.executemany(
+            "INSERT OR IGNORE INTO targets(id, class_name, image_hash, mask_hash, height, width, origin, package, licence, added)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (t.id, t.class_name, ih, mh, size, size, t.origin, t.package, t.licence, now())
+                for t, (ih, mh) in zip(targets, hashes)
+            ],
+        )
+        return conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0] - before
+
+
+def add_backgrounds(workspace: Workspace, backgrounds: Sequence[Background]) -> int:
+    """Store backgrounds in one transaction; returns how many were new.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    backgrounds : sequence of Background
+        Each with an image of shape (size, size, 3), uint8, size = :func:`image_size` of the workspace.
+    """
+    require_permission(workspace, "import_data")
+    size = image_size(workspace)
+    for bg in backgrounds:
+        if bg.image.shape != (size, size, 3):
+            raise InvalidInputError(f"{bg.origin}: image is {bg.image.shape}, the workspace stores {size}x{size}x3")
+    hashes = [workspace.put_array(bg.image) for bg in backgrounds]
+    with workspace.transaction() as conn:
+        before = conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0]
+        conn.executemany(
+            "INSERT OR IGNORE INTO backgrounds(id, image_hash, height, width, origin, crop, package, licence, added)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (bg.id, h, size, size, bg.origin, json.dumps(bg.crop) if bg.crop else "", bg.package, bg.licence, now())
+                for bg, h in zip(backgrounds, hashes)
+            ],
+        )
+        return conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0] - before
+
+
+def list_targets(workspace: Workspace, *, class_name: str | None = None) -> pd.DataFrame:
+    """Targets as a table, sorted by id.
+
+    Returns
+    -------
+    targets : DataFrame
+        One row per target; columns ``id``, ``class_name``, ``image_hash``, ``mask_hash``,
+        ``origin``, ``package``, ``licence`` (all str).
+    """
+    sql = "SELECT id, class_name, image_hash, mask_hash, origin, package, licence FROM targets"
+    params: tuple = ()
+    if class_name is not None:
+        sql, params = sql + " WHERE class_name = ?", (class_name,)
+    rows = workspace.query(sql + " ORDER BY id", params)
+    return pd.DataFrame([dict(r) for r in rows], columns=["id", "class_name", "image_hash", "mask_hash", "origin", "package", "licence"])
+
+
+def list_backgrounds(workspace: Workspace) -> pd.DataFrame:
+    """Backgrounds as a table, sorted by id.
+
+    Returns
+    -------
+    backgrounds : DataFrame
+        One row per background; columns ``id``, ``image_hash``, ``origin``, ``crop`` (JSON
+        ``[top, left, side]`` or ``''``), ``package``, ``licence`` (all str).
+    """
+    rows = workspace.query("SELECT id, image_hash, origin, crop, package, licence FROM backgrounds ORDER BY id")
+    return pd.DataFrame([dict(r) for r in rows], columns=["id", "image_hash", "origin", "crop", "package", "licence"])
+
+
+def load_targets(workspace: Workspace, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Images and masks of targets, in the order of ``ids``.
+
+    Returns
+    -------
+    images : ndarray of shape (len(ids), size, size, 3), uint8
+    masks : ndarray of shape (len(ids), size, size), bool
+    """
+    rows = _rows_by_id(workspace, "targets", "image_hash, mask_hash", ids)
+    size = image_size(workspace)
+    images = np.empty((len(ids), size, size, 3), np.uint8)
+    masks = np.empty((len(ids), size, size), bool)
+    for i, row in enumerate(rows):
+        images[i] = workspace.get_array(row["image_hash"])
+        masks[i] = workspace.get_array(row["mask_hash"])
+    return images, masks
+
+
+def load_backgrounds(workspace: Workspace, ids: Sequence[str]) -> np.ndarray:
+    """Background images in the order of ``ids``.
+
+    Returns
+    -------
+    images : ndarray of shape (len(ids), size, size, 3), uint8
+    """
+    rows = _rows_by_id(workspace, "backgrounds", "image_hash", ids)
+    size = image_size(workspace)
+    images = np.empty((len(ids), size, size, 3), np.uint8)
+    for i, row in enumerate(rows):
+        images[i] = workspace.get_array(row["image_hash"])
+    return images
+
+
+def _rows_by_id(workspace: Workspace, table: str, columns: str, ids: Sequence[str]) -> list:
+    found = {}
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), 500):  # SQLite caps the number of ? placeholders
+        chunk = unique[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in workspace.query(f"SELECT id, {columns} FROM {table} WHERE id IN ({marks})", chunk):
+            found[row["id"]] = row
+    missing = [i for i in unique if i not in found]
+    if missing:
+        raise NotFoundError(f"{len(missing)} {table} not in workspace {workspace.root}: {', '.join(missing[:5])}")
+    return [found[i] for i in ids]
+

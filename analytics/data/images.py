@@ -1,0 +1,296 @@
+"""Reading images and masks from disk, and fitting them to the workspace's square image size.
+
+Every reader raises :class:`InvalidInputError` naming the file and the fix; nothing here touches the
+workspace.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO
+
+import cv2
+import numpy as np
+
+from analytics.exceptions import InvalidInputError
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+
+# A file that cannot be decoded raises one InvalidInputError naming it; OpenCV's own log lines
+# ("[ WARN:0@0.1] global grfmt_png.cpp ...", "[ERROR:0@...]") would only repeat it in the terminal.
+cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+_log = logging.getLogger(__name__)
+_STDERR_LOCK = threading.Lock()  # one decode at a time holds the process's stderr
+
+# Masks must leave some object and some background to test; shares outside these bounds are refused.
+MIN_MASK_SHARE = 0.002
+MAX_MASK_SHARE = 0.98
+
+
+def is_image_file(path: str | os.PathLike) -> bool:
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
+def read_image(path: str | os.PathLike) -> np.ndarray:
+    """Read an RGB image.
+
+    Returns
+    -------
+    image : ndarray of shape (height, width, 3), uint8
+    """
+    rgba = read_image_rgba(path)
+    return rgba[..., :3].copy()
+
+
+def read_image_rgba(path: str | os.PathLike) -> np.ndarray:
+    """Read an image with its alpha channel (opaque when it has none).
+
+    Returns
+    -------
+    image : ndarray of shape (height, width, 4), uint8
+    """
+    path = Path(path)
+    data = np.fromfile(path, dtype=np.uint8) if path.is_file() else None
+    if data is None:
+        raise InvalidInputError(f"{path}: file not found")
+    decoded, note = _decode(data, cv2.IMREAD_UNCHANGED) if data.size else (None, "")
+    if decoded is None:
+        detail = f"; {note}" if note else ""
+        raise InvalidInputError(f"{path}: not a readable image (corrupt or unsupported format{detail}); re-export it as PNG or JPEG")
+    if decoded.dtype == np.uint16:
+        decoded = (decoded // 257).astype(np.uint8)
+    if decoded.ndim == 2:
+        decoded = cv2.cvtColor(decoded, cv2.COLOR_GRAY2BGRA)
+    elif decoded.shape[2] == 3:
+        decoded = cv2.cvtColor(decoded, cv2.COLOR_BGR2BGRA)
+    return cv2.cvtColor(decoded, cv2.COLOR_BGRA2RGBA)
+
+
+def _decode(data: np.ndarray, flags: int) -> tuple[np.ndarray | None, str]:
+    """``cv2.imdecode`` with what the codec libraries print themselves kept off the terminal.
+
+    libpng reports trouble straight to file descriptor 2 ("libpng error: IDAT: CRC error"), beyond
+    OpenCV's log level, so descriptor 2 points at a temporary file during the decode. (Another
+    thread writing to stderr in those milliseconds is captured too and logged at DEBUG level.)
+
+    Parameters
+    ----------
+    data : ndarray of shape (n_bytes,), uint8
+        The encoded file.
+    flags : int
+        ``cv2.IMREAD_*`` flags.
+
+    Returns
+    -------
+    image : ndarray or None
+        The decoded image, None when the data cannot be decoded.
+    note : str
+        The first line the decoder printed (``''`` if none).
+    """
+    with _STDERR_LOCK:
+        sink = _stderr_sink(os.getpid())
+        sink.seek(0)
+        sink.truncate()
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            image = cv2.imdecode(data, flags)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        sink.seek(0)
+        printed = sink.read().decode(errors="replace").strip()
+    if printed:
+        _log.debug("image decoder said: %s", printed)
+    return image, printed.splitlines()[0] if printed else ""
+
+
+@functools.cache
+def _stderr_sink(pid: int) -> IO[bytes]:
+    """One anonymous temporary file per process ``pid`` (a forked child must not share the parent's
+    file offset); creating one per decode costs about as much as decoding a small PNG."""
+    return tempfile.TemporaryFile()
+
+
+def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
+    """Read a foreground mask (PNG with 0/255 or 0/1 values, or a ``.npy`` array) of ``shape``.
+
+    Returns
+    -------
+    mask : ndarray of shape (height, width), bool
+        True on the object.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".npy":
+        try:
+            raw = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as err:
+            raise InvalidInputError(f"{path}: not a readable .npy mask ({err})") from err
+        if raw.ndim == 3:
+            raw = raw.max(axis=-1)
+    else:
+        if not path.is_file():
+            raise InvalidInputError(f"{path}: mask file not found")
+        raw, _ = _decode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_GRAYSCALE)
+        if raw is None:
+            raise InvalidInputError(f"{path}: not a readable mask image; save it as a PNG with 0/255 values")
+    if raw.ndim != 2:
+        raise InvalidInputError(f"{path}: a mask must be 2-D; got shape {raw.shape}")
+    if raw.shape != tuple(shape):
+        raise InvalidInputError(
+            f"{path}: mask is {raw.shape[1]}x{raw.shape[0]} but its image is {shape[1]}x{shape[0]}; "
+            "export the mask at the image's size"
+        )
+    threshold = 0.5 if raw.max() <= 1 else 127
+    return raw > threshold
+
+
+def check_mask_share(mask: np.ndarray, origin: str) -> None:
+    """Refuse a mask that is empty or covers (nearly) the whole image.
+
+    Parameters
+    ----------
+    mask : ndarray of shape (height, width), bool
+    origin : str
+        The file or record named in the error.
+    """
+    share = float(mask.mean())
+    if share < MIN_MASK_SHARE:
+        raise InvalidInputError(f"{origin}: mask is empty ({share:.2%} of the image); draw the object or use GrabCut")
+    if share > MAX_MASK_SHARE:
+        raise InvalidInputError(
+            f"{origin}: mask covers {share:.1%} of the image, leaving no background to replace; check it is not inverted"
+        )
+
+
+def fit_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Crop an image (and its mask) to a square that keeps the whole object, then resize to ``size``.
+
+    The square has the image's shorter side and is centred on the object; if the object does not
+    fit in it, the image is padded (edge pixels repeated) to a square instead.
+
+    Parameters
+    ----------
+    image : ndarray of shape (height, width, 3), uint8
+    mask : ndarray of shape (height, width), bool, or None
+    size : int
+        Side of the output in pixels.
+
+    Returns
+    -------
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool, or None
+    """
+    height, width = image.shape[:2]
+    side = min(height, width)
+    if mask is not None and mask.any():
+        rows, cols = np.nonzero(mask)
+        top, bottom, left, right = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
+        centre_y, centre_x = (top + bottom) // 2, (left + right) // 2
+    else:  # no object: an empty box at the centre, so the crop is centred (not the top-left corner)
+        centre_y, centre_x = height // 2, width // 2
+        top, bottom, left, right = centre_y, centre_y, centre_x, centre_x
+    if bottom - top <= side and right - left <= side:
+        y0 = int(np.clip(centre_y - side // 2, max(0, bottom - side), min(top, height - side)))
+        x0 = int(np.clip(centre_x - side // 2, max(0, right - side), min(left, width - side)))
+        image = image[y0 : y0 + side, x0 : x0 + side]
+        mask = None if mask is None else mask[y0 : y0 + side, x0 : x0 + side]
+    else:
+        side = max(height, width)
+        pad = ((side - height) // 2, side - height - (side - height) // 2), ((side - width) // 2, side - width - (side - width) // 2)
+        image = np.pad(image, (*pad, (0, 0)), mode="edge")
+        mask = None if mask is None else np.pad(mask, pad, mode="constant")
+    return resize_square(image, mask, size)
+
+
+def resize_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Resize a square image (area interpolation when shrinking) and its mask (nearest).
+
+    Parameters
+    ----------
+    image : ndarray of shape (side, side, 3), uint8
+    mask : ndarray of shape (side, side), bool, or None
+    size : int
+        Side of the output in pixels.
+
+    Returns
+    -------
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool, or None
+    """
+    shrink = image.shape[0] > size
+    image = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_CUBIC)
+    if mask is not None:
+        mask = cv2.resize(mask.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST).astype(bool)
+    return image, mask
+
+
+def square_crops(image: np.ndarray, n_crops: int, *, seed: int) -> list[tuple[int, int, int]]:
+    """Deterministic distinct square crops of a (large) photo.
+
+    The first crop is the centred square of the whole shorter side (the overview); the others are
+    details with sides between 45 % and 80 % of the shorter side that overlap each other at most
+    half, so one 2560x1600 photo yields several different scenes. The same ``seed`` gives the same
+    crops. (Details are not tested against the overview: they all lie mostly inside it, and their
+    smaller side already makes them different views.)
+
+    Parameters
+    ----------
+    image : ndarray of shape (height, width, 3), uint8
+    n_crops : int
+    seed : int
+
+    Returns
+    -------
+    crops : list of (top, left, side) in pixels, at most ``n_crops`` long
+    """
+    height, width = image.shape[:2]
+    short = min(height, width)
+    rng = np.random.default_rng(seed)
+    crops: list[tuple[int, int, int]] = [((height - short) // 2, (width - short) // 2, short)]
+    for _ in range(n_crops * 40):
+        if len(crops) >= n_crops:
+            break
+        side = int(short * rng.uniform(0.45, 0.8))
+        top, left = int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1))
+        if all(_overlap((top, left, side), other) < 0.5 for other in crops[1:]):
+            crops.append((top, left, side))
+    return crops
+
+
+def _overlap(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """Intersection over the smaller square's area."""
+    dy = max(0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
+    dx = max(0, min(a[1] + a[2], b[1] + b[2]) - max(a[1], b[1]))
+    return dy * dx / min(a[2], b[2]) ** 2
+
+
+def grabcut_mask(image: np.ndarray, box: tuple[int, int, int, int] | None = None, *, iterations: int = 5) -> np.ndarray:
+    """A foreground mask from OpenCV GrabCut, for images that come without one.
+
+    Parameters
+    ----------
+    image : ndarray of shape (height, width, 3), uint8
+    box : (x, y, width, height) or None
+        Rectangle around the object; None uses the image minus a 5 % border.
+    iterations : int, default=5
+
+    Returns
+    -------
+    mask : ndarray of shape (height, width), bool
+    """
+    height, width = image.shape[:2]
+    if box is None:
+        box = (int(width * 0.05), int(height * 0.05), int(width * 0.9), int(height * 0.9))
+    labels = np.zeros((height, width), np.uint8)
+    background, foreground = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
+    bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    cv2.grabCut(bgr, labels, box, background, foreground, iterations, cv2.GC_INIT_WITH_RECT)
+    return (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)

@@ -1,0 +1,241 @@
+"""Label spaces: what a model's outputs mean (ImageNet-1k, the 9 IN-9 super-classes, or custom names),
+and class mappings: which of those outputs a workspace class stands for.
+
+The built-in IN-9 mapping (ImageNet-1k index -> IN-9 class) is derived from WordNet, see
+:data:`IN9_CLASSES`; pass the Backgrounds Challenge's ``in_to_in9.json`` to reproduce theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analytics.exceptions import InvalidInputError
+
+# IN-9 (Xiao et al., "Noise or Signal", 2020): the 9 super-classes and the WordNet synsets that
+# define them, in the order of their output index.
+IN9_CLASSES = ("dog", "bird", "vehicle", "reptile", "carnivore", "insect", "instrument", "primate", "fish")
+IN9_SYNSETS = ("n02084071", "n01503061", "n04576211", "n01661091", "n02075296", "n02159955", "n03800933", "n02469914", "n02512053")
+
+# ImageNet-1k index ranges (inclusive) of each IN-9 class, derived offline from WordNet 3.0 (Debian
+# wordnet-base, data.noun): an ImageNet class belongs to the first IN-9 synset among its hypernym
+# closure (dog before carnivore). Xiao et al.'s published in_to_in9.json additionally leaves out 16
+# classes (grouse/peacock/quail 80-86, Italian greyhound and whippet 171-172, domestic cats
+# 281-285, golfcart 575, mobile home 660); pass that file as ``in9_mapping`` to reproduce it exactly.
+_IN9_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
+    "dog": ((151, 268),),
+    "bird": ((7, 24), (80, 100), (127, 146)),
+    "vehicle": tuple((i, i) for i in (407, 408, 428, 436, 444, 468, 511, 547, 555, 561, 565, 569, 573, 575, 586, 603, 609, 612, 627, 656, 660, 661, 665, 670, 671, 675, 690, 705, 717, 734, 751, 757, 791, 802, 803, 817, 820, 829, 847, 864, 866, 867, 870, 880)),
+    "reptile": ((33, 68),),
+    "carnivore": ((269, 299), (356, 362), (387, 388)),
+    "insect": ((300, 326),),
+    "instrument": tuple((i, i) for i in (401, 402, 420, 432, 486, 494, 513, 541, 546, 558, 566, 577, 579, 593, 594, 641, 642, 683, 684, 687, 699, 776, 822, 875, 881, 889)),
+    "primate": ((365, 384),),
+    "fish": ((0, 6), (389, 397)),
+}
+
+
+# -- class mappings ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassMapping:
+    """The model outputs one workspace class stands for.
+
+    Attributes
+    ----------
+    imagenet : tuple of int
+        ImageNet-1k indices (0..999); empty when not mapped to ImageNet.
+    in9 : str
+        An IN-9 class (:data:`IN9_CLASSES`), or ``''``.
+    label : str
+        The name of an output in a custom label space, or ``''``.
+    """
+
+    imagenet: tuple[int, ...] = ()
+    in9: str = ""
+    label: str = ""
+
+    @property
+    def mapped(self) -> bool:
+        """True when any of the three mappings is set."""
+        return bool(self.imagenet or self.in9 or self.label)
+
+    def describe(self) -> str:
+        """One line for messages, e.g. ``ImageNet [852]; IN-9 'dog'`` or ``unmapped``."""
+        parts = [f"ImageNet {list(self.imagenet)}"] if self.imagenet else []
+        parts += [f"IN-9 {self.in9!r}"] if self.in9 else []
+        parts += [f"label {self.label!r}"] if self.label else []
+        return "; ".join(parts) or "unmapped"
+
+    def to_dict(self) -> dict:
+        """JSON form: ``{"imagenet": [...], "in9": str or None, "label": str or None}``."""
+        return {"imagenet": list(self.imagenet), "in9": self.in9 or None, "label": self.label or None}
+
+
+def as_mapping(value: ClassMapping | Sequence[int]) -> ClassMapping:
+    """A :class:`ClassMapping` as is, or a sequence of ImageNet indices as one (the older form)."""
+    return value if isinstance(value, ClassMapping) else ClassMapping(tuple(int(i) for i in value))
+
+
+# -- label spaces ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LabelSpace:
+    """What a model's outputs mean.
+
+    Attributes
+    ----------
+    kind : {'imagenet', 'in9', 'custom'}
+    names : tuple of str
+        One name per model output (``len(names)`` = number of outputs).
+    in9_mapping : tuple of int or None
+        ``kind='in9'`` only: ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries; None means
+        the built-in WordNet-derived mapping.
+    origin : str
+        Where the names (or the IN-9 mapping) came from, for display.
+    """
+
+    kind: str
+    names: tuple[str, ...]
+    in9_mapping: tuple[int, ...] | None = None
+    origin: str = ""
+
+    def class_outputs(self, classes: Mapping[str, ClassMapping | Sequence[int]]) -> dict[str, list[int]]:
+        """Model outputs that count as each workspace class.
+
+        Parameters
+        ----------
+        classes : mapping of str to ClassMapping or list of int
+            Workspace class name -> its mapping (``analytics.data.classes.list_class_mappings``), or just
+            its ImageNet-1k indices (``analytics.data.datasets.list_classes``).
+
+        Returns
+        -------
+        outputs : dict of str to list of int
+            ``imagenet``: the class's ImageNet indices, else those of its IN-9 class; ``in9``: its
+            IN-9 class, else the IN-9 outputs its ImageNet indices map to; ``custom``: the output
+            named like its label. Without a mapping for the kind, a class falls back to the output
+            named like its label or, without one, like the class itself (any kind).
+
+        Raises
+        ------
+        InvalidInputError
+            A class has no output in this label space.
+        """
+        result = {}
+        for class_name, value in classes.items():
+            mapping = as_mapping(value)
+            outputs = self._outputs_of(class_name, mapping)
+            if not outputs:
+                fix = ", or register the model with a label file naming the class" if self.kind == "custom" else ""
+                raise InvalidInputError(
+                    f"workspace class {class_name!r} ({mapping.describe()}) has no output in the model's {self.kind} label "
+                    f"space ({len(self.names)} outputs: {', '.join(self.names[:5])}…); map the class in the class editor on "
+                    f"the Data page or with `python -m analytics set-class --class {class_name} --imagenet I,J | --in9 CLASS | "
+                    f"--label NAME`{fix}"
+                )
+            result[class_name] = outputs
+        return result
+
+    def _outputs_of(self, class_name: str, mapping: ClassMapping) -> list[int]:
+        """One class's outputs: its mapping for this kind, else the output named like its label or itself."""
+        outputs: list[int] = []
+        if self.kind == "in9" and mapping.in9:
+            outputs = [self.names.index(mapping.in9)]
+        elif self.kind != "custom" and mapping.imagenet:
+            outputs = self._mapped(mapping.imagenet)
+        elif self.kind == "imagenet" and mapping.in9:
+            super_class = IN9_CLASSES.index(mapping.in9)
+            outputs = [i for i, target in enumerate(self.in9_table()) if target == super_class]
+        named = mapping.label or class_name
+        return outputs or ([self.names.index(named)] if named in self.names else [])
+
+    def _mapped(self, indices: Sequence[int]) -> list[int]:
+        bad = [i for i in indices if not 0 <= int(i) < 1000]
+        if bad:
+            raise InvalidInputError(f"ImageNet indices must lie in 0..999; got {bad}")
+        if self.kind == "imagenet":
+            return sorted({int(i) for i in indices})
+        mapping = self.in9_table()
+        return sorted({mapping[int(i)] for i in indices if mapping[int(i)] >= 0})
+
+    def in9_table(self) -> tuple[int, ...]:
+        """ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries: ``in9_mapping`` or the built-in one."""
+        return self.in9_mapping or _builtin_in9_mapping()
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "names": list(self.names), "in9_mapping": None if self.in9_mapping is None else list(self.in9_mapping), "origin": self.origin}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> LabelSpace:
+        mapping = data.get("in9_mapping")
+        return cls(data["kind"], tuple(data["names"]), None if mapping is None else tuple(mapping), data.get("origin", ""))
+
+
+def imagenet_label_space() -> LabelSpace:
+    """The 1000 ImageNet-1k class names (from torchvision's bundled weight metadata; no download)."""
+    import torchvision
+
+    names = tuple(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"])
+    return LabelSpace("imagenet", names, origin="torchvision ImageNet-1k categories")
+
+
+def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
+    """The 9 IN-9 super-classes.
+
+    Parameters
+    ----------
+    mapping : path-like or None
+        A JSON file ``{"<ImageNet index>": <IN-9 index>, ...}`` (the format of the Backgrounds
+        Challenge's ``in_to_in9.json``; -1 or a missing key = no IN-9 class). None uses the built-in
+        mapping derived from WordNet (see module notes).
+    """
+    if mapping is None:
+        return LabelSpace("in9", IN9_CLASSES, origin="WordNet 3.0 hyponyms of the IN-9 synsets")
+    path = Path(mapping)
+    try:
+        raw = json.loads(path.read_text())
+        table = [-1] * 1000
+        for key, value in raw.items():
+            index, target = int(key), int(value)
+            if not (0 <= index < 1000 and -1 <= target < len(IN9_CLASSES)):
+                raise ValueError(f"entry {key!r}: {value!r} out of range")
+            table[index] = target
+    except (OSError, ValueError, AttributeError, TypeError) as err:
+        raise InvalidInputError(
+            f"{path}: not an IN-9 mapping ({err}); expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}}"
+        ) from err
+    return LabelSpace("in9", IN9_CLASSES, tuple(table), origin=str(path))
+
+
+def custom_label_space(path: str | os.PathLike) -> LabelSpace:
+    """Class names from a text file, one per line, in output order (blank lines ignored)."""
+    path = Path(path)
+    try:
+        names = tuple(line.strip() for line in path.read_text().splitlines() if line.strip())
+    except (OSError, UnicodeDecodeError) as err:
+        raise InvalidInputError(f"{path}: cannot read the label file ({err}); give a UTF-8 text file, one class name per line") from err
+    if not names:
+        raise InvalidInputError(f"{path}: the label file names no classes; write one class name per line")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InvalidInputError(f"{path}: class names must be unique; repeated: {', '.join(duplicates)}")
+    return LabelSpace("custom", names, origin=str(path))
+
+
+def parse_label_space(option: str, *, in9_mapping: str | os.PathLike | None = None) -> LabelSpace:
+    """``'imagenet'``, ``'in9'`` or the path of a label file (see :func:`custom_label_space`)."""
+    if option == "imagenet":
+        return imagenet_label_space()
+    if option == "in9":
+        return in9_label_space(in9_mapping)
+    return custom_label_space(option)
+
+
+def _builtin_in9_mapping() -> tuple[int, ...]:
+    table = [-1] * 1000
+    for target, name in enumerate(IN9_CLASSES):
+        for low, high in _IN9_RANGES[name]:
+            table[low : high + 1] = [target] * (high - low + 1)
+    return tuple(table)

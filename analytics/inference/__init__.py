@@ -1,0 +1,74 @@
+"""Running models over composites: image jobs, the composite stream and cache, the engine, evaluation.
+"""
+
+from .composite_cache import (
+    FOLDER,
+    VERSION,
+    CompositeCache,
+)
+from .device import (
+    cpu_count,
+    cpu_threads,
+)
+from .engine import (
+    ROW_COLUMNS,
+    DeviceMemoryError,
+    GroupPlan,
+    RunKeys,
+    RunPlan,
+    finish_runs,
+    group_rows,
+    plan_runs,
+    run_models,
+    set_run_status,
+    write_rows,
+)
+from .evaluation import (
+    Evaluation,
+    evaluate,
+)
+from .stream import (
+    CACHE_ITEMS,
+    PREFETCH_BATCHES,
+    iter_composites,
+    prefetch_for,
+)
+from .suite_images import (
+    SuiteImage,
+    image_hashes,
+    stored_suite_images,
+    target_classes,
+    used_classes,
+    with_foreground,
+)
+
+__all__ = [
+    "CACHE_ITEMS",
+    "CompositeCache",
+    "DeviceMemoryError",
+    "Evaluation",
+    "FOLDER",
+    "GroupPlan",
+    "SuiteImage",
+    "PREFETCH_BATCHES",
+    "ROW_COLUMNS",
+    "RunKeys",
+    "RunPlan",
+    "VERSION",
+    "cpu_count",
+    "cpu_threads",
+    "evaluate",
+    "finish_runs",
+    "group_rows",
+    "image_hashes",
+    "iter_composites",
+    "plan_runs",
+    "prefetch_for",
+    "run_models",
+    "set_run_status",
+    "stored_suite_images",
+    "target_classes",
+    "used_classes",
+    "with_foreground",
+    "write_rows",
+]

@@ -1,0 +1,461 @@
+"""The streaming batch engine: composites -> model -> per-image signals in the workspace.
+
+The images of a suite (:mod:`~analytics.inference.suite_images`) are composited batch by batch
+(:func:`~analytics.inference.iter_composites`) and never stored; when many models run over one
+suite, a :class:`~analytics.inference.CompositeCache` keeps the composites on disk so each is made once.
+
+:func:`run_models` writes one ``runs`` row per model and one ``run_images`` row per image with the
+signals of Liao & Chen (§1.6 of DESIGN):
+
+- from the prediction: ``predicted`` (output name), ``true_prob`` (probability of the target's
+  class: the sum over the outputs that count as that class), ``max_prob``, ``correct``;
+- from the embedding (the layer before the classifier head; for a head with a hidden layer, that
+  hidden layer, so heads sharing a backbone pass still have their own): ``emb_topk_mean`` (mean of the k
+  neurons that are largest on the target's foreground-only image m ⊗ x), ``emb_max``, ``emb_mean``;
+- ``distance``: the semantic distance of the suite item (0 for the original).
+
+:func:`run_models` is three steps that other engines (:mod:`analytics.repository.ray_backend`) combine
+differently: :func:`plan_runs` validates and writes the ``runs`` rows, :func:`group_rows` computes
+the rows of one group of models sharing a backbone pass (reads only: it can run in a worker
+process), and :func:`write_rows` / :func:`finish_runs` store them from a single writer. On CUDA
+the model's share of a batch halves on out-of-memory until it fits (:class:`DeviceMemoryError`
+when one image does not).
+
+Rows are committed batch by batch, and a run's id depends only on the model's content key
+(:func:`analytics.workspace.model_keys`: a re-registered model with other weights gets new runs), the
+suite, ``top_k`` and the key of the suite's class mappings; the run records both keys
+(``runs.model_key``, ``runs.classes_key``). Running again resumes an interrupted run (rows already
+there are skipped); a finished run is reused untouched (its ``finished`` time changes only when the
+call did work on it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from analytics._validation import check_positive_int
+from analytics.exceptions import BackdropError, InvalidInputError
+from analytics.models import HeadLayers, LoadedModel, ModelSpec, get_model_spec, load_head, load_model, resolve_device
+from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, now, suite_classes_key
+
+from .composite_cache import CompositeCache
+from .device import cpu_threads
+from .stream import iter_composites, prefetch_for
+from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
+
+ROW_COLUMNS = ("run_id", "target_id", "position", "predicted", "true_prob", "max_prob", "correct", "emb_topk_mean", "emb_max", "emb_mean", "distance")
+
+
+@dataclass
+class _Member:
+    """One requested model inside a group that shares a backbone pass."""
+
+    spec: ModelSpec
+    run_id: str
+    outputs: dict[str, list[int]]
+    done: set[tuple[str, int]]
+    head: HeadLayers | None  # None: the backbone's own logits and embedding
+    topk: dict[str, np.ndarray] = field(default_factory=dict)  # target id -> its top-k neurons in this member's embedding
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """Models that share one backbone pass: zoo heads on their backbone, or one model alone.
+
+    Attributes
+    ----------
+    backbone : str
+        The registered model whose forward pass the group runs.
+    models : tuple of str
+        The requested models of the group (heads, or the backbone itself).
+    todo : tuple of SuiteImage
+        The suite's jobs (grouped by target) that some member's run still lacks.
+    """
+
+    backbone: str
+    models: tuple[str, ...]
+    todo: tuple[SuiteImage, ...]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What :func:`run_models` does, decided up front so workers can compute while one writer stores.
+
+    Everything is plain data (the device as text), so a plan pickles to another process.
+
+    Attributes
+    ----------
+    suite_id : str
+    top_k : int
+    device : str
+        Resolved device, e.g. ``"cpu"`` or ``"cuda"``.
+    run_ids : dict of str to str
+        Model name -> run id, in the order the models were asked for.
+    groups : tuple of GroupPlan
+    worked : frozenset of str
+        Run ids that get new rows (the others were finished already).
+    """
+
+    suite_id: str
+    top_k: int
+    device: str
+    run_ids: dict[str, str]
+    groups: tuple[GroupPlan, ...]
+    worked: frozenset[str]
+
+    @property
+    def total(self) -> int:
+        """Images the plan's groups still have to run."""
+        return sum(len(group.todo) for group in self.groups)
+
+
+class DeviceMemoryError(BackdropError, MemoryError):
+    """A model does not fit the accelerator's memory even one image at a time."""
+
+
+def run_models(
+    workspace: Workspace,
+    model_names: Sequence[str],
+    suite_id: str,
+    *,
+    device: str | torch.device | None = None,
+    batch_size: int = 32,
+    top_k: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+    composites: CompositeCache | None = None,
+) -> list[str]:
+    """Run models over every image of a suite and store the signals (one run per model).
+
+    :func:`plan_runs`, then per group :func:`group_rows` with :func:`write_rows` after every
+    batch, then :func:`finish_runs`.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    model_names : sequence of str
+        Registered models (a repeated name runs once). Heads sharing a backbone run together: the
+        backbone once per image, every head on its embedding.
+    suite_id : str
+    device : str or None, default=None
+        None: CUDA when available (autocast float16, channels-last), else CPU.
+    batch_size : int, default=32
+        Images per batch; on CUDA the model's share backs off by halving on out-of-memory.
+    top_k : int, default=3
+        Neurons picked on the foreground-only image for ``emb_topk_mean``.
+    progress : callable (done, total) or None
+        Called after every batch with image counts.
+    composites : CompositeCache or None, default=None
+        Read the suite's composites from this cache (filling it on first use) instead of
+        compositing them again: pass one cache to the runs of many models over one suite.
+
+    Returns
+    -------
+    run_ids : list of str
+        In the order of ``model_names``. Ids depend on (model key, suite, top_k, class-mapping
+        key), so a second call resumes or reuses earlier runs, and re-registered weights or a
+        remapped class get new runs.
+
+    Raises
+    ------
+    DeviceMemoryError
+        A model runs out of CUDA memory even at batch size 1 (its group's runs are marked failed).
+    """
+    check_positive_int(batch_size, "batch_size")
+    plan = plan_runs(workspace, model_names, suite_id, device=device, top_k=top_k)
+    total, finished = plan.total, 0
+    for group in plan.groups:
+        if not group.todo:
+            continue
+        try:
+            for n_jobs, rows in _group_batches(workspace, plan, group, list(group.todo), batch_size, composites):
+                write_rows(workspace, rows)
+                finished += n_jobs
+                if progress is not None:
+                    progress(finished, total)
+        except BaseException:
+            set_run_status(workspace, [plan.run_ids[name] for name in group.models], "failed")
+            raise
+    finish_runs(workspace, plan)
+    return list(plan.run_ids.values())
+
+
+def plan_runs(
+    workspace: Workspace,
+    model_names: Sequence[str],
+    suite_id: str,
+    *,
+    device: str | torch.device | None = None,
+    top_k: int = 3,
+) -> RunPlan:
+    """Validate the models and the suite, start (or resume) one run per model, and group them.
+
+    Writes the ``runs`` rows (status ``running``; finished runs stay ``done``); computes nothing.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    model_names : sequence of str
+        Registered models (a repeated name counts once).
+    suite_id : str
+    device : str or None, default=None
+        None: CUDA when available, else CPU.
+    top_k : int, default=3
+
+    Returns
+    -------
+    RunPlan
+
+    Raises
+    ------
+    InvalidInputError
+        No model names, a bad ``top_k`` or device, or a class with no output in a model's labels.
+    NotFoundError
+        An unknown model or suite.
+    """
+    names = list(dict.fromkeys(model_names))
+    if not names:
+        raise InvalidInputError("model_names must name at least one registered model; got none")
+    check_positive_int(top_k, "top_k")
+    torch_device = resolve_device(device)
+    jobs, _ = stored_suite_images(workspace, suite_id)
+    classes = used_classes(workspace, target_classes(workspace, {job.target_id for job in jobs}).values())
+    specs = [get_model_spec(workspace, name) for name in names]
+    for spec in specs:
+        spec.label_space.class_outputs(classes)  # label errors before any write
+    keys = RunKeys(model_keys(workspace), suite_classes_key(workspace, suite_id))
+    run_ids = {spec.name: _start_run(workspace, spec, suite_id, top_k, torch_device, keys) for spec in specs}
+    members: dict[str, list[str]] = defaultdict(list)
+    for spec in specs:
+        members[spec.backbone if spec.source == "head" else spec.name].append(spec.name)
+    groups, worked = [], set()
+    for backbone, group_names in members.items():
+        done = {name: _done_rows(workspace, run_ids[name]) for name in group_names}
+        lacking = [name for name in group_names if any((job.target_id, job.position) not in done[name] for job in jobs)]
+        todo = tuple(job for job in jobs if any((job.target_id, job.position) not in done[name] for name in lacking))
+        worked.update(run_ids[name] for name in lacking)
+        groups.append(GroupPlan(backbone, tuple(group_names), todo))
+    return RunPlan(suite_id, top_k, str(torch_device), run_ids, tuple(groups), frozenset(worked))
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """What a run records about its inputs: the models' current keys and the suite's class-mapping key."""
+
+    models: ModelKeys
+    classes: str
+
+
+def _start_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int, device: torch.device, keys: RunKeys) -> str:
+    model_key = keys.models.keys[spec.name]
+    legacy = _legacy_run(workspace, spec, suite_id, top_k, keys.models)
+    run_id = legacy or content_id("run", model_key, suite_id, top_k, keys.classes)
+    with workspace.transaction() as conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO runs(id, model, suite_id, status, device, summary, created, model_key, classes_key) "
+            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, spec.name, suite_id, str(device), json.dumps({"top_k": top_k}), now(), model_key, keys.classes),
+        )
+        conn.execute("UPDATE runs SET model_key = ?, classes_key = ? WHERE id = ? AND model_key = ''", (model_key, keys.classes, run_id))
+        conn.execute("UPDATE runs SET status = 'running', device = ? WHERE id = ? AND status != 'done'", (str(device), run_id))
+    return run_id
+
+
+def _legacy_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int, keys: ModelKeys) -> str | None:
+    """The id of a run stored before runs recorded their keys (id without them) that is still
+    current (see :mod:`analytics.runs`), so an upgraded workspace resumes and reuses its runs."""
+    run_id = content_id("run", spec.content_key(), suite_id, top_k)
+    row = workspace.query_one("SELECT model_key, created FROM runs WHERE id = ?", (run_id,))
+    return run_id if row is not None and not row["model_key"] and keys.is_current(spec.name, "", row["created"]) else None
+
+
+def _done_rows(workspace: Workspace, run_id: str) -> set[tuple[str, int]]:
+    return {(row["target_id"], row["position"]) for row in workspace.query("SELECT target_id, position FROM run_images WHERE run_id = ?", (run_id,))}
+
+
+def set_run_status(workspace: Workspace, run_ids: Sequence[str], status: str) -> None:
+    """Set the ``status`` column of the runs ``run_ids`` (one transaction)."""
+    with workspace.transaction() as conn:
+        conn.executemany("UPDATE runs SET status = ? WHERE id = ?", [(status, run_id) for run_id in run_ids])
+
+
+def write_rows(workspace: Workspace, rows: Sequence[tuple]) -> None:
+    """Store rows from :func:`group_rows` in one transaction (rows already stored are kept).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    rows : sequence of tuple
+        ``run_images`` rows in :data:`ROW_COLUMNS` order.
+    """
+    with workspace.transaction() as conn:
+        conn.executemany(f"INSERT OR IGNORE INTO run_images({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))})", rows)
+
+
+def finish_runs(workspace: Workspace, plan: RunPlan) -> None:
+    """Mark the plan's runs done; their summary holds ``top_k``, its accuracies are
+    :func:`analytics.runs.summarize_run`'s (``list_runs`` computes them on first read).
+
+    A run that was done already and got no new rows (not in ``plan.worked``) keeps its summary and
+    ``finished`` time.
+    """
+    for run_id in plan.run_ids.values():
+        worked = run_id in plan.worked
+        if not worked and workspace.query_one("SELECT status FROM runs WHERE id = ?", (run_id,))["status"] == "done":
+            continue
+        summary = json.dumps({"top_k": plan.top_k})
+        with workspace.transaction() as conn:
+            conn.execute("UPDATE runs SET status = 'done', summary = ?, finished = ? WHERE id = ?", (summary, now(), run_id))
+
+
+def group_rows(
+    workspace: Workspace,
+    plan: RunPlan,
+    group: GroupPlan,
+    *,
+    jobs: Sequence[SuiteImage] | None = None,
+    batch_size: int = 32,
+    composites: CompositeCache | None = None,
+) -> Iterator[list[tuple]]:
+    """Compute the ``run_images`` rows of one group, batch by batch; writes nothing.
+
+    Loads the group's backbone (and heads) itself and reads the workspace, so it can run in a
+    worker process while the driver stores the rows (:func:`write_rows`).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    plan : RunPlan
+        From :func:`plan_runs`.
+    group : GroupPlan
+        One of ``plan.groups``.
+    jobs : sequence of SuiteImage or None, default=None
+        The jobs to compute (grouped by target); None: ``group.todo``. Any subset of the suite
+        works; whole targets avoid running a target's foreground-only image twice.
+    batch_size : int, default=32
+    composites : CompositeCache or None, default=None
+        Read (and fill) the suite's composites here instead of compositing them.
+
+    Yields
+    ------
+    rows : list of tuple
+        One list per batch, in :data:`ROW_COLUMNS` order, one row per (member, image) that the
+        member's run lacks (rows stored when the generator started are skipped).
+    """
+    for _, rows in _group_batches(workspace, plan, group, None if jobs is None else list(jobs), batch_size, composites):
+        yield rows
+
+
+def _group_batches(
+    workspace: Workspace, plan: RunPlan, group: GroupPlan, jobs: list[SuiteImage] | None, batch_size: int, composites: CompositeCache | None
+) -> Iterator[tuple[int, list[tuple]]]:
+    """(images of the batch, its rows) per batch; see :func:`group_rows`."""
+    check_positive_int(batch_size, "batch_size")
+    jobs = list(group.todo) if jobs is None else jobs
+    device = resolve_device(plan.device)
+    _, distances = stored_suite_images(workspace, plan.suite_id)
+    class_of = target_classes(workspace, {job.target_id for job in jobs})
+    classes = used_classes(workspace, class_of.values())
+    members = []
+    for name in group.models:
+        spec = get_model_spec(workspace, name)
+        run_id = plan.run_ids[name]
+        members.append(_Member(spec, run_id, spec.label_space.class_outputs(classes), _done_rows(workspace, run_id), None))
+    jobs = [job for job in jobs if any((job.target_id, job.position) not in member.done for member in members)]
+    if not jobs:
+        return
+    with cpu_threads(device):
+        model = load_model(workspace, group.backbone, device=device)
+        for member in members:
+            if member.spec.source == "head":
+                member.head = load_head(workspace, member.spec).to(device)
+        forward = _BackOff(model, batch_size)
+        stream = iter_composites(
+            workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(device),
+            composites=composites, suite_id=plan.suite_id,
+        )
+        for batch_jobs, images in stream:
+            logits, embedding = forward(images)
+            alone = [i for i, job in enumerate(batch_jobs) if job.foreground]
+            keep = [i for i, job in enumerate(batch_jobs) if not job.foreground]
+            kept, rows = [batch_jobs[i] for i in keep], []
+            for member in members:  # each head reads the one backbone pass and has its own embedding
+                member_logits, member_embedding = _member_outputs(member, logits, embedding)
+                if alone:  # each target's foreground-only image comes before its other images
+                    indices = torch.topk(member_embedding[alone], min(plan.top_k, member_embedding.shape[1]), dim=1).indices.cpu().numpy()
+                    member.topk.update({batch_jobs[i].target_id: row for i, row in zip(alone, indices)})
+                if keep:
+                    emb_signals = _embedding_signals(member_embedding[keep], np.stack([member.topk[job.target_id] for job in kept]))
+                    rows += _rows(member, kept, torch.softmax(member_logits[keep], dim=1).cpu().numpy(), emb_signals, distances, class_of)
+            if keep:
+                yield len(kept), rows
+
+
+class _BackOff:
+    """A model's forward pass that halves its batch on CUDA out-of-memory and keeps the smaller size.
+
+    The images still arrive in batches of the caller's size; only the model sees smaller slices,
+    so the rows are the same.
+    """
+
+    def __init__(self, model: LoadedModel, batch_size: int) -> None:
+        self.model, self.batch_size = model, batch_size
+
+    def __call__(self, images: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (n, n_outputs) and embedding (n, d) of ``images`` (n, size, size, 3) uint8."""
+        while True:
+            try:
+                parts = [self.model.run_batch(self.model.preprocess(images[i : i + self.batch_size])) for i in range(0, len(images), self.batch_size)]
+            except torch.cuda.OutOfMemoryError as err:
+                self._shrink(err)
+                continue
+            if len(parts) == 1:
+                return parts[0]
+            return torch.cat([logits for logits, _ in parts]), torch.cat([embedding for _, embedding in parts])
+
+    def _shrink(self, err: BaseException) -> None:
+        if self.batch_size == 1:
+            raise DeviceMemoryError(
+                f"model {self.model.spec.name!r} ran out of {self.model.device} memory even at batch size 1; "
+                "free the device (other processes) or run it on another device (device='cpu')"
+            ) from err
+        self.batch_size //= 2
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # the failed attempt's blocks would stay reserved
+
+
+def _member_outputs(member: _Member, logits: torch.Tensor, embedding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A member's logits (n, n_outputs) and embedding (n, d), float32, from the backbone's outputs."""
+    if member.head is None:
+        return logits.float(), embedding.float()
+    with torch.inference_mode():
+        return member.head(embedding.float())
+
+
+
+def _embedding_signals(embedding: torch.Tensor, topk: np.ndarray) -> np.ndarray:
+    """Per image: mean of the chosen neurons, max and mean over all neurons -> (n, 3) float64."""
+    picked = torch.gather(embedding, 1, torch.from_numpy(topk).to(embedding.device))
+    return torch.stack([picked.mean(1), embedding.max(1).values, embedding.mean(1)], dim=1).cpu().double().numpy()
+
+
+def _rows(member: _Member, jobs: Sequence[SuiteImage], probabilities: np.ndarray, emb: np.ndarray, distances: dict, class_of: dict[str, str]) -> list[tuple]:
+    names = member.spec.label_space.names
+    predicted = probabilities.argmax(1)
+    rows = []
+    for i, job in enumerate(jobs):
+        key = (job.target_id, job.position)
+        if key in member.done:
+            continue
+        outputs = member.outputs[class_of[job.target_id]]
+        rows.append((
+            member.run_id, job.target_id, job.position, names[predicted[i]], float(probabilities[i, outputs].sum()),
+            float(probabilities[i].max()), int(predicted[i] in outputs), float(emb[i, 0]), float(emb[i, 1]), float(emb[i, 2]),
+            distances.get(key),
+        ))
+    return rows

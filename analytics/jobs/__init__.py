@@ -1,0 +1,69 @@
+"""Long work run as a background job: its own process, progress in the workspace, cancel and resume.
+
+A job is a row of the ``jobs`` table (kind, parameters as JSON, status, done / total, a message,
+the result as JSON, the worker's pid, the owner) and a detached worker process,
+``python -m analytics jobs work ID --workspace W`` in a session of its own, whose output goes to
+``<workspace>/jobs/<id>.log``. The worker calls the work of the job's kind (:data:`JOB_KINDS`) with
+``progress`` = :meth:`Progress.update`, which writes the row and raises
+:class:`analytics.exceptions.JobCancelled` once the row says ``cancelling``, so a cancel stops the
+work at its next step. A worker that does not stop within :data:`CANCEL_GRACE_S` seconds gets
+SIGTERM (its whole process group), then SIGKILL.
+
+Statuses: ``queued`` → ``running`` → ``done`` | ``failed`` | ``cancelled`` (via ``cancelling``). A
+``queued``/``running``/``cancelling`` row whose worker process is gone (killed, machine restarted)
+is marked ``failed`` with the message :data:`INTERRUPTED` whenever jobs are read. Cancelled and
+failed jobs can be resumed: a new worker runs the same kind with the same parameters, and the work
+skips what is already done — suites are content-addressed (building one again loads it), runs
+resume from their stored batches, coverage and matrices are cached, zoo heads already registered
+are kept (:mod:`analytics.suites`, :mod:`analytics.inference`, :mod:`analytics.comparison`,
+:mod:`analytics.zoo`).
+
+Team mode: starting or resuming a job needs its kind's permission (:attr:`JobKind.permission`) for
+the workspace's actor; the worker acts as the owner, so the library's own checks apply there too.
+
+Modules: :mod:`.kinds` (the registry), :mod:`.records` (the table read back), :mod:`.progress`,
+:mod:`.process` (start, cancel, resume, the worker).
+"""
+
+from .kinds import JOB_KINDS, JobKind, ProgressFn, Work, register_kind
+from .process import CANCEL_GRACE_S, POLL_S, cancel, log_path, resume, start, wait, work
+from .progress import Progress
+from .records import (
+    ACTIVE,
+    INTERRUPTED,
+    JOB_COLUMNS,
+    RESUMABLE,
+    START_GRACE_S,
+    STATUSES,
+    Job,
+    get_job,
+    latest_job,
+    list_jobs,
+)
+
+__all__ = [
+    "ACTIVE",
+    "CANCEL_GRACE_S",
+    "INTERRUPTED",
+    "JOB_COLUMNS",
+    "JOB_KINDS",
+    "POLL_S",
+    "RESUMABLE",
+    "START_GRACE_S",
+    "STATUSES",
+    "Job",
+    "JobKind",
+    "Progress",
+    "ProgressFn",
+    "Work",
+    "cancel",
+    "get_job",
+    "latest_job",
+    "list_jobs",
+    "log_path",
+    "register_kind",
+    "resume",
+    "start",
+    "wait",
+    "work",
+]

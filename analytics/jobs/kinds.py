@@ -1,0 +1,104 @@
+"""The job kinds: :data:`JOB_KINDS`, the one registry of what a background job can do.
+
+A kind is a :class:`JobKind`: its name; its work, ``work(workspace, params, progress) -> result``
+(``params`` the job's keyword arguments, ``progress(done, total, message)`` called before each step,
+the result JSON-serialisable); the permission starting it needs (:mod:`analytics.team.roles`); and
+the parameter names it accepts, read from the signature of the stage function its work calls
+(:func:`JobKind.calling`), never kept by hand. Every kind must be idempotent: run again with the
+same params, it skips what is done.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from analytics.comparison import method_comparison, record_step_cost
+from analytics.repository import run_repository
+from analytics.runs import start_runs
+from analytics.saliency.survey import object_share
+from analytics.suites import build_suite
+from analytics.workspace import Workspace
+from analytics.zoo import build_zoo, zoo_job
+
+ProgressFn = Callable[[int, int, str], None]
+"""``progress(done, total, message)``: what a kind's work calls before each step."""
+Work = Callable[[Workspace, dict, ProgressFn], dict]
+"""``work(workspace, params, progress) -> result``: a kind's work (the result JSON-serialisable)."""
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A kind of background job.
+
+    Attributes
+    ----------
+    name : str
+    work : callable (Workspace, dict, progress) -> dict
+        Runs the job; must be importable by name (the worker imports its module).
+    permission : str
+        What starting it needs (a key of :data:`analytics.team.roles.ACTIONS`).
+    params : frozenset of str
+        The parameter names it accepts (checked by :func:`analytics.jobs.start`).
+    """
+
+    name: str
+    work: Work
+    permission: str
+    params: frozenset[str]
+
+    @classmethod
+    def calling(cls, name: str, work: Work, function: Callable, *, permission: str, fixed: Iterable[str] = ()) -> JobKind:
+        """A kind whose work calls ``function``: it accepts that function's parameters, less
+        ``workspace``, ``progress`` and the ``fixed`` ones (which the work sets itself)."""
+        return cls(name, work, permission, frozenset(inspect.signature(function).parameters) - {"workspace", "progress", *fixed})
+
+
+def _methods(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+    started = time.monotonic()
+    table = method_comparison(workspace, **params, progress=lambda step, done, total: progress(done, total, step))
+    record_step_cost(workspace, params, time.monotonic() - started)
+    return {"table": table.to_dict("records")}
+
+
+def _suite(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+    progress(0, 0, "screening the pool and sampling backgrounds")
+    suite = build_suite(workspace, **params, progress=lambda done, total: progress(done, total, "semantic distances"))
+    return {"suite_id": suite.id, "items": len(suite.items)}
+
+
+def _runs(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+    progress(0, 0, "loading the models")
+    run_ids = start_runs(workspace, **params, progress=lambda done, total: progress(done, total, "images"))
+    return {"run_ids": run_ids}
+
+
+def _repository(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+    return run_repository(workspace, **params, progress=progress)
+
+
+def _saliency(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+    progress(0, 0, "loading the models")
+    return object_share(workspace, **params, progress=progress)
+
+
+#: Kind name -> :class:`JobKind`.
+JOB_KINDS: dict[str, JobKind] = {
+    kind.name: kind
+    for kind in (
+        JobKind.calling("methods", _methods, method_comparison, permission="build_suites"),
+        JobKind.calling("suite", _suite, build_suite, permission="build_suites", fixed={"save"}),  # a job's suite is saved
+        JobKind.calling("runs", _runs, start_runs, permission="run_models"),
+        JobKind.calling("repository", _repository, run_repository, permission="run_models", fixed={"ray_address", "num_gpus_per_model"}),  # runs locally
+        JobKind.calling("saliency", _saliency, object_share, permission="run_models"),
+        JobKind.calling("zoo", zoo_job, build_zoo, permission="run_models"),
+    )
+}
+
+
+def register_kind(kind: JobKind) -> None:
+    """Add a kind to :data:`JOB_KINDS` (e.g. a test's); a worker learns it by importing the module
+    of ``kind.work`` (:func:`analytics.jobs.start` tells it which)."""
+    JOB_KINDS[kind.name] = kind

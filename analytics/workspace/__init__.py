@@ -1,0 +1,39 @@
+"""The workspace: one folder with a SQLite database and a content-addressed array store, its schema
+migrations, the provenance keys results record, and the JSON rules of stored results.
+"""
+
+from .encoding import (
+    to_json,
+)
+from .provenance import (
+    ModelKeys,
+    class_mapping_key,
+    model_keys,
+    pin_legacy_keys,
+    suite_classes_key,
+)
+from .store import (
+    DB_NAME,
+    ENV_VAR,
+    PROJECT_ROOT,
+    Workspace,
+    content_id,
+    default_workspace_path,
+    now,
+)
+
+__all__ = [
+    "DB_NAME",
+    "ENV_VAR",
+    "ModelKeys",
+    "PROJECT_ROOT",
+    "Workspace",
+    "class_mapping_key",
+    "content_id",
+    "default_workspace_path",
+    "model_keys",
+    "now",
+    "pin_legacy_keys",
+    "suite_classes_key",
+    "to_json",
+]

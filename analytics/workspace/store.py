@@ -1,0 +1,298 @@
+"""The workspace: one folder with a SQLite database and a content-addressed array store.
+
+Layout::
+
+    <root>/backdrop.sqlite      metadata, runs, judgments (WAL mode, schema version in user_version)
+    <root>/arrays/ab/abcd….npy  arrays addressed by the SHA-256 of their .npy bytes
+
+Writes are transactional: arrays are written first (atomically, by rename; writing one twice is a
+no-op), then the rows that point to them in one ``BEGIN IMMEDIATE`` transaction. A failed write
+leaves at most an unreferenced array behind, never a row pointing at nothing.
+
+Connections are short-lived (one per operation): Streamlit runs scripts on worker threads and
+sqlite3 connections must not cross threads.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analytics.exceptions import NotFoundError, WorkspaceError
+
+from ._schema import MIGRATIONS, SCHEMA_VERSION
+
+DB_NAME = "backdrop.sqlite"
+ENV_VAR = "BACKDROP_WORKSPACE"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_workspace_path() -> Path:
+    """The workspace used when none is given: ``$BACKDROP_WORKSPACE``, else ``<project>/workspace``."""
+    return Path(os.environ.get(ENV_VAR) or PROJECT_ROOT / "workspace")
+
+
+def now() -> str:
+    """The current UTC time as ISO-8601 text (what every ``created``/``added`` column holds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Workspace:
+    """A Backdrop workspace folder.
+
+    Parameters
+    ----------
+    root : path-like, default=None
+        The folder; ``None`` means :func:`default_workspace_path`. Created (with the database) when
+        missing unless ``create=False``.
+    create : bool, default=True
+        Create a missing workspace; with False a missing one raises :class:`WorkspaceError`.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, *, create: bool = True) -> None:
+        self.root = Path(root) if root is not None else default_workspace_path()
+        #: The signed-in account acting through this object (team mode; see :meth:`acting_as`), or
+        #: None: nobody signs in (solo mode, the CLI) and every action is allowed.
+        self.actor: Any = None
+        self.db_path = self.root / DB_NAME
+        self.arrays_dir = self.root / "arrays"
+        if not self.db_path.exists():
+            if not create:
+                raise WorkspaceError(
+                    f"no workspace at {self.root} (missing {DB_NAME}); build one with "
+                    f"`python -m analytics demo --workspace {self.root}`"
+                )
+            if self.root.exists() and not self.root.is_dir():
+                raise WorkspaceError(f"workspace path {self.root} is a file; pass a folder")
+            self.arrays_dir.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    def acting_as(self, user: Any) -> Workspace:
+        """The same workspace with ``user`` (an :class:`analytics.team.accounts.User`) as its actor.
+
+        Library calls that change the workspace check the actor's role first
+        (:func:`analytics.team.roles.require_permission`); None restores solo behaviour.
+        """
+        other = copy.copy(self)
+        other.actor = user
+        return other
+
+    # -- database -------------------------------------------------------------------------
+    def connect(self) -> sqlite3.Connection:
+        """Open a new connection (rows as :class:`sqlite3.Row`, foreign keys on, WAL)."""
+        conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: committed when the block ends, rolled back if it raises."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Run a read query and return all rows."""
+        conn = self.connect()
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        """Run a read query and return its first row (or None)."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    @property
+    def schema_version(self) -> int:
+        conn = self.connect()
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+
+    def _migrate(self) -> None:
+        conn = self.connect()
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise WorkspaceError(
+                    f"workspace {self.root} has schema version {version}, newer than this Backdrop "
+                    f"({SCHEMA_VERSION}); update Backdrop"
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    # re-check under the write lock: another process may have migrated meanwhile
+                    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number:
+                        conn.execute("ROLLBACK")
+                        continue
+                    for statement in _split_sql(MIGRATIONS[number - 1]):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {number}")
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),)
+                    )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.DatabaseError as err:
+            raise WorkspaceError(f"cannot open workspace database {self.db_path}: {err}") from err
+        finally:
+            conn.close()
+
+    # -- settings -------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.query_one("SELECT value FROM meta WHERE key = ?", (key,))
+        return row["value"] if row else default
+
+    def set_meta(self, key: str, value: str, *, conn: sqlite3.Connection | None = None) -> None:
+        sql, params = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value)
+        if conn is not None:
+            conn.execute(sql, params)
+            return
+        with self.transaction() as own:
+            own.execute(sql, params)
+
+    # -- array store ----------------------------------------------------------------------
+    def put_array(self, array: np.ndarray) -> str:
+        """Store ``array`` and return its content hash.
+
+        Parameters
+        ----------
+        array : ndarray of any shape and any non-object dtype (numeric, bool or str)
+
+        Returns
+        -------
+        digest : str
+            SHA-256 hex digest of the array's ``.npy`` bytes.
+        """
+        array = np.asarray(array, order="C")  # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+        if array.dtype.hasobject:
+            raise WorkspaceError("object arrays cannot be stored; convert to a numeric or string dtype")
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        data = buffer.getvalue()
+        digest = hashlib.sha256(data).hexdigest()
+        path = self._array_path(digest)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        return digest
+
+    def get_array(self, digest: str, *, mmap: bool = False) -> np.ndarray:
+        """Load the array stored under ``digest``.
+
+        Returns
+        -------
+        array : ndarray
+            Shape and dtype as stored by :meth:`put_array`; read-only memory map when ``mmap``.
+        """
+        path = self._array_path(digest)
+        if not path.exists():
+            raise NotFoundError(f"array {digest[:12]}… is missing from {self.arrays_dir}")
+        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+
+    def put_json(self, value: Any) -> str:
+        """Store a JSON-serialisable value in the array store (as a 0-d unicode array)."""
+        return self.put_array(np.array(json.dumps(value, sort_keys=True)))
+
+    def get_json(self, digest: str) -> Any:
+        # .item() reads the 0-d array put_json writes and the shape-(1,) ones older versions wrote
+        return json.loads(self.get_array(digest).item())
+
+    def _array_path(self, digest: str) -> Path:
+        return self.arrays_dir / digest[:2] / f"{digest}.npy"
+
+    # -- result cache ---------------------------------------------------------------------
+    def cache_get(self, key: str) -> np.ndarray | None:
+        """The array cached under ``key``, or None.
+
+        Returns
+        -------
+        array : ndarray or None
+            Shape and dtype as given to :meth:`cache_put`.
+        """
+        row = self.query_one("SELECT hash FROM cache WHERE key = ?", (key,))
+        if row is None or not self._array_path(row["hash"]).exists():
+            return None
+        return self.get_array(row["hash"])
+
+    def cache_put(self, key: str, array: np.ndarray) -> str:
+        """Cache ``array`` under ``key`` (replacing any entry) and return its content hash.
+
+        Parameters
+        ----------
+        array : ndarray of any shape and any non-object dtype
+        """
+        digest = self.put_array(array)
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO cache(key, hash, created) VALUES (?, ?, ?)", (key, digest, now()))
+        return digest
+
+    def cached(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The array cached under ``key``; on a miss, ``compute()``, cached, then returned.
+
+        The one get / compute / put of every result cache: the array is stored (fsynced, renamed)
+        before the row that names it commits, so an interrupted computation leaves no entry.
+
+        Parameters
+        ----------
+        key : str
+        compute : callable returning an ndarray of any shape and any non-object dtype
+
+        Returns
+        -------
+        array : ndarray
+            Shape and dtype of what ``compute`` returns.
+        """
+        found = self.cache_get(key)
+        if found is not None:
+            return found
+        array = np.asarray(compute())
+        self.cache_put(key, array)
+        return array
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements (none of ours contain ';' inside literals)."""
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def content_id(*parts: Any) -> str:
+    """A short stable id for a record made from ``parts`` (12 hex chars of SHA-256 of their JSON)."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

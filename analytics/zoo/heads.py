@@ -1,0 +1,123 @@
+"""The zoo read back from the registered heads: the list, the construction labels, the layout, the
+held-out suite, and the demo step that runs the heads on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from analytics._validation import check_fraction, check_positive_int
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.models import ModelSpec, list_models
+from analytics.runs import current_runs, start_runs
+from analytics.suites import Suite, build_suite
+from analytics.workspace import Workspace
+
+from .layout import FIGURE8_FAMILY, GRID_FAMILY, ZOO_KIND, ZooLayout
+
+logger = logging.getLogger(__name__)
+
+CONSTRUCTION_LABEL = "construction_label"
+
+
+# -- reading the zoo back -----------------------------------------------------------------------------
+def list_zoo(workspace: Workspace) -> pd.DataFrame:
+    """The registered zoo heads: name, strength, augment, seed, backbone, family, temperature (sorted by name).
+
+    ``family`` is 'reliance' for the strength grid (temperature 1) and 'figure8' for the matched family.
+    """
+    rows = [
+        (
+            spec.name, float(spec.construction["strength"]), bool(spec.construction["augment"]), int(spec.construction["seed"]), spec.backbone,
+            spec.construction.get("family", GRID_FAMILY), float(spec.construction.get("temperature", 1.0)),
+        )
+        for spec in list_models(workspace)
+        if _is_zoo(spec)
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["name", "strength", "augment", "seed", "backbone", "family", "temperature"])
+
+
+def _is_zoo(spec: ModelSpec) -> bool:
+    return isinstance(spec.construction, dict) and spec.construction.get("kind") == ZOO_KIND and "strength" in spec.construction
+
+
+def construction_labels(workspace: Workspace, *, invariant_max: float = 0.25, variant_min: float = 0.75) -> pd.Series:
+    """The label each zoo head's construction implies: a ground truth for the assessor, never a judgment.
+
+    Strength grid: s <= ``invariant_max`` -> 'invariant', s >= ``variant_min`` -> 'variant', in
+    between -> 'borderline'. Figure-8 family (decided by its temperature T alone, see module
+    notes): T < 1 -> 'invariant', T = 1 -> 'borderline', T > 1 -> 'variant'.
+
+    Returns
+    -------
+    Series of str
+        Index = model name, name ``construction_label``; empty when the workspace has no zoo.
+    """
+    invariant_max = check_fraction(invariant_max, "invariant_max", low_open=False)
+    variant_min = check_fraction(variant_min, "variant_min", low_open=False)
+    if not invariant_max < variant_min:
+        raise InvalidInputError(f"invariant_max must be < variant_min; got {invariant_max} and {variant_min}")
+    zoo = list_zoo(workspace)
+    by_strength = np.where(zoo["strength"] <= invariant_max, "invariant", np.where(zoo["strength"] >= variant_min, "variant", "borderline"))
+    by_temperature = np.where(zoo["temperature"] < 1, "invariant", np.where(zoo["temperature"] > 1, "variant", "borderline"))
+    labels = np.where(zoo["family"] == FIGURE8_FAMILY, by_temperature, by_strength)
+    return pd.Series(labels, index=pd.Index(zoo["name"], name="model"), name=CONSTRUCTION_LABEL, dtype=object)
+
+
+def zoo_layout_of(workspace: Workspace) -> ZooLayout:
+    """The layout the registered zoo was trained with (from its heads' construction).
+
+    Raises
+    ------
+    NotFoundError
+        The workspace has no zoo (build it with ``python -m analytics zoo``).
+    """
+    hashes = {spec.construction["layout"] for spec in list_models(workspace) if _is_zoo(spec)}
+    if not hashes:
+        raise NotFoundError(f"workspace {workspace.root} has no model zoo; build it with `python -m analytics zoo --workspace {workspace.root}`")
+    if len(hashes) > 1:
+        logger.warning("zoo heads of %d different layouts; using the first", len(hashes))
+    return ZooLayout.from_json(workspace.get_json(sorted(hashes)[0]))
+
+
+def zoo_suite(workspace: Workspace, *, n: int = 16, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> Suite:
+    """A random suite over the zoo's held-out targets and backgrounds (never trained on).
+
+    ``n`` is capped at the number of held-out backgrounds. Built with
+    :func:`analytics.suites.build_suite` (so a second call returns the same suite).
+    """
+
+    layout = zoo_layout_of(workspace)
+    targets = list(layout.heldout_targets) or [t for c in layout.classes for t in layout.train_targets[c]]
+    pool = list(layout.heldout_backgrounds) or list(layout.train_backgrounds)
+    n = min(check_positive_int(n, "n"), len(pool))
+    return build_suite(workspace, method="random", n=n, seed=seed, target_ids=targets, pool_ids=pool, progress=progress)
+
+
+# -- demo step ---------------------------------------------------------------------------------------
+def zoo_runs_step(workspace: Workspace, *, progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Demo step: build the held-out :func:`zoo_suite` and run every zoo head on it (one backbone pass per image).
+
+    ``progress(step, done, total)`` hears ``'zoo suite'`` and ``'zoo runs'``.
+    """
+
+    def report(step: str) -> Callable[[int, int], None] | None:
+        return None if progress is None else lambda done, total: progress(step, done, total)
+
+    suite = zoo_suite(workspace, progress=report("zoo suite"))
+    start_runs(workspace, list_zoo(workspace)["name"].tolist(), suite.id, progress=report("zoo runs"))
+
+
+def zoo_runs_done(workspace: Workspace) -> bool:
+    """Whether every zoo head has a finished, current (not stale) run on one suite."""
+
+    names = list_zoo(workspace)["name"].tolist()
+    if not names:
+        return False
+    runs = current_runs(workspace)
+    done = runs[(runs["status"] == "done") & runs["model"].isin(names)]
+    return bool((done.groupby("suite_id")["model"].nunique() == len(names)).any())

@@ -1,0 +1,344 @@
+"""Target sets in the three layouts (folders and zips), background pools, workspace tables, GrabCut."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from analytics.data import (
+    Target,
+    add_backgrounds,
+    add_classes,
+    add_targets,
+    datasets,
+    grabcut_mask,
+    list_backgrounds,
+    list_classes,
+    list_targets,
+    load_backgrounds,
+    load_targets,
+    paste_cutout,
+    read_backgrounds,
+    read_targets,
+)
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.workspace import Workspace
+
+SIZE = 48
+
+
+def scene(seed: int, shape=(60, 80)) -> tuple[np.ndarray, np.ndarray]:
+    """A textured image with a bright rectangle, and the rectangle's mask."""
+    rng = np.random.default_rng(seed)
+    image = rng.integers(0, 90, (*shape, 3), dtype=np.uint8)
+    mask = np.zeros(shape, bool)
+    mask[15:45, 20 + seed % 10 : 50 + seed % 10] = True
+    image[mask] = (230, 200, 40)
+    return image, mask
+
+
+def write_image(path: Path, rgb: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+
+
+def write_mask(path: Path, mask: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".npy":
+        np.save(path, mask.astype(np.uint8))
+    else:
+        cv2.imwrite(str(path), mask.astype(np.uint8) * 255)
+
+
+def folder_layout(root: Path, classes=("cat", "dog"), per_class: int = 2) -> Path:
+    for c, name in enumerate(classes):
+        for i in range(per_class):
+            image, mask = scene(10 * c + i)
+            write_image(root / "images" / name / f"{name}{i}.png", image)
+            write_mask(root / "masks" / name / f"{name}{i}.png", mask)
+    return root
+
+
+def bgchallenge_layout(root: Path) -> Path:
+    for c, name in enumerate(("01_dog", "02_bird")):
+        for i in range(2):
+            image, mask = scene(10 * c + i)
+            write_image(root / "original" / "val" / name / f"n0{c}_{i}.JPEG", image)
+            write_mask(root / "fg_mask" / "val" / name / f"n0{c}_{i}.npy", mask)
+    return root
+
+
+def cutout(path: Path, size=(40, 30)) -> None:
+    rgba = np.zeros((*size, 4), np.uint8)
+    rgba[5:-5, 5:-5] = (40, 90, 250, 255)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(path), cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGRA))
+
+
+def test_folder_layout(tmp_path):
+    result = read_targets(folder_layout(tmp_path / "set"), layout="folder", size=SIZE)
+    assert not result.rejected
+    assert [t.id for t in result.accepted] == ["cat/cat0", "cat/cat1", "dog/dog0", "dog/dog1"]
+    for target in result.accepted:
+        assert target.image.shape == (SIZE, SIZE, 3) and target.image.dtype == np.uint8
+        assert target.mask.shape == (SIZE, SIZE) and target.mask.dtype == bool
+        assert target.class_name == target.id.split("/")[0]
+        # the object is kept: its colour fills the mask
+        assert np.abs(target.image[target.mask].astype(int) - (230, 200, 40)).mean() < 20
+
+
+def test_bgchallenge_layout(tmp_path):
+    result = read_targets(bgchallenge_layout(tmp_path / "bg"), layout="bgchallenge", size=SIZE)
+    assert not result.rejected
+    assert sorted({t.class_name for t in result.accepted}) == ["01_dog", "02_bird"]
+    assert len(result.accepted) == 4 and all(t.mask.any() for t in result.accepted)
+
+
+def test_cutouts_on_a_home_photo_are_not_squashed(tmp_path):
+    cutout(tmp_path / "cuts" / "ball" / "b1.png")
+    home = np.zeros((100, 300, 3), np.uint8)
+    home[:, 100:200] = 200  # only the centre third is light: a squashed home would show dark corners
+    result = read_targets(tmp_path / "cuts", layout="cutouts", size=SIZE, home=home)
+    (target,) = result.accepted
+    assert target.id == "ball/b1"
+    near = cv2.dilate(target.mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    assert (target.image[~near] == 200).all()
+    # no dark halo: edge pixels mix the object's colour and the home's, never darker than both
+    low, high = np.minimum((40, 90, 250), 200), np.maximum((40, 90, 250), 200)
+    edge = target.image[near].astype(int)
+    assert ((edge >= low - 2) & (edge <= high + 2)).all()
+    assert np.abs(target.image[cv2.erode(target.mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)].astype(int) - (40, 90, 250)).max() <= 2
+    grey = read_targets(tmp_path / "cuts", layout="cutouts", size=SIZE).accepted[0]
+    assert (grey.image[~cv2.dilate(grey.mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)] == 127).all()
+
+
+def test_a_zip_reads_like_its_folder(tmp_path):
+    folder = folder_layout(tmp_path / "set")
+    archive = shutil.make_archive(str(tmp_path / "set"), "zip", root_dir=tmp_path, base_dir="set")
+    from_zip = read_targets(archive, layout="folder", size=SIZE)
+    from_folder = read_targets(folder, layout="folder", size=SIZE)
+    assert [t.id for t in from_zip.accepted] == [t.id for t in from_folder.accepted]
+    for a, b in zip(from_zip.accepted, from_folder.accepted):
+        np.testing.assert_array_equal(a.image, b.image)
+
+
+@pytest.fixture
+def temp_root(tmp_path, monkeypatch) -> Path:
+    """The folder :mod:`tempfile` uses during the test (so leftovers can be seen)."""
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def test_a_zip_is_extracted_to_a_folder_that_is_removed_afterwards(tmp_path, temp_root):
+    folder_layout(tmp_path / "set")
+    (tmp_path / "set" / "images" / "cat" / "broken.png").write_bytes(b"not a png")
+    (tmp_path / "set" / "masks" / "cat" / "broken.png").write_bytes(b"not a png")
+    archive = Path(shutil.make_archive(str(tmp_path / "set"), "zip", root_dir=tmp_path, base_dir="set"))
+    result = read_targets(archive, layout="folder", size=SIZE)
+    assert len(result.accepted) == 4 and list(temp_root.iterdir()) == []
+    # origins and reasons name the zip, not the vanished temporary folder
+    assert str(archive / "set" / "images" / "cat" / "cat0.png") in {t.origin for t in result.accepted}
+    (rejected,) = result.rejected
+    assert rejected.file == str(archive / "set" / "images" / "cat" / "broken.png") and str(temp_root) not in rejected.reason
+    with pytest.raises(InvalidInputError, match=f"{archive}.*expected a folder original/val"):
+        read_targets(archive, layout="bgchallenge", size=SIZE)
+    backgrounds = Path(shutil.make_archive(str(tmp_path / "pool"), "zip", root_dir=tmp_path / "set" / "images", base_dir="cat"))
+    assert read_backgrounds(backgrounds, size=SIZE).accepted and list(temp_root.iterdir()) == []
+
+
+@pytest.mark.parametrize("limit, value, message", [("MAX_ARCHIVE_BYTES", 1000, r"unpacks to \d+ MiB, over the limit of 0 MiB"),
+                                                    ("MAX_ARCHIVE_MEMBERS", 3, "holds 5 entries, over the limit of 3")])
+def test_a_zip_over_the_limits_is_refused_before_extraction(tmp_path, temp_root, monkeypatch, limit, value, message):
+    monkeypatch.setattr(datasets, limit, value)
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for i in range(5):
+            bomb.writestr(f"pool/zeros{i}.png", bytes(1 << 20))  # 1 MiB each, a few KiB compressed
+    with pytest.raises(InvalidInputError, match=f"{archive}: the zip {message}.*analytics.data.datasets.{limit}"):
+        read_backgrounds(archive, size=SIZE)
+    assert list(temp_root.iterdir()) == []
+
+
+def test_the_default_zip_limits_are_documented_constants():
+    assert datasets.MAX_ARCHIVE_BYTES == 2 << 30 and datasets.MAX_ARCHIVE_MEMBERS == 100_000
+
+
+def test_unknown_layout_and_missing_folders(tmp_path):
+    with pytest.raises(InvalidInputError, match="layout must be one of"):
+        read_targets(folder_layout(tmp_path / "set"), layout="coco")
+    with pytest.raises(InvalidInputError, match=r"expected a folder original/val/<class>/"):
+        read_targets(tmp_path / "set", layout="bgchallenge")
+    with pytest.raises(InvalidInputError, match="not a folder or a .zip file"):
+        read_targets(tmp_path / "nowhere", layout="folder")
+
+
+def bad_inputs(root: Path) -> dict[str, str]:
+    """One good target and one file per bad input; returns file name -> expected reason."""
+    folder_layout(root, classes=("cat",), per_class=1)
+    image, mask = scene(5)
+    cases = {
+        "corrupt.png": "not a readable image",
+        "small_mask.png": "mask is 40x30 but its image is 80x60",
+        "empty_mask.png": "mask is empty",
+        "full_mask.png": "leaving no background",
+        "no_mask.png": "no mask found",
+        "cat0.png": "duplicate id 'cat/cat0'",  # cat0.jpg comes first and is kept
+    }
+    (root / "images" / "cat").joinpath("corrupt.png").write_bytes(b"\x89PNG broken")
+    write_mask(root / "masks" / "cat" / "corrupt.png", mask)
+    write_image(root / "images" / "cat" / "small_mask.png", image)
+    write_mask(root / "masks" / "cat" / "small_mask.png", np.ones((30, 40), bool))
+    write_image(root / "images" / "cat" / "empty_mask.png", image)
+    write_mask(root / "masks" / "cat" / "empty_mask.png", np.zeros_like(mask))
+    write_image(root / "images" / "cat" / "full_mask.png", image)
+    write_mask(root / "masks" / "cat" / "full_mask.png", np.ones_like(mask))
+    write_image(root / "images" / "cat" / "no_mask.png", image)
+    write_image(root / "images" / "cat" / "cat0.jpg", image)
+    write_mask(root / "masks" / "cat" / "cat0.jpg".replace(".jpg", ".png"), mask)
+    write_image(root / "images" / "owl" / "o1.png", image)
+    write_mask(root / "masks" / "owl" / "o1.png", mask)
+    cases["o1.png"] = "unknown class 'owl'; known: cat"
+    return cases
+
+
+def test_each_bad_input_is_rejected_with_one_line_naming_the_file(tmp_path):
+    cases = bad_inputs(tmp_path / "set")
+    result = read_targets(tmp_path / "set", layout="folder", size=SIZE, classes=["cat"])
+    assert [t.id for t in result.accepted] == ["cat/cat0"]
+    reasons = {Path(r.file).name: r.reason for r in result.rejected}
+    assert set(reasons) == set(cases)
+    for name, expected in cases.items():
+        assert expected in reasons[name], (name, reasons[name])
+        assert "\n" not in reasons[name]
+    # where the fault is in the mask, the reason names the mask file
+    assert "masks/cat/empty_mask.png" in reasons["empty_mask.png"]
+    assert "masks/cat/small_mask.png" in reasons["small_mask.png"]
+
+
+def test_fully_transparent_cutouts_are_rejected(tmp_path):
+    path = tmp_path / "cuts" / "ghost" / "g.png"
+    path.parent.mkdir(parents=True)
+    cv2.imwrite(str(path), np.zeros((20, 20, 4), np.uint8))
+    result = read_targets(tmp_path / "cuts", layout="cutouts", size=SIZE)
+    assert not result.accepted and "fully transparent" in result.rejected[0].reason
+
+
+def test_paste_cutout_scale_and_mask():
+    rgba = np.zeros((10, 20, 4), np.uint8)
+    rgba[..., 3] = 255
+    image, mask = paste_cutout(rgba, None, size=100, scale=0.5)
+    rows, cols = np.nonzero(mask)
+    assert cols.max() - cols.min() + 1 == 50 and rows.max() - rows.min() + 1 == 25
+
+
+def photos(folder: Path, shapes=((400, 600), (300, 300))) -> Path:
+    rng = np.random.default_rng(1)
+    for i, shape in enumerate(shapes):
+        write_image(folder / f"p{i}.jpg", rng.integers(0, 255, (*shape, 3), dtype=np.uint8))
+    return folder
+
+
+def test_background_pool_with_crops(tmp_path):
+    folder = photos(tmp_path / "pool")
+    single = read_backgrounds(folder, size=SIZE)
+    assert [b.id for b in single.accepted] == ["p0", "p1"]
+    many = read_backgrounds(folder, size=SIZE, crops_per_photo=lambda photo: 4 if photo.shape[1] > 500 else 1)
+    ids = [b.id for b in many.accepted]
+    assert len(ids) == len(set(ids)) and sum(i.startswith("p0@") for i in ids) >= 3 and "p1" in ids
+    assert all(b.image.shape == (SIZE, SIZE, 3) for b in many.accepted)
+    again = read_backgrounds(folder, size=SIZE, crops_per_photo=lambda photo: 4 if photo.shape[1] > 500 else 1)
+    assert ids == [b.id for b in again.accepted]  # deterministic
+
+
+def test_background_pool_rejections(tmp_path):
+    folder = photos(tmp_path / "pool", shapes=((400, 600), (10, 10)))
+    write_image(folder / "p0.png", np.zeros((100, 100, 3), np.uint8))  # same id as p0.jpg
+    (folder / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")
+    result = read_backgrounds(folder, size=SIZE)
+    reasons = {Path(r.file).name: r.reason for r in result.rejected}
+    assert [b.id for b in result.accepted] == ["p0"]
+    assert "not a readable image" in reasons["broken.jpg"]
+    assert "smaller than half the image size" in reasons["p1.jpg"]
+    assert "duplicate id 'p0'" in reasons["p0.png"]
+
+
+def test_zero_backgrounds_is_an_error_naming_the_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no photos here")
+    with pytest.raises(InvalidInputError, match=r"empty: no background photos found") as info:
+        read_backgrounds(tmp_path / "empty")
+    assert "\n" not in str(info.value)
+
+
+def small_workspace(tmp_path) -> Workspace:
+    workspace = Workspace(tmp_path / "ws")
+    workspace.set_meta("image_size", str(SIZE))
+    return workspace
+
+
+def test_targets_round_trip_and_are_idempotent(tmp_path):
+    workspace = small_workspace(tmp_path)
+    targets = read_targets(folder_layout(tmp_path / "set"), layout="folder", size=SIZE).accepted
+    assert add_targets(workspace, targets, classes={"cat": [281], "dog": []}) == 4
+    assert add_targets(workspace, targets) == 0
+    assert list_classes(workspace) == {"cat": [281], "dog": []}
+    table = list_targets(workspace)
+    assert list(table["id"]) == [t.id for t in targets]
+    assert list(list_targets(workspace, class_name="dog")["id"]) == ["dog/dog0", "dog/dog1"]
+    images, masks = load_targets(workspace, ["dog/dog1", "cat/cat0"])
+    np.testing.assert_array_equal(images[0], targets[3].image)
+    np.testing.assert_array_equal(masks[1], targets[0].mask)
+    with pytest.raises(NotFoundError, match="1 targets not in workspace .*: nope"):
+        load_targets(workspace, ["nope"])
+
+
+def test_a_refused_target_batch_writes_nothing(tmp_path):
+    workspace = small_workspace(tmp_path)
+    good, mask = scene(1, (SIZE, SIZE))
+    targets = [Target("a/1", "a", good, mask, origin="a1"), Target("b/1", "b", good, mask, origin="b1.png")]
+    with pytest.raises(InvalidInputError, match="b1.png: unknown class 'b'"):
+        add_targets(workspace, targets, classes={"a": []})
+    with pytest.raises(InvalidInputError, match="the workspace stores 48x48x3"):
+        add_targets(workspace, [Target("a/2", "a", good[:10], mask[:10], origin="a2")], classes={"a": []})
+    assert list_targets(workspace).empty and not list_classes(workspace)
+    assert not list(workspace.arrays_dir.rglob("*.npy"))
+
+
+def test_backgrounds_round_trip(tmp_path):
+    workspace = small_workspace(tmp_path)
+    pool = read_backgrounds(photos(tmp_path / "pool"), size=SIZE, crops_per_photo=3).accepted
+    assert add_backgrounds(workspace, pool) == len(pool)
+    assert add_backgrounds(workspace, pool) == 0
+    table = list_backgrounds(workspace)
+    assert list(table["id"]) == sorted(b.id for b in pool)
+    np.testing.assert_array_equal(load_backgrounds(workspace, [pool[1].id])[0], pool[1].image)
+    assert all(crop.startswith("[") for crop in table["crop"])
+
+
+def test_add_classes_inside_a_transaction(tmp_path):
+    workspace = small_workspace(tmp_path)
+    with pytest.raises(RuntimeError):
+        with workspace.transaction() as conn:
+            add_classes(workspace, {"x": [1]}, conn=conn)
+            raise RuntimeError
+    assert not list_classes(workspace)
+
+
+def test_grabcut_finds_an_object_on_a_plain_background():
+    rng = np.random.default_rng(0)
+    image = rng.integers(20, 60, (80, 80, 3), dtype=np.uint8)
+    yy, xx = np.mgrid[:80, :80]
+    disc = (yy - 40) ** 2 + (xx - 42) ** 2 < 20**2
+    image[disc] = rng.integers(200, 255, (disc.sum(), 3), dtype=np.uint8)
+    mask = grabcut_mask(image, (15, 15, 55, 55))
+    iou = (mask & disc).sum() / (mask | disc).sum()
+    assert mask.dtype == bool and mask.shape == (80, 80) and iou > 0.8
+    assert (grabcut_mask(image) & disc).sum() / disc.sum() > 0.8  # border initialisation

@@ -1,0 +1,163 @@
+"""Background jobs (``analytics.jobs``): a real worker process per job, progress, cancel, resume,
+interrupted workers, permissions and the ``jobs`` CLI.
+
+The kinds used here are registered when this module is imported; the worker imports it too
+(``--kind-module``), so the subprocess knows them. Each step of ``sleepy`` appends its number to a
+file: the side effects counted after a cancel.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from analytics import jobs
+from analytics.cli import main as cli_main
+from analytics.comparison import method_comparison
+from analytics.exceptions import InvalidInputError, PermissionDeniedError
+from analytics.jobs.records import _worker_alive
+from analytics.repository import run_repository
+from analytics.team import add_user
+from analytics.workspace import Workspace
+from analytics.zoo import build_zoo
+
+WAIT_S = 120  # a worker imports numpy/pandas first: slow on a busy 2-core machine
+
+
+def sleepy(workspace: Workspace, params: dict, progress: jobs.ProgressFn) -> dict:
+    """``steps`` steps of ``delay`` seconds; step i appends ``i`` to ``marks``; done steps are skipped."""
+    marks = Path(params["marks"])
+    done = len(marks.read_text().split()) if marks.exists() else 0  # idempotent: resume skips what is done
+    for step in range(done, params["steps"]):
+        progress(step, params["steps"], f"step {step}")
+        time.sleep(params["delay"])
+        with marks.open("a") as handle:
+            handle.write(f"{step}\n")
+    progress(params["steps"], params["steps"], "finished")
+    return {"steps": params["steps"]}
+
+
+def stubborn(workspace: Workspace, params: dict, progress: jobs.ProgressFn) -> dict:
+    """Never reports progress, so only a signal stops it."""
+    time.sleep(params["seconds"])
+    return {}
+
+
+jobs.register_kind(jobs.JobKind("sleepy", sleepy, "build_suites", frozenset({"steps", "delay", "marks"})))
+jobs.register_kind(jobs.JobKind("stubborn", stubborn, "run_models", frozenset({"seconds"})))
+
+
+def wait_for(condition, timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def marks(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_cancel_stops_the_work_and_resume_finishes_it(tiny_workspace, tmp_path):
+    path = tmp_path / "marks.txt"
+    job = jobs.start(tiny_workspace, "sleepy", {"steps": 40, "delay": 0.1, "marks": str(path)})
+    assert job.status in ("queued", "running") and job.pid
+    wait_for(lambda: jobs.get_job(tiny_workspace, job.id).done >= 3)
+    running = jobs.get_job(tiny_workspace, job.id)
+    assert running.status == "running" and running.total == 40 and running.message.startswith("step")
+    assert jobs.list_jobs(tiny_workspace, active_only=True)["id"].tolist() == [job.id]
+
+    cancelled = jobs.cancel(tiny_workspace, job.id)
+    assert cancelled.status == "cancelled" and cancelled.resumable
+    assert not _worker_alive(running.pid, job.id)  # the process is gone
+    after_cancel = marks(path)
+    time.sleep(1.0)  # ten steps' worth: none may happen
+    assert marks(path) == after_cancel and 3 <= len(after_cancel) < 40
+    assert jobs.list_jobs(tiny_workspace, active_only=True).empty
+
+    jobs.resume(tiny_workspace, job.id)
+    finished = jobs.wait(tiny_workspace, job.id, timeout=WAIT_S)
+    assert finished.status == "done" and finished.result == {"steps": 40} and finished.done == 40
+    assert marks(path) == list(range(40))  # each step once: resume skipped the done ones
+    assert jobs.log_path(tiny_workspace, job.id).exists()
+
+
+def test_a_killed_worker_is_detected_as_interrupted_and_can_be_resumed(tiny_workspace, tmp_path):
+    path = tmp_path / "marks.txt"
+    job = jobs.start(tiny_workspace, "sleepy", {"steps": 6, "delay": 0.2, "marks": str(path)})
+    wait_for(lambda: jobs.get_job(tiny_workspace, job.id).done >= 1)
+    pid = jobs.get_job(tiny_workspace, job.id).pid
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not _worker_alive(pid, job.id))
+    failed = jobs.get_job(tiny_workspace, job.id)
+    assert failed.status == "failed" and failed.message == jobs.INTERRUPTED and failed.resumable
+    jobs.resume(tiny_workspace, job.id)
+    assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
+    assert marks(path) == list(range(6))
+
+
+def test_a_worker_that_ignores_the_cancel_is_stopped_by_signal(tiny_workspace):
+    job = jobs.start(tiny_workspace, "stubborn", {"seconds": 600})
+    wait_for(lambda: jobs.get_job(tiny_workspace, job.id).status == "running")
+    pid = jobs.get_job(tiny_workspace, job.id).pid
+    assert jobs.cancel(tiny_workspace, job.id, grace=0.5).status == "cancelled"
+    assert not _worker_alive(pid, job.id)
+
+
+def test_a_viewer_may_not_start_or_resume_jobs(tiny_workspace, fast_hashing, tmp_path):
+    viewer = add_user(tiny_workspace, "vic", "viewer", "correct horse")
+    analyst = add_user(tiny_workspace, "ana", "analyst", "correct horse")
+    with pytest.raises(PermissionDeniedError, match="vic \\(viewer\\) may not build"):
+        jobs.start(tiny_workspace.acting_as(viewer), "sleepy", {"steps": 1, "delay": 0, "marks": str(tmp_path / "m")})
+    assert jobs.list_jobs(tiny_workspace).empty  # refused before anything was recorded
+    job = jobs.start(tiny_workspace.acting_as(analyst), "sleepy", {"steps": 1, "delay": 0, "marks": str(tmp_path / "m")})
+    assert job.owner == "ana"
+    assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"  # the worker acted as ana
+    with tiny_workspace.transaction() as conn:
+        conn.execute("UPDATE jobs SET status = 'failed' WHERE id = ?", (job.id,))
+    with pytest.raises(PermissionDeniedError):
+        jobs.resume(tiny_workspace.acting_as(viewer), job.id)
+
+
+def test_bad_requests_are_refused(tiny_workspace):
+    with pytest.raises(InvalidInputError, match="kind 'sideways' is unknown"):
+        jobs.start(tiny_workspace, "sideways", {})
+    with pytest.raises(InvalidInputError, match="unknown parameter"):
+        jobs.start(tiny_workspace, "methods", {"model": "tiny", "colour": "red"})
+    with pytest.raises(InvalidInputError, match="plain JSON"):
+        jobs.start(tiny_workspace, "methods", {"model": object()})
+    assert jobs.list_jobs(tiny_workspace).empty
+
+
+def test_cli_lists_cancels_and_resumes(tiny_workspace, tmp_path, capsys):
+    path = tmp_path / "marks.txt"
+    job = jobs.start(tiny_workspace, "sleepy", {"steps": 30, "delay": 0.1, "marks": str(path)})
+    wait_for(lambda: jobs.get_job(tiny_workspace, job.id).done >= 1)
+    where = ["--workspace", str(tiny_workspace.root), "--json"]
+    assert cli_main(["jobs", "list", "--active", *where]) == 0
+    listed = json.loads(capsys.readouterr().out)["jobs"]
+    assert [(j["id"], j["kind"]) for j in listed] == [(job.id, "sleepy")]
+    assert cli_main(["jobs", "cancel", job.id, *where]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "cancelled"
+    assert cli_main(["jobs", "resume", job.id, *where]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] in ("queued", "running")
+    assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
+    assert cli_main(["jobs", "resume", job.id, *where]) == 2  # a finished job: one line, exit 2
+    assert "only a cancelled or failed job" in capsys.readouterr().err
+
+
+def test_the_registry_reads_each_kinds_parameters_from_the_function_it_calls():
+    assert {"methods", "suite", "runs", "repository", "saliency", "zoo"} <= set(jobs.JOB_KINDS)
+    assert all(name == kind.name for name, kind in jobs.JOB_KINDS.items())
+    assert jobs.JOB_KINDS["zoo"].params == frozenset(inspect.signature(build_zoo).parameters) - {"workspace", "progress"}
+    assert jobs.JOB_KINDS["methods"].params == frozenset(inspect.signature(method_comparison).parameters) - {"workspace", "progress"}
+    assert "save" not in jobs.JOB_KINDS["suite"].params and "method" in jobs.JOB_KINDS["suite"].params  # a job's suite is saved
+    assert jobs.JOB_KINDS["repository"].params == frozenset({"name", "suite_id", "device", "batch_size", "top_k"})
+    assert "ray_address" in inspect.signature(run_repository).parameters  # left out: a repository job runs locally
+    assert {kind.permission for kind in jobs.JOB_KINDS.values()} <= {"build_suites", "run_models"}

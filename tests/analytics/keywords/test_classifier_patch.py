@@ -1,0 +1,101 @@
+"""The classifier-patch keyword vocabulary: scene classes only, never a workspace's target classes.
+
+Uses ``red-is-zebra`` (``tests/fixtures/screening.py``), a fake classifier with the ImageNet-1k
+label space, on the workspace of classes ``zebra`` and ``apple``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analytics import demo
+from analytics.data import imagenet_label_space, list_classes, load_backgrounds
+from analytics.exceptions import InvalidInputError
+from analytics.keywords import ClassifierPatchBackend, compute_keywords, load_keyword_table, view_probabilities
+from analytics.keywords.classifier_patch import SCENE_CLASSES, SCENE_GROUPS
+from analytics.models import load_model
+from analytics.suites import ensure_keyword_tables
+from tests.fixtures.screening import FAKE_CLASSIFIER, ZEBRA
+
+
+@pytest.fixture
+def imagenet_model(screening_workspace):
+    return load_model(screening_workspace, FAKE_CLASSIFIER, device="cpu")
+
+
+def test_scene_groups_are_imagenet_names_listed_once():
+    names = imagenet_label_space().names
+    assert sum(len(group) for group in SCENE_GROUPS.values()) == len(SCENE_CLASSES)
+    assert all(names[index] == name for index, name in SCENE_CLASSES.items())
+
+
+def test_default_vocabulary_is_the_scene_list_without_any_demo_class(imagenet_model):
+    backend = ClassifierPatchBackend(imagenet_model)
+    names = imagenet_label_space().names
+    assert backend.vocabulary == [names[i] for i in sorted(SCENE_CLASSES)] and backend.scene_like.all()
+    demo_indices = {i for indices in demo.load_catalogue().classes.values() for i in indices}
+    assert not demo_indices & set(backend.outputs.tolist())  # no foreground class of the demo is a keyword
+    params = backend.get_params()
+    assert params["vocabulary"] == "scene" and params["vocabulary_size"] == len(SCENE_CLASSES)
+
+
+def test_target_classes_are_never_keywords(imagenet_model):
+    fence = {"fence": [489, 716], "zebra": [ZEBRA], "unmapped": []}
+    scene = ClassifierPatchBackend(imagenet_model, exclude_classes=fence)
+    assert not {"chainlink fence", "picket fence"} & set(scene.vocabulary) and len(scene.vocabulary) == len(SCENE_CLASSES) - 2
+    assert scene.get_params()["excluded_classes"] == {"fence": [489, 716], "zebra": [ZEBRA]}
+    everything = ClassifierPatchBackend(imagenet_model, vocabulary="all", exclude_classes=fence)
+    assert "zebra" not in everything.vocabulary and len(everything.vocabulary) == 1000 - 3
+
+
+def test_scores_are_the_full_softmax_of_the_keyword_outputs(screening_workspace, imagenet_model):
+    backend = ClassifierPatchBackend(imagenet_model, grid=2)
+    images = load_backgrounds(screening_workspace, ["red", "bg00"])
+    scores = backend.scores(images)
+    assert scores.shape == (2, len(backend.vocabulary)) and scores.dtype == np.float32
+    expected = view_probabilities(imagenet_model, images, grid=2)[..., backend.outputs].max(axis=1)
+    np.testing.assert_allclose(scores, expected, atol=1e-7)
+
+
+def test_compute_keywords_refuses_a_vocabulary_holding_a_target_class(screening_workspace, imagenet_model):
+    leaky = ClassifierPatchBackend(imagenet_model, vocabulary="all")
+    with pytest.raises(InvalidInputError, match="target classes apple, zebra"):
+        compute_keywords(screening_workspace, backend=leaky, item_kind="background")
+
+
+def test_default_tables_record_their_vocabulary(screening_workspace):
+    names, computed = ensure_keyword_tables(screening_workspace, model=FAKE_CLASSIFIER, grid=1)
+    assert computed == ["target", "background"]
+    for name in names.values():
+        table = load_keyword_table(screening_workspace, name)
+        assert table.params["vocabulary"] == "scene" and table.params["vocabulary_size"] == len(table.vocabulary)
+        assert set(table.params["excluded_classes"]) == set(list_classes(screening_workspace))
+        assert not {"zebra", "Granny Smith"} & set(table.vocabulary)
+
+
+def test_a_custom_label_space_keeps_all_its_outputs(tiny_model_workspace):
+    backend = ClassifierPatchBackend(load_model(tiny_model_workspace, "tiny"))
+    assert backend.vocabulary == ["disc", "square"] and backend.get_params()["vocabulary"] == "all"
+    with pytest.raises(InvalidInputError, match="leaves no keyword"):
+        ClassifierPatchBackend(load_model(tiny_model_workspace, "tiny"), vocabulary="scene")
+
+
+def test_tables_of_replaced_weights_are_neither_reused_nor_picked(tiny_model_workspace, tiny_model_files):
+    from analytics.data import custom_label_space
+    from analytics.keywords import list_keyword_tables
+    from analytics.models import register_torchscript
+    from analytics.workspace import model_keys
+
+    old, _ = ensure_keyword_tables(tiny_model_workspace, model="tiny", grid=1)
+    assert load_keyword_table(tiny_model_workspace, old["target"]).params["model_key"] == model_keys(tiny_model_workspace).keys["tiny"]
+    labels = custom_label_space(tiny_model_files["labels"])  # `add-model --replace` with other weights
+    register_torchscript(tiny_model_workspace, "tiny", checkpoint=tiny_model_files["fg-only"], label_space=labels, input_size=64, replace=True)
+    assert list_keyword_tables(tiny_model_workspace).set_index("name").loc[list(old.values()), "stale"].all()
+    new, computed = ensure_keyword_tables(tiny_model_workspace, model="tiny", grid=1)
+    assert computed == ["target", "background"] and set(new.values()).isdisjoint(old.values())
+    backend = ClassifierPatchBackend(load_model(tiny_model_workspace, "tiny"), grid=1)
+    assert compute_keywords(tiny_model_workspace, backend=backend, item_kind="target").params["model_key"] == model_keys(
+        tiny_model_workspace
+    ).keys["tiny"]
+    assert not list_keyword_tables(tiny_model_workspace).set_index("name").loc[list(new.values()), "stale"].any()

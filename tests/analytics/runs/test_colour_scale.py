@@ -1,0 +1,113 @@
+"""Tests of analytics.runs.colour_scale: one fixed colour range per signal, the same for every model of a
+suite, frozen once judging starts."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from analytics.cli import main
+from analytics.exceptions import InvalidInputError
+from analytics.judging import add_judgment
+from analytics.runs import (
+    REFERENCE_PERCENTILE,
+    SIGNALS,
+    matrices_from_clouds,
+    reference_tops,
+    render_matrix,
+    run_matrices,
+    start_runs,
+    suite_colour_scale,
+)
+from analytics.variance import MatrixSettings, point_cloud
+from tests.fixtures.models import TINY_SUITE
+
+FINE = MatrixSettings.of("fine")
+
+
+def synthetic_matrices(distances: np.ndarray, *, variant: bool, seed: int) -> dict:
+    """The four matrices of a synthetic model on a suite with ``distances`` (n_targets, n + 1).
+
+    Invariant: every signal stays put up to small noise. Variant: the true-class probability drops from
+    0.9 to 0.2 and the embedding signals jump by 2 where the background is far (d > 0.5).
+    """
+    rng = np.random.default_rng(seed)
+    far = distances > 0.5
+    base = np.where(far, 0.2, 0.9) if variant else np.full(distances.shape, 0.9)
+    signals = {"true_prob": base + rng.normal(0, 0.005, distances.shape)}
+    for signal, level in (("emb_topk_mean", 3.0), ("emb_max", 5.0), ("emb_mean", 1.0)):
+        jump = 2.0 * far if variant else 0.0
+        signals[signal] = level + jump + rng.normal(0, 0.01, distances.shape)
+    clouds = {signal: point_cloud(distances, signals[signal]) for signal in SIGNALS}
+    return matrices_from_clouds(clouds, settings=MatrixSettings())  # the smooth preset
+
+
+def test_reference_tops_fix_probability_and_take_the_percentile_of_embedding_cells():
+    distances = np.random.default_rng(0).uniform(0.0, 1.0, (30, 9))
+    distances[:, 0] = 0.0
+    runs = [synthetic_matrices(distances, variant=v, seed=s) for s, v in enumerate((False, True))]
+    tops = reference_tops(runs)
+    assert list(tops) == list(SIGNALS) and tops["true_prob"] == 1.0
+    for signal in [s for s in SIGNALS if s != "true_prob"]:
+        cells = np.concatenate([run[signal].matrix.ravel() for run in runs])
+        assert tops[signal] == pytest.approx(np.percentile(cells, REFERENCE_PERCENTILE))
+        assert reference_tops(runs, percentile=100)[signal] == pytest.approx(cells.max())
+
+
+def test_reference_tops_rejects_no_runs_and_bad_percentiles():
+    with pytest.raises(InvalidInputError, match="at least one run"):
+        reference_tops([])
+    distances = np.array([[0.0, 0.3, 0.6]])
+    with pytest.raises(InvalidInputError, match="percentile"):
+        reference_tops([synthetic_matrices(distances, variant=False, seed=0)], percentile=0)
+
+
+def test_scale_is_frozen_when_judging_starts_and_ignores_later_runs(tiny_model_workspace):
+    workspace = tiny_model_workspace
+    first = start_runs(workspace, ["fg-only", "tiny"], TINY_SUITE, device="cpu")
+    live = suite_colour_scale(workspace, TINY_SUITE)
+    assert live.frozen is None and live.runs == tuple(sorted(first))
+    frozen = suite_colour_scale(workspace, TINY_SUITE, freeze=True)
+    assert frozen.frozen is not None and frozen.tops == live.tops
+
+    (later,) = start_runs(workspace, ["bg-only"], TINY_SUITE, device="cpu")  # a run added after judging started
+    again = suite_colour_scale(workspace, TINY_SUITE, freeze=True)
+    assert again.tops == frozen.tops and again.runs == frozen.runs and again.frozen == frozen.frozen
+    # the new run would have moved a live scale: the fine preset was never frozen
+    fine = suite_colour_scale(workspace, TINY_SUITE, settings=FINE)
+    assert fine.frozen is None and later in fine.runs
+    without_later = reference_tops([run_matrices(workspace, r, settings=FINE) for r in first])
+    assert any(fine.tops[s] != pytest.approx(without_later[s]) for s in SIGNALS if s != "true_prob")
+
+
+def test_a_judgment_freezes_the_scale(tiny_model_workspace):
+    (run_id,) = start_runs(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu")
+    assert suite_colour_scale(tiny_model_workspace, TINY_SUITE, settings=MatrixSettings.of("medium")).frozen is None
+    add_judgment(tiny_model_workspace, annotator="ana", model="tiny", label="variant", run_id=run_id, suite_id=TINY_SUITE)
+    assert suite_colour_scale(tiny_model_workspace, TINY_SUITE, settings=MatrixSettings.of("medium")).frozen is not None
+
+
+def test_suite_without_finished_runs_explains(tiny_model_workspace):
+    with pytest.raises(InvalidInputError, match="no current finished run"):
+        suite_colour_scale(tiny_model_workspace, TINY_SUITE)
+
+
+def test_cli_matrices_reports_and_draws_the_suite_scale(run_workspace, run_ids, tmp_path, capsys):
+    ws, run_id = str(run_workspace.root), run_ids["bg-only"]
+    assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(tmp_path / "a"), "--json"]) == 0
+    reported = json.loads(capsys.readouterr().out)["colour_scale"]
+    scale = suite_colour_scale(run_workspace, TINY_SUITE)
+    assert reported["autoscale"] is False and reported["suite"] == TINY_SUITE
+    assert {s: v["zmax"] for s, v in reported["signals"].items()} == pytest.approx(scale.tops)
+    assert all(v["zmin"] == 0.0 and v["rule"] for v in reported["signals"].values())
+    matrix = run_matrices(run_workspace, run_id)["true_prob"].matrix
+    png = cv2.imread(str(tmp_path / "a" / "true_prob.png"))[..., ::-1]
+    assert (png == render_matrix(matrix, zmin=0.0, zmax=1.0)).all()  # drawn on the reported scale
+    assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(tmp_path / "b"), "--autoscale", "--json"]) == 0
+    own = json.loads(capsys.readouterr().out)["colour_scale"]
+    assert own["autoscale"] is True and own["signals"]["true_prob"]["zmax"] == pytest.approx(matrix.max())
+    assert main(["matrices", "--workspace", ws, "--run", "nope", "--out", str(tmp_path / "c")]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err

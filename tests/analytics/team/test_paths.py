@@ -1,0 +1,95 @@
+"""Server paths typed in the browser: only inside the configured data roots, only for admins."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from analytics.exceptions import InvalidInputError, PermissionDeniedError
+from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, User, data_roots, resolve_server_path
+from analytics.workspace import Workspace
+
+
+@pytest.fixture
+def layout(tmp_path, monkeypatch):
+    """A data root holding ``images/a.png``, a secret outside it, and the root configured."""
+    root, outside = tmp_path / "data", tmp_path / "private"
+    (root / "images").mkdir(parents=True)
+    outside.mkdir()
+    (root / "images" / "a.png").write_bytes(b"png")
+    (outside / "secret.txt").write_text("secret")
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(root))
+    monkeypatch.delenv(TEAM_ENV_VAR, raising=False)
+    return root, outside
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Workspace:
+    return Workspace(tmp_path / "ws")
+
+
+def as_role(workspace: Workspace, role: str) -> Workspace:
+    return workspace.acting_as(User(f"u-{role}", role, False, "", ""))
+
+
+def test_data_roots_reads_the_env_var(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, os.pathsep.join([str(tmp_path / "a"), " ", str(tmp_path / "b")]))
+    assert data_roots() == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
+    monkeypatch.delenv(DATA_ROOTS_ENV_VAR)
+    assert data_roots() == []
+
+
+def test_inside_a_root_is_allowed(layout, workspace):
+    root, _ = layout
+    assert resolve_server_path(workspace, f"  {root / 'images'}  ") == (root / "images").resolve()
+    assert resolve_server_path(as_role(workspace, "admin"), "images/a.png") == (root / "images" / "a.png").resolve()
+
+
+def test_dot_dot_is_refused_even_when_it_lands_inside(layout, workspace):
+    root, _ = layout
+    with pytest.raises(PermissionDeniedError, match=r"'\.\.' is not allowed") as refused:
+        resolve_server_path(workspace, str(root / "images" / ".." / "images"))
+    assert str(root.resolve()) in str(refused.value)
+
+
+def test_outside_every_root_is_refused_with_the_roots_and_the_fix(layout, workspace):
+    root, outside = layout
+    with pytest.raises(PermissionDeniedError) as refused:
+        resolve_server_path(workspace, str(outside / "secret.txt"))
+    message = str(refused.value)
+    assert str(outside / "secret.txt") in message and str(root.resolve()) in message and "--data-root" in message
+
+
+def test_a_symlink_leading_out_of_the_root_is_refused(layout, workspace):
+    root, outside = layout
+    (root / "images" / "escape").symlink_to(outside)
+    with pytest.raises(PermissionDeniedError, match="outside the data roots"):
+        resolve_server_path(workspace, str(root / "images" / "escape" / "secret.txt"))
+    (root / "inner").symlink_to(root / "images")  # a link that stays inside is fine
+    assert resolve_server_path(workspace, str(root / "inner" / "a.png")) == (root / "images" / "a.png").resolve()
+
+
+def test_team_mode_without_roots_refuses_every_path(tmp_path, workspace, monkeypatch):
+    monkeypatch.delenv(DATA_ROOTS_ENV_VAR, raising=False)
+    monkeypatch.setenv(TEAM_ENV_VAR, "1")
+    with pytest.raises(PermissionDeniedError) as refused:
+        resolve_server_path(as_role(workspace, "admin"), str(tmp_path))
+    assert "no data roots" in str(refused.value) and "bash backdrop.sh serve --team --data-root DIR" in str(refused.value)
+    assert DATA_ROOTS_ENV_VAR in str(refused.value)
+
+
+def test_solo_mode_without_roots_takes_paths_as_typed(tmp_path, workspace, monkeypatch):
+    monkeypatch.delenv(DATA_ROOTS_ENV_VAR, raising=False)
+    monkeypatch.delenv(TEAM_ENV_VAR, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert resolve_server_path(workspace, "~/x/../y") == tmp_path / "x" / ".." / "y"
+    with pytest.raises(InvalidInputError, match="empty"):
+        resolve_server_path(workspace, "   ")
+
+
+@pytest.mark.parametrize("role", ["analyst", "annotator", "viewer"])
+def test_only_admins_may_use_server_paths(layout, workspace, role):
+    root, _ = layout
+    with pytest.raises(PermissionDeniedError, match=rf"\({role}\) may not read files from paths on the server.*admin"):
+        resolve_server_path(as_role(workspace, role), str(root / "images"))

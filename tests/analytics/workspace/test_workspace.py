@@ -1,0 +1,156 @@
+"""The workspace store: migrations, WAL, transactions, content-addressed arrays, result cache."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+import analytics.workspace.store as workspace_module
+from analytics.exceptions import NotFoundError, WorkspaceError
+from analytics.workspace import ENV_VAR, Workspace, content_id, default_workspace_path
+from analytics.workspace._schema import MIGRATIONS, SCHEMA_VERSION
+
+
+def test_new_workspace_records_schema_version_and_uses_wal(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    assert workspace.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
+    assert workspace.get_meta("schema_version") == str(SCHEMA_VERSION)
+    conn = workspace.connect()
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    finally:
+        conn.close()
+    assert (tmp_path / "ws" / "arrays").is_dir()
+
+
+def test_reopening_keeps_data(tmp_path):
+    Workspace(tmp_path / "ws").set_meta("image_size", "64")
+    assert Workspace(tmp_path / "ws", create=False).get_meta("image_size") == "64"
+
+
+def test_missing_workspace_without_create_says_how_to_build_one(tmp_path):
+    with pytest.raises(WorkspaceError, match=r"no workspace at .*missing backdrop.sqlite.*analytics demo"):
+        Workspace(tmp_path / "absent", create=False)
+    assert not (tmp_path / "absent").exists()
+
+
+def test_a_file_is_not_a_workspace(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(WorkspaceError, match="is a file"):
+        Workspace(path)
+
+
+def test_a_corrupt_database_is_a_workspace_error(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "backdrop.sqlite").write_bytes(b"not a database" * 100)
+    with pytest.raises(WorkspaceError, match="cannot open workspace database"):
+        Workspace(tmp_path / "ws")
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    conn = sqlite3.connect(workspace.db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(WorkspaceError, match="newer than this Backdrop"):
+        Workspace(tmp_path / "ws")
+
+
+def test_an_appended_migration_upgrades_an_old_workspace(tmp_path, monkeypatch):
+    Workspace(tmp_path / "ws")
+    upgraded = [*MIGRATIONS, "CREATE TABLE extra (id INTEGER PRIMARY KEY); INSERT INTO extra(id) VALUES (7);"]
+    monkeypatch.setattr(workspace_module, "MIGRATIONS", upgraded)
+    monkeypatch.setattr(workspace_module, "SCHEMA_VERSION", len(upgraded))
+    workspace = Workspace(tmp_path / "ws")
+    assert workspace.schema_version == len(upgraded)
+    assert workspace.get_meta("schema_version") == str(len(upgraded))
+    assert [row["id"] for row in workspace.query("SELECT id FROM extra")] == [7]
+    Workspace(tmp_path / "ws")  # a second open migrates nothing (the INSERT would fail on a re-run)
+    assert len(workspace.query("SELECT id FROM extra")) == 1
+
+
+def test_a_failing_migration_leaves_the_previous_version(tmp_path, monkeypatch):
+    Workspace(tmp_path / "ws")
+    broken = [*MIGRATIONS, "CREATE TABLE half (id INTEGER); THIS IS NOT SQL;"]
+    monkeypatch.setattr(workspace_module, "MIGRATIONS", broken)
+    monkeypatch.setattr(workspace_module, "SCHEMA_VERSION", len(broken))
+    with pytest.raises(WorkspaceError):
+        Workspace(tmp_path / "ws")
+    monkeypatch.undo()
+    workspace = Workspace(tmp_path / "ws")
+    assert workspace.schema_version == SCHEMA_VERSION
+    assert not workspace.query("SELECT name FROM sqlite_master WHERE name = 'half'")
+
+
+def test_transaction_commits_or_rolls_back_everything(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    with workspace.transaction() as conn:
+        conn.execute("INSERT INTO classes(name) VALUES ('kept')")
+    with pytest.raises(RuntimeError, match="boom"):
+        with workspace.transaction() as conn:
+            conn.execute("INSERT INTO classes(name) VALUES ('lost')")
+            conn.execute("INSERT INTO meta(key, value) VALUES ('lost', 'x')")
+            raise RuntimeError("boom")
+    assert [row["name"] for row in workspace.query("SELECT name FROM classes")] == ["kept"]
+    assert workspace.get_meta("lost") is None
+
+
+def test_arrays_are_content_addressed_and_idempotent(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    array = np.arange(12, dtype=np.int16).reshape(3, 4)
+    first = workspace.put_array(array)
+    second = workspace.put_array(array.copy())
+    assert first == second and len(first) == 64
+    assert len(list(workspace.arrays_dir.rglob("*.npy"))) == 1
+    assert workspace.put_array(array.astype(np.int32)) != first  # dtype is part of the content
+    assert workspace.put_array(np.asfortranarray(array)) == first  # memory layout is not
+    np.testing.assert_array_equal(workspace.get_array(first), array)
+    np.testing.assert_array_equal(workspace.get_array(first, mmap=True), array)
+    assert not list(workspace.arrays_dir.rglob("*.tmp"))
+
+
+def test_object_arrays_and_missing_hashes_are_refused(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    with pytest.raises(WorkspaceError, match="object arrays"):
+        workspace.put_array(np.array([{"a": 1}], dtype=object))
+    with pytest.raises(NotFoundError, match="missing"):
+        workspace.get_array("0" * 64)
+
+
+def test_json_values_round_trip(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    value = {"b": [1, 2.5, "x"], "a": None}
+    assert workspace.get_json(workspace.put_json(value)) == value
+    assert workspace.put_json({"a": None, "b": [1, 2.5, "x"]}) == workspace.put_json(value)
+    assert workspace.get_array(workspace.put_json(value)).shape == ()
+    legacy = workspace.put_array(np.array(['{"a": 1}']))  # shape (1,), as put_json wrote before
+    assert workspace.get_json(legacy) == {"a": 1}
+
+
+def test_result_cache(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    assert workspace.cache_get("k") is None
+    digest = workspace.cache_put("k", np.ones(3))
+    np.testing.assert_array_equal(workspace.cache_get("k"), np.ones(3))
+    workspace.cache_put("k", np.zeros(2))  # a key is overwritten
+    np.testing.assert_array_equal(workspace.cache_get("k"), np.zeros(2))
+    workspace._array_path(workspace.put_array(np.zeros(2))).unlink()
+    assert workspace.cache_get("k") is None  # a lost array is a cache miss, not an error
+    assert digest != workspace.put_array(np.zeros(2))
+
+
+def test_default_path_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "elsewhere"))
+    assert default_workspace_path() == tmp_path / "elsewhere"
+    monkeypatch.delenv(ENV_VAR)
+    assert default_workspace_path().name == "workspace"
+
+
+def test_content_id_is_short_stable_and_order_sensitive():
+    assert content_id("a", 1) == content_id("a", 1)
+    assert len(content_id("a", 1)) == 12
+    assert content_id("a", 1) != content_id(1, "a")

@@ -1,0 +1,146 @@
+"""The library's shape, read from its source with ``ast`` (nothing is imported): stage packages in
+pipeline order, no import circles, no file past 600 lines.
+
+:data:`LAYERS` is the pipeline order, written once (``docs/ARCHITECTURE.md`` explains it): a module
+may import its own package and anything in a lower layer, never a higher one. Every import counts,
+also one inside a function or under ``TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = ROOT / "analytics"
+MAX_LINES = 600
+
+#: Shared modules every layer may use.
+SHARED = ("exceptions", "_validation")
+#: Stage packages, lowest first; then the CLI on top.
+LAYERS = (
+    "workspace", "team", "data", "models", "inference", "keywords", "ontology", "suites", "variance", "runs",
+    "saliency", "judging", "assessor", "comparison", "zoo", "robustness", "findings", "repository", "demo", "jobs",
+    "commands", "cli", "__main__",
+)  # fmt: skip
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in LIBRARY.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the analytics modules it imports (``a.b.c`` resolved to the longest known module)."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in map(resolve, targets):
+                if target and target != name and not name.startswith(target + "."):
+                    graph[name].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def test_no_import_circles():
+    assert circles(import_graph()) == []
+
+
+def test_circles_are_found():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_a_lower_stage_never_imports_a_higher_one():
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if _layer(target) not in SHARED and _layer(module) in rank and rank[_layer(target)] > rank[_layer(module)]
+    )
+    assert upward == []
+
+
+def test_the_top_level_holds_only_stage_packages_and_shared_modules():
+    top = {path.stem for path in LIBRARY.glob("*.py") if path.stem != "__init__"}
+    top |= {path.name for path in LIBRARY.iterdir() if (path / "__init__.py").exists()}
+    assert top <= set(LAYERS) | set(SHARED), sorted(top - set(LAYERS) - set(SHARED))
+    assert set(LAYERS) <= top, "a layer with no package: update LAYERS and docs/ARCHITECTURE.md"
+
+
+def test_no_file_is_past_600_lines():
+    long = {
+        str(path.relative_to(ROOT)): n
+        for folder in ("analytics", "ui", "pages")
+        for path in (ROOT / folder).rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}

@@ -264,7 +264,9 @@ def home() -> None:
         "when the scene behind it changes, and in which scenes does it break?"
     )
     workspace = state.current_workspace()
-    active_jobs(workspace, key="home.jobs.")  # long work running in the background: progress and Cancel
+    # long work running in the background: progress, and Cancel for its owner or a lead; blind accounts
+    # (annotators) see no job messages, which can name models
+    active_jobs(workspace, key="home.jobs.")
     counts = table_counts(workspace)
     if counts["Runs"]:
         show_start_here(workspace)

@@ -13,6 +13,7 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.models import list_models
 from analytics.robustness.bgchallenge import VARIANT_NAMES, per_class_accuracy, variant_accuracy, workspace_data
+from analytics.workspace import to_csv
 from ui import bgchallenge as view
 from ui import state
 from ui.auth import require_page
@@ -105,7 +106,7 @@ def main() -> None:
         show_examples(data, tables, seed, blend)
         everything = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
         st.download_button(
-            f"Download every prediction ({len(everything)} rows, CSV)", everything.to_csv(index=False).encode(),
+            f"Download every prediction ({len(everything)} rows, CSV)", to_csv(everything).encode(),
             file_name="bgchallenge.csv", mime="text/csv", icon=":material/download:", key="bgchallenge.download",
         )  # fmt: skip
         if adversarial:

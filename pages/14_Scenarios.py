@@ -16,7 +16,7 @@ from analytics.data import list_targets
 from analytics.exceptions import BackdropError
 from analytics.models import list_models
 from analytics.robustness import SCENARIOS, class_accuracy, robustness_scores, scenario_accuracy, scenario_examples, scenario_regression
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, to_csv
 from ui import scenarios as view
 from ui import state, widgets
 from ui.auth import require_page
@@ -50,7 +50,7 @@ def show_results(workspace: Workspace, predictions: pd.DataFrame, seed: int) -> 
     show_regression(predictions)
     show_examples(workspace, predictions, seed)
     st.download_button(
-        "Per-image predictions (CSV)", predictions.to_csv(index=False).encode(), file_name="scenario-predictions.csv", mime="text/csv",
+        "Per-image predictions (CSV)", to_csv(predictions).encode(), file_name="scenario-predictions.csv", mime="text/csv",
         icon=":material/download:", key=view.KEY + "download",
     )  # fmt: skip
 

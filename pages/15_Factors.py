@@ -14,6 +14,7 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.robustness import MAX_PREDICTIONS_BYTES
+from analytics.workspace import to_csv
 from ui import factors as view
 from ui import state
 from ui.auth import may, require_page
@@ -36,7 +37,7 @@ def predictions(user) -> dict:
             if predicted is not None:
                 models[view.unique_name(request["model"], models)] = predicted
                 st.download_button(
-                    f"{request['model']}'s predictions (imagenet-x CSV)", predicted.to_csv(index=False).encode(),
+                    f"{request['model']}'s predictions (imagenet-x CSV)", to_csv(predicted).encode(),
                     file_name=f"{request['model']}-imagenet-val.csv", mime="text/csv", icon=":material/download:", key=view.KEY + "predictions_csv",
                 )  # fmt: skip
     return models
@@ -57,7 +58,7 @@ def show(analysis) -> None:
     table = view.factor_pivot(analysis.details, value)
     st.dataframe(table, hide_index=True, width="stretch", column_config={c: st.column_config.NumberColumn(format=number_format) for c in table.columns[1:]})
     st.download_button(
-        "All factors of all models (CSV)", analysis.details.to_csv(index=False).encode(), file_name="imagenet-x-factors.csv",
+        "All factors of all models (CSV)", to_csv(analysis.details).encode(), file_name="imagenet-x-factors.csv",
         mime="text/csv", icon=":material/download:", key=view.KEY + "download",
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.judging import Agreement, confusion, judgment_history, latest_judgments
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, to_csv
 from ui import agreement as view
 from ui import state
 from ui.auth import require_page
@@ -120,7 +120,7 @@ def show_history(workspace: Workspace) -> None:
     history = judgment_history(workspace)
     st.download_button(
         f"Download the judgment history ({len(history)} rows, CSV)",
-        history.to_csv(index=False).encode(),
+        to_csv(history).encode(),
         file_name="judgments.csv",
         mime="text/csv",
         icon=":material/download:",

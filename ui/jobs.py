@@ -4,6 +4,11 @@ long work).
 
 A job runs in a worker process of its own, so leaving the page never stops it and never leaves it
 running unseen: it is listed here until it ends, and Cancel stops it at its next step.
+
+Team mode: Cancel and Resume are offered only to who may use them (:func:`analytics.jobs.may_control`:
+the job's owner or a lead). An account without the ``browse`` permission (annotators, who judge
+blind) sees each job's kind, status, progress and owner only: its messages, parameters, results and
+errors can name models, so they are never shown to it.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics import jobs
-from analytics.exceptions import BackdropError
+from analytics.exceptions import BackdropError, PermissionDeniedError
+from analytics.team import allowed
 from analytics.workspace import Workspace
 
 REFRESH_S = 2.0  # seconds between two looks at a running job
@@ -19,11 +25,27 @@ KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs", 
 ENDED = {"done": "Finished", "cancelled": "Cancelled", "failed": "Failed"}
 
 
-def job_text(job: jobs.Job) -> str:
-    """One line: what, status, progress and the last message."""
+def blind(workspace: Workspace) -> bool:
+    """Whether the signed-in account judges blind (no ``browse``): job messages, parameters, results
+    and errors, which can name models, are not for it."""
+    actor = workspace.actor
+    return actor is not None and not allowed(actor.role, "browse")
+
+
+def _error_text(workspace: Workspace, err: BackdropError, done: str) -> str:
+    """The error to show: as it is, but to a blind account only a refusal (which names roles and
+    accounts, never models); other errors can quote parameters that name models."""
+    if not blind(workspace) or isinstance(err, PermissionDeniedError):
+        return str(err)
+    return f"The job could not be {done}. Ask an analyst or admin to look at it."
+
+
+def job_text(job: jobs.Job, *, details: bool = True) -> str:
+    """One line: what, status, progress, the last message (only with ``details``) and who started it."""
     steps = f"{job.done} of {job.total}" if job.total else "starting"
+    message = f" · {job.message}" if details and job.message else ""
     owner = f" · by {job.owner}" if job.owner else ""
-    return f"{KIND_NAMES.get(job.kind, job.kind)} `{job.id}` · {job.status} · {steps} · {job.message}{owner}"
+    return f"{KIND_NAMES.get(job.kind, job.kind)} `{job.id}` · {job.status} · {steps}{message}{owner}"
 
 
 def show_job(workspace: Workspace, job_id: str, *, key: str) -> jobs.Job:
@@ -54,30 +76,40 @@ def _job_block(workspace: Workspace, job_id: str, key: str, was_active: bool) ->
     job = jobs.get_job(workspace, job_id)
     if was_active and not job.active:
         st.rerun()  # the whole page: its result (or the reason it stopped) is shown there
+    details = not blind(workspace)
     if job.active:
         left, right = st.columns([5, 1], vertical_alignment="bottom")
-        left.progress(job.fraction, text=job_text(job))
-        if right.button("Cancel", key=f"{key}cancel.{job.id}", icon=":material/stop:", disabled=job.status == "cancelling"):
+        left.progress(job.fraction, text=job_text(job, details=details))
+        if jobs.may_control(workspace, job, action="cancel") and right.button(
+            "Cancel", key=f"{key}cancel.{job.id}", icon=":material/stop:", disabled=job.status == "cancelling"
+        ):
             with st.spinner("Stopping the job…"):
-                jobs.cancel(workspace, job.id)
+                try:
+                    jobs.cancel(workspace, job.id)
+                except BackdropError as err:
+                    st.error(_error_text(workspace, err, "cancelled"))
+                    return
             st.rerun()
         return
-    text = f"{ENDED[job.status]}: {job_text(job)}"
+    text = f"{ENDED[job.status]}: {job_text(job, details=details)}"
     if job.status == "done":
         st.caption(text)
         return
     st.warning(text + (" — the worker process was stopped before it finished." if job.message == jobs.INTERRUPTED else ""))
+    if not jobs.may_control(workspace, job, action="resume"):
+        return
     if st.button("Resume", key=f"{key}resume.{job.id}", icon=":material/play_arrow:", help="Done steps are kept and skipped."):
         try:
             jobs.resume(workspace, job.id)
         except BackdropError as err:
-            st.error(str(err))
+            st.error(_error_text(workspace, err, "resumed"))
             return
         st.rerun()
 
 
 def active_jobs(workspace: Workspace, *, kind: str | None = None, key: str = "jobs.") -> None:
-    """Every active job (of ``kind``) with its progress and Cancel; nothing when none runs."""
+    """Every active job (of ``kind``) with its progress, and Cancel where the account may use it;
+    nothing when none runs. Blind accounts see no job messages (:func:`blind`)."""
     table = jobs.list_jobs(workspace, active_only=True, kind=kind)
     if table.empty:
         return
@@ -97,9 +129,10 @@ def follow_job(workspace: Workspace, kind: str, *, state_key: str, key: str) -> 
 
 
 def start_job(workspace: Workspace, kind: str, params: dict) -> jobs.Job | None:
-    """Start a job; a refused request (bad input, role) is shown as an error and gives None."""
+    """Start a job; a refused request (bad input, role) is shown as an error and gives None (to a
+    blind account without the message, which can name the parameters' models)."""
     try:
         return jobs.start(workspace, kind, params)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(_error_text(workspace, err, "started"))
         return None

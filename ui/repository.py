@@ -23,7 +23,7 @@ from analytics.models import list_models
 from analytics.repository import create_repository, get_repository, repository_status
 from analytics.repository.run import STATUSES
 from analytics.runs import list_runs
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, to_csv
 from analytics.zoo import list_zoo
 from ui import jobs as job_view
 from ui.agreement import assessor_features
@@ -241,7 +241,7 @@ def filters(table: pd.DataFrame) -> tuple[str, list[str], list[str]]:
 
 def csv_bytes(table: pd.DataFrame) -> bytes:
     """The table as CSV, without the page links (relative to the app, meaningless in a file)."""
-    return table.drop(columns="Matrices").to_csv(index=False).encode()
+    return to_csv(table.drop(columns="Matrices")).encode()
 
 
 # -- the job and the way to the matrices ----------------------------------------------------------------

@@ -23,7 +23,7 @@ import streamlit as st
 
 from analytics import runs
 from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, MatrixSettings, PointCloud, VarianceMatrix
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, to_csv
 from ui.charts import SQUARE_HEIGHT, X_TITLE, Y_TITLE, variance_heatmap
 
 KEY = "runs."
@@ -103,7 +103,7 @@ def pair_images(workspace_path: str, target_id: str, background_ids: tuple[str, 
 @st.cache_data(max_entries=16, show_spinner=False)
 def image_csv(workspace_path: str, run_id: str, finished: str) -> bytes:
     """The run's per-image table as CSV bytes."""
-    return runs.image_table(Workspace(workspace_path, create=False), run_id).to_csv(index=False).encode()
+    return to_csv(runs.image_table(Workspace(workspace_path, create=False), run_id)).encode()
 
 
 def matrix_png(matrix: np.ndarray) -> bytes:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from analytics.workspace import to_csv
+
 from ._options import add_json_option, add_workspace_option, open_workspace
 
 
@@ -75,7 +77,7 @@ def run_challenge(args: argparse.Namespace) -> dict:
     if args.csv:
         path = Path(args.csv)
         path.parent.mkdir(parents=True, exist_ok=True)
-        pd.concat(tables, ignore_index=True).to_csv(path, index=False)
+        to_csv(pd.concat(tables, ignore_index=True), path)
     source = {"in9_root": str(args.in9_root)} if release else {"targets": len(data.ids), "seed": args.seed, "blend": args.blend}
     return {"source": source, "models": results, "csv": args.csv}
 

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from analytics.exceptions import InvalidInputError
+from analytics.workspace import to_csv
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
@@ -54,7 +55,7 @@ def run_factors(args: argparse.Namespace) -> dict:
         if args.out:
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
-            predictions.to_csv(out, index=False)
+            to_csv(predictions, out)
     analysis = analyse_models(models)
     summary, details = analysis.summary, analysis.details
     return {

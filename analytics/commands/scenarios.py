@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from analytics.exceptions import InvalidInputError
+from analytics.workspace import to_csv
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
@@ -60,7 +61,7 @@ def run_scenarios(args: argparse.Namespace) -> dict:
             batch_size=args.batch_size, device=args.device, progress=progress,
         )  # fmt: skip
     if args.csv:
-        predictions.to_csv(args.csv, index=False)
+        to_csv(predictions, args.csv)
     accuracy = scenario_accuracy(predictions)
     result = {
         "models": models,

@@ -7,16 +7,20 @@ workspace.
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import os
+import re
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import IO
 
 import cv2
 import numpy as np
+from PIL import Image
 
 from analytics.exceptions import InvalidInputError
 
@@ -28,6 +32,15 @@ cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
 _log = logging.getLogger(__name__)
 _STDERR_LOCK = threading.Lock()  # one decode at a time holds the process's stderr
 
+#: Images (and PNG masks) with more pixels than this are refused from their header, before any
+#: decoding: a 1 MB PNG can declare 20000 x 20000 pixels and take gigabytes to decode. 64 megapixels
+#: (e.g. 9248 x 6936) decode to about 256 MB of RGBA. Raise it with ``$BACKDROP_MAX_IMAGE_PIXELS``
+#: (a whole number of pixels), read at every call; Pillow's own decompression-bomb limit
+#: (``PIL.Image.MAX_IMAGE_PIXELS``) is set to the same number.
+MAX_IMAGE_PIXELS = 64_000_000
+MAX_IMAGE_PIXELS_ENV_VAR = "BACKDROP_MAX_IMAGE_PIXELS"
+_HEADER_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide state
+
 # Masks must leave some object and some background to test; shares outside these bounds are refused.
 MIN_MASK_SHARE = 0.002
 MAX_MASK_SHARE = 0.98
@@ -35,6 +48,29 @@ MAX_MASK_SHARE = 0.98
 
 def is_image_file(path: str | os.PathLike) -> bool:
     return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
+def max_image_pixels() -> int:
+    """The pixel limit of :func:`read_image_rgba` and :func:`read_mask`: ``$BACKDROP_MAX_IMAGE_PIXELS``,
+    else :data:`MAX_IMAGE_PIXELS`. Also sets Pillow's decompression-bomb limit to it.
+
+    Raises
+    ------
+    InvalidInputError
+        The environment variable is not a positive whole number.
+    """
+    raw = os.environ.get(MAX_IMAGE_PIXELS_ENV_VAR, "").strip()
+    try:
+        limit = int(raw) if raw else MAX_IMAGE_PIXELS
+    except ValueError:
+        limit = 0
+    if limit <= 0:
+        raise InvalidInputError(
+            f"{MAX_IMAGE_PIXELS_ENV_VAR} must be a positive whole number of pixels; got {raw!r}; "
+            f"unset it for the default {MAX_IMAGE_PIXELS}"
+        )
+    Image.MAX_IMAGE_PIXELS = limit
+    return limit
 
 
 def read_image(path: str | os.PathLike) -> np.ndarray:
@@ -59,17 +95,104 @@ def read_image_rgba(path: str | os.PathLike) -> np.ndarray:
     data = np.fromfile(path, dtype=np.uint8) if path.is_file() else None
     if data is None:
         raise InvalidInputError(f"{path}: file not found")
-    decoded, note = _decode(data, cv2.IMREAD_UNCHANGED) if data.size else (None, "")
+    decoded = _read_checked(
+        path, data, cv2.IMREAD_UNCHANGED,
+        "not a readable image (corrupt or unsupported format{detail}); re-export it as PNG or JPEG",
+    )
+    try:
+        if decoded.dtype == np.uint16:
+            decoded = (decoded // 257).astype(np.uint8)
+        if decoded.ndim == 2:
+            decoded = cv2.cvtColor(decoded, cv2.COLOR_GRAY2BGRA)
+        elif decoded.shape[2] == 3:
+            decoded = cv2.cvtColor(decoded, cv2.COLOR_BGR2BGRA)
+        return cv2.cvtColor(decoded, cv2.COLOR_BGRA2RGBA)
+    except (cv2.error, MemoryError) as err:
+        raise _decode_failure(path, err) from None
+
+
+def _read_checked(path: Path, data: np.ndarray, flags: int, unreadable: str) -> np.ndarray:
+    """Check the size in the header of ``data`` (the file ``path``) against :func:`max_image_pixels`,
+    then decode it.
+
+    Parameters
+    ----------
+    path : Path
+        The file, named in errors.
+    data : ndarray of shape (n_bytes,), uint8
+        Its contents.
+    flags : int
+        ``cv2.IMREAD_*`` flags.
+    unreadable : str
+        The error message after ``'{path}: '`` for a file that is not an image, with a ``{detail}``
+        field for ``'; <what the decoder said>'``.
+
+    Returns
+    -------
+    image : ndarray of shape (height, width) or (height, width, channels), uint8 or uint16
+    """
+    limit = max_image_pixels()
+    pixels, shown, note = _header_size(data) if data.size else (None, "", "")
+    if pixels is None:  # Pillow cannot read the header: its size is unknown, so it is not decoded
+        raise InvalidInputError(f"{path}: " + unreadable.format(detail=f"; {note}" if note else ""))
+    if pixels > limit:
+        raise InvalidInputError(
+            f"{path}: image is {shown} ({pixels / 1e6:.1f} megapixels), past the limit of {limit} pixels "
+            f"({limit / 1e6:.1f} megapixels); shrink it, or raise the limit with the environment variable "
+            f"{MAX_IMAGE_PIXELS_ENV_VAR}={pixels}"
+        )
+    try:
+        decoded, note = _decode(data, flags)
+    except (cv2.error, MemoryError) as err:
+        raise _decode_failure(path, err) from None
     if decoded is None:
-        detail = f"; {note}" if note else ""
-        raise InvalidInputError(f"{path}: not a readable image (corrupt or unsupported format{detail}); re-export it as PNG or JPEG")
-    if decoded.dtype == np.uint16:
-        decoded = (decoded // 257).astype(np.uint8)
-    if decoded.ndim == 2:
-        decoded = cv2.cvtColor(decoded, cv2.COLOR_GRAY2BGRA)
-    elif decoded.shape[2] == 3:
-        decoded = cv2.cvtColor(decoded, cv2.COLOR_BGR2BGRA)
-    return cv2.cvtColor(decoded, cv2.COLOR_BGRA2RGBA)
+        raise InvalidInputError(f"{path}: " + unreadable.format(detail=f"; {note}" if note else ""))
+    return decoded
+
+
+def _header_size(data: np.ndarray) -> tuple[int | None, str, str]:
+    """The number of pixels that the header of ``data`` declares, read by Pillow without decoding.
+
+    Returns
+    -------
+    pixels : int or None
+        None when Pillow cannot read the header.
+    shown : str
+        ``'<width>x<height> pixels'``, or ``'<n> pixels'`` when Pillow refused the size itself (past
+        twice its limit, which :func:`max_image_pixels` sets, it names the count alone).
+    note : str
+        Why the header is unreadable (``''`` if it is readable or Pillow does not know the format).
+    """
+    with _HEADER_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data.tobytes())) as image:
+                width, height = image.size
+            return width * height, f"{width}x{height} pixels", ""
+        except Image.DecompressionBombError as err:
+            found = re.search(r"\((\d+) pixels\)", str(err))
+            if found:
+                return int(found.group(1)), f"{found.group(1)} pixels", ""
+            past = 2 * Image.MAX_IMAGE_PIXELS
+            return past + 1, f"over {past} pixels", ""
+        except Image.UnidentifiedImageError:
+            return None, "", ""
+        except Exception as err:  # noqa: BLE001 - a plugin's SyntaxError, OSError, struct.error ... on a broken header
+            lines = str(err).strip().splitlines()
+            return None, "", lines[0] if lines else type(err).__name__
+
+
+def _decode_failure(path: Path, err: BaseException) -> InvalidInputError:
+    """One line for OpenCV running out of memory (or failing otherwise) on the file ``path``."""
+    if isinstance(err, MemoryError):
+        reason = "out of memory"
+    else:
+        reason = (getattr(err, "err", "") or str(err)).strip().splitlines()
+        reason = reason[-1] if reason else "OpenCV error"
+    return InvalidInputError(
+        f"{path}: could not decode the image ({reason}); it may be too large for the memory available: "
+        f"shrink it, or lower {MAX_IMAGE_PIXELS_ENV_VAR} to refuse such files up front"
+    )
 
 
 def _decode(data: np.ndarray, flags: int) -> tuple[np.ndarray | None, str]:
@@ -138,9 +261,10 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     else:
         if not path.is_file():
             raise InvalidInputError(f"{path}: mask file not found")
-        raw, _ = _decode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_GRAYSCALE)
-        if raw is None:
-            raise InvalidInputError(f"{path}: not a readable mask image; save it as a PNG with 0/255 values")
+        raw = _read_checked(
+            path, np.fromfile(path, dtype=np.uint8), cv2.IMREAD_GRAYSCALE,
+            "not a readable mask image{detail}; save it as a PNG with 0/255 values",
+        )
     if raw.ndim != 2:
         raise InvalidInputError(f"{path}: a mask must be 2-D; got shape {raw.shape}")
     if raw.shape != tuple(shape):

@@ -18,15 +18,18 @@ resume from their stored batches, coverage and matrices are cached, zoo heads al
 are kept (:mod:`analytics.suites`, :mod:`analytics.inference`, :mod:`analytics.comparison`,
 :mod:`analytics.zoo`).
 
-Team mode: starting or resuming a job needs its kind's permission (:attr:`JobKind.permission`) for
-the workspace's actor; the worker acts as the owner, so the library's own checks apply there too.
+Team mode: a job records who started it (``owner``). Starting or resuming a job needs its kind's
+permission (:attr:`JobKind.permission`) for the workspace's actor; cancelling or resuming needs the
+actor to be the job's owner or a lead (the ``manage_jobs`` permission: admin, analyst), which
+:func:`may_control` answers for the pages; with no actor (solo mode, the CLI) everything is allowed.
+The worker acts as the owner, so the library's own checks apply there too.
 
 Modules: :mod:`.kinds` (the registry), :mod:`.records` (the table read back), :mod:`.progress`,
 :mod:`.process` (start, cancel, resume, the worker).
 """
 
 from .kinds import JOB_KINDS, JobKind, ProgressFn, Work, register_kind
-from .process import CANCEL_GRACE_S, POLL_S, cancel, log_path, resume, start, wait, work
+from .process import CANCEL_GRACE_S, LEAD_PERMISSION, POLL_S, cancel, log_path, may_control, resume, start, wait, work
 from .progress import Progress
 from .records import (
     ACTIVE,
@@ -47,6 +50,7 @@ __all__ = [
     "INTERRUPTED",
     "JOB_COLUMNS",
     "JOB_KINDS",
+    "LEAD_PERMISSION",
     "POLL_S",
     "RESUMABLE",
     "START_GRACE_S",
@@ -61,6 +65,7 @@ __all__ = [
     "latest_job",
     "list_jobs",
     "log_path",
+    "may_control",
     "register_kind",
     "resume",
     "start",

@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from analytics.exceptions import BackdropError, InvalidInputError, JobCancelled
-from analytics.team import active_user, require_permission
+from analytics.exceptions import BackdropError, InvalidInputError, JobCancelled, PermissionDeniedError
+from analytics.team import active_user, allowed, require_permission, roles_with
 from analytics.workspace import PROJECT_ROOT, Workspace, now, to_json
 
 from .kinds import JOB_KINDS
@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 5.0  # how long a worker gets to stop by itself after a cancel
 POLL_S = 0.2
+LEAD_PERMISSION = "manage_jobs"  # who may cancel or resume anyone's job (analytics.team.roles.PERMISSIONS)
 
 
 def start(workspace: Workspace, kind: str, params: Mapping[str, Any], *, owner: str = "") -> Job:
@@ -92,9 +93,11 @@ def resume(workspace: Workspace, job_id: str) -> Job:
     NotFoundError
         No such job.
     PermissionDeniedError
-        The actor's role lacks the kind's permission.
+        The actor is neither the job's owner nor a lead (:func:`may_control`), or their role lacks
+        the kind's permission.
     """
     job = get_job(workspace, job_id)
+    _require_control(workspace, job, "resume")
     if not job.resumable:
         raise InvalidInputError(f"job {job_id} is {job.status}; only a cancelled or failed job can be resumed")
     if job.kind not in JOB_KINDS:
@@ -106,6 +109,53 @@ def resume(workspace: Workspace, job_id: str) -> Job:
         )
     _spawn(workspace, job_id, job.kind)
     return get_job(workspace, job_id)
+
+
+def may_control(workspace: Workspace, job: Job, *, action: str = "cancel") -> bool:
+    """Whether the workspace's actor may cancel (or resume) ``job``: what the pages ask before
+    offering Cancel / Resume, and what :func:`cancel` and :func:`resume` enforce.
+
+    Allowed with no actor (solo mode and the CLI run as the machine's owner), for the job's owner,
+    and for a lead (a role with the ``manage_jobs`` permission: admin, analyst). Resuming also needs
+    the kind's permission (:attr:`JobKind.permission`), as starting does.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    job : Job
+    action : {'cancel', 'resume'}, default='cancel'
+
+    Raises
+    ------
+    InvalidInputError
+        ``action`` is neither.
+    """
+    if action not in ("cancel", "resume"):
+        raise InvalidInputError(f"action must be 'cancel' or 'resume', got {action!r}")
+    actor = getattr(workspace, "actor", None)
+    if actor is None:
+        return True
+    if not _controls(actor, job):
+        return False
+    return action == "cancel" or (job.kind in JOB_KINDS and allowed(actor.role, JOB_KINDS[job.kind].permission))
+
+
+def _controls(actor: Any, job: Job) -> bool:
+    """The actor started the job, or is a lead."""
+    return (bool(job.owner) and actor.name == job.owner) or allowed(actor.role, LEAD_PERMISSION)
+
+
+def _require_control(workspace: Workspace, job: Job, verb: str) -> None:
+    """Refuse a cancel / resume by an actor who is neither the job's owner nor a lead (the kind's
+    permission for a resume is checked by :func:`resume` itself, with its own message)."""
+    actor = getattr(workspace, "actor", None)
+    if actor is None or _controls(actor, job):
+        return
+    leads = " or ".join(roles_with(LEAD_PERMISSION))
+    whose = f"it was started by {job.owner}; only {job.owner} or" if job.owner else "it was started outside team mode; only"
+    raise PermissionDeniedError(
+        f"{actor.name} ({actor.role}) may not {verb} job {job.id}: {whose} a lead (role {leads}) may. Ask one of them."
+    )
 
 
 def cancel(workspace: Workspace, job_id: str, *, grace: float = CANCEL_GRACE_S) -> Job:
@@ -127,8 +177,11 @@ def cancel(workspace: Workspace, job_id: str, *, grace: float = CANCEL_GRACE_S) 
     ------
     NotFoundError
         No such job.
+    PermissionDeniedError
+        The actor is neither the job's owner nor a lead (:func:`may_control`).
     """
     job = get_job(workspace, job_id)
+    _require_control(workspace, job, "cancel")
     if not job.active:
         return job
     with workspace.transaction() as conn:

@@ -35,7 +35,6 @@ the columns :data:`EXPORT_COLUMNS`:
 
 from __future__ import annotations
 
-import io
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -44,7 +43,7 @@ import pandas as pd
 from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.team import require_permission
-from analytics.workspace import Workspace, model_keys, now
+from analytics.workspace import Workspace, model_keys, now, to_csv
 
 from .agreement import majority_vote, per_model_agreement
 from .judgments import LABELS, judgment_history, latest_judgments
@@ -225,7 +224,8 @@ def export_judgments_csv(workspace: Workspace, suite_id: str | None = None) -> s
     -------
     str
         CSV with a header row of :data:`EXPORT_COLUMNS`; judgment rows first (by id), then consensus
-        rows (by id). ``pandas.read_csv`` reads it back.
+        rows (by id). ``pandas.read_csv`` reads it back; text starting with ``=``, ``+``, ``-``, ``@``,
+        tab or CR comes back with a leading ``'`` (:func:`analytics.workspace.to_csv`).
     """
     judgments = judgment_history(workspace, suite_id=suite_id)
     counting = judgments[judgments["suite_id"].notna()]
@@ -234,9 +234,7 @@ def export_judgments_csv(workspace: Workspace, suite_id: str | None = None) -> s
     consensus["counts"] = _counting(workspace, consensus, ["suite_id", "model"])
     frames = [frame.assign(record=record) for record, frame in (("judgment", judgments), ("consensus", consensus)) if not frame.empty]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    buffer = io.StringIO()
-    table.reindex(columns=EXPORT_COLUMNS).to_csv(buffer, index=False)
-    return buffer.getvalue()
+    return to_csv(table.reindex(columns=EXPORT_COLUMNS))
 
 
 def _counting(workspace: Workspace, history: pd.DataFrame, group: list[str]) -> pd.Series:

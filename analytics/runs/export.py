@@ -12,7 +12,7 @@ import numpy as np
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, to_csv
 
 from .matrices import run_matrices
 from .read import image_table, load_run
@@ -94,7 +94,7 @@ def export_run(
             raise InvalidInputError(f"cannot write {png}; check that the folder is writable")
         written[signal] = {"path": str(npy), "png": str(png), "shape": list(vm.matrix.shape), "mean": float(vm.matrix.mean())}
     table = out / "images.csv"
-    image_table(workspace, run_id).to_csv(table, index=False)
+    to_csv(image_table(workspace, run_id), table)
     first = next(iter(matrices.values()))
     return {
         "run": run_id,

@@ -6,7 +6,9 @@ unknown name, a disabled account and a locked account with one and the same :cla
 message, and verifies a dummy hash for an unknown name so the time taken does not reveal which
 names exist. After :data:`LOCK_AFTER_FAILURES` wrong passwords in a row an account is locked for
 :data:`LOCK_MINUTES` minutes (logged as a warning on the server); a successful sign-in or a new
-password resets the count.
+password resets the count. The check and the count are atomic (see :func:`authenticate`): no
+number of simultaneous attempts gets more than :data:`LOCK_AFTER_FAILURES` password checks before
+the lock, and none signs in once the lock is set.
 """
 
 from __future__ import annotations
@@ -171,6 +173,17 @@ def has_enabled_admin(workspace: Workspace) -> bool:
 def authenticate(workspace: Workspace, name: str, password: str) -> User:
     """The account when ``password`` is right and the account may sign in.
 
+    The decision cannot be raced: before the (slow) hash check the attempt claims one of the
+    account's :data:`LOCK_AFTER_FAILURES` attempt slots in one transaction, counting it in
+    ``failed_attempts`` up front, and is refused without a claim while the account is disabled,
+    locked, or has every slot taken by earlier wrong passwords or attempts still being checked.
+    The outcome is then settled in a second transaction: a wrong password that finds the count at
+    the limit locks the account; a right one signs in (and resets the count) only if the account
+    is, at that moment, still enabled, unlocked and under the same password. So once
+    :data:`LOCK_AFTER_FAILURES` attempts without a success have been counted, no sign-in succeeds
+    until the lock expires or an admin unlocks, however many run at once (with attempts in
+    flight the lock may therefore come after fewer wrong passwords; it never comes later).
+
     Parameters
     ----------
     workspace : Workspace
@@ -186,33 +199,72 @@ def authenticate(workspace: Workspace, name: str, password: str) -> User:
     SignInError
         :data:`SIGN_IN_FAILED`, whatever the reason: wrong password, unknown name, disabled or locked.
     """
-    row = workspace.query_one("SELECT * FROM users WHERE name = ?", (name,))
-    now = _now()
-    password_ok = _verify(_dummy_hash() if row is None else row["password_hash"], password)  # hash work either way
-    if row is None or row["disabled"]:
+    row, claimed = _claim_attempt(workspace, name)
+    password_ok = _verify(_dummy_hash() if row is None else row["password_hash"], password)  # hash work on every path
+    rehash = None  # stored under weaker parameters than today's: store a new hash (made outside the write lock)
+    if claimed and password_ok and _HASHER.check_needs_rehash(row["password_hash"]):
+        rehash = _HASHER.hash(password)
+    user = _settle_attempt(workspace, name, row if claimed else None, password_ok, rehash)
+    if user is None:
         raise SignInError(SIGN_IN_FAILED)
-    if row["locked_until"] and now < datetime.fromisoformat(row["locked_until"]):
-        _log.warning("sign-in refused: account %r is locked until %s", name, row["locked_until"])
-        raise SignInError(SIGN_IN_FAILED)
-    if not password_ok:
-        _count_failure(workspace, name, now)
-        raise SignInError(SIGN_IN_FAILED)
-    assignments, values = "failed_attempts = 0, locked_until = ''", ()
-    if _HASHER.check_needs_rehash(row["password_hash"]):  # stored under weaker parameters than today's
-        assignments, values = assignments + ", password_hash = ?", (_HASHER.hash(password),)
-    _update(workspace, name, assignments, values)
-    return _user(row)
+    return user
 
 
-def _count_failure(workspace: Workspace, name: str, now: datetime) -> None:
-    """One more wrong password; the :data:`LOCK_AFTER_FAILURES`-th in a row locks the account."""
+def _claim_attempt(workspace: Workspace, name: str):
+    """``(row, claimed)``: the account as read (None if unknown) and whether this attempt got a slot.
+
+    A slot is one unit of ``failed_attempts``, taken in the same write transaction that reads the
+    row: an attempt counts as failed until :func:`_settle_attempt` proves otherwise (so one cut
+    short by a crash counts as a wrong password, and a success clears it).
+    """
     with workspace.transaction() as conn:
-        conn.execute("UPDATE users SET failed_attempts = failed_attempts + 1 WHERE name = ?", (name,))
-        (failures,) = conn.execute("SELECT failed_attempts FROM users WHERE name = ?", (name,)).fetchone()
-        if failures >= LOCK_AFTER_FAILURES:
-            until = _stamp(now + timedelta(minutes=LOCK_MINUTES))
-            conn.execute("UPDATE users SET failed_attempts = 0, locked_until = ? WHERE name = ?", (until, name))
-            _log.warning("account %r locked until %s after %d wrong passwords", name, until, failures)
+        row = conn.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        if row is None or row["disabled"]:
+            return row, False
+        if _locked(row, _now()):
+            _log.warning("sign-in refused: account %r is locked until %s", name, row["locked_until"])
+            return row, False
+        claimed = conn.execute(
+            "UPDATE users SET failed_attempts = failed_attempts + 1 WHERE name = ? AND disabled = 0 AND failed_attempts < ?",
+            (name, LOCK_AFTER_FAILURES),
+        ).rowcount == 1
+        if not claimed:
+            _log.warning("sign-in refused: account %r has %d attempts failed or in progress", name, row["failed_attempts"])
+        return row, claimed
+
+
+def _settle_attempt(workspace: Workspace, name: str, claimed_row, password_ok: bool, rehash: str | None) -> User | None:
+    """Record a checked attempt in one transaction; the account if it signs in, else None.
+
+    ``claimed_row`` is the row read when the slot was claimed, None when no slot was (then only an
+    empty transaction runs, so every refusal costs the same database work). Log lines are written
+    inside the transaction, hence in the order the outcomes were committed.
+    """
+    with workspace.transaction() as conn:
+        if claimed_row is None:
+            return None
+        row = conn.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        now = _now()
+        if row is None or _locked(row, now):
+            return None
+        if not password_ok:  # already counted by the claim
+            if row["failed_attempts"] >= LOCK_AFTER_FAILURES:
+                until = _stamp(now + timedelta(minutes=LOCK_MINUTES))
+                conn.execute("UPDATE users SET failed_attempts = 0, locked_until = ? WHERE name = ?", (until, name))
+                _log.warning("account %r locked until %s after %d sign-in attempts without a success", name, until, row["failed_attempts"])
+            return None
+        if row["disabled"] or row["password_hash"] != claimed_row["password_hash"]:  # disabled or password changed meanwhile
+            return None
+        assignments, values = "failed_attempts = 0, locked_until = ''", ()
+        if rehash is not None:
+            assignments, values = assignments + ", password_hash = ?", (rehash,)
+        conn.execute(f"UPDATE users SET {assignments}, updated = ? WHERE name = ?", (*values, _stamp(now), name))
+        _log.info("account %r signed in", name)
+        return _user(row)
+
+
+def _locked(row, now: datetime) -> bool:
+    return bool(row["locked_until"]) and now < datetime.fromisoformat(row["locked_until"])
 
 
 def _update(workspace: Workspace, name: str, assignments: str, values: tuple) -> None:

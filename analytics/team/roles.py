@@ -1,8 +1,8 @@
 """The four roles and what each may do.
 
 ``PERMISSIONS`` maps a role to its permissions; :func:`require` is the check every library call or
-page guarded by a role makes first. Admins may do everything; analysts prepare and run tests and
-judge; annotators judge; viewers only read.
+page guarded by a role makes first. Admins may do everything; analysts prepare and run tests, judge
+and manage everyone's background jobs (the leads); annotators judge; viewers only read.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ ACTIONS = {
     "run_models": "run models over suites",
     "judge": "judge models",
     "adjudicate": "record consensus labels",
+    "manage_jobs": "cancel or resume other people's background jobs",
     "browse": "see models, runs, results and other people's judgments by name",
     "view": "view the workspace",
 }
 
 PERMISSIONS: dict[str, frozenset[str]] = {
     "admin": frozenset(ACTIONS),
-    "analyst": frozenset({"build_suites", "run_models", "judge", "adjudicate", "browse", "view"}),
+    "analyst": frozenset({"build_suites", "run_models", "judge", "adjudicate", "manage_jobs", "browse", "view"}),
     # Annotators judge blind: they see the models assigned to them under neutral names only.
     "annotator": frozenset({"judge", "view"}),
     "viewer": frozenset({"browse", "view"}),

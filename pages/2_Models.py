@@ -16,7 +16,7 @@ import torchvision
 from analytics.data import list_targets, parse_label_space
 from analytics.exceptions import BackdropError
 from analytics.models import LITE_VARIANTS, ModelSpec, list_models, register_efficientnet_lite, register_torchscript, register_torchvision
-from analytics.team import User, resolve_server_path
+from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace, model_keys
 from ui import cache, state
 from ui import jobs as job_view
@@ -38,13 +38,13 @@ def show_registry(workspace: Workspace) -> None:
 
 
 def checkpoint_input(key: str, types: list[str], *, server_paths: bool) -> tuple[object | None, str]:
-    """An uploaded file or (for roles with ``server_paths``) a path on the server; the upload wins."""
+    """An uploaded file or (where :func:`~analytics.team.server_paths_offered`) a path on the server; the upload wins."""
     upload = st.file_uploader("Upload", type=types, key=f"{key}.upload")
     path = st.text_input("…or a path on the server", key=f"{key}.path").strip() if server_paths else ""
     return upload, path
 
 
-def register_form(workspace: Workspace, user: User | None) -> None:
+def register_form(workspace: Workspace) -> None:
     kind = st.radio("Model", KINDS, key="models.kind")
     if kind == KINDS[0]:
         variant = st.selectbox("Variant", LITE_VARIANTS, format_func=lambda v: f"efficientnet-lite{v}", key="models.lite")
@@ -55,7 +55,7 @@ def register_form(workspace: Workspace, user: User | None) -> None:
     arch = None
     if kind == KINDS[1]:
         arch = st.selectbox("Architecture", torchvision.models.list_models(module=torchvision.models), index=None, key="models.arch")
-    server_paths = may(user, "server_paths")
+    server_paths = server_paths_offered(workspace)
     upload, path = checkpoint_input("models.checkpoint", ["pt", "pth", "bin", "safetensors"] if arch else ["pt", "pth", "ts"], server_paths=server_paths)
     labels = LABEL_CHOICES[st.radio("Label space", list(LABEL_CHOICES), horizontal=True, key="models.labels")]
     label_upload, label_path = (None, "")
@@ -174,7 +174,7 @@ def main() -> None:
         show_registry(workspace)
     if registering:
         with tabs["Register"]:
-            register_form(workspace, user)
+            register_form(workspace)
     if training:
         with tabs["Zoo"]:
             show_zoo(workspace)

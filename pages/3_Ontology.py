@@ -13,28 +13,29 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.keywords import list_keyword_tables
 from analytics.ontology import save_ontology
+from analytics.team import User
 from analytics.workspace import Workspace
 from ui import keyword_tables as builder
 from ui import ontology as view
 from ui import state
-from ui.auth import require_page
+from ui.auth import offer, require_page
 
 
-def open_workspace() -> Workspace | None:
-    """The session's workspace, or None (a keyword file on the server still works without one)."""
+def workspace_or_none() -> Workspace | None:
+    """The session's workspace (acting as the signed-in account), or None: a keyword file on the server still works without one."""
     try:
-        return Workspace(state.workspace_path(), create=False)
+        return state.open_workspace(state.workspace_path())
     except BackdropError:
         st.info(f"No workspace at `{state.workspace_path()}`: only keyword files can be used, and nothing can be saved.")
         return None
 
 
-def keyword_tables(workspace: Workspace) -> None:
-    """The builder (classifier patches, a keyword file, scene-model checkpoints) and the table list."""
+def keyword_tables(workspace: Workspace, user: User | None) -> None:
+    """The builder (classifier patches, a keyword file, scene-model checkpoints; roles that build) and the table list."""
     # kept open after a build, or its report (and the warnings about unmatched image names) is hidden
     expanded = list_keyword_tables(workspace).empty or builder.BUILD_REPORT in st.session_state
     with st.expander("Keyword tables of this workspace", expanded=expanded):
-        request = builder.keyword_builder(workspace)
+        request = builder.keyword_builder(workspace) if offer(user, "build_suites", "Building keyword tables") else None
         if request is not None:
             try:
                 view.remember_build(builder.run_build(workspace, request))
@@ -47,15 +48,15 @@ def keyword_tables(workspace: Workspace) -> None:
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Ontology")
     st.caption(
         "Keywords that co-occur in scenes, mined as association rules (support, confidence) and drawn "
         "as a directed graph; keyword expansion follows its edges level by level."
     )
-    workspace = open_workspace()
+    workspace = workspace_or_none()
     if workspace is not None:
-        keyword_tables(workspace)
+        keyword_tables(workspace, user)
     source = view.source_picker(workspace)
     params = view.mining_controls()
     if source is None:
@@ -71,10 +72,14 @@ def main() -> None:
     columns = st.columns(5)
     for column, (label, value) in zip(columns, ontology.summary.items()):
         column.metric(label.capitalize(), value)
-    if workspace is not None and st.button("Save this ontology in the workspace", key=view.KEY + "save"):
+    saving = workspace is not None and offer(user, "build_suites", "Saving ontologies and keyword tables")
+    if saving and st.button("Save this ontology in the workspace", key=view.KEY + "save"):
         # one entry per keyword table, so the Suites page and build_suite find the tables it was mined from
         tables_used = list(source.names) or [source.label]
-        st.success(f"Saved ontology `{save_ontology(workspace, ontology, tables=tables_used)}`.")
+        try:
+            st.success(f"Saved ontology `{save_ontology(workspace, ontology, tables=tables_used)}`.")
+        except BackdropError as err:
+            st.error(str(err))
 
     rules_tab, network_tab, expansion_tab = st.tabs(["Rules", "Network", "Expansion explorer"])
     with rules_tab:
@@ -87,7 +92,7 @@ def main() -> None:
             view.expansion_explorer(ontology, tables, names)
         except BackdropError as err:
             st.error(str(err))
-    if source.kind == view.FILE_SOURCE and workspace is not None:
+    if source.kind == view.FILE_SOURCE and saving:
         try:
             view.save_file_table(workspace, tables[0], view.default_table_name(source.path))
         except BackdropError as err:

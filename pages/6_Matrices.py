@@ -68,7 +68,7 @@ def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, Varianc
     signal, row, col = selected
     matrix = matrices[signal]
     data, clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
-    pairs = cell_pairs(Workspace(workspace_path, create=False), run["id"], signal, matrix, row, col, limit=PAIRS_LISTED, data=data, cloud=clouds[signal], nearest=True)
+    pairs = cell_pairs(state.open_workspace(workspace_path), run["id"], signal, matrix, row, col, limit=PAIRS_LISTED, data=data, cloud=clouds[signal], nearest=True)
     e = matrix.edges
     st.subheader("Image pairs behind the cell")
     st.caption(

@@ -1,5 +1,6 @@
 """The library's shape, read from its source with ``ast`` (nothing is imported): stage packages in
-pipeline order, no import circles, no file past 600 lines.
+pipeline order, no import circles, no file past 600 lines; and the app (``app.py``, ``pages/``, ``ui/``)
+opens a workspace in one place only.
 
 :data:`LAYERS` is the pipeline order, written once (``docs/ARCHITECTURE.md`` explains it): a module
 may import its own package and anything in a lower layer, never a higher one. Every import counts,
@@ -144,3 +145,34 @@ def test_no_file_is_past_600_lines():
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+#: The one function of the app that constructs a :class:`~analytics.workspace.Workspace`: it acts as
+#: the signed-in account (team mode), so every library write the app makes checks a role.
+WORKSPACE_OPENER = ("ui/state.py", "open_workspace")
+
+
+def workspace_constructions(paths: list[Path], base: Path = ROOT) -> list[tuple[str, str]]:
+    """(file relative to ``base``, enclosing function or '<module>') of each ``Workspace(...)`` call in ``paths``."""
+    found = []
+    for path in paths:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+            name = getattr(scope, "name", "<module>")
+            inner = {id(n) for f in ast.walk(scope) if f is not scope and isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)}
+            for node in ast.walk(scope):
+                called = node.func if isinstance(node, ast.Call) else None
+                if id(node) not in inner and getattr(called, "id", getattr(called, "attr", None)) == "Workspace":
+                    found.append((path.relative_to(base).as_posix(), name))
+    return found
+
+
+def test_the_app_opens_workspaces_only_through_one_helper():
+    app = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
+    assert set(workspace_constructions(app)) == {WORKSPACE_OPENER}
+
+
+def test_workspace_constructions_are_found(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text("import analytics.workspace as w\nw.Workspace('x')\ndef f():\n    def g():\n        return Workspace('y', create=False)\n    return g\n")
+    assert sorted(workspace_constructions([page], tmp_path)) == [("page.py", "<module>"), ("page.py", "g")]

@@ -30,6 +30,7 @@ from analytics.judging import (
 from analytics.suites import list_suites
 from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
+from ui import state
 
 #: One colour per label on every page: invariant green, borderline amber, variant red.
 LABEL_COLOURS: dict[str, str] = {"invariant": "#1a9850", "borderline": "#f0a30a", "variant": "#d73027"}
@@ -214,7 +215,7 @@ def assessor_features(workspace_path: str, runs: tuple[tuple[str, str], ...], pr
     ``runs`` holds (run id, finishing time) pairs: the time keys the cache, so a redone run is
     recomputed.
     """
-    return features_table(Workspace(workspace_path, create=False), [run_id for run_id, _ in runs], settings=MatrixSettings.of(preset))
+    return features_table(state.open_workspace(workspace_path), [run_id for run_id, _ in runs], settings=MatrixSettings.of(preset))
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating the assessors over random splits…")

@@ -60,12 +60,8 @@ def require_page(permission: str = "browse") -> User | None:
         The signed-in account (team mode), or None (solo mode: everything allowed).
     """
     user = require_sign_in()
-    if user is not None and not allowed(user.role, permission):
-        st.error(
-            f"This page needs the role {' or '.join(roles_with(permission))}; you are signed in as "
-            f"{user.name} ({user.role}). Ask an admin to change your role.",
-            icon=":material/block:",
-        )
+    if not may(user, permission):
+        st.error(f"This page {_needs(user, permission)} Ask an admin to change your role.", icon=":material/block:")
         st.stop()
     return user
 
@@ -73,6 +69,28 @@ def require_page(permission: str = "browse") -> User | None:
 def may(user: User | None, permission: str) -> bool:
     """Whether the session may do ``permission`` (always in solo mode): decides which controls a page shows."""
     return user is None or allowed(user.role, permission)
+
+
+def offer(user: User | None, permission: str, what: str) -> bool:
+    """Whether to show a control that needs ``permission``; when not, a caption says why (``what`` needs the role …).
+
+    Parameters
+    ----------
+    user : User or None
+        The signed-in account (:func:`require_page`); None in solo mode (always offered).
+    permission : str
+        A key of :data:`analytics.team.roles.ACTIONS`.
+    what : str
+        The control, as the start of a sentence ("Evaluate").
+    """
+    if may(user, permission):
+        return True
+    st.caption(f"{what} {_needs(user, permission)}", help="The library refuses it too: roles are checked on every write.")
+    return False
+
+
+def _needs(user: User, permission: str) -> str:
+    return f"needs the role {' or '.join(roles_with(permission))}; you are signed in as {user.name} ({user.role})."
 
 
 def sign_in_pending() -> bool:
@@ -112,7 +130,7 @@ def _session_user() -> User | None:
 
 def _server_workspace() -> Workspace:
     try:
-        return Workspace(state.workspace_path(), create=False)
+        return state.open_workspace(state.workspace_path())
     except BackdropError as err:
         st.error(str(err))
         st.stop()

@@ -19,7 +19,7 @@ import numpy as np
 import streamlit as st
 
 from analytics.data import composite, grabcut_mask
-from analytics.workspace import Workspace
+from ui import state
 from ui.widgets import outline_mask
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def load_model(workspace_path: str, name: str) -> LoadedModel:
     """
     from analytics.workspace import model_keys
 
-    return _loaded_model(workspace_path, name, model_keys(Workspace(workspace_path, create=False)).keys.get(name, ""))
+    return _loaded_model(workspace_path, name, model_keys(state.open_workspace(workspace_path)).keys.get(name, ""))
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -106,11 +106,11 @@ def _loaded_model(workspace_path: str, name: str, model_key: str) -> LoadedModel
     """:func:`analytics.models.load_model` (``model_key`` only keys the cache)."""
     from analytics.models import load_model as _load_model  # heavy (torch); only pages with models pay
 
-    return _load_model(Workspace(workspace_path, create=False), name)
+    return _load_model(state.open_workspace(workspace_path), name)
 
 
 def _read(workspace_path: str, digest: str) -> np.ndarray:
-    return Workspace(workspace_path, create=False).get_array(digest)
+    return state.open_workspace(workspace_path).get_array(digest)
 
 
 def _shrink(image: np.ndarray, size: int) -> np.ndarray:

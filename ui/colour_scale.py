@@ -11,7 +11,7 @@ import streamlit as st
 
 from analytics.runs import SIGNALS, ColourScale, suite_colour_scale
 from analytics.variance import MatrixSettings
-from analytics.workspace import Workspace
+from ui import state
 
 SUITE = "Suite scale (fixed, as on the Judge page)"
 AUTOSCALE = "Per-model autoscale (each matrix its own range; not comparable)"
@@ -21,7 +21,7 @@ CHOICES = (SUITE, AUTOSCALE)
 @st.cache_data(max_entries=32, show_spinner="Reading the suite's colour scale…")
 def suite_scale(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], settings: MatrixSettings) -> ColourScale:
     """The suite's colour scale at ``settings`` (``run_ids``, the suite's finished runs, only key the cache)."""
-    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, settings=settings)
+    return suite_colour_scale(state.open_workspace(workspace_path), suite_id, settings=settings)
 
 
 def ranges(scale: ColourScale, autoscale: bool) -> dict[str, tuple[float | None, float | None]]:

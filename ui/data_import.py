@@ -32,9 +32,8 @@ from analytics.data import (
     resolve_class,
 )
 from analytics.exceptions import BackdropError
-from analytics.team import resolve_server_path
+from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
-from ui.auth import may
 
 LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
 GREY_HOME = "Neutral grey"
@@ -79,7 +78,7 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     st.caption("Add a target set or a background pool; every file is checked and rejected files are listed with the reason.")
     kind_column, from_column = st.columns(2)
     kind = kind_column.radio("What to import", ["Target set", "Background pool"], horizontal=True, key="data.import_kind")
-    sources = ["Folder on the server", "Uploaded zip"] if may(workspace.actor, "server_paths") else ["Uploaded zip"]
+    sources = ["Folder on the server", "Uploaded zip"] if server_paths_offered(workspace) else ["Uploaded zip"]
     origin = from_column.radio("From", sources, horizontal=True, key="data.import_from")
     options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
     if options["targets"]:

@@ -33,7 +33,7 @@ from analytics.findings import (
 )
 from analytics.saliency import binarize
 from analytics.workspace import Workspace
-from ui import cache
+from ui import cache, state
 from ui.charts import MIN_HEIGHT
 from ui.saliency import overlay
 
@@ -59,45 +59,45 @@ NUMBER_FORMAT = {
 @st.cache_data(max_entries=16, show_spinner="Counting failures per keyword…")
 def failures(workspace_path: str, run_id: str, finished: str, min_count: int) -> FailureTable:
     """:func:`analytics.findings.failures.failure_table`, cached per run (``finished`` keys a redone run afresh)."""
-    return failure_table(Workspace(workspace_path), run_id, min_count=min_count)
+    return failure_table(state.open_workspace(workspace_path), run_id, min_count=min_count)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing models per keyword…")
 def keyword_matrix(workspace_path: str, run_ids: tuple[str, ...], finished: tuple[str, ...], min_count: int) -> pd.DataFrame:
     """:func:`analytics.findings.failures.keyword_model_matrix`, cached per set of runs."""
-    return keyword_model_matrix(Workspace(workspace_path), list(run_ids), min_count=min_count)
+    return keyword_model_matrix(state.open_workspace(workspace_path), list(run_ids), min_count=min_count)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def run_keywords(workspace_path: str, run_id: str, finished: str) -> list[str]:
     """Every scene keyword of a run's composites' backgrounds, sorted by name."""
-    frame = composite_table(Workspace(workspace_path), run_id)
+    frame = composite_table(state.open_workspace(workspace_path), run_id)
     return sorted({keyword for found in frame["keywords"] for keyword in found})
 
 
 @st.cache_data(max_entries=32, show_spinner="Finding the backgrounds that fool the model…")
 def gallery(workspace_path: str, run_id: str, finished: str, per_class: int, keyword: str | None) -> dict[str, list[GalleryItem]]:
     """:func:`analytics.findings.galleries.fooling_backgrounds` of every class, cached per run."""
-    return fooling_backgrounds(Workspace(workspace_path), run_id, per_class=per_class, keyword=keyword)
+    return fooling_backgrounds(state.open_workspace(workspace_path), run_id, per_class=per_class, keyword=keyword)
 
 
 @st.cache_data(max_entries=32, show_spinner="Finding flips…")
 def flip_items(workspace_path: str, run_id: str, finished: str, limit: int, class_name: str, keyword: str | None) -> list[GalleryItem]:
     """:func:`analytics.findings.galleries.flips` of one class, cached per run."""
-    return flips(Workspace(workspace_path), run_id, limit=limit, class_name=class_name, keyword=keyword)
+    return flips(state.open_workspace(workspace_path), run_id, limit=limit, class_name=class_name, keyword=keyword)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def pair_images(workspace_path: str, item: GalleryItem) -> tuple[np.ndarray, np.ndarray]:
     """:func:`analytics.findings.galleries.item_images`: original and composite, (size, size, 3) uint8 each."""
-    return item_images(Workspace(workspace_path), item)
+    return item_images(state.open_workspace(workspace_path), item)
 
 
 @st.cache_data(max_entries=128, show_spinner="Computing saliency maps…")
 def pair_saliency(workspace_path: str, run_id: str, finished: str, model: str, item: GalleryItem, method: str) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`analytics.findings.galleries.item_saliency` with the run's model (:func:`ui.cache.load_model`), cached
     per run, item and method; None when the model cannot run the method."""
-    return item_saliency(Workspace(workspace_path), cache.load_model(workspace_path, model), item, method=method)
+    return item_saliency(state.open_workspace(workspace_path), cache.load_model(workspace_path, model), item, method=method)
 
 
 def gallery_table(items: Sequence[GalleryItem]) -> pd.DataFrame:
@@ -163,7 +163,7 @@ def flip_overlays(workspace_path: str, item: GalleryItem, maps: tuple[np.ndarray
     list of two ndarray of shape (size, size, 3), uint8
     """
     original, composite = pair_images(workspace_path, item)
-    _, masks = load_targets(Workspace(workspace_path), [item.target_id])
+    _, masks = load_targets(state.open_workspace(workspace_path), [item.target_id])
     binary = binarize(np.stack(maps), threshold=threshold)
     return [overlay(image, heat, masks[0], salient) for image, heat, salient in zip((original, composite), maps, binary)]
 

@@ -23,6 +23,7 @@ from analytics.runs import REFERENCE_PERCENTILE, SIGNALS, ColourScale, current_r
 from analytics.suites import list_suites
 from analytics.variance import DEFAULT_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
+from ui import state
 from ui.agreement import LABEL_COLOURS
 from ui.charts import variance_heatmap
 
@@ -128,14 +129,14 @@ def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Ser
 @st.cache_data(max_entries=64, show_spinner="Computing the variance matrices…")
 def matrices(workspace_path: str, run_id: str, preset: str) -> dict[str, VarianceMatrix]:
     """The run's four variance matrices (cached here and in the workspace)."""
-    return run_matrices(Workspace(workspace_path, create=False), run_id, settings=MatrixSettings.of(preset))
+    return run_matrices(state.open_workspace(workspace_path), run_id, settings=MatrixSettings.of(preset))
 
 
 # -- figures ---------------------------------------------------------------------------------------
 @st.cache_data(max_entries=16, show_spinner="Fixing the colour scale of the suite…")
 def colour_scale(workspace_path: str, suite_id: str, preset: str) -> ColourScale:
     """The suite's colour scale, frozen on first use (judging starts); identical for every model."""
-    return suite_colour_scale(Workspace(workspace_path, create=False), suite_id, settings=MatrixSettings.of(preset), freeze=True)
+    return suite_colour_scale(state.open_workspace(workspace_path), suite_id, settings=MatrixSettings.of(preset), freeze=True)
 
 
 def colour_ticks(top: float) -> tuple[list[float], list[str]]:

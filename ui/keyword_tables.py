@@ -29,10 +29,9 @@ from analytics.keywords import (
 from analytics.keywords.classifier_patch import VOCABULARIES
 from analytics.keywords.store import ITEM_KINDS
 from analytics.models import list_models
-from analytics.team import resolve_server_path
+from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
 from ui import cache
-from ui.auth import may
 
 BUILD_KEY = "ontology.kw."  # widgets of the builder (on the Ontology page, whose keys start with "ontology.")
 BUILD_REPORT = BUILD_KEY + "report"  # session state: what the last build stored and warned about
@@ -60,14 +59,9 @@ class BuildRequest:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def server_paths_allowed(workspace: Workspace | None) -> bool:
-    """Whether the session may type paths on the server (team mode: admins; see :mod:`analytics.team.paths`)."""
-    return may(getattr(workspace, "actor", None), "server_paths")
-
-
 def keyword_builder(workspace: Workspace) -> BuildRequest | None:
     """The keyword-table builder's widgets; the request when its button was clicked, else None."""
-    backends = list(BUILD_BACKENDS) if server_paths_allowed(workspace) else [PATCH, FILE]  # scene models: checkpoints on the server
+    backends = list(BUILD_BACKENDS) if server_paths_offered(workspace) else [PATCH, FILE]  # scene models: checkpoints on the server
     backend = st.radio("Keywords from", backends, format_func=BUILD_BACKENDS.get, horizontal=True, key=BUILD_KEY + "backend")
     items = st.radio("Tables for", list(BUILD_ITEMS), horizontal=True, key=BUILD_KEY + "items")
     settings = {PATCH: _patch_settings, FILE: _file_settings, SCENES: _scene_settings}[backend](workspace)
@@ -94,7 +88,7 @@ def _file_settings(workspace: Workspace) -> dict[str, Any]:
     st.caption(CSV_HELP)
     upload = st.file_uploader("Keyword CSV", type=["csv"], key=BUILD_KEY + "upload")
     path = row_names = ""
-    if server_paths_allowed(workspace):
+    if server_paths_offered(workspace):
         path = st.text_input("…or a keyword file on the server (reference HDF5, Backdrop HDF5 or CSV)", key=BUILD_KEY + "path").strip()
         row_names = st.text_input(
             "Row names file on the server (reference HDF5 only: one image name per row)", key=BUILD_KEY + "row_names"

@@ -23,7 +23,7 @@ from analytics.inference import Evaluation, evaluate
 from analytics.models import LITE_VARIANTS, ModelSpec, list_models
 from analytics.workspace import Workspace
 from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
-from ui import cache
+from ui import cache, state
 
 TABLE_COLUMNS = {
     "name": "Model",
@@ -63,7 +63,7 @@ def model_table(specs: Sequence[ModelSpec]) -> pd.DataFrame:
 @st.cache_data(max_entries=64, show_spinner="Evaluating on the original targets…")
 def evaluation(workspace_path: str, model_name: str, spec_key: str, targets_stamp: str) -> Evaluation:
     """:func:`analytics.inference.evaluate` (``spec_key``/``targets_stamp`` only key the cache)."""
-    return evaluate(Workspace(workspace_path, create=False), model_name)
+    return evaluate(state.open_workspace(workspace_path), model_name)
 
 
 def targets_stamp(workspace: Workspace) -> str:

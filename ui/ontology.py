@@ -50,10 +50,10 @@ from analytics.ontology import (
     strongest_edges,
     without_isolates,
 )
-from analytics.team import resolve_server_path
+from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import PROJECT_ROOT, Workspace
-from ui import widgets
-from ui.keyword_tables import BUILD_REPORT, server_paths_allowed
+from ui import state, widgets
+from ui.keyword_tables import BUILD_REPORT
 
 REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
@@ -88,7 +88,7 @@ class Source:
 @st.cache_data(max_entries=16, show_spinner="Loading keyword tables…")
 def load_tables(workspace_path: str, names: tuple[str, ...], present_hashes: tuple[str, ...]) -> list[KeywordTable]:
     """Keyword tables of a workspace (``present_hashes`` only keys the cache: a changed table reloads)."""
-    workspace = Workspace(workspace_path, create=False)
+    workspace = state.open_workspace(workspace_path)
     return [load_keyword_table(workspace, name) for name in names]
 
 
@@ -132,7 +132,7 @@ def tables_for(source: Source, workspace: Workspace | None) -> list[KeywordTable
 def source_picker(workspace: Workspace | None) -> Source | None:
     """Choose workspace keyword tables or a keyword file on the server; None until one is given."""
     names = list_keyword_tables(workspace)["name"].tolist() if workspace is not None else []
-    kinds = ([WORKSPACE_SOURCE] if names else []) + ([FILE_SOURCE] if server_paths_allowed(workspace) else [])
+    kinds = ([WORKSPACE_SOURCE] if names else []) + ([FILE_SOURCE] if server_paths_offered(workspace) else [])
     if not kinds:
         return None
     kind = st.radio("Transactions from", kinds, horizontal=True, key=KEY + "source")

@@ -23,7 +23,8 @@ import streamlit as st
 
 from analytics import runs
 from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, MatrixSettings, PointCloud, VarianceMatrix
-from analytics.workspace import Workspace, to_csv
+from analytics.workspace import to_csv
+from ui import state
 from ui.charts import SQUARE_HEIGHT, X_TITLE, Y_TITLE, variance_heatmap
 
 KEY = "runs."
@@ -78,7 +79,7 @@ def runs_display(table: pd.DataFrame) -> pd.DataFrame:
 @st.cache_resource(max_entries=4, show_spinner="Reading the run…")
 def run_clouds(workspace_path: str, run_id: str, finished: str) -> tuple[runs.RunData, dict[str, PointCloud]]:
     """The run's arrays and its four point clouds (shared, read-only; ``finished`` keys the cache)."""
-    workspace = Workspace(workspace_path, create=False)
+    workspace = state.open_workspace(workspace_path)
     data = runs.load_run(workspace, run_id)
     return data, runs.run_point_clouds(workspace, run_id, data=data)
 
@@ -86,7 +87,7 @@ def run_clouds(workspace_path: str, run_id: str, finished: str) -> tuple[runs.Ru
 @st.cache_data(max_entries=64, show_spinner="Interpolating the matrices…")
 def run_matrices(workspace_path: str, run_id: str, finished: str, settings: MatrixSettings) -> dict[str, VarianceMatrix]:
     """:func:`analytics.runs.run_matrices`, from the cached clouds when the workspace has not got them."""
-    workspace = Workspace(workspace_path, create=False)
+    workspace = state.open_workspace(workspace_path)
     found = runs.cached_matrices(workspace, run_id, settings=settings)
     if found is not None:
         return found
@@ -97,13 +98,13 @@ def run_matrices(workspace_path: str, run_id: str, finished: str, settings: Matr
 @st.cache_data(max_entries=128, show_spinner=False)
 def pair_images(workspace_path: str, target_id: str, background_ids: tuple[str, ...]) -> np.ndarray:
     """:func:`analytics.runs.compose_images` (cached): ndarray of shape (len(ids), s, s, 3), uint8."""
-    return runs.compose_images(Workspace(workspace_path, create=False), target_id, background_ids)
+    return runs.compose_images(state.open_workspace(workspace_path), target_id, background_ids)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def image_csv(workspace_path: str, run_id: str, finished: str) -> bytes:
     """The run's per-image table as CSV bytes."""
-    return to_csv(runs.image_table(Workspace(workspace_path, create=False), run_id)).encode()
+    return to_csv(runs.image_table(state.open_workspace(workspace_path), run_id)).encode()
 
 
 def matrix_png(matrix: np.ndarray) -> bytes:

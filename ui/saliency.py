@@ -19,7 +19,7 @@ import streamlit as st
 from analytics.saliency import METHODS, NORMALIZATIONS, REDUCTIONS, Explanation, available_methods, binarize, survey
 from analytics.saliency.heatmap import OVERLAY_ALPHA, heat_colours, heat_overlay
 from analytics.workspace import Workspace
-from ui import cache
+from ui import cache, state
 from ui.widgets import outline_mask
 
 ORIGINAL = "original"
@@ -80,7 +80,7 @@ def explain_target(
     workspace_path: str, model_name: str, spec_key: str, settings: Settings, target_id: str, suite_id: str | None, n_composites: int
 ) -> ExplainedImages:
     """One method's maps and scores on a target's original and first composites (``spec_key`` keys the cache)."""
-    workspace = Workspace(workspace_path, create=False)
+    workspace = state.open_workspace(workspace_path)
     backgrounds = survey.suite_backgrounds(workspace, suite_id, target_id, n_composites)
     model = cache.load_model(workspace_path, model_name)
     images, masks, explanation = survey.explain_target(
@@ -97,7 +97,7 @@ def inside_share_comparison(
     """Mean inside share of one model × method on the originals and on the composites of ``target_ids``
     (inline: a few targets; many go through the ``saliency`` job), with :func:`comparison_table`'s names."""
     row = survey.object_share_row(
-        Workspace(workspace_path, create=False), cache.load_model(workspace_path, model_name), target_ids, method=settings.method,
+        state.open_workspace(workspace_path), cache.load_model(workspace_path, model_name), target_ids, method=settings.method,
         suite_id=suite_id, n_composites=n_composites, settings=dict(settings.method_settings),
     )  # fmt: skip
     return comparison_table([row]).iloc[0].to_dict()

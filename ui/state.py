@@ -7,6 +7,7 @@ page (also one run on its own by ``AppTest.from_file``) can call it first.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -29,6 +30,10 @@ CREATE_WORKSPACE = "backdrop.create_workspace"
 
 #: URL path of a page to open once ``app.py`` has set up the navigation (see :func:`init_state`).
 RESUME_PAGE = "backdrop.resume_page"
+
+#: Who acts through a team-mode workspace while nobody is signed in (the sign-in form reads the
+#: accounts): a role without any permission, so no library write goes through.
+NOBODY = User(name="(not signed in)", role="", disabled=True, locked_until="", created="")
 
 DEMO_COMMAND = "python -m analytics demo"
 ENTRYPOINT = "app.py"
@@ -65,8 +70,39 @@ def annotator() -> str:
     return str(st.session_state[ANNOTATOR]).strip()
 
 
+def open_workspace(path: str | os.PathLike, *, create: bool = False) -> Workspace:
+    """The one way ``app.py``, ``pages/`` and ``ui/`` open a workspace: acting as the session's account.
+
+    Parameters
+    ----------
+    path : path-like
+        The workspace folder (:func:`workspace_path`, or ``str(workspace.root)`` as a cache key).
+    create : bool, default=False
+        Create a missing workspace (solo mode's "Create an empty workspace here" button only).
+
+    Returns
+    -------
+    Workspace
+        Solo mode: the workspace itself (nobody signs in; everything is allowed). Team mode: the
+        workspace acting as the signed-in account, or as :data:`NOBODY` while nobody is signed in, so
+        every library call that changes it checks a role (never ``actor=None``).
+
+    Raises
+    ------
+    WorkspaceError
+        No workspace at ``path`` (and ``create`` is False), or ``create`` in team mode (the
+        workspace is the server's).
+    """
+    if create and team_mode():
+        raise WorkspaceError(f"team mode works on the server's workspace only; {path} is not created from the browser")
+    workspace = Workspace(path, create=create)
+    if not team_mode():
+        return workspace
+    return workspace.acting_as(signed_in_user(workspace) or NOBODY)
+
+
 def current_workspace() -> Workspace:
-    """Open the session's workspace, or explain how to get one and stop the page.
+    """Open the session's workspace (:func:`open_workspace`), or explain how to get one and stop the page.
 
     Opening never creates a workspace: a mistyped path must not leave an empty database behind.
 
@@ -78,7 +114,7 @@ def current_workspace() -> Workspace:
     """
     path = workspace_path()
     try:
-        workspace = Workspace(path, create=False)
+        workspace = open_workspace(path)
     except WorkspaceError as err:
         st.error(str(err), icon=":material/folder_off:")
         if not team_mode():  # team mode's workspace is the server's, fixed
@@ -89,12 +125,9 @@ def current_workspace() -> Workspace:
             "another workspace, enter its folder under **Workspace** in the sidebar of the Home page."
         )
         st.stop()
-    if not team_mode():
-        return workspace
-    user = signed_in_user(workspace)
-    if user is None:  # the sign-in gate shows the form; never hand out a workspace nobody acts for
+    if workspace.actor is NOBODY:  # the sign-in gate shows the form; never hand out a workspace nobody acts for
         st.stop()
-    return workspace.acting_as(user)
+    return workspace
 
 
 def offer_new_workspace(path: Path) -> None:
@@ -105,7 +138,7 @@ def offer_new_workspace(path: Path) -> None:
     if not st.button("Create an empty workspace here", icon=":material/create_new_folder:", type="primary", key=CREATE_WORKSPACE):
         return
     try:
-        Workspace(path, create=True)
+        open_workspace(path, create=True)
     except WorkspaceError as err:  # e.g. the path is a file
         st.error(str(err))
         return

@@ -28,7 +28,7 @@ from analytics.findings import GalleryItem, flips, item_images
 from analytics.runs import SIGNALS
 from analytics.variance import DEFAULT_SETTINGS, VarianceMatrix
 from analytics.workspace import Workspace
-from ui import colour_scale
+from ui import colour_scale, state
 from ui import failures as failure_view
 from ui import runs as run_view
 from ui.charts import variance_heatmap
@@ -98,7 +98,7 @@ def keyword_rows(keywords: pd.DataFrame) -> pd.DataFrame:
 def flip_images(workspace_path: str, run_id: str, finished: str, limit: int) -> list[tuple[GalleryItem, np.ndarray, np.ndarray]]:
     """:func:`analytics.findings.galleries.flips` with each item's original and composite ((s, s, 3) uint8 each);
     ``finished`` keys a redone run afresh."""
-    workspace = Workspace(workspace_path, create=False)
+    workspace = state.open_workspace(workspace_path)
     return [(item, *item_images(workspace, item)) for item in flips(workspace, run_id, limit=limit)]
 
 

@@ -41,7 +41,7 @@ from analytics.suites import (
     suite_stats,
 )
 from analytics.workspace import Workspace
-from ui import cache, widgets
+from ui import cache, state, widgets
 
 KEY = "suites."  # prefix of every widget key of the page
 JOB = KEY + "job"  # session-state key: the id of the suite job this session started
@@ -89,7 +89,7 @@ class SuiteRequest:
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_saved_suite(workspace_path: str, suite_id: str) -> Suite:
     """A saved suite (its id is its content, so the entry never goes stale)."""
-    return load_suite(Workspace(workspace_path, create=False), suite_id)
+    return load_suite(state.open_workspace(workspace_path), suite_id)
 
 
 # -- widgets ------------------------------------------------------------------------------------

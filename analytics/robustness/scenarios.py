@@ -27,6 +27,7 @@ from analytics.data import composite, list_backgrounds, list_class_mappings, lis
 from analytics.exceptions import InvalidInputError
 from analytics.models import get_model_spec, load_model
 from analytics.suites import own_photo_backgrounds
+from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
 ORIGINAL = "original"
@@ -448,12 +449,15 @@ def evaluate_scenarios(
 
     Raises
     ------
+    PermissionDeniedError
+        The workspace's actor may not run models.
     InvalidInputError
         No models, an unknown scenario, no targets, a class the model cannot output, or an empty
         pool for ``random_background``.
     NotFoundError
         A model is not registered.
     """
+    require_permission(workspace, "run_models")  # runs the models and writes cache rows
     names = list(dict.fromkeys(models))
     if not names:
         raise InvalidInputError("models must name at least one registered model; got none")

@@ -27,6 +27,7 @@ from .paths import (
     DATA_ROOTS_ENV_VAR,
     data_roots,
     resolve_server_path,
+    server_paths_offered,
 )
 from .roles import (
     ACTIONS,
@@ -75,6 +76,7 @@ __all__ = [
     "require_permission",
     "resolve_server_path",
     "roles_with",
+    "server_paths_offered",
     "set_password",
     "set_role",
     "streamlit_arguments",

@@ -2,7 +2,8 @@
 
 A path typed in a page is read by the server process, so in team mode it could reach any file the
 server may read (other users' data, keys, the workspace database). :func:`resolve_server_path` is the
-one gate every such input passes: it needs the ``server_paths`` permission (admins), refuses ``..``
+one gate every such input passes, and :func:`server_paths_offered` the one rule for whether a page
+shows such an input at all: it needs the ``server_paths`` permission (admins), refuses ``..``
 and anything whose real path (symlinks followed) lies outside the roots of
 ``$BACKDROP_DATA_ROOTS`` (set by ``bash backdrop.sh serve --data-root DIR``). In team mode with no
 roots configured every server path is refused; in solo mode with none, paths are used as typed.
@@ -16,7 +17,7 @@ from typing import Any
 
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
 
-from .roles import require_permission
+from .roles import allowed, require_permission
 from .server import team_mode
 
 DATA_ROOTS_ENV_VAR = "BACKDROP_DATA_ROOTS"
@@ -33,6 +34,26 @@ def data_roots() -> list[Path]:
     """
     text = os.environ.get(DATA_ROOTS_ENV_VAR, "")
     return [Path(part.strip()).expanduser().resolve() for part in text.split(os.pathsep) if part.strip()]
+
+
+def server_paths_offered(workspace: Any) -> bool:
+    """Whether a page offers inputs for paths on the server (what :func:`resolve_server_path` may accept).
+
+    Parameters
+    ----------
+    workspace : Workspace
+        Its ``actor`` (the signed-in account, None in solo mode) needs the ``server_paths`` permission.
+
+    Returns
+    -------
+    bool
+        True in solo mode; in team mode only for admins, and only when data roots are configured
+        (without them every server path is refused, so the page offers uploads only).
+    """
+    actor = getattr(workspace, "actor", None)
+    if actor is not None and not allowed(actor.role, "server_paths"):
+        return False
+    return not team_mode() or bool(data_roots())
 
 
 def resolve_server_path(workspace: Any, text: str) -> Path:

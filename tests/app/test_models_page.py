@@ -148,8 +148,8 @@ def test_roles_without_registration_see_no_register_tab(team_models, name, tabs)
 def test_admin_registers_only_from_inside_the_data_roots(team_models, tiny_model_files, tmp_path, monkeypatch):
     app = signed_in("ada")
     assert [tab.label for tab in app.tabs] == ["Registered", "Register", "Zoo", "Accuracy"]
-    app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
-    assert not app.exception and "no data roots configured" in app.error[0].value  # team mode, no --data-root
+    app.radio(key="models.kind").set_value("TorchScript file").run()
+    assert not app.exception and "models.checkpoint.path" not in [box.key for box in app.text_input]  # team mode, no --data-root: uploads only
     monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tmp_path / "elsewhere"))
     app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
     assert "outside the data roots" in app.error[0].value and str(tiny_model_files["tiny"]) in app.error[0].value

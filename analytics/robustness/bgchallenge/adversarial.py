@@ -28,6 +28,7 @@ from analytics._validation import check_positive_int
 from analytics.data import list_class_mappings, resolve_class
 from analytics.inference import cpu_threads
 from analytics.models import LoadedModel, load_model, resize_images
+from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
 from .evaluation import class_outputs, data_key
@@ -120,7 +121,13 @@ def search_backgrounds(
     Returns
     -------
     AdversarialResult
+
+    Raises
+    ------
+    PermissionDeniedError
+        The workspace's actor may not run models.
     """
+    require_permission(workspace, "run_models")  # runs the model and writes cache rows
     check_positive_int(batch_size, "batch_size")
     model = load_model(workspace, model_name, device=device)
     known = list_class_mappings(workspace)

@@ -36,6 +36,7 @@ from analytics.data import (
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import cpu_threads
 from analytics.models import LoadedModel, load_model, resize_images
+from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
 from .metrics import PREDICTION_COLUMNS
@@ -219,9 +220,13 @@ def evaluate_variants(
 
     Raises
     ------
+    PermissionDeniedError
+        The workspace's actor may not run models (unless ``cached_only``: reading is allowed).
     InvalidInputError
         Unknown variant, or a class without an output in the model's label space.
     """
+    if not cached_only:
+        require_permission(workspace, "run_models")  # runs the model and writes cache rows
     check_positive_int(batch_size, "batch_size")
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
@@ -338,7 +343,13 @@ def evaluate_release(
     predictions : DataFrame
         :data:`analytics.robustness.bgchallenge.metrics.PREDICTION_COLUMNS`, one row per image:
         ``predicted`` (int64: the top output), ``correct`` and ``to_background`` (bool), the others str.
+
+    Raises
+    ------
+    PermissionDeniedError
+        The workspace's actor may not run models.
     """
+    require_permission(workspace, "run_models")  # runs the model and writes cache rows
     check_positive_int(batch_size, "batch_size")
     model = load_model(workspace, model_name, device=device)
     names = sorted({c for classes in release.classes.values() for c in classes})

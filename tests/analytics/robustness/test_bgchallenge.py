@@ -13,8 +13,9 @@ from torch import nn
 
 from analytics.cli import main
 from analytics.data import custom_label_space
-from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.models import register_torchscript
+from analytics.team import User
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
     PREDICTION_COLUMNS,
@@ -269,6 +270,17 @@ def test_an_interrupted_evaluation_resumes(colour_workspace):
     seen = []
     evaluate_variants(colour_workspace, "bg-only", data, seed=5, device="cpu", progress=lambda d, n: seen.append(d))
     assert seen[0] == len(data.ids) and len(colour_workspace.query("SELECT key FROM cache WHERE key LIKE 'bgchallenge/%'")) == 8
+
+
+def test_a_viewer_may_read_cached_predictions_but_not_run_the_model(colour_workspace):
+    viewer = colour_workspace.acting_as(User("vic", "viewer", False, "", ""))
+    data = workspace_data(colour_workspace)
+    cached_rows = colour_workspace.query_one("SELECT COUNT(*) AS n FROM cache")["n"]
+    for evaluate in (lambda: evaluate_variants(viewer, "colour", data), lambda: search_backgrounds(viewer, "colour", data)):
+        with pytest.raises(PermissionDeniedError, match=r"vic \(viewer\) may not run models over suites: that needs the role admin or analyst"):
+            evaluate()
+    assert colour_workspace.query_one("SELECT COUNT(*) AS n FROM cache")["n"] == cached_rows
+    assert evaluate_variants(viewer, "colour", data, cached_only=True) is None  # reading is allowed: nothing cached yet
 
 
 def test_prediction_matrix_without_cache(colour_workspace):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics.exceptions import InvalidInputError
+from analytics.exceptions import InvalidInputError, PermissionDeniedError
 from analytics.robustness import (
     HUE_RANGES,
     ORIGINAL,
@@ -25,6 +25,7 @@ from analytics.robustness import (
     spread,
 )
 from analytics.robustness import scenarios as sc
+from analytics.team import User
 
 SIDE = 24
 
@@ -303,3 +304,9 @@ def test_cli_prints_accuracy_robustness_and_regression(tiny_model_workspace, tmp
     assert len(pd.read_csv(csv)) == 2 * 3 * 6
     assert main(["scenarios", "--workspace", str(tiny_model_workspace.root), "--models", "tiny", "--scenarios", "sepia"]) == 2
     assert "scenario must be one of" in capsys.readouterr().err
+
+
+def test_a_viewer_may_not_evaluate_scenarios(tiny_model_workspace):
+    viewer = tiny_model_workspace.acting_as(User("vic", "viewer", False, "", ""))
+    with pytest.raises(PermissionDeniedError, match="may not run models over suites: that needs the role admin or analyst"):
+        evaluate_scenarios(viewer, ["tiny"], scenarios=CHOSEN)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
-from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, User, data_roots, resolve_server_path
+from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, User, data_roots, resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
 
 
@@ -93,3 +93,14 @@ def test_only_admins_may_use_server_paths(layout, workspace, role):
     root, _ = layout
     with pytest.raises(PermissionDeniedError, match=rf"\({role}\) may not read files from paths on the server.*admin"):
         resolve_server_path(as_role(workspace, role), str(root / "images"))
+
+
+def test_server_path_inputs_are_offered_to_admins_of_a_team_server_with_roots_and_in_solo_mode(tmp_path, workspace, monkeypatch):
+    monkeypatch.delenv(DATA_ROOTS_ENV_VAR, raising=False)
+    monkeypatch.delenv(TEAM_ENV_VAR, raising=False)
+    assert server_paths_offered(workspace)  # solo mode: paths as typed
+    monkeypatch.setenv(TEAM_ENV_VAR, "1")
+    assert not server_paths_offered(as_role(workspace, "admin"))  # no data roots: uploads only
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tmp_path))
+    assert server_paths_offered(as_role(workspace, "admin"))
+    assert not any(server_paths_offered(as_role(workspace, role)) for role in ("analyst", "annotator", "viewer"))

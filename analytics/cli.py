@@ -3,7 +3,8 @@
 Each module in :mod:`analytics.commands` adds its subcommands through ``register(subparsers)``; a
 subcommand's handler takes the parsed arguments and returns a JSON-serialisable result (printed
 with ``--json``) or an exit code. A :class:`BackdropError` becomes a one-line message on stderr and
-exit status 2; anything else is a bug and shows its traceback. Output is strict JSON: NaN and
+exit status 2, and so does a usage error (:class:`OneLineParser`); anything else is a bug and shows
+its traceback. Output is strict JSON: NaN and
 infinities (an undefined κ, a suite without distances) are printed as ``null``.
 """
 
@@ -15,6 +16,7 @@ import logging
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from analytics import commands
 from analytics.workspace import to_json
@@ -22,10 +24,22 @@ from analytics.workspace import to_json
 from .exceptions import BackdropError
 
 EXIT_USER_ERROR = 2
+PROG = "python -m analytics"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit status 2, like a
+    :class:`BackdropError`: the subcommand, argparse's message and where the full usage is, instead
+    of the usage block. Subparsers are of the same class (``add_subparsers`` makes them so)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USER_ERROR, f"error: {where}{' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m analytics", description="Backdrop: background invariance testing")
+    parser = OneLineParser(prog=PROG, description="Backdrop: background invariance testing")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):

@@ -1,8 +1,9 @@
-"""Options every subcommand spells the same, and opening the workspace they name."""
+"""Options every subcommand spells the same, opening the workspace they name, and the progress bar."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from analytics.workspace import Workspace, default_workspace_path
 
@@ -22,3 +23,38 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 def open_workspace(args: argparse.Namespace, *, create: bool = False) -> Workspace:
     return Workspace(args.workspace, create=create)
+
+
+class ProgressBar:
+    """A tqdm bar on stderr driven by ``(done, total[, message])`` callbacks, as a context manager.
+
+    The bar starts at the first callback, so an error raised while the call still validates its
+    input is the only line on stderr (no empty bar before it).
+
+    Parameters
+    ----------
+    label : str
+    unit : str, default="it"
+    terminal_only : bool, default=False
+        Show the bar only when stderr is a terminal.
+    """
+
+    def __init__(self, label: str, *, unit: str = "it", terminal_only: bool = False) -> None:
+        self.label, self.unit, self.terminal_only, self.bar = label, unit, terminal_only, None
+
+    def __enter__(self):
+        return self.update
+
+    def update(self, done: int, total: int, message: str | None = None) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.label, unit=self.unit, file=sys.stderr, disable=self.terminal_only and not sys.stderr.isatty())
+        self.bar.total = total
+        self.bar.update(done - self.bar.n)
+        if message is not None:
+            self.bar.set_postfix_str(message, refresh=True)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()

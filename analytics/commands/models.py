@@ -9,11 +9,10 @@ subcommands start fast.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from analytics.exceptions import InvalidInputError
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
 
 LITE_ARCHS = {f"efficientnet-lite{v}": v for v in (0, 1, 2)}
 
@@ -88,18 +87,11 @@ def run_evaluate(args: argparse.Namespace) -> dict:
 
 
 def run_run(args: argparse.Namespace) -> dict | list[dict]:
-    from tqdm import tqdm
-
     from analytics.runs import list_runs, start_runs
 
 
     workspace = open_workspace(args)
-    with tqdm(total=0, unit="img", desc="run", file=sys.stderr) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
+    with ProgressBar("run", unit="img") as progress:
         run_ids = start_runs(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress)
     runs = list_runs(workspace, suite_id=args.suite).set_index("id")
     results = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,18 +67,10 @@ def repository_create(args: argparse.Namespace) -> dict:
 
 
 def repository_run(args: argparse.Namespace) -> dict:
-    from tqdm import tqdm
-
     from analytics.repository import run_repository
 
 
-    with tqdm(unit="model", desc=f"repository {args.name}") as bar:
-
-        def progress(done: int, total: int, message: str) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-            bar.set_postfix_str(message, refresh=True)
-
+    with ProgressBar(f"repository {args.name}", unit="model") as progress:
         return run_repository(
             open_workspace(args), args.name, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress,
             ray_address=args.ray, num_gpus_per_model=args.gpus_per_model,

@@ -20,7 +20,7 @@ import sys
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics.suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORERS, SAMPLERS
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +60,7 @@ def run_suite(args: argparse.Namespace) -> dict:
                 f"no ontology of these keyword tables in the workspace: mined {ontology} (fpgrowth, support "
                 f"{DEFAULT_MIN_SUPPORT}, confidence {DEFAULT_MIN_CONFIDENCE}) from {', '.join(tables.values())}"
             )
-    with _bar("exact distances") as progress:
+    with ProgressBar("exact distances", terminal_only=True) as progress:
         suite = build_suite(
             workspace,
             method=args.method,
@@ -102,7 +102,7 @@ def _keyword_tables(workspace, args: argparse.Namespace) -> dict[str, str]:
     given = {kind: name for kind, name in (("target", args.target_table), ("background", args.background_table)) if name}
     if len(given) == 2:
         return given
-    with _bar("keywords") as progress:
+    with ProgressBar("keywords", terminal_only=True) as progress:
         names, computed = ensure_keyword_tables(workspace, model=args.keyword_model, batch_size=args.batch_size, device=args.device, progress=progress)
     for kind in computed:
         _say(f"no {kind} keyword table in the workspace: computed {names[kind]} with the classifier-patch backend")
@@ -111,24 +111,3 @@ def _keyword_tables(workspace, args: argparse.Namespace) -> dict[str, str]:
 
 def _say(text: str) -> None:
     print(f"note: {text}", file=sys.stderr)
-
-
-class _bar:
-    """A tqdm bar on stderr driven by (done, total) callbacks; shown only on a terminal."""
-
-    def __init__(self, label: str) -> None:
-        self.label, self.bar = label, None
-
-    def __enter__(self):
-        return self.update
-
-    def update(self, done: int, total: int) -> None:
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=self.label, file=sys.stderr, disable=not sys.stderr.isatty())
-        self.bar.update(done - self.bar.n)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.close()

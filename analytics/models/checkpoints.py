@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import pickle
+import re
 import shutil
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +28,7 @@ from analytics.workspace import Workspace
 from .spec import ModelSpec
 
 CHECKPOINT_DIR = "checkpoints"
+logger = logging.getLogger(__name__)
 
 
 def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
@@ -57,19 +61,79 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
 
 
 def _torch_load(path: Path):
+    """``torch.load(weights_only=True)`` with every failure as one :class:`InvalidInputError` line: not a
+    checkpoint at all, a TorchScript archive, Python objects that would run code, or a corrupt file.
+    torch's warnings never reach the terminal: folded into the error, or logged after a good load."""
+    with open(path, "rb") as handle:
+        header = handle.read(len(_ZIP_MAGIC))
+    if not header.startswith((_ZIP_MAGIC, _PICKLE_MAGIC)):
+        raise InvalidInputError(
+            f"{path}: not a PyTorch checkpoint (corrupt or another format: neither the zip archive nor the pickle "
+            "that torch.save writes); give a state dict saved with torch.save(model.state_dict(), path) or a .safetensors file"
+        )
+    if header.startswith(_ZIP_MAGIC) and _is_torchscript(path):
+        raise InvalidInputError(
+            f"{path}: a TorchScript archive, not a state dict; register it as TorchScript (add-model --arch torchscript) "
+            "or save the weights with torch.save(model.state_dict(), path)"
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            raw = torch.load(path, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as err:
+            reason = _unpickler_reason(err)
+            if _RUNS_CODE.search(reason) is None:
+                raise _corrupt(path, reason, caught) from err
+            raise InvalidInputError(
+                f"{path}: refused to load: the file holds Python objects that would run code when unpickled ({reason}; "
+                "torch.load with weights_only=True allows tensors and plain containers only); save a plain "
+                "state dict with torch.save(model.state_dict(), path)"
+            ) from err
+        except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile, KeyError, IndexError, AttributeError) as err:
+            raise _corrupt(path, _first_line(err), caught) from err
+    for warning in caught:
+        logger.warning("%s: %s", path, _first_line(warning.message))
+    return raw
+
+
+#: How the files of ``torch.save`` begin: a zip archive (the default since torch 1.6) or a pickle
+#: (the legacy format; protocol 2 or later starts with the PROTO opcode).
+_ZIP_MAGIC, _PICKLE_MAGIC = b"PK\x03\x04", b"\x80"
+#: What the weights-only unpickler says when it refuses a global, a call or a class (rather than bytes it cannot parse).
+_RUNS_CODE = re.compile(r"GLOBAL|unrecognized function|allowlisted")
+#: The lines of torch's message around that reason.
+_TORCH_ADVICE = ("Weights only load failed", "Please file an issue", "Check the documentation", "(1)", "(2)")
+
+
+def _is_torchscript(path: Path) -> bool:
+    """A zip made by ``torch.jit.save`` (its records include ``constants.pkl``), which ``torch.load``
+    would hand to ``torch.jit.load`` with a warning."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise InvalidInputError(
-            f"{path}: refused to load: the file holds Python objects that would run code when unpickled "
-            "(torch.load with weights_only=True allows tensors and plain containers only); save a plain "
-            "state dict with torch.save(model.state_dict(), path)"
-        ) from err
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile, KeyError, IndexError) as err:
-        raise InvalidInputError(
-            f"{path}: not a readable PyTorch checkpoint (truncated or corrupt: {str(err).splitlines()[0][:200]}); "
-            "copy the file again or re-save it with torch.save"
-        ) from err
+        with zipfile.ZipFile(path) as archive:
+            return any(name.split("/", 1)[-1] == "constants.pkl" for name in archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False  # a broken zip: torch.load says how
+
+
+def _unpickler_reason(err: pickle.UnpicklingError) -> str:
+    """The weights-only unpickler's own reason, without torch's paragraphs around it: the line naming
+    a refused global, call or class if there is one, else the first line that is not torch's advice."""
+    lines = [line.strip().removeprefix("WeightsUnpickler error:").strip() for line in str(err).splitlines()]
+    reasons = [line for line in lines if line and not line.startswith(_TORCH_ADVICE)]
+    refused = [line for line in reasons if _RUNS_CODE.search(line)]
+    return _first_line((refused or reasons or [type(err).__name__])[0].split(". ", 1)[0])
+
+
+def _first_line(value: object) -> str:
+    lines = [line.strip() for line in str(value).splitlines() if line.strip()]
+    return lines[0][:200] if lines else type(value).__name__
+
+
+def _corrupt(path: Path, reason: str, caught: list[warnings.WarningMessage]) -> InvalidInputError:
+    told = "".join(f"; torch warned: {_first_line(w.message)}" for w in caught[:1])
+    return InvalidInputError(
+        f"{path}: not a readable PyTorch checkpoint (truncated or corrupt: {reason}{told}); copy the file again or re-save it with torch.save"
+    )
 
 
 def _as_state_dict(raw, path: Path) -> dict[str, torch.Tensor]:

@@ -292,8 +292,15 @@ def register_torchscript(
     )
     _check_spec(spec)
     network = _network(workspace, spec)
-    with torch.inference_mode():
-        out = network.module(torch.zeros(1, 3, input_size, input_size))
+    try:
+        with torch.inference_mode():
+            out = network.module(torch.zeros(1, 3, input_size, input_size))
+    except RuntimeError as err:  # the interpreter's traceback ends with the real reason
+        reason = str(err).strip().splitlines()[-1][:200] if str(err).strip() else type(err).__name__
+        raise InvalidInputError(
+            f"{path}: its forward fails on a (1, 3, {input_size}, {input_size}) image batch ({reason}); give a TorchScript "
+            "image classifier and its --input-size"
+        ) from err
     text = "second output of forward" if isinstance(out, (tuple, list)) else "logits (the TorchScript forward returns no embedding)"
     return _register_copied(workspace, dataclasses.replace(spec, embedding_layer=text), network, path, replace)
 

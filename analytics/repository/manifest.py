@@ -14,8 +14,8 @@ repository varies: optimiser, augmentation, epochs, …), kept as a JSON dict.
 
 * :func:`add_repository` registers every entry with :func:`analytics.models.register_torchvision`;
   a bad entry (unknown architecture, missing or unreadable checkpoint, wrong number of classes) is
-  reported and skipped, the rest are registered. Registration validates before it writes, so a
-  failing entry leaves no ``models`` row.
+  reported and skipped, the rest are registered; a manifest with no good entry is an error and
+  records nothing. Registration validates before it writes, so a failing entry leaves no ``models`` row.
 * :func:`create_repository` records registered models of any source (zoo heads, torchvision,
   TorchScript) as a repository without a manifest.
 
@@ -229,7 +229,9 @@ def add_repository(workspace: Workspace, manifest: str | os.PathLike, *, name: s
     Raises
     ------
     InvalidInputError
-        Unreadable manifest or missing columns, or a bad repository name.
+        Unreadable manifest or missing columns, a bad repository name, or no entry registered or
+        kept (every entry bad, or no rows): the repository is then not recorded; the message names
+        the first bad entries and the fix.
     PermissionDeniedError
         The actor may not register models.
     """
@@ -259,8 +261,22 @@ def add_repository(workspace: Workspace, manifest: str | os.PathLike, *, name: s
             continue
         report.registered.append(entry.name)
     kept = set(report.registered) | set(report.unchanged)
+    if not kept:
+        raise InvalidInputError(_nothing_added(path, name, report.skipped))
     _save_members(workspace, name, [e for e in entries if e.name in kept], path)
     return report
+
+
+def _nothing_added(path: Path, name: str, skipped: Mapping[str, str]) -> str:
+    """Why a manifest gave the repository no model: its first bad entries (at most two) and the fix."""
+    if not skipped:
+        return f"{path}: the manifest has no rows, so repository {name!r} was not recorded; add one row per model under its header"
+    first = "; ".join(f"{where}: {why}" for where, why in list(skipped.items())[:2])
+    more = f" (and {len(skipped) - 2} more)" if len(skipped) > 2 else ""
+    return (
+        f"{path}: no entry could be registered, so repository {name!r} was not recorded: {first}{more}; "
+        "fix or remove these entries and add the manifest again"
+    )
 
 
 def create_repository(workspace: Workspace, name: str, models: Sequence[str], *, metadata: Mapping[str, Mapping] | None = None) -> dict:

@@ -69,13 +69,15 @@ class Workspace:
         self.db_path = self.root / DB_NAME
         self.arrays_dir = self.root / "arrays"
         if not self.db_path.exists():
+            file = next((path for path in (self.root, *self.root.parents) if path.exists() and not path.is_dir()), None)
+            if file is not None:
+                where = "is a file" if file == self.root else f"lies inside {file}, which is a file"
+                raise WorkspaceError(f"workspace path {self.root} {where}, not a folder; give the path of a workspace folder instead")
             if not create:
                 raise WorkspaceError(
                     f"no workspace at {self.root} (missing {DB_NAME}); build one with "
                     f"`python -m analytics demo --workspace {self.root}`"
                 )
-            if self.root.exists() and not self.root.is_dir():
-                raise WorkspaceError(f"workspace path {self.root} is a file; pass a folder")
             self.arrays_dir.mkdir(parents=True, exist_ok=True)
         self._migrate()
 

@@ -437,6 +437,8 @@ def add_targets(
     ------
     InvalidInputError
         An image is not the workspace's size, or a class is unknown and not given in ``classes``.
+    WorkspaceError
+        The workspace cannot be written (disk full, no permission); nothing of this call is kept.
     """
     require_permission(workspace, "import_data")
     size = image_size(workspace)
@@ -446,8 +448,8 @@ def add_targets(
             raise InvalidInputError(f"{target.origin}: image is {target.image.shape}, the workspace stores {size}x{size}x3")
         if target.class_name not in known:
             raise InvalidInputError(f"{target.origin}: unknown class {target.class_name!r}; register it first")
-    hashes = [(workspace.put_array(t.image), workspace.put_array(t.mask)) for t in targets]
-    with workspace.transaction() as conn:
+    with workspace.staged_arrays(a for t in targets for a in (t.image, t.mask)) as digests, workspace.transaction() as conn:
+        hashes = list(zip(digests[0::2], digests[1::2]))
         if classes:
             add_classes(workspace, classes, conn=conn)
         before = conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0]
@@ -470,14 +472,18 @@ def add_backgrounds(workspace: Workspace, backgrounds: Sequence[Background]) -> 
     workspace : Workspace
     backgrounds : sequence of Background
         Each with an image of shape (size, size, 3), uint8, size = :func:`image_size` of the workspace.
+
+    Raises
+    ------
+    WorkspaceError
+        The workspace cannot be written (disk full, no permission); nothing of this call is kept.
     """
     require_permission(workspace, "import_data")
     size = image_size(workspace)
     for bg in backgrounds:
         if bg.image.shape != (size, size, 3):
             raise InvalidInputError(f"{bg.origin}: image is {bg.image.shape}, the workspace stores {size}x{size}x3")
-    hashes = [workspace.put_array(bg.image) for bg in backgrounds]
-    with workspace.transaction() as conn:
+    with workspace.staged_arrays(bg.image for bg in backgrounds) as hashes, workspace.transaction() as conn:
         before = conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0]
         conn.executemany(
             "INSERT OR IGNORE INTO backgrounds(id, image_hash, height, width, origin, crop, package, licence, added)"

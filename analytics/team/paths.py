@@ -5,8 +5,11 @@ server may read (other users' data, keys, the workspace database). :func:`resolv
 one gate every such input passes, and :func:`server_paths_offered` the one rule for whether a page
 shows such an input at all: it needs the ``server_paths`` permission (admins), refuses ``..``
 and anything whose real path (symlinks followed) lies outside the roots of
-``$BACKDROP_DATA_ROOTS`` (set by ``bash backdrop.sh serve --data-root DIR``). In team mode with no
-roots configured every server path is refused; in solo mode with none, paths are used as typed.
+``$BACKDROP_DATA_ROOTS`` (set by ``bash backdrop.sh serve --data-root DIR``). A folder is refused
+when any file or folder under it is a symlink leading out of the roots, so a reader that lists it
+(an import, the ImageNet-X folder) only ever opens files inside them, and nothing of it is imported.
+In team mode with no roots configured every server path is refused; in solo mode with none, paths
+are used as typed.
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def resolve_server_path(workspace: Any, text: str) -> Path:
     ------
     PermissionDeniedError
         The role lacks ``server_paths``; the path has a ``..`` part or resolves outside every root;
-        team mode with no roots configured. The message names the path, the roots and the fix.
+        it is a folder holding a symlink (at any depth) that leads outside every root, or a folder
+        that cannot be listed; team mode with no roots configured. The message names the path (and the link), the roots and the fix.
     InvalidInputError
         The text is empty.
     """
@@ -94,9 +98,48 @@ def resolve_server_path(workspace: Any, text: str) -> Path:
     if ".." in path.parts:
         raise PermissionDeniedError(f"server path {typed!r} refused: '..' is not allowed; give the path inside a data root ({listed})")
     real = (path if path.is_absolute() else roots[0] / path).resolve()
-    if not any(real.is_relative_to(root) for root in roots):
+    if not _inside(real, roots):
         raise PermissionDeniedError(
             f"server path {typed!r} refused: it resolves to {real}, outside the data roots ({listed}); "
             f"put the data inside one of them, or {_FIX}"
         )
+    try:
+        escape = _link_out(real, roots) if real.is_dir() else None
+    except OSError as err:  # a folder that cannot be listed cannot be checked: its links might lead anywhere
+        raise PermissionDeniedError(
+            f"server path {typed!r} refused: cannot list {err.filename} to check its links ({err.strerror}); "
+            "make it readable by the server or move it out of the folder"
+        ) from err
+    if escape is not None:
+        link, target = escape
+        raise PermissionDeniedError(
+            f"server path {typed!r} refused: {link} is a symlink to {target}, outside the data roots ({listed}); "
+            "copy what it points to into the folder (or a data root) in place of the link"
+        )
     return real
+
+
+def _inside(real: Path, roots: list[Path]) -> bool:
+    return any(real.is_relative_to(root) for root in roots)
+
+
+def _link_out(folder: Path, roots: list[Path]) -> tuple[Path, Path] | None:
+    """The first symlink under the real folder ``folder`` (links to folders followed) whose real
+    path lies outside every root, with that real path; None when every link stays inside.
+
+    Only links need resolving: below a real folder inside a root, an entry that is no link is inside too.
+    """
+    pending, walked = [folder], {folder}
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_symlink():
+                    target = Path(entry.path).resolve()
+                    if not _inside(target, roots):
+                        return Path(entry.path), target
+                    if target.is_dir() and target not in walked:  # a link inside may hold links out
+                        walked.add(target)
+                        pending.append(Path(entry.path))
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+    return None

@@ -7,7 +7,9 @@ Layout::
 
 Writes are transactional: arrays are written first (atomically, by rename; writing one twice is a
 no-op), then the rows that point to them in one ``BEGIN IMMEDIATE`` transaction. A failed write
-leaves at most an unreferenced array behind, never a row pointing at nothing.
+never leaves a row pointing at nothing, nor a temporary file; :meth:`Workspace.staged_arrays` also
+removes the arrays a failed import created. A full disk or a missing permission is a
+:class:`WorkspaceError` of one line naming the file and the fix.
 
 Connections are short-lived (one per operation): Streamlit runs scripts on worker threads and
 sqlite3 connections must not cross threads.
@@ -16,13 +18,14 @@ sqlite3 connections must not cross threads.
 from __future__ import annotations
 
 import copy
+import errno
 import hashlib
 import io
 import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -105,16 +108,28 @@ class Workspace:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: committed when the block ends, rolled back if it raises."""
+        """A write transaction: committed when the block ends, rolled back if it raises.
+
+        Raises
+        ------
+        WorkspaceError
+            The database cannot be written (disk full, read-only, I/O error); nothing was committed.
+        """
         conn = self.connect()
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may already have rolled back after a full disk
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+        except sqlite3.OperationalError as err:
+            code = getattr(err, "sqlite_errorcode", 0) & 0xFF  # the primary result code of an extended one
+            if code not in _UNWRITABLE:
+                raise
+            raise WorkspaceError(f"cannot write {self.db_path}: {err}; {_FIXES.get(_UNWRITABLE[code], _FIX)}") from err
         finally:
             conn.close()
 
@@ -197,7 +212,49 @@ class Workspace:
         -------
         digest : str
             SHA-256 hex digest of the array's ``.npy`` bytes.
+
+        Raises
+        ------
+        WorkspaceError
+            The file cannot be written (no space, no permission); the temporary file is removed.
         """
+        return self._put_array(array)[0]
+
+    @contextmanager
+    def staged_arrays(self, arrays: Iterable[np.ndarray]) -> Iterator[list[str]]:
+        """Store ``arrays`` for rows written inside the block; if storing or the block fails, the
+        arrays this call created are removed again.
+
+        An array that was already stored is kept (rows may name it). One this call created was
+        absent when the call began, and rows are written only after their arrays, so no committed
+        row names it; the rows of the block never commit. (Another process storing the very same
+        array in that moment, for rows of its own, would find it gone: arrays carry no lock.)
+
+        Parameters
+        ----------
+        arrays : iterable of ndarray of any shape and any non-object dtype
+
+        Yields
+        ------
+        digests : list of str
+            The content hash of each array, in order.
+        """
+        digests: list[str] = []
+        created: list[Path] = []
+        try:
+            for array in arrays:
+                digest, new = self._put_array(array)
+                digests.append(digest)
+                if new:
+                    created.append(self._array_path(digest))
+            yield digests
+        except BaseException:
+            for path in created:
+                path.unlink(missing_ok=True)
+            raise
+
+    def _put_array(self, array: np.ndarray) -> tuple[str, bool]:
+        """``(digest, created)``: the array's content hash, and whether this call wrote its file."""
         array = np.asarray(array, order="C")  # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
         if array.dtype.hasobject:
             raise WorkspaceError("object arrays cannot be stored; convert to a numeric or string dtype")
@@ -206,13 +263,21 @@ class Workspace:
         data = buffer.getvalue()
         digest = hashlib.sha256(data).hexdigest()
         path = self._array_path(digest)
-        if not path.exists():
+        if path.exists():
+            return digest, False
+        tmp = None
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, path)
-        return digest
+        except OSError as err:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            cause = os.strerror(err.errno).lower() if err.errno else str(err)
+            raise WorkspaceError(f"cannot write {path}: {cause}; {_FIXES.get(err.errno, _FIX)}") from err
+        return digest, True
 
     def get_array(self, digest: str, *, mmap: bool = False) -> np.ndarray:
         """Load the array stored under ``digest``.
@@ -286,6 +351,24 @@ class Workspace:
         array = np.asarray(compute())
         self.cache_put(key, array)
         return array
+
+
+_FIX = "check the disk and the permissions of the workspace folder, or move the workspace"
+_FIXES = {  # errno -> the fix
+    errno.ENOSPC: "free space on that disk or move the workspace",
+    errno.EDQUOT: "free space within your quota or move the workspace",
+    errno.EACCES: "give this user write access to the workspace folder, or use another workspace",
+    errno.EPERM: "give this user write access to the workspace folder, or use another workspace",
+    errno.EROFS: "the disk is read-only: move the workspace to a writable disk",
+}
+# SQLite's primary result codes for a database that cannot be written, with the errno whose fix applies
+_UNWRITABLE = {
+    sqlite3.SQLITE_FULL: errno.ENOSPC,
+    sqlite3.SQLITE_READONLY: errno.EACCES,
+    sqlite3.SQLITE_PERM: errno.EACCES,
+    sqlite3.SQLITE_IOERR: None,
+    sqlite3.SQLITE_CANTOPEN: None,
+}
 
 
 def _split_sql(script: str) -> list[str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
+import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -27,7 +30,9 @@ from analytics.data import (
     read_backgrounds,
     read_targets,
 )
-from analytics.exceptions import InvalidInputError, NotFoundError
+import analytics.workspace.store as store_module
+from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError, WorkspaceError
+from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, resolve_server_path
 from analytics.workspace import Workspace
 
 SIZE = 48
@@ -126,6 +131,73 @@ def test_a_zip_reads_like_its_folder(tmp_path):
     assert [t.id for t in from_zip.accepted] == [t.id for t in from_folder.accepted]
     for a, b in zip(from_zip.accepted, from_folder.accepted):
         np.testing.assert_array_equal(a.image, b.image)
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch) -> Path:
+    """A team server's data root (``$BACKDROP_DATA_ROOTS``); ``tmp_path / "private"`` lies outside it."""
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(root))
+    monkeypatch.setenv(TEAM_ENV_VAR, "1")
+    return root
+
+
+def link_a_mask_file_out(folder: Path, outside: Path) -> Path:
+    (folder / "masks" / "cat" / "cat0.png").rename(outside / "cat0.png")
+    (folder / "masks" / "cat" / "cat0.png").symlink_to(outside / "cat0.png")
+    return folder / "masks" / "cat" / "cat0.png"
+
+
+def link_a_class_folder_out(folder: Path, outside: Path) -> Path:
+    classes = folder / "original" / "val" if (folder / "original").is_dir() else folder
+    cutout(outside / "c1.png")
+    (classes / "03_cat").symlink_to(outside, target_is_directory=True)
+    return classes / "03_cat"
+
+
+@pytest.mark.parametrize(
+    ("layout", "make", "link"),
+    [
+        ("folder", folder_layout, link_a_mask_file_out),
+        ("bgchallenge", bgchallenge_layout, link_a_class_folder_out),
+        ("cutouts", lambda root: (cutout(root / "ball" / "b1.png"), root)[1], link_a_class_folder_out),
+    ],
+)
+def test_an_import_with_a_link_out_of_the_data_root_is_refused_and_imports_nothing(tmp_path, data_root, layout, make, link):
+    (tmp_path / "private").mkdir()
+    link = link(make(data_root / "set"), tmp_path / "private")
+    workspace = small_workspace(tmp_path)
+    with pytest.raises(PermissionDeniedError) as refused:  # the page reads read_targets(resolve_server_path(...))
+        read_targets(resolve_server_path(workspace, "set"), layout=layout, size=SIZE)
+    message = str(refused.value)
+    assert "\n" not in message and f"{link} is a symlink to {(tmp_path / 'private').resolve()}" in message
+    assert list_targets(workspace).empty and not list(workspace.arrays_dir.rglob("*.npy"))
+
+
+def test_links_that_stay_inside_the_data_root_are_read(tmp_path, data_root):
+    folder = folder_layout(data_root / "set")
+    shutil.move(folder / "images" / "dog", data_root / "dogs")
+    (folder / "images" / "dog").symlink_to(data_root / "dogs", target_is_directory=True)
+    (folder / "masks" / "cat" / "cat1.png").rename(data_root / "cat1-mask.png")
+    (folder / "masks" / "cat" / "cat1.png").symlink_to(data_root / "cat1-mask.png")
+    result = read_targets(resolve_server_path(small_workspace(tmp_path), "set"), layout="folder", size=SIZE)
+    assert [t.id for t in result.accepted] == ["cat/cat0", "cat/cat1", "dog/dog0", "dog/dog1"] and not result.rejected
+
+
+def test_a_symlink_in_a_zip_is_extracted_as_a_plain_file_never_followed(tmp_path):
+    secret = tmp_path / "private" / "photo.png"
+    write_image(secret, scene(0)[0])
+    archive = tmp_path / "pool.zip"
+    with zipfile.ZipFile(archive, "w") as pool:
+        write_image(tmp_path / "p0.jpg", scene(1, (60, 60))[0])
+        pool.write(tmp_path / "p0.jpg", "pool/p0.jpg")
+        member = zipfile.ZipInfo("pool/p1.png")
+        member.external_attr = (stat.S_IFLNK | 0o777) << 16
+        pool.writestr(member, str(secret))
+    result = read_backgrounds(archive, size=SIZE)
+    assert [b.id for b in result.accepted] == ["p0"]
+    assert [Path(r.file).name for r in result.rejected] == ["p1.png"]
 
 
 @pytest.fixture
@@ -321,6 +393,32 @@ def test_backgrounds_round_trip(tmp_path):
     assert list(table["id"]) == sorted(b.id for b in pool)
     np.testing.assert_array_equal(load_backgrounds(workspace, [pool[1].id])[0], pool[1].image)
     assert all(crop.startswith("[") for crop in table["crop"])
+
+
+def test_a_full_disk_during_an_import_keeps_the_workspace_as_it_was(tmp_path, monkeypatch):
+    workspace = small_workspace(tmp_path)
+    pool = read_backgrounds(photos(tmp_path / "pool"), size=SIZE, crops_per_photo=3).accepted
+    add_backgrounds(workspace, pool[:1])
+    before = {p.name for p in workspace.arrays_dir.rglob("*.npy")}
+    renames, replace = [], os.replace
+
+    def third_fails(source, destination):  # the disk fills up at the third array this import writes
+        renames.append(destination)
+        if len(renames) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        replace(source, destination)
+
+    monkeypatch.setattr(store_module.os, "replace", third_fails)
+    with pytest.raises(WorkspaceError) as refused:
+        add_backgrounds(workspace, pool)
+    monkeypatch.undo()
+    message = str(refused.value)
+    assert "\n" not in message and message == f"cannot write {renames[-1]}: no space left on device; free space on that disk or move the workspace"
+    assert {p.name for p in workspace.arrays_dir.rglob("*.npy")} == before  # no orphan; pool[0]'s array stays
+    assert not list(workspace.arrays_dir.rglob("*.tmp"))
+    assert list(list_backgrounds(workspace)["id"]) == [pool[0].id]
+    np.testing.assert_array_equal(load_backgrounds(workspace, [pool[0].id])[0], pool[0].image)
+    assert add_backgrounds(workspace, pool) == len(pool) - 1  # with space again the same import succeeds
 
 
 def test_add_classes_inside_a_transaction(tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +106,53 @@ def test_server_path_inputs_are_offered_to_admins_of_a_team_server_with_roots_an
     monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tmp_path))
     assert server_paths_offered(as_role(workspace, "admin"))
     assert not any(server_paths_offered(as_role(workspace, role)) for role in ("analyst", "annotator", "viewer"))
+
+
+def test_a_folder_holding_a_file_symlink_out_of_the_root_is_refused(layout, workspace):
+    root, outside = layout
+    (root / "images" / "b.png").symlink_to(outside / "secret.txt")
+    with pytest.raises(PermissionDeniedError) as refused:
+        resolve_server_path(workspace, str(root))
+    message = str(refused.value)
+    assert "\n" not in message
+    assert str(root / "images" / "b.png") in message and str((outside / "secret.txt").resolve()) in message
+    assert "in place of the link" in message
+
+
+def test_a_class_folder_symlink_out_of_the_root_is_refused_at_any_depth(layout, workspace):
+    root, outside = layout
+    (root / "images" / "cat").symlink_to(outside)
+    with pytest.raises(PermissionDeniedError, match=r"cat is a symlink to .*private, outside the data roots"):
+        resolve_server_path(workspace, str(root / "images"))
+    (root / "images" / "cat").unlink()
+    (root / "deeper" / "cat").mkdir(parents=True)
+    (root / "deeper" / "cat" / "escape").symlink_to(outside)  # behind a link that stays inside
+    (root / "images" / "cat").symlink_to(root / "deeper")
+    with pytest.raises(PermissionDeniedError, match="escape is a symlink"):
+        resolve_server_path(workspace, "images")
+
+
+def test_symlinks_that_stay_inside_the_root_are_fine(layout, workspace):
+    root, _ = layout
+    (root / "images" / "b.png").symlink_to(root / "images" / "a.png")
+    (root / "images" / "loop").symlink_to(root)  # a cycle: walked once
+    (root / "other").mkdir()
+    (root / "other" / "cat").symlink_to(root / "images")
+    assert resolve_server_path(workspace, str(root)) == root.resolve()
+    assert resolve_server_path(workspace, "other") == (root / "other").resolve()
+
+
+def test_a_folder_that_cannot_be_listed_is_refused(layout, workspace, monkeypatch):
+    root, _ = layout
+    locked = root / "images" / "locked"
+    locked.mkdir()
+    scandir = os.scandir
+
+    def unreadable(path):  # as for a folder without read permission (chmod is moot when tests run as root)
+        if Path(path) == locked:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", unreadable)
+    with pytest.raises(PermissionDeniedError, match=rf"cannot list {locked} to check its links \(Permission denied\)"):
+        resolve_server_path(workspace, str(root))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import sqlite3
 
 import numpy as np
@@ -129,6 +132,81 @@ def test_json_values_round_trip(tmp_path):
     assert workspace.get_array(workspace.put_json(value)).shape == ()
     legacy = workspace.put_array(np.array(['{"a": 1}']))  # shape (1,), as put_json wrote before
     assert workspace.get_json(legacy) == {"a": 1}
+
+
+class FullDisk:
+    """A file handle whose writes fail as on a full disk (``os.fdopen`` of the store, patched)."""
+
+    def __init__(self, fd: int, mode: str) -> None:
+        self.handle = open(fd, mode)  # closed by __exit__
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("failing", ["write", "rename"])
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_no_temporary_file(tmp_path, monkeypatch, failing):
+    workspace = Workspace(tmp_path / "ws")
+    kept = workspace.put_array(np.ones(3))
+    if failing == "write":
+        monkeypatch.setattr(workspace_module.os, "fdopen", FullDisk)
+    else:
+        monkeypatch.setattr(workspace_module.os, "replace", no_space)
+    with pytest.raises(WorkspaceError) as refused:
+        workspace.put_array(np.arange(5))
+    monkeypatch.undo()
+    message = str(refused.value)
+    assert "\n" not in message
+    assert re.fullmatch(
+        rf"cannot write {re.escape(str(workspace.arrays_dir))}/\w\w/\w{{64}}\.npy: "
+        "no space left on device; free space on that disk or move the workspace",
+        message,
+    )
+    assert not list(workspace.arrays_dir.rglob("*.tmp"))
+    assert [p.stem for p in workspace.arrays_dir.rglob("*.npy")] == [kept]
+
+
+def test_staged_arrays_remove_what_they_created_when_the_block_fails(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    shared = workspace.put_array(np.ones(3))
+    with pytest.raises(RuntimeError, match="rows failed"):
+        with workspace.staged_arrays([np.ones(3), np.zeros(4), np.zeros(4)]) as digests:
+            assert digests[0] == shared and digests[1] == digests[2]
+            raise RuntimeError("rows failed")
+    assert [p.stem for p in workspace.arrays_dir.rglob("*.npy")] == [shared]  # the one stored before stays
+    with workspace.staged_arrays([np.zeros(4)]) as digests:
+        pass
+    np.testing.assert_array_equal(workspace.get_array(digests[0]), np.zeros(4))
+
+
+def test_a_full_database_is_a_workspace_error(tmp_path, monkeypatch):
+    workspace = Workspace(tmp_path / "ws")
+    connect = Workspace.connect
+
+    def capped(self):  # the database may not grow: SQLite reports a full disk (SQLITE_FULL)
+        conn = connect(self)
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+        return conn
+
+    monkeypatch.setattr(Workspace, "connect", capped)
+    with pytest.raises(WorkspaceError, match=r"cannot write .*backdrop.sqlite: database or disk is full; free space"):
+        with workspace.transaction() as conn:
+            conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [(str(i), "x" * 500) for i in range(2000)])
+    monkeypatch.undo()
+    assert workspace.get_meta("0") is None
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):  # other SQL errors stay as they are
+        with workspace.transaction() as conn:
+            conn.execute("SELECT * FROM absent")
 
 
 def test_result_cache(tmp_path):

@@ -271,6 +271,8 @@ class Workspace:
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())  # the bytes are on disk before a row can name them
             os.replace(tmp, path)
         except OSError as err:
             if tmp is not None:

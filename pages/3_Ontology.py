@@ -18,6 +18,7 @@ from ui import keyword_tables as builder
 from ui import ontology as view
 from ui import state
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 
 
 def open_workspace() -> Workspace | None:
@@ -39,7 +40,7 @@ def keyword_tables(workspace: Workspace) -> None:
             try:
                 view.remember_build(builder.run_build(workspace, request))
             except BackdropError as err:
-                st.error(str(err))
+                st.error(escape_markdown(err))
             else:
                 st.rerun()
         builder.build_report()
@@ -65,7 +66,7 @@ def main() -> None:
         tables = view.tables_for(source, workspace)
         ontology = view.cached_ontology(tables, tuple(t.digest() for t in tables), **params)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
 
     columns = st.columns(5)
@@ -86,12 +87,12 @@ def main() -> None:
         try:
             view.expansion_explorer(ontology, tables, names)
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
     if source.kind == view.FILE_SOURCE and workspace is not None:
         try:
             view.save_file_table(workspace, tables[0], view.default_table_name(source.path))
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
 
 
 main()

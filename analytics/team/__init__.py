@@ -39,10 +39,13 @@ from .roles import (
     roles_with,
 )
 from .server import (
+    MAX_UPLOAD_ENV_VAR,
+    MAX_UPLOAD_MB,
     SOLO_ADDRESS,
     TEAM_ADDRESS,
     TEAM_ENV_VAR,
     check_team_ready,
+    max_upload_mb,
     streamlit_arguments,
     team_mode,
 )
@@ -57,6 +60,8 @@ __all__ = [
     "PERMISSIONS",
     "ROLES",
     "SIGN_IN_FAILED",
+    "MAX_UPLOAD_ENV_VAR",
+    "MAX_UPLOAD_MB",
     "SOLO_ADDRESS",
     "TEAM_ADDRESS",
     "TEAM_ENV_VAR",
@@ -77,6 +82,7 @@ __all__ = [
     "roles_with",
     "set_password",
     "set_role",
+    "max_upload_mb",
     "streamlit_arguments",
     "team_mode",
 ]

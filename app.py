@@ -26,6 +26,7 @@ from analytics.team import User, allowed
 from analytics.workspace import Workspace
 from ui import auth, state, story, widgets
 from ui.jobs import active_jobs
+from ui.markdown import escape_markdown
 
 ROOT = Path(__file__).resolve().parent
 PAGE_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
@@ -157,7 +158,7 @@ def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
     if per_class.empty:
         st.caption("No classes yet.")
     else:
-        st.markdown("**Classes:** " + ", ".join(f"{name} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
+        st.markdown("**Classes:** " + ", ".join(f"{escape_markdown(name)} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
 
 
 def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
@@ -182,13 +183,13 @@ def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
     worst, best = on_suite.loc[on_suite["drop"].idxmax()], on_suite.loc[on_suite["drop"].idxmin()]
     if len(on_suite) == 1:
         return suite_id, (
-            f"On suite `{suite_id}`, **{worst['model']}** recognises {worst['original_accuracy']:.0%} of the targets on their own "
+            f"On suite `{suite_id}`, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the targets on their own "
             f"photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
         )
     return suite_id, (
-        f"On suite `{suite_id}` ({len(on_suite)} models), **{worst['model']}** varies most with the background: "
+        f"On suite `{suite_id}` ({len(on_suite)} models), **{escape_markdown(worst['model'])}** varies most with the background: "
         f"{worst['original_accuracy']:.0%} of the targets right on their own photos, {worst['worst_case_accuracy']:.0%} right "
-        f"under every background; **{best['model']}** varies least ({best['original_accuracy']:.0%} → "
+        f"under every background; **{escape_markdown(best['model'])}** varies least ({best['original_accuracy']:.0%} → "
         f"{best['worst_case_accuracy']:.0%}). Their variance matrices show where."
     )
 
@@ -235,7 +236,7 @@ def show_assets(workspace: Workspace) -> None:
     try:
         assets = asset_table()
     except BackdropError as err:  # a damaged catalogue must not hide the rest of Home
-        st.warning(f"Cannot read the demo catalogue: {err}")
+        st.warning(f"Cannot read the demo catalogue: {escape_markdown(err)}")
         assets = pd.DataFrame(columns=["package", "provides", "in cache"])
     n_cached = int(assets["in cache"].sum())
     st.markdown(

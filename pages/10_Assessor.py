@@ -22,6 +22,7 @@ from analytics.zoo import construction_labels
 from ui import agreement as view
 from ui import judge, state
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 
 KEY = "assessor."
 HUMAN, CONSTRUCTION = "human", "construction"
@@ -67,7 +68,7 @@ def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, sou
         report = view.assessor_report(features, labels, repeats)
     except InvalidInputError as err:
         what = "judged" if source == HUMAN else "zoo"
-        st.info(f"Not enough labelled models yet: {err}.", icon=":material/hourglass_empty:")
+        st.info(f"Not enough labelled models yet: {escape_markdown(err)}.", icon=":material/hourglass_empty:")
         st.caption(f"{len(labels)} {what} model(s) have features on this suite; the assessor needs more.")
         st.stop()
     counts = " · ".join(f"{n} {label}" for label, n in report.class_counts.items())
@@ -116,7 +117,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
     try:
         fitted = view.fitted_assessor(features, labels, kind)
     except InvalidInputError as err:
-        st.warning(str(err))
+        st.warning(escape_markdown(err))
         return
     unlabelled = features.index.difference(labels.index)
     if len(unlabelled):
@@ -136,7 +137,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
     try:
         explanation = explain(fitted, features.loc[[model]])
     except BackdropError as err:
-        st.warning(str(err))
+        st.warning(escape_markdown(err))
         return
     target = explanation.target[model]
     st.plotly_chart(
@@ -166,7 +167,7 @@ def main() -> None:
     try:
         features = view.assessor_features(str(workspace.root), tuple(zip(runs["id"], runs["finished"])), "smooth")
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
     labels = labels[labels.index.isin(features.index)]
     show_evaluation(features, labels, repeats, source)

@@ -33,6 +33,7 @@ from ui import agreement as view
 from ui import jobs as job_view
 from ui import state
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 
 KEY = "methods."
 JOB = KEY + "job"  # session-state key: the id of the comparison job this session started
@@ -135,7 +136,7 @@ def show_table(table: pd.DataFrame, request: dict) -> None:
         }
     )
     st.markdown(
-        f"**Ours** — {request['model']}, {request['seeds']} seed(s) × {request['n']} backgrounds per target × "
+        f"**Ours** — {escape_markdown(request['model'])}, {request['seeds']} seed(s) × {request['n']} backgrounds per target × "
         f"{request['targets']} targets, threshold {threshold:.2f}"
     )
     numbers = ("Coverage: embedding", "Coverage: all layers", "Recall", "Consistency", "Worst-case accuracy")

@@ -18,6 +18,7 @@ from analytics.workspace import Workspace
 from ui import adjudication as view
 from ui import state
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 from ui.widgets import prefill, suite_label
 
 
@@ -50,13 +51,13 @@ def consensus_form(workspace: Workspace, user: User | None, suite_id: str, row: 
     model = str(row.name)
     prefill(view.LABEL, row["consensus"] if row["has_consensus"] else row["majority"], follows=(suite_id, model))
     with st.form(view.KEY + "form", border=True):
-        st.markdown(f"**Consensus for {model}**")
+        st.markdown(f"**Consensus for {escape_markdown(model)}**")
         st.radio("Consensus label", list(LABELS), horizontal=True, key=view.LABEL)
         st.text_area("Reason (required)", key=view.REASON, placeholder="what in the matrices or the notes settles it")
         if user is None:  # solo mode: no account signs it
             st.text_input("Adjudicator (your name)", value=state.annotator(), key=view.ADJUDICATOR)
         else:
-            st.caption(f"Signed by **{user.name}**.")
+            st.caption(f"Signed by **{escape_markdown(user.name)}**.")
         st.form_submit_button("Record consensus", type="primary", on_click=view.record, args=(workspace, suite_id, model))
 
 

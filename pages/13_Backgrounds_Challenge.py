@@ -17,6 +17,7 @@ from analytics.workspace import to_csv
 from ui import bgchallenge as view
 from ui import state
 from ui.auth import offer, require_page
+from ui.markdown import escape_markdown
 from ui.widgets import image_grid
 
 RESULTS = "bgchallenge.results"
@@ -113,7 +114,7 @@ def main() -> None:
         if adversarial:
             show_adversarial(workspace, models, data)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
 
 

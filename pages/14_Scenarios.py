@@ -21,6 +21,7 @@ from analytics.workspace import Workspace, to_csv
 from ui import scenarios as view
 from ui import state, widgets
 from ui.auth import offer, require_page
+from ui.markdown import escape_markdown
 
 REQUEST = view.KEY + "request"  # (models, scenarios, seed) of the evaluation shown
 
@@ -36,7 +37,7 @@ def request_form(workspace: Workspace, models: list[str], user: User | None) -> 
         try:
             view.evaluate_with_progress(workspace, chosen, names, seed)
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
             return
         st.session_state[REQUEST] = (tuple(chosen), tuple(names), seed)
 
@@ -75,13 +76,13 @@ def show_regression(predictions: pd.DataFrame) -> None:
     try:
         fit = scenario_regression(predictions)
     except BackdropError as err:
-        st.caption(str(err))
+        st.caption(escape_markdown(err))
         return
     st.dataframe(view.regression_display(fit), hide_index=True, width="stretch", key=view.KEY + "regression")
     baseline = fit.baseline
     st.caption(
-        f"OLS over {fit.n_cells} (model, scenario, class) accuracies, as the paper's Table 1. Intercept: model {baseline['model']}, "
-        f"the original images, class {baseline['class']}. R² = {fit.r_squared:.3f}, F = {fit.f_value:.4g}, p {view.format_p(fit.f_pvalue)}."
+        f"OLS over {fit.n_cells} (model, scenario, class) accuracies, as the paper's Table 1. Intercept: model {escape_markdown(baseline['model'])}, "
+        f"the original images, class {escape_markdown(baseline['class'])}. R² = {fit.r_squared:.3f}, F = {fit.f_value:.4g}, p {view.format_p(fit.f_pvalue)}."
     )
 
 
@@ -123,7 +124,7 @@ def main() -> None:
     try:
         predictions = view.evaluate_with_progress(workspace, list(chosen), list(names), seed)  # cached: instant
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     show_results(workspace, predictions, seed)
 

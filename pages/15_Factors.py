@@ -19,6 +19,7 @@ from analytics.workspace import to_csv
 from ui import factors as view
 from ui import state
 from ui.auth import may, require_page
+from ui.markdown import escape_markdown
 
 
 def predictions(user) -> dict:
@@ -38,7 +39,7 @@ def predictions(user) -> dict:
             if predicted is not None:
                 models[view.unique_name(request["model"], models)] = predicted
                 st.download_button(
-                    f"{request['model']}'s predictions (imagenet-x CSV)", to_csv(predicted).encode(),
+                    f"{escape_markdown(request['model'])}'s predictions (imagenet-x CSV)", to_csv(predicted).encode(),
                     file_name=f"{request['model']}-imagenet-val.csv", mime="text/csv", icon=":material/download:", key=view.KEY + "predictions_csv",
                 )  # fmt: skip
     return models
@@ -78,7 +79,7 @@ def main() -> None:
     try:
         analysis = view.analysis(models)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
     show(analysis)
 

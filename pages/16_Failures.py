@@ -21,6 +21,7 @@ from ui import deeplink, state, widgets
 from ui import failures as view
 from ui import saliency as saliency_view
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 from ui.runs import run_label
 
 ANY_KEYWORD = "(any keyword)"
@@ -44,18 +45,18 @@ def main() -> None:
     unknown = deeplink.adopt("run", view.KEY + "run", list(records))
     run_id = st.selectbox("Run", list(records), format_func=lambda r: run_label(records[r]), key=view.KEY + "run")
     if unknown:
-        st.warning(f"The link names run {unknown!r}, which is not a finished current run of this workspace; showing {run_id}.")
+        st.warning(f"The link names run {escape_markdown(repr(unknown))}, which is not a finished current run of this workspace; showing {run_id}.")
     run = records[run_id]
     min_count = st.slider("Minimum composites per keyword", 1, 50, 3, key=view.KEY + "min_count")
     path = str(workspace.root)
     try:
         table = view.failures(path, run_id, run["finished"] or "", min_count)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
     st.write(
         f"{table.composites} composites; overall error rate {table.error_rate:.3f}, mean drop {table.mean_drop:.3f} "
-        f"(keywords: {table.keyword_source})."
+        f"(keywords: {escape_markdown(table.keyword_source)})."
     )
     if table.keywords.empty:
         st.info("No keyword has that many composites (or the suite's backgrounds have no keywords: compute a keyword table on the Suites page).")
@@ -84,7 +85,7 @@ def main() -> None:
 
     st.subheader("Report")
     compare = [m for m in models if m != run["model"]]
-    st.caption(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(compare) or 'no other model'} (the models chosen above).")
+    st.caption(escape_markdown(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(compare) or 'no other model'} (the models chosen above)."))
     view.report_button(workspace, run["model"], compare, run["suite_id"], min_count)
     deeplink.publish(run=run_id, keyword=keyword, method=method, **{"class": class_name})
 
@@ -106,7 +107,7 @@ def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tu
     try:
         gallery = view.gallery(path, run_id, finished, per_class, keyword)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return None, keyword
     classes = list(gallery)
     view.keep_valid(view.KEY + "class", classes)
@@ -114,10 +115,10 @@ def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tu
     class_name = left.selectbox("Class", classes, key=view.KEY + "class")
     for param, text in (("keyword", unknown_keyword), ("class", unknown_class)):
         if text:
-            st.warning(f"The link names {param} {text!r}, which this run's composites do not have; pick one above.")
+            st.warning(f"The link names {param} {escape_markdown(repr(text))}, which this run's composites do not have; pick one above.")
     items = gallery.get(class_name, [])
     if not items:
-        st.info(f"No background {'with ' + repr(keyword) + ' ' if keyword else ''}lowers the true-class probability of a {class_name}.")
+        st.info(escape_markdown(f"No background {'with ' + repr(keyword) + ' ' if keyword else ''}lowers the true-class probability of a {class_name}."))
         return class_name, keyword
     st.dataframe(view.gallery_table(items), hide_index=True, width="stretch", column_config=view.GALLERY_FORMAT, key=view.KEY + "gallery")
     widgets.image_grid(*view.gallery_cards(path, items), n_columns=4)
@@ -131,7 +132,7 @@ def show_flips(path: str, run: Mapping, class_name: str | None, keyword: str | N
     if class_name is None:
         return None
     st.caption(
-        f"Composites of class {class_name}{' with ' + repr(keyword) if keyword else ''} on which the model predicts another "
+        f"Composites of class {escape_markdown(class_name)}{' with ' + escape_markdown(repr(keyword)) if keyword else ''} on which the model predicts another "
         "class than on the original: originals classified correctly first, then biggest drop first."
     )
     left, right = st.columns(2)
@@ -163,7 +164,7 @@ def choose_method(path: str, model: str) -> str | None:
     unknown = deeplink.adopt("method", view.KEY + "method", methods)
     method = st.selectbox("Saliency method", methods, format_func=lambda k: METHODS[k].name, key=view.KEY + "method")
     if unknown:
-        st.warning(f"The link names method {unknown!r}, which {model} cannot run (or which does not exist); showing {METHODS[method].name}.")
+        st.warning(f"The link names method {escape_markdown(repr(unknown))}, which {escape_markdown(model)} cannot run (or which does not exist); showing {METHODS[method].name}.")
     legend, words = st.columns([1, 3], vertical_alignment="center")
     legend.image(saliency_view.colour_legend(), width="stretch")
     words.caption(

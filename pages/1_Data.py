@@ -29,6 +29,7 @@ from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, screening, state, widgets
 from ui.auth import may, require_page
+from ui.markdown import escape_markdown
 
 PAGE_SIZE = 24
 GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
@@ -52,7 +53,7 @@ def show_targets(workspace: Workspace) -> None:
     with page_column:
         start, stop = widgets.paginate(len(shown), page_size=PAGE_SIZE, key=f"data.targets_page.{chosen}")
     if shown.empty:
-        st.info(f"No targets of class {chosen!r} yet.")
+        st.info(f"No targets of class {escape_markdown(repr(chosen))} yet.")
         return
     rows = shown.iloc[start:stop]
     path = str(workspace.root)
@@ -120,7 +121,7 @@ def background_picker(workspace_path: str, backgrounds, chosen: str) -> None:
     rows = list(backgrounds.iloc[start:stop].itertuples())
     for first in range(0, len(rows), PICKER_COLUMNS):
         for column, row in zip(st.columns(PICKER_COLUMNS), rows[first : first + PICKER_COLUMNS]):
-            column.image(cache.background_thumbnail(workspace_path, row.image_hash), caption=row.id, width="stretch")
+            column.image(cache.background_thumbnail(workspace_path, row.image_hash), caption=escape_markdown(row.id), width="stretch")
             in_use = row.id == chosen
             column.button(
                 "In the preview" if in_use else "Use this", key=f"data.preview_pick.{row.id}", disabled=in_use,
@@ -143,7 +144,7 @@ def grabcut_target(workspace: Workspace) -> None:
         try:
             image = read_upload(upload)
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
             return
         height, width = image.shape[:2]
         box = widgets.box_selector(width, height, key="data.grabcut_box")
@@ -181,7 +182,7 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
         st.caption("Choose the object's class (or name a new one) to add it as a target.")
         return
     target_id = f"{class_name}/{default_id}"
-    if not st.button(f"Add as target `{target_id}`", type="primary", key="data.grabcut_add"):
+    if not st.button(f"Add as target {escape_markdown(target_id)}", type="primary", key="data.grabcut_add"):
         return
     try:
         check_mask_share(mask, target_id)
@@ -189,12 +190,12 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
         target = Target(target_id, class_name, square, square_mask, origin=f"grabcut:{default_id}")
         added = add_targets(workspace, [target], classes=data_import.new_classes(workspace, [class_name]))
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     if added:
-        st.success(f"Added target `{target_id}`.")
+        st.success(f"Added target {escape_markdown(target_id)}.")
     else:
-        st.warning(f"A target `{target_id}` exists already; rename the file to add another.")
+        st.warning(f"A target {escape_markdown(target_id)} exists already; rename the file to add another.")
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from ui import cache, state
 from ui import jobs as job_view
 from ui import models as ui_models
 from ui.auth import may, require_page
+from ui.markdown import escape_markdown
 
 KINDS = ("EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file")
 LABEL_CHOICES = {"ImageNet-1k": "imagenet", "IN-9": "in9", "Custom class list": "custom"}
@@ -88,7 +89,7 @@ def _register(action) -> None:
         with st.spinner("Loading the model and checking a test batch…"):
             spec = action()
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     st.session_state[LAST_REGISTERED] = spec.name
     st.rerun()
@@ -125,7 +126,7 @@ def show_accuracy(workspace: Workspace) -> None:
     try:
         result = ui_models.evaluation(str(workspace.root), name, model_keys(workspace).keys[name], ui_models.targets_stamp(workspace))
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     left, middle, right = st.columns(3)
     left.metric("Accuracy on original targets", f"{result.accuracy:.1%}")
@@ -148,11 +149,11 @@ def show_top_predictions(workspace: Workspace, spec: ModelSpec) -> None:
     target = st.selectbox("Target", targets["id"], key="models.target")
     image_hash = targets.set_index("id").loc[target, "image_hash"]
     image_column, table_column = st.columns([1, 2])
-    image_column.image(cache.load_array(str(workspace.root), image_hash), caption=target, width="stretch")
+    image_column.image(cache.load_array(str(workspace.root), image_hash), caption=escape_markdown(target), width="stretch")
     try:
         top = ui_models.top_predictions(str(workspace.root), spec.name, model_keys(workspace).keys[spec.name], image_hash)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     table_column.dataframe(
         top, hide_index=True, width="stretch",
@@ -165,7 +166,7 @@ def main() -> None:
     st.title("Models")
     workspace = state.current_workspace()
     if st.session_state.get(LAST_REGISTERED):
-        st.success(f"Registered {st.session_state.pop(LAST_REGISTERED)!r}.")
+        st.success(f"Registered {escape_markdown(repr(st.session_state.pop(LAST_REGISTERED)))}.")
     # registering loads model files (TorchScript is code): admins only; the library refuses others too
     registering, training = may(user, "register_models"), may(user, "run_models")
     names = ["Registered", *(["Register"] if registering else []), *(["Zoo"] if training else []), "Accuracy"]

@@ -19,6 +19,7 @@ from ui import keyword_tables as builder
 from ui import ontology as view
 from ui import state
 from ui.auth import offer, require_page
+from ui.markdown import escape_markdown
 
 
 def workspace_or_none() -> Workspace | None:
@@ -40,7 +41,7 @@ def keyword_tables(workspace: Workspace, user: User | None) -> None:
             try:
                 view.remember_build(builder.run_build(workspace, request))
             except BackdropError as err:
-                st.error(str(err))
+                st.error(escape_markdown(err))
             else:
                 st.rerun()
         builder.build_report()
@@ -66,7 +67,7 @@ def main() -> None:
         tables = view.tables_for(source, workspace)
         ontology = view.cached_ontology(tables, tuple(t.digest() for t in tables), **params)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
 
     columns = st.columns(5)
@@ -91,12 +92,12 @@ def main() -> None:
         try:
             view.expansion_explorer(ontology, tables, names)
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
     if source.kind == view.FILE_SOURCE and saving:
         try:
             view.save_file_table(workspace, tables[0], view.default_table_name(source.path))
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
 
 
 main()

@@ -29,6 +29,7 @@ from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
 from ui.charts import SQUARE_COLUMNS, point_scatter
+from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"
 SIGNAL_KEY = f"{view.KEY}compare_signal"
@@ -80,10 +81,10 @@ def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, Varianc
     for pair in pairs.head(PAIRS_SHOWN).to_dict("records"):
         images = view.pair_images(workspace_path, pair["target_id"], ("", pair["background_j"], pair["background_k"]))
         original, first, second, about = st.columns([1, 1, 1, 2])
-        original.image(images[0], caption=f"original x · {data.predicted[data.target_ids.index(pair['target_id']), 0]}", width="stretch")
-        first.image(images[1], caption="j: " + view.image_caption(pair, "j"), width="stretch")
-        second.image(images[2], caption="k: " + view.image_caption(pair, "k"), width="stretch")
-        about.markdown(f"**{pair['target_id']}**  \n|S(y_ij) − S(y_ik)| = **{pair['value']:.4f}**")
+        original.image(images[0], caption=escape_markdown(f"original x · {data.predicted[data.target_ids.index(pair['target_id']), 0]}"), width="stretch")
+        first.image(images[1], caption=escape_markdown("j: " + view.image_caption(pair, "j")), width="stretch")
+        second.image(images[2], caption=escape_markdown("k: " + view.image_caption(pair, "k")), width="stretch")
+        about.markdown(f"**{escape_markdown(pair['target_id'])}**  \n|S(y_ij) − S(y_ik)| = **{pair['value']:.4f}**")
     st.dataframe(pairs, hide_index=True, width="stretch", key=f"{view.KEY}pairs")
 
 
@@ -112,11 +113,11 @@ def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges:
         data_clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
         matrices = view.run_matrices(workspace_path, run["id"], run["finished"], settings)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     metrics(run, data_clouds[0].n_points)
     if data_clouds[0].excluded:
-        st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {', '.join(data_clouds[0].excluded[:5])}")
+        st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {escape_markdown(', '.join(data_clouds[0].excluded[:5]))}")
     selected = view.clicked_cell(run["id"], matrices)
     st.caption(f"{view.settings_label(settings)} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
     heatmaps(run["id"], matrices, ranges, selected)
@@ -132,7 +133,7 @@ def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges:
 def warn_unknown(what: str, text: str | None, shown: str) -> None:
     """Say that a link named ``text`` for ``what``, which is not among the choices, and what is shown instead."""
     if text is not None:
-        st.warning(f"The link names {what} `{text}`, which this workspace does not offer here; showing {shown} instead.")
+        st.warning(escape_markdown(f"The link names {what} {text!r}, which this workspace does not offer here; showing {shown} instead."))
 
 
 def compare(
@@ -147,7 +148,7 @@ def compare(
     widgets.prefill(key, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
     if len(records) == 1:
         st.info(
-            f"Only {run['model']} has a finished current run over suite {run['suite_id']}: run other models over it on the "
+            f"Only {escape_markdown(run['model'])} has a finished current run over suite {run['suite_id']}: run other models over it on the "
             "Run page to compare them here."
         )
     chosen = st.multiselect(
@@ -160,7 +161,7 @@ def compare(
     try:
         matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings) for r in chosen}
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return chosen, None
     unknown = deeplink.adopt("signal", SIGNAL_KEY, list(SIGNALS))
     signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=SIGNAL_KEY)
@@ -178,7 +179,7 @@ def report(workspace: Workspace, run: Mapping, compared: list[str], records: Map
     """The HTML report of the run's model, with the other compared models."""
     others = list(dict.fromkeys(records[r]["model"] for r in compared if r in records and records[r]["model"] != run["model"]))
     st.subheader("Report")
-    st.caption(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(others) or 'no other model'} (the Compare tab's models).")
+    st.caption(escape_markdown(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(others) or 'no other model'} (the Compare tab's models)."))
     failure_view.report_button(workspace, run["model"], others, run["suite_id"], min_count=REPORT_MIN_COUNT, key=f"{view.KEY}report")
 
 
@@ -210,7 +211,7 @@ def main() -> None:
     try:
         scale = colour_scale.suite_scale(str(workspace.root), run["suite_id"], suite_runs, settings)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
     autoscale = choice == colour_scale.AUTOSCALE
     ranges = colour_scale.ranges(scale, autoscale)

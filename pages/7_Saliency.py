@@ -24,6 +24,7 @@ from ui import deeplink, state, widgets
 from ui import jobs as job_view
 from ui import saliency as view
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 
 KEY = "saliency."
 NO_SUITE = "(originals only)"
@@ -55,7 +56,7 @@ def choose_method(model: str, methods: list[str]) -> str:
     key, auto_key = KEY + "method", KEY + "method_default"
     unknown = deeplink.adopt("method", key, methods)
     if unknown is not None:
-        st.warning(f"{model} cannot run the linked method {unknown!r}; showing {METHODS[methods[0]].name} instead.")
+        st.warning(f"{escape_markdown(model)} cannot run the linked method {escape_markdown(repr(unknown))}; showing {METHODS[methods[0]].name} instead.")
     auto = st.session_state.get(auto_key)
     current = st.session_state.get(key)
     if current not in methods or (auto is not None and auto[0] != model and current == auto[1]):
@@ -93,7 +94,7 @@ def show_target(workspace_path: str, model: str, spec_key: str, settings: view.S
     try:
         result = view.explain_target(workspace_path, model, spec_key, settings, target, suite, n_composites)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     st.caption(
         f"Heat map: {METHODS[settings.method].name} of the true class's most probable output. {view.MASK_COLOUR_NAME.capitalize()}: "
@@ -143,7 +144,7 @@ def show_comparison(workspace: Workspace, models: list[str], settings: view.Sett
         st.dataframe(table, hide_index=True, width="stretch")
     if job.result["skipped"]:
         pairs = ", ".join(f"{model} · {METHODS[method].name}" for model, method in job.result["skipped"])
-        st.caption(f"Not run: {pairs} ({NOT_RUNNABLE}).")
+        st.caption(f"Not run: {escape_markdown(pairs)} ({NOT_RUNNABLE}).")
 
 
 def main() -> None:
@@ -184,7 +185,7 @@ def main() -> None:
         try:
             methods = view.runnable_methods(workspace_path, model, models[model])
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
             st.stop()
         settings = choose_settings(model, methods)
     runs = list_runs(workspace, model=model, suite_id=suite) if suite else None

@@ -33,6 +33,7 @@ from analytics.workspace import Workspace, model_keys
 from ui import judge as view
 from ui import saliency, state
 from ui.auth import may, require_page
+from ui.markdown import escape_markdown
 
 CONFIDENCE = view.KEY + "confidence"
 CONFIDENCE_LEVELS = {"low": 1 / 3, "medium": 2 / 3, "high": 1.0}
@@ -125,14 +126,14 @@ def show_identity(workspace: Workspace, item: view.QueueItem, blind: bool, runs:
         return item.alias
     spec = get_model_spec(workspace, item.model)
     run = runs.set_index("id").loc[item.run_id]
-    st.subheader(item.model)
+    st.subheader(escape_markdown(item.model))
     st.caption(
         f"{spec.arch if spec.arch == spec.source else f'{spec.arch} ({spec.source})'} · accuracy {run['accuracy']:.0%} · worst-case accuracy {run['worst_case_accuracy']:.0%} "
         f"· original accuracy {run['original_accuracy']:.0%}"
     )
     if spec.construction:
         details = ", ".join(f"{k} {v}" for k, v in spec.construction.items() if k in ("strength", "augment", "seed"))
-        st.caption(f"Construction (how the model was built — not a human judgment): {details or spec.construction}")
+        st.caption(f"Construction (how the model was built — not a human judgment): {escape_markdown(details or spec.construction)}")
     return item.model
 
 
@@ -163,7 +164,7 @@ def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> 
             str(workspace.root), item.model, spec_key, SALIENCY_SETTINGS, suite_id, targets, SALIENCY_COMPOSITES
         )
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     left, right = st.columns(2)
     left.metric("Attribution on the object: originals", f"{row['Inside share (originals)']:.0%}", border=True)
@@ -181,7 +182,7 @@ def show_change_last(workspace: Workspace, annotator: str, suite_id: str, blind:
         return
     with st.expander("Change my last judgment on this suite"):
         shown_as = blind_name(workspace, suite_id, last["model"]) if blind else last["model"]
-        st.markdown(f"Your last judgment: **{shown_as}** is **{last['label']}** ({last['created'][:19].replace('T', ' ')}).")
+        st.markdown(f"Your last judgment: **{escape_markdown(shown_as)}** is **{last['label']}** ({last['created'][:19].replace('T', ' ')}).")
         st.caption("Changing it adds a new judgment; the history keeps the old one, and the newest counts.")
         run_id = None if pd.isna(last["run_id"]) else last["run_id"]
         for column, label in zip(st.columns(3), LABELS):
@@ -218,7 +219,7 @@ def show_assignments(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
     plan = get_plan(workspace, suite_id)
     with st.expander("Assignments", icon=":material/assignment_ind:"):
         if plan is not None and plan.everyone:
-            st.caption(f"Plan: everyone judges every model, {plan.judgments_wanted} judgments wanted per model (set by {plan.set_by or 'the CLI'}).")
+            st.caption(f"Plan: everyone judges every model, {plan.judgments_wanted} judgments wanted per model (set by {escape_markdown(plan.set_by or 'the CLI')}).")
         left, right = st.columns([3, 2])
         left.dataframe(
             judging_progress(workspace, suite_id)[["model", "alias", "judged", "wanted", "annotators"]],

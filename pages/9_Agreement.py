@@ -17,6 +17,7 @@ from analytics.workspace import Workspace, to_csv
 from ui import agreement as view
 from ui import state
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 
 PER_MODEL_NAMES = {
     "model": "Model",
@@ -50,7 +51,7 @@ def show_summary(agreement: Agreement) -> None:
         f"{view.KAPPA_EXPLAINED} {view.INTERVAL_EXPLAINED}"
     )
     for note in agreement.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {escape_markdown(note)}")
 
 
 def show_pairs(agreement: Agreement) -> None:
@@ -148,7 +149,7 @@ def main() -> None:
     show_summary(agreement)
     if len(agreement.annotators) < 2:
         st.info(
-            f"Agreement needs at least two annotators; so far only **{agreement.annotators[0]}** has judged "
+            f"Agreement needs at least two annotators; so far only **{escape_markdown(agreement.annotators[0])}** has judged "
             f"{len(agreement.models)} model(s) on this suite. Ask a colleague to judge the same models on the **Judge** "
             "page, on this suite, under their own name."
         )

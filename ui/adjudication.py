@@ -19,6 +19,7 @@ from analytics.suites import list_suites
 from analytics.workspace import Workspace
 from ui import judge
 from ui.agreement import LABEL_COLOURS
+from ui.markdown import escape_markdown
 
 KEY = "adjudication."  # prefix of the page's widget and state keys
 LABEL = KEY + "label"
@@ -82,11 +83,11 @@ def show_judgments(row: pd.Series) -> None:
     for position, (column, name) in enumerate(zip(st.columns(len(names)), names)):
         label, confidence, note = row[f"label:{name}"], row[f"confidence:{name}"], row[f"note:{name}"]
         box = column.container(border=True, key=card_key(position))
-        box.markdown(f"**{name}**")
+        box.markdown(f"**{escape_markdown(name)}**")
         box.markdown(f"<span style='color:{LABEL_COLOURS[label]}; font-weight:600; font-size:1.2rem'>{label}</span>", unsafe_allow_html=True)
         box.caption(f"Confidence: {_confidence(confidence)}")
         has_note = isinstance(note, str) and note.strip()
-        box.markdown("\n".join(f"> {line}" for line in note.splitlines()) if has_note else "_no note_")
+        box.markdown("\n".join(f"> {escape_markdown(line)}" for line in note.splitlines()) if has_note else "_no note_")
 
 
 def show_matrices(workspace: Workspace, suite_id: str, model: str) -> None:
@@ -94,7 +95,7 @@ def show_matrices(workspace: Workspace, suite_id: str, model: str) -> None:
     runs = judge.finished_runs(workspace, suite_id)
     run_ids = dict(zip(runs["model"], runs["id"]))
     if model not in run_ids:
-        st.info(f"{model} has no finished current run over this suite, so there are no matrices to show.")
+        st.info(f"{escape_markdown(model)} has no finished current run over this suite, so there are no matrices to show.")
         return
     judge.matrix_panel(workspace, suite_id, run_ids[model], key=KEY + "preset")
 

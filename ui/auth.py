@@ -17,6 +17,7 @@ from analytics.exceptions import BackdropError, SignInError
 from analytics.team import User, active_user, allowed, authenticate, roles_with, team_mode
 from analytics.workspace import Workspace
 from ui import state
+from ui.markdown import escape_markdown
 
 #: A signed-in session ends after this many minutes without a page run.
 IDLE_MINUTES = 60
@@ -90,7 +91,7 @@ def offer(user: User | None, permission: str, what: str) -> bool:
 
 
 def _needs(user: User, permission: str) -> str:
-    return f"needs the role {' or '.join(roles_with(permission))}; you are signed in as {user.name} ({user.role})."
+    return f"needs the role {' or '.join(roles_with(permission))}; you are signed in as {escape_markdown(user.name)} ({user.role})."
 
 
 def sign_in_pending() -> bool:
@@ -108,7 +109,7 @@ def sign_out(notice: str = "") -> None:
 
 def account_sidebar(user: User) -> None:
     """Who is signed in, and the sign-out button (team mode's part of the sidebar)."""
-    st.caption(f"Signed in as **{user.name}** ({user.role})")
+    st.caption(f"Signed in as **{escape_markdown(user.name)}** ({user.role})")
     st.button("Sign out", icon=":material/logout:", on_click=sign_out, key=FORM + ".out")
 
 
@@ -132,7 +133,7 @@ def _server_workspace() -> Workspace:
     try:
         return state.open_workspace(state.workspace_path())
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         st.stop()
 
 
@@ -151,7 +152,7 @@ def _sign_in_form() -> None:
     try:
         user = authenticate(_server_workspace(), name.strip(), password)
     except SignInError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     st.session_state[state.SIGNED_IN] = user.name
     st.session_state[LAST_SEEN] = time.time()

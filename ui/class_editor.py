@@ -12,6 +12,7 @@ import streamlit as st
 from analytics.data import IN9_CLASSES, ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
 from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
+from ui.markdown import escape_markdown
 
 SAVED = "data.class_saved"  # message about the last save, shown after the rerun
 NO_IN9 = "(none)"
@@ -71,7 +72,7 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
             found = pd.DataFrame([{"index": m.index, "WordNet id": m.wnid, "name": m.name} for m in matches])
             st.dataframe(found, hide_index=True, width="stretch")
         else:
-            st.caption(f"No ImageNet-1k class matches {query.strip()!r}.")
+            st.caption(f"No ImageNet-1k class matches {escape_markdown(repr(query.strip()))}.")
     # per-class keys: switching the class shows that class's stored mapping
     indices = st.multiselect(
         "ImageNet-1k indices",
@@ -84,14 +85,14 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
     choices = [NO_IN9, *IN9_CLASSES]
     in9 = st.selectbox("IN-9 class", choices, index=choices.index(current.in9 or NO_IN9), key=f"data.class_in9.{name}")
     label = st.text_input("Custom output label", value=current.label, key=f"data.class_label.{name}", placeholder=name)
-    if not st.button(f"Save mapping of `{name}`", type="primary", key="data.class_save"):
+    if not st.button(f"Save mapping of {escape_markdown(name)}", type="primary", key="data.class_save"):
         return
     try:
         saved = set_class_mapping(workspace, name, imagenet=indices or None, in9=None if in9 == NO_IN9 else in9, label=label)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
-    st.session_state[SAVED] = f"Saved `{name}`: {saved.describe()}."
+    st.session_state[SAVED] = escape_markdown(f"Saved {name}: {saved.describe()}.")
     st.rerun()  # so the table shows the new mapping
 
 

@@ -34,6 +34,7 @@ from analytics.data import (
 from analytics.exceptions import BackdropError
 from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
+from ui.markdown import escape_markdown
 
 LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
 GREY_HOME = "Neutral grey"
@@ -121,7 +122,7 @@ def import_data(workspace: Workspace) -> None:
             result = read_import(workspace, request, source)
             added = store(workspace, result) if result.accepted else 0
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
             return
     st.session_state[LAST_IMPORT] = {
         "source": source.name if request.from_upload else str(source),
@@ -167,11 +168,11 @@ def show_last_import() -> None:
         return
     accepted, rejected = summary["accepted"], summary["rejected"]
     if not accepted:
-        st.error(f"Nothing valid to add from `{summary['source']}`; the workspace is unchanged. Reasons below.")
+        st.error(f"Nothing valid to add from {escape_markdown(summary['source'])}; the workspace is unchanged. Reasons below.")
     else:
         already = len(accepted) - summary["added"]
         note = f" ({already} already in the workspace)" if already else ""
-        st.success(f"Imported from `{summary['source']}`: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
+        st.success(f"Imported from {escape_markdown(summary['source'])}: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
     if unmapped := summary.get("unmapped"):
         st.warning(
             f"No model output is known yet for class {', '.join(unmapped)}: map it in the **Classes** tab "

@@ -20,6 +20,7 @@ from analytics.robustness import FactorAnalysis, analyse_models, check_file_size
 from analytics.team import resolve_server_path
 from analytics.workspace import Workspace
 from ui.charts import MIN_HEIGHT
+from ui.markdown import escape_markdown
 
 KEY = "factors."
 PREDICT = KEY + "predict"  # the last prediction request (plain values: model, folder, batch size)
@@ -53,7 +54,7 @@ def uploaded_predictions(uploads: Iterable) -> dict[str, pd.DataFrame]:
             check_file_size(upload.size, upload.name)  # before the bytes are hashed for the cache
             predictions = _parsed(upload.getvalue(), upload.name)
         except BackdropError as err:
-            st.error(str(err))
+            st.error(escape_markdown(err))
             continue
         models[unique_name(Path(upload.name).stem, models)] = predictions
     return models
@@ -105,7 +106,7 @@ def workspace_predictions(workspace: Workspace, request: Mapping) -> pd.DataFram
             progress=lambda done, total: bar.progress(done / total, text=f"Predicting with {request['model']}: {done} of {total} images"),
         )
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return None
     finally:
         bar.empty()

@@ -35,6 +35,7 @@ from analytics.saliency import binarize
 from analytics.workspace import Workspace
 from ui import cache, state
 from ui.charts import MIN_HEIGHT
+from ui.markdown import escape_markdown
 from ui.saliency import overlay
 
 KEY = "failures."
@@ -253,7 +254,7 @@ def report_button(
                 progress=lambda done, total: bar.progress(done / total, text=f"Building the report: {done} of {total} sections"),
             )  # fmt: skip
         except BackdropError as error:
-            st.error(str(error))
+            st.error(escape_markdown(error))
             return
         finally:
             bar.empty()

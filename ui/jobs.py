@@ -19,6 +19,7 @@ from analytics import jobs
 from analytics.exceptions import BackdropError, PermissionDeniedError
 from analytics.team import allowed
 from analytics.workspace import Workspace
+from ui.markdown import escape_markdown
 
 REFRESH_S = 2.0  # seconds between two looks at a running job
 KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs", "zoo": "Zoo training", "saliency": "Saliency comparison"}
@@ -36,15 +37,15 @@ def _error_text(workspace: Workspace, err: BackdropError, done: str) -> str:
     """The error to show: as it is, but to a blind account only a refusal (which names roles and
     accounts, never models); other errors can quote parameters that name models."""
     if not blind(workspace) or isinstance(err, PermissionDeniedError):
-        return str(err)
+        return escape_markdown(err)
     return f"The job could not be {done}. Ask an analyst or admin to look at it."
 
 
 def job_text(job: jobs.Job, *, details: bool = True) -> str:
     """One line: what, status, progress, the last message (only with ``details``) and who started it."""
     steps = f"{job.done} of {job.total}" if job.total else "starting"
-    message = f" · {job.message}" if details and job.message else ""
-    owner = f" · by {job.owner}" if job.owner else ""
+    message = f" · {escape_markdown(job.message)}" if details and job.message else ""
+    owner = f" · by {escape_markdown(job.owner)}" if job.owner else ""
     return f"{KIND_NAMES.get(job.kind, job.kind)} `{job.id}` · {job.status} · {steps}{message}{owner}"
 
 

@@ -26,6 +26,7 @@ from analytics.workspace import Workspace
 from ui import state
 from ui.agreement import LABEL_COLOURS
 from ui.charts import variance_heatmap
+from ui.markdown import escape_markdown
 
 KEY = "judge."  # prefix of the page's widget and state keys
 FLASH = KEY + "flash"  # (kind, text) shown once on the next run
@@ -193,7 +194,7 @@ def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) 
         by_signal = matrices(str(workspace.root), run_id, preset)
         scale = colour_scale(str(workspace.root), suite_id, preset)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     for column, figure in zip(st.columns(len(by_signal)), matrix_figures(by_signal, scale)):
         column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})

@@ -32,6 +32,7 @@ from analytics.models import list_models
 from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
 from ui import cache
+from ui.markdown import escape_markdown
 
 BUILD_KEY = "ontology.kw."  # widgets of the builder (on the Ontology page, whose keys start with "ontology.")
 BUILD_REPORT = BUILD_KEY + "report"  # session state: what the last build stored and warned about
@@ -176,9 +177,9 @@ def build_report() -> None:
     report = st.session_state.get(BUILD_REPORT)
     if report is None:
         return
-    st.success("Built keyword tables: " + ", ".join(f"{kind}s → `{name}`" for kind, name in report["tables"].items()))
+    st.success("Built keyword tables: " + ", ".join(f"{kind}s → {escape_markdown(name)}" for kind, name in report["tables"].items()))
     for warning in report["warnings"]:
-        st.warning(warning)
+        st.warning(escape_markdown(warning))
 
 
 def keyword_tables_view(workspace: Workspace) -> None:

@@ -54,6 +54,7 @@ from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import PROJECT_ROOT, Workspace
 from ui import state, widgets
 from ui.keyword_tables import BUILD_REPORT
+from ui.markdown import escape_markdown
 
 REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
@@ -152,12 +153,12 @@ def source_picker(workspace: Workspace | None) -> Source | None:
     try:
         path = str(resolve_server_path(workspace, path))  # read by the server: only inside the data roots
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return None
     try:
         value = float(threshold) if threshold else None
     except ValueError:
-        st.error(f"The CSV threshold must be a number; got {threshold!r}.")
+        st.error(f"The CSV threshold must be a number; got {escape_markdown(repr(threshold))}.")
         return None
     return Source(FILE_SOURCE, path=path, places_top_k=top_k, threshold=value)
 
@@ -189,7 +190,7 @@ def save_file_table(workspace: Workspace, table: KeywordTable, default_name: str
         kind = right.selectbox("Rows are", ITEM_KINDS, key=KEY + "item_kind")
         if st.form_submit_button("Save keyword table", key=KEY + "save_table_go"):
             save_keyword_table(workspace, table, name=name.strip(), item_kind=kind)
-            st.success(f"Saved keyword table `{name.strip()}` ({table.n_items} rows).")
+            st.success(f"Saved keyword table {escape_markdown(name.strip())} ({table.n_items} rows).")
 
 
 def rules_view(ontology: Ontology) -> None:
@@ -414,7 +415,7 @@ def expansion_explorer(ontology: Ontology, tables: list[KeywordTable], table_nam
     expansion = expand_item(ontology, table, row, maxits=maxits, minkws=minkws, rank_by=rank_by)
     if expansion.note:
         st.warning(expansion.note)
-    st.markdown(f"**Detected keywords (level 0):** {', '.join(detected) or 'none'}")
+    st.markdown(f"**Detected keywords (level 0):** {escape_markdown(', '.join(detected)) or 'none'}")
     frame = expansion.to_frame()
     for level, part in frame.groupby("level"):
         st.markdown(f"**Level {level}** — {len(part)} keywords")

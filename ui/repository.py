@@ -27,6 +27,7 @@ from analytics.workspace import Workspace, to_csv
 from analytics.zoo import list_zoo
 from ui import jobs as job_view
 from ui.agreement import assessor_features
+from ui.markdown import escape_markdown
 
 KEY = "repository."
 JOB = KEY + "job"  # session-state key: the id of the repository job this session started
@@ -273,6 +274,6 @@ def matrices_link(table: pd.DataFrame) -> None:
     model = left.selectbox("Model to open in Matrices", list(done), key=KEY + "matrices_model")
     st.session_state[MATRICES_RUN] = done[model]  # the Matrices page opens on this run, with or without ?run=
     try:
-        right.page_link(MATRICES_PAGE, label=f"Variance matrices of {model}", icon=":material/grid_on:", query_params={"run": done[model]})
+        right.page_link(MATRICES_PAGE, label=f"Variance matrices of {escape_markdown(model)}", icon=":material/grid_on:", query_params={"run": done[model]})
     except StreamlitPageNotFoundError:  # the page run on its own (no app around it): no other page to link to
-        right.caption(f"Open the Matrices page: it shows {model}'s run.")
+        right.caption(f"Open the Matrices page: it shows {escape_markdown(model)}'s run.")

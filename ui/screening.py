@@ -7,6 +7,7 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.suites import DEFAULT_THRESHOLD, exclusion_summary
 from analytics.workspace import Workspace
+from ui.markdown import escape_markdown
 
 KEY = "data.screening."
 
@@ -25,7 +26,7 @@ def show_exclusions(workspace: Workspace) -> None:
             with st.spinner("Screening the pool (the classifier runs once per background; cached afterwards)…"):
                 summary = exclusion_summary(workspace, compute=True)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     if summary.empty:
         st.info("Import targets and a background pool first.")

@@ -17,6 +17,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from analytics.exceptions import WorkspaceError
 from analytics.team import User, active_user, team_mode
 from analytics.workspace import Workspace, default_workspace_path
+from ui.markdown import escape_markdown
 
 #: Folder of the workspace (text; the sidebar's workspace selector writes it).
 WORKSPACE_PATH = "backdrop.workspace_path"
@@ -116,7 +117,7 @@ def current_workspace() -> Workspace:
     try:
         workspace = open_workspace(path)
     except WorkspaceError as err:
-        st.error(str(err), icon=":material/folder_off:")
+        st.error(escape_markdown(err), icon=":material/folder_off:")
         if not team_mode():  # team mode's workspace is the server's, fixed
             offer_new_workspace(path)
         st.info(
@@ -140,7 +141,7 @@ def offer_new_workspace(path: Path) -> None:
     try:
         open_workspace(path, create=True)
     except WorkspaceError as err:  # e.g. the path is a file
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return
     st.rerun()
 

@@ -32,6 +32,7 @@ from ui import colour_scale, state
 from ui import failures as failure_view
 from ui import runs as run_view
 from ui.charts import variance_heatmap
+from ui.markdown import escape_markdown
 
 KEY = "story."
 MAX_MODELS = 8  # tabs (lazy, so more cost nothing until opened); the demo has about 7 models
@@ -125,7 +126,7 @@ def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str |
     )
     done = runs[(runs["status"] == "done") & (runs["suite_id"] == chosen["suite_id"].iloc[0])]
     suite_run_ids = tuple(sorted(done["id"]))  # the Matrices page's key of the suite scale, so both share it
-    tabs = st.tabs(list(chosen["model"]), key=KEY + "model", on_change="rerun")
+    tabs = st.tabs([escape_markdown(model) for model in chosen["model"]], key=KEY + "model", on_change="rerun")
     for tab, run in zip(tabs, chosen.to_dict("records")):
         if tab.open:
             with tab:
@@ -147,7 +148,7 @@ def show_model(workspace_path: str, run: Mapping, suite_run_ids: tuple[str, ...]
             show_matrix(workspace_path, run, finished, suite_run_ids, matrices_page)
         show_flips(workspace_path, run, finished)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
 
 
 def show_keywords(workspace_path: str, run: Mapping, finished: str, failures_page: str | None) -> None:
@@ -187,7 +188,7 @@ def show_flips(workspace_path: str, run: Mapping, finished: str) -> None:
     for column, (item, original, composite) in zip(st.columns(N_FLIPS, gap="large"), found):
         with column:
             first, second = st.columns(2)
-            first.image(original, caption=f"{item.target_id}: {item.original_predicted} · p(true) {item.original_true_prob:.2f}", width="stretch")
-            second.image(composite, caption=f"on {item.background_id}: {item.predicted} · p(true) {item.true_prob:.2f}", width="stretch")
+            first.image(original, caption=escape_markdown(f"{item.target_id}: {item.original_predicted} · p(true) {item.original_true_prob:.2f}"), width="stretch")
+            second.image(composite, caption=escape_markdown(f"on {item.background_id}: {item.predicted} · p(true) {item.true_prob:.2f}"), width="stretch")
             if item.keywords:
-                st.caption("Scene: " + ", ".join(item.keywords[:6]))
+                st.caption("Scene: " + escape_markdown(", ".join(item.keywords[:6])))

@@ -42,6 +42,7 @@ from analytics.suites import (
 )
 from analytics.workspace import Workspace
 from ui import cache, state, widgets
+from ui.markdown import escape_markdown
 
 KEY = "suites."  # prefix of every widget key of the page
 JOB = KEY + "job"  # session-state key: the id of the suite job this session started
@@ -144,7 +145,7 @@ def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
         targets = comparison_targets(workspace, PREVIEW_TARGETS)
         return build_suite(workspace, **request.build_kwargs(), target_ids=targets, save=False, progress=report)
     except BackdropError as err:
-        st.error(str(err))
+        st.error(escape_markdown(err))
         return None
     finally:
         bar.empty()
@@ -209,7 +210,7 @@ def summary(suite: Suite) -> None:
         st.caption(source)
     if suite.warnings:
         with st.expander(f"{len(suite.warnings)} warnings"):
-            st.markdown("\n".join(f"- {warning}" for warning in suite.warnings))
+            st.markdown("\n".join(f"- {escape_markdown(warning)}" for warning in suite.warnings))
 
 
 def provenance(params: Mapping) -> str:

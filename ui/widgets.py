@@ -9,6 +9,8 @@ import cv2
 import numpy as np
 import streamlit as st
 
+from ui.markdown import escape_markdown
+
 ALL_CLASSES = "All classes"
 #: Help of every keyword-table picker: what a computed table's name says.
 KEYWORD_TABLE_HELP = (
@@ -116,12 +118,13 @@ def image_grid(images: Sequence[np.ndarray], captions: Sequence[str], *, n_colum
     ----------
     images : sequence of ndarray of shape (height, width, 3), uint8
     captions : sequence of str, one per image
+        Plain text: shown as written, Markdown escaped (they carry user-supplied names).
     n_columns : int, default=6
     """
     for row in range(0, len(images), n_columns):
         columns = st.columns(n_columns)
         for column, image, caption in zip(columns, images[row : row + n_columns], captions[row : row + n_columns]):
-            column.image(image, caption=caption, width="stretch")
+            column.image(image, caption=escape_markdown(caption), width="stretch")
 
 
 def box_selector(width: int, height: int, *, key: str) -> tuple[int, int, int, int] | None:

@@ -40,10 +40,13 @@ from .roles import (
     roles_with,
 )
 from .server import (
+    MAX_UPLOAD_ENV_VAR,
+    MAX_UPLOAD_MB,
     SOLO_ADDRESS,
     TEAM_ADDRESS,
     TEAM_ENV_VAR,
     check_team_ready,
+    max_upload_mb,
     streamlit_arguments,
     team_mode,
 )
@@ -58,6 +61,8 @@ __all__ = [
     "PERMISSIONS",
     "ROLES",
     "SIGN_IN_FAILED",
+    "MAX_UPLOAD_ENV_VAR",
+    "MAX_UPLOAD_MB",
     "SOLO_ADDRESS",
     "TEAM_ADDRESS",
     "TEAM_ENV_VAR",
@@ -79,6 +84,7 @@ __all__ = [
     "server_paths_offered",
     "set_password",
     "set_role",
+    "max_upload_mb",
     "streamlit_arguments",
     "team_mode",
 ]

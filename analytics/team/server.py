@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from analytics.exceptions import WorkspaceError
+from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.workspace import Workspace
 
 from .accounts import has_enabled_admin
@@ -19,6 +19,12 @@ from .accounts import has_enabled_admin
 TEAM_ENV_VAR = "BACKDROP_TEAM"
 SOLO_ADDRESS = "127.0.0.1"
 TEAM_ADDRESS = "0.0.0.0"
+# Largest upload in MB (Streamlit's server.maxUploadSize; also in .streamlit/config.toml). Streamlit holds
+# every upload in memory, from any browser session, signed in or not (README "Serve a team"), so this
+# covers the workflows and no more: keyword and predictions CSVs (64 MiB caps), image zips, and
+# checkpoints up to ViT-B/16, ConvNeXt-Base or EfficientNet-V2-L; larger files: a server path.
+MAX_UPLOAD_MB = 512
+MAX_UPLOAD_ENV_VAR = "BACKDROP_MAX_UPLOAD_MB"
 
 
 def team_mode() -> bool:
@@ -26,8 +32,24 @@ def team_mode() -> bool:
     return os.environ.get(TEAM_ENV_VAR, "").strip().lower() in {"1", "true", "yes"}
 
 
+def max_upload_mb() -> int:
+    """The largest upload in MB: ``$BACKDROP_MAX_UPLOAD_MB``, else :data:`MAX_UPLOAD_MB`.
+
+    Raises
+    ------
+    InvalidInputError
+        ``$BACKDROP_MAX_UPLOAD_MB`` is not a positive whole number.
+    """
+    text = os.environ.get(MAX_UPLOAD_ENV_VAR, "").strip()
+    if not text:
+        return MAX_UPLOAD_MB
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidInputError(f"${MAX_UPLOAD_ENV_VAR} must be a whole number of MB, at least 1; got {text!r}: unset it for {MAX_UPLOAD_MB}")
+    return int(text)
+
+
 def streamlit_arguments(*, team: bool, port: int) -> list[str]:
-    """The options of ``streamlit run app.py`` for a mode.
+    """The options of ``streamlit run app.py`` for a mode (with the upload cap, :func:`max_upload_mb`).
 
     Parameters
     ----------
@@ -39,10 +61,14 @@ def streamlit_arguments(*, team: bool, port: int) -> list[str]:
     Returns
     -------
     list of str
-        ``["--server.port", "8501", "--server.headless", "true", "--server.address", "127.0.0.1"]`` in solo mode.
+        ``["--server.port", "8501", "--server.headless", "true", "--server.address", "127.0.0.1",
+        "--server.maxUploadSize", "512"]`` in solo mode.
     """
     address = TEAM_ADDRESS if team else SOLO_ADDRESS
-    return ["--server.port", str(int(port)), "--server.headless", "true", "--server.address", address]
+    return [
+        "--server.port", str(int(port)), "--server.headless", "true", "--server.address", address,
+        "--server.maxUploadSize", str(max_upload_mb()),
+    ]  # fmt: skip
 
 
 def check_team_ready(workspace_path: str | os.PathLike) -> None:

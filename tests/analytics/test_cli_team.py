@@ -69,12 +69,13 @@ def test_user_disable_and_errors(team_workspace, monkeypatch, capsys):
 
 def test_serve_check_team_refuses_without_admin(tmp_path, team_workspace, monkeypatch, capsys):
     monkeypatch.delenv("BACKDROP_TEAM", raising=False)
+    monkeypatch.delenv("BACKDROP_MAX_UPLOAD_MB", raising=False)
     code, output = run(["serve-check", "--team", "--workspace", str(tmp_path / "none")], monkeypatch, capsys)
     assert code == 2 and "python -m analytics user add NAME --role admin" in output
     code, output = run(["serve-check", "--team", "--workspace", str(team_workspace.root), "--json"], monkeypatch, capsys)
     assert code == 0 and json.loads(output) == {
         "team": True,
-        "arguments": ["--server.port", "8501", "--server.headless", "true", "--server.address", "0.0.0.0"],
+        "arguments": ["--server.port", "8501", "--server.headless", "true", "--server.address", "0.0.0.0", "--server.maxUploadSize", "512"],
     }
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # the env switch alone means team mode too
     code, output = run(["serve-check", "--workspace", str(tmp_path / "none")], monkeypatch, capsys)
@@ -82,11 +83,11 @@ def test_serve_check_team_refuses_without_admin(tmp_path, team_workspace, monkey
 
 
 def test_backdrop_sh_serve_binds_loopback_in_solo_mode(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "BACKDROP_TEAM"} | {"BACKDROP_WORKSPACE": str(tmp_path / "ws"), "BACKDROP_PORT": "8765"}
+    env = {k: v for k, v in os.environ.items() if k != "BACKDROP_TEAM"} | {"BACKDROP_WORKSPACE": str(tmp_path / "ws"), "BACKDROP_PORT": "8765", "BACKDROP_MAX_UPLOAD_MB": "2048"}
     done = subprocess.run(["bash", str(PROJECT_ROOT / "backdrop.sh"), "serve", "--dry-run"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     command = done.stdout.split()
-    assert command[-7:] == ["app.py", "--server.port", "8765", "--server.headless", "true", "--server.address", "127.0.0.1"]
+    assert command[-9:] == ["app.py", "--server.port", "8765", "--server.headless", "true", "--server.address", "127.0.0.1", "--server.maxUploadSize", "2048"]
 
 
 def test_plain_streamlit_run_also_binds_loopback():

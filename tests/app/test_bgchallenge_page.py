@@ -9,6 +9,7 @@ from analytics.data import custom_label_space
 from analytics.models import register_torchscript
 from analytics.robustness.bgchallenge import evaluate_variants, gaps, workspace_data
 from analytics.workspace import Workspace
+from tests.fixtures.app import as_shown
 
 PAGE = "pages/13_Backgrounds_Challenge.py"
 
@@ -36,7 +37,7 @@ def test_page_evaluates_several_models(tiny_model_workspace, app_runner):
     expected = gaps(evaluate_variants(tiny_model_workspace, "bg-only", workspace_data(tiny_model_workspace), seed=0, device="cpu"))
     assert table.loc["bg-only", "BG-Gap"] == pytest.approx(expected["bg_gap"])
     assert len(app.get("plotly_chart")) == 3  # one bar chart per model and the categories chart
-    captions = [caption for image in app.get("image") for caption in image.captions]
+    captions = [as_shown(caption) for image in app.get("image") for caption in image.captions]
     variant_captions = [c for c in captions if c.split(" ")[0] in {"Original", "Only-BG-B", "Only-BG-T", "No-FG", "Only-FG", "Mixed-Same", "Mixed-Rand", "Mixed-Next"}]
     assert len(variant_captions) == 8  # the first target across all eight variants
     assert any(c.startswith("Mixed-Rand (bg ") and "fg-only:" in c for c in variant_captions)  # provenance and predictions

@@ -13,9 +13,11 @@ from analytics.keywords import save_keyword_table
 from analytics.team import add_user
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S
+from tests.fixtures.runs import MARKDOWN_NAME
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
 from tests.fixtures.team import TEAM_PASSWORD
 from ui import auth
+from ui.markdown import escape_markdown
 from ui.state import WORKSPACE_PATH
 
 FAILURES_PAGE = "pages/16_Failures.py"
@@ -175,3 +177,16 @@ def test_a_link_to_an_unknown_run_says_so(keyword_run_workspace, run_ids):
     assert not app.exception
     assert "'nope'" in app.warning[0].value
     assert app.selectbox(key="failures.run").value in set(run_ids.values())
+
+
+def test_a_model_name_with_markdown_is_shown_as_written(app_runner, markdown_name_workspace):
+    """Issue 25.11: the run of a model named ``**bold** [x](http://e.x) $a$``: its name is text everywhere."""
+    backgrounds = [row["id"] for row in markdown_name_workspace.query("SELECT id FROM backgrounds ORDER BY id")]
+    save_keyword_table(markdown_name_workspace, onehot_table(backgrounds, BACKGROUND_KEYWORDS), name=BACKGROUND_TABLE, item_kind="background")
+    (run_id,) = [row["id"] for row in markdown_name_workspace.query("SELECT id FROM runs WHERE model = ?", (MARKDOWN_NAME,))]
+    app = app_runner(FAILURES_PAGE, markdown_name_workspace)
+    app.selectbox(key="failures.run").set_value(run_id).run()
+    assert not app.exception, app.exception
+    sources = [e.value for e in [*app.markdown, *app.caption, *app.info, *app.warning]]
+    assert any(source.startswith(escape_markdown(MARKDOWN_NAME) + " over suite") for source in sources)  # the report's caption
+    assert not any("**bold**" in source or "[x](http://e.x)" in source for source in sources)

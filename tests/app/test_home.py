@@ -11,7 +11,9 @@ from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.demo import CACHE_ENV_VAR, COMPLETE_MARKER, load_catalogue
 from analytics.keywords import save_keyword_table
 from analytics.workspace import Workspace
+from tests.fixtures.runs import MARKDOWN_NAME
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
+from ui.markdown import escape_markdown
 from ui.state import ANNOTATOR, WORKSPACE_PATH
 from ui.widgets import shadow_key
 
@@ -72,7 +74,7 @@ def test_home_reports_which_demo_packages_are_cached(tiny_workspace, tmp_path, m
 def test_missing_workspace_shows_guidance_not_traceback(missing_workspace, app_runner):
     app = app_runner("app.py", missing_workspace)
     assert not app.exception
-    assert str(missing_workspace) in app.error[0].value
+    assert escape_markdown(missing_workspace) in app.error[0].value
     assert "python -m analytics demo" in app.info[0].value
     assert not app.metric
     assert not missing_workspace.exists()  # looking must not create a workspace
@@ -101,7 +103,7 @@ def test_home_with_finished_runs_leads_to_the_matrices_with_the_finding(run_work
     runs = list_runs(run_workspace).assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
     most, least = runs.loc[runs["drop"].idxmax()], runs.loc[runs["drop"].idxmin()]
     sentence = next(m.value for m in app.markdown if "varies most" in m.value)
-    assert f"**{most['model']}** varies most" in sentence and f"**{least['model']}** varies least" in sentence
+    assert f"**{escape_markdown(most['model'])}** varies most" in sentence and f"**{escape_markdown(least['model'])}** varies least" in sentence
     assert f"({len(runs)} models)" in sentence and f"{most['worst_case_accuracy']:.0%} right under every background" in sentence
     links = [link.proto.page for link in app.get("page_link")]
     assert links[0] == "Matrices"  # the call to action (its URL path) comes before the workflow's steps
@@ -141,7 +143,7 @@ def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_work
     assert not app.exception, app.exception
     assert "What breaks each model" in [header.value for header in app.subheader]
     shown = story_runs(list_runs(keyword_run_workspace))
-    assert [tab.label for tab in app.tabs] == list(shown["model"])  # biggest accuracy loss first
+    assert [tab.label for tab in app.tabs] == [escape_markdown(model) for model in shown["model"]]  # biggest accuracy loss first
     first = shown.iloc[0]
     # the open (first) tab: the worst keywords of its run, by error rate, with counts and intervals
     expected = failure_table(keyword_run_workspace, first["id"], min_count=3).keywords.head(TOP_KEYWORDS)
@@ -202,3 +204,14 @@ def test_team_annotators_get_no_story_they_judge_blind(keyword_run_workspace, fa
         headers[name] = [header.value for header in app.subheader]
     assert "Start here" not in headers["ann"] and "What breaks each model" not in headers["ann"]
     assert "Start here" in headers["vic"] and "What breaks each model" in headers["vic"]
+
+
+def test_a_model_name_with_markdown_is_shown_as_written(markdown_name_workspace, app_runner):
+    """Issue 25.11: a model named ``**bold** [x](http://e.x) $a$`` is text, not bold, a link and LaTeX."""
+    app = app_runner("app.py", markdown_name_workspace)
+    assert not app.exception, app.exception
+    escaped = escape_markdown(MARKDOWN_NAME)
+    assert escaped in [tab.label for tab in app.tabs]  # the story view's tab of the model
+    sources = [e.value for e in [*app.markdown, *app.caption, *app.subheader]] + [tab.label for tab in app.tabs]
+    assert not any(MARKDOWN_NAME in source for source in sources)
+    assert not any("[x](http://e.x)" in source or "**bold**" in source for source in sources)

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import jobs
 from analytics.team import active_user, add_user
 from analytics.workspace import PROJECT_ROOT
-from tests.fixtures.app import APP_TIMEOUT_S
+from tests.fixtures.app import APP_TIMEOUT_S, as_shown
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.auth import FORM
 
@@ -27,7 +27,7 @@ def signed_in_home(name: str) -> AppTest:
 
 def shown_text(app: AppTest) -> str:
     elements = [*app.markdown, *app.caption, *app.error, *app.warning, *app.info]
-    return "\n".join([e.value for e in elements] + [p.proto.text for p in app.get("progress")])
+    return as_shown("\n".join([e.value for e in elements] + [p.proto.text for p in app.get("progress")]))
 
 
 @pytest.fixture

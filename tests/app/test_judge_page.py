@@ -12,7 +12,7 @@ from analytics.judging import assign, blind_name, get_plan, judgment_history, la
 from analytics.team import add_user
 from analytics.variance import PRESETS
 from analytics.workspace import PROJECT_ROOT
-from tests.fixtures.app import APP_TIMEOUT_S
+from tests.fixtures.app import APP_TIMEOUT_S, as_shown
 from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge, run_ids_by_model
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.auth import LAST_SEEN
@@ -82,7 +82,7 @@ def test_without_blind_mode_the_name_and_accuracy_show(judging_workspace):
     app = judge_page(judging_workspace)
     app.toggle(key="judge.blind").set_value(False).run()
     assert not app.exception, app.exception
-    assert app.subheader[0].value in JUDGING_MODELS
+    assert as_shown(app.subheader[0].value) in JUDGING_MODELS
     assert "worst-case accuracy" in texts(app)
 
 
@@ -128,7 +128,7 @@ def test_saliency_summary_on_demand_stays_blind(judging_workspace):
 def test_a_click_for_a_model_judged_meanwhile_saves_nothing(judging_workspace):
     app = judge_page(judging_workspace)
     app.toggle(key="judge.blind").set_value(False).run()
-    shown = app.subheader[0].value
+    shown = as_shown(app.subheader[0].value)
     judge(judging_workspace, "ana", {shown: "invariant"})  # as a click that landed during a page update did
     app.button(key=button_key("variant")).click().run()
     assert not app.exception, app.exception
@@ -235,7 +235,7 @@ def test_analyst_sees_names_and_assigns(team_judging):
     assert not app.exception, app.exception
     assert "Assignments" in [e.label for e in app.expander]
     app.toggle(key="judge.blind").set_value(False).run()
-    assert app.subheader[0].value in JUDGING_MODELS
+    assert as_shown(app.subheader[0].value) in JUDGING_MODELS
     app.multiselect(key="judge.assign_models").set_value(["net1", "net2"])
     app.multiselect(key="judge.assign_people").set_value(["ann"])
     app.button(key="judge.assign").click().run()

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from analytics.runs import SIGNALS, list_runs, run_matrices, suite_colour_scale
+from tests.fixtures.app import as_shown
 from ui.charts import MIN_HEIGHT, SQUARE_COLUMNS, SQUARE_HEIGHT
 from ui.colour_scale import AUTOSCALE, SUITE
 from ui.runs import CELL
@@ -165,8 +166,8 @@ def test_a_page_opened_without_a_link_writes_its_view_to_the_address(run_workspa
 def test_a_link_to_an_unknown_run_warns_and_falls_back(run_workspace, run_ids):
     app = linked_app(run_workspace, run="no-such-run", signal="no-such-signal")
     assert not app.exception, app.exception
-    warnings = [w.value for w in app.warning]
-    assert any("run `no-such-run`" in w for w in warnings) and any("signal `no-such-signal`" in w for w in warnings)
+    warnings = [as_shown(w.value) for w in app.warning]
+    assert any("run 'no-such-run'" in w for w in warnings) and any("signal 'no-such-signal'" in w for w in warnings)
     shown = app.selectbox(key="runs.run").value
     assert shown in run_ids.values() and app.query_params["run"] == shown  # the address names what is shown
     assert app.radio(key="runs.compare_signal").value == "true_prob"
@@ -177,6 +178,6 @@ def test_report_button_names_the_compared_models(run_workspace, run_ids, app_run
     assert app.button(key="runs.report.build").label == "Build report (HTML)"  # the download follows the build
     model = list_runs(run_workspace).set_index("id").loc[app.selectbox(key="runs.run").value, "model"]
     others = sorted(set(run_ids) - {model})
-    caption = next(c.value for c in app.caption if c.value.startswith(f"{model} over suite"))
+    caption = next(as_shown(c.value) for c in app.caption if as_shown(c.value).startswith(f"{model} over suite"))
     assert all(other in caption for other in others)
 

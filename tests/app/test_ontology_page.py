@@ -9,6 +9,7 @@ import pytest
 from analytics.keywords import list_keyword_tables, load_keyword_table, save_keyword_table, write_keyword_file
 from analytics.ontology import build_ontology, list_ontologies
 from analytics.workspace import Workspace
+from tests.fixtures.app import as_shown
 
 PAGE = "pages/3_Ontology.py"
 
@@ -90,7 +91,7 @@ def test_bad_keyword_file_shows_an_error(tmp_path, app_runner, missing_workspace
     app = app_runner(PAGE, missing_workspace)
     app.text_input(key="ontology.path").set_value(str(bad)).run()
     assert not app.exception
-    assert any("bad.txt: unknown format" in error.value for error in app.error)
+    assert any("bad.txt: unknown format" in as_shown(error.value) for error in app.error)
 
 
 def test_uploaded_csv_builds_the_workspace_keyword_tables(tiny_workspace, app_runner):
@@ -124,7 +125,7 @@ def test_broken_upload_is_named_in_the_error(tiny_workspace, app_runner):
     app.file_uploader(key="ontology.kw.upload").set_value(("broken.csv", b"image,keyword\ndisc/0,\n", "text/csv"))
     app.button(key="ontology.kw.build").click().run()
     assert not app.exception
-    assert any("broken.csv: empty 'keyword' on line 2" in error.value for error in app.error)
+    assert any("broken.csv: empty 'keyword' on line 2" in as_shown(error.value) for error in app.error)
     assert list_keyword_tables(tiny_workspace).empty
 
 

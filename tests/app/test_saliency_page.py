@@ -13,7 +13,7 @@ from analytics.jobs.records import _worker_alive
 from analytics.models import load_model
 from analytics.saliency import METHODS, available_methods
 from analytics.workspace import PROJECT_ROOT
-from tests.fixtures.app import APP_TIMEOUT_S
+from tests.fixtures.app import APP_TIMEOUT_S, as_shown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 from ui.saliency import LEGEND_CAPTION
 from ui.state import WORKSPACE_PATH
@@ -74,7 +74,7 @@ def test_page_compares_inside_share_as_a_background_job(tiny_cnn_workspace, app_
     assert comparison["Originals"].tolist() == [2, 2, 2]
     assert comparison["Composites"].tolist() == [2 * TINY_SUITE_N] * 3  # 5 asked for, the suite has TINY_SUITE_N
     assert app.get("plotly_chart") and not app.error
-    assert any("fg-only · Grad-CAM" in c.value for c in app.caption)
+    assert any("fg-only · Grad-CAM" in as_shown(c.value) for c in app.caption)
 
 
 def test_a_running_comparison_shows_on_the_page_and_cancel_stops_it(tiny_cnn_workspace, app_runner):

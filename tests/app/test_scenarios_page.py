@@ -4,6 +4,7 @@ the regression and the example grid; a re-render reuses the cached evaluation.""
 from __future__ import annotations
 
 from analytics.robustness import scenarios as sc
+from tests.fixtures.app import as_shown
 
 PAGE = "pages/14_Scenarios.py"
 KEY = "scenarios."
@@ -29,7 +30,7 @@ def test_scenarios_page_evaluates_and_shows_every_view(tiny_model_workspace, app
     assert terms[0] == "Intercept" and "Model Name[bg-only]" in terms and "Image Scenario[random_background]" in terms
     assert "R² =" in texts(app)
     assert len(app.get("plotly_chart")) == 1
-    captions = [caption for image in app.get("image") for caption in image.captions]  # the example grid
+    captions = [as_shown(caption) for image in app.get("image") for caption in image.captions]  # the example grid
     assert len(captions) == 4 and captions[0].startswith("Original — tiny: ") and "bg-only: " in captions[0]
 
     def refuse(*args, **kwargs):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import tomllib
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,8 @@ from analytics.team import (
     ACTIONS,
     LOCK_AFTER_FAILURES,
     LOCK_MINUTES,
+    MAX_UPLOAD_ENV_VAR,
+    MAX_UPLOAD_MB,
     PERMISSIONS,
     ROLES,
     SIGN_IN_FAILED,
@@ -31,7 +34,7 @@ from analytics.team import (
     set_password,
     streamlit_arguments,
 )
-from analytics.workspace import Workspace
+from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.team import TEAM_PASSWORD as PASSWORD
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
@@ -260,6 +263,22 @@ def test_solo_binds_loopback_and_team_all_interfaces():
     assert solo[solo.index("--server.port") + 1] == "8600"
     team = streamlit_arguments(team=True, port=8600)
     assert team[team.index("--server.address") + 1] == "0.0.0.0"
+
+
+def test_uploads_are_capped_in_both_modes(monkeypatch):
+    """Issue 25.3: Streamlit keeps any session's uploads in memory, signed in or not; cap them."""
+    config = tomllib.loads((PROJECT_ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB == 512  # plain `streamlit run app.py` too
+    monkeypatch.delenv(MAX_UPLOAD_ENV_VAR, raising=False)
+    for team in (False, True):
+        arguments = streamlit_arguments(team=team, port=8600)
+        assert arguments[arguments.index("--server.maxUploadSize") + 1] == "512"
+    monkeypatch.setenv(MAX_UPLOAD_ENV_VAR, "2048")
+    team = streamlit_arguments(team=True, port=8600)
+    assert team[team.index("--server.maxUploadSize") + 1] == "2048"
+    monkeypatch.setenv(MAX_UPLOAD_ENV_VAR, "lots")
+    with pytest.raises(InvalidInputError, match="BACKDROP_MAX_UPLOAD_MB must be a whole number.*'lots'"):
+        streamlit_arguments(team=True, port=8600)
 
 
 def test_team_mode_needs_an_enabled_admin(tmp_path, team_workspace):

@@ -59,11 +59,16 @@ def show_examples(data, tables: dict[str, pd.DataFrame], seed: int, blend: bool)
 
 def show_adversarial(workspace, models: list[str], data) -> None:
     st.subheader("Adversarial backgrounds")
+    exclude_own = st.toggle(
+        "Leave out each foreground's own background", key="bgchallenge.exclude_own",
+        help="The challenge's own search (the default) tries every Only-BG-T image, the foreground's own included; left out, only other images' scenes count.",
+    )  # fmt: skip
+    pool = len(data.ids) - 1 if exclude_own else len(data.ids)
     st.caption(
-        f"Each foreground on every other target's Only-BG-T background ({len(data.ids) - 1} per foreground, one forward pass each). "
+        f"Each foreground on {'every other' if exclude_own else 'every'} target's Only-BG-T background ({pool} per foreground, one forward pass each). "
         "Fooled *to the background's class*: some background of another class makes the model predict that class; *any error*: some background makes it wrong."
     )
-    results = view.search_with_progress(workspace, models, data)
+    results = view.search_with_progress(workspace, models, data, include_own=not exclude_own)
     summary = pd.DataFrame(
         [{"Model": name, "Foregrounds": r.summary()["n_foregrounds"], "Fooled to the background's class": r.summary()["fooled_to_background_share"],
           "Fooled, any error": r.summary()["fooled_any_share"]} for name, r in results.items()]

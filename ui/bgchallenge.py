@@ -53,7 +53,7 @@ def evaluate_with_progress(workspace: Workspace, models: Sequence[str], data: Ch
     return tables
 
 
-def search_with_progress(workspace: Workspace, models: Sequence[str], data: ChallengeData) -> dict[str, AdversarialResult]:
+def search_with_progress(workspace: Workspace, models: Sequence[str], data: ChallengeData, *, include_own: bool = True) -> dict[str, AdversarialResult]:
     """Each model's adversarial search (:func:`analytics.robustness.bgchallenge.search_backgrounds`), with an ``st.progress`` bar."""
     bar = st.progress(0.0, text="Searching adversarial backgrounds…")
     results = {}
@@ -62,7 +62,7 @@ def search_with_progress(workspace: Workspace, models: Sequence[str], data: Chal
         def progress(done: int, total: int, k: int = k, name: str = name) -> None:
             bar.progress((k + done / max(total, 1)) / len(models), text=f"{name}: foreground {done} of {total}")
 
-        results[name] = search_backgrounds(workspace, name, data, progress=progress)
+        results[name] = search_backgrounds(workspace, name, data, include_own=include_own, progress=progress)
     bar.empty()
     return results
 

@@ -24,7 +24,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--blend", action="store_true", help="Mixed-*: Backdrop's blended compositing instead of the paper's hard paste")
     parser.add_argument("--adversarial", action="store_true", help="also search each foreground's adversarial background (P forward passes each)")
     parser.add_argument("--in9-root", metavar="DIR", help="evaluate on a downloaded IN-9 release (<variant>/val/<class>/*.JPEG) instead of generating")
-    parser.add_argument("--in9-mapping", metavar="FILE", help="ImageNet->IN-9 JSON (the challenge's in_to_in9.json format); default: built-in WordNet mapping")
+    parser.add_argument("--adversarial-exclude-own", action="store_true", help="leave each foreground's own Only-BG-T background out of the search (default: included, as the challenge's code)")
+    parser.add_argument(
+        "--in9-mapping", metavar="MAP", default=None,
+        help="ImageNet->IN-9 map: official (default: the challenge's in_to_in9.json, built in), wordnet (WordNet hyponyms, 16 classes more), or a JSON FILE in that format",
+    )  # fmt: skip
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when available)")
     parser.add_argument("--csv", metavar="FILE", help="write every prediction (one row per model and image) to this CSV")
@@ -72,7 +76,10 @@ def run_challenge(args: argparse.Namespace) -> dict:
             if data is None:
                 raise InvalidInputError("--adversarial needs generated backgrounds; leave out --in9-root to search the workspace's targets")
             with tqdm(desc=f"{name}: adversarial", unit="fg", leave=False) as bar:
-                found = search_backgrounds(workspace, name, data, in9_mapping=args.in9_mapping, batch_size=args.batch_size, device=args.device, progress=_updater(bar))
+                found = search_backgrounds(
+                    workspace, name, data, in9_mapping=args.in9_mapping, include_own=not args.adversarial_exclude_own,
+                    batch_size=args.batch_size, device=args.device, progress=_updater(bar),
+                )  # fmt: skip
             results[name]["adversarial"] = {**found.summary(), "most_fooling": found.most_fooling().to_dict("records")}
     if args.csv:
         path = Path(args.csv)

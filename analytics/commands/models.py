@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--arch", required=True, help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …) or 'torchscript'")
     add.add_argument("--checkpoint", metavar="FILE", help="state dict (.pt/.pth/.safetensors) or TorchScript file")
     add.add_argument("--labels", default="imagenet", metavar="imagenet|in9|FILE", help="label space: imagenet, in9, or a text file of class names (default imagenet)")
-    add.add_argument("--in9-mapping", metavar="FILE", help="with --labels in9: ImageNet -> IN-9 JSON (in_to_in9.json format); default: built-in WordNet mapping")
+    add.add_argument(
+        "--in9-mapping", metavar="MAP",
+        help="with --labels in9: ImageNet -> IN-9 map: official (default, the challenge's in_to_in9.json, built in), wordnet, or a JSON FILE in that format",
+    )  # fmt: skip
     add.add_argument("--input-size", type=int, default=None, help="network input side in pixels (default 224; 299 for inception_v3)")
     add.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
     add.add_argument("--replace", action="store_true", help="overwrite a model of the same name")

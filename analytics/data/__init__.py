@@ -59,14 +59,18 @@ from .images import (
     square_crops,
 )
 from .label_spaces import (
+    DEFAULT_IN9_MAP,
     IN9_CLASSES,
+    IN9_MAPS,
     IN9_SYNSETS,
     ClassMapping,
     LabelSpace,
     as_mapping,
     custom_label_space,
     imagenet_label_space,
+    in9_imagenet_indices,
     in9_label_space,
+    in9_table,
     parse_label_space,
 )
 
@@ -78,7 +82,9 @@ __all__ = [
     "HOME_SEPARATOR",
     "IMAGE_SUFFIXES",
     "MAX_IMAGE_PIXELS",
+    "DEFAULT_IN9_MAP",
     "IN9_CLASSES",
+    "IN9_MAPS",
     "IN9_SYNSETS",
     "ImageNetClass",
     "ImportResult",
@@ -105,7 +111,9 @@ __all__ = [
     "image_size",
     "imagenet_classes",
     "imagenet_label_space",
+    "in9_imagenet_indices",
     "in9_label_space",
+    "in9_table",
     "is_image_file",
     "max_image_pixels",
     "list_backgrounds",

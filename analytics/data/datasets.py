@@ -36,7 +36,7 @@ from .images import (
     resize_square,
     square_crops,
 )
-from .label_spaces import ClassMapping, as_mapping
+from .label_spaces import ClassMapping, as_mapping, in9_imagenet_indices
 
 DEFAULT_IMAGE_SIZE = 256
 LAYOUTS = ("folder", "bgchallenge", "cutouts")
@@ -410,9 +410,14 @@ def add_classes(workspace: Workspace, classes: dict[str, ClassMapping | Sequence
 
 
 def list_classes(workspace: Workspace) -> dict[str, list[int]]:
-    """Class name -> ImageNet-1k indices, sorted by name (full mappings: ``classes.list_class_mappings``)."""
-    rows = workspace.query("SELECT name, imagenet_indices FROM classes ORDER BY name")
-    return {row["name"]: json.loads(row["imagenet_indices"]) for row in rows}
+    """Class name -> ImageNet-1k indices, sorted by name (full mappings: ``classes.list_class_mappings``).
+
+    A class mapped only to an IN-9 class (the IN-9 import layout's ``00_dog`` folders) gets that
+    class's indices in the official ImageNet -> IN-9 map, so pool screening and the keyword
+    backends' class exclusion see it like any ImageNet class.
+    """
+    rows = workspace.query("SELECT name, imagenet_indices, in9 FROM classes ORDER BY name")
+    return {row["name"]: json.loads(row["imagenet_indices"]) or list(in9_imagenet_indices(row["in9"] or "")) for row in rows}
 
 
 def add_targets(

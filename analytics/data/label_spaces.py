@@ -1,8 +1,10 @@
 """Label spaces: what a model's outputs mean (ImageNet-1k, the 9 IN-9 super-classes, or custom names),
 and class mappings: which of those outputs a workspace class stands for.
 
-The built-in IN-9 mapping (ImageNet-1k index -> IN-9 class) is derived from WordNet, see
-:data:`IN9_CLASSES`; pass the Backgrounds Challenge's ``in_to_in9.json`` to reproduce theirs.
+Two ImageNet-1k -> IN-9 maps are built in (:data:`IN9_MAPS`): ``official``, the Backgrounds
+Challenge's ``in_to_in9.json`` (the default, so numbers match the challenge's own evaluation), and
+``wordnet``, every ImageNet class under one of the 9 synsets in WordNet (16 classes more). A JSON
+file in the challenge's format may be passed instead.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from analytics.exceptions import InvalidInputError
@@ -20,21 +23,41 @@ from analytics.exceptions import InvalidInputError
 IN9_CLASSES = ("dog", "bird", "vehicle", "reptile", "carnivore", "insect", "instrument", "primate", "fish")
 IN9_SYNSETS = ("n02084071", "n01503061", "n04576211", "n01661091", "n02075296", "n02159955", "n03800933", "n02469914", "n02512053")
 
-# ImageNet-1k index ranges (inclusive) of each IN-9 class, derived offline from WordNet 3.0 (Debian
-# wordnet-base, data.noun): an ImageNet class belongs to the first IN-9 synset among its hypernym
-# closure (dog before carnivore). Xiao et al.'s published in_to_in9.json additionally leaves out 16
-# classes (grouse/peacock/quail 80-86, Italian greyhound and whippet 171-172, domestic cats
-# 281-285, golfcart 575, mobile home 660); pass that file as ``in9_mapping`` to reproduce it exactly.
-_IN9_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
-    "dog": ((151, 268),),
-    "bird": ((7, 24), (80, 100), (127, 146)),
-    "vehicle": tuple((i, i) for i in (407, 408, 428, 436, 444, 468, 511, 547, 555, 561, 565, 569, 573, 575, 586, 603, 609, 612, 627, 656, 660, 661, 665, 670, 671, 675, 690, 705, 717, 734, 751, 757, 791, 802, 803, 817, 820, 829, 847, 864, 866, 867, 870, 880)),
+# ImageNet-1k index ranges (inclusive) of each IN-9 class in the Backgrounds Challenge's published
+# in_to_in9.json (MadryLab/backgrounds_challenge; every other index maps to -1, no IN-9 class):
+# the file's 370 entries rewritten as ranges. tests/analytics/data/test_label_spaces.py compares
+# them with the file entry by entry.
+_OFFICIAL_IN9_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
+    "dog": ((151, 170), (173, 268)),
+    "bird": ((7, 24), (87, 100), (127, 146)),
+    "vehicle": ((407, 408), (428, 428), (436, 436), (444, 444), (468, 468), (511, 511), (547, 547), (555, 555), (561, 561), (565, 565), (569, 569),
+                (573, 573), (586, 586), (603, 603), (609, 609), (612, 612), (627, 627), (656, 656), (661, 661), (665, 665), (670, 671), (675, 675),
+                (690, 690), (705, 705), (717, 717), (734, 734), (751, 751), (757, 757), (791, 791), (802, 803), (817, 817), (820, 820), (829, 829),
+                (847, 847), (864, 864), (866, 867), (870, 870), (880, 880)),
     "reptile": ((33, 68),),
-    "carnivore": ((269, 299), (356, 362), (387, 388)),
+    "carnivore": ((269, 280), (286, 299), (356, 362), (387, 388)),
     "insect": ((300, 326),),
-    "instrument": tuple((i, i) for i in (401, 402, 420, 432, 486, 494, 513, 541, 546, 558, 566, 577, 579, 593, 594, 641, 642, 683, 684, 687, 699, 776, 822, 875, 881, 889)),
+    "instrument": ((401, 402), (420, 420), (432, 432), (486, 486), (494, 494), (513, 513), (541, 541), (546, 546), (558, 558), (566, 566), (577, 577),
+                   (579, 579), (593, 594), (641, 642), (683, 684), (687, 687), (699, 699), (776, 776), (822, 822), (875, 875), (881, 881), (889, 889)),
     "primate": ((365, 384),),
     "fish": ((0, 6), (389, 397)),
+}
+# What the WordNet reading adds (derived offline from WordNet 3.0, Debian wordnet-base, data.noun: an
+# ImageNet class belongs to the first IN-9 synset in its hypernym closure, dog before carnivore):
+# grouse, peacock, quail and partridges, Italian greyhound and whippet, the domestic cats, golfcart
+# and mobile home, which the official file leaves out.
+_WORDNET_EXTRA_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
+    "dog": ((171, 172),),
+    "bird": ((80, 86),),
+    "vehicle": ((575, 575), (660, 660)),
+    "carnivore": ((281, 285),),
+}
+#: Built-in ImageNet-1k -> IN-9 maps by name; :data:`DEFAULT_IN9_MAP` is the challenge's own.
+IN9_MAPS = ("official", "wordnet")
+DEFAULT_IN9_MAP = "official"
+_IN9_MAP_ORIGINS = {
+    "official": "the Backgrounds Challenge's in_to_in9.json (built in)",
+    "wordnet": "WordNet 3.0 hyponyms of the IN-9 synsets (built in)",
 }
 
 
@@ -90,8 +113,8 @@ class LabelSpace:
     names : tuple of str
         One name per model output (``len(names)`` = number of outputs).
     in9_mapping : tuple of int or None
-        ``kind='in9'`` only: ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries; None means
-        the built-in WordNet-derived mapping.
+        ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries; None means the default,
+        :func:`in9_table` of :data:`DEFAULT_IN9_MAP` (the challenge's ``in_to_in9.json``).
     origin : str
         Where the names (or the IN-9 mapping) came from, for display.
     """
@@ -161,8 +184,8 @@ class LabelSpace:
         return sorted({mapping[int(i)] for i in indices if mapping[int(i)] >= 0})
 
     def in9_table(self) -> tuple[int, ...]:
-        """ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries: ``in9_mapping`` or the built-in one."""
-        return self.in9_mapping or _builtin_in9_mapping()
+        """ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries: ``in9_mapping`` or the default map."""
+        return self.in9_mapping or in9_table(DEFAULT_IN9_MAP)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "names": list(self.names), "in9_mapping": None if self.in9_mapping is None else list(self.in9_mapping), "origin": self.origin}
@@ -186,13 +209,15 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
 
     Parameters
     ----------
-    mapping : path-like or None
-        A JSON file ``{"<ImageNet index>": <IN-9 index>, ...}`` (the format of the Backgrounds
-        Challenge's ``in_to_in9.json``; -1 or a missing key = no IN-9 class). None uses the built-in
-        mapping derived from WordNet (see module notes).
+    mapping : {'official', 'wordnet'}, path-like or None
+        The ImageNet-1k -> IN-9 map: a name of :data:`IN9_MAPS` (None = :data:`DEFAULT_IN9_MAP`,
+        the challenge's own), or a JSON file ``{"<ImageNet index>": <IN-9 index>, ...}`` (the
+        format of the Backgrounds Challenge's ``in_to_in9.json``; -1 or a missing key = no IN-9 class).
     """
-    if mapping is None:
-        return LabelSpace("in9", IN9_CLASSES, origin="WordNet 3.0 hyponyms of the IN-9 synsets")
+    if mapping is None or mapping == DEFAULT_IN9_MAP:
+        return LabelSpace("in9", IN9_CLASSES, origin=_IN9_MAP_ORIGINS[DEFAULT_IN9_MAP])
+    if mapping in IN9_MAPS:  # stored in full, so a model registered with it keeps it
+        return LabelSpace("in9", IN9_CLASSES, in9_table(str(mapping)), origin=_IN9_MAP_ORIGINS[str(mapping)])
     path = Path(mapping)
     try:
         raw = json.loads(path.read_text())
@@ -204,7 +229,8 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
             table[index] = target
     except (OSError, ValueError, AttributeError, TypeError) as err:
         raise InvalidInputError(
-            f"{path}: not an IN-9 mapping ({err}); expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}}"
+            f"{path}: not an IN-9 mapping ({err}); expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}} "
+            f"or a built-in map: {', '.join(IN9_MAPS)}"
         ) from err
     return LabelSpace("in9", IN9_CLASSES, tuple(table), origin=str(path))
 
@@ -233,9 +259,44 @@ def parse_label_space(option: str, *, in9_mapping: str | os.PathLike | None = No
     return custom_label_space(option)
 
 
-def _builtin_in9_mapping() -> tuple[int, ...]:
+@cache
+def in9_table(name: str = DEFAULT_IN9_MAP) -> tuple[int, ...]:
+    """A built-in ImageNet-1k -> IN-9 map.
+
+    Parameters
+    ----------
+    name : {'official', 'wordnet'}, default='official'
+        See :data:`IN9_MAPS`.
+
+    Returns
+    -------
+    table : tuple of int, 1000 entries
+        The IN-9 output (index into :data:`IN9_CLASSES`) of each ImageNet-1k index, -1 for none.
+    """
+    if name not in IN9_MAPS:
+        raise InvalidInputError(f"IN-9 map must be one of {', '.join(IN9_MAPS)} (or a JSON file); got {name!r}")
     table = [-1] * 1000
-    for target, name in enumerate(IN9_CLASSES):
-        for low, high in _IN9_RANGES[name]:
-            table[low : high + 1] = [target] * (high - low + 1)
+    for ranges in (_OFFICIAL_IN9_RANGES, _WORDNET_EXTRA_RANGES if name == "wordnet" else {}):
+        for target, in9 in enumerate(IN9_CLASSES):
+            for low, high in ranges.get(in9, ()):
+                table[low : high + 1] = [target] * (high - low + 1)
     return tuple(table)
+
+
+def in9_imagenet_indices(in9: str, name: str = DEFAULT_IN9_MAP) -> tuple[int, ...]:
+    """The ImageNet-1k indices of IN-9 class ``in9`` in a built-in map (``()`` for an unknown class).
+
+    Parameters
+    ----------
+    in9 : str
+        An IN-9 class name (:data:`IN9_CLASSES`).
+    name : {'official', 'wordnet'}, default='official'
+
+    Returns
+    -------
+    tuple of int, sorted
+    """
+    if in9 not in IN9_CLASSES:
+        return ()
+    target = IN9_CLASSES.index(in9)
+    return tuple(i for i, value in enumerate(in9_table(name)) if value == target)

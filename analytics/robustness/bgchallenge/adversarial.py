@@ -1,7 +1,10 @@
 """Adversarial backgrounds (Xiao et al., §3 and Appendix G): for each foreground, is there a
 background in the pool that flips the model's prediction?
 
-The pool is every other target's Only-BG-T image, as in the paper. Each foreground is hard-pasted
+The pool is every target's Only-BG-T image, the foreground's own included, as the challenge's
+``challenge_eval.py`` searches all of ``only_bg_t`` (the own background is of the object's class, so
+it can only count for *any error*); ``include_own=False`` leaves it out, asking only whether another
+image's scene fools the model (Backdrop's former default). Each foreground is hard-pasted
 on all P backgrounds at the model's input size (the pool is resized once, so a composite costs a
 masked copy) and the P composites go through the model in batches: P forward passes per
 foreground. Two readings, as the paper allows: *to the background's class* (the prediction becomes
@@ -42,8 +45,8 @@ class AdversarialResult:
     Attributes
     ----------
     predictions : ndarray of shape (n, n), int64
-        Top output of foreground i on background j's Only-BG-T; -1 on the diagonal (a target is
-        never its own background).
+        Top output of foreground i on background j's Only-BG-T; -1 where not tried (the diagonal
+        when the search left out each target's own background).
     fooled_to_background : ndarray of shape (n,), bool
         Some background of another class makes the model predict that class.
     fooled_any : ndarray of shape (n,), bool
@@ -64,7 +67,7 @@ class AdversarialResult:
         classes = np.asarray(self.data.classes)
         return {
             "n_foregrounds": int(len(classes)),
-            "pool_size": int(max(len(classes) - 1, 0)),
+            "pool_size": int((self.predictions >= 0).sum(axis=1).max(initial=0)),
             "fooled_to_background_share": float(self.fooled_to_background.mean()) if len(classes) else None,
             "fooled_any_share": float(self.fooled_any.mean()) if len(classes) else None,
             "per_class": {
@@ -98,11 +101,12 @@ def search_backgrounds(
     data: ChallengeData,
     *,
     in9_mapping: str | os.PathLike | None = None,
+    include_own: bool = True,
     batch_size: int = 32,
     device: str | torch.device | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AdversarialResult:
-    """Search every other target's Only-BG-T background for one that fools the model on each foreground.
+    """Search every target's Only-BG-T background for one that fools the model on each foreground.
 
     Parameters
     ----------
@@ -111,8 +115,11 @@ def search_backgrounds(
     model_name : str
     data : ChallengeData
         The targets: foregrounds and (as Only-BG-T) the pool.
-    in9_mapping : path-like, optional
+    in9_mapping : {'official', 'wordnet'} or path-like, optional
         See :func:`analytics.robustness.bgchallenge.evaluation.class_outputs`.
+    include_own : bool, default=True
+        Search each foreground's own Only-BG-T background too, as the official evaluation does;
+        False searches only the other targets' backgrounds.
     batch_size : int, default=32
     device : str or torch.device, optional
     progress : callable, optional
@@ -132,8 +139,8 @@ def search_backgrounds(
     model = load_model(workspace, model_name, device=device)
     known = list_class_mappings(workspace)
     outputs = class_outputs(model, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
-    key = "bgchallenge-adv/" + content_id(model_keys(workspace).keys[model_name], data_key(data), outputs)
-    predictions = prediction_matrix(model, data, batch_size=batch_size, progress=progress, cache=(workspace, key))
+    key = "bgchallenge-adv/" + content_id(model_keys(workspace).keys[model_name], data_key(data), outputs, "own" if include_own else "others")
+    predictions = prediction_matrix(model, data, include_own=include_own, batch_size=batch_size, progress=progress, cache=(workspace, key))
     return score_search(predictions, data, outputs)
 
 
@@ -141,16 +148,19 @@ def prediction_matrix(
     model: LoadedModel,
     data: ChallengeData,
     *,
+    include_own: bool = True,
     batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
     cache: tuple[Workspace, str] | None = None,
 ) -> np.ndarray:
-    """Top output of every foreground on every other target's Only-BG-T background.
+    """Top output of every foreground on every target's Only-BG-T background (or every other's).
 
     Parameters
     ----------
     model : LoadedModel
     data : ChallengeData
+    include_own : bool, default=True
+        False leaves out each foreground's own background (the diagonal stays -1).
     batch_size : int, default=32
     progress : callable, optional
         ``progress(done, n)`` after each foreground.
@@ -160,7 +170,7 @@ def prediction_matrix(
     Returns
     -------
     predictions : ndarray of shape (n, n), int64
-        -1 on the diagonal.
+        -1 where not tried (the diagonal with ``include_own=False``).
     """
     n, size = len(data.ids), model.spec.input_size
     pool = resize_images(only_bg_t(data.images, data.masks), size)
@@ -171,9 +181,9 @@ def prediction_matrix(
         for i in range(n):
             row = None if cache is None else cache[0].cache_get(f"{cache[1]}/{i}")
             if row is None:
-                others = np.flatnonzero(np.arange(n) != i)
+                tried = np.arange(n) if include_own else np.flatnonzero(np.arange(n) != i)
                 row = np.full(n, -1, np.int64)
-                row[others] = _foreground_row(model, objects[i], masks[i], pool, others, batch_size)
+                row[tried] = _foreground_row(model, objects[i], masks[i], pool, tried, batch_size)
                 if cache is not None:
                     cache[0].cache_put(f"{cache[1]}/{i}", row)
             result[i] = row
@@ -182,11 +192,11 @@ def prediction_matrix(
     return result
 
 
-def _foreground_row(model: LoadedModel, image: np.ndarray, mask: np.ndarray, pool: np.ndarray, others: np.ndarray, batch_size: int) -> np.ndarray:
-    """Top outputs of one object (h, w, 3) uint8 with mask (h, w) bool pasted on ``pool[others]``."""
+def _foreground_row(model: LoadedModel, image: np.ndarray, mask: np.ndarray, pool: np.ndarray, tried: np.ndarray, batch_size: int) -> np.ndarray:
+    """Top outputs of one object (h, w, 3) uint8 with mask (h, w) bool pasted on ``pool[tried]``."""
     top = []
-    for start in range(0, len(others), batch_size):
-        composites = np.where(mask[None, ..., None], image[None], pool[others[start : start + batch_size]])
+    for start in range(0, len(tried), batch_size):
+        composites = np.where(mask[None, ..., None], image[None], pool[tried[start : start + batch_size]])
         logits, _ = model.run_batch(model.preprocess(composites))
         top.append(logits.float().argmax(dim=1).cpu().numpy())
     return np.concatenate(top) if top else np.zeros(0, np.int64)

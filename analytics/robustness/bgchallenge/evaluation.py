@@ -3,8 +3,9 @@ downloaded IN-9 release (``<variant>/val/<class>/*.JPEG``, masks ``fg_mask/val/<
 
 Model outputs count as classes through :meth:`analytics.data.LabelSpace.class_outputs` with the
 workspace's class mappings; a release's ``00_dog``-style folders are the IN-9 classes, which an
-ImageNet model reads through the built-in WordNet mapping or, with ``in9_mapping``, a file in the
-format of the challenge's ``in_to_in9.json`` (``{"<ImageNet index>": <IN-9 index>}``). Predictions
+ImageNet model reads through the challenge's own ``in_to_in9.json`` (built in, the default) or, with
+``in9_mapping``, the built-in ``'wordnet'`` map or a file in that format
+(``{"<ImageNet index>": <IN-9 index>}``). Predictions
 are cached in the workspace per chunk of :data:`CHUNK` images (``workspace.cache_put`` keyed by the
 model's content key, the data and the settings), so an interrupted evaluation resumes.
 """
@@ -60,14 +61,16 @@ class Release:
 
 # -- class outputs -------------------------------------------------------------------------------
 def class_outputs(model: LoadedModel, mappings: dict[str, ClassMapping], *, in9_mapping: str | os.PathLike | None = None) -> dict[str, list[int]]:
-    """Model outputs that count as each class (``in9_mapping`` replaces the built-in ImageNet→IN-9 table).
+    """Model outputs that count as each class (``in9_mapping`` replaces the default ImageNet→IN-9 map).
 
     Parameters
     ----------
     model : LoadedModel
     mappings : dict of str to ClassMapping
-    in9_mapping : path-like, optional
-        JSON ``{"<ImageNet index>": <IN-9 index>}`` for ImageNet models and IN-9 classes.
+    in9_mapping : {'official', 'wordnet'} or path-like, optional
+        For ImageNet models and classes mapped only to IN-9: a built-in map
+        (:data:`analytics.data.IN9_MAPS`; default the challenge's ``in_to_in9.json``) or a JSON file
+        ``{"<ImageNet index>": <IN-9 index>}``.
 
     Returns
     -------
@@ -203,7 +206,7 @@ def evaluate_variants(
         Seeds the Mixed-* pairings.
     blend : bool, default=False
         Mixed-*: Backdrop's blended compositing instead of the paper's hard paste.
-    in9_mapping : path-like, optional
+    in9_mapping : {'official', 'wordnet'} or path-like, optional
         See :func:`class_outputs`.
     batch_size : int, default=32
     device : str or torch.device, optional

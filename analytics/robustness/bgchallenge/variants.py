@@ -3,8 +3,8 @@
 Original, Only-BG-B (the object's bounding box black), Only-BG-T (the box refilled by tiling the
 largest object-free strip, the paper's Appendix A), No-FG (the object's pixels black), Only-FG
 (the object on black), and Mixed-Same / Mixed-Rand / Mixed-Next: the object pasted on the Only-BG-T
-image of another target of the same class, of a random other class, of the next class in
-``class_order``. The paste is hard (no blending), as the paper's; ``blend=True`` uses Backdrop's
+image of another target of the same class, of a random class (its own included, as the paper's), of
+the next class in ``class_order``. The paste is hard (no blending), as the paper's; ``blend=True`` uses Backdrop's
 seam blending (:func:`analytics.data.compose.composite`) instead.
 
 Pairings are drawn by :func:`pair_backgrounds` from ``numpy.random.default_rng([seed, variant])``,
@@ -257,8 +257,10 @@ def pair_backgrounds(classes: Sequence[str], variant: str, *, seed: int, class_o
     ----------
     classes : sequence of str, length n
     variant : {'mixed_same', 'mixed_rand', 'mixed_next'}
-        Same class (never the target itself); a class drawn uniformly among the others, then a
-        target of it; the next class in ``class_order`` (cyclic).
+        Same class (never the target itself); a class drawn uniformly among all classes present,
+        the target's own included (the paper's "random background of a random class", so the
+        background says nothing about the label: a share 1/C of same-class backgrounds), then
+        another target of it; the next class in ``class_order`` (cyclic).
     seed : int
     class_order : sequence of str
 
@@ -278,14 +280,25 @@ def pair_backgrounds(classes: Sequence[str], variant: str, *, seed: int, class_o
         if variant == "mixed_same":
             pool = members[name][members[name] != i]
         elif variant == "mixed_rand":
-            others = [c for c in present if c != name]
-            pool = members[others[rng.integers(len(others))]] if others else _NO_POOL
+            pool = _random_class_pool(members, present, name, i, rng)
         else:
             following = present[(present.index(name) + 1) % len(present)]
             pool = members[following] if following != name else _NO_POOL
         if len(pool):
             result[i] = pool[rng.integers(len(pool))]
     return result
+
+
+def _random_class_pool(members: dict[str, np.ndarray], present: list[str], name: str, i: int, rng: np.random.Generator) -> np.ndarray:
+    """Mixed-Rand: the targets of a class drawn uniformly from ``present`` (own class included),
+    less target ``i`` itself; a draw of the own class when ``i`` is its only target is redrawn
+    among the others (nothing else to show)."""
+    drawn = present[rng.integers(len(present))]
+    pool = members[drawn][members[drawn] != i]
+    if len(pool) or len(present) == 1:
+        return pool
+    others = [c for c in present if c != name]
+    return members[others[rng.integers(len(others))]]
 
 
 def plan_variant(data: ChallengeData, variant: str, *, seed: int = 0) -> VariantPlan:

@@ -13,7 +13,7 @@ import torch
 import torchvision
 from safetensors.torch import save_file
 
-from analytics.data import IN9_CLASSES, LabelSpace, Target, add_targets, custom_label_space, imagenet_label_space, in9_label_space
+from analytics.data import LabelSpace, Target, add_targets, custom_label_space, imagenet_label_space, in9_label_space
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import evaluate
 from analytics.models import (
@@ -29,8 +29,6 @@ from analytics.models import (
 )
 from analytics.workspace import Workspace
 from tests.fixtures.models import TinyNet, save_torchscript
-
-REFERENCE_IN9 = Path(__file__).resolve().parents[4] / "shared" / "reference" / "backgrounds_challenge" / "in_to_in9.json"
 
 
 @pytest.fixture
@@ -55,25 +53,6 @@ def test_imagenet_label_space_has_1000_names():
     space = imagenet_label_space()
     assert len(space.names) == 1000 and space.names[0] == "tench"
     assert space.class_outputs({"zebra": [340], "tench": []}) == {"zebra": [340], "tench": [0]}
-
-
-def test_in9_builtin_mapping_follows_wordnet():
-    space = in9_label_space()
-    assert space.names == IN9_CLASSES
-    outputs = space.class_outputs({"beagle": [162], "tabby": [281], "violin": [889], "zebra+goldfish": [340, 1], "fish": []})
-    assert outputs == {"beagle": [0], "tabby": [4], "violin": [6], "zebra+goldfish": [8], "fish": [8]}
-
-
-@pytest.mark.skipif(not REFERENCE_IN9.exists(), reason="reference data not available")
-def test_in9_builtin_mapping_matches_the_reference_except_documented_classes():
-    reference = {int(k): v for k, v in json.loads(REFERENCE_IN9.read_text()).items()}
-    builtin = in9_label_space().in9_table()
-    differing = sorted(i for i in range(1000) if builtin[i] != reference[i] and reference[i] != -1)
-    assert differing == []  # every class the reference maps, we map the same way
-    extra = sorted(i for i in range(1000) if reference[i] == -1 and builtin[i] != -1)
-    assert extra == [80, 81, 82, 83, 84, 85, 86, 171, 172, 281, 282, 283, 284, 285, 575, 660]
-    # the user can reproduce the reference exactly
-    assert in9_label_space(REFERENCE_IN9).in9_mapping == tuple(reference.get(i, -1) for i in range(1000))
 
 
 def test_in9_mapping_file_is_validated(tmp_path):

@@ -113,13 +113,34 @@ def test_mixed_pairings_are_reproducible_and_respect_the_class_rule(variant):
     assert (first >= 0).all() and (first != np.arange(len(first))).all()
     if variant == "mixed_same":
         assert (classes[first] == classes).all()
-    elif variant == "mixed_rand":
-        assert (classes[first] != classes).all()
-    else:
+    elif variant == "mixed_next":
         following = {"a": "b", "b": "c", "c": "a"}
         assert all(classes[j] == following[c] for j, c in zip(first, classes))
     draws = {tuple(pair_backgrounds(data.classes, variant, seed=s, class_order=data.class_order)) for s in range(6)}
     assert len(draws) > 1  # the seed matters
+
+
+def test_mixed_rand_draws_the_own_class_as_often_as_any_other():
+    """The paper's "random background of a random class": the own class is one of C equally likely
+    classes, so its share of the pairings is 1/C (binomial: within 4 standard deviations)."""
+    n_classes, per_class, seeds = 9, 20, 20
+    classes = [f"c{k}" for k in range(n_classes) for _ in range(per_class)]
+    order = sorted(set(classes))
+    labels = np.asarray(classes)
+    same = [labels[pair_backgrounds(classes, "mixed_rand", seed=s, class_order=order)] == labels for s in range(seeds)]
+    draws = n_classes * per_class * seeds
+    expected = 1 / n_classes
+    assert abs(np.mean(same) - expected) < 4 * np.sqrt(expected * (1 - expected) / draws)
+    drawn = [labels[pair_backgrounds(classes, "mixed_rand", seed=s, class_order=order)] for s in range(seeds)]
+    share = pd.Series(np.concatenate(drawn)).value_counts(normalize=True)
+    assert share.max() - share.min() < 8 * np.sqrt(expected * (1 - expected) / draws)  # every class about as likely
+
+
+def test_mixed_rand_never_pairs_a_target_with_itself():
+    classes = ["a", "b", "b", "c"]  # 'a' is alone: drawing its own class is redrawn among the others
+    pairs = np.stack([pair_backgrounds(classes, "mixed_rand", seed=s, class_order=["a", "b", "c"]) for s in range(50)])
+    assert (pairs >= 0).all() and (pairs != np.arange(4)).all()
+    assert (np.asarray(classes)[pairs[:, 1]] == "b").any()  # the own class does occur
 
 
 def test_mixed_images_paste_the_object_on_the_partners_tiled_background():
@@ -230,9 +251,14 @@ def test_adversarial_search_finds_the_planted_background(colour_workspace):
     top = result.most_fooling(per_class=1).set_index("class_name")
     assert top.loc["square", "background_id"] == data.ids[red]
     assert calls == list(range(1, len(data.ids) + 1))
-    assert (np.diag(result.predictions) == -1).all()
+    assert (result.predictions >= 0).all()  # the official search: every Only-BG-T image, the foreground's own included
+    assert result.summary()["pool_size"] == len(data.ids)
     again = search_backgrounds(colour_workspace, "colour", data, device="cpu", progress=lambda d, n: None)  # from the cache
     assert np.array_equal(again.predictions, result.predictions)
+    others = search_backgrounds(colour_workspace, "colour", data, device="cpu", include_own=False)  # Backdrop's former search
+    assert (np.diag(others.predictions) == -1).all() and others.summary()["pool_size"] == len(data.ids) - 1
+    off_diagonal = ~np.eye(len(data.ids), dtype=bool)
+    assert np.array_equal(others.predictions[off_diagonal], result.predictions[off_diagonal])
 
 
 def test_score_search_both_readings():
@@ -249,7 +275,6 @@ def test_evaluate_variants_resumes_from_the_cache(colour_workspace):
     table = evaluate_variants(colour_workspace, "bg-only", data, seed=0, device="cpu")
     assert set(table["variant"]) >= {"original", "mixed_same", "only_bg_t"}
     mixed = table[table["variant"] == "mixed_rand"]
-    assert (mixed["class_name"] != mixed["background_class"]).all()
     assert (mixed["source_id"] != mixed["background_id"]).all()
     n_cached = len(colour_workspace.query("SELECT key FROM cache WHERE key LIKE 'bgchallenge/%'"))
     assert n_cached == table["variant"].nunique()
@@ -345,7 +370,8 @@ def test_class_outputs_reads_an_in9_mapping_file(tmp_path):
     mapping.write_text(json.dumps({"5": 0, "7": 1, "8": -1}))
     assert class_outputs(model, {"dog": ClassMapping(in9="dog")}, in9_mapping=mapping) == {"dog": [5]}
     built_in = class_outputs(model, {"dog": ClassMapping(in9="dog")})["dog"]
-    assert built_in == list(range(151, 269))  # the WordNet-derived default
+    assert built_in == [*range(151, 171), *range(173, 269)]  # the challenge's in_to_in9.json, built in
+    assert class_outputs(model, {"dog": ClassMapping(in9="dog")}, in9_mapping="wordnet")["dog"] == list(range(151, 269))
     assert class_outputs(model, {"x": ClassMapping((3,))}, in9_mapping=mapping) == {"x": [3]}  # ImageNet mappings win
 
 
@@ -360,6 +386,10 @@ def test_cli_json_and_csv(colour_workspace, tmp_path, capsys):
     assert set(first["accuracy"]) == {"Original", "Only-BG-B", "Only-BG-T", "No-FG", "Only-FG", "Mixed-Same", "Mixed-Rand", "Mixed-Next"}
     assert first["bg_gap"] == pytest.approx(first["accuracy"]["Mixed-Same"] - first["accuracy"]["Mixed-Rand"])
     assert "fooled_to_background_share" in first["adversarial"]
+    n = result["source"]["targets"]
+    assert first["adversarial"]["pool_size"] == n  # the official search includes each foreground's own background
+    assert main(["bgchallenge", "--workspace", str(colour_workspace.root), "--models", "colour", "--adversarial", "--adversarial-exclude-own", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["models"]["colour"]["adversarial"]["pool_size"] == n - 1
     rows = pd.read_csv(csv)
     assert set(rows["model"]) == {"bg-only", "colour"} and set(rows["variant"]) >= {"original", "mixed_next"}
 

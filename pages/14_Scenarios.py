@@ -60,10 +60,16 @@ def show_results(workspace: Workspace, predictions: pd.DataFrame, seed: int) -> 
 
 def show_robustness(predictions: pd.DataFrame) -> None:
     st.subheader("Robustness score")
-    if predictions["scenario"].nunique() < 3:
-        st.caption("The robustness score needs at least two scenarios besides the original.")
+    scenario_set = st.radio(
+        "Score over", list(view.SCENARIO_SET_LABELS), format_func=view.SCENARIO_SET_LABELS.get, horizontal=True, key=view.KEY + "score_over",
+        help="Table 3 of the paper scores eight scenarios (no rainbow, brightness or transparent); its numbers compare only with that set.",
+    )  # fmt: skip
+    try:
+        scores = robustness_scores(predictions, scenario_set=scenario_set)
+    except BackdropError as err:
+        st.caption(escape_markdown(err))
         return
-    st.dataframe(view.robustness_display(robustness_scores(predictions)), hide_index=True, width="stretch", key=view.KEY + "robustness")
+    st.dataframe(view.robustness_display(scores), hide_index=True, width="stretch", key=view.KEY + "robustness")
     st.caption(
         "σ_e²: spread of the per-scenario accuracies around the original accuracy μ; σ_i²: spread of the per-class accuracies "
         "(under the scenarios) around μ. §4 of the paper writes S = 1 − (σ_i + σ_e) with standard deviations (divided by n); "

@@ -32,6 +32,8 @@ LABELS = {
     "transparent_image": "Transparent (over white)",
     "random_background": "Random real background",
 }
+#: The robustness score's scenario sets (``analytics.robustness.SCENARIO_SETS``), Table 3's first: the default.
+SCENARIO_SET_LABELS = {"table3": "Table 3's eight scenarios (the paper's scores)", "all": "Every evaluated scenario"}
 #: Accuracy colours: red (low) to green (high), fixed 0–1 so heat maps of different models compare.
 ACCURACY_COLORSCALE = [[0.0, "#d73027"], [0.5, "#fee08b"], [1.0, "#1a9850"]]
 

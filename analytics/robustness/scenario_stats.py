@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
 
-from .scenarios import ORIGINAL, SCENARIOS
+from .scenarios import DEFAULT_SCENARIO_SET, ORIGINAL, SCENARIO_SETS, SCENARIOS
 
 
 # -- the robustness score -----------------------------------------------------------------------
@@ -144,7 +145,7 @@ def class_accuracy(predictions: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def robustness_scores(predictions: pd.DataFrame) -> pd.DataFrame:
+def robustness_scores(predictions: pd.DataFrame, *, scenario_set: str = DEFAULT_SCENARIO_SET) -> pd.DataFrame:
     """:func:`robustness_score` of every model in ``predictions`` (which must hold the original).
 
     Parameters
@@ -152,20 +153,33 @@ def robustness_scores(predictions: pd.DataFrame) -> pd.DataFrame:
     predictions : DataFrame
         Columns :data:`analytics.robustness.scenarios.PREDICTION_COLUMNS`; ``model``, ``scenario``,
         ``class`` (str) and ``correct`` (bool) are read.
+    scenario_set : {'table3', 'all'}, default='table3'
+        Which evaluated scenarios the score spans (:data:`analytics.robustness.scenarios.SCENARIO_SETS`):
+        those of the paper's Table 3 (its eight; rainbow, brightness and transparent left out), so
+        scores compare with the paper's, or every scenario evaluated.
 
     Returns
     -------
     DataFrame
         Index ``model``; the fields of :class:`Robustness` (float) and ``n_scenarios`` (int).
+
+    Raises
+    ------
+    InvalidInputError
+        No original, or fewer than two of the set's scenarios evaluated for a model.
     """
+    check_choice(scenario_set, "scenario_set", list(SCENARIO_SETS))
     rows = {}
     for model, own in predictions.groupby("model", sort=False):
-        changed = own[own["scenario"] != ORIGINAL]
-        if changed.empty or not (own["scenario"] == ORIGINAL).any():
-            raise InvalidInputError(f"robustness of {model!r} needs the original and at least one scenario")
+        changed = own[own["scenario"].isin(SCENARIO_SETS[scenario_set]) if scenario_set != "all" else own["scenario"] != ORIGINAL]
+        if not (own["scenario"] == ORIGINAL).any():
+            raise InvalidInputError(f"robustness of {model!r} needs the original and at least two scenarios")
         per_scenario = changed.groupby("scenario")["correct"].mean()
         if len(per_scenario) < 2:
-            raise InvalidInputError(f"robustness of {model!r} needs at least two scenarios (Table 3 divides by n - 1); got {list(per_scenario.index)}")
+            raise InvalidInputError(
+                f"robustness of {model!r} over the {scenario_set!r} scenarios needs at least two of them (Table 3 divides by n - 1); "
+                f"got {list(per_scenario.index)}; evaluate more of {', '.join(SCENARIO_SETS[scenario_set])} or score over scenario_set='all'"
+            )
         score = robustness_score(per_scenario.to_numpy(float), changed.groupby("class")["correct"].mean().to_numpy(float), own.loc[own["scenario"] == ORIGINAL, "correct"].mean())
         rows[model] = {**asdict(score), "n_scenarios": len(per_scenario)}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")

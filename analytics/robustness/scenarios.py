@@ -4,8 +4,8 @@ dataset for model robustness evaluation", §2.1; parameters from the authors' co
 names only the OpenCV function). The statistics (accuracy tables, robustness score, Table 1's
 regression) are :mod:`analytics.robustness.scenario_stats`.
 
-Every scenario keeps the object's pixels and changes the background, except ``blur_object``, which
-does the opposite. All take ``(image, mask, *, rng, backgrounds)`` so that :data:`SCENARIOS` is one
+Every scenario keeps the object's pixels exactly and changes the background, except ``blur_object``,
+which does the opposite. All take ``(image, mask, *, rng, backgrounds)`` so that :data:`SCENARIOS` is one
 uniform registry; scenarios without randomness ignore ``rng``, and only ``random_background`` reads
 ``backgrounds``. The unmodified image is the baseline scenario :data:`ORIGINAL` (the paper's
 "original image" intercept), always evaluated.
@@ -32,11 +32,15 @@ from analytics.workspace import Workspace, content_id, model_keys
 
 ORIGINAL = "original"
 
-#: Gaussian kernel of both blur scenarios and of the unsharp mask (the paper's code: ``(9, 9)``).
+#: Gaussian kernel of the background blur and of the unsharp mask (the authors' ``Color_image.py``: ``(9, 9)``).
 BLUR_KERNEL = (9, 9)
-#: The paper's code calls ``cv2.GaussianBlur(img, (9, 9), cv2.BORDER_DEFAULT)``: the third
+#: ``Color_image.py`` calls ``cv2.GaussianBlur(img, (9, 9), cv2.BORDER_DEFAULT)``: the third
 #: positional argument is sigmaX, so the flag's value (4) is the standard deviation it used.
 BLUR_SIGMA = float(cv2.BORDER_DEFAULT)
+#: The object blur is another script of theirs (``utils.blur(..., method='object')``):
+#: ``cv2.GaussianBlur(image, (15, 15), 3)`` over the image, kept on the object's pixels.
+OBJECT_BLUR_KERNEL = (15, 15)
+OBJECT_BLUR_SIGMA = 3.0
 #: Unsharp mask of the brightness scenario: ``cv2.addWeighted(image, 1.5, blur, 0.9, 1.9)`` as in the
 #: paper's code (weights summing to 2.4: it brightens as well as sharpens).
 BRIGHTNESS_WEIGHTS = (1.5, 0.9, 1.9)
@@ -49,12 +53,17 @@ HUE_RANGES: Mapping[str, tuple[tuple[int, int], ...]] = {
     "image_g": ((30, 89),),
     "image_b": ((90, 149),),
 }
-#: Rainbow: the background's hue is rotated by a shift drawn uniformly from 0..90 (OpenCV units).
+#: Rainbow: the background's hue is rotated by a shift drawn uniformly from 0..90 (OpenCV units),
+#: modulo 180. The authors' code adds the shift to the uint8 hue before its ``% 180``, so a sum past
+#: 255 wraps first (shifts above 76): those pixels land 76 hue steps from the intended rotation (up
+#: to 117 RGB levels on about 3 % of pixels). Backdrop keeps the rotation the paper describes.
 RAINBOW_MAX_SHIFT = 90
 #: How the transparent (RGBA) image reaches an RGB classifier: alpha-composited over this matte.
-#: Loaders that drop alpha (PIL ``convert("RGB")``, Keras ``load_img``) would see the black RGB
-#: under alpha 0 and make it pixel-identical to ``segmented_image``; white is how viewers show
-#: transparency, so the scenario tests something of its own. Set (0, 0, 0) to reproduce a loader.
+#: The authors' file keeps the original RGB under alpha 0 (``utils.convert_to_transparent_v2``), so
+#: a loader that drops alpha (PIL ``convert("RGB")``, Keras ``load_img`` as in their ``train.py``)
+#: sees the original image and the scenario would repeat the baseline. Compositing is what alpha
+#: means; over black it equals ``segmented_image``, so white, how viewers show transparency, gives
+#: the scenario a background of its own.
 TRANSPARENT_MATTE = (255, 255, 255)
 
 
@@ -153,12 +162,12 @@ def blur_background(image: np.ndarray, mask: np.ndarray, *, rng: np.random.Gener
 
 
 def blur_object(image: np.ndarray, mask: np.ndarray, *, rng: np.random.Generator, backgrounds: np.ndarray | None = None) -> np.ndarray:
-    """Object Gaussian-blurred (:data:`BLUR_KERNEL`, σ :data:`BLUR_SIGMA`), background untouched.
+    """Object Gaussian-blurred (:data:`OBJECT_BLUR_KERNEL`, σ :data:`OBJECT_BLUR_SIGMA`), background untouched.
 
     A scenario function (:data:`SCENARIOS`): (h, w, 3) uint8 image, (h, w) bool mask -> (h, w, 3) uint8.
     """
     out = image.copy()
-    out[mask] = _blur(image)[mask]
+    out[mask] = cv2.GaussianBlur(image, OBJECT_BLUR_KERNEL, OBJECT_BLUR_SIGMA)[mask]
     return out
 
 
@@ -181,7 +190,7 @@ def segmented_rgba(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def transparent_rgba(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The paper's transparent image: (r, g, b, 255) on the object, (0, 0, 0, 0) elsewhere.
+    """The authors' transparent image: the original (r, g, b) everywhere, alpha 255 on the object and 0 elsewhere.
 
     Parameters
     ----------
@@ -192,8 +201,9 @@ def transparent_rgba(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (h, w, 4), uint8
     """
-    out = segmented_rgba(image, mask)
-    out[~mask, 3] = 0
+    out = np.empty((*image.shape[:2], 4), np.uint8)
+    out[..., :3] = image
+    out[..., 3] = np.where(mask, 255, 0)
     return out
 
 
@@ -231,10 +241,12 @@ def transparent_image(image: np.ndarray, mask: np.ndarray, *, rng: np.random.Gen
 
 
 def random_background(image: np.ndarray, mask: np.ndarray, *, rng: np.random.Generator, backgrounds: np.ndarray | None = None) -> np.ndarray:
-    """The object on a real background drawn from ``backgrounds`` (Eq. 1 + seam blending, as suites do).
+    """The object on a real background drawn from ``backgrounds``: its pixels exact, the seam blended outside it.
 
-    The paper blends with ``addWeighted`` onto shuffled real photos; Backdrop pastes with
-    :func:`analytics.data.compose.composite` so the object's pixels stay exact and the seam is blended.
+    The authors' script adds the segmented image onto a shuffled real photo with ``addWeighted``
+    (weights 1 and 1, saturating), which brightens the object by the photo under it; Backdrop pastes
+    with :func:`analytics.data.compose.composite` (Eq. 1 + seam blending, as suites do) and then
+    restores every object pixel, so only the band outside the mask is blended.
 
     Parameters
     ----------
@@ -259,7 +271,7 @@ def random_background(image: np.ndarray, mask: np.ndarray, *, rng: np.random.Gen
     if backgrounds is None or len(backgrounds) == 0:
         raise InvalidInputError("random_background needs at least one background; add backgrounds on the Data page")
     chosen = backgrounds[int(rng.integers(len(backgrounds)))]
-    return composite(image[None], mask[None], chosen[None])[0]
+    return _keep_object(image, mask, composite(image[None], mask[None], chosen[None])[0])
 
 
 #: Scenario name (the paper's, lower case) -> function ``(image, mask, *, rng, backgrounds) -> image``:
@@ -279,6 +291,12 @@ SCENARIOS: dict[str, Callable[..., np.ndarray]] = {
     "transparent_image": transparent_image,
     "random_background": random_background,
 }
+#: The eight scenarios of the paper's Table 3, whose robustness scores it reports (rainbow, brightness
+#: and transparent are §2.1 scenarios it does not score): the default set of the robustness score.
+TABLE3_SCENARIOS = ("blur_background", "blur_object", "image_g", "image_b", "image_grey", "image_r", "random_background", "segmented_image")
+#: Named scenario sets: Table 3's eight (the default for the robustness score) or all eleven.
+SCENARIO_SETS: dict[str, tuple[str, ...]] = {"table3": TABLE3_SCENARIOS, "all": tuple(SCENARIOS)}
+DEFAULT_SCENARIO_SET = "table3"
 #: Scenarios that draw a background from the workspace's pool.
 NEEDS_POOL = frozenset({"random_background"})
 #: Scenarios that use the seed (the others' cached predictions serve every seed).
@@ -286,14 +304,14 @@ SEEDED = frozenset({*HUE_RANGES, "image_rainbow", "random_background"})
 #: What each scenario's output depends on besides the image, mask and seed (part of cache keys).
 SCENARIO_PARAMS: dict[str, dict] = {
     "blur_background": {"kernel": BLUR_KERNEL, "sigma": BLUR_SIGMA},
-    "blur_object": {"kernel": BLUR_KERNEL, "sigma": BLUR_SIGMA},
+    "blur_object": {"kernel": OBJECT_BLUR_KERNEL, "sigma": OBJECT_BLUR_SIGMA},
     "image_grey": {},
     **{name: {"hue_ranges": ranges} for name, ranges in HUE_RANGES.items()},
     "image_rainbow": {"max_shift": RAINBOW_MAX_SHIFT},
     "image_bright": {"weights": BRIGHTNESS_WEIGHTS, "kernel": BLUR_KERNEL, "sigma": BLUR_SIGMA},
     "segmented_image": {"fill": (0, 0, 0)},
     "transparent_image": {"matte": TRANSPARENT_MATTE},
-    "random_background": {"blend": "laplacian-pyramid"},
+    "random_background": {"blend": "laplacian-pyramid", "object": "exact"},
     ORIGINAL: {},
 }
 

@@ -26,6 +26,7 @@ def test_scenarios_page_evaluates_and_shows_every_view(tiny_model_workspace, app
     assert list(accuracy.columns) == ["Scenario", "tiny", "bg-only"] and len(accuracy) == 4
     assert accuracy["Scenario"].iloc[0] == "Original"
     assert set(app.dataframe[1].value["Model"]) == {"tiny", "bg-only"}
+    assert app.radio(key=KEY + "score_over").value == "table3"  # the paper's Table 3 set by default
     terms = app.dataframe[2].value["Variable"].tolist()
     assert terms[0] == "Intercept" and "Model Name[bg-only]" in terms and "Image Scenario[random_background]" in terms
     assert "R² =" in texts(app)
@@ -39,6 +40,8 @@ def test_scenarios_page_evaluates_and_shows_every_view(tiny_model_workspace, app
     monkeypatch.setattr(sc, "_predict", refuse)
     app.selectbox(key=KEY + "heat_model").set_value("bg-only").run()
     assert not app.exception, app.exception
+    app.radio(key=KEY + "score_over").set_value("all").run()
+    assert not app.exception and (app.dataframe[1].value["Scenarios"] == 3).all()
     assert app.dataframe[0].value.shape == accuracy.shape
 
 

@@ -63,10 +63,7 @@ def test_every_background_scenario_keeps_the_object_and_is_deterministic(name, t
     image, mask = target
     out = run(name, image, mask, backgrounds=BACKGROUNDS)
     assert out.shape == image.shape and out.dtype == np.uint8
-    core = cv2.erode(mask.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)  # random_background blends a 3 px seam
-    np.testing.assert_array_equal(out[core], image[core])
-    if name != "random_background":
-        np.testing.assert_array_equal(out[mask], image[mask])
+    np.testing.assert_array_equal(out[mask], image[mask])  # every object pixel exact, random_background's too
     np.testing.assert_array_equal(out, run(name, image, mask, backgrounds=BACKGROUNDS))
     assert not np.array_equal(out[~mask], image[~mask])
 
@@ -79,11 +76,12 @@ def test_grey_background_has_equal_channels_from_opencv_luma(target):
     np.testing.assert_array_equal(background[:, 0], cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)[~mask])
 
 
-def test_blur_object_blurs_only_the_object_with_the_papers_kernel(target):
+def test_blur_object_blurs_only_the_object_with_the_authors_kernel(target):
     image, mask = target
     out = run("blur_object", image, mask)
     np.testing.assert_array_equal(out[~mask], image[~mask])
-    np.testing.assert_array_equal(out[mask], cv2.GaussianBlur(image, (9, 9), 4)[mask])
+    np.testing.assert_array_equal(out[mask], cv2.GaussianBlur(image, (15, 15), 3)[mask])  # their utils.blur(method='object')
+    assert not np.array_equal(out[mask], cv2.GaussianBlur(image, (9, 9), 4)[mask])  # not the background blur's kernel
     assert not np.array_equal(out[mask], image[mask])
 
 
@@ -108,8 +106,8 @@ def test_segmented_is_black_and_transparent_goes_over_the_matte(target):
     assert (run("transparent_image", image, mask)[~mask] == sc.TRANSPARENT_MATTE).all()
     segmented, transparent = sc.segmented_rgba(image, mask), sc.transparent_rgba(image, mask)
     assert (segmented[..., 3] == 255).all() and (segmented[~mask, :3] == 0).all()
-    assert (transparent[~mask] == 0).all() and (transparent[mask, 3] == 255).all()
-    np.testing.assert_array_equal(transparent[mask, :3], image[mask])
+    assert (transparent[~mask, 3] == 0).all() and (transparent[mask, 3] == 255).all()
+    np.testing.assert_array_equal(transparent[..., :3], image)  # the authors' file keeps the RGB under alpha 0
     np.testing.assert_array_equal(sc.flatten_rgba(transparent, (0, 0, 0)), run("segmented_image", image, mask))
 
 
@@ -155,6 +153,17 @@ def test_random_background_draws_a_pool_background_by_seed_and_target(target):
         run("random_background", image, mask)
 
 
+def test_random_background_keeps_every_object_pixel_and_blends_outside(target):
+    image, mask = target
+    out = run("random_background", image, mask, backgrounds=BACKGROUNDS)
+    np.testing.assert_array_equal(out[mask], image[mask])  # the seam band's inner half too
+    chosen = BACKGROUNDS[[int(v) for v in (10, 100, 240)].index(int(out[0, 0, 0]))]
+    hard = np.where(mask[..., None], image, chosen)
+    ring = (cv2.dilate(mask.astype(np.uint8), np.ones((7, 7), np.uint8)) > 0) & ~mask
+    assert not np.array_equal(out[ring], hard[ring])  # blended just outside the outline
+    np.testing.assert_array_equal(out[~ring & ~mask], hard[~ring & ~mask])
+
+
 def test_unknown_scenario_and_bad_mask_are_refused(target):
     image, mask = target
     with pytest.raises(InvalidInputError, match="scenario"):
@@ -192,6 +201,30 @@ def test_robustness_scores_from_predictions():
     # scenarios 0.75 and 0.5 around μ = 1; classes a: 2/4, b: 3/4
     assert row["external"] == pytest.approx((0.0625 + 0.25) / 2) and row["internal"] == pytest.approx((0.25 + 0.0625) / 2)
     assert row["score_table3"] == pytest.approx(1 - 2 * 0.3125) and row["n_scenarios"] == 2
+
+
+def test_the_default_score_spans_table_3s_eight_scenarios():
+    """Rainbow, brightness and transparent are evaluated but, as in Table 3, not scored unless asked."""
+    accuracy = dict(zip(SCENARIOS, (0.9, 0.8, 0.95, 0.85, 0.9, 0.7, 0.2, 0.75, 0.5, 0.6, 0.3)))
+    rows = [("m", ORIGINAL, f"t{i}", "ab"[i % 2], "", 0.5, True) for i in range(20)]
+    for scenario, share in accuracy.items():
+        rows += [("m", scenario, f"t{i}", "ab"[i % 2], "", 0.5, i < share * 20) for i in range(20)]
+    predictions = pd.DataFrame(rows, columns=sc.PREDICTION_COLUMNS)
+
+    def by_hand(names):
+        chosen = predictions[predictions["scenario"].isin(names)]
+        return robustness_score([accuracy[n] for n in sorted(names)], chosen.groupby("class")["correct"].mean().to_numpy(), 1.0)
+
+    default, everything = robustness_scores(predictions).loc["m"], robustness_scores(predictions, scenario_set="all").loc["m"]
+    assert len(sc.TABLE3_SCENARIOS) == 8 and not {"image_rainbow", "image_bright", "transparent_image"} & set(sc.TABLE3_SCENARIOS)
+    assert default["n_scenarios"] == 8 and everything["n_scenarios"] == 11
+    assert default["score_table3"] == pytest.approx(by_hand(sc.TABLE3_SCENARIOS).score_table3)
+    assert everything["score_table3"] == pytest.approx(by_hand(list(SCENARIOS)).score_table3)
+    assert default["score_table3"] != pytest.approx(everything["score_table3"])
+    only_extra = predictions[predictions["scenario"].isin([ORIGINAL, "image_rainbow", "image_bright"])]
+    with pytest.raises(InvalidInputError, match="scenario_set='all'"):
+        robustness_scores(only_extra)
+    assert robustness_scores(only_extra, scenario_set="all").loc["m", "n_scenarios"] == 2
 
 
 # -- regression -------------------------------------------------------------------------------------
@@ -298,10 +331,16 @@ def test_cli_prints_accuracy_robustness_and_regression(tiny_model_workspace, tmp
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["scenarios"] == [ORIGINAL, "image_grey", "segmented_image"] and set(result["accuracy"][ORIGINAL]) == {"tiny", "bg-only"}
-    assert set(result["robustness"]) == {"tiny", "bg-only"}
+    assert set(result["robustness"]) == {"tiny", "bg-only"} and result["robustness_scenarios"] == "table3"
     terms = [row["Variable"] for row in result["regression"]["terms"]]
     assert terms[0] == "Intercept" and "Model Name[bg-only]" in terms and "Image Scenario[segmented_image]" in terms
     assert len(pd.read_csv(csv)) == 2 * 3 * 6
+    extra = ["scenarios", "--workspace", str(tiny_model_workspace.root), "--models", "tiny", "--scenarios", "image_rainbow,image_bright", "--json"]
+    assert main(extra) == 0
+    outside_table3 = json.loads(capsys.readouterr().out)
+    assert outside_table3["robustness"] is None and "scenario_set='all'" in outside_table3["robustness_note"]
+    assert main([*extra, "--score-over", "all"]) == 0
+    assert json.loads(capsys.readouterr().out)["robustness"]["tiny"]["n_scenarios"] == 2
     assert main(["scenarios", "--workspace", str(tiny_model_workspace.root), "--models", "tiny", "--scenarios", "sepia"]) == 2
     assert "scenario must be one of" in capsys.readouterr().err
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.suites import DEFAULT_THRESHOLD, exclusion_summary
+from analytics.suites import DEFAULT_THRESHOLD, exclusion_summary, screening_gaps
 from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
 
@@ -31,6 +31,9 @@ def show_exclusions(workspace: Workspace) -> None:
     if summary.empty:
         st.info("Import targets and a background pool first.")
         return
+    gaps = screening_gaps(workspace)
+    if gaps:
+        st.warning(escape_markdown(gaps), icon=":material/warning:")
     if summary["excluded_by_classifier"].isna().any():
-        st.caption("Blank classifier counts: the pool is not screened yet, or the class has no ImageNet indices to screen for.")
+        st.caption("Blank classifier counts: the pool is not screened yet, or the class cannot be screened (see the warning above).")
     st.dataframe(summary, hide_index=True, width="stretch")

@@ -38,6 +38,7 @@ from analytics.suites import (
     ensure_ontology,
     list_suites,
     load_suite,
+    screening_warning,
     suite_stats,
 )
 from analytics.workspace import Workspace
@@ -208,9 +209,13 @@ def summary(suite: Suite) -> None:
     source = provenance(suite.params)
     if source:
         st.caption(source)
-    if suite.warnings:
-        with st.expander(f"{len(suite.warnings)} warnings"):
-            st.markdown("\n".join(f"- {escape_markdown(warning)}" for warning in suite.warnings))
+    skipped = screening_warning(suite.params.get("pool_screening") or {})
+    if skipped:
+        st.warning(escape_markdown(skipped), icon=":material/warning:")
+    others = [warning for warning in suite.warnings if warning != skipped]  # the screening warning is shown above
+    if others:
+        with st.expander(f"{len(others)} warnings"):
+            st.markdown("\n".join(f"- {escape_markdown(warning)}" for warning in others))
 
 
 def provenance(params: Mapping) -> str:

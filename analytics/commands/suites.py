@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_suite(args: argparse.Namespace) -> dict:
-    from analytics.suites import build_suite, ensure_ontology, suite_stats
+    from analytics.suites import build_suite, ensure_ontology, screening_warning, suite_stats
 
 
     workspace = open_workspace(args)
@@ -76,6 +76,9 @@ def run_suite(args: argparse.Namespace) -> dict:
             device=args.device,
             progress=progress,
         )
+    skipped = screening_warning(suite.params.get("pool_screening") or {})
+    if skipped:  # also in "warnings"; on stderr so it is seen without --json
+        print(f"warning: {skipped}", file=sys.stderr)
     stats = suite_stats(suite)
     return {
         "suite": suite.id,

@@ -32,6 +32,8 @@ from .screening import (
     pool_exclusions,
     sample_screened,
     screen_pool,
+    screening_gaps,
+    screening_warning,
 )
 from .similarity import (
     ITEM_KINDS,
@@ -115,6 +117,8 @@ __all__ = [
     "sample_screened",
     "save_suite",
     "screen_pool",
+    "screening_gaps",
+    "screening_warning",
     "suite_exists",
     "images_of",
     "suite_stats",

@@ -63,7 +63,7 @@ from analytics.workspace import Workspace, content_id
 
 from .ranking import check_expansion, detected_keywords, expanded_keywords
 from .sampling import REALISM_SCORERS, SAMPLERS, KeywordSampler, SamplingContext, SamplingResult
-from .screening import default_keyword_model, pool_exclusions, sample_screened
+from .screening import default_keyword_model, pool_exclusions, sample_screened, screening_warning
 from .similarity import composite_distances, proxy_distances, resolve_distance_models
 from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, save_suite, suite_exists, topup_record
 
@@ -174,6 +174,7 @@ def build_suite(
     # backgrounds showing a target's class or cut from its own photo (analytics.suites.screening)
     exclusions = pool_exclusions(workspace, targets, pool, batch_size=batch_size, device=device)
     params["pool_screening"] = exclusions.record
+    notes += [warning for warning in [screening_warning(exclusions.record)] if warning]  # never skipped silently
     suite_id = content_id(method, n, seed, params, targets, pool)
     if suite_exists(workspace, suite_id):
         logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)

@@ -10,7 +10,10 @@ Two rules decide which pool backgrounds a target may not use:
   + bison), and a background is excluded from the suites of a class when that score exceeds
   :data:`DEFAULT_THRESHOLD` on any view. A background holding a zebra says nothing about a zebra
   classifier's background invariance; a small zebra in one corner is what the patches are for.
-  Classes without ImageNet indices cannot be screened and are listed as such.
+  Classes without ImageNet indices cannot be screened and are listed as such, and every suite built
+  without screening a class carries a warning saying so (:func:`screening_warning`; the Data page:
+  :func:`screening_gaps`). A class mapped only to an IN-9 class is screened with that class's
+  ImageNet indices in the official ImageNet -> IN-9 map (``analytics.data.list_classes``).
 * **Own photo** (:func:`own_photo_backgrounds`). A crop of the photo a target was cut from is never
   that target's background: it shows the target's own scene again (on the demo, two crops of its
   home photo sat at distances 0.02 and 0.04 in a zebra's suite) and tests nothing. A target's
@@ -429,6 +432,56 @@ def _restricted(context: SamplingContext, rows: list[int], columns: list[int], n
         background_keywords=None if carriers is None else {word: new_index[c][new_index[c] >= 0] for word, c in carriers.items()},
         realism=None if realism is None else (lambda i, j: realism(rows[i], columns[j])),
         realism_reference=None if reference is None else (lambda i: reference(rows[i])),
+    )
+
+
+# -- saying what was not screened -------------------------------------------------------------------
+_NO_CLASSIFIER = "no ImageNet classifier is registered"
+
+
+def screening_warning(record: Mapping[str, Any]) -> str:
+    """A warning naming the classes a suite's pool was not screened for, and the fix ('' when none).
+
+    Parameters
+    ----------
+    record : mapping
+        :attr:`PoolExclusions.record` (a suite's ``params['pool_screening']``).
+    """
+    unscreened = list(record.get("unscreened") or [])
+    if not unscreened:
+        return ""
+    return _gap_message(unscreened, _NO_CLASSIFIER if record.get("model") is None else "")
+
+
+def screening_gaps(workspace: Workspace, *, model: str | None = None) -> str:
+    """:func:`screening_warning` for the workspace's classes with targets, from mappings and models alone (nothing runs).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    model : str or None
+        The screening classifier; None = :func:`default_screening_model`.
+    """
+    wanted = set(list_targets(workspace)["class_name"])
+    classes = {name: indices for name, indices in list_classes(workspace).items() if name in wanted}
+    if not classes:
+        return ""
+    if (model or default_screening_model(workspace)) is None:
+        return _gap_message(sorted(classes), _NO_CLASSIFIER)
+    return _gap_message([name for name, indices in classes.items() if not indices], "")
+
+
+def _gap_message(classes: list[str], no_classifier: str) -> str:
+    if not classes:
+        return ""
+    shown = ", ".join(classes[:8]) + (f" and {len(classes) - 8} more" if len(classes) > 8 else "")
+    if no_classifier:
+        why, fix = no_classifier, "register one (`python -m analytics add-model`; EfficientNet-Lite0 works offline)"
+    else:
+        why, fix = "they have no ImageNet indices", "map them on the Data page or with `python -m analytics set-class --class NAME --imagenet I,J`"
+    return (
+        f"pool screening skipped for {shown}: {why}, so backgrounds showing these classes may reach their suites "
+        f"(only crops of the targets' own photos are kept out); {fix}, then rebuild the suite"
     )
 
 

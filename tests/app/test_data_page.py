@@ -76,6 +76,8 @@ def test_data_page_shows_targets_classes_and_backgrounds(tiny_workspace, app_run
     assert set(targets["id"]) <= set(captions)
     assert {c.split(" · ")[0] for c in captions} >= set(backgrounds["id"])
     assert f"Showing 1–{len(targets)} of {len(targets)}" in texts(app)
+    # no ImageNet classifier and classes without ImageNet indices: the pool cannot be screened, and the page says so
+    assert any(as_shown(w.value).startswith("pool screening skipped for disc, square: no ImageNet classifier") for w in app.warning)
 
 
 def test_class_filter_shows_only_that_class(tiny_workspace, app_runner):

@@ -6,6 +6,8 @@ own photos; ``red-is-zebra``, a fake ImageNet classifier that sees zebras in red
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from analytics.data import (
     Target,
     add_backgrounds,
     add_targets,
+    in9_imagenet_indices,
     list_backgrounds,
     list_targets,
     on_home,
@@ -21,6 +24,7 @@ from analytics.data import (
     read_image,
     read_image_rgba,
     resize_square,
+    set_class_mapping,
     source_photo,
     square_crops,
 )
@@ -35,6 +39,8 @@ from analytics.suites import (
     pool_exclusions,
     screen_pool,
     screening,
+    screening_gaps,
+    screening_warning,
 )
 from analytics.workspace import Workspace
 from tests.fixtures.screening import FAKE_CLASSIFIER, OWN_PHOTOS, RED_BACKGROUND, ZEBRA
@@ -94,6 +100,44 @@ def test_without_an_imagenet_classifier_only_own_photos_are_excluded(screening_d
     result = pool_exclusions(screening_data, TARGETS, pool)
     assert {target: set(found) for target, found in result.excluded.items()} == OWN_PHOTOS
     assert result.record["model"] is None and "no ImageNet classifier" in result.record["note"]
+
+
+def test_an_in9_only_class_is_screened_with_its_official_imagenet_indices(screening_workspace):
+    """Issue 28: a class named after an IN-9 class (the IN-9 import layout) is mapped to IN-9 only;
+    it is screened with the official map's ImageNet indices, not skipped."""
+    set_class_mapping(screening_workspace, "apple", in9="primate")
+    pool = list_backgrounds(screening_workspace)["id"].tolist()
+    record = pool_exclusions(screening_workspace, TARGETS, pool).record
+    assert record["model"] == FAKE_CLASSIFIER and record["unscreened"] == []
+    assert screening_warning(record) == "" and screening_gaps(screening_workspace) == ""
+    assert screen_pool(screening_workspace).classes == ["apple", "zebra"]
+    assert len(in9_imagenet_indices("primate")) == 20
+
+
+def test_skipped_screening_warns_without_a_classifier(screening_data):
+    suite = build_suite(screening_data, method="random", n=6, seed=0, realism_threshold=0.0)  # no classifier registered
+    skipped = [w for w in suite.warnings if w.startswith("pool screening skipped")]
+    assert skipped == [screening_warning(suite.params["pool_screening"])]
+    assert "apple, zebra" in skipped[0] and "no ImageNet classifier" in skipped[0] and "add-model" in skipped[0]
+    assert screening_gaps(screening_data) == skipped[0]
+
+
+def test_skipped_screening_warns_for_a_class_without_imagenet_indices(screening_workspace):
+    assert screening_gaps(screening_workspace) == ""
+    set_class_mapping(screening_workspace, "apple", label="apple")  # no ImageNet indices, no IN-9 class
+    gaps = screening_gaps(screening_workspace)
+    assert gaps.startswith("pool screening skipped for apple: they have no ImageNet indices") and "set-class" in gaps
+    suite = build_suite(screening_workspace, method="random", n=6, seed=0, realism_threshold=0.0)
+    assert gaps in suite.warnings and suite.params["pool_screening"]["unscreened"] == ["apple"]
+
+
+def test_the_cli_warns_on_stderr_when_screening_is_skipped(screening_data, capsys):
+    from analytics.cli import main
+
+    assert main(["suite", "--workspace", str(screening_data.root), "--method", "random", "--n", "4", "--realism-threshold", "0", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: pool screening skipped for apple, zebra" in captured.err
+    assert any(w.startswith("pool screening skipped") for w in json.loads(captured.out)["warnings"])
 
 
 # -- suites --------------------------------------------------------------------------------------

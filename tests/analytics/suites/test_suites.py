@@ -154,7 +154,8 @@ def test_keyword_suite_without_top_up_can_be_short(suite_workspace):
     suite = build_suite(suite_workspace, method="keyword", n=6, seed=0, realism_threshold=0.0, top_up=False)
     counts = suite.items.groupby("target_id").size()
     assert counts.to_dict() == {"disc/0": 6, "disc/1": 6, "disc/2": 6, "square/0": 4, "square/1": 4, "square/2": 4}  # 6 carry sky, 4 sea
-    assert len(suite.warnings) == 3 and all("4 of 6" in w for w in suite.warnings)
+    short = [w for w in suite.warnings if not w.startswith("pool screening skipped")]  # the fixture has no ImageNet classifier
+    assert len(short) == 3 and all("4 of 6" in w for w in short)
     stats = suite_stats(suite)
     assert stats.per_target_min == counts.min() and stats.per_target_max == counts.max()
 

@@ -44,6 +44,11 @@ def test_page_evaluates_several_models(tiny_model_workspace, app_runner):
     assert any("fools" in c for c in captions)  # the adversarial gallery of the first model
     assert "Adversarial backgrounds" in [h.value for h in app.subheader]
     assert len(app.get("download_button")) == 1
+    n = len(workspace_data(tiny_model_workspace).ids)
+    assert f"on every target's Only-BG-T background ({n} per foreground" in texts(app)  # the official pool: the own background too
+    app.toggle(key="bgchallenge.exclude_own").set_value(True).run()
+    assert not app.exception, app.exception
+    assert f"on every other target's Only-BG-T background ({n - 1} per foreground" in texts(app)
 
 
 def test_page_shows_library_errors(tiny_model_files, tmp_path, app_runner):

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.data import (
+    LAYOUT_PATTERNS,
     LAYOUTS,
     ClassMapping,
     ImportResult,
@@ -38,11 +39,9 @@ from ui.markdown import escape_markdown
 
 LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
 GREY_HOME = "Neutral grey"
-LAYOUT_HELP = {
-    "folder": "folder — images/<class>/* with masks/<class>/<stem>.png",
-    "bgchallenge": "bgchallenge — original/val/<class>/*.JPEG with fg_mask/val/<class>/<stem>.npy",
-    "cutouts": "cutouts — <class>/*.png RGBA cut-outs (alpha = mask)",
-}
+def layout_label(layout: str) -> str:
+    """``folder — images/<class>/<photo> (with masks/…)``: the layout and the files it reads."""
+    return f"{layout} — {LAYOUT_PATTERNS[layout]}"
 
 
 @contextmanager
@@ -83,7 +82,10 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     origin = from_column.radio("From", sources, horizontal=True, key="data.import_from")
     options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
     if options["targets"]:
-        options["layout"] = st.selectbox("Layout", LAYOUTS, format_func=LAYOUT_HELP.get, key="data.import_layout")
+        options["layout"] = st.selectbox(
+            "Layout", LAYOUTS, format_func=layout_label, key="data.import_layout",
+            help="At the top of the zip or folder, or inside one enclosing folder; cut-outs are RGBA PNGs (alpha = mask).",
+        )  # fmt: skip
         if options["layout"] == "cutouts":
             homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
             home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
@@ -121,8 +123,8 @@ def import_data(workspace: Workspace) -> None:
                 source = resolve_server_path(workspace, str(source))
             result = read_import(workspace, request, source)
             added = store(workspace, result) if result.accepted else 0
-        except BackdropError as err:
-            st.error(escape_markdown(err))
+        except BackdropError as err:  # an upload is named as the user knows it, not by its temporary copy
+            st.error(escape_markdown(str(err).replace(str(source), source.name) if request.from_upload else err))
             return
     st.session_state[LAST_IMPORT] = {
         "source": source.name if request.from_upload else str(source),

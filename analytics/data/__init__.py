@@ -2,6 +2,7 @@
 classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a background).
 """
 
+from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, layout_root
 from .classes import (
     N_IMAGENET,
     ImageNetClass,
@@ -20,9 +21,6 @@ from .compose import (
 from .datasets import (
     DEFAULT_IMAGE_SIZE,
     HOME_SEPARATOR,
-    LAYOUTS,
-    MAX_ARCHIVE_BYTES,
-    MAX_ARCHIVE_MEMBERS,
     Background,
     ImportResult,
     Rejected,
@@ -84,6 +82,7 @@ __all__ = [
     "ImportResult",
     "LAYOUTS",
     "LabelSpace",
+    "LAYOUT_PATTERNS",
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_MEMBERS",
     "MAX_MASK_SHARE",
@@ -113,6 +112,7 @@ __all__ = [
     "list_classes",
     "list_targets",
     "load_backgrounds",
+    "layout_root",
     "load_targets",
     "on_home",
     "parse_label_space",

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.team import require_permission
 from analytics.workspace import Workspace, now
 
+from .archives import LAYOUTS, POOL, extracted, is_hidden, layout_root
 from .images import (
     IMAGE_SUFFIXES,
     check_mask_share,
@@ -39,11 +37,6 @@ from .images import (
 from .label_spaces import ClassMapping, as_mapping
 
 DEFAULT_IMAGE_SIZE = 256
-LAYOUTS = ("folder", "bgchallenge", "cutouts")
-# A zip is extracted to a temporary folder (removed after reading); larger archives are refused so a
-# zip bomb cannot fill the disk. Raise these module constants to import a bigger archive.
-MAX_ARCHIVE_BYTES = 2 << 30  # total uncompressed size: 2 GiB
-MAX_ARCHIVE_MEMBERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -120,7 +113,8 @@ def read_targets(
     Parameters
     ----------
     path : path-like
-        Folder or zip file.
+        Folder or zip file; the layout may sit inside enclosing folders
+        (:func:`analytics.data.archives.layout_root`).
     layout : {'folder', 'bgchallenge', 'cutouts'}
         ``folder``: ``images/<class>/*`` with ``masks/<class>/<same stem>.png`` (0/255 or 0/1);
         ``bgchallenge``: ``original/val/<class>/*.JPEG`` with ``fg_mask/val/<class>/<stem>.npy``;
@@ -141,13 +135,14 @@ def read_targets(
     Raises
     ------
     InvalidInputError
-        Unknown layout, missing folders, or a zip over :data:`MAX_ARCHIVE_BYTES` /
-        :data:`MAX_ARCHIVE_MEMBERS`.
+        Unknown layout, no file of the layout (the message says what the folder holds and which
+        layout it looks like), or a zip over :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
     if layout not in LAYOUTS:
         raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
-    with _as_folder(Path(path)) as (folder, shown):
-        return _shown_as(_read_targets(folder, layout, size, home, None if classes is None else set(classes)), folder, shown)
+    with extracted(Path(path)) as (folder, shown):
+        root = layout_root(folder, layout)
+        return _shown_as(_read_targets(root, layout, size, home, None if classes is None else set(classes)), folder, shown)
 
 
 def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None) -> ImportResult:
@@ -182,15 +177,13 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
 def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[str, Path, Path | None]]:
     """(class, image file, mask file) triples of a layout; missing masks are rejected on the way."""
     if layout == "cutouts":
-        return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p)]
+        return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p) and not is_hidden(p, path)]
     if layout == "folder":
         image_root, mask_root, mask_suffixes = path / "images", path / "masks", (".png", ".npy")
     else:
         image_root, mask_root, mask_suffixes = path / "original" / "val", path / "fg_mask" / "val", (".npy",)
-    if not image_root.is_dir():
-        raise InvalidInputError(f"{path}: expected a folder {image_root.relative_to(path)}/<class>/ for layout {layout!r}")
-    triples = []
-    for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p)):
+    triples = []  # layout_root made sure image_root holds class folders of images
+    for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p) and not is_hidden(p, image_root)):
         candidates = [mask_root / image_path.parent.name / (image_path.stem + s) for s in mask_suffixes]
         mask_path = next((c for c in candidates if c.is_file()), None)
         if mask_path is None:
@@ -268,7 +261,8 @@ def read_backgrounds(
     seed: int = 0,
     files: Sequence[str | os.PathLike] | None = None,
 ) -> ImportResult:
-    """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one.
+    """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one (either
+    possibly inside enclosing folders, :func:`analytics.data.archives.layout_root`).
 
     Parameters
     ----------
@@ -298,8 +292,8 @@ def read_backgrounds(
         :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
     source = Path(path)
-    with _as_folder(source) as (folder, shown):
-        paths = [Path(f) for f in files] if files is not None else sorted(p for p in folder.iterdir() if is_image_file(p))
+    with extracted(source) as (folder, shown):
+        paths = [Path(f) for f in files] if files is not None else sorted(p for p in layout_root(folder, POOL).iterdir() if is_image_file(p))
         return _shown_as(_read_backgrounds(source, paths, size, crops_per_photo, seed), folder, shown)
 
 
@@ -332,53 +326,6 @@ def _read_backgrounds(
             bg_id = f"{photo_path.stem}@{top},{left},{side}" if count > 1 else photo_path.stem
             result.accepted.append(Background(bg_id, image, str(photo_path), crop=(top, left, side)))
     return result
-
-
-@contextmanager
-def _as_folder(path: Path) -> Iterator[tuple[Path, Path]]:
-    """``(folder, shown)``: a folder as itself, or a zip extracted to a temporary folder.
-
-    The temporary folder is removed on exit; ``shown`` is the path that stands for the folder in
-    messages and origins (the zip's own path, so ``set.zip/images/a/1.png``).
-    """
-    if path.is_dir():
-        yield path, path
-        return
-    if not (path.is_file() and zipfile.is_zipfile(path)):
-        raise InvalidInputError(f"{path}: not a folder or a .zip file")
-    with tempfile.TemporaryDirectory(prefix="backdrop-import-") as temporary:
-        target = Path(temporary)
-        try:
-            with zipfile.ZipFile(path) as archive:
-                _check_archive(path, archive.infolist())
-                archive.extractall(target)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as err:
-            raise InvalidInputError(f"{path}: cannot extract the zip ({err}); re-create the archive") from err
-        children = [c for c in target.iterdir() if not c.name.startswith("__MACOSX")]
-        folder = children[0] if len(children) == 1 and children[0].is_dir() else target
-        shown = path / folder.relative_to(target)
-        try:
-            yield folder, shown
-        except InvalidInputError as err:  # name the zip, not the temporary folder that is about to vanish
-            raise InvalidInputError(str(err).replace(str(folder), str(shown))) from err
-
-
-def _check_archive(path: Path, members: list[zipfile.ZipInfo]) -> None:
-    """Refuse members outside the archive and archives over the size or member-count limits."""
-    for member in members:
-        if member.filename.startswith("/") or ".." in Path(member.filename).parts:
-            raise InvalidInputError(f"{path}: zip member {member.filename!r} points outside the archive; refusing it")
-    if len(members) > MAX_ARCHIVE_MEMBERS:
-        raise InvalidInputError(
-            f"{path}: the zip holds {len(members)} entries, over the limit of {MAX_ARCHIVE_MEMBERS} "
-            "(analytics.data.datasets.MAX_ARCHIVE_MEMBERS); split it or import the extracted folder"
-        )
-    total = sum(member.file_size for member in members)
-    if total > MAX_ARCHIVE_BYTES:
-        raise InvalidInputError(
-            f"{path}: the zip unpacks to {total / 2**20:.0f} MiB, over the limit of {MAX_ARCHIVE_BYTES / 2**20:.0f} MiB "
-            "(analytics.data.datasets.MAX_ARCHIVE_BYTES); split it or import the extracted folder"
-        )
 
 
 def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:

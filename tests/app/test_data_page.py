@@ -315,3 +315,43 @@ def test_clicking_a_background_thumbnail_uses_it_in_the_preview(tiny_workspace, 
     assert app.button(key=f"data.preview_pick.{ids[5]}").disabled and not app.button(key=f"data.preview_pick.{ids[0]}").disabled
     hard = next(i for i in app.get("image") if "Hard paste (Eq. 1)" in i.captions)
     assert hard.proto.imgs[0].url != first_hard.proto.imgs[0].url  # the composite was redrawn on the new background
+
+
+def upload_targets(app, layout: str, files: dict[str, np.ndarray], name: str = "upload.zip"):
+    """Upload a zip of ``files`` (member -> image array, written as PNG/JPEG) as a target set in ``layout``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member, array in files.items():
+            to_bgr = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
+            _, data = cv2.imencode(Path(member).suffix, cv2.cvtColor(array, to_bgr[array.shape[2]]) if array.ndim == 3 else array)
+            archive.writestr(member, data.tobytes())
+    app.radio(key="data.import_kind").set_value("Target set")
+    app.radio(key="data.import_from").set_value("Uploaded zip").run()
+    app.selectbox(key="data.import_layout").set_value(layout).run()
+    app.file_uploader(key="data.import_source.upload").set_value((name, buffer.getvalue(), "application/zip")).run()
+    app.button(key="data.import_go").click().run()
+    assert not app.exception, app.exception
+    return app
+
+
+def cutout_rgba(seed: int) -> np.ndarray:
+    image, mask = disc_image(96, seed)
+    return np.dstack([image, mask])
+
+
+def test_zips_as_people_make_them_are_imported(tiny_workspace, app_runner):
+    """Issue 27.2: a cut-outs zip `my_ball/*.png` (once "Accepted (0) Rejected (0)") and a folder-layout
+    zip `images/my_ball/*.jpg` with masks at the top (once "expected a folder images/<class>/")."""
+    app = upload_targets(app_runner(DATA, tiny_workspace), "cutouts", {f"my_ball/b{i}.png": cutout_rgba(i) for i in range(2)})
+    assert "2 new of 2 accepted, 0 rejected" in texts(app)
+    assert {"my_ball/b0", "my_ball/b1"} <= set(list_targets(tiny_workspace)["id"])
+    files = {f"images/my_cup/c{i}.jpg": disc_image(96, i)[0] for i in range(2)} | {f"masks/my_cup/c{i}.png": disc_image(96, i)[1] for i in range(2)}
+    app = upload_targets(app_runner(DATA, tiny_workspace), "folder", files)
+    assert "2 new of 2 accepted, 0 rejected" in texts(app)
+
+
+def test_a_zip_with_nothing_to_import_says_why(tiny_workspace, app_runner):
+    app = upload_targets(app_runner(DATA, tiny_workspace), "folder", {f"my_ball/b{i}.png": cutout_rgba(i) for i in range(2)})
+    (error,) = [e.value for e in app.error]
+    assert error.startswith("upload\\.zip: no targets for layout 'folder' found") and "/tmp" not in error
+    assert "my\\_ball/ \\(2 images\\)" in error and "It looks like layout 'cutouts'" in error

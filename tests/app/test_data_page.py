@@ -247,6 +247,7 @@ def test_class_editor_maps_to_in9_or_a_label_and_refuses_an_empty_mapping(tiny_w
     assert list_class_mappings(tiny_workspace)["square"] == ClassMapping(in9="instrument", label="box")
     app.selectbox(key="data.class_in9.square").set_value("(none)")
     app.text_input(key="data.class_label.square").set_value("")
+    app.checkbox(key="data.class_replace.square").check().run()  # square is mapped now: replacing it asks first
     app.button(key="data.class_save").click().run()
     assert "give ImageNet indices, an IN-9 class or a custom label" in as_shown(app.error[0].value)
     assert list_class_mappings(tiny_workspace)["square"] == ClassMapping(in9="instrument", label="box")
@@ -355,3 +356,29 @@ def test_a_zip_with_nothing_to_import_says_why(tiny_workspace, app_runner):
     (error,) = [e.value for e in app.error]
     assert error.startswith("upload\\.zip: no targets for layout 'folder' found") and "/tmp" not in error
     assert "my\\_ball/ \\(2 images\\)" in error and "It looks like layout 'cutouts'" in error
+
+
+def test_the_class_editor_starts_on_an_unmapped_class_and_asks_before_replacing_a_mapping(tiny_model_workspace, app_runner):
+    """Issue 27.3: once "Class to map" opened on a mapped class and one click overwrote it."""
+    from analytics.data import set_class_mapping
+    from analytics.runs import current_runs, start_runs
+    from tests.fixtures.models import TINY_SUITE
+    from tests.fixtures.runs import RUN_MODELS
+
+    set_class_mapping(tiny_model_workspace, "disc", label="disc")
+    start_runs(tiny_model_workspace, RUN_MODELS, TINY_SUITE, device="cpu")
+    app = app_runner(DATA, tiny_model_workspace)
+    assert app.selectbox(key="data.class_edit").value == "square"  # the unmapped one
+    app.selectbox(key="data.class_edit").set_value("disc").run()
+    assert app.button(key="data.class_save").disabled
+    (confirm,) = [box for box in app.checkbox if box.key == "data.class_replace.disc"]
+    assert "3 runs scored with it (bg-only, fg-only, tiny) turn stale" in as_shown(confirm.label)
+    app.multiselect(key="data.class_imagenet.disc").set_value([430]).run()
+    assert app.button(key="data.class_save").disabled  # no save without the tick
+    assert len(current_runs(tiny_model_workspace)) == 3
+    app.checkbox(key="data.class_replace.disc").check().run()
+    app.button(key="data.class_save").click().run()
+    assert not app.exception
+    assert list_class_mappings(tiny_model_workspace)["disc"].imagenet == (430,)
+    assert current_runs(tiny_model_workspace).empty  # the runs it named are stale now
+    assert not app.checkbox(key="data.class_replace.disc").value  # the next replacement asks again

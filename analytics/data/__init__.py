@@ -67,12 +67,17 @@ from .label_spaces import (
     in9_label_space,
     parse_label_space,
 )
+from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
 
 __all__ = [
     "Background",
     "ClassMapping",
     "Cutout",
     "DEFAULT_IMAGE_SIZE",
+    "DEFAULT_MARGIN",
+    "MAX_MARGIN",
+    "centred_box",
+    "propose_mask",
     "HOME_SEPARATOR",
     "IMAGE_SUFFIXES",
     "MAX_IMAGE_PIXELS",

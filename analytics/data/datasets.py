@@ -35,6 +35,7 @@ from .images import (
     square_crops,
 )
 from .label_spaces import ClassMapping, as_mapping
+from .masking import propose_mask
 
 DEFAULT_IMAGE_SIZE = 256
 
@@ -84,10 +85,14 @@ class ImportResult:
 
     accepted : list of Target (``read_targets``) or of Background (``read_backgrounds``)
     rejected : list of Rejected
+    proposed : list of Target
+        Photos without a mask, each with a GrabCut mask to review before it is stored
+        (``read_targets(..., propose_masks=True)``; :mod:`analytics.data.masking`).
     """
 
     accepted: list = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    proposed: list = field(default_factory=list)
 
     def reject(self, file: str | os.PathLike, reason: str) -> None:
         self.rejected.append(Rejected(str(file), reason))
@@ -107,6 +112,7 @@ def read_targets(
     size: int = DEFAULT_IMAGE_SIZE,
     home: np.ndarray | None = None,
     classes: Iterable[str] | None = None,
+    propose_masks: bool = False,
 ) -> ImportResult:
     """Read a target set from a folder (or a .zip of one).
 
@@ -125,6 +131,10 @@ def read_targets(
         The background cut-outs are pasted on (``cutouts`` only); None gives a neutral grey.
     classes : iterable of str or None
         Allowed class names; a file of another class is rejected. None allows any.
+    propose_masks : bool, default=False
+        A photo without a mask (no mask file; a cut-out with no transparency) goes to
+        ``result.proposed`` with a GrabCut mask (:func:`analytics.data.masking.propose_mask`)
+        instead of being rejected.
 
     Returns
     -------
@@ -142,12 +152,13 @@ def read_targets(
         raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     with extracted(Path(path)) as (folder, shown):
         root = layout_root(folder, layout)
-        return _shown_as(_read_targets(root, layout, size, home, None if classes is None else set(classes)), folder, shown)
+        allowed = None if classes is None else set(classes)
+        return _shown_as(_read_targets(root, layout, size, home, allowed, propose_masks), folder, shown)
 
 
-def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None) -> ImportResult:
+def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None, propose: bool) -> ImportResult:
     result = ImportResult()
-    pairs = _target_files(path, layout, result)
+    pairs = _target_files(path, layout, result, propose)
     seen: dict[str, str] = {}
     for class_name, image_path, mask_path in pairs:
         if allowed is not None and class_name not in allowed:
@@ -158,8 +169,15 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
             result.reject(image_path, f"duplicate id {target_id!r} (also {seen[target_id]}); rename one file")
             continue
         try:
-            if layout == "cutouts":
-                image, mask = paste_cutout(read_image_rgba(image_path), home, size=size)
+            rgba = read_image_rgba(image_path) if layout == "cutouts" else None
+            if mask_path is None and (rgba is None or (propose and (rgba[..., 3] == 255).all())):  # a photo without a mask
+                image = fit_square(read_image(image_path), None, size)[0]
+                mask = propose_mask(image, origin=str(image_path))
+                seen[target_id] = str(image_path)
+                result.proposed.append(Target(target_id, class_name, image, mask, origin=str(image_path)))
+                continue
+            if rgba is not None:
+                image, mask = paste_cutout(rgba, home, size=size)
             else:
                 image = read_image(image_path)
                 mask = read_mask(mask_path, image.shape[:2])
@@ -174,8 +192,9 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
     return result
 
 
-def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[str, Path, Path | None]]:
-    """(class, image file, mask file) triples of a layout; missing masks are rejected on the way."""
+def _target_files(path: Path, layout: str, result: ImportResult, propose: bool) -> list[tuple[str, Path, Path | None]]:
+    """(class, image file, mask file) triples of a layout; a missing mask is rejected on the way, or
+    (``propose``) left None for GrabCut."""
     if layout == "cutouts":
         return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p) and not is_hidden(p, path)]
     if layout == "folder":
@@ -186,8 +205,12 @@ def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[s
     for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p) and not is_hidden(p, image_root)):
         candidates = [mask_root / image_path.parent.name / (image_path.stem + s) for s in mask_suffixes]
         mask_path = next((c for c in candidates if c.is_file()), None)
-        if mask_path is None:
-            result.reject(image_path, f"no mask found (looked for {candidates[0]}); add one or use GrabCut on the Data page")
+        if mask_path is None and not propose:
+            result.reject(
+                image_path,
+                f"no mask found (looked for {candidates[0].relative_to(path)}); add one, or import again with "
+                "'Propose GrabCut masks' ticked to review a mask for each photo",
+            )
             continue
         triples.append((image_path.parent.name, image_path, mask_path))
     return triples
@@ -336,6 +359,7 @@ def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
     return ImportResult(
         [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.accepted],
         [Rejected(r.file.replace(old, new, 1), r.reason.replace(old, new)) for r in result.rejected],
+        [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.proposed],
     )
 
 

@@ -92,3 +92,21 @@ def test_a_zip_without_any_image_says_what_it_holds(tmp_path):
     (notes := tmp_path / "notes.txt").write_text("no images here")
     with pytest.raises(InvalidInputError, match=r"no targets for layout 'cutouts' found \(looked for <class>/<cut-out>.png.*it holds notes.txt\.$"):
         read_targets(zipped(tmp_path, {"notes.txt": notes}), layout="cutouts", size=SIZE)
+
+
+def test_photos_without_masks_get_grabcut_proposals_to_review(tmp_path):
+    """Issue 27.4: with ``propose_masks`` photos without a mask (a folder layout without masks/, or
+    opaque JPEGs in class folders) come back with a GrabCut mask instead of "no mask found"."""
+    from analytics.data import propose_mask
+
+    for layout, prefix in (("folder", "images/my_ball/"), ("cutouts", "my_ball/")):
+        archive = zipped(tmp_path, {f"{prefix}{p.name}": p for p in photos(tmp_path)}, f"{layout}.zip")
+        result = read_targets(archive, layout=layout, size=SIZE, propose_masks=True)
+        assert not result.accepted and not result.rejected
+        assert [t.id for t in result.proposed] == ["my_ball/photo0", "my_ball/photo1"]
+        for target in result.proposed:
+            assert target.mask.dtype == bool and 0.05 < target.mask.mean() < 0.9
+            assert target.image[target.mask].mean() > 2 * target.image[~target.mask].mean()  # the bright object, not the noise
+            assert target.origin.startswith(str(archive))
+    with pytest.raises(InvalidInputError, match="margin must be at most 0.4"):
+        propose_mask(result.proposed[0].image, margin=0.45)

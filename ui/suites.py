@@ -3,7 +3,8 @@ distance histogram per method (its Figure 11).
 
 The library (:mod:`analytics.suites`, :mod:`analytics.suites.sampling`) samples and stores. A request is
 first previewed: sampled in this process for :data:`PREVIEW_TARGETS` targets only (spread over the
-classes; nothing saved), with a progress bar. Saving samples every target in a background job
+classes; nothing saved; the ontology's fit is judged on every target, not on these few), with a
+progress bar. Saving (after a preview, or straight from the form) samples every target in a background job
 (:mod:`analytics.jobs`, kind ``suite``) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
 target's draw depends on the seed and that target's own inputs, so the saved suite holds the
 previewed backgrounds (except for a target without detected keywords, whose class keywords are

@@ -27,7 +27,7 @@ from analytics.data import (
 )
 from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
-from ui import cache, class_editor, data_import, screening, state, widgets
+from ui import cache, class_editor, data_import, mask_review, screening, state, widgets
 from ui.auth import may, require_page
 from ui.markdown import escape_markdown
 
@@ -215,11 +215,9 @@ def main() -> None:
     if not importing:
         return
     with tabs[4]:
-        form, result = st.columns([3, 2], gap="large")
-        with form:
-            data_import.import_data(workspace)
-        with result:
-            data_import.show_last_import()
+        data_import.import_data(workspace)
+        data_import.show_last_import()  # full width: the reasons of rejected files stay readable
+        mask_review.show(workspace)
     with tabs[5]:
         grabcut_target(workspace)
 

@@ -1,5 +1,5 @@
 """Suites: preview N backgrounds per target for a few targets with one of five methods, then save
-the suite for every target.
+the suite for every target (or build and save it straight away, without a preview).
 
 A thin view: sampling, distances and storage are :mod:`analytics.suites`. The preview samples a few
 targets in this process (nothing saved, a progress bar); saving runs as a background job
@@ -47,12 +47,10 @@ def previewed(workspace: Workspace, n_targets: int) -> None:
         "it borrows its class's most frequent keywords, counted over all targets)."
     )
     view.preview(workspace, suite, key=view.KEY + "preview_target")
-    if st.button("Save suite", type="primary", icon=":material/save:", key=view.KEY + "save", help="Runs in the background with progress and Cancel."):
-        job = job_view.start_job(workspace, "suite", request.build_kwargs())
-        if job is not None:
-            st.session_state[view.JOB] = job.id
-            del st.session_state[view.PREVIEW]
-            st.rerun()
+    save = st.button("Save suite", type="primary", icon=":material/save:", key=view.KEY + "save", help="Runs in the background with progress and Cancel.")
+    if save and view.start_build(workspace, request):
+        del st.session_state[view.PREVIEW]
+        st.rerun()
 
 
 def main() -> None:
@@ -74,10 +72,15 @@ def main() -> None:
         "Keywords from a CSV or HDF5 keyword file, or from the ADE20K + Places365 checkpoints: build the "
         "tables on the **Ontology** page (or `python -m analytics keywords`); the newest table of each kind is used."
     )
-    request = view.request_form(workspace, n_pool)
-    if request is not None:
-        suite = view.sample_preview(workspace, request)
-        st.session_state[view.PREVIEW] = None if suite is None else (request, suite)
+    submitted = view.request_form(workspace, n_pool)
+    if submitted is not None:
+        action, request = submitted
+        st.session_state[view.PREVIEW] = None
+        if action == "build":
+            view.start_build(workspace, request)
+        else:
+            suite = view.sample_preview(workspace, request)
+            st.session_state[view.PREVIEW] = None if suite is None else (request, suite)
     previewed(workspace, n_targets)
     suite = suite_of_job(workspace)
     if suite is not None:

@@ -11,6 +11,7 @@ import streamlit as st
 
 from analytics.data import IN9_CLASSES, ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
 from analytics.exceptions import BackdropError
+from analytics.runs import runs_of_class
 from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
 
@@ -62,8 +63,11 @@ def mapping_table(workspace: Workspace, mappings: dict[str, ClassMapping]) -> pd
 
 
 def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
-    """Pick a class, search ImageNet, choose indices / an IN-9 class / a label, and save."""
-    name = st.selectbox("Class to map", list(mappings), key="data.class_edit")
+    """Pick a class (an unmapped one first), search ImageNet, choose indices / an IN-9 class / a
+    label, and save; replacing a mapping asks for a tick first, naming the runs it makes stale."""
+    names = list(mappings)
+    unmapped = [i for i, name in enumerate(names) if not mappings[name].mapped]
+    name = st.selectbox("Class to map", names, index=unmapped[0] if unmapped else 0, key="data.class_edit")
     current = mappings[name]
     query = st.text_input("Search ImageNet-1k (name, WordNet id or index)", key="data.class_search", placeholder="e.g. tennis")
     if query.strip():
@@ -85,7 +89,8 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
     choices = [NO_IN9, *IN9_CLASSES]
     in9 = st.selectbox("IN-9 class", choices, index=choices.index(current.in9 or NO_IN9), key=f"data.class_in9.{name}")
     label = st.text_input("Custom output label", value=current.label, key=f"data.class_label.{name}", placeholder=name)
-    if not st.button(f"Save mapping of {escape_markdown(name)}", type="primary", key="data.class_save"):
+    confirmed = confirm_replacement(workspace, name, current)
+    if not st.button(f"Save mapping of {escape_markdown(name)}", type="primary", disabled=not confirmed, key="data.class_save"):
         return
     try:
         saved = set_class_mapping(workspace, name, imagenet=indices or None, in9=None if in9 == NO_IN9 else in9, label=label)
@@ -93,7 +98,22 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
         st.error(escape_markdown(err))
         return
     st.session_state[SAVED] = escape_markdown(f"Saved {name}: {saved.describe()}.")
+    st.session_state.pop(f"data.class_replace.{name}", None)  # the next replacement asks again
     st.rerun()  # so the table shows the new mapping
+
+
+def confirm_replacement(workspace: Workspace, name: str, current: ClassMapping) -> bool:
+    """True when saving may go ahead: the class has no mapping yet, or the user ticked the box that
+    replaces it (naming the current mapping and the runs that would turn stale)."""
+    if not current.mapped:
+        return True
+    runs = runs_of_class(workspace, name)
+    stale = f"{len(runs)} runs scored with it ({', '.join(sorted(set(runs['model'])))}) turn stale" if len(runs) else "no run uses it yet"
+    return st.checkbox(
+        escape_markdown(f"Replace the mapping of {name} ({current.describe()}): {stale}"),
+        key=f"data.class_replace.{name}",
+        help="A second click, so that mapping a new class never overwrites another one by accident.",
+    )
 
 
 def _imagenet_label(index: int) -> str:

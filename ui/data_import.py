@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.data import (
+    LAYOUT_PATTERNS,
     LAYOUTS,
     ClassMapping,
     ImportResult,
@@ -37,12 +38,11 @@ from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
 
 LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
+PROPOSED = "data.proposed_masks"  # the latest import's photos with GrabCut masks, handed to ui.mask_review
 GREY_HOME = "Neutral grey"
-LAYOUT_HELP = {
-    "folder": "folder — images/<class>/* with masks/<class>/<stem>.png",
-    "bgchallenge": "bgchallenge — original/val/<class>/*.JPEG with fg_mask/val/<class>/<stem>.npy",
-    "cutouts": "cutouts — <class>/*.png RGBA cut-outs (alpha = mask)",
-}
+def layout_label(layout: str) -> str:
+    """``folder — images/<class>/<photo> (with masks/…)``: the layout and the files it reads."""
+    return f"{layout} — {LAYOUT_PATTERNS[layout]}"
 
 
 @contextmanager
@@ -70,6 +70,7 @@ class ImportRequest:
     from_upload: bool
     layout: str = "folder"
     home_id: str | None = None
+    propose_masks: bool = False
     crops_per_photo: int = 1
     package: str = ""
     licence: str = ""
@@ -83,11 +84,19 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     origin = from_column.radio("From", sources, horizontal=True, key="data.import_from")
     options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
     if options["targets"]:
-        options["layout"] = st.selectbox("Layout", LAYOUTS, format_func=LAYOUT_HELP.get, key="data.import_layout")
+        options["layout"] = st.selectbox(
+            "Layout", LAYOUTS, format_func=layout_label, key="data.import_layout",
+            help="At the top of the zip or folder, or inside one enclosing folder; cut-outs are RGBA PNGs (alpha = mask).",
+        )  # fmt: skip
         if options["layout"] == "cutouts":
             homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
             home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
             options["home_id"] = None if home == GREY_HOME else home
+        options["propose_masks"] = st.checkbox(
+            "Propose GrabCut masks for photos without one", key="data.import_propose",
+            help="Ordinary photos (no mask file, no transparency): GrabCut outlines the object from a centred box; "
+            "review every mask below (accept, redraw or drop) before the targets are stored.",
+        )  # fmt: skip
     else:
         options["crops_per_photo"] = int(st.number_input("Distinct square crops per photo", 1, 32, 1, key="data.import_crops"))
     package_column, licence_column = st.columns(2)
@@ -101,7 +110,7 @@ def read_import(workspace: Workspace, request: ImportRequest, source: Path) -> I
     size = image_size(workspace)
     if request.targets:
         home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
-        result = read_targets(source, layout=request.layout, size=size, home=home)
+        result = read_targets(source, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
         if request.home_id is not None:  # the origin names the home photo: none of its crops becomes the target's background
             photo = list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"]
             result.accepted = [replace(t, origin=on_home(t.origin, photo)) for t in result.accepted]
@@ -121,8 +130,8 @@ def import_data(workspace: Workspace) -> None:
                 source = resolve_server_path(workspace, str(source))
             result = read_import(workspace, request, source)
             added = store(workspace, result) if result.accepted else 0
-        except BackdropError as err:
-            st.error(escape_markdown(err))
+        except BackdropError as err:  # an upload is named as the user knows it, not by its temporary copy
+            st.error(escape_markdown(str(err).replace(str(source), source.name) if request.from_upload else err))
             return
     st.session_state[LAST_IMPORT] = {
         "source": source.name if request.from_upload else str(source),
@@ -130,7 +139,9 @@ def import_data(workspace: Workspace) -> None:
         "accepted": [item.id for item in result.accepted],
         "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
         "unmapped": unmapped_classes(workspace, result.accepted),
+        "proposed": len(result.proposed),
     }
+    st.session_state[PROPOSED] = result.proposed
     st.rerun()  # so the grids and counts include the new images
 
 
@@ -166,10 +177,12 @@ def show_last_import() -> None:
     if summary is None:
         st.caption("The result of an import shows here: the files accepted, and those rejected with the reason.")
         return
-    accepted, rejected = summary["accepted"], summary["rejected"]
-    if not accepted:
+    accepted, rejected, proposed = summary["accepted"], summary["rejected"], summary.get("proposed", 0)
+    if proposed:
+        st.info(f"{proposed} photos without a mask got a proposed GrabCut mask: review them below, then import them in one go.")
+    if not accepted and not proposed:
         st.error(f"Nothing valid to add from {escape_markdown(summary['source'])}; the workspace is unchanged. Reasons below.")
-    else:
+    elif accepted:
         already = len(accepted) - summary["added"]
         note = f" ({already} already in the workspace)" if already else ""
         st.success(f"Imported from {escape_markdown(summary['source'])}: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
@@ -180,8 +193,5 @@ def show_last_import() -> None:
         )
     accepted_tab, rejected_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})"])
     accepted_tab.dataframe(pd.DataFrame({"id": accepted}), hide_index=True)
-    rejected_tab.dataframe(
-        pd.DataFrame(rejected, columns=["file", "reason"]),
-        hide_index=True,
-        column_config={"reason": st.column_config.TextColumn(width="large")},
-    )
+    if rejected:  # a static table wraps long reasons: readable without scrolling sideways
+        rejected_tab.table(pd.DataFrame([(escape_markdown(f), escape_markdown(r)) for f, r in rejected], columns=["file", "reason"]).set_index("file"))

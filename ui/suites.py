@@ -3,7 +3,8 @@ distance histogram per method (its Figure 11).
 
 The library (:mod:`analytics.suites`, :mod:`analytics.suites.sampling`) samples and stores. A request is
 first previewed: sampled in this process for :data:`PREVIEW_TARGETS` targets only (spread over the
-classes; nothing saved), with a progress bar. Saving samples every target in a background job
+classes; nothing saved; the ontology's fit is judged on every target, not on these few), with a
+progress bar. Saving (after a preview, or straight from the form) samples every target in a background job
 (:mod:`analytics.jobs`, kind ``suite``) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
 target's draw depends on the seed and that target's own inputs, so the saved suite holds the
 previewed backgrounds (except for a target without detected keywords, whose class keywords are
@@ -42,7 +43,7 @@ from analytics.suites import (
     suite_stats,
 )
 from analytics.workspace import Workspace
-from ui import cache, state, widgets
+from ui import cache, jobs, state, widgets
 from ui.markdown import escape_markdown
 
 KEY = "suites."  # prefix of every widget key of the page
@@ -95,13 +96,15 @@ def cached_saved_suite(workspace_path: str, suite_id: str) -> Suite:
 
 
 # -- widgets ------------------------------------------------------------------------------------
-def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
-    """The form: method, N, seed, keyword tables, ontology, distance models, realism, top-up.
+def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] | None:
+    """The form: method, N, seed, keyword tables, ontology, distance models, realism, top-up, and
+    two buttons: Preview (a few targets, nothing saved) and Build (every target, saved, no preview
+    needed).
 
     Returns
     -------
-    SuiteRequest or None
-        The request just submitted, else None.
+    (action, SuiteRequest) or None
+        ``action`` is ``'preview'`` or ``'build'``; None when neither button was pressed.
     """
     tables = list_keyword_tables(workspace)
     ontologies = list_ontologies(workspace)
@@ -125,13 +128,29 @@ def request_form(workspace: Workspace, n_pool: int) -> SuiteRequest | None:
         models = left.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
         threshold = middle.slider("Realism threshold (seam harmony)", 0.0, 1.0, DEFAULT_REALISM_THRESHOLD, 0.05, key=KEY + "realism")
         top_up = right.checkbox("Keyword methods: top up with random backgrounds", value=True, key=KEY + "top_up")
-        submitted = st.form_submit_button(
-            "Preview", type="primary", key=KEY + "go", icon=":material/visibility:",
+        left, right = st.columns(2)
+        previewed = left.form_submit_button(
+            "Preview", type="primary", key=KEY + "go", icon=":material/visibility:", use_container_width=True,
             help=f"Samples {PREVIEW_TARGETS} targets here, saving nothing; then save the suite for every target.",
         )  # fmt: skip
-    if not submitted:
+        built = right.form_submit_button(
+            "Build and save for every target", key=KEY + "build", icon=":material/save:", use_container_width=True,
+            help="Skips the preview: samples every target in the background (progress and Cancel) and saves the suite.",
+        )  # fmt: skip
+    if not (previewed or built):
         return None
-    return SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
+    request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
+    return ("build" if built else "preview"), request
+
+
+def start_build(workspace: Workspace, request: SuiteRequest) -> bool:
+    """Start the job that samples and saves ``request`` for every target; its id goes to
+    :data:`JOB`. False (the reason shown by :mod:`ui.jobs`) when it could not start."""
+    job = jobs.start_job(workspace, "suite", request.build_kwargs())
+    if job is None:
+        return False
+    st.session_state[JOB] = job.id
+    return True
 
 
 def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
@@ -144,7 +163,8 @@ def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
 
     try:
         targets = comparison_targets(workspace, PREVIEW_TARGETS)
-        return build_suite(workspace, **request.build_kwargs(), target_ids=targets, save=False, progress=report)
+        every = list_targets(workspace)["id"].tolist()  # the few previewed targets do not decide whether the suite fits
+        return build_suite(workspace, **request.build_kwargs(), target_ids=targets, fit_target_ids=every, save=False, progress=report)
     except BackdropError as err:
         st.error(escape_markdown(err))
         return None

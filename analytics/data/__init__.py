@@ -2,6 +2,7 @@
 classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a background).
 """
 
+from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, layout_root
 from .classes import (
     N_IMAGENET,
     ImageNetClass,
@@ -20,9 +21,6 @@ from .compose import (
 from .datasets import (
     DEFAULT_IMAGE_SIZE,
     HOME_SEPARATOR,
-    LAYOUTS,
-    MAX_ARCHIVE_BYTES,
-    MAX_ARCHIVE_MEMBERS,
     Background,
     ImportResult,
     Rejected,
@@ -73,12 +71,17 @@ from .label_spaces import (
     in9_table,
     parse_label_space,
 )
+from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
 
 __all__ = [
     "Background",
     "ClassMapping",
     "Cutout",
     "DEFAULT_IMAGE_SIZE",
+    "DEFAULT_MARGIN",
+    "MAX_MARGIN",
+    "centred_box",
+    "propose_mask",
     "HOME_SEPARATOR",
     "IMAGE_SUFFIXES",
     "MAX_IMAGE_PIXELS",
@@ -90,6 +93,7 @@ __all__ = [
     "ImportResult",
     "LAYOUTS",
     "LabelSpace",
+    "LAYOUT_PATTERNS",
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_MEMBERS",
     "MAX_MASK_SHARE",
@@ -121,6 +125,7 @@ __all__ = [
     "list_classes",
     "list_targets",
     "load_backgrounds",
+    "layout_root",
     "load_targets",
     "on_home",
     "parse_label_space",

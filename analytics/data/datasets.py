@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.team import require_permission
 from analytics.workspace import Workspace, now
 
+from .archives import LAYOUTS, POOL, extracted, is_hidden, layout_root
 from .images import (
     IMAGE_SUFFIXES,
     check_mask_share,
@@ -37,13 +35,9 @@ from .images import (
     square_crops,
 )
 from .label_spaces import ClassMapping, as_mapping, in9_imagenet_indices
+from .masking import propose_mask
 
 DEFAULT_IMAGE_SIZE = 256
-LAYOUTS = ("folder", "bgchallenge", "cutouts")
-# A zip is extracted to a temporary folder (removed after reading); larger archives are refused so a
-# zip bomb cannot fill the disk. Raise these module constants to import a bigger archive.
-MAX_ARCHIVE_BYTES = 2 << 30  # total uncompressed size: 2 GiB
-MAX_ARCHIVE_MEMBERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -91,10 +85,14 @@ class ImportResult:
 
     accepted : list of Target (``read_targets``) or of Background (``read_backgrounds``)
     rejected : list of Rejected
+    proposed : list of Target
+        Photos without a mask, each with a GrabCut mask to review before it is stored
+        (``read_targets(..., propose_masks=True)``; :mod:`analytics.data.masking`).
     """
 
     accepted: list = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    proposed: list = field(default_factory=list)
 
     def reject(self, file: str | os.PathLike, reason: str) -> None:
         self.rejected.append(Rejected(str(file), reason))
@@ -114,13 +112,15 @@ def read_targets(
     size: int = DEFAULT_IMAGE_SIZE,
     home: np.ndarray | None = None,
     classes: Iterable[str] | None = None,
+    propose_masks: bool = False,
 ) -> ImportResult:
     """Read a target set from a folder (or a .zip of one).
 
     Parameters
     ----------
     path : path-like
-        Folder or zip file.
+        Folder or zip file; the layout may sit inside enclosing folders
+        (:func:`analytics.data.archives.layout_root`).
     layout : {'folder', 'bgchallenge', 'cutouts'}
         ``folder``: ``images/<class>/*`` with ``masks/<class>/<same stem>.png`` (0/255 or 0/1);
         ``bgchallenge``: ``original/val/<class>/*.JPEG`` with ``fg_mask/val/<class>/<stem>.npy``;
@@ -131,6 +131,10 @@ def read_targets(
         The background cut-outs are pasted on (``cutouts`` only); None gives a neutral grey.
     classes : iterable of str or None
         Allowed class names; a file of another class is rejected. None allows any.
+    propose_masks : bool, default=False
+        A photo without a mask (no mask file; a cut-out with no transparency) goes to
+        ``result.proposed`` with a GrabCut mask (:func:`analytics.data.masking.propose_mask`)
+        instead of being rejected.
 
     Returns
     -------
@@ -141,18 +145,20 @@ def read_targets(
     Raises
     ------
     InvalidInputError
-        Unknown layout, missing folders, or a zip over :data:`MAX_ARCHIVE_BYTES` /
-        :data:`MAX_ARCHIVE_MEMBERS`.
+        Unknown layout, no file of the layout (the message says what the folder holds and which
+        layout it looks like), or a zip over :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
     if layout not in LAYOUTS:
         raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
-    with _as_folder(Path(path)) as (folder, shown):
-        return _shown_as(_read_targets(folder, layout, size, home, None if classes is None else set(classes)), folder, shown)
+    with extracted(Path(path)) as (folder, shown):
+        root = layout_root(folder, layout)
+        allowed = None if classes is None else set(classes)
+        return _shown_as(_read_targets(root, layout, size, home, allowed, propose_masks), folder, shown)
 
 
-def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None) -> ImportResult:
+def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None, propose: bool) -> ImportResult:
     result = ImportResult()
-    pairs = _target_files(path, layout, result)
+    pairs = _target_files(path, layout, result, propose)
     seen: dict[str, str] = {}
     for class_name, image_path, mask_path in pairs:
         if allowed is not None and class_name not in allowed:
@@ -163,8 +169,15 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
             result.reject(image_path, f"duplicate id {target_id!r} (also {seen[target_id]}); rename one file")
             continue
         try:
-            if layout == "cutouts":
-                image, mask = paste_cutout(read_image_rgba(image_path), home, size=size)
+            rgba = read_image_rgba(image_path) if layout == "cutouts" else None
+            if mask_path is None and (rgba is None or (propose and (rgba[..., 3] == 255).all())):  # a photo without a mask
+                image = fit_square(read_image(image_path), None, size)[0]
+                mask = propose_mask(image, origin=str(image_path))
+                seen[target_id] = str(image_path)
+                result.proposed.append(Target(target_id, class_name, image, mask, origin=str(image_path)))
+                continue
+            if rgba is not None:
+                image, mask = paste_cutout(rgba, home, size=size)
             else:
                 image = read_image(image_path)
                 mask = read_mask(mask_path, image.shape[:2])
@@ -179,22 +192,25 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
     return result
 
 
-def _target_files(path: Path, layout: str, result: ImportResult) -> list[tuple[str, Path, Path | None]]:
-    """(class, image file, mask file) triples of a layout; missing masks are rejected on the way."""
+def _target_files(path: Path, layout: str, result: ImportResult, propose: bool) -> list[tuple[str, Path, Path | None]]:
+    """(class, image file, mask file) triples of a layout; a missing mask is rejected on the way, or
+    (``propose``) left None for GrabCut."""
     if layout == "cutouts":
-        return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p)]
+        return [(p.parent.name, p, None) for p in sorted(path.glob("*/*")) if is_image_file(p) and not is_hidden(p, path)]
     if layout == "folder":
         image_root, mask_root, mask_suffixes = path / "images", path / "masks", (".png", ".npy")
     else:
         image_root, mask_root, mask_suffixes = path / "original" / "val", path / "fg_mask" / "val", (".npy",)
-    if not image_root.is_dir():
-        raise InvalidInputError(f"{path}: expected a folder {image_root.relative_to(path)}/<class>/ for layout {layout!r}")
-    triples = []
-    for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p)):
+    triples = []  # layout_root made sure image_root holds class folders of images
+    for image_path in sorted(p for p in image_root.glob("*/*") if is_image_file(p) and not is_hidden(p, image_root)):
         candidates = [mask_root / image_path.parent.name / (image_path.stem + s) for s in mask_suffixes]
         mask_path = next((c for c in candidates if c.is_file()), None)
-        if mask_path is None:
-            result.reject(image_path, f"no mask found (looked for {candidates[0]}); add one or use GrabCut on the Data page")
+        if mask_path is None and not propose:
+            result.reject(
+                image_path,
+                f"no mask found (looked for {candidates[0].relative_to(path)}); add one, or import again with "
+                "'Propose GrabCut masks' ticked to review a mask for each photo",
+            )
             continue
         triples.append((image_path.parent.name, image_path, mask_path))
     return triples
@@ -268,7 +284,8 @@ def read_backgrounds(
     seed: int = 0,
     files: Sequence[str | os.PathLike] | None = None,
 ) -> ImportResult:
-    """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one.
+    """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one (either
+    possibly inside enclosing folders, :func:`analytics.data.archives.layout_root`).
 
     Parameters
     ----------
@@ -298,8 +315,8 @@ def read_backgrounds(
         :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
     source = Path(path)
-    with _as_folder(source) as (folder, shown):
-        paths = [Path(f) for f in files] if files is not None else sorted(p for p in folder.iterdir() if is_image_file(p))
+    with extracted(source) as (folder, shown):
+        paths = [Path(f) for f in files] if files is not None else sorted(p for p in layout_root(folder, POOL).iterdir() if is_image_file(p))
         return _shown_as(_read_backgrounds(source, paths, size, crops_per_photo, seed), folder, shown)
 
 
@@ -334,53 +351,6 @@ def _read_backgrounds(
     return result
 
 
-@contextmanager
-def _as_folder(path: Path) -> Iterator[tuple[Path, Path]]:
-    """``(folder, shown)``: a folder as itself, or a zip extracted to a temporary folder.
-
-    The temporary folder is removed on exit; ``shown`` is the path that stands for the folder in
-    messages and origins (the zip's own path, so ``set.zip/images/a/1.png``).
-    """
-    if path.is_dir():
-        yield path, path
-        return
-    if not (path.is_file() and zipfile.is_zipfile(path)):
-        raise InvalidInputError(f"{path}: not a folder or a .zip file")
-    with tempfile.TemporaryDirectory(prefix="backdrop-import-") as temporary:
-        target = Path(temporary)
-        try:
-            with zipfile.ZipFile(path) as archive:
-                _check_archive(path, archive.infolist())
-                archive.extractall(target)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as err:
-            raise InvalidInputError(f"{path}: cannot extract the zip ({err}); re-create the archive") from err
-        children = [c for c in target.iterdir() if not c.name.startswith("__MACOSX")]
-        folder = children[0] if len(children) == 1 and children[0].is_dir() else target
-        shown = path / folder.relative_to(target)
-        try:
-            yield folder, shown
-        except InvalidInputError as err:  # name the zip, not the temporary folder that is about to vanish
-            raise InvalidInputError(str(err).replace(str(folder), str(shown))) from err
-
-
-def _check_archive(path: Path, members: list[zipfile.ZipInfo]) -> None:
-    """Refuse members outside the archive and archives over the size or member-count limits."""
-    for member in members:
-        if member.filename.startswith("/") or ".." in Path(member.filename).parts:
-            raise InvalidInputError(f"{path}: zip member {member.filename!r} points outside the archive; refusing it")
-    if len(members) > MAX_ARCHIVE_MEMBERS:
-        raise InvalidInputError(
-            f"{path}: the zip holds {len(members)} entries, over the limit of {MAX_ARCHIVE_MEMBERS} "
-            "(analytics.data.datasets.MAX_ARCHIVE_MEMBERS); split it or import the extracted folder"
-        )
-    total = sum(member.file_size for member in members)
-    if total > MAX_ARCHIVE_BYTES:
-        raise InvalidInputError(
-            f"{path}: the zip unpacks to {total / 2**20:.0f} MiB, over the limit of {MAX_ARCHIVE_BYTES / 2**20:.0f} MiB "
-            "(analytics.data.datasets.MAX_ARCHIVE_BYTES); split it or import the extracted folder"
-        )
-
-
 def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
     """``result`` with paths under a temporary ``folder`` written as under ``shown`` (no-op for folders)."""
     if folder == shown:
@@ -389,6 +359,7 @@ def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
     return ImportResult(
         [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.accepted],
         [Rejected(r.file.replace(old, new, 1), r.reason.replace(old, new)) for r in result.rejected],
+        [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.proposed],
     )
 
 

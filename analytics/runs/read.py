@@ -370,3 +370,13 @@ def current_runs(workspace: Workspace, *, model: str | None = None, suite_id: st
     queue and comparisons (same columns, ``stale`` all False)."""
     runs = list_runs(workspace, model=model, suite_id=suite_id)
     return runs[~runs["stale"]].reset_index(drop=True)
+
+
+def runs_of_class(workspace: Workspace, class_name: str) -> pd.DataFrame:
+    """:func:`current_runs` whose suite holds a target of class ``class_name``: the runs that turn
+    stale when the class is remapped (the Data page asks before it does so)."""
+    rows = workspace.query(
+        "SELECT DISTINCT i.suite_id FROM suite_items i JOIN targets t ON t.id = i.target_id WHERE t.class_name = ?", (class_name,)
+    )
+    runs = current_runs(workspace)
+    return runs[runs["suite_id"].isin({row["suite_id"] for row in rows})].reset_index(drop=True)

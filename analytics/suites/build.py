@@ -80,6 +80,7 @@ def build_suite(
     n: int = 32,
     seed: int = 0,
     target_ids: Sequence[str] | None = None,
+    fit_target_ids: Sequence[str] | None = None,
     pool_ids: Sequence[str] | None = None,
     keyword_tables: Mapping[str, str] | None = None,
     ontology_id: str | None = None,
@@ -104,6 +105,10 @@ def build_suite(
     seed : int, default=0
     target_ids, pool_ids : sequence of str or None, default=None
         Targets to cover and backgrounds to choose from; None = all of the workspace.
+    fit_target_ids : sequence of str or None, default=None
+        Targets the ontology's fit (:func:`check_expansion`) is judged on; None = ``target_ids``.
+        A preview of a few targets passes the whole suite's targets, so that its small sample
+        neither refuses a suite the save would build nor lets through one it would refuse.
     keyword_tables : mapping {'target': name, 'background': name} or None
         Keyword tables (``keyword`` / ``ontology``); a missing entry = the newest table of that
         item kind.
@@ -149,7 +154,9 @@ def build_suite(
     check_choice(realism, "realism", REALISM_SCORERS)
     realism_threshold = check_fraction(realism_threshold, "realism_threshold", low_open=False)
     sampler_cls = SAMPLERS[method]
-    targets = _ids(target_ids, list_targets(workspace)["id"].tolist(), "target_ids", "targets", workspace)
+    known_targets = list_targets(workspace)["id"].tolist()
+    targets = _ids(target_ids, known_targets, "target_ids", "targets", workspace)
+    fit_targets = targets if fit_target_ids is None else _ids(fit_target_ids, known_targets, "fit_target_ids", "targets", workspace)
     pool = _ids(pool_ids, list_backgrounds(workspace)["id"].tolist(), "pool_ids", "backgrounds", workspace)
     if n > len(pool):
         raise InvalidInputError(
@@ -180,7 +187,7 @@ def build_suite(
         logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)
         return load_suite(workspace, suite_id)
     loaded = _load_models(workspace, models, device)
-    context = _context(workspace, sampler_cls, targets, pool, tables, ontology, loaded, params, batch_size, notes)
+    context = _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontology, loaded, params, batch_size, notes)
     sampler = sampler_cls(top_up=top_up) if issubclass(sampler_cls, KeywordSampler) else sampler_cls()
     result = sample_screened(sampler, targets, pool, n=n, seed=seed, context=context, excluded=exclusions.excluded)
     items = _items(workspace, result, loaded, batch_size, progress)
@@ -262,7 +269,7 @@ def _ontology(workspace: Workspace, ontology_id: str | None, tables: Mapping[str
     return load_ontology(workspace, ontology_id)
 
 
-def _context(workspace, sampler_cls, targets, pool, tables, ontology, models, params, batch_size, notes) -> SamplingContext:
+def _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontology, models, params, batch_size, notes) -> SamplingContext:
     proxy = proxy_distances(workspace, targets, pool, models=models, batch_size=batch_size) if sampler_cls.needs_distances else None
     target_keywords = carriers = None
     if sampler_cls.needs_keywords:
@@ -274,7 +281,11 @@ def _context(workspace, sampler_cls, targets, pool, tables, ontology, models, pa
             target_keywords = expanded_keywords(ontology, target_table, maxits=params["maxits"], notes=notes)
         carriers = {word: np.flatnonzero(pool_table.present[:, j]) for j, word in enumerate(pool_table.vocabulary)}
         if ontology is not None and params["maxits"] > 0:
-            check_expansion(target_keywords, carriers, params)
+            judged = target_keywords
+            if fit_targets != targets:  # a preview: judge the ontology on the whole suite's targets
+                fit_table = _subset(tables["target"][1], fit_targets, "target keyword table", tables["target"][0])
+                judged = expanded_keywords(ontology, fit_table, maxits=params["maxits"])
+            check_expansion(judged, carriers, params)
     realism, reference = _realism(workspace, targets, pool, params["realism"]) if params["realism_threshold"] > 0 else (None, None)
     return SamplingContext(proxy, target_keywords, carriers, realism, params["realism_threshold"], reference)
 

@@ -106,10 +106,21 @@ def check_expansion(target_keywords: Sequence[Sequence[RankedKeyword]], carriers
         return
     ontology, tables = record["ontology"], record["keyword_tables"]
     used = ", ".join(f"{kind} {t['name']!r} ({t['backend'] or 'unknown backend'})" for kind, t in tables.items())
-    names = " ".join(f"--table {t['name']}" for t in tables.values())
+    if set(ontology["tables"]) == {t["name"] for t in tables.values()}:  # mined from these very tables: mining them again changes nothing
+        change = (
+            "Its rules rarely lead from the targets' keywords to keywords of the pool. Mine a denser one from these tables "
+            f"on the Ontology page (lower Min confidence than {ontology['min_confidence']} or Min support than "
+            f"{ontology['min_support']}; CLI `ontology --min-confidence`), choose other keyword tables under Target / "
+            "Background keywords, or use Method 'keyword' (the detected keywords, no expansion)"
+        )
+    else:
+        change = (
+            "It was mined from other keywords. Set Ontology to 'newest of these keyword tables' on the Suites page (mine "
+            "one with the button there or on the Ontology page; CLI: leave --ontology unset), or choose the keyword "
+            "tables it was mined from under Target / Background keywords"
+        )
     raise InvalidInputError(
         f"ontology {ontology['id']} (mined from {', '.join(ontology['tables']) or 'keywords outside this workspace'}) expands "
         f"only {reached} of {len(target_keywords)} targets to keywords the pool carries, with the keyword tables {used}: "
-        "an 'ontology' suite would be a keyword suite. Mine an ontology from these tables (Ontology page, or `python -m "
-        f"analytics ontology --workspace DIR {names}`) and leave the ontology unset to use it"
+        f"an 'ontology' suite would be a keyword suite. {change}"
     )

@@ -115,3 +115,70 @@ def test_sampling_reports_progress_and_can_be_cancelled(suite_workspace, app_run
     if jobs.cancel(suite_workspace, started.id).status == "cancelled":
         app = app.run()
         assert "Cancelled" in app.warning[0].value and app.button(key=f"suites.resume.{started.id}")
+
+
+def cave_tables(workspace, caves: set[str]) -> None:
+    """Keyword tables (and their ontology) where the targets ``caves`` detect only ``cave``, a keyword
+    no background carries and no rule leaves: their ontology expansion reaches nothing in the pool."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from analytics.keywords import save_keyword_table
+    from analytics.ontology import build_ontology, save_ontology
+    from tests.fixtures.suites import BACKGROUND_KEYWORDS, TARGET_KEYWORDS, onehot_table
+
+    rows = workspace.query("SELECT id, class_name FROM targets ORDER BY id")
+    ids = [row["id"] for row in rows]
+    base = onehot_table(ids, [TARGET_KEYWORDS[row["class_name"]] for row in rows], [row["class_name"] for row in rows])
+    cave = np.array([[item in caves] for item in ids])
+    present = np.hstack([base.present & ~cave, cave])
+    targets = replace(base, vocabulary=[*base.vocabulary, "cave"], present=present, scores=np.where(present, 0.9, 0.05).astype(np.float32))
+    pool = onehot_table([row["id"] for row in workspace.query("SELECT id FROM backgrounds ORDER BY id")], BACKGROUND_KEYWORDS)
+    pool = replace(pool, vocabulary=[*pool.vocabulary, "cave"], present=np.hstack([pool.present, np.zeros((pool.n_items, 1), bool)]),
+                   scores=np.hstack([pool.scores, np.full((pool.n_items, 1), 0.05, np.float32)]))  # fmt: skip
+    save_keyword_table(workspace, targets, name="cave-targets", item_kind="target")
+    save_keyword_table(workspace, pool, name="cave-backgrounds", item_kind="background")
+    save_ontology(workspace, build_ontology([targets, pool], min_support=0.1, min_confidence=0.3), tables=["cave-targets", "cave-backgrounds"])
+
+
+def with_cave_tables(app):
+    app.selectbox(key="suites.target_table").set_value("cave-targets")
+    app.selectbox(key="suites.background_table").set_value("cave-backgrounds")
+    return app
+
+
+def test_the_preview_sample_does_not_decide_and_a_suite_builds_without_a_preview(suite_workspace, app_runner):
+    """Issue 27.1: the 3 previewed targets expand to nothing the pool carries, the other 3 do (half of
+    the suite, enough): the preview is shown, and "Build" saves the suite for every target at once."""
+    from analytics.comparison import comparison_targets
+
+    cave_tables(suite_workspace, set(comparison_targets(suite_workspace, PREVIEW_TARGETS)))
+    app = preview(with_cave_tables(app_runner(PAGE, suite_workspace)), "ontology", 3)
+    assert not app.error, [e.value for e in app.error]
+    assert any(h.value.startswith("Preview: ontology suite") for h in app.subheader)
+    before = set(list_suites(suite_workspace)["id"])
+    app = with_cave_tables(app_runner(PAGE, suite_workspace))  # a fresh session: no preview at all
+    app.selectbox(key="suites.method").set_value("ontology")
+    app.number_input(key="suites.n").set_value(3)
+    app = app.button(key="suites.build").click().run()
+    assert not app.exception, app.exception
+    jobs.wait(suite_workspace, app.session_state["suites.job"], timeout=WAIT_S)
+    app = app.run()
+    assert not app.exception and any("Saved suite" in s.value for s in app.success)
+    (added,) = set(list_suites(suite_workspace)["id"]) - before
+    saved = load_suite(suite_workspace, added)
+    assert saved.method == "ontology" and len(saved.target_ids) == 6
+    assert saved.params["keyword_tables"]["target"]["name"] == "cave-targets"
+
+
+def test_a_refused_ontology_says_what_to_change_on_the_page(suite_workspace, app_runner):
+    """Issue 27.1: when the ontology mined from these very tables expands too few targets, the message
+    names the page's settings to change instead of "mine an ontology from these tables"."""
+    cave_tables(suite_workspace, {row["id"] for row in suite_workspace.query("SELECT id FROM targets ORDER BY id")[:4]})
+    app = preview(with_cave_tables(app_runner(PAGE, suite_workspace)), "ontology", 3)
+    (error,) = [e.value for e in app.error]
+    assert "expands only 2 of 6 targets" in error
+    assert "Mine an ontology from these tables" not in error  # the old, circular advice
+    assert "Min confidence" in error and "Method 'keyword'" in error
+    assert not [button for button in app.button if button.key == "suites.save"]

@@ -19,7 +19,7 @@ from analytics.data import (
     add_backgrounds,
     add_classes,
     add_targets,
-    datasets,
+    archives,
     grabcut_mask,
     list_backgrounds,
     list_classes,
@@ -220,7 +220,7 @@ def test_a_zip_is_extracted_to_a_folder_that_is_removed_afterwards(tmp_path, tem
     assert str(archive / "set" / "images" / "cat" / "cat0.png") in {t.origin for t in result.accepted}
     (rejected,) = result.rejected
     assert rejected.file == str(archive / "set" / "images" / "cat" / "broken.png") and str(temp_root) not in rejected.reason
-    with pytest.raises(InvalidInputError, match=f"{archive}.*expected a folder original/val"):
+    with pytest.raises(InvalidInputError, match=f"{archive}: no targets for layout 'bgchallenge' found"):
         read_targets(archive, layout="bgchallenge", size=SIZE)
     backgrounds = Path(shutil.make_archive(str(tmp_path / "pool"), "zip", root_dir=tmp_path / "set" / "images", base_dir="cat"))
     assert read_backgrounds(backgrounds, size=SIZE).accepted and list(temp_root.iterdir()) == []
@@ -229,24 +229,24 @@ def test_a_zip_is_extracted_to_a_folder_that_is_removed_afterwards(tmp_path, tem
 @pytest.mark.parametrize("limit, value, message", [("MAX_ARCHIVE_BYTES", 1000, r"unpacks to \d+ MiB, over the limit of 0 MiB"),
                                                     ("MAX_ARCHIVE_MEMBERS", 3, "holds 5 entries, over the limit of 3")])
 def test_a_zip_over_the_limits_is_refused_before_extraction(tmp_path, temp_root, monkeypatch, limit, value, message):
-    monkeypatch.setattr(datasets, limit, value)
+    monkeypatch.setattr(archives, limit, value)
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bomb:
         for i in range(5):
             bomb.writestr(f"pool/zeros{i}.png", bytes(1 << 20))  # 1 MiB each, a few KiB compressed
-    with pytest.raises(InvalidInputError, match=f"{archive}: the zip {message}.*analytics.data.datasets.{limit}"):
+    with pytest.raises(InvalidInputError, match=f"{archive}: the zip {message}.*analytics.data.archives.{limit}"):
         read_backgrounds(archive, size=SIZE)
     assert list(temp_root.iterdir()) == []
 
 
 def test_the_default_zip_limits_are_documented_constants():
-    assert datasets.MAX_ARCHIVE_BYTES == 2 << 30 and datasets.MAX_ARCHIVE_MEMBERS == 100_000
+    assert archives.MAX_ARCHIVE_BYTES == 2 << 30 and archives.MAX_ARCHIVE_MEMBERS == 100_000
 
 
 def test_unknown_layout_and_missing_folders(tmp_path):
     with pytest.raises(InvalidInputError, match="layout must be one of"):
         read_targets(folder_layout(tmp_path / "set"), layout="coco")
-    with pytest.raises(InvalidInputError, match=r"expected a folder original/val/<class>/"):
+    with pytest.raises(InvalidInputError, match=r"no targets for layout 'bgchallenge' found \(looked for original/val/<class>/<photo>.*It looks like layout .folder."):
         read_targets(tmp_path / "set", layout="bgchallenge")
     with pytest.raises(InvalidInputError, match="not a folder or a .zip file"):
         read_targets(tmp_path / "nowhere", layout="folder")

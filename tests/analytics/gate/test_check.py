@@ -238,3 +238,21 @@ def test_backdrop_sh_check_passes_the_arguments_and_the_exit_status_through(tmp_
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines()[-1] == f"error: policy {tmp_path / 'missing.toml'}: cannot read it (No such file or directory); pass a TOML file such as examples/policy.toml"
+
+
+def test_a_suite_recipe_builds_the_suite_once_and_finds_it_again(gate_workspace, tmp_path):
+    policy = parse_policy('[suite]\nmethod = "random"\nn = 3\nseed = 7\n[rules]\naccuracy_drop_max = 1.0\n')
+    first = check(gate_workspace, policy, PLAIN, out=tmp_path / "a", report=False, device="cpu")
+    suites = gate_workspace.query("SELECT id, n, seed FROM suites WHERE method = 'random' AND n = 3")
+    again = check(gate_workspace, policy, PLAIN, out=tmp_path / "b", report=False, device="cpu")
+    assert first.passed and again.suite_id == first.suite_id == suites[0]["id"] and len(suites) == 1 and suites[0]["seed"] == 7
+
+
+def test_cli_unknown_suite_or_baseline_is_exit_2_and_changes_nothing(gate_workspace, tmp_path, capsys):
+    policy = _policy(tmp_path, "[rules]\naccuracy_drop_max = 0.5\n")
+    before = workspace_state(gate_workspace)
+    argv = ["check", "--workspace", str(gate_workspace.root), "--policy", policy, "--model", PLAIN, "--out", str(tmp_path / "out")]
+    assert "no suite 'nope'" in cli_error([*argv, "--suite", "nope"], capsys)
+    assert "no suite; pass --suite ID" in cli_error(argv, capsys)
+    assert "nobody" in cli_error([*argv, "--suite", SUITE, "--baseline", "nobody"], capsys)
+    assert workspace_state(gate_workspace) == before

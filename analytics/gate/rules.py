@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.proportion import proportion_confint
 
-from analytics.findings import CONFIDENCE
+from analytics.findings import keyword_changes, paired_test
 
 from .measures import Measures
 from .policy import Policy
 
-__all__ = ["BASELINE_RULES", "RULES", "PairedTest", "RuleResult", "evaluate_rules", "paired_test"]
+__all__ = ["BASELINE_RULES", "RULES", "RuleResult", "evaluate_rules"]
 
 
 @dataclass(frozen=True)
@@ -56,26 +54,6 @@ class RuleResult:
     message: str
     details: tuple[str, ...] = ()
     keywords: pd.DataFrame | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """McNemar's exact test on paired outcomes: ``worse`` = baseline right and candidate wrong, ``better`` the reverse."""
-
-    pairs: int
-    worse: int
-    better: int
-    p_value: float
-
-
-def paired_test(baseline: pd.Series, candidate: pd.Series) -> PairedTest:
-    """McNemar's exact test on two boolean Series of correct outcomes aligned on their index (inner join)."""
-    both = pd.concat({"b": baseline.astype(bool), "c": candidate.astype(bool)}, axis=1, join="inner")
-    b, c = both["b"].to_numpy(), both["c"].to_numpy()
-    worse, better = int((b & ~c).sum()), int((~b & c).sum())
-    table = [[int((b & c).sum()), worse], [better, int((~b & ~c).sum())]]
-    p_value = 1.0 if worse + better == 0 else float(mcnemar(table, exact=True).pvalue)
-    return PairedTest(pairs=len(both), worse=worse, better=better, p_value=p_value)
 
 
 # -- candidate rules -----------------------------------------------------------------------------
@@ -175,23 +153,9 @@ def _no_worse(
 def _keyword_rise(candidate: Measures, baseline: Measures, margin: float, policy: Policy) -> RuleResult:
     """Fails when a keyword's error rate rose by more than ``margin`` (and McNemar finds it on its composites)."""
     n = policy.baseline_min_composites
-    ours, theirs = candidate.keyword_composites, baseline.keyword_composites
-    key = ["keywords", "target_id", "position"]
-    both = ours[[*key, "correct"]].merge(theirs[[*key, "correct"]], on=key, suffixes=("", "_baseline"))
-    rows = []
-    for keyword, group in both.groupby("keywords", sort=True):
-        if len(group) < n:
-            continue
-        test = paired_test(group.set_index(["target_id", "position"])["correct_baseline"], group.set_index(["target_id", "position"])["correct"])
-        errors, base_errors = int((~group["correct"]).sum()), int((~group["correct_baseline"]).sum())
-        low, high = proportion_confint(errors, len(group), alpha=1 - CONFIDENCE, method="wilson")
-        base_low, base_high = proportion_confint(base_errors, len(group), alpha=1 - CONFIDENCE, method="wilson")
-        rows.append({
-            "keyword": keyword, "count": len(group), "error_rate": errors / len(group), "error_low": low, "error_high": high,
-            "baseline_error_rate": base_errors / len(group), "baseline_low": base_low, "baseline_high": base_high,
-            "rise": (errors - base_errors) / len(group), "worse": test.worse, "better": test.better, "p_value": test.p_value,
-        })  # fmt: skip
-    table = pd.DataFrame(rows, columns=_RISE_COLUMNS).sort_values(["rise", "keyword"], ascending=[False, True], ignore_index=True)
+    table = keyword_changes(
+        candidate.workspace, candidate.run_id, baseline.run_id, min_count=n, composites=(candidate.keyword_composites, baseline.keyword_composites)
+    )
     worse = table[(table["rise"] > margin) & (table["p_value"] < policy.alpha)].reset_index(drop=True)
     top = float(table["rise"].max()) if len(table) else 0.0
     details = tuple(
@@ -205,11 +169,6 @@ def _keyword_rise(candidate: Measures, baseline: Measures, margin: float, policy
     )
     return RuleResult("baseline.keyword_error_rate_margin", worse.empty, top, margin, message, details, worse)
 
-
-_RISE_COLUMNS = [
-    "keyword", "count", "error_rate", "error_low", "error_high", "baseline_error_rate", "baseline_low", "baseline_high", "rise", "worse",
-    "better", "p_value",
-]  # fmt: skip
 
 #: ``[baseline]`` key -> rule.
 BASELINE_RULES: dict[str, Callable[[Measures, Measures, float, Policy], RuleResult]] = {

@@ -1,15 +1,13 @@
-"""The policy schema (analytics/gate/policy.py) and McNemar's paired test (analytics/gate/rules.py)."""
+"""The policy schema (analytics/gate/policy.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from statsmodels.stats.contingency_tables import mcnemar
 
 from analytics.exceptions import InvalidInputError
-from analytics.gate import load_policy, paired_test, parse_policy
+from analytics.gate import load_policy, parse_policy
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "policy.toml"
 
@@ -56,15 +54,3 @@ def test_each_bad_key_or_value_is_one_line_naming_the_file_key_and_fix(text, mes
 def test_an_unreadable_policy_names_the_file(tmp_path):
     with pytest.raises(InvalidInputError, match=r"policy .*nope.toml: cannot read it \(No such file or directory\)"):
         load_policy(tmp_path / "nope.toml")
-
-
-def test_paired_test_is_mcnemars_exact_test_on_the_discordant_pairs():
-    index = pd.RangeIndex(20)
-    baseline = pd.Series([True] * 14 + [False] * 6, index=index)
-    candidate = pd.Series([True] * 4 + [False] * 10 + [True] * 2 + [False] * 4, index=index)
-    test = paired_test(baseline, candidate)
-    assert (test.pairs, test.worse, test.better) == (20, 10, 2)
-    assert test.p_value == pytest.approx(mcnemar([[4, 10], [2, 4]], exact=True).pvalue)
-    assert paired_test(baseline, baseline).p_value == 1.0
-    shifted = paired_test(baseline, candidate.iloc[5:])  # aligned on the index: only shared items pair
-    assert shifted.pairs == 15

@@ -48,7 +48,7 @@ def run_check(args: argparse.Namespace) -> int:
     registering = bool(args.checkpoint or args.arch)
     if registering and not args.arch:
         raise InvalidInputError("--checkpoint needs --arch (torchscript or a torchvision architecture), as add-model")
-    preflight(workspace, policy, [] if registering else [args.model], baseline=args.baseline, suite_id=args.suite, out=args.out)
+    preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering)
     if registering:
         register_from_args(workspace, args.model, args, flag="--model")
     with ProgressBar("check", unit="img", terminal_only=True) as progress:

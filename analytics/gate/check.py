@@ -28,7 +28,7 @@ from analytics.suites import build_suite, suite_exists
 from analytics.workspace import Workspace, now
 
 from .junit import junit_xml
-from .measures import Measures, challenge_loader
+from .measures import Measures, challenge_loader, training_labels
 from .policy import Policy
 from .rules import RuleResult, evaluate_rules
 from .summary import markdown_summary
@@ -124,7 +124,7 @@ def check(
         Bad input, before anything is written.
     """
     started = time.perf_counter()
-    out = preflight(workspace, policy, [candidate], baseline=baseline, suite_id=suite_id, out=out)
+    out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out)
     suite_id = resolve_suite(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "suite"))
     models = list(dict.fromkeys([candidate, *([baseline] if baseline else [])]))
     run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "runs"))))
@@ -144,12 +144,13 @@ def check(
 
 
 def preflight(
-    workspace: Workspace, policy: Policy, models: list[str], *, baseline: str | None, suite_id: str | None, out: str | os.PathLike
+    workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, out: str | os.PathLike,
+    registered: bool = True,
 ) -> Path:
-    """Check the input of :func:`check` before anything is written: ``models`` and the baseline are
-    registered, baseline rules have a baseline, the suite exists (or the policy has a recipe), and
-    ``out`` is a folder (created). Returns ``out`` as a Path."""
-    for name in dict.fromkeys([*models, *([baseline] if baseline else [])]):
+    """Check the input of :func:`check` before anything is written: the candidate (unless it is about
+    to be registered, ``registered=False``) and the baseline are registered, baseline rules have a baseline, the suite exists (or the policy has a recipe), the
+    assessor rules have labels to learn from, and ``out`` is a folder (created). Returns ``out`` as a Path."""
+    for name in dict.fromkeys([*([candidate] if registered else []), *([baseline] if baseline else [])]):
         get_model_spec(workspace, name)  # NotFoundError naming the model
     if policy.baseline and not baseline:
         raise InvalidInputError(f"{policy.path}: [baseline] rules ({', '.join(policy.baseline)}) need a baseline model; pass --baseline MODEL or remove them")
@@ -158,6 +159,8 @@ def preflight(
         raise InvalidInputError(f"no suite {chosen!r} in {workspace.root}; list them with `python -m analytics suites` or build one with `suite`")
     if not chosen and policy.suite.method is None:
         raise InvalidInputError(f"{policy.path}: no suite; pass --suite ID or give [suite] id = \"...\" or a recipe (method = \"random\", n = 16) in the policy")
+    if chosen and any(key.startswith("assessor_") for key in policy.rules):
+        training_labels(workspace, chosen, candidate, labels=policy.settings["assessor_labels"])
     return _output_folder(out)
 
 

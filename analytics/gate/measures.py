@@ -26,7 +26,7 @@ from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 from analytics.zoo import assessment_input, construction_labels
 
-__all__ = ["ASSESSOR_KIND", "ASSESSOR_SEED", "Measures", "Verdict", "assessor_verdict", "challenge_loader"]
+__all__ = ["ASSESSOR_KIND", "ASSESSOR_SEED", "Measures", "Verdict", "assessor_verdict", "challenge_loader", "training_labels"]
 
 #: The assessor the gate trains (the report's: a seeded random forest on the smooth matrices' features).
 ASSESSOR_KIND, ASSESSOR_SEED, ASSESSOR_PRESET = "random_forest", 0, "smooth"
@@ -162,19 +162,31 @@ def assessor_verdict(
     InvalidInputError
         Too few labelled models (:func:`analytics.assessor.fit_assessor` says how many).
     """
-    known = human_labels(workspace, suite_id) if labels == "human" else construction_labels(workspace)
-    others = [m for m in known.index if m != model]
-    if not others:
-        raise InvalidInputError(
-            f"the assessor rules need {labels} labels of models other than {model!r}; found none: "
-            + ("judge models on suite " + repr(suite_id) if labels == "human" else "build a zoo with `python -m analytics zoo`")
-            + " or remove assessor_* from [rules]"
-        )
+    known = training_labels(workspace, suite_id, model, labels=labels)
     settings = MatrixSettings.of(ASSESSOR_PRESET)
-    training = assessment_input(workspace, others, suite_id=suite_id, preset=ASSESSOR_PRESET, device=device, batch_size=batch_size).features
+    training = assessment_input(workspace, list(known.index), suite_id=suite_id, preset=ASSESSOR_PRESET, device=device, batch_size=batch_size).features
     fitted = fit_assessor(training, known.loc[training.index], kind=ASSESSOR_KIND, seed=ASSESSOR_SEED)
     row = predict(fitted, features_table(workspace, [run_id], settings=settings)).iloc[0]
     return Verdict(label=str(row["label"]), p_variant=float(row["p_variant"]), trained_on=len(training))
+
+
+def training_labels(workspace: Workspace, suite_id: str, model: str, *, labels: str = "human") -> pd.Series:
+    """The labels the assessor learns from for a verdict on ``model``: every labelled model but ``model`` itself.
+
+    Raises
+    ------
+    InvalidInputError
+        No such label (before anything is run, so a check stops with nothing written).
+    """
+    known = human_labels(workspace, suite_id) if labels == "human" else construction_labels(workspace)
+    known = known[known.index != model]
+    if known.empty:
+        raise InvalidInputError(
+            f"the assessor rules need {labels} labels of models other than {model!r}; found none: "
+            + ("judge models on suite " + repr(suite_id) if labels == "human" else "build a zoo with `python -m analytics zoo`")
+            + ", set assessor_labels in [settings], or remove assessor_* from [rules]"
+        )
+    return known
 
 
 def challenge_loader(workspace: Workspace) -> Callable[[], ChallengeData]:

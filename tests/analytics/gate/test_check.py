@@ -255,4 +255,7 @@ def test_cli_unknown_suite_or_baseline_is_exit_2_and_changes_nothing(gate_worksp
     assert "no suite 'nope'" in cli_error([*argv, "--suite", "nope"], capsys)
     assert "no suite; pass --suite ID" in cli_error(argv, capsys)
     assert "nobody" in cli_error([*argv, "--suite", SUITE, "--baseline", "nobody"], capsys)
+    judged = _policy(tmp_path, "[rules]\nassessor_not_variant = true\n")  # human labels: nobody judged a model on the suite
+    line = cli_error([*argv[:4], judged, *argv[5:], "--suite", SUITE], capsys)
+    assert "the assessor rules need human labels of models other than" in line and "judge models on suite 'all-12'" in line
     assert workspace_state(gate_workspace) == before

@@ -3,6 +3,7 @@
 #   bash backdrop.sh serve   install, build the demo workspace, start the dashboard on 127.0.0.1:8501
 #                            (serve --team: every interface, sign-in required; see README "Serve a team")
 #   bash backdrop.sh test    install (with test tools and the browser), run the whole test suite
+#   bash backdrop.sh check   the release gate: `python -m analytics check ARGS` (exit 0 pass, 1 a rule fails, 2 bad input)
 # Both are idempotent: a second run reuses the virtual environment, the asset cache and the workspace.
 set -euo pipefail
 
@@ -111,8 +112,14 @@ case "${1:-}" in
     cd "$ROOT"
     exec "$PY" -m pytest -q "${@:2}"
     ;;
+  check)
+    # check --model M --policy FILE [--baseline B] [...]: everything after `check` goes to the CLI
+    # unchanged, and so does its exit status (0 every rule holds, 1 a rule fails, 2 bad input).
+    install_python_packages "$ROOT/requirements.txt"
+    exec "$PY" -m analytics check "${@:2}"
+    ;;
   *)
-    echo "usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run] | test [pytest args]" >&2
+    echo "usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run] | test [pytest args] | check [check args]" >&2
     exit 64
     ;;
 esac

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 
+import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
@@ -83,11 +84,33 @@ def main() -> None:
         else:
             st.plotly_chart(view.keyword_heatmap(matrix), width="stretch", key=view.KEY + "heatmap")
 
+    show_baseline(path, run, suite_runs, min_count)
+
     st.subheader("Report")
     compare = [m for m in models if m != run["model"]]
     st.caption(escape_markdown(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(compare) or 'no other model'} (the models chosen above)."))
     view.report_button(workspace, run["model"], compare, run["suite_id"], min_count)
     deeplink.publish(run=run_id, keyword=keyword, method=method, **{"class": class_name})
+
+
+def show_baseline(path: str, run: Mapping, suite_runs: pd.DataFrame, min_count: int) -> None:
+    """The keywords whose error rate rose most from a baseline model's run over the same suite to this run."""
+    st.subheader("Against a baseline")
+    others = {row["id"]: row for row in suite_runs.to_dict("records") if row["model"] != run["model"]}
+    if not others:
+        st.caption("No other model has a finished run over this suite: run the last release over it on the Run page to compare.")
+        return
+    baseline = st.selectbox("Baseline model (e.g. the last release)", list(others), format_func=lambda r: others[r]["model"], key=view.KEY + "baseline")
+    try:
+        changes = view.changes(path, run["id"], baseline, (run["finished"] or "", others[baseline]["finished"] or ""), min_count)
+    except BackdropError as err:
+        st.error(escape_markdown(err))
+        return
+    st.caption(
+        escape_markdown(f"Error rate per keyword of {run['model']} and of {others[baseline]['model']} on the same composites, largest rise first; ")
+        + "95 % Wilson intervals; McNemar's exact test on the paired right/wrong outcomes (the release gate's keyword rule)."
+    )
+    st.dataframe(view.display(changes), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "changes")
 
 
 def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tuple[str | None, str | None]:

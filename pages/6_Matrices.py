@@ -21,14 +21,14 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.runs import SIGNALS, cell_pairs, list_runs
+from analytics.runs import SIGNALS, cell_pairs, list_runs, matrix_difference
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
-from ui.charts import SQUARE_COLUMNS, point_scatter
+from ui.charts import SQUARE_COLUMNS, difference_heatmap, point_scatter
 from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"
@@ -172,7 +172,25 @@ def compare(
         title = f"{record['model']} · accuracy {record['accuracy']:.0%} · worst-case {record['worst_case_accuracy']:.0%}"
         figure = view.clickable_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])
         column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
+    if len(chosen) >= 2:
+        difference(chosen, records, matrices, signal)
     return chosen, signal
+
+
+def difference(chosen: list[str], records: Mapping[str, Mapping], matrices: Mapping[str, Mapping[str, VarianceMatrix]], signal: str) -> None:
+    """Candidate − baseline: two of the compared models' matrices of the signal, subtracted cell by cell."""
+    st.subheader("Difference: candidate − baseline")
+    left, right = st.columns(2)
+    candidate = left.selectbox("Candidate", chosen, index=0, format_func=lambda r: records[r]["model"], key=f"{view.KEY}diff_candidate")
+    baseline = right.selectbox("Baseline (e.g. the last release)", chosen, index=1, format_func=lambda r: records[r]["model"], key=f"{view.KEY}diff_baseline")
+    try:
+        diff = matrix_difference(matrices[candidate][signal], matrices[baseline][signal])
+    except BackdropError as err:
+        st.error(escape_markdown(err))
+        return
+    st.caption("Diverging scale centred on 0: red where the candidate's matrix is higher (more variance), blue where it is lower.")
+    column = grid_columns(1)[0]
+    column.plotly_chart(difference_heatmap(diff, title=f"{records[candidate]['model']} − {records[baseline]['model']}"), key=f"{view.KEY}difference.{signal}", config={"displayModeBar": False})
 
 
 def report(workspace: Workspace, run: Mapping, compared: list[str], records: Mapping[str, Mapping]) -> None:

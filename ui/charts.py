@@ -102,6 +102,19 @@ def variance_heatmap(
     return _square_layout(go.Figure(heatmap), title=title, d_max=matrix.d_max)
 
 
+def difference_heatmap(difference: VarianceMatrix, *, title: str | None = None) -> go.Figure:
+    """Heatmap of a difference of two matrices (:func:`analytics.runs.matrix_difference`) on a
+    diverging scale centred on 0: red where the first model varies more, blue where it varies less,
+    white where they agree; the range is symmetric, ± the largest absolute difference."""
+    top = float(np.nanmax(np.abs(difference.matrix))) or 1.0  # all zero: any symmetric range shows white
+    heatmap = go.Heatmap(
+        z=difference.matrix, x=difference.centres, y=difference.centres, zmin=-top, zmax=top, zmid=0.0, colorscale="RdBu_r",
+        colorbar=value_colorbar("difference"), name="difference",
+        hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>difference %{{z:+.4f}}<extra></extra>",
+    )  # fmt: skip
+    return _square_layout(go.Figure(heatmap), title=title, d_max=difference.d_max)
+
+
 def point_scatter(
     points: np.ndarray,
     values: np.ndarray,

@@ -29,6 +29,7 @@ from analytics.findings import (
     fooling_backgrounds,
     item_images,
     item_saliency,
+    keyword_changes,
     keyword_model_matrix,
 )
 from analytics.saliency import binarize
@@ -45,7 +46,8 @@ MAX_HEATMAP_KEYWORDS = 40  # rows of the heat map: the keywords with the highest
 HEADERS = {
     "keyword": "Keyword", "level": "Level", "count": "Composites", "errors": "Errors", "error_rate": "Error rate",
     "error_low": "Rate 95% low", "error_high": "Rate 95% high", "mean_drop": "Mean drop", "drop_low": "Drop 95% low",
-    "drop_high": "Drop 95% high", "targets": "Targets",
+    "drop_high": "Drop 95% high", "targets": "Targets", "baseline_error_rate": "Baseline error rate", "baseline_low": "Baseline 95% low",
+    "baseline_high": "Baseline 95% high", "rise": "Rise", "worse": "Newly wrong", "better": "Newly right", "p_value": "McNemar p",
 }  # fmt: skip
 #: Number formats of :func:`gallery_table`.
 GALLERY_FORMAT = {
@@ -53,14 +55,23 @@ GALLERY_FORMAT = {
 }
 NUMBER_FORMAT = {
     title: st.column_config.NumberColumn(format="%.3f")
-    for title in ("Error rate", "Rate 95% low", "Rate 95% high", "Mean drop", "Drop 95% low", "Drop 95% high")
-}
+    for title in (
+        "Error rate", "Rate 95% low", "Rate 95% high", "Mean drop", "Drop 95% low", "Drop 95% high", "Baseline error rate", "Baseline 95% low",
+        "Baseline 95% high", "Rise", "McNemar p",
+    )
+}  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner="Counting failures per keyword…")
 def failures(workspace_path: str, run_id: str, finished: str, min_count: int) -> FailureTable:
     """:func:`analytics.findings.failures.failure_table`, cached per run (``finished`` keys a redone run afresh)."""
     return failure_table(state.open_workspace(workspace_path), run_id, min_count=min_count)
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing with the baseline per keyword…")
+def changes(workspace_path: str, run_id: str, baseline_run_id: str, finished: tuple[str, str], min_count: int) -> pd.DataFrame:
+    """:func:`analytics.findings.keyword_changes`, cached per pair of runs (``finished`` keys a redone run afresh)."""
+    return keyword_changes(state.open_workspace(workspace_path), run_id, baseline_run_id, min_count=min_count)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing models per keyword…")

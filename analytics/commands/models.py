@@ -9,10 +9,15 @@ subcommands start fast.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from analytics.exceptions import InvalidInputError
+from analytics.workspace import Workspace
 
 from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+
+if TYPE_CHECKING:
+    from analytics.models import ModelSpec
 
 LITE_ARCHS = {f"efficientnet-lite{v}": v for v in (0, 1, 2)}
 
@@ -21,16 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision + checkpoint, TorchScript)")
     add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
-    add.add_argument("--arch", required=True, help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …) or 'torchscript'")
-    add.add_argument("--checkpoint", metavar="FILE", help="state dict (.pt/.pth/.safetensors) or TorchScript file")
-    add.add_argument("--labels", default="imagenet", metavar="imagenet|in9|FILE", help="label space: imagenet, in9, or a text file of class names (default imagenet)")
-    add.add_argument(
-        "--in9-mapping", metavar="MAP",
-        help="with --labels in9: ImageNet -> IN-9 map: official (default, the challenge's in_to_in9.json, built in), wordnet, or a JSON FILE in that format",
-    )  # fmt: skip
-    add.add_argument("--input-size", type=int, default=None, help="network input side in pixels (default 224; 299 for inception_v3)")
-    add.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
-    add.add_argument("--replace", action="store_true", help="overwrite a model of the same name")
+    add_registration_options(add, arch_required=True)
     listing = subparsers.add_parser("models", help="list the registered models")
     evaluate = subparsers.add_parser("evaluate", help="accuracy of a model on the original target images")
     evaluate.add_argument("--model", required=True, help="registered model name")
@@ -50,29 +46,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_run)
 
 
+def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: bool) -> None:
+    """The options of ``add-model`` that say what to register (``check`` registers its candidate with them)."""
+    parser.add_argument("--arch", required=arch_required, help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …) or 'torchscript'")
+    parser.add_argument("--checkpoint", metavar="FILE", help="state dict (.pt/.pth/.safetensors) or TorchScript file")
+    parser.add_argument("--labels", default="imagenet", metavar="imagenet|in9|FILE", help="label space: imagenet, in9, or a text file of class names (default imagenet)")
+    parser.add_argument(
+        "--in9-mapping", metavar="MAP",
+        help="with --labels in9: ImageNet -> IN-9 map: official (default, the challenge's in_to_in9.json, built in), wordnet, or a JSON FILE in that format",
+    )  # fmt: skip
+    parser.add_argument("--input-size", type=int, default=None, help="network input side in pixels (default 224; 299 for inception_v3)")
+    parser.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
+    parser.add_argument("--replace", action="store_true", help="overwrite a model of the same name")
+
+
 def run_add_model(args: argparse.Namespace) -> dict:
+    return register_from_args(open_workspace(args, create=True), args.name, args).summary()
+
+
+def register_from_args(workspace: Workspace, name: str | None, args: argparse.Namespace, *, flag: str = "--name") -> ModelSpec:
+    """Register the model :func:`add_registration_options` describe as ``name`` (given as ``flag``); the library checks the
+    files (``torch.load(weights_only=True)``, a forward pass) before anything is stored. Returns its spec."""
     from analytics.data import parse_label_space
     from analytics.models import register_efficientnet_lite, register_torchscript, register_torchvision
 
-
-    workspace = open_workspace(args, create=True)
     if args.arch in LITE_ARCHS:
-        if args.name not in (None, args.arch):
-            raise InvalidInputError(f"--name: EfficientNet-Lite models are registered as {args.arch!r}; got {args.name!r} (leave --name out)")
-        return register_efficientnet_lite(workspace, LITE_ARCHS[args.arch]).summary()
-    if not args.name or not args.checkpoint:
-        raise InvalidInputError(f"--arch {args.arch} needs --name and --checkpoint FILE")
+        if name not in (None, args.arch):
+            raise InvalidInputError(f"{flag}: EfficientNet-Lite models are registered as {args.arch!r}; got {name!r} (give {flag} {args.arch})")
+        return register_efficientnet_lite(workspace, LITE_ARCHS[args.arch])
+    if not name or not args.checkpoint:
+        raise InvalidInputError(f"--arch {args.arch} needs {flag} NAME and --checkpoint FILE")
     labels = parse_label_space(args.labels, in9_mapping=args.in9_mapping)
     if args.arch == "torchscript":
-        spec = register_torchscript(
-            workspace, args.name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size or 224,
+        return register_torchscript(
+            workspace, name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size or 224,
             preprocessing=args.preprocessing, replace=args.replace,
         )
-    else:
-        spec = register_torchvision(
-            workspace, args.name, arch=args.arch, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size, replace=args.replace
-        )
-    return spec.summary()
+    return register_torchvision(
+        workspace, name, arch=args.arch, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size, replace=args.replace
+    )
 
 
 def run_list_models(args: argparse.Namespace) -> list[dict]:

@@ -1,6 +1,12 @@
 """What the results say: failures by scene keyword, galleries and flips, the self-contained report.
 """
 
+from .baseline import (
+    CHANGE_COLUMNS,
+    PairedTest,
+    keyword_changes,
+    paired_test,
+)
 from .failures import (
     BOOTSTRAP_RESAMPLES,
     COMPOSITE_COLUMNS,
@@ -29,13 +35,15 @@ from .report import (
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
+    "CHANGE_COLUMNS",
     "COMPOSITE_COLUMNS",
     "CONFIDENCE",
-    "FailureTable",
-    "GalleryItem",
     "KEYWORD_COLUMNS",
     "LEVEL_COLUMNS",
     "SECTIONS",
+    "FailureTable",
+    "GalleryItem",
+    "PairedTest",
     "background_keywords",
     "build_report",
     "composite_table",
@@ -45,6 +53,8 @@ __all__ = [
     "group_statistics",
     "item_images",
     "item_saliency",
+    "keyword_changes",
     "keyword_model_matrix",
+    "paired_test",
     "thumbnail_uri",
 ]

@@ -20,6 +20,7 @@ from .export import (
 from .matrices import (
     cached_matrices,
     matrices_from_clouds,
+    matrix_difference,
     run_matrices,
     run_point_clouds,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "list_runs",
     "load_run",
     "matrices_from_clouds",
+    "matrix_difference",
     "reference_tops",
     "render_matrix",
     "run_matrices",

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
@@ -21,7 +22,7 @@ from analytics.workspace import Workspace, content_id
 
 from .read import SIGNALS, RunData, load_run, run_row
 
-__all__ = ["cached_matrices", "matrices_from_clouds", "run_matrices", "run_point_clouds"]
+__all__ = ["cached_matrices", "matrices_from_clouds", "matrix_difference", "run_matrices", "run_point_clouds"]
 
 _CACHE_PREFIX = "runs/matrices/"
 
@@ -159,3 +160,20 @@ def _unpack(packed: np.ndarray, settings: MatrixSettings) -> dict[str, VarianceM
         matrix.setflags(write=False)
         out[signal] = VarianceMatrix(matrix=matrix, edges=edges, window=settings.window, sigma=settings.sigma, k=settings.k)
     return out
+
+
+def matrix_difference(candidate: VarianceMatrix, baseline: VarianceMatrix) -> VarianceMatrix:
+    """``candidate − baseline`` cell by cell: two models' matrices of one signal over one suite
+    (the same distances, so the same grid) under the same settings; positive = the candidate varies more there.
+
+    Raises
+    ------
+    InvalidInputError
+        The matrices have different grids (other suites or other settings).
+    """
+    if candidate.matrix.shape != baseline.matrix.shape or not np.allclose(candidate.edges, baseline.edges):
+        raise InvalidInputError(
+            f"cannot subtract matrices on different grids ({candidate.grid} cells up to d = {candidate.d_max:.3f} vs "
+            f"{baseline.grid} up to {baseline.d_max:.3f}); compare runs over the same suite with the same settings"
+        )
+    return dataclasses.replace(candidate, matrix=candidate.matrix - baseline.matrix)

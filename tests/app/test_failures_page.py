@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.findings import failure_table, flips, fooling_backgrounds
+from analytics.findings import failure_table, flips, fooling_backgrounds, keyword_changes
 from analytics.keywords import save_keyword_table
 from analytics.team import add_user
 from analytics.workspace import PROJECT_ROOT
@@ -190,3 +190,16 @@ def test_a_model_name_with_markdown_is_shown_as_written(app_runner, markdown_nam
     sources = [e.value for e in [*app.markdown, *app.caption, *app.info, *app.warning]]
     assert any(source.startswith(escape_markdown(MARKDOWN_NAME) + " over suite") for source in sources)  # the report's caption
     assert not any("**bold**" in source or "[x](http://e.x)" in source for source in sources)
+
+
+def test_against_a_baseline_lists_the_keywords_whose_error_rate_rose_most(app_runner, keyword_run_workspace, run_ids):
+    app = app_runner(FAILURES_PAGE, keyword_run_workspace)
+    app.selectbox(key="failures.run").set_value(run_ids["bg-only"]).run()
+    app.selectbox(key="failures.baseline").set_value(run_ids["fg-only"]).run()
+    assert not app.exception, app.exception
+    assert "Against a baseline" in [h.value for h in app.subheader]
+    expected = keyword_changes(keyword_run_workspace, run_ids["bg-only"], run_ids["fg-only"], min_count=3)
+    (shown,) = [frame.value for frame in app.dataframe if "Rise" in frame.value.columns]
+    assert list(shown["Keyword"]) == list(expected["keyword"]) and list(shown["Rise"]) == pytest.approx(list(expected["rise"]))
+    assert list(shown["Rise"]) == sorted(shown["Rise"], reverse=True)
+    assert {"Error rate", "Rate 95% low", "Rate 95% high", "Baseline error rate", "Baseline 95% low", "Baseline 95% high", "McNemar p"} <= set(shown.columns)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
+import numpy as np
 import pytest
 
 from analytics.runs import SIGNALS, list_runs, run_matrices, suite_colour_scale
@@ -31,8 +33,8 @@ def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app
     row = list_runs(run_workspace).set_index("id").loc[run_ids["bg-only"]]
     metrics = {m.label: m.value for m in app.tabs[0].metric}
     assert metrics["Accuracy"] == f"{row['accuracy']:.1%}" and metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"
-    # four heatmaps and four scatters of the run, one heatmap per compared model (three models, one signal)
-    assert len(charts(app)) == 2 * len(SIGNALS) + 3
+    # four heatmaps and four scatters of the run, one heatmap per compared model (three models, one signal), their difference
+    assert len(charts(app)) == 2 * len(SIGNALS) + 3 + 1
     # issue 19.3: two square charts per row, each at least SQUARE_HEIGHT tall (four in a row were ~170 px)
     heights = [json.loads(chart.proto.spec)["layout"]["height"] for chart in charts(app)]
     assert min(heights) >= SQUARE_HEIGHT >= MIN_HEIGHT
@@ -75,9 +77,30 @@ def test_page_on_a_missing_workspace_explains(missing_workspace, app_runner):
 
 
 def compared_heatmaps(app) -> list[dict]:
-    """The heatmap trace of every chart of the Compare tab (one per compared model, the chosen signal)."""
+    """The heatmap trace of every model's chart of the Compare tab (one per compared model, the chosen signal; not the difference)."""
+    return [t for t in _tab_heatmaps(app) if t.get("name") != "difference"]
+
+
+def _tab_heatmaps(app) -> list[dict]:
     specs = [json.loads(chart.proto.spec) for chart in app.tabs[1].get("plotly_chart")]
     return [next(t for t in spec["data"] if t["type"] == "heatmap") for spec in specs]
+
+
+def test_compare_tab_draws_candidate_minus_baseline_on_a_diverging_scale_centred_on_0(run_workspace, run_ids, app_runner):
+    app = app_runner(MATRICES, run_workspace)
+    assert not app.exception, app.exception
+    app.radio(key="runs.compare_signal").set_value("true_prob").run()
+    app.selectbox(key="runs.diff_candidate").set_value(run_ids["bg-only"]).run()
+    app.selectbox(key="runs.diff_baseline").set_value(run_ids["fg-only"]).run()
+    assert not app.exception, app.exception
+    (trace,) = [t for t in _tab_heatmaps(app) if t.get("name") == "difference"]
+    expected = run_matrices(run_workspace, run_ids["bg-only"])["true_prob"].matrix - run_matrices(run_workspace, run_ids["fg-only"])["true_prob"].matrix
+    z = trace["z"]  # plotly's typed-array form: base64 bytes, dtype and shape
+    shown = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape([int(v) for v in str(z["shape"]).split(",")])
+    np.testing.assert_allclose(shown, expected)
+    assert trace["zmid"] == 0 and trace["zmin"] == -trace["zmax"] == pytest.approx(-abs(expected).max())
+    assert trace["colorscale"][0][1] != trace["colorscale"][-1][1]  # diverging: blue to red
+    assert "Difference: candidate − baseline" in [h.value for h in app.subheader]
 
 
 def test_compare_tab_draws_every_model_on_the_suite_scale_by_default(run_workspace, run_ids, app_runner):

@@ -353,3 +353,15 @@ def test_running_again_changes_nothing_when_there_is_nothing_to_do(run_workspace
     after = runs.list_runs(run_workspace).set_index("id")[["finished", "accuracy"]]
     pd.testing.assert_frame_equal(before.sort_index(), after.sort_index())
     assert {row["id"]: row["summary"] for row in run_workspace.query("SELECT id, summary FROM runs")} == summaries
+
+
+def test_matrix_difference_subtracts_cell_by_cell_and_refuses_other_grids(run_workspace, run_ids):
+    background = runs.run_matrices(run_workspace, run_ids["bg-only"])["true_prob"]
+    foreground = runs.run_matrices(run_workspace, run_ids["fg-only"])["true_prob"]
+    difference = runs.matrix_difference(background, foreground)
+    np.testing.assert_array_equal(difference.matrix, background.matrix - foreground.matrix)
+    np.testing.assert_array_equal(difference.edges, background.edges)
+    assert not runs.matrix_difference(background, background).matrix.any()
+    coarse = runs.run_matrices(run_workspace, run_ids["fg-only"], settings=MatrixSettings.of("smooth", grid=16))["true_prob"]
+    with pytest.raises(InvalidInputError, match="different grids"):
+        runs.matrix_difference(background, coarse)

@@ -1,0 +1,60 @@
+"""``check``: the release gate. A candidate model against a policy file (and the last release), in any CI.
+
+Exit status 0 when every rule holds, 1 when a rule fails, 2 when the input is bad (one line on
+stderr naming the file or value and the fix; nothing saved is changed). Writes ``junit.xml``,
+``summary.md`` and ``report.html`` into ``--out`` and prints the Markdown summary (``--json``: the
+results as one JSON object). ``--checkpoint`` registers the candidate first, with the checks of
+``add-model``. See :mod:`analytics.gate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from analytics.workspace import to_json
+
+from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+from .models import add_registration_options, register_from_args
+
+EXIT_RULE_FAILED = 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``check`` subcommand."""
+
+    parser = subparsers.add_parser("check", help="release gate: check a model against a policy and a baseline (exit 0 pass, 1 fail, 2 bad input)")
+    parser.add_argument("--model", required=True, help="the candidate: a registered model, or the name to register --checkpoint under")
+    parser.add_argument("--policy", required=True, metavar="FILE.toml", help="the policy (see examples/policy.toml)")
+    parser.add_argument("--baseline", default=None, metavar="MODEL", help="the last release, a registered model ([baseline] rules need it)")
+    parser.add_argument("--suite", default=None, help="suite id (default: the policy's [suite])")
+    parser.add_argument("--out", default="backdrop-check", metavar="DIR", help="folder for junit.xml, summary.md, report.html (default backdrop-check)")
+    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    registration = parser.add_argument_group("registering the candidate on the fly (as add-model)")
+    add_registration_options(registration, arch_required=False)
+    add_workspace_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Run the check; print the summary (or JSON) and return the exit status."""
+    from analytics.exceptions import InvalidInputError
+    from analytics.gate import check, load_policy, preflight
+
+    policy = load_policy(args.policy)  # a bad policy stops here, before anything is registered or run
+    workspace = open_workspace(args)
+    registering = bool(args.checkpoint or args.arch)
+    if registering and not args.arch:
+        raise InvalidInputError("--checkpoint needs --arch (torchscript or a torchvision architecture), as add-model")
+    preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering)
+    if registering:
+        register_from_args(workspace, args.model, args, flag="--model")
+    with ProgressBar("check", unit="img", terminal_only=True) as progress:
+        result = check(
+            workspace, policy, args.model, out=args.out, baseline=args.baseline, suite_id=args.suite, report=not args.no_report,
+            device=args.device, batch_size=args.batch_size, progress=lambda _step, done, total: progress(done, total),
+        )  # fmt: skip
+    print(to_json(result.to_dict()) if args.json else result.summary, end="" if not args.json else "\n")
+    return 0 if result.passed else EXIT_RULE_FAILED

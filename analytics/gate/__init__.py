@@ -1,0 +1,20 @@
+"""The release gate (``python -m analytics check``): a candidate model against a policy and the last release.
+
+Modules, lowest first: :mod:`.policy` (the TOML policy and its schema), :mod:`.measures` (what a
+rule measures, read from the stages that compute it), :mod:`.rules` (the rule kinds and McNemar's
+paired test), :mod:`.junit` and :mod:`.summary` (JUnit XML and Markdown), :mod:`.check` (the whole check).
+"""
+
+from .check import FILES, CheckResult, check, preflight, resolve_suite
+from .junit import CLASSNAME, junit_xml
+from .measures import ASSESSOR_KIND, ASSESSOR_SEED, Measures, Verdict, assessor_verdict, challenge_loader, training_labels
+from .policy import BASELINE_KEYS, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
+from .rules import BASELINE_RULES, RULES, RuleResult, evaluate_rules
+from .summary import markdown_summary
+
+__all__ = [
+    "ASSESSOR_KIND", "ASSESSOR_SEED", "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
+    "SUITE_KEYS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
+    "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
+    "preflight", "resolve_suite", "training_labels",
+]  # fmt: skip

@@ -1,0 +1,202 @@
+"""The release gate: a candidate model against a policy (and optionally a baseline model) on one suite.
+
+:func:`check` finds or builds the suite, runs the candidate and the baseline over it (a finished
+run of the same weights is reused, as are the composites), measures what the policy's rules need
+(:mod:`analytics.gate.measures`), evaluates every rule (:mod:`analytics.gate.rules`) and writes
+three files into ``out``: ``junit.xml`` (:func:`analytics.gate.junit.junit_xml`), ``summary.md``
+(:func:`analytics.gate.summary.markdown_summary`) and, unless left out, ``report.html``
+(:func:`analytics.findings.build_report` of the candidate beside the baseline).
+
+Everything that can be wrong with the input (an unknown model or suite, baseline rules without a
+baseline, an output folder that is a file) is checked before the first write, so a refused check
+changes nothing saved.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from analytics.exceptions import InvalidInputError
+from analytics.findings import build_report
+from analytics.models import get_model_spec
+from analytics.runs import start_runs
+from analytics.suites import build_suite, suite_exists
+from analytics.workspace import Workspace, now
+
+from .junit import junit_xml
+from .measures import Measures, challenge_loader, training_labels
+from .policy import Policy
+from .rules import RuleResult, evaluate_rules
+from .summary import markdown_summary
+
+__all__ = ["FILES", "CheckResult", "check", "preflight", "resolve_suite"]
+
+#: The files a check writes into its output folder.
+FILES = {"junit": "junit.xml", "summary": "summary.md", "report": "report.html"}
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check.
+
+    Attributes
+    ----------
+    candidate, baseline, suite_id : str (baseline None without one)
+    results : list of RuleResult
+        In the policy's order.
+    files : dict of str to str
+        ``junit`` / ``summary`` / ``report`` -> the path written (no ``report`` when left out).
+    summary : str
+        The Markdown summary (also in ``files['summary']``).
+    seconds : float
+        Wall time of the check.
+    """
+
+    candidate: str
+    baseline: str | None
+    suite_id: str
+    results: list[RuleResult]
+    files: dict[str, str]
+    summary: str
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (what ``check --json`` prints)."""
+        return {
+            "passed": self.passed, "candidate": self.candidate, "baseline": self.baseline, "suite": self.suite_id, "seconds": self.seconds,
+            "files": self.files,
+            "rules": [{"name": r.name, "passed": r.passed, "value": r.value, "limit": r.limit, "message": r.message, "details": list(r.details)}
+                      for r in self.results],
+        }  # fmt: skip
+
+
+def check(
+    workspace: Workspace,
+    policy: Policy,
+    candidate: str,
+    *,
+    out: str | os.PathLike,
+    baseline: str | None = None,
+    suite_id: str | None = None,
+    report: bool = True,
+    device: str | None = None,
+    batch_size: int = 32,
+    progress: Progress | None = None,
+) -> CheckResult:
+    """Check ``candidate`` against ``policy`` (module notes).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    policy : Policy
+        :func:`analytics.gate.load_policy`.
+    candidate : str
+        A registered model (the command registers a checkpoint first).
+    out : path-like
+        Folder for the files :data:`FILES` (created; files in it are replaced).
+    baseline : str, optional
+        The last release: needed by ``[baseline]`` rules, shown beside the candidate in the report.
+    suite_id : str, optional
+        A saved suite; overrides the policy's ``[suite]``.
+    report : bool, default=True
+        Also write the self-contained HTML report.
+    device, batch_size
+        For the forward passes.
+    progress : callable (step, done, total), optional
+        ``step`` is ``'suite'``, ``'runs'`` or ``'report'``.
+
+    Returns
+    -------
+    CheckResult
+
+    Raises
+    ------
+    InvalidInputError, NotFoundError
+        Bad input, before anything is written.
+    """
+    started = time.perf_counter()
+    out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out)
+    suite_id = resolve_suite(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "suite"))
+    models = list(dict.fromkeys([candidate, *([baseline] if baseline else [])]))
+    run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "runs"))))
+    shared = challenge_loader(workspace)
+    measures = {m: Measures(workspace, m, run_ids[m], policy.settings, device=device, batch_size=batch_size, challenge_data=shared) for m in models}
+    results = evaluate_rules(policy, measures[candidate], measures[baseline] if baseline else None)
+    files = {key: str(out / name) for key, name in FILES.items() if key != "report" or report}
+    if report:
+        html = build_report(workspace, candidate, compare=[baseline] if baseline else [], suite_id=suite_id, progress=_step(progress, "report"))
+        _write(Path(files["report"]), html)
+    summary = markdown_summary(results, candidate=candidate, baseline=baseline, suite_id=suite_id, policy=policy.path, report=files.get("report"))
+    seconds = time.perf_counter() - started
+    properties = {"candidate": candidate, "baseline": baseline or "", "suite": suite_id, "policy": policy.path}
+    _write(Path(files["junit"]), junit_xml(results, title=f"backdrop check: {candidate} on {suite_id}", properties=properties, seconds=seconds, timestamp=now()))
+    _write(Path(files["summary"]), summary)
+    return CheckResult(candidate, baseline, suite_id, results, files, summary, seconds)
+
+
+def preflight(
+    workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, out: str | os.PathLike,
+    registered: bool = True,
+) -> Path:
+    """Check the input of :func:`check` before anything is written: the candidate (unless it is about
+    to be registered, ``registered=False``) and the baseline are registered, baseline rules have a baseline, the suite exists (or the policy has a recipe), the
+    assessor rules have labels to learn from, and ``out`` is a folder (created). Returns ``out`` as a Path."""
+    for name in dict.fromkeys([*([candidate] if registered else []), *([baseline] if baseline else [])]):
+        get_model_spec(workspace, name)  # NotFoundError naming the model
+    if policy.baseline and not baseline:
+        raise InvalidInputError(f"{policy.path}: [baseline] rules ({', '.join(policy.baseline)}) need a baseline model; pass --baseline MODEL or remove them")
+    chosen = suite_id or policy.suite.id
+    if chosen and not suite_exists(workspace, chosen):
+        raise InvalidInputError(f"no suite {chosen!r} in {workspace.root}; list them with `python -m analytics suites` or build one with `suite`")
+    if not chosen and policy.suite.method is None:
+        raise InvalidInputError(f"{policy.path}: no suite; pass --suite ID or give [suite] id = \"...\" or a recipe (method = \"random\", n = 16) in the policy")
+    if chosen and any(key.startswith("assessor_") for key in policy.rules):
+        training_labels(workspace, chosen, candidate, labels=policy.settings["assessor_labels"])
+    return _output_folder(out)
+
+
+def resolve_suite(
+    workspace: Workspace, policy: Policy, suite_id: str | None, *, device: str | None = None, batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:  # fmt: skip
+    """The suite to check on: ``suite_id``, else the policy's ``[suite] id``, else the suite its recipe
+    builds (:func:`analytics.suites.build_suite` returns an identical saved suite instead of a new one).
+    :func:`preflight` has checked that one of them is there."""
+    chosen = suite_id or policy.suite.id
+    if chosen:
+        return chosen
+    recipe = policy.suite
+    options = {} if recipe.realism_threshold is None else {"realism_threshold": recipe.realism_threshold}
+    suite = build_suite(workspace, method=recipe.method, n=recipe.n, seed=recipe.seed, device=device, batch_size=batch_size, progress=progress, **options)
+    return suite.id
+
+
+def _output_folder(out: str | os.PathLike) -> Path:
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out {out} is a file; pass a folder for {', '.join(FILES.values())}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InvalidInputError(f"--out {out}: cannot create the folder ({error.strerror}); pass a writable folder") from error
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _step(progress: Progress | None, step: str) -> Callable[[int, int], None] | None:
+    return None if progress is None else (lambda done, total: progress(step, done, total))

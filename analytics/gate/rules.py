@@ -1,0 +1,205 @@
+"""The gate's rule kinds: each measures one thing (:class:`analytics.gate.measures.Measures`) and
+compares it with the policy's limit.
+
+Candidate rules (``[rules]``) compare the candidate with a fixed limit. Baseline rules
+(``[baseline]``) compare it with the baseline model on the same suite: a metric may be worse by at
+most its margin. Where both models saw the same images (the suite's composites, the targets for
+worst-case accuracy, the Mixed-Rand images of one pairing seed, the composites of one keyword), a
+worsening beyond the margin fails only when McNemar's exact test on the paired correct/incorrect
+outcomes (:func:`statsmodels.stats.contingency_tables.mcnemar`) finds it at level ``alpha``, so
+that a few composites flipping by chance do not fail a release. BG-Gap and the robustness score
+are differences of accuracies on different image sets and have no paired test: the margin alone decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analytics.findings import keyword_changes, paired_test
+
+from .measures import Measures
+from .policy import Policy
+
+__all__ = ["BASELINE_RULES", "RULES", "RuleResult", "evaluate_rules"]
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule's outcome.
+
+    Attributes
+    ----------
+    name : str
+        The policy key (``baseline.`` in front for a baseline rule): the JUnit test case's name.
+    passed : bool
+    value, limit : float
+        What was measured and the limit it was held to (baseline rules: candidate − baseline, and
+        the margin as a signed difference); NaN where a rule has no number (the assessor's label).
+    message : str
+        One line with the measured value and the limit.
+    details : tuple of str
+        Further lines, e.g. the keywords that failed or got worse, with their intervals.
+    keywords : DataFrame or None
+        Keyword rules: one row per keyword that failed or got worse.
+    """
+
+    name: str
+    passed: bool
+    value: float
+    limit: float
+    message: str
+    details: tuple[str, ...] = ()
+    keywords: pd.DataFrame | None = field(default=None, compare=False)
+
+
+# -- candidate rules -----------------------------------------------------------------------------
+def _at_least(name: str, label: str, measure: Callable[[Measures], float]) -> Callable[[Measures, float, Policy], RuleResult]:
+    def rule(candidate: Measures, limit: float, policy: Policy) -> RuleResult:
+        value = measure(candidate)
+        passed = bool(value >= limit)
+        return RuleResult(name, passed, value, limit, f"{label} {value:.3f} {'>=' if passed else '<'} {limit:.3f} (minimum)")
+
+    return rule
+
+
+def _at_most(name: str, label: str, measure: Callable[[Measures], float]) -> Callable[[Measures, float, Policy], RuleResult]:
+    def rule(candidate: Measures, limit: float, policy: Policy) -> RuleResult:
+        value = measure(candidate)
+        passed = bool(value <= limit)
+        return RuleResult(name, passed, value, limit, f"{label} {value:.3f} {'<=' if passed else '>'} {limit:.3f} (maximum)")
+
+    return rule
+
+
+def _not_variant(candidate: Measures, wanted: bool, policy: Policy) -> RuleResult:
+    verdict = candidate.verdict
+    passed = not wanted or verdict.label != "variant"
+    return RuleResult(
+        "assessor_not_variant", passed, float("nan"), float("nan"),
+        f"assessor verdict {verdict.label!r} (P(variant) {verdict.p_variant:.3f}; trained on {verdict.trained_on} labelled models); "
+        f"{'must not be' if wanted else 'may be'} 'variant'",
+    )  # fmt: skip
+
+
+def _variant_probability(candidate: Measures, limit: float, policy: Policy) -> RuleResult:
+    verdict = candidate.verdict
+    passed = verdict.p_variant <= limit
+    return RuleResult(
+        "assessor_variant_probability_max", passed, verdict.p_variant, limit,
+        f"assessor P(variant) {verdict.p_variant:.3f} {'<=' if passed else '>'} {limit:.3f} (maximum; verdict {verdict.label!r}, "
+        f"trained on {verdict.trained_on} labelled models)",
+    )  # fmt: skip
+
+
+def _keyword_errors(candidate: Measures, limit: float, policy: Policy) -> RuleResult:
+    n = policy.keyword_min_composites
+    table = candidate.failures(n).keywords
+    failing = table[table["error_rate"] >= limit]
+    worst = float(table["error_rate"].max()) if len(table) else 0.0
+    details = tuple(
+        f"{r.keyword}: error rate {r.error_rate:.3f} [{r.error_low:.3f}, {r.error_high:.3f}] on {r.count} composites" for r in failing.itertuples()
+    )
+    message = (
+        f"{len(failing)} of {len(table)} scene keywords with >= {n} composites have an error rate >= {limit:.3f}"
+        + f" (highest {worst:.3f})" + (f": {', '.join(failing['keyword'])}" if len(failing) else "")
+    )
+    return RuleResult("keyword_error_rate_below", failing.empty, worst, limit, message, details, failing.reset_index(drop=True))
+
+
+#: ``[rules]`` key -> rule.
+RULES: dict[str, Callable[[Measures, float, Policy], RuleResult]] = {
+    "worst_case_accuracy_min": _at_least("worst_case_accuracy_min", "worst-case accuracy", lambda m: m.worst_case_accuracy),
+    "accuracy_drop_max": _at_most("accuracy_drop_max", "accuracy drop (original − composites)", lambda m: m.accuracy_drop),
+    "bg_gap_max": _at_most("bg_gap_max", "BG-Gap (Mixed-Same − Mixed-Rand)", lambda m: m.bg_gap),
+    "mixed_rand_accuracy_min": _at_least("mixed_rand_accuracy_min", "Mixed-Rand accuracy", lambda m: m.mixed_rand_accuracy),
+    "robustness_score_min": _at_least("robustness_score_min", "XIMAGENET-12 robustness score", lambda m: m.robustness_score),
+    "assessor_not_variant": _not_variant,
+    "assessor_variant_probability_max": _variant_probability,
+    "keyword_error_rate_below": _keyword_errors,
+}
+
+
+# -- baseline rules ------------------------------------------------------------------------------
+def _no_worse(
+    name: str, label: str, measure: Callable[[Measures], float], *, higher_is_better: bool = True,
+    paired: Callable[[Measures], pd.Series] | None = None, unit: str = "",
+) -> Callable[[Measures, Measures, float, Policy], RuleResult]:  # fmt: skip
+    """A rule: the candidate's metric is at most ``margin`` worse than the baseline's (significantly so, where ``paired``)."""
+
+    def rule(candidate: Measures, baseline: Measures, margin: float, policy: Policy) -> RuleResult:
+        ours, theirs = measure(candidate), measure(baseline)
+        change = ours - theirs
+        worse_by = -change if higher_is_better else change
+        beyond = bool(worse_by > margin)
+        limit = -margin if higher_is_better else margin
+        text = f"{label} {ours:.3f} vs baseline {theirs:.3f} ({change:+.3f}; allowed {limit:+.3f})"
+        if paired is None:
+            return RuleResult(name, not beyond, change, limit, text)
+        test = paired_test(paired(baseline), paired(candidate))
+        significant = test.p_value < policy.alpha
+        text += (
+            f"; McNemar p = {test.p_value:.3g} on {test.pairs} paired {unit} ({test.worse} worse, {test.better} better), alpha {policy.alpha:g}"
+            + ("" if significant or not beyond else ": not significant")
+        )
+        return RuleResult(name, not (beyond and significant), change, limit, text)
+
+    return rule
+
+
+def _keyword_rise(candidate: Measures, baseline: Measures, margin: float, policy: Policy) -> RuleResult:
+    """Fails when a keyword's error rate rose by more than ``margin`` (and McNemar finds it on its composites)."""
+    n = policy.baseline_min_composites
+    table = keyword_changes(
+        candidate.workspace, candidate.run_id, baseline.run_id, min_count=n, composites=(candidate.keyword_composites, baseline.keyword_composites)
+    )
+    worse = table[(table["rise"] > margin) & (table["p_value"] < policy.alpha)].reset_index(drop=True)
+    top = float(table["rise"].max()) if len(table) else 0.0
+    details = tuple(
+        f"{r.keyword}: error rate {r.baseline_error_rate:.3f} [{r.baseline_low:.3f}, {r.baseline_high:.3f}] -> {r.error_rate:.3f} "
+        f"[{r.error_low:.3f}, {r.error_high:.3f}] on {r.count} composites ({r.rise:+.3f}; McNemar p = {r.p_value:.3g})"
+        for r in worse.itertuples()
+    )
+    message = (
+        f"{len(worse)} of {len(table)} scene keywords with >= {n} composites got worse by more than {margin:.3f} in error rate "
+        f"(McNemar at alpha {policy.alpha:g}; largest rise {top:+.3f})" + (f": {', '.join(worse['keyword'])}" if len(worse) else "")
+    )
+    return RuleResult("baseline.keyword_error_rate_margin", worse.empty, top, margin, message, details, worse)
+
+
+#: ``[baseline]`` key -> rule.
+BASELINE_RULES: dict[str, Callable[[Measures, Measures, float, Policy], RuleResult]] = {
+    "accuracy_margin": _no_worse(
+        "baseline.accuracy_margin", "composite accuracy", lambda m: m.composite_accuracy, paired=lambda m: m.composites["correct"], unit="composites"
+    ),
+    "worst_case_accuracy_margin": _no_worse(
+        "baseline.worst_case_accuracy_margin", "worst-case accuracy", lambda m: m.worst_case_accuracy,
+        paired=lambda m: m.targets["worst_case_correct"], unit="targets",
+    ),
+    "mixed_rand_accuracy_margin": _no_worse(
+        "baseline.mixed_rand_accuracy_margin", "Mixed-Rand accuracy", lambda m: m.mixed_rand_accuracy, paired=lambda m: m.mixed_rand, unit="images"
+    ),
+    "bg_gap_margin": _no_worse("baseline.bg_gap_margin", "BG-Gap", lambda m: m.bg_gap, higher_is_better=False),
+    "robustness_score_margin": _no_worse("baseline.robustness_score_margin", "XIMAGENET-12 robustness score", lambda m: m.robustness_score),
+    "keyword_error_rate_margin": _keyword_rise,
+}
+
+
+def evaluate_rules(policy: Policy, candidate: Measures, baseline: Measures | None) -> list[RuleResult]:
+    """Every rule of ``policy`` in :attr:`Policy.rule_names` order (baseline rules need ``baseline``)."""
+    results = [RULES[key](candidate, limit, policy) for key, limit in policy.rules.items()]
+    if policy.baseline:
+        if baseline is None:
+            raise ValueError("baseline rules need a baseline model")  # the command checks this first
+        results += [BASELINE_RULES[key](candidate, baseline, margin, policy) for key, margin in policy.baseline.items()]
+    return [_finite(result) for result in results]
+
+
+def _finite(result: RuleResult) -> RuleResult:
+    """A rule whose measured value is NaN (e.g. a variant with no image) cannot hold."""
+    if np.isnan(result.value) and not np.isnan(result.limit):
+        return RuleResult(result.name, False, result.value, result.limit, result.message + " (could not be measured)", result.details, result.keywords)
+    return result

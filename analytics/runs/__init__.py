@@ -3,9 +3,13 @@
 
 from .colour_scale import (
     PROBABILITY_SIGNALS,
+    QUANTILE_LEVELS,
     REFERENCE_PERCENTILE,
     ColourScale,
+    cell_quantiles,
+    pooled_percentile,
     reference_tops,
+    run_cell_quantiles,
     suite_colour_scale,
 )
 from .drill_down import (
@@ -32,15 +36,20 @@ from .read import (
     image_table,
     list_runs,
     load_run,
+    run_details,
     run_row,
-    start_runs,
     summarize_run,
     target_table,
+)
+from .start import (
+    complete_runs,
+    start_runs,
 )
 
 __all__ = [
     "IMAGE_COLUMNS",
     "PROBABILITY_SIGNALS",
+    "QUANTILE_LEVELS",
     "REFERENCE_PERCENTILE",
     "RUN_COLUMNS",
     "SIGNALS",
@@ -49,6 +58,8 @@ __all__ = [
     "RunData",
     "cached_matrices",
     "cell_pairs",
+    "cell_quantiles",
+    "complete_runs",
     "compose_images",
     "current_runs",
     "export_run",
@@ -56,8 +67,11 @@ __all__ = [
     "list_runs",
     "load_run",
     "matrices_from_clouds",
+    "pooled_percentile",
     "reference_tops",
     "render_matrix",
+    "run_cell_quantiles",
+    "run_details",
     "run_matrices",
     "run_point_clouds",
     "run_row",

@@ -38,6 +38,7 @@ from .read import (
     load_run,
     run_details,
     run_row,
+    runs_snapshot,
     summarize_run,
     target_table,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "run_matrices",
     "run_point_clouds",
     "run_row",
+    "runs_snapshot",
     "start_runs",
     "suite_colour_scale",
     "summarize_run",

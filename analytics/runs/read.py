@@ -30,7 +30,9 @@ classified correctly under every one of its backgrounds (the original is reporte
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +54,7 @@ __all__ = [
     "load_run",
     "run_details",
     "run_row",
+    "runs_snapshot",
     "summarize_run",
     "target_table",
 ]
@@ -318,6 +321,25 @@ def _progress(workspace: Workspace, run_ids: Sequence[str]) -> dict[str, tuple[i
     return {run_id: (int(stored.get(run_id, 0)), int(expected.get(suite, 0))) for run_id, suite in suites.items()}
 
 
+_SNAPSHOT: ContextVar[dict[str, pd.DataFrame] | None] = ContextVar("runs_snapshot", default=None)
+
+
+@contextmanager
+def runs_snapshot() -> Iterator[None]:
+    """Inside the block, :func:`list_runs` (and :func:`current_runs`) lists each workspace's runs
+    once and answers every later call, with any filter, from that listing.
+
+    A page wraps one rerun in it: the Judge page alone asks for the runs four times a click
+    (suites, the queue, the progress, the assignments), each a read of every run's row. Runs that
+    finish meanwhile show on the next rerun. Each call gets its own copy.
+    """
+    token = _SNAPSHOT.set({})
+    try:
+        yield
+    finally:
+        _SNAPSHOT.reset(token)
+
+
 def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
     """Runs of the workspace, newest first, with their accuracies and whether they are stale.
 
@@ -343,6 +365,21 @@ def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str |
         recorded keys ('' for runs older than them); ``stale`` (bool) whether the model's weights
         or a class mapping changed since (module notes).
     """
+    snapshot = _SNAPSHOT.get()
+    if snapshot is None:
+        return _list_runs(workspace, model, suite_id)
+    key = str(workspace.root)
+    if key not in snapshot:
+        snapshot[key] = _list_runs(workspace, None, None)
+    table = snapshot[key]
+    if model is not None:
+        table = table[table["model"] == model]
+    if suite_id is not None:
+        table = table[table["suite_id"] == suite_id]
+    return table.reset_index(drop=True).copy()
+
+
+def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) -> pd.DataFrame:
     rows = workspace.query(
         "SELECT r.id, r.model, r.suite_id, r.status, r.summary, r.created, r.finished, r.model_key, r.classes_key, m.spec "
         "FROM runs r LEFT JOIN models m ON m.name = r.model "

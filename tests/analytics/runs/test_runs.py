@@ -124,6 +124,19 @@ def test_list_runs_counts_the_images_of_an_unfinished_run_only(run_workspace, ru
     assert len(counts) == 1  # one query for the one unfinished run
 
 
+def test_a_runs_snapshot_lists_once_and_filters_the_same(run_workspace, run_ids, sql_trace):
+    plain = {(m, s): runs.list_runs(run_workspace, model=m, suite_id=s) for m in (None, "tiny", "nope") for s in (None, TINY_SUITE)}
+    sql_trace.clear()
+    with runs.runs_snapshot():
+        for (m, s), expected in plain.items():
+            pd.testing.assert_frame_equal(runs.list_runs(run_workspace, model=m, suite_id=s), expected, check_dtype=not expected.empty)
+        runs.current_runs(run_workspace, suite_id=TINY_SUITE).drop(columns="model")  # callers get copies
+        assert "model" in runs.list_runs(run_workspace).columns
+    assert sum("FROM runs r" in s.sql for s in sql_trace) == 1
+    runs.list_runs(run_workspace)
+    assert sum("FROM runs r" in s.sql for s in sql_trace) == 2  # outside the block: listed afresh
+
+
 def test_a_version_1_summary_is_upgraded_without_loading_the_run(run_workspace, run_ids, sql_trace):
     run_id = run_ids["tiny"]
     summary = json.loads(run_workspace.query_one("SELECT summary FROM runs WHERE id = ?", (run_id,))["summary"])

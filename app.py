@@ -21,7 +21,7 @@ import streamlit as st
 from analytics.data import image_size, list_backgrounds, list_classes, list_targets
 from analytics.demo import CACHE_ENV_VAR, default_cache_dir, is_fetched, load_catalogue
 from analytics.exceptions import BackdropError
-from analytics.runs import list_runs
+from analytics.runs import list_runs, runs_snapshot
 from analytics.team import User, allowed
 from analytics.workspace import Workspace
 from ui import auth, state, story, widgets
@@ -293,4 +293,5 @@ def main() -> None:
     navigation.run()
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -17,6 +17,7 @@ import streamlit as st
 from analytics.assessor import ASSESSORS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, explain, human_labels, predict
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.judging import LABELS
+from analytics.runs import runs_snapshot
 from analytics.workspace import Workspace
 from analytics.zoo import construction_labels
 from ui import agreement as view
@@ -174,4 +175,5 @@ def main() -> None:
     show_predictions(features, labels)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.judging import LABELS, consensus_history, disagreements, export_judgments_csv
+from analytics.runs import runs_snapshot
 from analytics.team import User
 from analytics.workspace import Workspace
 from ui import adjudication as view
@@ -105,4 +106,5 @@ def main() -> None:
     show_history(workspace, suite_id)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.runs import current_runs
+from analytics.runs import current_runs, runs_snapshot
 from analytics.saliency import METHODS
 from ui import deeplink, state, widgets
 from ui import failures as view
@@ -197,4 +197,5 @@ def choose_method(path: str, model: str) -> str | None:
     return method
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

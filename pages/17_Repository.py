@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.repository import list_repositories
+from analytics.runs import runs_snapshot
 from analytics.suites import list_suites
 from ui import repository as view
 from ui import state, widgets
@@ -61,4 +62,5 @@ def main() -> None:
     view.matrices_link(shown)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -13,12 +13,12 @@ import pandas as pd
 import streamlit as st
 
 from analytics.models import list_models
-from analytics.runs import list_runs
+from analytics.runs import list_runs, runs_snapshot
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
 from ui import jobs as job_view
-from ui import state, widgets
 from ui import runs as view
+from ui import state, widgets
 from ui.auth import require_page
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
@@ -100,4 +100,5 @@ def main() -> None:
     past_runs(workspace)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.runs import SIGNALS, cell_pairs, list_runs, matrix_difference
+from analytics.runs import SIGNALS, cell_pairs, list_runs, matrix_difference, runs_snapshot
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import colour_scale, deeplink, state, widgets
@@ -244,4 +244,5 @@ def main() -> None:
     deeplink.publish(run=run_id, preset=settings.preset, **({"signal": signal} if signal else {}))
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

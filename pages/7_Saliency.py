@@ -16,7 +16,7 @@ import streamlit as st
 from analytics.data import list_targets
 from analytics.exceptions import BackdropError
 from analytics.jobs import latest_job
-from analytics.runs import list_runs
+from analytics.runs import list_runs, runs_snapshot
 from analytics.saliency import BASELINES, CLEAREST_FIRST, METHODS
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
@@ -199,4 +199,5 @@ def main() -> None:
     show_comparison(workspace, list(models), settings, targets["id"].tolist(), suite, n_composites)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -28,6 +28,7 @@ from analytics.judging import (
     unjudged_models,
 )
 from analytics.models import get_model_spec
+from analytics.runs import runs_snapshot
 from analytics.saliency import BASELINES
 from analytics.workspace import Workspace, model_keys
 from ui import judge as view
@@ -275,4 +276,5 @@ def main() -> None:
     show_change_last(workspace, annotator, suite_id, blind)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.judging import Agreement, confusion, judgment_history, latest_judgments
+from analytics.runs import runs_snapshot
 from analytics.workspace import Workspace, to_csv
 from ui import agreement as view
 from ui import state
@@ -161,4 +162,5 @@ def main() -> None:
     show_history(workspace)
 
 
-main()
+with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+    main()

@@ -12,7 +12,11 @@ is in, so another process (a Ray worker on the same machine, see :mod:`analytics
 either finds a complete array or fills its own. Rows are read and written with ``pread`` /
 ``pwrite`` rather than a memory map, so the cache adds nothing to the process's resident memory.
 
-Size: ``images x size² x 3`` bytes per file, e.g. 5,000 images at 224 px = 0.75 GB.
+Size: ``images x size² x 3`` bytes per file, e.g. 5,000 images at 224 px = 0.75 GB; 56,500 (a
+1,712-target suite at N = 32) at 224 px = 8.5 GB. A caller running models of several input sizes
+checks the disk for the largest first (:meth:`CompositeCache.check_space`), runs them size by size
+and frees each size after its last model (:meth:`CompositeCache.release`), so at most one size is
+on disk at a time.
 """
 
 from __future__ import annotations
@@ -126,10 +130,33 @@ class CompositeCache:
             self._store(entry, rows[missing], make([jobs[i] for i in missing]))
         return self._read(entry, rows)
 
+    def check_space(self, suite_id: str, sizes: Sequence[int]) -> None:
+        """Refuse, before any work, when the disk cannot hold the suite's composites at the largest
+        of ``sizes`` (models' input sizes), one size at a time (see :meth:`release`).
+
+        Raises
+        ------
+        WorkspaceError
+            Too little free space, naming the folder, the space needed and the space free.
+        """
+        if sizes:
+            jobs = with_foreground(stored_suite_images(self.workspace, suite_id)[0])
+            self._check_free(len(jobs) * max(sizes) ** 2 * 3)
+
+    def release(self, *, size: int | None) -> None:
+        """Close and (unless ``keep``) delete the files of one image size: its last model has run."""
+        with self._lock:
+            entries = [entry for key, entry in self._entries.items() if key[1] == size]
+            self._entries = {key: entry for key, entry in self._entries.items() if key[1] != size}
+        self._drop(entries)
+
     def close(self) -> None:
         """Close the files; delete them unless ``keep`` (unfinished files are always deleted)."""
         with self._lock:
             entries, self._entries = list(self._entries.values()), {}
+        self._drop(entries)
+
+    def _drop(self, entries: list[_Entry]) -> None:
         for entry in entries:
             if entry.fd is not None:
                 os.close(entry.fd)
@@ -166,13 +193,7 @@ class CompositeCache:
         writing past a full disk would fail half-way)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         row_bytes = int(np.prod(shape))
-        needed = len(entry.filled) * row_bytes
-        free = shutil.disk_usage(self.folder).free
-        if free < needed + (1 << 30):
-            raise WorkspaceError(
-                f"caching the suite's composites needs {needed / 2**30:.1f} GiB in {self.folder} but only {free / 2**30:.1f} GiB "
-                "is free; free disk space or run without a CompositeCache"
-            )
+        self._check_free(len(entry.filled) * row_bytes)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=entry.path.stem + "-", suffix=".npy.tmp")
         os.close(fd)
         array = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(entry.filled), *shape))
@@ -180,6 +201,16 @@ class CompositeCache:
         del array
         entry.tmp, entry.shape, entry.row_bytes = Path(tmp), shape, row_bytes
         entry.fd = os.open(tmp, os.O_RDWR)
+
+    def _check_free(self, needed: int) -> None:
+        """Raise unless ``needed`` bytes and 1 GiB to spare are free where the files go."""
+        folder = next(path for path in (self.folder, *self.folder.parents) if path.exists())
+        free = shutil.disk_usage(folder).free
+        if free < needed + (1 << 30):
+            raise WorkspaceError(
+                f"caching the suite's composites needs {needed / 2**30:.1f} GiB in {self.folder} but only {free / 2**30:.1f} GiB "
+                "is free; free disk space or run without a CompositeCache"
+            )
 
     def _store(self, entry: _Entry, rows: np.ndarray, images: np.ndarray) -> None:
         with entry.lock:

@@ -21,7 +21,10 @@ process), and :func:`write_rows` / :func:`finish_runs` store them from a single 
 the model's share of a batch halves on out-of-memory until it fits (:class:`DeviceMemoryError`
 when one image does not).
 
-Rows are committed batch by batch, and a run's id depends only on the model's content key
+Rows are stored by one long-lived writer (:class:`RowWriter`) a commit per ~:data:`COMMIT_EVERY` images
+at ``synchronous = NORMAL`` (``Workspace.connect(bulk=True)``): a killed process
+or a power loss loses at most the rows since the last commit, which a resumed run computes again.
+A run's id depends only on the model's content key
 (:func:`analytics.workspace.model_keys`: a re-registered model with other weights gets new runs), the
 suite, ``top_k`` and the key of the suite's class mappings; the run records both keys
 (``runs.model_key``, ``runs.classes_key``). Running again resumes an interrupted run (rows already
@@ -32,9 +35,11 @@ call did work on it).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Self
 
 import numpy as np
 import torch
@@ -49,6 +54,8 @@ from .device import cpu_threads
 from .stream import iter_composites, prefetch_for
 from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
 
+#: Images whose rows one commit stores (a commit writes the WAL; a resumed run redoes at most these).
+COMMIT_EVERY = 1000
 ROW_COLUMNS = ("run_id", "target_id", "position", "predicted", "true_prob", "max_prob", "correct", "emb_topk_mean", "emb_max", "emb_mean", "distance")
 
 
@@ -169,18 +176,21 @@ def run_models(
     check_positive_int(batch_size, "batch_size")
     plan = plan_runs(workspace, model_names, suite_id, device=device, top_k=top_k)
     total, finished = plan.total, 0
-    for group in plan.groups:
-        if not group.todo:
-            continue
-        try:
-            for n_jobs, rows in _group_batches(workspace, plan, group, list(group.todo), batch_size, composites):
-                write_rows(workspace, rows)
-                finished += n_jobs
-                if progress is not None:
-                    progress(finished, total)
-        except BaseException:
-            set_run_status(workspace, [plan.run_ids[name] for name in group.models], "failed")
-            raise
+    with RowWriter(workspace) as writer:
+        for group in plan.groups:
+            if not group.todo:
+                continue
+            try:
+                for n_jobs, rows in _group_batches(workspace, plan, group, list(group.todo), batch_size, composites):
+                    writer.add(rows)
+                    finished += n_jobs
+                    if progress is not None:
+                        progress(finished, total)
+                writer.commit()  # a group's rows are stored before its runs can be marked done
+            except BaseException:
+                writer.commit()  # the rows computed so far are right: a resumed run starts after them
+                set_run_status(workspace, [plan.run_ids[name] for name in group.models], "failed")
+                raise
     finish_runs(workspace, plan)
     return list(plan.run_ids.values())
 
@@ -284,8 +294,58 @@ def set_run_status(workspace: Workspace, run_ids: Sequence[str], status: str) ->
         conn.executemany("UPDATE runs SET status = ? WHERE id = ?", [(status, run_id) for run_id in run_ids])
 
 
+class RowWriter:
+    """The one writer of a call's ``run_images`` rows: a long-lived bulk connection, a commit per
+    ``commit_every`` images.
+
+    Rows wait in memory between commits, so the write lock is held only while a commit runs
+    (annotators' judgments and job progress are never kept waiting by a run). Leaving the ``with``
+    block commits the rows still waiting, also when the block raises.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    commit_every : int or None, default=None
+        Rows per commit; None: :data:`COMMIT_EVERY`.
+    """
+
+    def __init__(self, workspace: Workspace, *, commit_every: int | None = None) -> None:
+        self.workspace = workspace
+        self.commit_every = COMMIT_EVERY if commit_every is None else check_positive_int(commit_every, "commit_every")
+        self._pending: list[tuple] = []
+        self._conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> Self:
+        self._conn = self.workspace.connect(bulk=True)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.commit()
+        finally:
+            self._conn.close()
+
+    def add(self, rows: Sequence[tuple]) -> None:
+        """Queue ``run_images`` rows (:data:`ROW_COLUMNS` order); commits once ``commit_every`` are waiting."""
+        self._pending.extend(rows)
+        if len(self._pending) >= self.commit_every:
+            self.commit()
+
+    def commit(self) -> None:
+        """Store the waiting rows in one transaction (rows already stored are kept)."""
+        if not self._pending:
+            return
+        with self.workspace.transaction(conn=self._conn) as conn:
+            conn.executemany(_INSERT_ROW, self._pending)
+        self._pending = []
+
+
+_INSERT_ROW = f"INSERT OR IGNORE INTO run_images({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))})"
+
+
 def write_rows(workspace: Workspace, rows: Sequence[tuple]) -> None:
-    """Store rows from :func:`group_rows` in one transaction (rows already stored are kept).
+    """Store rows from :func:`group_rows` in one transaction (rows already stored are kept), on a
+    bulk connection like :class:`RowWriter`'s.
 
     Parameters
     ----------
@@ -293,8 +353,8 @@ def write_rows(workspace: Workspace, rows: Sequence[tuple]) -> None:
     rows : sequence of tuple
         ``run_images`` rows in :data:`ROW_COLUMNS` order.
     """
-    with workspace.transaction() as conn:
-        conn.executemany(f"INSERT OR IGNORE INTO run_images({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))})", rows)
+    with RowWriter(workspace, commit_every=max(len(rows), 1)) as writer:
+        writer.add(rows)
 
 
 def finish_runs(workspace: Workspace, plan: RunPlan) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from analytics.exceptions import NotFoundError
 from analytics.models import get_model_spec
-from analytics.runs import summarize_run
+from analytics.runs import complete_runs
 from analytics.workspace import Workspace
 
 from .manifest import failure_reason, record_outcomes
@@ -49,9 +49,9 @@ class RunLedger:
             self._progress(len(self.skipped) + len(self.done) + len(self.failures), len(self.models), message)
 
     def succeeded(self, run_ids: Mapping[str, str]) -> None:
-        """Summarise the finished runs (model -> run id) and clear any earlier failure of their models."""
-        for run_id in dict.fromkeys(run_ids.values()):
-            summarize_run(self.workspace, run_id)
+        """Complete the finished runs (model -> run id: summary and the cell quantiles of the colour
+        scale, :func:`analytics.runs.complete_runs`) and clear any earlier failure of their models."""
+        complete_runs(self.workspace, list(run_ids.values()))
         self.done += list(run_ids)
         record_outcomes(self.workspace, self.name, self.suite_id, dict.fromkeys(run_ids))
 

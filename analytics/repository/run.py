@@ -14,12 +14,14 @@ The job kind ``repository`` (:mod:`analytics.jobs`) runs :func:`run_repository` 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 import pandas as pd
 
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError, PermissionDeniedError
 from analytics.inference import CompositeCache, run_models
+from analytics.models import get_model_spec
 from analytics.runs import current_runs
 from analytics.team import require_permission
 from analytics.workspace import Workspace
@@ -117,9 +119,16 @@ def run_repository(
 
 
 def _run_locally(workspace: Workspace, suite_id: str, groups: list[list[str]], ledger: RunLedger, *, device, batch_size: int, top_k: int) -> None:
-    """Run the groups one after another in this process, every group reading one composite cache."""
-    queue = deque(groups)
+    """Run the groups one after another in this process, every group reading one composite cache.
+
+    Groups run by input size (composites are cached per size, ~8.5 GB at 224 px for a 1,712-target
+    suite), each size's files are deleted after its last group, and the disk is checked for the
+    largest size before anything runs.
+    """
+    size = {model: _input_size(workspace, group) for group in groups for model in group}  # a group's models share its size
+    queue = deque(sorted(groups, key=lambda group: size[group[0]]))  # stable: repository order within a size
     with CompositeCache(workspace) as composites:
+        composites.check_space(suite_id, sorted(set(size.values())))
         while queue:
             group = queue.popleft()
             label = group_label(workspace, group)
@@ -137,6 +146,18 @@ def _run_locally(workspace: Workspace, suite_id: str, groups: list[list[str]], l
                 queue.extendleft(reversed(ledger.failed(group, err)))
             else:
                 ledger.succeeded(dict(zip(group, run_ids)))
+            if all(size[other[0]] != size[group[0]] for other in queue):  # a failed group's retries come first
+                composites.release(size=size[group[0]])
+
+
+def _input_size(workspace: Workspace, group: Sequence[str]) -> int:
+    """The input size of the backbone whose pass a group runs (what its composites are made at); 0
+    when the backbone is gone (the group then fails in its turn, as before)."""
+    spec = get_model_spec(workspace, group[0])
+    try:
+        return get_model_spec(workspace, spec.backbone).input_size if spec.source == "head" else spec.input_size
+    except NotFoundError:
+        return 0
 
 
 def _latest_runs(workspace: Workspace, suite_id: str, top_k: int) -> pd.DataFrame:

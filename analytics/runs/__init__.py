@@ -3,9 +3,13 @@
 
 from .colour_scale import (
     PROBABILITY_SIGNALS,
+    QUANTILE_LEVELS,
     REFERENCE_PERCENTILE,
     ColourScale,
+    cell_quantiles,
+    pooled_percentile,
     reference_tops,
+    run_cell_quantiles,
     suite_colour_scale,
 )
 from .drill_down import (
@@ -33,16 +37,22 @@ from .read import (
     image_table,
     list_runs,
     load_run,
+    run_details,
     run_row,
     runs_of_class,
-    start_runs,
+    runs_snapshot,
     summarize_run,
     target_table,
+)
+from .start import (
+    complete_runs,
+    start_runs,
 )
 
 __all__ = [
     "IMAGE_COLUMNS",
     "PROBABILITY_SIGNALS",
+    "QUANTILE_LEVELS",
     "REFERENCE_PERCENTILE",
     "RUN_COLUMNS",
     "SIGNALS",
@@ -51,6 +61,8 @@ __all__ = [
     "RunData",
     "cached_matrices",
     "cell_pairs",
+    "cell_quantiles",
+    "complete_runs",
     "compose_images",
     "current_runs",
     "export_run",
@@ -59,12 +71,16 @@ __all__ = [
     "load_run",
     "matrices_from_clouds",
     "matrix_difference",
+    "pooled_percentile",
     "reference_tops",
     "render_matrix",
+    "run_cell_quantiles",
+    "run_details",
     "run_matrices",
     "run_point_clouds",
     "run_row",
     "runs_of_class",
+    "runs_snapshot",
     "start_runs",
     "suite_colour_scale",
     "summarize_run",

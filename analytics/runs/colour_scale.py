@@ -11,6 +11,13 @@ vmin 0 and one vmax for every model). Per signal, from 0 (green) to a top (yello
   run over the suite (the newest run per model), at the same interpolation settings (1 when every
   cell is 0).
 
+The scale never computes matrices itself: each run's job (:func:`analytics.runs.complete_runs`)
+stores the quantiles of its cells (:data:`QUANTILE_LEVELS`, :func:`run_cell_quantiles`, table
+``run_cell_quantiles``), and the scale combines them (:func:`pooled_percentile`: every run's matrix
+has the same number of cells, so the pooled distribution is the mean of the runs'). A run finished
+before the quantiles were stored, or other interpolation settings, has them computed and stored
+once, on first use.
+
 A suite's scale is *live* until judging starts and *frozen* from then on: the first call with
 ``freeze=True`` (the Judge page) or any call once the suite has a judgment stores it in the
 workspace's ``meta`` table, once (key ``colour_scale/<suite>/<settings id>``), and every later call
@@ -32,14 +39,21 @@ from analytics.variance import DEFAULT_SETTINGS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace, content_id, now
 
 from .matrices import run_matrices
-from .read import SIGNALS, current_runs
+from .read import SIGNALS, current_runs, run_row
 
-__all__ = ["PROBABILITY_SIGNALS", "REFERENCE_PERCENTILE", "ColourScale", "reference_tops", "suite_colour_scale"]
+__all__ = [
+    "PROBABILITY_SIGNALS", "QUANTILE_LEVELS", "REFERENCE_PERCENTILE", "ColourScale", "cell_quantiles", "pooled_percentile",
+    "reference_tops", "run_cell_quantiles", "suite_colour_scale",
+]  # fmt: skip
 
 #: Signals in probability units: fixed top 1.
 PROBABILITY_SIGNALS = ("true_prob",)
 #: Percentile of the suite's matrix cells that tops the scale of an embedding signal.
 REFERENCE_PERCENTILE = 99.0
+#: Percent levels at which a run's matrix cells are stored: every 0.1 %, and every 0.005 % from 95 %
+#: up, where the tops lie (at 128 x 128 cells, a step there is under one cell).
+QUANTILE_LEVELS = np.union1d(np.linspace(0.0, 100.0, 1001), np.linspace(95.0, 100.0, 1001))
+QUANTILE_LEVELS.setflags(write=False)
 _META_PREFIX = "colour_scale/"
 
 
@@ -73,6 +87,44 @@ class ColourScale:
         return {"signals": signals, "runs": list(self.runs), "settings": self.settings, "frozen": self.frozen}
 
 
+def cell_quantiles(matrices: Mapping[str, VarianceMatrix]) -> dict[str, np.ndarray]:
+    """The quantiles of each matrix's cells at :data:`QUANTILE_LEVELS`.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (len(QUANTILE_LEVELS),), float64
+        Same keys as ``matrices``; non-decreasing.
+    """
+    return {signal: np.percentile(np.asarray(m.matrix, dtype=np.float64).ravel(), QUANTILE_LEVELS) for signal, m in matrices.items()}
+
+
+def pooled_percentile(quantiles: Sequence[np.ndarray], percentile: float) -> float:
+    """The percentile of the pooled cells of several equally large matrices, from their quantiles.
+
+    Each run's distribution function is linear between its quantiles (as ``np.percentile``
+    interpolates); the pooled one is their mean, solved for ``percentile`` between the smallest and
+    the largest of the runs' own percentiles, where the answer lies.
+
+    Parameters
+    ----------
+    quantiles : sequence of ndarray of shape (len(QUANTILE_LEVELS),), float64
+        One per run (:func:`cell_quantiles`).
+    percentile : float
+        In (0, 100].
+
+    Returns
+    -------
+    float
+    """
+    own = [float(np.interp(percentile, QUANTILE_LEVELS, q)) for q in quantiles]
+    low, high = min(own), max(own)
+    if low == high:
+        return low
+    values = np.unique(np.concatenate([[low, high], *(q[(q > low) & (q < high)] for q in quantiles)]))
+    cdf = np.mean([np.interp(values, q, QUANTILE_LEVELS) for q in quantiles], axis=0)
+    return float(np.interp(percentile, np.maximum.accumulate(cdf), values))
+
+
 def reference_tops(matrices: Sequence[Mapping[str, VarianceMatrix]], *, percentile: float = REFERENCE_PERCENTILE) -> dict[str, float]:
     """Top of the colour range per signal from the matrices of several runs (see the module notes).
 
@@ -90,18 +142,48 @@ def reference_tops(matrices: Sequence[Mapping[str, VarianceMatrix]], *, percenti
         Per signal: 1.0 for :data:`PROBABILITY_SIGNALS`, else the percentile of all cells of all runs
         (1.0 when it is 0).
     """
-    if not matrices:
+    return _tops([cell_quantiles(run) for run in matrices], percentile)
+
+
+def _tops(quantiles: Sequence[Mapping[str, np.ndarray]], percentile: float) -> dict[str, float]:
+    if not quantiles:
         raise InvalidInputError("reference_tops needs the matrices of at least one run")
     if not 0 < percentile <= 100:
         raise InvalidInputError(f"percentile must be in (0, 100]; got {percentile!r}")
-    tops = {}
-    for signal in matrices[0]:
-        if signal in PROBABILITY_SIGNALS:
-            tops[signal] = 1.0
-            continue
-        cells = np.concatenate([np.asarray(run[signal].matrix).ravel() for run in matrices])
-        tops[signal] = float(np.percentile(cells, percentile)) or 1.0
-    return tops
+    return {
+        signal: 1.0 if signal in PROBABILITY_SIGNALS else pooled_percentile([run[signal] for run in quantiles], percentile) or 1.0
+        for signal in quantiles[0]
+    }
+
+
+def run_cell_quantiles(workspace: Workspace, run_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS) -> dict[str, np.ndarray]:
+    """The quantiles of a finished run's matrix cells per signal: stored, else computed and stored.
+
+    The run's job stores them at the default settings (:func:`analytics.runs.complete_runs`); any
+    other settings, or a run finished before they were stored, computes the matrices
+    (:func:`analytics.runs.run_matrices`) once and stores the quantiles.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (len(QUANTILE_LEVELS),), float64
+        Keyed by :data:`SIGNALS`.
+    """
+    settings = MatrixSettings.check(settings)
+    settings_id = content_id(settings.key())
+    finished = run_row(workspace, run_id)["finished"] or ""
+    row = workspace.query_one(
+        "SELECT signals, hash FROM run_cell_quantiles WHERE run_id = ? AND settings_id = ? AND finished = ?", (run_id, settings_id, finished)
+    )
+    if row is not None and set(SIGNALS) <= set(json.loads(row["signals"])):
+        return dict(zip(json.loads(row["signals"]), workspace.get_array(row["hash"])))
+    quantiles = cell_quantiles(run_matrices(workspace, run_id, settings=settings))
+    digest = workspace.put_array(np.stack(list(quantiles.values())))  # the array is on disk before the row names it
+    with workspace.transaction() as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO run_cell_quantiles(run_id, settings_id, finished, signals, hash) VALUES (?, ?, ?, ?, ?)",
+            (run_id, settings_id, finished, json.dumps(list(quantiles)), digest),
+        )
+    return quantiles
 
 
 def suite_colour_scale(
@@ -138,7 +220,7 @@ def suite_colour_scale(
     if runs.empty:
         raise InvalidInputError(f"suite {suite_id!r} has no current finished run to set its colour scale from; run a model over it first")
     run_ids = tuple(sorted(runs["id"]))
-    tops = reference_tops([run_matrices(workspace, run_id, settings=settings) for run_id in run_ids])
+    tops = _tops([run_cell_quantiles(workspace, run_id, settings=settings) for run_id in run_ids], REFERENCE_PERCENTILE)
     rules = {
         signal: "fixed: probabilities change by at most 1"
         if signal in PROBABILITY_SIGNALS

@@ -30,7 +30,9 @@ classified correctly under every one of its backgrounds (the original is reporte
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +40,6 @@ import numpy as np
 import pandas as pd
 
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.team import require_permission
 from analytics.variance import worst_case_accuracy, worst_case_correct
 from analytics.workspace import Workspace, model_keys, suite_classes_key
 
@@ -51,8 +52,9 @@ __all__ = [
     "image_table",
     "list_runs",
     "load_run",
+    "run_details",
     "run_row",
-    "start_runs",
+    "runs_snapshot",
     "summarize_run",
     "target_table",
 ]
@@ -75,7 +77,7 @@ IMAGE_COLUMNS = [
     "max_prob", "emb_topk_mean", "emb_max", "emb_mean",
 ]  # fmt: skip
 #: Bumped when the stored summary changes shape (older summaries are recomputed).
-_SUMMARY_VERSION = 1
+_SUMMARY_VERSION = 2  # 2: row counts in, per-target results out (run_details)
 
 
 @dataclass(frozen=True)
@@ -251,8 +253,10 @@ def summarize_run(workspace: Workspace, run_id: str) -> dict[str, Any]:
 
     The stored summary keeps what :func:`analytics.inference.run_models` wrote (``top_k``) and
     holds: ``images``, ``targets``, ``n``, ``accuracy`` (over all images), ``original_accuracy``,
-    ``worst_case_accuracy`` (:func:`analytics.variance.worst_case_accuracy`), ``excluded_targets``
-    and ``per_target`` (``{target_id: {"accuracy": float, "worst_case": bool}}``).
+    ``worst_case_accuracy`` (:func:`analytics.variance.worst_case_accuracy`), ``excluded_targets``,
+    ``stored_images`` (its ``run_images`` rows) and ``expected_images`` (the suite's targets and
+    items), so :func:`list_runs` never counts rows of a finished run. Per-target results are
+    :func:`run_details`' (they would make every listing parse them).
 
     Returns
     -------
@@ -260,10 +264,8 @@ def summarize_run(workspace: Workspace, run_id: str) -> dict[str, Any]:
         The stored summary.
     """
     data = load_run(workspace, run_id)
-    per_target = target_table(data)
     summary = json.loads(run_row(workspace, run_id)["summary"] or "{}")
     summary.update(
-        version=_SUMMARY_VERSION,
         images=int(data.correct.size),
         targets=len(data.target_ids),
         n=data.n,
@@ -271,53 +273,81 @@ def summarize_run(workspace: Workspace, run_id: str) -> dict[str, Any]:
         original_accuracy=float(data.correct[:, 0].mean()),
         worst_case_accuracy=worst_case_accuracy(data.correct),
         excluded_targets=list(data.excluded),
-        per_target={
-            r.target_id: {"accuracy": float(r.accuracy), "worst_case": bool(r.worst_case_correct)} for r in per_target.itertuples(index=False)
-        },
     )
+    return _store_summary(workspace, run_id, summary)
+
+
+def _store_summary(workspace: Workspace, run_id: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """Store ``summary`` at :data:`_SUMMARY_VERSION` with the run's row counts; drop what older versions kept."""
+    summary.pop("per_target", None)  # version 1 stored it here, ~120 KB a run at 1,712 targets
+    (images, expected), = _progress(workspace, [run_id]).values()
+    summary.update(version=_SUMMARY_VERSION, stored_images=images, expected_images=expected)
     with workspace.transaction() as conn:
         conn.execute("UPDATE runs SET summary = ? WHERE id = ?", (json.dumps(summary), run_id))
     return summary
 
 
-def start_runs(
-    workspace: Workspace,
-    model_names: Sequence[str],
-    suite_id: str,
-    *,
-    device: str | None = None,
-    batch_size: int = 32,
-    top_k: int = 3,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[str]:
-    """Run models over a suite (resuming earlier attempts) and summarise the runs that changed.
-
-    :func:`analytics.inference.run_models` followed by :func:`summarize_run` per run that did work
-    (a finished run that is reused keeps its summary and its ``finished`` time, so caches keyed on
-    them stay valid); arguments as there.
+def run_details(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """One finished run's summary (:func:`summarize_run`) with its per-target results.
 
     Returns
     -------
-    list of str
-        Run ids in the order of ``model_names``.
+    dict
+        The stored summary plus ``per_target``: ``{target_id: {"accuracy": float, "worst_case": bool}}``.
     """
-    require_permission(workspace, "run_models")
-    from analytics.inference import (
-        run_models,  # torch: only callers that run models pay for the import
-    )
+    row = run_row(workspace, run_id)
+    summary = json.loads(row["summary"] or "{}")
+    if summary.get("version") != _SUMMARY_VERSION:
+        summary = summarize_run(workspace, run_id)
+    per_target = target_table(load_run(workspace, run_id))
+    summary["per_target"] = {
+        r.target_id: {"accuracy": float(r.accuracy), "worst_case": bool(r.worst_case_correct)} for r in per_target.itertuples(index=False)
+    }
+    return summary
 
-    run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
-    for run_id in dict.fromkeys(run_ids):
-        if json.loads(run_row(workspace, run_id)["summary"] or "{}").get("version") != _SUMMARY_VERSION:  # new or redone
-            summarize_run(workspace, run_id)
-    return run_ids
+
+def _progress(workspace: Workspace, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Run id -> (``run_images`` rows stored, images its suite expects), for a few runs (unfinished ones)."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" * len(run_ids))
+    suites = {row["id"]: row["suite_id"] for row in workspace.query(f"SELECT id, suite_id FROM runs WHERE id IN ({marks})", run_ids)}
+    stored = dict(workspace.query(f"SELECT run_id, COUNT(*) FROM run_images WHERE run_id IN ({marks}) GROUP BY run_id", run_ids))
+    wanted = sorted(set(suites.values()))
+    expected = dict(workspace.query(
+        f"SELECT suite_id, COUNT(*) + COUNT(DISTINCT target_id) FROM suite_items WHERE suite_id IN ({', '.join('?' * len(wanted))}) "
+        "GROUP BY suite_id", wanted,
+    ))  # fmt: skip
+    return {run_id: (int(stored.get(run_id, 0)), int(expected.get(suite, 0))) for run_id, suite in suites.items()}
+
+
+_SNAPSHOT: ContextVar[dict[str, pd.DataFrame] | None] = ContextVar("runs_snapshot", default=None)
+
+
+@contextmanager
+def runs_snapshot() -> Iterator[None]:
+    """Inside the block, :func:`list_runs` (and :func:`current_runs`) lists each workspace's runs
+    once and answers every later call, with any filter, from that listing.
+
+    A page wraps one rerun in it: the Judge page alone asks for the runs four times a click
+    (suites, the queue, the progress, the assignments), each a read of every run's row. Runs that
+    finish meanwhile show on the next rerun. Each call gets its own copy.
+    """
+    token = _SNAPSHOT.set({})
+    try:
+        yield
+    finally:
+        _SNAPSHOT.reset(token)
 
 
 def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
     """Runs of the workspace, newest first, with their accuracies and whether they are stale.
 
     Finished runs whose summary predates :func:`summarize_run` (a run made by
-    :func:`analytics.inference.run_models` alone) are summarised and stored on the way.
+    :func:`analytics.inference.run_models` alone) are summarised and stored on the way. The
+    listing reads each run's row and stored summary only: finished runs' image counts come from
+    their summary (``run_images`` is counted for unfinished runs alone) and per-target results are
+    :func:`run_details`'.
 
     Parameters
     ----------
@@ -335,26 +365,45 @@ def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str |
         recorded keys ('' for runs older than them); ``stale`` (bool) whether the model's weights
         or a class mapping changed since (module notes).
     """
+    snapshot = _SNAPSHOT.get()
+    if snapshot is None:
+        return _list_runs(workspace, model, suite_id)
+    key = str(workspace.root)
+    if key not in snapshot:
+        snapshot[key] = _list_runs(workspace, None, None)
+    table = snapshot[key]
+    if model is not None:
+        table = table[table["model"] == model]
+    if suite_id is not None:
+        table = table[table["suite_id"] == suite_id]
+    return table.reset_index(drop=True).copy()
+
+
+def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) -> pd.DataFrame:
     rows = workspace.query(
-        "SELECT r.id, r.model, r.suite_id, r.status, r.summary, r.created, r.finished, r.model_key, r.classes_key, m.spec, "
-        "(SELECT COUNT(*) FROM run_images i WHERE i.run_id = r.id) AS images, "
-        "(SELECT COUNT(*) + COUNT(DISTINCT target_id) FROM suite_items s WHERE s.suite_id = r.suite_id) AS expected "
+        "SELECT r.id, r.model, r.suite_id, r.status, r.summary, r.created, r.finished, r.model_key, r.classes_key, m.spec "
         "FROM runs r LEFT JOIN models m ON m.name = r.model "
         "WHERE (? IS NULL OR r.model = ?) AND (? IS NULL OR r.suite_id = ?) ORDER BY r.created DESC, r.id",
         (model, model, suite_id, suite_id),
     )
     keys = model_keys(workspace)
     suite_keys = {suite: suite_classes_key(workspace, suite) for suite in {row["suite_id"] for row in rows if row["classes_key"]}}
-    records = []
+    summaries = {}
     for row in rows:
         summary = json.loads(row["summary"] or "{}")
         if row["status"] == "done" and summary.get("version") != _SUMMARY_VERSION:
-            summary = summarize_run(workspace, row["id"])
+            summary = summarize_run(workspace, row["id"]) if summary.get("version") is None else _store_summary(workspace, row["id"], summary)
+        summaries[row["id"]] = summary
+    progress = _progress(workspace, [row["id"] for row in rows if row["status"] != "done"])  # counted only while unfinished
+    records = []
+    for row in rows:
+        summary = summaries[row["id"]]
         spec = json.loads(row["spec"]) if row["spec"] else {}
         classes_current = not row["classes_key"] or row["classes_key"] == suite_keys[row["suite_id"]]
+        images, expected = progress.get(row["id"]) or (summary["stored_images"], summary["expected_images"])
         records.append({
             "id": row["id"], "model": row["model"], "suite_id": row["suite_id"], "status": row["status"],
-            "images": int(row["images"]), "expected_images": int(row["expected"]),
+            "images": int(images), "expected_images": int(expected),
             "accuracy": summary.get("accuracy", np.nan), "original_accuracy": summary.get("original_accuracy", np.nan),
             "worst_case_accuracy": summary.get("worst_case_accuracy", np.nan), "top_k": summary.get("top_k"),
             "created": row["created"], "finished": row["finished"], "construction": spec.get("construction"),

@@ -207,6 +207,20 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX jobs_by_status ON jobs(status, created);
     """,
+    # 6: per finished run and matrix settings, quantiles of each signal's matrix cells (an array in
+    # the store, one row per signal in the order of the JSON list ``signals``), computed by the run's
+    # own job; a suite's colour scale combines them instead of computing every run's matrices.
+    # ``finished`` is the run's finishing time they were computed for (a redone run recomputes).
+    """
+    CREATE TABLE run_cell_quantiles (
+        run_id      TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        settings_id TEXT NOT NULL,
+        finished    TEXT NOT NULL,
+        signals     TEXT NOT NULL,
+        hash        TEXT NOT NULL,
+        PRIMARY KEY (run_id, settings_id)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

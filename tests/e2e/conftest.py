@@ -1,10 +1,13 @@
 """End-to-end fixtures: a real ``streamlit run app.py`` server on a workspace, and headless Debian
 chromium driven by Playwright (sync API). Later browser tests reuse them:
 
-* ``app_server_factory(workspace)`` starts (once per workspace per test session) a server and
-  returns an :class:`AppServer` with its ``url``; servers are stopped when the session ends;
+* ``app_server_factory(workspace)`` starts (once per workspace per test module) a server and
+  returns an :class:`AppServer` with its ``url``; the module's servers stop when its tests end, so
+  no more than one module's servers run at a time (each is a Python process of ~1 GB with torch
+  loaded: kept for the whole session, 15 of them filled 18 GB);
+* ``server_per_test(workspace)``: the same for servers one test uses, stopped when it ends;
 * ``e2e_workspace`` is a small ready workspace (2 classes x 3 targets, 12 backgrounds, 64 px), and
-  ``app_url`` the URL of a server on it;
+  ``app_url`` the URL of a server on it (per module);
 * ``page`` is a fresh browser tab (own context, so no session state leaks between tests).
 
 Every test collected under ``tests/e2e`` gets the ``e2e`` marker (``pytest -m "not e2e"`` skips them).
@@ -22,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,11 +134,10 @@ def chromium() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
-def app_server_factory(chromium, tmp_path_factory) -> Iterator[Callable[[Workspace | Path], AppServer]]:
-    """``start(workspace) -> AppServer``: one server per workspace, all stopped at the session's end."""
+@contextmanager
+def _servers(log_dir: Path) -> Iterator[Callable[[Workspace | Path], AppServer]]:
+    """``start(workspace) -> AppServer``: one server per workspace, all stopped when the block ends."""
     servers: dict[Path, AppServer] = {}
-    log_dir = tmp_path_factory.mktemp("streamlit-logs")
 
     def start(workspace: Workspace | Path) -> AppServer:
         root = Path(workspace.root if isinstance(workspace, Workspace) else workspace).resolve()
@@ -142,9 +145,25 @@ def app_server_factory(chromium, tmp_path_factory) -> Iterator[Callable[[Workspa
             servers[root] = start_server(root, log_dir)
         return servers[root]
 
-    yield start
-    for server in servers.values():
-        stop_server(server)
+    try:
+        yield start
+    finally:
+        for server in servers.values():
+            stop_server(server)
+
+
+@pytest.fixture(scope="module")
+def app_server_factory(chromium, tmp_path_factory) -> Iterator[Callable[[Workspace | Path], AppServer]]:
+    """``start(workspace) -> AppServer``: one server per workspace, stopped when the module's tests end."""
+    with _servers(tmp_path_factory.mktemp("streamlit-logs")) as start:
+        yield start
+
+
+@pytest.fixture
+def server_per_test(chromium, tmp_path_factory) -> Iterator[Callable[[Workspace | Path], AppServer]]:
+    """``start(workspace) -> AppServer`` for servers one test uses: stopped when the test ends."""
+    with _servers(tmp_path_factory.mktemp("streamlit-logs")) as start:
+        yield start
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +177,7 @@ def e2e_workspace(tmp_path_factory) -> Workspace:
     return workspace
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def app_url(app_server_factory, e2e_workspace) -> str:
     return app_server_factory(e2e_workspace).url
 

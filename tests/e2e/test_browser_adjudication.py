@@ -48,7 +48,7 @@ def judge_all(tab: Page, label: str, note: str, n_models: int) -> list[str]:
     return seen
 
 
-def test_two_annotators_disagree_and_a_lead_records_the_consensus(browser, app_server_factory, tmp_path, fast_hashing, monkeypatch):
+def test_two_annotators_disagree_and_a_lead_records_the_consensus(browser, server_per_test, tmp_path, fast_hashing, monkeypatch):
     from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet
 
     networks = {"fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}
@@ -58,7 +58,7 @@ def test_two_annotators_disagree_and_a_lead_records_the_consensus(browser, app_s
     add_user(workspace, LEAD, "analyst", TEAM_PASSWORD)
     set_plan(workspace, SUITE, len(JUDGES))  # everyone judges everything
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
-    server = app_server_factory(workspace)
+    server = server_per_test(workspace)
     tabs = [open_session(browser) for _ in range(len(JUDGES) + 1)]
     try:
         for tab, (name, (label, note)) in zip(tabs, JUDGES.items()):

@@ -33,11 +33,11 @@ def test_sidebar_navigates_to_data_target_grid(page, app_url, e2e_workspace):
     expect(page.get_by_role("img")).to_have_count(len(targets))  # only the visible tab's grid counts
 
 
-def test_deep_link_to_fresh_server_opens_page_inside_the_app(page, app_server_factory, e2e_workspace, tmp_path):
+def test_deep_link_to_fresh_server_opens_page_inside_the_app(page, server_per_test, e2e_workspace, tmp_path):
     # A second server (its own workspace folder) that no browser has opened yet.
     copy = tmp_path / "ws"
     shutil.copytree(e2e_workspace.root, copy)
-    server = app_server_factory(copy)
+    server = server_per_test(copy)
     page.goto(f"{server.url}/Data")
     expect(page.get_by_role("heading", name="Data")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/Data$"))

@@ -93,8 +93,8 @@ def judge_three(tab: Page, url: str, name: str, labels: list[str], *, keyboard: 
     expect(tab.get_by_text("You have judged all 3 models")).to_be_visible()
 
 
-def test_two_annotators_judge_blind_then_agreement_shows_kappa(browser, app_server_factory, judge_workspace):
-    url = app_server_factory(judge_workspace).url
+def test_two_annotators_judge_blind_then_agreement_shows_kappa(browser, server_per_test, judge_workspace):
+    url = server_per_test(judge_workspace).url
     ana, ben = open_session(browser), open_session(browser)
     try:
         judge_three(ana, url, "ana", ["invariant", "variant", "borderline"], keyboard=False)

@@ -40,8 +40,8 @@ def colour_bar_numbers(tab: Page) -> list[list[str]]:
     return numbers
 
 
-def test_judge_page_shows_the_same_colour_bar_numbers_for_two_models(browser, app_server_factory, scale_workspace):
-    url = app_server_factory(scale_workspace).url
+def test_judge_page_shows_the_same_colour_bar_numbers_for_two_models(browser, server_per_test, scale_workspace):
+    url = server_per_test(scale_workspace).url
     tab = browser.new_context(viewport=VIEWPORT).new_page()
     tab.set_default_timeout(PAGE_TIMEOUT_MS)
     try:

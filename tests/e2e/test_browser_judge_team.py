@@ -41,7 +41,7 @@ def shown_alias(tab: Page, done: int) -> str:
     return heading.inner_text()
 
 
-def test_three_annotators_judge_at_once_and_a_confirmed_judgment_survives_kill_9(browser, app_server_factory, tmp_path, fast_hashing, monkeypatch):
+def test_three_annotators_judge_at_once_and_a_confirmed_judgment_survives_kill_9(browser, server_per_test, tmp_path, fast_hashing, monkeypatch):
     from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet, TinyNet
 
     networks = {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}
@@ -51,7 +51,7 @@ def test_three_annotators_judge_at_once_and_a_confirmed_judgment_survives_kill_9
         add_user(workspace, name, "annotator", TEAM_PASSWORD)
     set_plan(workspace, SUITE, len(ANNOTATORS))  # everyone judges everything, 3 judgments wanted per model
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
-    server = app_server_factory(workspace)
+    server = server_per_test(workspace)
     tabs = {name: open_session(browser) for name in ANNOTATORS}
     try:
         for name, tab in tabs.items():

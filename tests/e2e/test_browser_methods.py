@@ -17,8 +17,8 @@ COLD_START_MS = 120_000  # the first run of a page imports torch and the model s
 AFTER_CANCEL_S = 5.0  # long enough for several steps of the tiny comparison, had it gone on
 
 
-def test_start_and_cancel_a_comparison(page, app_server_factory, suite_workspace):
-    url = app_server_factory(suite_workspace).url
+def test_start_and_cancel_a_comparison(page, server_per_test, suite_workspace):
+    url = server_per_test(suite_workspace).url
     page.goto(f"{url}/Methods")
     expect(page.get_by_role("heading", name="Methods")).to_be_visible(timeout=COLD_START_MS)
     expect(page.get_by_text("Estimated time")).to_be_visible()

@@ -191,9 +191,9 @@ def background_zip(n: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_a_missing_workspace_is_created_and_imported_into(page, app_server_factory, tmp_path):
+def test_a_missing_workspace_is_created_and_imported_into(page, server_per_test, tmp_path):
     missing = tmp_path / "new-workspace"
-    server = app_server_factory(missing)
+    server = server_per_test(missing)
     page.goto(server.url)
     expect(page.get_by_test_id("stAlertContentError").filter(has_text=str(missing))).to_be_visible(timeout=LONG_MS)
     assert not missing.exists()  # looking creates nothing

@@ -19,12 +19,12 @@ from tests.fixtures.zoo import ZOO_BACKBONE
 
 
 @pytest.fixture
-def zoo_server(app_server_factory, zoo_workspace):
+def zoo_server(server_per_test, zoo_workspace):
     """A server on ``zoo_workspace`` with two zoo heads (strength 0 and 1) and the suite ``tiny-suite``,
     and the zoo's models (backbone first)."""
     build_zoo(zoo_workspace, strengths=(0, 1), augment=(False,), seeds=(0,), **SMALL)
     insert_suite(zoo_workspace)
-    return app_server_factory(zoo_workspace), [ZOO_BACKBONE, *sorted(list_zoo(zoo_workspace)["name"])]
+    return server_per_test(zoo_workspace), [ZOO_BACKBONE, *sorted(list_zoo(zoo_workspace)["name"])]
 
 
 def status_caption(page: Page, done: int, pending: int, total: int):

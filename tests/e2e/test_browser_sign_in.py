@@ -14,12 +14,12 @@ from analytics.workspace import Workspace
 PASSWORD = "correct horse"
 
 
-def test_unsigned_visitor_sees_only_the_sign_in_form(page, app_server_factory, e2e_workspace, tmp_path, monkeypatch):
+def test_unsigned_visitor_sees_only_the_sign_in_form(page, server_per_test, e2e_workspace, tmp_path, monkeypatch):
     copy = tmp_path / "team-ws"
     shutil.copytree(e2e_workspace.root, copy)
     add_user(Workspace(copy, create=False), "al", "analyst", PASSWORD)
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
-    server = app_server_factory(copy)
+    server = server_per_test(copy)
     target_ids = list(list_targets(e2e_workspace)["id"])
 
     for path in ("Data", "Judge"):

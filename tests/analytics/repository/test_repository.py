@@ -18,8 +18,10 @@ import torch
 
 from analytics import repository
 from analytics.cli import main
-from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError
-from analytics.models import get_model_spec, list_models, register_head
+from analytics.data import custom_label_space
+from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError, WorkspaceError
+from analytics.inference import composite_cache
+from analytics.models import get_model_spec, list_models, register_head, register_torchscript
 from analytics.repository import add_repository, create_repository, get_repository, read_manifest, repository_status, run_repository
 from analytics.repository import run as repository_run
 from analytics.runs import list_runs
@@ -319,3 +321,40 @@ def test_run_refuses_bad_options(repo_workspace):
         run_repository(repo_workspace, "zoo", TINY_SUITE, ray_address="local", num_gpus_per_model=-1)
     with pytest.raises(NotFoundError, match="no suite 'nope'"):
         run_repository(repo_workspace, "zoo", "nope")
+
+
+@pytest.fixture
+def sizes_workspace(tiny_model_workspace, tiny_model_files) -> Workspace:
+    """``tiny_model_workspace`` plus ``tiny-32`` (the tiny network at 32 px input) and the repository
+    ``sizes``: ``tiny`` (64 px), ``tiny-32``, ``bg-only`` (64 px)."""
+    labels = custom_label_space(tiny_model_files["labels"])
+    register_torchscript(tiny_model_workspace, "tiny-32", checkpoint=tiny_model_files["tiny"], label_space=labels, input_size=32)
+    create_repository(tiny_model_workspace, "sizes", ["tiny", "tiny-32", "bg-only"])
+    return tiny_model_workspace
+
+
+def test_groups_run_by_input_size_and_each_size_is_freed_after_its_last_group(sizes_workspace, monkeypatch):
+    """Issue 28.4: at most one input size's composites on disk at a time."""
+    folder = sizes_workspace.root / "cache" / "composites"
+    seen = []
+    real = repository_run.run_models
+
+    def spy(ws, names, *args, **kwargs):
+        seen.append((list(names), sorted(p.name for p in folder.glob("*.npy")) if folder.exists() else []))
+        return real(ws, names, *args, **kwargs)
+
+    monkeypatch.setattr(repository_run, "run_models", spy)
+    report = run_repository(sizes_workspace, "sizes", TINY_SUITE, device="cpu", batch_size=8)
+    assert report["done"] == ["tiny", "tiny-32", "bg-only"] and report["failed"] == {}
+    assert [names for names, _ in seen] == [["tiny-32"], ["tiny"], ["bg-only"]]  # by size, repository order within one
+    files = [kept for _, kept in seen]
+    assert files[1] == [] and len(files[2]) == 1  # the 32 px file went after tiny-32; the 64 px one serves both 64 px models
+    assert not folder.exists()
+
+
+def test_too_little_disk_for_the_composites_is_one_error_before_any_model_runs(sizes_workspace, monkeypatch):
+    calls = count_calls(monkeypatch)
+    monkeypatch.setattr(composite_cache.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10 << 30, 10 << 30, 1 << 20))
+    with pytest.raises(WorkspaceError, match=r"needs 0\.0 GiB .* but only 0\.0 GiB is free; free disk space"):
+        run_repository(sizes_workspace, "sizes", TINY_SUITE, device="cpu", batch_size=8)
+    assert calls == []

@@ -13,9 +13,12 @@ from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.judging import add_judgment
 from analytics.runs import (
+    QUANTILE_LEVELS,
     REFERENCE_PERCENTILE,
     SIGNALS,
+    colour_scale,
     matrices_from_clouds,
+    pooled_percentile,
     reference_tops,
     render_matrix,
     run_matrices,
@@ -53,8 +56,42 @@ def test_reference_tops_fix_probability_and_take_the_percentile_of_embedding_cel
     assert list(tops) == list(SIGNALS) and tops["true_prob"] == 1.0
     for signal in [s for s in SIGNALS if s != "true_prob"]:
         cells = np.concatenate([run[signal].matrix.ravel() for run in runs])
-        assert tops[signal] == pytest.approx(np.percentile(cells, REFERENCE_PERCENTILE))
+        assert tops[signal] == pytest.approx(np.percentile(cells, REFERENCE_PERCENTILE), rel=1e-4)  # pooled from stored quantiles
         assert reference_tops(runs, percentile=100)[signal] == pytest.approx(cells.max())
+        assert reference_tops(runs[:1])[signal] == pytest.approx(np.percentile(runs[0][signal].matrix, REFERENCE_PERCENTILE))  # one run: exact
+
+
+def test_pooled_percentile_of_stored_quantiles_matches_the_pooled_cells():
+    rng = np.random.default_rng(3)
+    runs = [rng.gamma(shape, scale, 128 * 128) for shape, scale in ((2.0, 1.0), (0.5, 4.0), (5.0, 0.2))]
+    quantiles = [np.percentile(cells, QUANTILE_LEVELS) for cells in runs]
+    for percentile in (50.0, 90.0, 99.0, 99.9):
+        pooled = np.percentile(np.concatenate(runs), percentile)
+        assert pooled_percentile(quantiles, percentile) == pytest.approx(pooled, rel=2e-3)
+
+
+def test_each_run_stores_its_cell_quantiles_and_the_scale_only_combines_them(tiny_model_workspace, monkeypatch):
+    """Issue 28.1: the run's job stores the quantiles; the page's scale computes no matrix, and a run
+    finished before that (no stored quantiles) is computed and stored once."""
+    workspace = tiny_model_workspace
+    ids = start_runs(workspace, ["fg-only", "tiny"], TINY_SUITE, device="cpu")
+    stored = workspace.query("SELECT run_id, signals FROM run_cell_quantiles")
+    assert sorted(row["run_id"] for row in stored) == sorted(ids) and all(set(SIGNALS) <= set(json.loads(r["signals"])) for r in stored)
+    expected = reference_tops([run_matrices(workspace, r) for r in ids])
+    computed = []
+
+    def no_matrices(*args, **kwargs):
+        computed.append(args[1])
+        return run_matrices(*args, **kwargs)
+
+    monkeypatch.setattr(colour_scale, "run_matrices", no_matrices)
+    assert suite_colour_scale(workspace, TINY_SUITE).tops == pytest.approx(expected)
+    assert computed == []
+    with workspace.transaction() as conn:  # as for a run finished before this change
+        conn.execute("DELETE FROM run_cell_quantiles WHERE run_id = ?", (ids[1],))
+    assert suite_colour_scale(workspace, TINY_SUITE).tops == pytest.approx(expected)
+    assert suite_colour_scale(workspace, TINY_SUITE).tops == pytest.approx(expected)
+    assert computed == [ids[1]]  # computed and stored once
 
 
 def test_reference_tops_rejects_no_runs_and_bad_percentiles():

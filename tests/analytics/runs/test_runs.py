@@ -75,7 +75,7 @@ def test_targets_with_fewer_images_are_left_out(run_workspace, run_ids):
     assert data.distances.shape == (N_TARGETS - 1, TINY_SUITE_N + 1)
 
 
-def test_summary_stores_per_target_and_mean_accuracies(run_workspace, run_ids):
+def test_summary_stores_mean_accuracies_and_details_give_them_per_target(run_workspace, run_ids):
     run_id = run_ids["bg-only"]
     data = runs.load_run(run_workspace, run_id)
     stored = json.loads(run_workspace.query_one("SELECT summary FROM runs WHERE id = ?", (run_id,))["summary"])
@@ -83,12 +83,15 @@ def test_summary_stores_per_target_and_mean_accuracies(run_workspace, run_ids):
     assert stored["accuracy"] == pytest.approx(data.correct.mean())
     assert stored["original_accuracy"] == pytest.approx(data.correct[:, 0].mean())
     assert stored["worst_case_accuracy"] == pytest.approx(worst_case_accuracy(data.correct))
-    assert set(stored["per_target"]) == set(data.target_ids)
+    assert stored["stored_images"] == stored["expected_images"] == data.correct.size
+    assert "per_target" not in stored  # issue 28.3: every listing would parse it
+    details = runs.run_details(run_workspace, run_id)
+    assert set(details["per_target"]) == set(data.target_ids)
     for t, target in enumerate(data.target_ids):
-        assert stored["per_target"][target]["accuracy"] == pytest.approx(data.correct[t].mean())
-        assert stored["per_target"][target]["worst_case"] == bool(data.correct[t, 1:].all())
-    mean_of_targets = np.mean([v["worst_case"] for v in stored["per_target"].values()])
-    assert stored["worst_case_accuracy"] == pytest.approx(mean_of_targets)
+        assert details["per_target"][target]["accuracy"] == pytest.approx(data.correct[t].mean())
+        assert details["per_target"][target]["worst_case"] == bool(data.correct[t, 1:].all())
+    mean_of_targets = np.mean([v["worst_case"] for v in details["per_target"].values()])
+    assert details["worst_case_accuracy"] == pytest.approx(mean_of_targets)
 
 
 def test_list_runs_shows_accuracies_and_summarises_engine_only_runs(tiny_model_workspace):
@@ -99,9 +102,57 @@ def test_list_runs_shows_accuracies_and_summarises_engine_only_runs(tiny_model_w
     data = runs.load_run(tiny_model_workspace, run_id)
     assert row["status"] == "done" and row["images"] == row["expected_images"] == data.correct.size
     assert row["worst_case_accuracy"] == pytest.approx(worst_case_accuracy(data.correct))
-    assert "per_target" in json.loads(tiny_model_workspace.query_one("SELECT summary FROM runs WHERE id = ?", (run_id,))["summary"])
+    assert json.loads(tiny_model_workspace.query_one("SELECT summary FROM runs WHERE id = ?", (run_id,))["summary"])["version"] == 2
     assert runs.list_runs(tiny_model_workspace, model="fg-only").empty
     assert runs.list_runs(tiny_model_workspace, suite_id=TINY_SUITE)["id"].tolist() == [run_id]
+
+
+def test_list_runs_of_finished_runs_reads_no_image_rows(run_workspace, run_ids, sql_trace):
+    """Issue 28.3: the listing neither counts ``run_images`` nor parses per-target results."""
+    runs.list_runs(run_workspace)
+    assert sql_trace and not [s.sql for s in sql_trace if "run_images" in s.sql or "COUNT(" in s.sql]
+
+
+def test_list_runs_counts_the_images_of_an_unfinished_run_only(run_workspace, run_ids, sql_trace):
+    with run_workspace.transaction() as conn:
+        conn.execute("UPDATE runs SET status = 'failed' WHERE id = ?", (run_ids["tiny"],))
+        conn.execute("DELETE FROM run_images WHERE run_id = ? AND position = 1", (run_ids["tiny"],))
+    table = runs.list_runs(run_workspace).set_index("id")
+    assert table.at[run_ids["tiny"], "images"] == 6 * TINY_SUITE_N and table.at[run_ids["tiny"], "expected_images"] == 6 * (TINY_SUITE_N + 1)
+    assert (table.drop(index=run_ids["tiny"])["images"] == 6 * (TINY_SUITE_N + 1)).all()
+    counts = [s.sql for s in sql_trace if "COUNT(*) FROM run_images" in s.sql]
+    assert len(counts) == 1  # one query for the one unfinished run
+
+
+def test_a_runs_snapshot_lists_once_and_filters_the_same(run_workspace, run_ids, sql_trace):
+    plain = {(m, s): runs.list_runs(run_workspace, model=m, suite_id=s) for m in (None, "tiny", "nope") for s in (None, TINY_SUITE)}
+    sql_trace.clear()
+    with runs.runs_snapshot():
+        for (m, s), expected in plain.items():
+            pd.testing.assert_frame_equal(runs.list_runs(run_workspace, model=m, suite_id=s), expected, check_dtype=not expected.empty)
+        runs.current_runs(run_workspace, suite_id=TINY_SUITE).drop(columns="model")  # callers get copies
+        assert "model" in runs.list_runs(run_workspace).columns
+    assert sum("FROM runs r" in s.sql for s in sql_trace) == 1
+    runs.list_runs(run_workspace)
+    assert sum("FROM runs r" in s.sql for s in sql_trace) == 2  # outside the block: listed afresh
+
+
+def test_a_version_1_summary_is_upgraded_without_loading_the_run(run_workspace, run_ids, sql_trace):
+    run_id = run_ids["tiny"]
+    summary = json.loads(run_workspace.query_one("SELECT summary FROM runs WHERE id = ?", (run_id,))["summary"])
+    old = {key: value for key, value in summary.items() if key not in ("stored_images", "expected_images")}
+    old.update(version=1, per_target={"x": {"accuracy": 1.0, "worst_case": True}})
+    with run_workspace.transaction() as conn:
+        conn.execute("UPDATE runs SET summary = ? WHERE id = ?", (json.dumps(old), run_id))
+    sql_trace.clear()
+    row = runs.list_runs(run_workspace).set_index("id").loc[run_id]
+    assert row["images"] == 6 * (TINY_SUITE_N + 1) and row["accuracy"] == pytest.approx(summary["accuracy"])
+    assert not [s.sql for s in sql_trace if "LEFT JOIN targets" in s.sql]  # no load_run (image_table)
+    upgraded = json.loads(run_workspace.query_one("SELECT summary FROM runs WHERE id = ?", (run_id,))["summary"])
+    assert upgraded["version"] == 2 and "per_target" not in upgraded
+    sql_trace.clear()
+    runs.list_runs(run_workspace)
+    assert not [s.sql for s in sql_trace if "run_images" in s.sql]
 
 
 def test_point_clouds_hold_every_ordered_pair(run_workspace, run_ids):

@@ -1,0 +1,75 @@
+"""Running models over a suite and completing their runs: what a run's own job does.
+
+After the forward passes (:func:`analytics.inference.run_models`), each run that did work is
+completed here (:func:`complete_runs`): its summary (:func:`analytics.runs.summarize_run`) and the
+quantiles of its matrix cells at the default settings (:func:`analytics.runs.run_cell_quantiles`),
+so a page that lists runs or draws a suite's colour scale only reads stored numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from analytics.exceptions import InvalidInputError
+from analytics.team import require_permission
+from analytics.workspace import Workspace
+
+from .colour_scale import run_cell_quantiles
+from .read import _SUMMARY_VERSION, run_row, summarize_run
+
+__all__ = ["complete_runs", "start_runs"]
+
+
+def start_runs(
+    workspace: Workspace,
+    model_names: Sequence[str],
+    suite_id: str,
+    *,
+    device: str | None = None,
+    batch_size: int = 32,
+    top_k: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Run models over a suite (resuming earlier attempts) and complete the runs that changed.
+
+    :func:`analytics.inference.run_models` followed by :func:`complete_runs` (a finished run that
+    is reused keeps its summary and its ``finished`` time, so caches keyed on them stay valid);
+    arguments as there.
+
+    Returns
+    -------
+    list of str
+        Run ids in the order of ``model_names``.
+    """
+    require_permission(workspace, "run_models")
+    from analytics.inference import (
+        run_models,  # torch: only callers that run models pay for the import
+    )
+
+    run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
+    complete_runs(workspace, run_ids)
+    return run_ids
+
+
+def complete_runs(workspace: Workspace, run_ids: Sequence[str]) -> None:
+    """Summarise each finished run whose summary is missing or old, and store its cell quantiles.
+
+    A run over a suite without semantic distances has no matrices; it gets its summary alone.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    run_ids : sequence of str
+        Runs just run (finished ones with a current summary and stored quantiles cost two reads).
+    """
+    for run_id in dict.fromkeys(run_ids):
+        row = run_row(workspace, run_id)
+        if row["status"] != "done":
+            continue
+        if json.loads(row["summary"] or "{}").get("version") != _SUMMARY_VERSION:  # new or redone
+            summarize_run(workspace, run_id)
+        try:
+            run_cell_quantiles(workspace, run_id)
+        except InvalidInputError:  # no distances, so no matrices and no scale to feed
+            continue

@@ -4,7 +4,9 @@ In solo mode (the default) :func:`require_sign_in` only sets up the session and 
 mode (``$BACKDROP_TEAM=1``, set by ``bash backdrop.sh serve --team``) it shows nothing but the
 sign-in form until a user of the server's workspace signs in, then returns that account; each later
 run re-checks the account (a disabled one is signed out) and ends a session idle for more than
-:data:`IDLE_MINUTES` minutes.
+:data:`IDLE_MINUTES` minutes. A signed-in session cannot be resumed by another connection, and
+signing out empties the session's state and deletes the images and downloads it showed
+(:mod:`ui.session`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import streamlit as st
 from analytics.exceptions import BackdropError, SignInError
 from analytics.team import User, active_user, allowed, authenticate, roles_with, team_mode
 from analytics.workspace import Workspace
-from ui import state
+from ui import session, state
 from ui.markdown import escape_markdown
 
 #: A signed-in session ends after this many minutes without a page run.
@@ -100,9 +102,13 @@ def sign_in_pending() -> bool:
 
 
 def sign_out(notice: str = "") -> None:
-    """End the session's sign-in (also the sidebar button's callback)."""
-    st.session_state.pop(state.SIGNED_IN, None)
-    st.session_state.pop(LAST_SEEN, None)
+    """End the session's sign-in (also the sidebar button's callback): nothing of it stays in the session.
+
+    Every session-state key goes (selections, ids, the sign-in), and so do the images and downloads
+    the session showed (:func:`ui.session.drop_media`); the next account starts afresh.
+    """
+    session.drop_media()
+    st.session_state.clear()
     if notice:
         st.session_state[NOTICE] = notice
 
@@ -126,6 +132,7 @@ def _session_user() -> User | None:
         sign_out("Your account has been disabled; ask an admin.")
         return None
     st.session_state[LAST_SEEN] = time.time()
+    session.bind_to_connection()
     return user
 
 
@@ -154,6 +161,7 @@ def _sign_in_form() -> None:
     except SignInError as err:
         st.error(escape_markdown(err))
         return
+    session.bind_to_connection()
     st.session_state[state.SIGNED_IN] = user.name
     st.session_state[LAST_SEEN] = time.time()
     st.rerun()

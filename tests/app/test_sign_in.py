@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from unittest.mock import MagicMock
+
 import pytest
-from streamlit.testing.v1 import AppTest
+from streamlit.runtime import Runtime
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest, app_test
 
 from analytics.team import SIGN_IN_FAILED, add_user, disable_user
 from analytics.workspace import PROJECT_ROOT
@@ -106,3 +111,61 @@ def test_solo_mode_has_no_sign_in(tiny_workspace, monkeypatch, app_runner):
     app = AppTest.from_function(whoami)
     app.session_state["backdrop.annotator"] = "kim"
     assert [m.value for m in app.run().markdown][-1] == "annotator=kim"
+
+
+def report_page() -> None:
+    """The gate, then an image and a report download (both served at /media/...), and the sidebar."""
+    import numpy as np
+    import streamlit as st
+
+    from ui import auth
+
+    user = auth.require_sign_in()
+    st.image(np.full((4, 4, 3), 200, np.uint8))
+    st.download_button("Report", data=b"<html>the signed-in view</html>", file_name="report.html")
+    with st.sidebar:
+        auth.account_sidebar(user)
+
+
+@pytest.fixture
+def one_runtime(monkeypatch) -> tuple[MediaFileManager, list[MagicMock]]:
+    """Keep AppTest's media files across runs (it makes a new manager per run, as if the server
+    restarted) and record each run's runtime, to see what sign-in and sign-out leave behind."""
+    files = MediaFileManager(MemoryMediaFileStorage("/mock/media"))
+    runtimes: list[MagicMock] = []
+
+    def runtime_mock(*args, **kwargs) -> MagicMock:
+        mock = MagicMock(*args, **kwargs)
+        if kwargs.get("spec") is Runtime:
+            runtimes.append(mock)
+        return mock
+
+    monkeypatch.setattr(app_test, "MediaFileManager", lambda storage: files)
+    monkeypatch.setattr(app_test, "MagicMock", runtime_mock)
+    return files, runtimes
+
+
+def media_ids(app: AppTest) -> list[str]:
+    urls = [app.get("download_button")[0].proto.url, *(image.url for element in app.main if element.type == "image" for image in element.proto.imgs)]
+    return [url.rsplit("/", 1)[1].split(".")[0] for url in urls]
+
+
+def test_sign_out_deletes_the_session_media_and_state(team_server, one_runtime):
+    files, _ = one_runtime
+    app = sign_in(AppTest.from_function(report_page).run(), "ada", TEAM_PASSWORD)
+    app = app.run()  # a later run re-registers the same files
+    ids = media_ids(app)
+    assert len(ids) == 2 and all(files.read_file(file_id) is not None for file_id in ids)
+    app.session_state["backdrop.some_selection"] = "run-1"
+    app = app.sidebar.button[0].click().run()  # sign out
+    assert [files.read_file(file_id) for file_id in ids] == [None, None]  # the download too, not one run later
+    assert only_sign_in_form(app) and "backdrop.some_selection" not in app.session_state
+
+
+def test_a_signed_in_session_cannot_be_resumed_by_another_connection(team_server, one_runtime):
+    _, runtimes = one_runtime
+    app = AppTest.from_function(report_page).run()
+    assert not any(runtime.mark_session_nonresumable.called for runtime in runtimes)  # nothing to protect yet
+    app = sign_in(app, "ada", TEAM_PASSWORD)
+    marked = {call.args for runtime in runtimes for call in runtime.mark_session_nonresumable.call_args_list}
+    assert len(marked) == 1 and isinstance(next(iter(marked))[0], str)  # this session's id, on the runtime that serves it

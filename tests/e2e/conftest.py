@@ -15,6 +15,7 @@ saying so, where it is missing.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import numpy as np
 import pytest
 
 from analytics.data import add_backgrounds, add_targets
+from analytics.team import add_user
 from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
 from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
 
@@ -44,6 +46,8 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT_S = 120  # cold imports of torch/OpenCV on a shared 2-core machine
 PAGE_TIMEOUT_MS = 30_000
 VIEWPORT = {"width": 1400, "height": 1000}
+#: Password of the analyst ``al`` on :func:`team_server`.
+TEAM_PASSWORD = "correct horse"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -156,6 +160,16 @@ def e2e_workspace(tmp_path_factory) -> Workspace:
     add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
     add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     return workspace
+
+
+@pytest.fixture
+def team_server(app_server_factory, e2e_workspace, tmp_path, monkeypatch) -> AppServer:
+    """A team-mode server on a copy of :func:`e2e_workspace` with one account: the analyst ``al`` (:data:`TEAM_PASSWORD`)."""
+    copy = tmp_path / "team-ws"
+    shutil.copytree(e2e_workspace.root, copy)
+    add_user(Workspace(copy, create=False), "al", "analyst", TEAM_PASSWORD)
+    monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
+    return app_server_factory(copy)
 
 
 @pytest.fixture(scope="session")

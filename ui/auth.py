@@ -6,7 +6,9 @@ sign-in form until a user of the server's workspace signs in, then returns that 
 run re-checks the account (a disabled one is signed out) and ends a session idle for more than
 :data:`IDLE_MINUTES` minutes. A signed-in session cannot be resumed by another connection, and
 signing out empties the session's state and deletes the images and downloads it showed
-(:mod:`ui.session`).
+(:mod:`ui.session`). Where the workspace has a single sign-on roles file (:mod:`analytics.team.sso`),
+the form also offers Streamlit's ``st.login``; who comes back from the provider gets the account and
+role the file gives, and signing out also ends the sign-on (``st.logout``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ import time
 import streamlit as st
 
 from analytics.exceptions import BackdropError, SignInError
-from analytics.team import User, active_user, allowed, authenticate, roles_with, team_mode
+from analytics.team import (
+    SSOConfig,
+    User,
+    active_user,
+    allowed,
+    authenticate,
+    load_sso_config,
+    roles_with,
+    sso_account,
+    sso_config_path,
+    team_mode,
+)
 from analytics.workspace import Workspace
 from ui import session, state
 from ui.markdown import escape_markdown
@@ -109,6 +122,8 @@ def sign_out(notice: str = "") -> None:
     """
     session.drop_media()
     st.session_state.clear()
+    if _provider_signed_in():  # else the provider's cookie signs the next run straight back in
+        st.logout()
     if notice:
         st.session_state[NOTICE] = notice
 
@@ -123,7 +138,7 @@ def _session_user() -> User | None:
     """The account signed in to this session, if it is still enabled and the session not idle too long."""
     name = st.session_state.get(state.SIGNED_IN)
     if not name:
-        return None
+        return _single_sign_on()
     if time.time() - st.session_state.get(LAST_SEEN, 0.0) > IDLE_MINUTES * 60:
         sign_out(f"Your session ended after {IDLE_MINUTES} minutes without activity; sign in again.")
         return None
@@ -134,6 +149,44 @@ def _session_user() -> User | None:
     st.session_state[LAST_SEEN] = time.time()
     session.bind_to_connection()
     return user
+
+
+def _single_sign_on() -> User | None:
+    """The account of a person back from the provider (``st.login``), now signed in; None if nobody is, or they may not."""
+    if not _provider_signed_in():
+        return None
+    config = _sso_config()
+    try:
+        if config is None:
+            raise SignInError("Single sign-on is not set up on this server; sign in with your name and password.")
+        user = sso_account(_server_workspace(), st.user.to_dict(), config)
+    except SignInError as err:
+        st.logout()  # forget the provider's cookie: the form offers both ways again
+        st.session_state[NOTICE] = str(err)
+        return None
+    _start(user)
+    return user
+
+
+def _provider_signed_in() -> bool:
+    """Whether an OpenID provider has signed this browser in (``st.user`` has no such key without ``[auth]`` secrets)."""
+    return bool(st.user.to_dict().get("is_logged_in"))
+
+
+def _sso_config() -> SSOConfig | None:
+    """The workspace's single sign-on roles (None: passwords only); a broken file is shown and ignored."""
+    try:
+        return load_sso_config(sso_config_path(state.workspace_path()))
+    except BackdropError as err:
+        st.error(f"Single sign-on is off: {escape_markdown(err)}")
+        return None
+
+
+def _start(user: User) -> None:
+    """Record ``user`` as this session's account, bound to this connection."""
+    session.bind_to_connection()
+    st.session_state[state.SIGNED_IN] = user.name
+    st.session_state[LAST_SEEN] = time.time()
 
 
 def _server_workspace() -> Workspace:
@@ -149,7 +202,10 @@ def _sign_in_form() -> None:
     st.markdown("This Backdrop server is shared by a team: sign in to continue.")
     notice = st.session_state.pop(NOTICE, "")
     if notice:
-        st.info(notice)
+        st.info(escape_markdown(notice))
+    config = _sso_config()
+    if config is not None and st.button(f"Sign in with {config.label}", type="primary", key=FORM + ".sso"):
+        st.login(config.provider)
     with st.form(FORM, border=True, clear_on_submit=True):  # the browser empties the boxes after a try
         name = st.text_input("Name", key=FORM + ".name")
         password = st.text_input("Password", type="password", key=FORM + ".password")
@@ -161,7 +217,5 @@ def _sign_in_form() -> None:
     except SignInError as err:
         st.error(escape_markdown(err))
         return
-    session.bind_to_connection()
-    st.session_state[state.SIGNED_IN] = user.name
-    st.session_state[LAST_SEEN] = time.time()
+    _start(user)
     st.rerun()

@@ -1,4 +1,5 @@
-"""Team mode's sign-in gate (:mod:`ui.auth`) on pages run with ``AppTest``; solo mode without it."""
+"""Team mode's sign-in gate (:mod:`ui.auth`) on pages run with ``AppTest``, single sign-on with the identity
+AppTest hands to ``st.user``, what sign-out leaves; solo mode without a gate."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest, app_test
 
-from analytics.team import SIGN_IN_FAILED, add_user, disable_user
+from analytics.team import SIGN_IN_FAILED, SSO_ROLES_FILE, active_user, add_user, disable_user
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S, as_shown
 from tests.fixtures.team import TEAM_PASSWORD
@@ -169,3 +170,68 @@ def test_a_signed_in_session_cannot_be_resumed_by_another_connection(team_server
     app = sign_in(app, "ada", TEAM_PASSWORD)
     marked = {call.args for runtime in runtimes for call in runtime.mark_session_nonresumable.call_args_list}
     assert len(marked) == 1 and isinstance(next(iter(marked))[0], str)  # this session's id, on the runtime that serves it
+
+
+ROLES = """
+label = "Company account"
+[people]
+"ada@example.org" = "admin"
+[claim]
+name = "groups"
+roles = { "labellers" = "annotator" }
+"""
+
+
+def whoami_with_role() -> None:
+    import streamlit as st
+
+    from ui import auth, state
+
+    user = auth.require_sign_in()
+    st.markdown(f"annotator={state.annotator()} role={user.role}")
+
+
+@pytest.fixture
+def sso_server(team_server):
+    (team_server.root / SSO_ROLES_FILE).write_text(ROLES, encoding="utf-8")
+    return team_server
+
+
+def signed_on(claims: dict) -> AppTest:
+    app = AppTest.from_function(whoami_with_role)
+    app.user = {"is_logged_in": True, **claims}
+    return app.run()
+
+
+def test_the_form_offers_single_sign_on_only_when_set_up(team_server):
+    app = AppTest.from_function(whoami_with_role).run()
+    assert only_sign_in_form(app) and [b.label for b in app.button] == ["Sign in"]
+    (team_server.root / SSO_ROLES_FILE).write_text(ROLES, encoding="utf-8")
+    app = app.run()
+    assert [b.label for b in app.button] == ["Sign in with Company account", "Sign in"]  # passwords still work
+
+
+def test_a_person_back_from_the_provider_gets_the_role_the_file_gives(sso_server):
+    app = signed_on({"email": "li@example.org", "groups": ["labellers"]})
+    assert not app.exception and [m.value for m in app.markdown][-1] == "annotator=li@example.org role=annotator"
+    assert app.session_state[SIGNED_IN] == "li@example.org" and active_user(sso_server, "li@example.org").role == "annotator"
+
+
+def test_someone_the_file_does_not_name_is_refused_and_signed_off(sso_server):
+    app = signed_on({"email": "eve@example.org", "groups": ["outsiders"]})
+    assert only_sign_in_form(app) and SIGNED_IN not in app.session_state
+    assert "eve@example.org may not use this Backdrop server" in as_shown(app.info[0].value)
+    assert not app.user["is_logged_in"] and active_user(sso_server, "eve@example.org") is None  # st.logout ran; no account made
+
+
+def test_sign_out_also_ends_the_sign_on(sso_server):
+    app = signed_on({"email": "ada@example.org"})
+    assert [m.value for m in app.markdown][-1] == "annotator=ada@example.org role=admin"
+    app.session_state[auth.LAST_SEEN] = 0.0  # idle past the limit: the provider's cookie must not sign it back in
+    app = app.run()
+    assert only_sign_in_form(app) and not app.user["is_logged_in"] and f"{auth.IDLE_MINUTES} minutes" in app.info[0].value
+
+
+def test_a_provider_sign_in_without_a_roles_file_is_refused(team_server):
+    app = signed_on({"email": "ada@example.org"})
+    assert only_sign_in_form(app) and "not set up on this server" in as_shown(app.info[0].value) and not app.user["is_logged_in"]

@@ -160,8 +160,7 @@ def _single_sign_on() -> User | None:
         if config is None:
             raise SignInError("Single sign-on is not set up on this server; sign in with your name and password.")
         user = sso_account(_server_workspace(), st.user.to_dict(), config)
-    except SignInError as err:
-        st.logout()  # forget the provider's cookie: the form offers both ways again
+    except SignInError as err:  # shown on the form, which offers to sign out of the provider (a redirect would lose it)
         st.session_state[NOTICE] = str(err)
         return None
     _start(user)
@@ -204,7 +203,10 @@ def _sign_in_form() -> None:
     if notice:
         st.info(escape_markdown(notice))
     config = _sso_config()
-    if config is not None and st.button(f"Sign in with {config.label}", type="primary", key=FORM + ".sso"):
+    label = "single sign-on" if config is None else config.label
+    if _provider_signed_in():  # signed in there but not let in here: offer another account
+        st.button(f"Sign out of {label}", on_click=st.logout, key=FORM + ".sso_out")
+    elif config is not None and st.button(f"Sign in with {label}", type="primary", key=FORM + ".sso"):
         st.login(config.provider)
     with st.form(FORM, border=True, clear_on_submit=True):  # the browser empties the boxes after a try
         name = st.text_input("Name", key=FORM + ".name")

@@ -217,11 +217,14 @@ def test_a_person_back_from_the_provider_gets_the_role_the_file_gives(sso_server
     assert app.session_state[SIGNED_IN] == "li@example.org" and active_user(sso_server, "li@example.org").role == "annotator"
 
 
-def test_someone_the_file_does_not_name_is_refused_and_signed_off(sso_server):
+def test_someone_the_file_does_not_name_is_refused_and_offered_another_account(sso_server):
     app = signed_on({"email": "eve@example.org", "groups": ["outsiders"]})
     assert only_sign_in_form(app) and SIGNED_IN not in app.session_state
     assert "eve@example.org may not use this Backdrop server" in as_shown(app.info[0].value)
-    assert not app.user["is_logged_in"] and active_user(sso_server, "eve@example.org") is None  # st.logout ran; no account made
+    assert active_user(sso_server, "eve@example.org") is None  # no account made
+    assert [b.label for b in app.button] == ["Sign out of Company account", "Sign in"]
+    app = app.button(key=f"{FORM}.sso_out").click().run()
+    assert not app.user["is_logged_in"] and [b.label for b in app.button] == ["Sign in with Company account", "Sign in"]
 
 
 def test_sign_out_also_ends_the_sign_on(sso_server):
@@ -234,4 +237,5 @@ def test_sign_out_also_ends_the_sign_on(sso_server):
 
 def test_a_provider_sign_in_without_a_roles_file_is_refused(team_server):
     app = signed_on({"email": "ada@example.org"})
-    assert only_sign_in_form(app) and "not set up on this server" in as_shown(app.info[0].value) and not app.user["is_logged_in"]
+    assert only_sign_in_form(app) and "not set up on this server" in as_shown(app.info[0].value)
+    assert SIGNED_IN not in app.session_state and [b.label for b in app.button] == ["Sign out of single sign-on", "Sign in"]

@@ -22,7 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,9 +77,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(workspace: Path, log_dir: Path) -> AppServer:
-    """Start the dashboard on a free port and wait until ``/_stcore/health`` answers ``ok``."""
-    port = free_port()
+def start_server(workspace: Path, log_dir: Path, *, port: int | None = None, options: Sequence[str] = ()) -> AppServer:
+    """Start the dashboard (on ``port``, default a free one, with more ``streamlit run`` options) and
+    wait until ``/_stcore/health`` answers ``ok``."""
+    port = free_port() if port is None else port
     log = log_dir / f"streamlit-{port}.log"
     command = [
         sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
@@ -88,6 +89,7 @@ def start_server(workspace: Path, log_dir: Path) -> AppServer:
         "--server.address", "127.0.0.1",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
+        *options,
     ]  # fmt: skip
     with log.open("wb") as output:
         process = subprocess.Popen(

@@ -4,7 +4,8 @@ In solo mode (the default) :func:`require_sign_in` only sets up the session and 
 mode (``$BACKDROP_TEAM=1``, set by ``bash backdrop.sh serve --team``) it shows nothing but the
 sign-in form until a user of the server's workspace signs in, then returns that account; each later
 run re-checks the account (a disabled one is signed out) and ends a session idle for more than
-:data:`IDLE_MINUTES` minutes. A signed-in session cannot be resumed by another connection, and
+:data:`IDLE_MINUTES` minutes (an open tab checks every :data:`IDLE_CHECK_SECONDS` seconds, so an unused one
+is signed out too). A signed-in session cannot be resumed by another connection, and
 signing out empties the session's state and deletes the images and downloads it showed
 (:mod:`ui.session`). Where the workspace has a single sign-on roles file (:mod:`analytics.team.sso`),
 the form also offers Streamlit's ``st.login``; who comes back from the provider gets the account and
@@ -36,6 +37,8 @@ from ui.markdown import escape_markdown
 
 #: A signed-in session ends after this many minutes without a page run.
 IDLE_MINUTES = 60
+#: How often (seconds) an open signed-in tab checks that it is not idle past :data:`IDLE_MINUTES` (a fragment run, not activity).
+IDLE_CHECK_SECONDS = 60
 #: Time (``time.time()``) of the session's last page run while signed in.
 LAST_SEEN = "backdrop.last_seen"
 #: A message for the sign-in form (why the session ended).
@@ -129,9 +132,22 @@ def sign_out(notice: str = "") -> None:
 
 
 def account_sidebar(user: User) -> None:
-    """Who is signed in, and the sign-out button (team mode's part of the sidebar)."""
+    """Who is signed in, and the sign-out button (team mode's part of the sidebar); also watches for idleness."""
     st.caption(f"Signed in as **{escape_markdown(user.name)}** ({user.role})")
     st.button("Sign out", icon=":material/logout:", on_click=sign_out, key=FORM + ".out")
+    _idle_watch()
+
+
+@st.fragment(run_every=IDLE_CHECK_SECONDS)
+def _idle_watch() -> None:
+    """Rerun the app once the session is idle past the limit, so that an open tab nobody uses is
+    signed out (and its images and downloads deleted) without waiting for someone to click."""
+    if _idle_too_long():
+        st.rerun(scope="app")  # the full run's gate signs the session out
+
+
+def _idle_too_long() -> bool:
+    return time.time() - st.session_state.get(LAST_SEEN, 0.0) > IDLE_MINUTES * 60
 
 
 def _session_user() -> User | None:
@@ -139,7 +155,7 @@ def _session_user() -> User | None:
     name = st.session_state.get(state.SIGNED_IN)
     if not name:
         return _single_sign_on()
-    if time.time() - st.session_state.get(LAST_SEEN, 0.0) > IDLE_MINUTES * 60:
+    if _idle_too_long():
         sign_out(f"Your session ended after {IDLE_MINUTES} minutes without activity; sign in again.")
         return None
     user = active_user(_server_workspace(), name)

@@ -239,3 +239,25 @@ def test_a_provider_sign_in_without_a_roles_file_is_refused(team_server):
     app = signed_on({"email": "ada@example.org"})
     assert only_sign_in_form(app) and "not set up on this server" in as_shown(app.info[0].value)
     assert SIGNED_IN not in app.session_state and [b.label for b in app.button] == ["Sign out of single sign-on", "Sign in"]
+
+
+def idle_tab_page() -> None:
+    """The gate, a page, then (as if the tab had sat unused since this run began) the sidebar's idle watch."""
+    import streamlit as st
+
+    from ui import auth
+
+    user = auth.require_sign_in()
+    st.markdown("the signed-in view")
+    if st.session_state.get("test.idle"):
+        st.session_state[auth.LAST_SEEN] = 0.0
+    with st.sidebar:
+        auth.account_sidebar(user)
+
+
+def test_an_open_idle_tab_is_signed_out_by_the_sidebar_watch(team_server):
+    app = sign_in(AppTest.from_function(idle_tab_page).run(), "ada", TEAM_PASSWORD)
+    assert [m.value for m in app.markdown] == ["the signed-in view"]
+    app.session_state["test.idle"] = True
+    app = app.run()  # the watch (a fragment that reruns every minute) finds the session idle and reruns the app
+    assert only_sign_in_form(app) and f"{auth.IDLE_MINUTES} minutes" in app.info[0].value and "test.idle" not in app.session_state

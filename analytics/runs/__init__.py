@@ -18,10 +18,13 @@ from .export import (
     render_matrix,
 )
 from .matrices import (
+    SUBSAMPLE_SEED,
+    SUBSAMPLE_SHARE,
     cached_matrices,
     matrices_from_clouds,
     run_matrices,
     run_point_clouds,
+    subsample_matrices,
 )
 from .read import (
     IMAGE_COLUMNS,
@@ -44,6 +47,8 @@ __all__ = [
     "REFERENCE_PERCENTILE",
     "RUN_COLUMNS",
     "SIGNALS",
+    "SUBSAMPLE_SEED",
+    "SUBSAMPLE_SHARE",
     "VARIANCE_COLOURS",
     "ColourScale",
     "RunData",
@@ -62,6 +67,7 @@ __all__ = [
     "run_point_clouds",
     "run_row",
     "start_runs",
+    "subsample_matrices",
     "suite_colour_scale",
     "summarize_run",
     "target_table",

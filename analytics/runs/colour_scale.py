@@ -37,7 +37,8 @@ from .read import SIGNALS, current_runs
 __all__ = ["PROBABILITY_SIGNALS", "REFERENCE_PERCENTILE", "ColourScale", "reference_tops", "suite_colour_scale"]
 
 #: Signals in probability units: fixed top 1.
-PROBABILITY_SIGNALS = ("true_prob",)
+PROBABILITY_SIGNALS = ("true_prob", "max_prob")
+_PROBABILITY_RULE = "fixed: probabilities change by at most 1"
 #: Percentile of the suite's matrix cells that tops the scale of an embedding signal.
 REFERENCE_PERCENTILE = 99.0
 _META_PREFIX = "colour_scale/"
@@ -140,7 +141,7 @@ def suite_colour_scale(
     run_ids = tuple(sorted(runs["id"]))
     tops = reference_tops([run_matrices(workspace, run_id, settings=settings) for run_id in run_ids])
     rules = {
-        signal: "fixed: probabilities change by at most 1"
+        signal: _PROBABILITY_RULE
         if signal in PROBABILITY_SIGNALS
         else f"{REFERENCE_PERCENTILE:g}th percentile of the cells of {len(run_ids)} run(s) over the suite"
         for signal in tops
@@ -163,5 +164,8 @@ def _to_json(scale: ColourScale, *, frozen: str) -> str:
 
 def _from_json(text: str) -> ColourScale:
     record = json.loads(text)
-    tops = {signal: float(record["tops"][signal]) for signal in SIGNALS if signal in record["tops"]}
-    return ColourScale(tops=tops, rules=record["rules"], runs=tuple(record["runs"]), settings=record["settings"], frozen=record["frozen"])
+    # a probability signal added after the scale froze tops at 1 as every probability signal does
+    stored = {**{signal: 1.0 for signal in PROBABILITY_SIGNALS}, **record["tops"]}
+    tops = {signal: float(stored[signal]) for signal in SIGNALS if signal in stored}
+    rules = {signal: record["rules"].get(signal, _PROBABILITY_RULE) for signal in tops}
+    return ColourScale(tops=tops, rules=rules, runs=tuple(record["runs"]), settings=record["settings"], frozen=record["frozen"])

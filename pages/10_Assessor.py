@@ -14,7 +14,16 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.assessor import ASSESSORS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, explain, human_labels, predict
+from analytics.assessor import (
+    ASSESSORS,
+    FEATURE_SETS,
+    MAX_EXACT_FEATURES,
+    SHAP_PERMUTATIONS,
+    explain,
+    feature_columns,
+    human_labels,
+    predict,
+)
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.judging import LABELS
 from analytics.runs import runs_snapshot
@@ -34,7 +43,7 @@ SOURCES = {
 TOP_FEATURES = 10
 
 
-def choose_inputs(workspace: Workspace) -> tuple[str, str, int]:
+def choose_inputs(workspace: Workspace) -> tuple[str, str, int, str]:
     suites = judge.suites_with_runs(workspace)
     if suites.empty:
         st.info("The assessor learns from variance matrices: run models over a suite first (Run page).")
@@ -42,9 +51,14 @@ def choose_inputs(workspace: Workspace) -> tuple[str, str, int]:
     labels = dict(zip(suites["id"], suites["label"]))
     left, middle, right = st.columns([3, 3, 2])
     suite_id = left.selectbox("Features from the runs over suite", list(labels), format_func=labels.__getitem__, key=KEY + "suite")
+    feature_set = left.radio(
+        "Matrix features", list(FEATURE_SETS), format_func=lambda name: FEATURE_SETS[name].title, key=KEY + "features",
+        help="The ML4ML authors' features (their code's definitions: mean, squared mean, std, error rate above 0.15, "
+        "discontinuity, asymmetry, signed gradients, sensitivity to a 90 % subsample), or Backdrop's earlier set.",
+    )  # fmt: skip
     source = middle.radio("Labels to learn", list(SOURCES), format_func=SOURCES.__getitem__, key=KEY + "labels")
     repeats = right.slider("Random splits", 1, 50, 10, key=KEY + "repeats", help="The paper repeats the 2/3 : 1/3 split 10 times.")
-    return suite_id, source, int(repeats)
+    return suite_id, source, int(repeats), feature_set
 
 
 def load_labels(workspace: Workspace, source: str, suite_id: str) -> pd.Series:
@@ -64,7 +78,7 @@ def load_labels(workspace: Workspace, source: str, suite_id: str) -> pd.Series:
     return human_labels(workspace, suite_id)
 
 
-def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, source: str) -> None:
+def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, source: str, feature_set: str) -> None:
     try:
         report = view.assessor_report(features, labels, repeats)
     except InvalidInputError as err:
@@ -101,15 +115,15 @@ def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, sou
             )
     with st.expander("Features each assessor reads"):
         st.caption(
-            "A feature id reads `<signal>.<statistic of its variance matrix>`. Signals: `true_prob` = the true class's "
-            "probability, `emb_*` = embedding neurons (top-k, max, mean). Statistics (the paper's matrix features): mean, "
-            "std, error rate (share of cells above 0.15), discontinuity, asymmetry, and gradients, e.g. "
-            "`true_prob.gradient_diagonal_max` = the largest jump between neighbouring cells along the diagonal."
+            "Each matrix feature is one statistic of one signal's variance matrix (the signal's name first). In the "
+            "matrices, moving right means the first background is further from the original, moving up the second one."
         )
+        st.dataframe(view.feature_glossary(feature_columns(features.columns, "random_forest"), feature_set), hide_index=True, width="stretch")
+        st.caption("The columns each assessor reads (ids as in `python -m analytics assess --json`):")
         st.dataframe(view.assessor_inputs_table(report), hide_index=True, width="stretch")
 
 
-def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
+def show_predictions(features: pd.DataFrame, labels: pd.Series, feature_set: str) -> None:
     st.subheader("Predictions and why")
     kind = st.selectbox(
         "Assessor", list(ASSESSORS), format_func=lambda k: ASSESSORS[k].title, key=KEY + "kind",
@@ -142,7 +156,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series) -> None:
         return
     target = explanation.target[model]
     st.plotly_chart(
-        view.shapley_bars(explanation.values.loc[model], top=TOP_FEATURES, title=f"Why {model} is predicted {target}"),
+        view.shapley_bars(explanation.values.loc[model], top=TOP_FEATURES, title=f"Why {model} is predicted {target}", feature_set=feature_set),
         width="stretch",
     )
     st.caption(
@@ -162,17 +176,17 @@ def main() -> None:
         "worst-case-accuracy threshold, and predict unjudged models."
     )
     workspace = state.current_workspace()
-    suite_id, source, repeats = choose_inputs(workspace)
+    suite_id, source, repeats, feature_set = choose_inputs(workspace)
     labels = load_labels(workspace, source, suite_id)
     runs = judge.finished_runs(workspace, suite_id)
     try:
-        features = view.assessor_features(str(workspace.root), tuple(zip(runs["id"], runs["finished"])), "smooth")
+        features = view.assessor_features(str(workspace.root), tuple(zip(runs["id"], runs["finished"])), "smooth", feature_set)
     except BackdropError as err:
         st.error(escape_markdown(err))
         st.stop()
     labels = labels[labels.index.isin(features.index)]
-    show_evaluation(features, labels, repeats, source)
-    show_predictions(features, labels)
+    show_evaluation(features, labels, repeats, source, feature_set)
+    show_predictions(features, labels, feature_set)
 
 
 with runs_snapshot():  # the runs are listed once per rerun, however many parts ask

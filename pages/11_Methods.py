@@ -40,7 +40,7 @@ JOB = KEY + "job"  # session-state key: the id of the comparison job this sessio
 PREFERRED_MODEL = "efficientnet-lite0"
 LAYER_NAMES = {"embedding": "the embedding layer", "all": "all activation layers"}
 CONSISTENCY_TEXT = (
-    "**Consistency** (no annotators needed): for every pair of seeds and each of the four signals, the two runs' "
+    "**Consistency** (no annotators needed): for every pair of seeds and each signal, the two runs' "
     "variance matrices are resampled onto one grid over their shared distance range and compared as "
     "1 − mean |A − B| / (max − min of both); the score is the mean over signals and seed pairs. 1 = the seeds give "
     "identical matrices; lower = the judgment would depend on the luck of the draw."

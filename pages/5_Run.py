@@ -86,7 +86,8 @@ def main() -> None:
     st.title("Run")
     st.caption(
         "A run composes every target with each of its suite's backgrounds, runs the model on the original and "
-        "the composites, and stores four signals per image, the prediction and the semantic distance."
+        "the composites, and stores five signals per image (true-class and max probability, three embedding "
+        "statistics), the prediction and the semantic distance."
     )
     workspace = state.current_workspace()
     show_runs_job(workspace)

@@ -10,13 +10,24 @@ tests inspect them directly. The assessor's features, evaluation and fitted mode
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.assessor import ASSESSORS, INPUTS, AssessorReport, FittedAssessor, evaluate_assessors, features_table, fit_assessor
+from analytics.assessor import (
+    ASSESSORS,
+    DEFAULT_FEATURE_SET,
+    INPUTS,
+    AssessorReport,
+    FittedAssessor,
+    describe_feature,
+    evaluate_assessors,
+    features_table,
+    fit_assessor,
+)
 from analytics.judging import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
@@ -208,14 +219,17 @@ def majority_summary(majority: pd.Series) -> str:
 
 # -- the assessor --------------------------------------------------------------------------------
 @st.cache_data(max_entries=16, show_spinner="Computing the matrix features…")
-def assessor_features(workspace_path: str, runs: tuple[tuple[str, str], ...], preset: str) -> pd.DataFrame:
-    """:func:`analytics.assessor.features_table` of the runs (index = model), whole: which columns each
-    assessor reads is :func:`analytics.assessor.feature_columns`'s decision, as in the CLI.
+def assessor_features(workspace_path: str, runs: tuple[tuple[str, str], ...], preset: str, feature_set: str = DEFAULT_FEATURE_SET) -> pd.DataFrame:
+    """:func:`analytics.assessor.features_table` of the runs (index = model) with one feature set of
+    :data:`analytics.assessor.FEATURE_SETS`, whole: which columns each assessor reads is
+    :func:`analytics.assessor.feature_columns`'s decision, as in the CLI.
 
     ``runs`` holds (run id, finishing time) pairs: the time keys the cache, so a redone run is
     recomputed.
     """
-    return features_table(state.open_workspace(workspace_path), [run_id for run_id, _ in runs], settings=MatrixSettings.of(preset))
+    return features_table(
+        state.open_workspace(workspace_path), [run_id for run_id, _ in runs], settings=MatrixSettings.of(preset), feature_set=feature_set
+    )
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating the assessors over random splits…")
@@ -244,6 +258,13 @@ def assessor_inputs_table(report: AssessorReport) -> pd.DataFrame:
         [(ASSESSORS[name].title, len(columns), ", ".join(columns)) for name, columns in report.assessor_features.items()],
         columns=["Assessor", "Features", "Columns"],
     )
+
+
+def feature_glossary(columns: Iterable[str], feature_set: str = DEFAULT_FEATURE_SET) -> pd.DataFrame:
+    """``Feature, Meaning, Column`` for feature columns: the plain label and one-line meaning
+    (:func:`analytics.assessor.describe_feature`) beside the id the CLI's JSON uses."""
+    rows = [(*describe_feature(column, feature_set), column) for column in columns]
+    return pd.DataFrame(rows, columns=["Feature", "Meaning", "Column"])
 
 
 #: Bar colour per assessor input (:data:`analytics.assessor.INPUTS` description -> colour).
@@ -279,7 +300,7 @@ def assessor_bars(table: pd.DataFrame) -> go.Figure:
     return figure
 
 
-def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None) -> go.Figure:
+def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None, feature_set: str = DEFAULT_FEATURE_SET) -> go.Figure:
     """Horizontal bars of the ``top`` features with the largest |Shapley value| (largest on top).
 
     Parameters
@@ -288,20 +309,25 @@ def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None) 
         Index = feature name; one model's Shapley values (``Explanation.values.loc[model]``).
     top : int, default=10
     title : str, optional
+    feature_set : str, default='authors'
+        The set the features come from, for their plain labels (:func:`analytics.assessor.describe_feature`).
 
     Returns
     -------
     plotly.graph_objects.Figure
-        One ``bar`` trace; green bars raise the explained probability, red ones lower it.
+        One ``bar`` trace; bars are labelled in plain words (the meaning on hover); green bars raise
+        the explained probability, red ones lower it.
     """
     shown = values.reindex(values.abs().sort_values(ascending=False).index[:top])[::-1]
+    described = [describe_feature(str(name), feature_set) for name in shown.index]
     figure = go.Figure(
         go.Bar(
             x=shown.to_numpy(),
-            y=list(shown.index),
+            y=[label for label, _ in described],
+            customdata=[meaning for _, meaning in described],
             orientation="h",
             marker_color=["#1a9850" if v >= 0 else "#d73027" for v in shown],
-            hovertemplate="%{y}: %{x:+.3f}<extra></extra>",
+            hovertemplate="%{y}: %{x:+.3f}<br>%{customdata}<extra></extra>",
         )
     )
     figure.update_layout(

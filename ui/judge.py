@@ -57,6 +57,9 @@ READING_NOTE = (
     "(x, y) — green = stable, yellow = changes a lot. An invariant model stays green where the backgrounds are "
     "close to the original."
 )
+#: The four matrices the paper's annotators judged, as judging shows them; the max probability (the
+#: authors' confidence) is a fifth signal on Matrices and in the assessor, not in the judged view.
+JUDGED_SIGNALS = ("true_prob", "emb_topk_mean", "emb_max", "emb_mean")
 #: Short heatmap titles (the long names of analytics.runs.SIGNALS do not fit a quarter of the page).
 SHORT_TITLES = {"true_prob": "True-class probability", "emb_topk_mean": "Embedding: top-k mean", "emb_max": "Embedding: max", "emb_mean": "Embedding: mean"}
 
@@ -129,8 +132,9 @@ def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Ser
 
 @st.cache_data(max_entries=64, show_spinner="Computing the variance matrices…")
 def matrices(workspace_path: str, run_id: str, preset: str) -> dict[str, VarianceMatrix]:
-    """The run's four variance matrices (cached here and in the workspace)."""
-    return run_matrices(state.open_workspace(workspace_path), run_id, settings=MatrixSettings.of(preset))
+    """The run's four judged variance matrices (:data:`JUDGED_SIGNALS`; cached here and in the workspace)."""
+    every = run_matrices(state.open_workspace(workspace_path), run_id, settings=MatrixSettings.of(preset))
+    return {signal: every[signal] for signal in JUDGED_SIGNALS}
 
 
 # -- figures ---------------------------------------------------------------------------------------

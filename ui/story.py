@@ -174,7 +174,7 @@ def show_matrix(workspace_path: str, run: Mapping, finished: str, suite_run_ids:
     st.plotly_chart(figure, key=f"{KEY}matrix.{run['id']}", config={"displayModeBar": False})
     if matrices_page:
         st.page_link(
-            matrices_page, label="All four matrices and the image pairs on Matrices", icon=":material/arrow_forward:",
+            matrices_page, label="All matrices and the image pairs on Matrices", icon=":material/arrow_forward:",
             query_params={"run": run["id"], "signal": signal, "preset": settings.preset},
         )  # fmt: skip
 

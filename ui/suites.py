@@ -112,7 +112,13 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
     with st.form(KEY + "form"):
         left, middle, right = st.columns(3)
         method = left.selectbox("Method", list(SAMPLERS), format_func=lambda m: f"{m} — {METHOD_HELP[m]}", key=KEY + "method")
-        n = int(middle.number_input("Backgrounds per target (N)", 1, max(1, n_pool), min(DEFAULT_N, max(1, n_pool)), key=KEY + "n"))
+        n = int(
+            middle.number_input(
+                "Backgrounds per target (N)", 1, max(1, n_pool), min(DEFAULT_N, max(1, n_pool)), key=KEY + "n",
+                help="The paper's N is 32 (the default). The authors' code used 31 backgrounds plus the original, 32 images "
+                "per target: pick 31 to match their image count.",
+            )
+        )  # fmt: skip
         seed = int(right.number_input("Seed", 0, 2**31 - 1, 0, key=KEY + "seed"))
         left, middle, right = st.columns(3)
         target_table = _table_choice(left, tables, "target")

@@ -24,6 +24,13 @@ from .evaluation import (
     AssessorScores,
     evaluate_assessors,
 )
+from .feature_sets import (
+    DEFAULT_FEATURE_SET,
+    FEATURE_SETS,
+    FeatureSet,
+    describe_feature,
+    matrix_feature_columns,
+)
 from .features import (
     ACCURACY_COLUMNS,
     FEATURE_COLUMNS,
@@ -41,7 +48,9 @@ from .inputs import (
 __all__ = [
     "ACCURACY_COLUMNS",
     "ASSESSORS",
+    "DEFAULT_FEATURE_SET",
     "FEATURE_COLUMNS",
+    "FEATURE_SETS",
     "INPUTS",
     "MAX_EXACT_FEATURES",
     "MIN_MODELS",
@@ -55,9 +64,11 @@ __all__ = [
     "AssessorReport",
     "AssessorScores",
     "Explanation",
+    "FeatureSet",
     "FittedAssessor",
     "RandomForest",
     "WorstCaseBaseline",
+    "describe_feature",
     "evaluate_assessors",
     "explain",
     "feature_columns",
@@ -65,6 +76,7 @@ __all__ = [
     "fit_assessor",
     "human_labels",
     "judged_suite",
+    "matrix_feature_columns",
     "predict",
     "run_features",
 ]

@@ -1,6 +1,6 @@
-"""The assessor's input table: one row per model, the matrix features of its run's four variance
-matrices (:func:`analytics.variance.matrix_features` per signal of :data:`analytics.runs.SIGNALS`)
-plus the three accuracy statistics :data:`ACCURACY_COLUMNS` (DESIGN §1.13).
+"""The assessor's input table: one row per model, the matrix features of its run's variance
+matrices (a feature set of :data:`FEATURE_SETS` per signal of :data:`analytics.runs.SIGNALS`) plus
+the three accuracy statistics :data:`ACCURACY_COLUMNS` (DESIGN §1.13).
 """
 
 from __future__ import annotations
@@ -11,30 +11,37 @@ import numpy as np
 import pandas as pd
 
 from analytics.exceptions import InvalidInputError
-from analytics.runs import SIGNALS, load_run, run_matrices, run_row
+from analytics.runs import PROBABILITY_SIGNALS, load_run, run_matrices, run_row, subsample_matrices
 from analytics.variance import (
     DEFAULT_SETTINGS,
     DEFAULT_THRESHOLD,
-    FEATURE_NAMES,
     MatrixSettings,
-    matrix_features,
+    sensitivity,
     worst_case_accuracy,
 )
 from analytics.workspace import Workspace
+
+from .feature_sets import DEFAULT_FEATURE_SET, FEATURE_SETS, matrix_feature_columns
 
 __all__ = ["ACCURACY_COLUMNS", "FEATURE_COLUMNS", "WORST_CASE", "features_table", "run_features"]
 
 WORST_CASE = "worst_case_accuracy"
 #: The accuracy statistics of a run (:func:`run_features`); never matrix features.
 ACCURACY_COLUMNS = ("accuracy", "original_accuracy", WORST_CASE)
-#: Feature columns of :func:`run_features` besides the accuracies.
-FEATURE_COLUMNS = [f"{signal}.{name}" for signal in SIGNALS for name in FEATURE_NAMES]
+#: Feature columns of :func:`run_features` besides the accuracies, with the default feature set.
+FEATURE_COLUMNS = matrix_feature_columns()
 
 
 def run_features(
-    workspace: Workspace, run_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS, threshold: float | None = None
+    workspace: Workspace,
+    run_id: str,
+    *,
+    settings: MatrixSettings = DEFAULT_SETTINGS,
+    threshold: float | None = None,
+    feature_set: str = DEFAULT_FEATURE_SET,
+    crops: Sequence[int] = (),
 ) -> dict[str, float]:
-    """Features of the four matrices of a run, for the assessor (DESIGN §1.13).
+    """Features of the matrices of a run, for the assessor (DESIGN §1.13).
 
     Parameters
     ----------
@@ -43,29 +50,40 @@ def run_features(
     settings : MatrixSettings, default=DEFAULT_SETTINGS
         Interpolation settings of the matrices (:func:`analytics.runs.run_matrices`).
     threshold : float, optional
-        Error-rate threshold for every signal. None: 0.15 for the true-class probability and, for
+        Error-rate threshold for every signal. None: 0.15 for the probability signals and, for
         the embedding signals (whose scale depends on the model), 0.15 times the largest absolute
         value of that signal in the run, so the error rate counts cells above the same share of
         the signal's own range.
+    feature_set : str, default='authors'
+        Key of :data:`FEATURE_SETS`: the ML4ML authors' features, or Backdrop's earlier ones.
+    crops : sequence of int, default=()
+        Margins (cells) of nested centre crops measured too (``authors`` only).
 
     Returns
     -------
     dict of str to float
-        ``'<signal>.<feature>'`` for :data:`SIGNALS` x :data:`analytics.variance.FEATURE_NAMES`
-        (:data:`FEATURE_COLUMNS`, in that order), then ``accuracy``, ``original_accuracy`` and
+        ``'<signal>.<feature>'`` in the order of :func:`matrix_feature_columns` (with the default
+        set :data:`FEATURE_COLUMNS`), then ``accuracy``, ``original_accuracy`` and
         ``worst_case_accuracy``.
     """
+    columns = matrix_feature_columns(feature_set, crops)  # checks the set and the crops' fit to it
+    chosen = FEATURE_SETS[feature_set]
     data = load_run(workspace, run_id)
     matrices = run_matrices(workspace, run_id, settings=settings)
+    subsample = subsample_matrices(workspace, run_id, settings=settings) if chosen.subsample else {}
+    extra = {"crops": crops} if crops else {}
     features: dict[str, float] = {}
     for signal, matrix in matrices.items():
         if threshold is not None:
             cut = float(threshold)
-        elif signal == "true_prob":
+        elif signal in PROBABILITY_SIGNALS:
             cut = DEFAULT_THRESHOLD
         else:
             cut = DEFAULT_THRESHOLD * float(np.abs(data.signals[signal]).max())
-        features.update({f"{signal}.{name}": value for name, value in matrix_features(matrix.matrix, threshold=cut).items()})
+        features.update({f"{signal}.{name}": value for name, value in chosen.compute(matrix.matrix, threshold=cut, **extra).items()})
+        if chosen.subsample:
+            features[f"{signal}.sstv"] = sensitivity(matrix.matrix, subsample[signal].matrix)
+    features = {name: features[name] for name in columns}
     features["accuracy"] = float(data.correct.mean())
     features["original_accuracy"] = float(data.correct[:, 0].mean())
     features[WORST_CASE] = worst_case_accuracy(data.correct)
@@ -73,7 +91,13 @@ def run_features(
 
 
 def features_table(
-    workspace: Workspace, run_ids: Sequence[str], *, settings: MatrixSettings = DEFAULT_SETTINGS, threshold: float | None = None
+    workspace: Workspace,
+    run_ids: Sequence[str],
+    *,
+    settings: MatrixSettings = DEFAULT_SETTINGS,
+    threshold: float | None = None,
+    feature_set: str = DEFAULT_FEATURE_SET,
+    crops: Sequence[int] = (),
 ) -> pd.DataFrame:
     """:func:`run_features` of several runs: one row per model (index = model name).
 
@@ -83,19 +107,19 @@ def features_table(
     run_ids : sequence of str
         At most one run per model.
     settings : MatrixSettings, default=DEFAULT_SETTINGS
-    threshold : float, optional
+    threshold, feature_set, crops
         As in :func:`run_features`.
 
     Returns
     -------
     DataFrame
-        Index ``model``; columns :data:`FEATURE_COLUMNS` + accuracy, original_accuracy,
+        Index ``model``; columns :func:`matrix_feature_columns` + accuracy, original_accuracy,
         worst_case_accuracy; also an empty, well-formed frame for no runs.
     """
     models = [run_row(workspace, run_id)["model"] for run_id in run_ids]
     repeated = sorted({m for m in models if models.count(m) > 1})
     if repeated:
         raise InvalidInputError(f"run_ids must hold one run per model; models {', '.join(repeated)} appear more than once")
-    columns = [*FEATURE_COLUMNS, *ACCURACY_COLUMNS]
-    rows = [run_features(workspace, run_id, settings=settings, threshold=threshold) for run_id in run_ids]
+    columns = [*matrix_feature_columns(feature_set, crops), *ACCURACY_COLUMNS]
+    rows = [run_features(workspace, run_id, settings=settings, threshold=threshold, feature_set=feature_set, crops=crops) for run_id in run_ids]
     return pd.DataFrame(rows, index=pd.Index(models, name="model"), columns=columns)

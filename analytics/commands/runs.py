@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = subparsers.add_parser("runs", help="list test runs with accuracy, worst-case accuracy and whether they are stale")
     listing.add_argument("--model", help="only runs of this model")
     listing.add_argument("--suite", help="only runs over this suite")
-    matrices = subparsers.add_parser("matrices", help="write a run's four variance matrices (.npy, .png) and its per-image table (.csv)")
+    matrices = subparsers.add_parser("matrices", help="write a run's variance matrices, one per signal (.npy, .png) and its per-image table (.csv)")
     matrices.add_argument("--run", required=True, help="run id (see `runs`)")
     matrices.add_argument("--out", required=True, metavar="DIR", help="output folder (created when missing)")
     presets = ", ".join(f"{name} = window {w}, sigma {s:g}" for name, (w, s) in PRESETS.items())

@@ -45,6 +45,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     assess.add_argument("--suite", default=None, help="suite whose runs give the matrices and, with --labels human, whose judgments give the labels "
                         "(default: human, the suite with the most judged models; construction, the one with the most runs of the zoo)")
     assess.add_argument("--preset", choices=("fine", "medium", "smooth"), default="smooth", help="matrix interpolation preset (default smooth)")
+    assess.add_argument(
+        "--features", choices=("authors", "backdrop"), default="authors",
+        help="matrix features: authors = the ML4ML authors' set (mean, s_mean, std, error rate > 0.15, discontinuity, asymmetry, "
+        "signed gradients, sensitivity to a 90%% subsample; default), backdrop = Backdrop's earlier set",
+    )  # fmt: skip
+    assess.add_argument(
+        "--crops", type=int, nargs="*", default=[], metavar="MARGIN",
+        help="authors' features only: also measure nested centre crops, MARGIN cells in from each side (default none, as the authors' assessor)",
+    )  # fmt: skip
     assess.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
     assess.add_argument("--batch-size", type=int, default=32, help="images per forward pass when models must be run (default 32)")
     assess.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
@@ -100,7 +109,10 @@ def run_assess(args: argparse.Namespace) -> dict:
     finally:
         bars.close()
     report = evaluate_assessors(data.features, labels, repeats=args.repeats, seed=args.seed)
-    return {**report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "ran": list(data.ran)}
+    return {
+        **report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "features": args.features,
+        "crops": list(args.crops), "ran": list(data.ran),
+    }  # fmt: skip
 
 
 def _labels(workspace, source: str, suite_id: str | None):
@@ -141,6 +153,8 @@ def _assessment_input(workspace, labels, suite_id: str | None, args: argparse.Na
         labels.index.tolist(),
         suite_id=suite_id,
         preset=args.preset,
+        feature_set=args.features,
+        crops=tuple(args.crops),
         device=args.device,
         batch_size=args.batch_size,
         progress=progress,

@@ -18,7 +18,7 @@ target, seeds ``seeds``); the model runs on each suite. Per method the table rep
 * **consistency** — how alike the model's variance matrices are across the seeds, which needs no
   annotator (defined below).
 
-Consistency, exactly. For seeds a ≠ b and each of the four signals s (:data:`analytics.runs.SIGNALS`),
+Consistency, exactly. For seeds a ≠ b and each signal s of :data:`analytics.runs.SIGNALS`,
 let A and B be the two runs' variance matrices of s (same preset and grid). Their cells sit on
 ``[0, d_max]²`` grids whose d_max differs between suites, so both are first resampled, by bilinear
 interpolation of the cell values at the cell centres (clamped to the outermost centres), onto the

@@ -7,7 +7,7 @@ sections :data:`SECTIONS`:
    and the Backgrounds Challenge (accuracy per variant, BG-Gap) of the models whose challenge results
    are already cached in the workspace (:func:`analytics.robustness.bgchallenge.evaluate_variants` with
    ``cached_only``: the report never computes them);
-2. ``matrices``: the four variance matrices of every run as interactive Plotly heatmaps, on the
+2. ``matrices``: the variance matrices (one per signal) of every run as interactive Plotly heatmaps, on the
    suite's fixed colour scale (:func:`analytics.runs.colour_scale.suite_colour_scale`);
 3. ``failures``: the keyword failure table and ontology levels of the model
    (:func:`analytics.findings.failures.failure_table`) and the keyword x model heat map;

@@ -22,11 +22,14 @@ from .export import (
     render_matrix,
 )
 from .matrices import (
+    SUBSAMPLE_SEED,
+    SUBSAMPLE_SHARE,
     cached_matrices,
     matrices_from_clouds,
     matrix_difference,
     run_matrices,
     run_point_clouds,
+    subsample_matrices,
 )
 from .read import (
     IMAGE_COLUMNS,
@@ -56,6 +59,8 @@ __all__ = [
     "REFERENCE_PERCENTILE",
     "RUN_COLUMNS",
     "SIGNALS",
+    "SUBSAMPLE_SEED",
+    "SUBSAMPLE_SHARE",
     "VARIANCE_COLOURS",
     "ColourScale",
     "RunData",
@@ -82,6 +87,7 @@ __all__ = [
     "runs_of_class",
     "runs_snapshot",
     "start_runs",
+    "subsample_matrices",
     "suite_colour_scale",
     "summarize_run",
     "target_table",

@@ -47,7 +47,8 @@ __all__ = [
 ]  # fmt: skip
 
 #: Signals in probability units: fixed top 1.
-PROBABILITY_SIGNALS = ("true_prob",)
+PROBABILITY_SIGNALS = ("true_prob", "max_prob")
+_PROBABILITY_RULE = "fixed: probabilities change by at most 1"
 #: Percentile of the suite's matrix cells that tops the scale of an embedding signal.
 REFERENCE_PERCENTILE = 99.0
 #: Percent levels at which a run's matrix cells are stored: every 0.1 %, and every 0.005 % from 95 %
@@ -222,7 +223,7 @@ def suite_colour_scale(
     run_ids = tuple(sorted(runs["id"]))
     tops = _tops([run_cell_quantiles(workspace, run_id, settings=settings) for run_id in run_ids], REFERENCE_PERCENTILE)
     rules = {
-        signal: "fixed: probabilities change by at most 1"
+        signal: _PROBABILITY_RULE
         if signal in PROBABILITY_SIGNALS
         else f"{REFERENCE_PERCENTILE:g}th percentile of the cells of {len(run_ids)} run(s) over the suite"
         for signal in tops
@@ -245,5 +246,8 @@ def _to_json(scale: ColourScale, *, frozen: str) -> str:
 
 def _from_json(text: str) -> ColourScale:
     record = json.loads(text)
-    tops = {signal: float(record["tops"][signal]) for signal in SIGNALS if signal in record["tops"]}
-    return ColourScale(tops=tops, rules=record["rules"], runs=tuple(record["runs"]), settings=record["settings"], frozen=record["frozen"])
+    # a probability signal added after the scale froze tops at 1 as every probability signal does
+    stored = {**{signal: 1.0 for signal in PROBABILITY_SIGNALS}, **record["tops"]}
+    tops = {signal: float(stored[signal]) for signal in SIGNALS if signal in stored}
+    rules = {signal: record["rules"].get(signal, _PROBABILITY_RULE) for signal in tops}
+    return ColourScale(tops=tops, rules=rules, runs=tuple(record["runs"]), settings=record["settings"], frozen=record["frozen"])

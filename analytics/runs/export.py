@@ -59,7 +59,7 @@ def export_run(
     settings: MatrixSettings = DEFAULT_SETTINGS,
     tops: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Write a run's four matrices (``<signal>.npy``, ``<signal>.png``) and per-image table
+    """Write a run's matrices (one per signal) (``<signal>.npy``, ``<signal>.png``) and per-image table
     (``images.csv``) into ``out_dir`` (created when missing).
 
     Parameters

@@ -22,9 +22,22 @@ from analytics.workspace import Workspace, content_id
 
 from .read import SIGNALS, RunData, load_run, run_row
 
-__all__ = ["cached_matrices", "matrices_from_clouds", "matrix_difference", "run_matrices", "run_point_clouds"]
+__all__ = [
+    "SUBSAMPLE_SEED",
+    "SUBSAMPLE_SHARE",
+    "cached_matrices",
+    "matrices_from_clouds",
+    "matrix_difference",
+    "run_matrices",
+    "run_point_clouds",
+    "subsample_matrices",
+]
 
 _CACHE_PREFIX = "runs/matrices/"
+_SUBSAMPLE_PREFIX = "runs/subsample-matrices/"
+#: Share of a run's targets the authors' sensitivity feature rebuilds the matrices from, and the seed of that draw (theirs: 0.9, 2).
+SUBSAMPLE_SHARE = 0.9
+SUBSAMPLE_SEED = 2
 
 
 def run_point_clouds(workspace: Workspace, run_id: str, *, data: RunData | None = None) -> dict[str, PointCloud]:
@@ -140,11 +153,11 @@ def cached_matrices(workspace: Workspace, run_id: str, *, settings: MatrixSettin
 
 def _matrices_key(workspace: Workspace, run_id: str, settings: MatrixSettings) -> str:
     row = run_row(workspace, run_id)
-    return _CACHE_PREFIX + content_id(run_id, row["status"], row["finished"], settings.key())
+    return _CACHE_PREFIX + content_id(run_id, row["status"], row["finished"], settings.key(), list(SIGNALS))
 
 
 def _pack(matrices: Mapping[str, VarianceMatrix]) -> np.ndarray:
-    """Matrices in :data:`SIGNALS` order, flattened, then d_max: shape (4 * grid * grid + 1,), float64."""
+    """Matrices in :data:`SIGNALS` order, flattened, then d_max: shape (len(SIGNALS) * grid * grid + 1,), float64."""
     first = next(iter(matrices.values()))
     return np.concatenate([*(matrices[s].matrix.ravel() for s in SIGNALS), [first.d_max]])
 
@@ -177,3 +190,49 @@ def matrix_difference(candidate: VarianceMatrix, baseline: VarianceMatrix) -> Va
             f"{baseline.grid} up to {baseline.d_max:.3f}); compare runs over the same suite with the same settings"
         )
     return dataclasses.replace(candidate, matrix=candidate.matrix - baseline.matrix)
+
+
+def subsample_matrices(
+    workspace: Workspace,
+    run_id: str,
+    *,
+    settings: MatrixSettings = DEFAULT_SETTINGS,
+    share: float = SUBSAMPLE_SHARE,
+    seed: int = SUBSAMPLE_SEED,
+) -> dict[str, VarianceMatrix]:
+    """The run's matrices rebuilt from a seeded random share of its targets, on the full run's axes
+    (for the authors' sensitivity feature, :func:`analytics.variance.sensitivity`); cached like
+    :func:`run_matrices`.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    run_id : str
+    settings : MatrixSettings, default=DEFAULT_SETTINGS
+    share : float, default=0.9
+        Share of the targets kept (at least one), drawn without replacement.
+    seed : int, default=2
+
+    Returns
+    -------
+    dict of str to VarianceMatrix
+        Keyed by :data:`SIGNALS`, on the axes ``[0, d_max]`` of :func:`run_matrices`.
+    """
+    settings = MatrixSettings.check(settings)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        raise InvalidInputError(f"share must be a fraction in (0, 1]; got {share!r}")
+    row = run_row(workspace, run_id)
+    key = _SUBSAMPLE_PREFIX + content_id(run_id, row["status"], row["finished"], settings.key(), list(SIGNALS), float(share), int(seed))
+    cached = workspace.cache_get(key)
+    if cached is not None:
+        return _unpack(cached, settings)
+    d_max = next(iter(run_matrices(workspace, run_id, settings=settings).values())).d_max
+    data = load_run(workspace, run_id)
+    n_targets = len(data.target_ids)
+    kept = np.sort(np.random.default_rng(seed).choice(n_targets, max(1, int(n_targets * share)), replace=False))
+    matrices = {}
+    for signal in SIGNALS:
+        cloud = point_cloud(data.distances[kept], data.signals[signal][kept])
+        matrices[signal] = variance_matrix(cloud.points, cloud.values, **settings.key(), d_max=d_max)
+    workspace.cache_put(key, _pack(matrices))
+    return matrices

@@ -59,9 +59,11 @@ __all__ = [
     "target_table",
 ]
 
-#: The four signals of a run (``run_images`` columns), in display order, with their labels.
+#: The signals of a run (``run_images`` columns), in display order, with their labels. ``max_prob`` is
+#: the authors' "confidence" (the largest softmax probability, whatever the class).
 SIGNALS: dict[str, str] = {
     "true_prob": "True-class probability",
+    "max_prob": "Max probability (confidence)",
     "emb_topk_mean": "Embedding: top-k (by foreground) mean",
     "emb_max": "Embedding: max",
     "emb_mean": "Embedding: mean",

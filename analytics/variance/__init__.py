@@ -1,9 +1,21 @@
-"""Point clouds and RBF-interpolated variance matrices, their features and worst-case accuracy.
+"""Point clouds and RBF-interpolated variance matrices, their features (Backdrop's and the ML4ML authors') and worst-case accuracy.
 """
 
 from .accuracy import (
     worst_case_accuracy,
     worst_case_correct,
+)
+from .authors import (
+    AUTHORS_FEATURE_NAMES,
+    AUTHORS_GRADIENT_STATS,
+    authors_asymmetry,
+    authors_discontinuity,
+    authors_error_rate,
+    authors_features,
+    authors_gradient,
+    gradient_overall,
+    sensitivity,
+    squared_mean,
 )
 from .features import (
     DEFAULT_THRESHOLD,
@@ -34,6 +46,8 @@ from .point_cloud import (
 )
 
 __all__ = [
+    "AUTHORS_FEATURE_NAMES",
+    "AUTHORS_GRADIENT_STATS",
     "CUSTOM",
     "DEFAULT_GRID",
     "DEFAULT_K",
@@ -46,14 +60,22 @@ __all__ = [
     "PointCloud",
     "VarianceMatrix",
     "asymmetry",
+    "authors_asymmetry",
+    "authors_discontinuity",
+    "authors_error_rate",
+    "authors_features",
+    "authors_gradient",
     "discontinuity",
     "error_rate",
     "gradient_max",
     "gradient_mean",
+    "gradient_overall",
     "matrix_features",
     "matrix_mean",
     "matrix_std",
     "point_cloud",
+    "sensitivity",
+    "squared_mean",
     "variance_matrix",
     "worst_case_accuracy",
     "worst_case_correct",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analytics.assessor import features_table
+from analytics.assessor import DEFAULT_FEATURE_SET, features_table
 from analytics.exceptions import NotFoundError
 from analytics.models import list_models
 from analytics.runs import current_runs, start_runs
@@ -44,6 +44,8 @@ def assessment_input(
     *,
     suite_id: str | None = None,
     preset: str = "smooth",
+    feature_set: str = DEFAULT_FEATURE_SET,
+    crops: Sequence[int] = (),
     run_missing: bool = True,
     device: str | None = None,
     batch_size: int = 32,
@@ -61,6 +63,10 @@ def assessment_input(
         None: :func:`default_suite`.
     preset : str, default='smooth'
         Interpolation preset of the matrices (:data:`analytics.variance.PRESETS`).
+    feature_set : str, default='authors'
+        Key of :data:`analytics.assessor.FEATURE_SETS`.
+    crops : sequence of int, default=()
+        Nested centre-crop margins (authors' set only; :func:`analytics.assessor.features_table`).
     run_missing : bool, default=True
         Run the models without a finished run on the suite (heads sharing a backbone run together,
         one backbone pass per image); with False they are left out.
@@ -88,7 +94,8 @@ def assessment_input(
     elif missing:
         say(f"leaving out {len(missing)} models without a finished run on suite {suite_id}")
     run_ids = [latest[m] for m in names if m in latest]
-    return AssessmentInput(suite_id, features_table(workspace, run_ids, settings=MatrixSettings.of(preset)), tuple(missing) if run_missing else ())
+    features = features_table(workspace, run_ids, settings=MatrixSettings.of(preset), feature_set=feature_set, crops=crops)
+    return AssessmentInput(suite_id, features, tuple(missing) if run_missing else ())
 
 
 def _latest_runs(runs: pd.DataFrame, models: Sequence[str]) -> dict[str, str]:

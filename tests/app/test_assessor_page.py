@@ -48,7 +48,7 @@ def test_human_labels_evaluate_predict_and_explain(judged_workspace, app_runner)
     ]
     assert report["Accuracy"].between(0, 1).all() and (report["± std"] >= 0).all()
     assert "8 labelled models" in "\n".join(m.value for m in app.markdown)
-    predictions = app.dataframe[2].value
+    predictions = app.dataframe[3].value
     assert predictions["model"].tolist() == [UNJUDGED]
     probabilities = predictions[["p_invariant", "p_borderline", "p_variant"]].sum(axis=1)
     assert probabilities.iloc[0] == pytest.approx(1.0)
@@ -76,7 +76,7 @@ def test_construction_labels_are_labelled_as_such(judging_workspace, app_runner)
     assert not app.exception, app.exception
     captions = "\n".join(c.value for c in app.caption)
     assert "Construction labels" in captions and "not anyone's judgment" in captions
-    assert app.dataframe[2].value["model"].tolist() == [JUDGING_MODELS[-1]]  # the one model outside the zoo
+    assert app.dataframe[3].value["model"].tolist() == [JUDGING_MODELS[-1]]  # the one model outside the zoo
 
 
 def test_page_and_cli_assess_read_the_same_columns_and_agree(judged_workspace, app_runner, capsys):
@@ -84,7 +84,7 @@ def test_page_and_cli_assess_read_the_same_columns_and_agree(judged_workspace, a
     cli = json.loads(capsys.readouterr().out)
     app = app_runner(ASSESSOR, judged_workspace, timeout=TIMEOUT_S)
     assert not app.exception, app.exception
-    shown = app.dataframe[1].value.set_index("Assessor")["Columns"]
+    shown = app.dataframe[2].value.set_index("Assessor")["Columns"]
     page = {name: shown[kind.title].split(", ") for name, kind in ASSESSORS.items()}
     assert page == cli["features_by_assessor"]
     # the matrix assessors learn from the matrices only
@@ -107,11 +107,19 @@ def test_adaboost_on_the_matrices_is_explained_with_its_sample_budget(judged_wor
 
 
 def test_feature_ids_are_explained_in_plain_words(judged_workspace, app_runner):
-    """Issue 19.7: ids such as true_prob.gradient_diagonal_max get a plain-language key."""
+    """Issues 19.7 and 27.16: every feature gets a plain label and a one-line meaning, in both feature sets."""
     app = app_runner(ASSESSOR, judged_workspace, timeout=TIMEOUT_S)
     assert not app.exception, app.exception
-    captions = "\n".join(c.value for c in app.caption)
-    assert "`true_prob` = the true class's probability" in captions and "`true_prob.gradient_diagonal_max` = the largest jump" in captions
+    glossary = app.dataframe[1].value.set_index("Column")
+    assert list(glossary.index) == FEATURE_COLUMNS and glossary["Meaning"].str.len().gt(0).all()
+    assert glossary.loc["max_prob.sstv", "Feature"] == "Max probability (confidence): sensitivity to a subsample"
+    bars = json.loads(app.get("plotly_chart")[-1].proto.spec)["data"][0]
+    assert all(": " in label and label not in FEATURE_COLUMNS for label in bars["y"]) and all(bars["customdata"])  # plain words, meaning on hover
+    app.radio(key="assessor.features").set_value("backdrop").run(timeout=TIMEOUT_S)
+    assert not app.exception, app.exception
+    glossary = app.dataframe[1].value.set_index("Column")
+    assert glossary.loc["true_prob.gradient_diagonal_max", "Feature"] == "True-class probability: diagonal gradient, largest jump"
+    assert "true_prob.sstv" not in glossary.index
 
 
 def test_labels_come_from_the_selected_suite_only(judged_workspace, app_runner, capsys):

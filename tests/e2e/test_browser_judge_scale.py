@@ -9,11 +9,11 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from analytics.runs import SIGNALS, suite_colour_scale
+from analytics.runs import suite_colour_scale
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
 from tests.e2e.test_browser_judge import COLD_START_MS, settle, workspace_with_runs
-from ui.judge import button_key, colour_ticks
+from ui.judge import JUDGED_SIGNALS, button_key, colour_ticks
 
 MODELS = ("tiny", "bg-only")  # a random small CNN and a network that reads only the background
 SUITE = "scale-suite"
@@ -31,9 +31,9 @@ def scale_workspace(tmp_path_factory) -> Workspace:
 def colour_bar_numbers(tab: Page) -> list[list[str]]:
     """The tick labels of the colour bar of each of the four heatmaps, in page order."""
     charts = tab.get_by_test_id("stPlotlyChart")
-    expect(charts).to_have_count(len(SIGNALS), timeout=COLD_START_MS)  # matrices and scale are computed on first view
+    expect(charts).to_have_count(len(JUDGED_SIGNALS), timeout=COLD_START_MS)  # matrices and scale are computed on first view
     numbers = []
-    for i in range(len(SIGNALS)):
+    for i in range(len(JUDGED_SIGNALS)):
         bar = charts.nth(i).locator(".colorbar")
         expect(bar).to_have_count(1)
         numbers.append([t.strip() for t in bar.locator("text").all_text_contents() if t.strip()])
@@ -65,7 +65,7 @@ def test_judge_page_shows_the_same_colour_bar_numbers_for_two_models(browser, se
         assert first == second
         scale = suite_colour_scale(scale_workspace, SUITE)
         assert scale.frozen is not None  # the Judge page froze it when judging started
-        assert first == [colour_ticks(scale.tops[signal])[1] for signal in SIGNALS]
+        assert first == [colour_ticks(scale.tops[signal])[1] for signal in JUDGED_SIGNALS]
         assert first[0] == ["0", "0.5", "1"]  # the probability is drawn from 0 to 1
     finally:
         tab.context.close()

@@ -76,7 +76,7 @@ def test_home_story_leads_to_the_matrix_and_the_failures_it_shows(page, story_se
     model, run_id = next((m, r) for m, r in ids.items() if r != newest)  # so only a link can select it
     page.goto(server.url)
     open_story_tab(page, model)
-    link = page.get_by_role("link", name="All four matrices and the image pairs on Matrices")
+    link = page.get_by_role("link", name="All matrices and the image pairs on Matrices")
     href = link.get_attribute("href")
     signal = re.search(r"signal=(\w+)", href).group(1)
     assert f"run={run_id}" in href and signal in SIGNALS

@@ -1,29 +1,75 @@
-"""analytics.assessor's feature table on finished tiny runs (tests/fixtures/runs.py)."""
+"""analytics.assessor's feature table on finished tiny runs (tests/fixtures/runs.py): both feature sets."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from analytics.assessor import (
     ACCURACY_COLUMNS,
+    DEFAULT_FEATURE_SET,
     FEATURE_COLUMNS,
+    FEATURE_SETS,
+    describe_feature,
     features_table,
+    matrix_feature_columns,
     run_features,
 )
 from analytics.exceptions import InvalidInputError
-from analytics.runs import SIGNALS, run_matrices
-from analytics.variance import FEATURE_NAMES
+from analytics.runs import SIGNALS, run_matrices, subsample_matrices
+from analytics.variance import AUTHORS_FEATURE_NAMES, FEATURE_NAMES
 
 
 def test_features_cover_every_signal_and_accuracy(run_workspace, run_ids):
     features = run_features(run_workspace, run_ids["bg-only"])
+    assert DEFAULT_FEATURE_SET == "authors"
     assert list(features) == [*FEATURE_COLUMNS, *ACCURACY_COLUMNS]
-    assert len(FEATURE_COLUMNS) == len(SIGNALS) * len(FEATURE_NAMES)
+    assert len(FEATURE_COLUMNS) == len(SIGNALS) * (len(AUTHORS_FEATURE_NAMES) + 1)  # + sstv
     matrices = run_matrices(run_workspace, run_ids["bg-only"])
     assert features["emb_max.mean"] == pytest.approx(matrices["emb_max"].matrix.mean())
-    assert run_features(run_workspace, run_ids["bg-only"], threshold=0.0)["emb_mean.error_rate"] == 1.0
+    assert features["max_prob.s_mean"] == pytest.approx(np.mean(matrices["max_prob"].matrix ** 2))
+    assert run_features(run_workspace, run_ids["bg-only"], threshold=-1.0)["emb_mean.error_rate"] == 1.0
     table = features_table(run_workspace, list(run_ids.values()))
     assert table.index.tolist() == list(run_ids) and table.loc["fg-only", "true_prob.mean"] == pytest.approx(0.0, abs=1e-9)
     assert table.loc["bg-only", "true_prob.mean"] > 0
     with pytest.raises(InvalidInputError, match="one run per model"):
         features_table(run_workspace, [run_ids["tiny"], run_ids["tiny"]])
+
+
+def test_sensitivity_compares_the_matrix_with_a_subsample_of_targets(run_workspace, run_ids):
+    run_id = run_ids["bg-only"]
+    full, part = run_matrices(run_workspace, run_id), subsample_matrices(run_workspace, run_id)
+    assert [m.d_max for m in part.values()] == pytest.approx([m.d_max for m in full.values()])  # same axes
+    features = run_features(run_workspace, run_id)
+    for signal in SIGNALS:
+        expected = np.abs(full[signal].matrix - part[signal].matrix).sum()
+        assert features[f"{signal}.sstv"] == pytest.approx(expected)
+    assert any(features[f"{signal}.sstv"] > 0 for signal in SIGNALS)  # a 90 % subsample of the targets changes the matrix
+    np.testing.assert_array_equal(subsample_matrices(run_workspace, run_id)["true_prob"].matrix, part["true_prob"].matrix)  # seeded
+
+
+def test_backdrop_set_and_crops_are_named_alternatives(run_workspace, run_ids):
+    backdrop = run_features(run_workspace, run_ids["bg-only"], feature_set="backdrop")
+    assert list(backdrop) == [*matrix_feature_columns("backdrop"), *ACCURACY_COLUMNS]
+    assert len(matrix_feature_columns("backdrop")) == len(SIGNALS) * len(FEATURE_NAMES)
+    assert "true_prob.sstv" not in backdrop and "true_prob.gradient_vertical_max" in backdrop
+    cropped = features_table(run_workspace, [run_ids["bg-only"]], crops=(8,))
+    assert "true_prob.mean_crop8" in cropped.columns and "true_prob.sstv_crop8" not in cropped.columns
+    matrix = run_matrices(run_workspace, run_ids["bg-only"])["true_prob"].matrix
+    assert cropped.loc["bg-only", "true_prob.mean_crop8"] == pytest.approx(matrix[8:-8, 8:-8].mean())
+    with pytest.raises(InvalidInputError, match="feature_set"):
+        run_features(run_workspace, run_ids["bg-only"], feature_set="paper")
+    with pytest.raises(InvalidInputError, match="authors' feature set"):
+        matrix_feature_columns("backdrop", crops=(2,))
+
+
+@pytest.mark.parametrize("feature_set", list(FEATURE_SETS))
+def test_every_feature_column_has_a_plain_label_and_meaning(feature_set):
+    for column in [*matrix_feature_columns(feature_set, crops=(4,) if feature_set == "authors" else ()), *ACCURACY_COLUMNS]:
+        label, meaning = describe_feature(column, feature_set)
+        assert label != column and "_" not in label and meaning, column
+    assert describe_feature("max_prob.sstv") == (
+        "Max probability (confidence): sensitivity to a subsample",
+        "Summed change of the matrix when rebuilt from a random 90 % of the images: how stable it is.",
+    )
+    assert describe_feature("true_prob.gradient_vertical_wstd")[0] == "True-class probability: vertical gradient, spread per line"

@@ -28,6 +28,7 @@ from analytics.findings import SECTIONS, build_report, flips, fooling_background
 from analytics.judging import add_consensus
 from analytics.keywords import save_keyword_table
 from analytics.robustness.bgchallenge import evaluate_variants, gaps, workspace_data
+from analytics.runs import SIGNALS
 from analytics.variance import MatrixSettings
 from tests.fixtures.judging import JUDGMENTS, run_ids_by_model
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
@@ -107,8 +108,8 @@ def test_report_holds_every_section_fetches_nothing_and_stays_small(report):
     assert sorted(set(parsed.hrefs)) == sorted(f"#{name}" for name in SECTIONS)  # links only jump within the page
     assert parsed.styles and not any(re.search(r"url\(", style) for style in parsed.styles)
     assert text.count(get_plotlyjs()[:200]) == 1  # the bundle, once
-    # four matrices per model, plus the keyword x model heat map
-    assert text.count("Plotly.newPlot(") == 4 * 3 + 1
+    # one matrix per signal and model, plus the keyword x model heat map
+    assert text.count("Plotly.newPlot(") == len(SIGNALS) * 3 + 1
     assert "@media print" in text
     assert len(text.encode()) < MAX_BYTES / 2  # far under the limit
     assert max(len(url) for url in parsed.urls) < 16_000  # thumbnails stay small

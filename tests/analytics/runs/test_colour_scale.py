@@ -15,6 +15,7 @@ from analytics.judging import add_judgment
 from analytics.runs import (
     QUANTILE_LEVELS,
     REFERENCE_PERCENTILE,
+    PROBABILITY_SIGNALS,
     SIGNALS,
     colour_scale,
     matrices_from_clouds,
@@ -32,15 +33,17 @@ FINE = MatrixSettings.of("fine")
 
 
 def synthetic_matrices(distances: np.ndarray, *, variant: bool, seed: int) -> dict:
-    """The four matrices of a synthetic model on a suite with ``distances`` (n_targets, n + 1).
+    """The matrices of a synthetic model on a suite with ``distances`` (n_targets, n + 1), one per signal.
 
     Invariant: every signal stays put up to small noise. Variant: the true-class probability drops from
-    0.9 to 0.2 and the embedding signals jump by 2 where the background is far (d > 0.5).
+    0.9 to 0.2, the max probability to 0.3 (an unsure other class wins) and the embedding signals jump by 2
+    where the background is far (d > 0.5).
     """
     rng = np.random.default_rng(seed)
     far = distances > 0.5
     base = np.where(far, 0.2, 0.9) if variant else np.full(distances.shape, 0.9)
     signals = {"true_prob": base + rng.normal(0, 0.005, distances.shape)}
+    signals["max_prob"] = np.where(far & variant, 0.3, 0.9) + rng.normal(0, 0.005, distances.shape)
     for signal, level in (("emb_topk_mean", 3.0), ("emb_max", 5.0), ("emb_mean", 1.0)):
         jump = 2.0 * far if variant else 0.0
         signals[signal] = level + jump + rng.normal(0, 0.01, distances.shape)
@@ -54,7 +57,8 @@ def test_reference_tops_fix_probability_and_take_the_percentile_of_embedding_cel
     runs = [synthetic_matrices(distances, variant=v, seed=s) for s, v in enumerate((False, True))]
     tops = reference_tops(runs)
     assert list(tops) == list(SIGNALS) and tops["true_prob"] == 1.0
-    for signal in [s for s in SIGNALS if s != "true_prob"]:
+    assert tops["max_prob"] == 1.0
+    for signal in [s for s in SIGNALS if s not in PROBABILITY_SIGNALS]:
         cells = np.concatenate([run[signal].matrix.ravel() for run in runs])
         assert tops[signal] == pytest.approx(np.percentile(cells, REFERENCE_PERCENTILE), rel=1e-4)  # pooled from stored quantiles
         assert reference_tops(runs, percentile=100)[signal] == pytest.approx(cells.max())
@@ -117,7 +121,7 @@ def test_scale_is_frozen_when_judging_starts_and_ignores_later_runs(tiny_model_w
     fine = suite_colour_scale(workspace, TINY_SUITE, settings=FINE)
     assert fine.frozen is None and later in fine.runs
     without_later = reference_tops([run_matrices(workspace, r, settings=FINE) for r in first])
-    assert any(fine.tops[s] != pytest.approx(without_later[s]) for s in SIGNALS if s != "true_prob")
+    assert any(fine.tops[s] != pytest.approx(without_later[s]) for s in SIGNALS if s not in PROBABILITY_SIGNALS)
 
 
 def test_a_judgment_freezes_the_scale(tiny_model_workspace):

@@ -21,6 +21,7 @@ from analytics.variance import (
     DEFAULT_SETTINGS,
     PRESETS,
     MatrixSettings,
+    variance_matrix,
     worst_case_accuracy,
 )
 from analytics.workspace import model_keys, pin_legacy_keys, suite_classes_key
@@ -164,6 +165,20 @@ def test_point_clouds_hold_every_ordered_pair(run_workspace, run_ids):
     t, (j, k) = cloud.targets, cloud.pairs.T
     np.testing.assert_array_equal(cloud.points, np.column_stack([data.distances[t, j], data.distances[t, k]]))
     np.testing.assert_allclose(cloud.values, np.abs(data.signals["true_prob"][t, j] - data.signals["true_prob"][t, k]))
+
+
+def test_max_probability_matrix_from_a_run(run_workspace, run_ids):
+    """Issue 26.3: the authors' confidence signal (max softmax probability) is a matrix signal beside the true-class one."""
+    run_id = run_ids["tiny"]
+    data = runs.load_run(run_workspace, run_id)
+    np.testing.assert_array_equal(data.signals["max_prob"].ravel(), _image_rows(run_workspace, run_id)["max_prob"])
+    assert (data.signals["max_prob"] >= data.signals["true_prob"] - 1e-12).all()
+    matrices = runs.run_matrices(run_workspace, run_id, settings=MEDIUM)
+    cloud = runs.run_point_clouds(run_workspace, run_id)["max_prob"]
+    expected = variance_matrix(cloud.points, cloud.values, **MEDIUM.key(), d_max=matrices["true_prob"].d_max)
+    np.testing.assert_allclose(matrices["max_prob"].matrix, expected.matrix)
+    assert not np.allclose(matrices["max_prob"].matrix, matrices["true_prob"].matrix)  # wrong predictions make them differ
+    assert "max_prob" in runs.PROBABILITY_SIGNALS  # fixed colour top 1, error-rate threshold 0.15
 
 
 def test_foreground_only_model_gives_zero_matrices_and_background_only_does_not(run_workspace, run_ids):

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from analytics import jobs
+from analytics.assessor import matrix_feature_columns
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError
 from analytics.inference import iter_composites, stored_suite_images
@@ -287,8 +288,16 @@ def test_assess_command_with_construction_labels_runs_missing_models(zoo_workspa
         assert 0 <= result[key] <= 1
     assert result["class_counts"] == {"invariant": 3, "borderline": 3, "variant": 3}
     assert latest_judgments(zoo_workspace).empty  # construction labels are never stored as judgments
+    assert result["features"] == "authors" and result["features_by_assessor"]["random_forest"] == matrix_feature_columns("authors")
     assert main(argv) == 0
     assert "running" not in capsys.readouterr().err  # the runs are reused
+    assert main([*argv, "--features", "backdrop"]) == 0
+    backdrop = json.loads(capsys.readouterr().out)
+    assert backdrop["features"] == "backdrop" and backdrop["features_by_assessor"]["random_forest"] == matrix_feature_columns("backdrop")
+    assert main([*argv, "--crops", "8"]) == 0
+    assert "true_prob.mean_crop8" in json.loads(capsys.readouterr().out)["features_by_assessor"]["random_forest"]
+    assert main([*argv, "--features", "backdrop", "--crops", "8"]) == 2
+    assert "authors' feature set" in capsys.readouterr().err
 
 
 def test_assess_command_refuses_without_labels(zoo_workspace, capsys):

@@ -57,7 +57,7 @@ def test_address_with_run_and_signal_opens_that_view(page, story_server):
         expect_matrices_view(page, run_id, "emb_max")
         expect(page.get_by_test_id("stAlertContentWarning")).to_have_count(0)
     page.goto(f"{server.url}/Matrices?run=no-such-run")
-    expect(page.get_by_test_id("stAlertContentWarning").filter(has_text="The link names run no-such-run")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_test_id("stAlertContentWarning").filter(has_text="The link names run 'no-such-run'")).to_be_visible(timeout=SLOW_MS)
 
 
 def open_story_tab(page: Page, model: str) -> None:

@@ -3,9 +3,10 @@
 The entry point sets the page config, the sidebar shared by every page (workspace folder, annotator
 name; in team mode the signed-in account and sign-out instead), the sign-in gate of team mode
 (:func:`ui.auth.require_sign_in`) and the navigation: Home (below) plus every
-``pages/<N>_<Name>.py`` in the order of N. Each page file is also a complete script on its own
-(``AppTest.from_file("pages/1_Data.py")``) that passes the same gate first; a page that Streamlit
-runs without this entry point is sent back here first (see :func:`ui.state.init_state`).
+``pages/<N>_<Name>.py``, grouped in the sidebar's sections of :mod:`ui.navigation`. Each page file is
+also a complete script on its own (``AppTest.from_file("pages/1_Data.py")``) that passes the same
+gate first; a page that Streamlit runs without this entry point is sent back here first (see
+:func:`ui.state.init_state`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from analytics.exceptions import BackdropError
 from analytics.runs import list_runs
 from analytics.team import User, allowed
 from analytics.workspace import Workspace
-from ui import auth, state, story, widgets
+from ui import auth, navigation, state, story, widgets
 from ui.jobs import active_jobs
 from ui.markdown import escape_markdown
 
@@ -281,16 +282,19 @@ def home() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="Backdrop", page_icon=":material/layers:", layout="wide")
-    pages = [st.Page(home, title="Home", icon=":material/home:", default=True)]
-    pages += [st.Page(str(path.relative_to(ROOT))) for path in page_files()]
+    files = {PAGE_FILE.match(path.name).group(2): path for path in page_files()}
+    sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True)]}
+    for title, names in navigation.group_pages(list(files)).items():
+        sections[title] = [st.Page(str(files[name].relative_to(ROOT))) for name in names]
+    pages = [page for section in sections.values() for page in section]
     # before init_state: from here on Streamlit uses this navigation (hidden until a team member signs in)
-    navigation = st.navigation(pages, position="hidden" if auth.sign_in_pending() else "sidebar")
+    menu = st.navigation(sections, position="hidden" if auth.sign_in_pending() else "sidebar")
     state.init_state()
     resume = st.session_state.pop(state.RESUME_PAGE, None)
     if resume:
         st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]), query_params=st.query_params.to_dict())
     sidebar(auth.require_sign_in())  # team mode: the sign-in form only, until signed in
-    navigation.run()
+    menu.run()
 
 
 main()

@@ -162,9 +162,19 @@ def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
         st.markdown("**Classes:** " + ", ".join(f"{escape_markdown(name)} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
 
 
-def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
-    """The suite with the most models among finished current runs, and a sentence on how far its
-    models fall from their original accuracy to their worst case (stored run summaries only).
+@dataclass(frozen=True)
+class Finding:
+    """Home's headline: the main suite, the run of the model that varies most, and a sentence."""
+
+    suite_id: str
+    run_id: str
+    sentence: str
+
+
+def finding(runs: pd.DataFrame) -> Finding | None:
+    """On the main suite (:func:`ui.story.suite_runs`: the one most registered real models ran over), a
+    sentence on how far its real models fall from their original accuracy to their worst case (zoo
+    heads only where no real model ran; stored run summaries only).
 
     Parameters
     ----------
@@ -173,32 +183,38 @@ def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
 
     Returns
     -------
-    (suite_id, sentence) or None
+    Finding or None
         None while no suite has a finished current run.
     """
     on_suite = story.suite_runs(runs)
     if on_suite.empty:
         return None
     suite_id = on_suite["suite_id"].iloc[0]
-    on_suite = on_suite.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
-    worst, best = on_suite.loc[on_suite["drop"].idxmax()], on_suite.loc[on_suite["drop"].idxmin()]
-    if len(on_suite) == 1:
-        return suite_id, (
-            f"On suite `{suite_id}`, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the targets on their own "
-            f"photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
-        )
-    return suite_id, (
-        f"On suite `{suite_id}` ({len(on_suite)} models), **{escape_markdown(worst['model'])}** varies most with the background: "
+    n_zoo = int(on_suite["zoo"].sum())
+    named = on_suite if n_zoo == len(on_suite) else on_suite[~on_suite["zoo"]]
+    named = named.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
+    worst, best = named.loc[named["drop"].idxmax()], named.loc[named["drop"].idxmin()]
+    mixed = 0 < n_zoo < len(on_suite)
+    scope = f"{len(named)} real model{'s' * (len(named) > 1)} and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if mixed else f"{len(named)} models"
+    if len(named) == 1:
+        return Finding(suite_id, worst["id"], (
+            f"On suite `{suite_id}`{f' ({scope})' if mixed else ''}, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the "
+            f"targets on their own photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
+        ))  # fmt: skip
+    return Finding(suite_id, worst["id"], (
+        f"On suite `{suite_id}` ({scope}), "
+        f"**{escape_markdown(worst['model'])}** varies most with the background: "
         f"{worst['original_accuracy']:.0%} of the targets right on their own photos, {worst['worst_case_accuracy']:.0%} right "
         f"under every background; **{escape_markdown(best['model'])}** varies least ({best['original_accuracy']:.0%} → "
         f"{best['worst_case_accuracy']:.0%}). Their variance matrices show where."
-    )
+    ))  # fmt: skip
 
 
 def show_start_here(workspace: Workspace) -> None:
-    """On a workspace with finished runs (a built demo): the finding, a link to the Matrices page, and
-    the story view (:mod:`ui.story`: what breaks each model). Not for annotators of team mode: they
-    judge blind, so they see no model's results by name."""
+    """On a workspace with finished runs (a built demo): the finding, a link to the Matrices page's
+    comparison of the suite's models (the headline's model first), and the story view (:mod:`ui.story`:
+    what breaks each model). Not for annotators of team mode: they judge blind, so they see no model's
+    results by name."""
     if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
         return
     runs = list_runs(workspace)
@@ -208,8 +224,11 @@ def show_start_here(workspace: Workspace) -> None:
         return
     with st.container(border=True):
         st.subheader("Start here", anchor=False)
-        st.markdown(found[1])
-        st.page_link(path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:")
+        st.markdown(found.sentence)
+        st.page_link(
+            path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:",
+            query_params={"run": found.run_id, "tab": "compare"},
+        )  # fmt: skip
         story.show_story(workspace, runs, matrices_page=path, failures_page=page_path("Failures"))
 
 

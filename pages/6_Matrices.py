@@ -4,7 +4,8 @@ HTML report.
 
 The run, the interpolation preset and the compared signal live in the address (``?run=…&signal=…&preset=…``,
 :mod:`ui.deeplink`), so a view can be shared by copying it; a link naming a run or value this workspace
-lacks says so and falls back to the first choice.
+lacks says so and falls back to the first choice. ``tab=compare`` opens on the Compare tab, prefilled
+with the run's model and the suite's other models, registered real models before zoo heads.
 
 A thin view: point clouds, matrices and drill-down are :mod:`analytics.runs`; caching, clickable
 heatmaps and captions are :mod:`ui.runs`; colour ranges (the suite's fixed scale by default, per-model
@@ -24,6 +25,7 @@ from analytics.exceptions import BackdropError
 from analytics.runs import SIGNALS, cell_pairs, list_runs
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
+from analytics.zoo import is_zoo_head
 from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
@@ -141,8 +143,10 @@ def compare(
 ) -> tuple[list[str], str | None]:
     """The Compare tab; returns the compared run ids and the signal shown (None before any model is picked)."""
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
-    # one run per model: the chosen run for its model, the newest current one for the others
-    same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], same_suite]).drop_duplicates("model")
+    # one run per model: the chosen run for its model (first), the newest current one for the others,
+    # registered real models before zoo heads, so the prefilled comparison shows the models people deploy
+    others = same_suite.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+    same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], others]).drop_duplicates("model")
     records = same_suite.set_index("id").to_dict("index")
     key = f"{view.KEY}compare"
     widgets.prefill(key, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
@@ -216,7 +220,9 @@ def main() -> None:
     autoscale = choice == colour_scale.AUTOSCALE
     ranges = colour_scale.ranges(scale, autoscale)
     st.caption(colour_scale.describe(scale, autoscale))
-    one, several = st.tabs(["Run", "Compare models"])
+    tabs = ["Run", "Compare models"]
+    # ?tab=compare (Home's "models side by side") opens on the comparison
+    one, several = st.tabs(tabs, default=tabs[1] if st.query_params.get("tab") == "compare" else tabs[0])
     with one:
         explore(str(workspace.root), run, settings, ranges)
     with several:

@@ -77,6 +77,17 @@ def suite_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return on_suite.sort_values("zoo", kind="stable")
 
 
+def main_suite_first(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` reordered for a run picker: the runs over the main suite (:func:`suite_runs`' suite), real
+    models before zoo heads, then every other run in its given order."""
+    found = suite_runs(runs)
+    if found.empty:
+        return runs
+    on_main = runs[runs["suite_id"] == found["suite_id"].iloc[0]]
+    on_main = on_main.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+    return pd.concat([on_main, runs[runs["suite_id"] != found["suite_id"].iloc[0]]])
+
+
 def story_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """:func:`suite_runs`, the :data:`MAX_MODELS` that lose most accuracy to the backgrounds (original
     minus worst-case accuracy): real models first, each group biggest loss first."""

@@ -19,6 +19,7 @@ from .factors import (
     factor_names,
     factor_table,
     load_predictions,
+    matched_rows,
     predict_imagenet_val,
 )
 from .scenario_stats import (
@@ -64,7 +65,6 @@ from .scenarios import (
 )
 
 __all__ = [
-    "bgchallenge",
     "BLUR_KERNEL",
     "BLUR_SIGMA",
     "BRIGHTNESS_WEIGHTS",
@@ -72,7 +72,6 @@ __all__ = [
     "CHUNK",
     "EXAMPLE_NAME",
     "FORMAT_HELP",
-    "FactorAnalysis",
     "HUE_RANGES",
     "MAX_PREDICTIONS_BYTES",
     "NEEDS_POOL",
@@ -82,15 +81,17 @@ __all__ = [
     "PROBABILITY",
     "RAINBOW_MAX_SHIFT",
     "REQUIRED_COLUMNS",
-    "Regression",
-    "Robustness",
     "SCENARIOS",
     "SCENARIO_PARAMS",
     "SEEDED",
     "TERM_LABELS",
     "TRANSPARENT_MATTE",
+    "FactorAnalysis",
+    "Regression",
+    "Robustness",
     "analyse_models",
     "apply_scenario",
+    "bgchallenge",
     "blur_background",
     "blur_object",
     "check_file_size",
@@ -107,6 +108,7 @@ __all__ = [
     "image_grey",
     "image_rainbow",
     "load_predictions",
+    "matched_rows",
     "predict_imagenet_val",
     "random_background",
     "robustness_score",

@@ -30,7 +30,7 @@ from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
-from ui.charts import SQUARE_COLUMNS, point_scatter
+from ui.charts import point_scatter
 from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"
@@ -49,13 +49,8 @@ def metrics(run: Mapping, n_points: int | None = None) -> None:
         columns[3].metric("Points per matrix", f"{n_points:,}")
 
 
-def grid_columns(n: int) -> list:
-    """``n`` chart slots, :data:`ui.charts.SQUARE_COLUMNS` per row (four in a row are too small to read)."""
-    return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]
-
-
 def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mapping[str, tuple], selected: tuple | None) -> None:
-    for column, (signal, label) in zip(grid_columns(len(SIGNALS)), SIGNALS.items()):
+    for column, (signal, label) in zip(widgets.grid_columns(len(SIGNALS)), SIGNALS.items()):
         figure = view.clickable_heatmap(matrices[signal], title=label, zmin=ranges[signal][0], zmax=ranges[signal][1])
         if selected and selected[0] == signal:
             view.mark_cell(figure, matrices[signal], *selected[1:])
@@ -92,7 +87,7 @@ def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, Varianc
 
 def scatters(data_clouds) -> None:
     _, clouds = data_clouds
-    for column, (signal, label) in zip(grid_columns(len(SIGNALS)), SIGNALS.items()):
+    for column, (signal, label) in zip(widgets.grid_columns(len(SIGNALS)), SIGNALS.items()):
         figure = point_scatter(clouds[signal].points, clouds[signal].values, max_points=view.SCATTER_POINTS, title=label)
         figure.update_layout(title={"font": {"size": 13}})
         column.plotly_chart(figure, key=f"{view.KEY}scatter.{signal}", config={"displayModeBar": False})
@@ -171,7 +166,7 @@ def compare(
     signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=SIGNAL_KEY)
     warn_unknown("the signal", unknown, SIGNALS[signal])
     st.caption("Same suite and colour scale, one matrix per model: equal (worst-case) accuracy can hide different patterns.")
-    for column, run_id in zip(grid_columns(len(chosen)), chosen):
+    for column, run_id in zip(widgets.grid_columns(len(chosen)), chosen):
         record = records[run_id]
         title = f"{record['model']} · accuracy {record['accuracy']:.0%} · worst-case {record['worst_case_accuracy']:.0%}"
         figure = view.clickable_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])

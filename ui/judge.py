@@ -5,8 +5,8 @@ The queue of an annotator on a suite (:func:`judge_queue`) is the models assigne
 (:func:`analytics.judging.queues.queue`: assignments, or every model under an "everyone judges
 everything" plan); a lead (who may see names) without assignments on the suite judges every model
 with a finished current run over it (stale runs of replaced weights left out), as in solo mode. Only
-models the annotator has not judged on the suite yet are queued, those furthest from their wanted
-number of judgments first. In blind mode a model is shown as its alias
+models the annotator has not judged on the suite yet are queued, models still short of their wanted
+judgments first and the most judged of them first, so annotators overlap early. In blind mode a model is shown as its alias
 (:func:`analytics.judging.assignments.blind_name`, e.g. "Model 7F3A"), the same for everyone, so
 an adjudicator can refer to it; annotators (no ``browse`` permission) always judge blind.
 """

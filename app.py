@@ -307,7 +307,8 @@ def main() -> None:
         sections[title] = [st.Page(str(files[name].relative_to(ROOT))) for name in names]
     pages = [page for section in sections.values() for page in section]
     # before init_state: from here on Streamlit uses this navigation (hidden until a team member signs in)
-    menu = st.navigation(sections, position="hidden" if auth.sign_in_pending() else "sidebar")
+    # expanded: every section whole (the default folds a long menu after ten pages behind "View more")
+    menu = st.navigation(sections, position="hidden" if auth.sign_in_pending() else "sidebar", expanded=True)
     state.init_state()
     resume = st.session_state.pop(state.RESUME_PAGE, None)
     if resume:

@@ -19,13 +19,14 @@ def test_the_app_groups_every_page_in_a_sidebar_section_at_its_old_url(tiny_work
     real = st.navigation
 
     def spy(pages, **options):
-        given.append(pages)
+        given.append((pages, options))
         return real(pages, **options)
 
     monkeypatch.setattr(st, "navigation", spy)
     app = app_runner("app.py", tiny_workspace)
     assert not app.exception and len(given) == 1
-    sections = given[0]
+    sections, options = given[0]
+    assert options["expanded"] is True  # no page folded behind "View more"
     assert isinstance(sections, dict) and list(sections) == ["", *SECTIONS]  # Home on top, then the sections in order
     assert [page.title for page in sections[""]] == ["Home"]
     paths = {title: [page.url_path for page in pages] for title, pages in sections.items() if title}

@@ -3,9 +3,10 @@
 The entry point sets the page config, the sidebar shared by every page (workspace folder, annotator
 name; in team mode the signed-in account and sign-out instead), the sign-in gate of team mode
 (:func:`ui.auth.require_sign_in`) and the navigation: Home (below) plus every
-``pages/<N>_<Name>.py`` in the order of N. Each page file is also a complete script on its own
-(``AppTest.from_file("pages/1_Data.py")``) that passes the same gate first; a page that Streamlit
-runs without this entry point is sent back here first (see :func:`ui.state.init_state`).
+``pages/<N>_<Name>.py``, grouped in the sidebar's sections of :mod:`ui.navigation`. Each page file is
+also a complete script on its own (``AppTest.from_file("pages/1_Data.py")``) that passes the same
+gate first; a page that Streamlit runs without this entry point is sent back here first (see
+:func:`ui.state.init_state`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from analytics.exceptions import BackdropError
 from analytics.runs import list_runs, runs_snapshot
 from analytics.team import User, allowed
 from analytics.workspace import Workspace
-from ui import auth, state, story, widgets
+from ui import auth, navigation, state, story, widgets
 from ui.jobs import active_jobs
 from ui.markdown import escape_markdown
 
@@ -161,9 +162,19 @@ def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
         st.markdown("**Classes:** " + ", ".join(f"{escape_markdown(name)} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
 
 
-def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
-    """The suite with the most models among finished current runs, and a sentence on how far its
-    models fall from their original accuracy to their worst case (stored run summaries only).
+@dataclass(frozen=True)
+class Finding:
+    """Home's headline: the main suite, the run of the model that varies most, and a sentence."""
+
+    suite_id: str
+    run_id: str
+    sentence: str
+
+
+def finding(runs: pd.DataFrame) -> Finding | None:
+    """On the main suite (:func:`ui.story.suite_runs`: the one most registered real models ran over), a
+    sentence on how far its real models fall from their original accuracy to their worst case (zoo
+    heads only where no real model ran; stored run summaries only).
 
     Parameters
     ----------
@@ -172,32 +183,38 @@ def finding(runs: pd.DataFrame) -> tuple[str, str] | None:
 
     Returns
     -------
-    (suite_id, sentence) or None
+    Finding or None
         None while no suite has a finished current run.
     """
     on_suite = story.suite_runs(runs)
     if on_suite.empty:
         return None
     suite_id = on_suite["suite_id"].iloc[0]
-    on_suite = on_suite.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
-    worst, best = on_suite.loc[on_suite["drop"].idxmax()], on_suite.loc[on_suite["drop"].idxmin()]
-    if len(on_suite) == 1:
-        return suite_id, (
-            f"On suite `{suite_id}`, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the targets on their own "
-            f"photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
-        )
-    return suite_id, (
-        f"On suite `{suite_id}` ({len(on_suite)} models), **{escape_markdown(worst['model'])}** varies most with the background: "
+    n_zoo = int(on_suite["zoo"].sum())
+    named = on_suite if n_zoo == len(on_suite) else on_suite[~on_suite["zoo"]]
+    named = named.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
+    worst, best = named.loc[named["drop"].idxmax()], named.loc[named["drop"].idxmin()]
+    mixed = 0 < n_zoo < len(on_suite)
+    scope = f"{len(named)} real model{'s' * (len(named) > 1)} and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if mixed else f"{len(named)} models"
+    if len(named) == 1:
+        return Finding(suite_id, worst["id"], (
+            f"On suite `{suite_id}`{f' ({scope})' if mixed else ''}, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the "
+            f"targets on their own photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
+        ))  # fmt: skip
+    return Finding(suite_id, worst["id"], (
+        f"On suite `{suite_id}` ({scope}), "
+        f"**{escape_markdown(worst['model'])}** varies most with the background: "
         f"{worst['original_accuracy']:.0%} of the targets right on their own photos, {worst['worst_case_accuracy']:.0%} right "
         f"under every background; **{escape_markdown(best['model'])}** varies least ({best['original_accuracy']:.0%} → "
         f"{best['worst_case_accuracy']:.0%}). Their variance matrices show where."
-    )
+    ))  # fmt: skip
 
 
 def show_start_here(workspace: Workspace) -> None:
-    """On a workspace with finished runs (a built demo): the finding, a link to the Matrices page, and
-    the story view (:mod:`ui.story`: what breaks each model). Not for annotators of team mode: they
-    judge blind, so they see no model's results by name."""
+    """On a workspace with finished runs (a built demo): the finding, a link to the Matrices page's
+    comparison of the suite's models (the headline's model first), and the story view (:mod:`ui.story`:
+    what breaks each model). Not for annotators of team mode: they judge blind, so they see no model's
+    results by name."""
     if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
         return
     runs = list_runs(workspace)
@@ -207,8 +224,11 @@ def show_start_here(workspace: Workspace) -> None:
         return
     with st.container(border=True):
         st.subheader("Start here", anchor=False)
-        st.markdown(found[1])
-        st.page_link(path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:")
+        st.markdown(found.sentence)
+        st.page_link(
+            path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:",
+            query_params={"run": found.run_id, "tab": "compare"},
+        )  # fmt: skip
         story.show_story(workspace, runs, matrices_page=path, failures_page=page_path("Failures"))
 
 
@@ -281,16 +301,20 @@ def home() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="Backdrop", page_icon=":material/layers:", layout="wide")
-    pages = [st.Page(home, title="Home", icon=":material/home:", default=True)]
-    pages += [st.Page(str(path.relative_to(ROOT))) for path in page_files()]
+    files = {PAGE_FILE.match(path.name).group(2): path for path in page_files()}
+    sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True)]}
+    for title, names in navigation.group_pages(list(files)).items():
+        sections[title] = [st.Page(str(files[name].relative_to(ROOT))) for name in names]
+    pages = [page for section in sections.values() for page in section]
     # before init_state: from here on Streamlit uses this navigation (hidden until a team member signs in)
-    navigation = st.navigation(pages, position="hidden" if auth.sign_in_pending() else "sidebar")
+    # expanded: every section whole (the default folds a long menu after ten pages behind "View more")
+    menu = st.navigation(sections, position="hidden" if auth.sign_in_pending() else "sidebar", expanded=True)
     state.init_state()
     resume = st.session_state.pop(state.RESUME_PAGE, None)
     if resume:
         st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]), query_params=st.query_params.to_dict())
     sidebar(auth.require_sign_in())  # team mode: the sign-in form only, until signed in
-    navigation.run()
+    menu.run()
 
 
 with runs_snapshot():  # the runs are listed once per rerun, however many parts ask

@@ -1,7 +1,8 @@
 """Failures: which scenes break a model. Per background keyword and ontology level of a run, the error
-rate and the drop of the true-class probability with 95 % intervals; the galleries (per class, the
-backgrounds that fool the model most; the flips, with saliency overlays on request); the keyword x
-model heat map of the suite's models; the self-contained HTML report. A thin view: numbers from
+rate and the drop of the true-class probability with 95 % intervals, after the keyword x model heat
+map of the suite's models (every model by default; the page opens on the suite most registered real
+models ran over); the galleries (per class, the backgrounds that fool the model most; the flips, with
+saliency overlays on request); the self-contained HTML report. A thin view: numbers from
 :mod:`analytics.findings.failures` and :mod:`analytics.findings.galleries`, layout from :mod:`ui.failures`.
 
 Deep links (:mod:`ui.deeplink`): ``run``, ``class``, ``keyword`` and ``method`` live in the address.
@@ -18,7 +19,7 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.runs import current_runs, runs_snapshot
 from analytics.saliency import METHODS
-from ui import deeplink, state, widgets
+from ui import deeplink, state, story, widgets
 from ui import failures as view
 from ui import saliency as saliency_view
 from ui.auth import require_page
@@ -42,6 +43,7 @@ def main() -> None:
     if runs.empty:
         st.info("No finished run yet: run a model over a suite on the Run page.")
         st.stop()
+    runs = story.main_suite_first(runs)  # opens on the suite most real models ran over
     records = {row["id"]: row for row in runs.to_dict("records")}
     unknown = deeplink.adopt("run", view.KEY + "run", list(records))
     run_id = st.selectbox("Run", list(records), format_func=lambda r: run_label(records[r]), key=view.KEY + "run")
@@ -50,6 +52,8 @@ def main() -> None:
     run = records[run_id]
     min_count = st.slider("Minimum composites per keyword", 1, 50, 3, key=view.KEY + "min_count")
     path = str(workspace.root)
+    models = keyword_by_model(path, runs, run, min_count)
+    st.subheader(f"{escape_markdown(run['model'])}: every keyword")
     try:
         table = view.failures(path, run_id, run["finished"] or "", min_count)
     except BackdropError as err:
@@ -73,17 +77,7 @@ def main() -> None:
     class_name, keyword = show_gallery(path, run_id, run["finished"] or "", list(table.keywords["keyword"]))
     method = show_flips(path, run, class_name, keyword)
 
-    st.subheader("Keyword × model")
     suite_runs = runs[runs["suite_id"] == run["suite_id"]].drop_duplicates("model", keep="first")  # newest per model
-    models = st.multiselect("Models", list(suite_runs["model"]), default=list(suite_runs["model"])[:8], key=view.KEY + "models")
-    chosen = suite_runs[suite_runs["model"].isin(models)]
-    if not chosen.empty:
-        matrix = view.keyword_matrix(path, tuple(chosen["id"]), tuple(chosen["finished"].fillna("")), min_count)
-        if matrix.empty:
-            st.info("No keyword to compare.")
-        else:
-            st.plotly_chart(view.keyword_heatmap(matrix), width="stretch", key=view.KEY + "heatmap")
-
     show_baseline(path, run, suite_runs, min_count)
 
     st.subheader("Report")
@@ -111,6 +105,26 @@ def show_baseline(path: str, run: Mapping, suite_runs: pd.DataFrame, min_count: 
         + "95 % Wilson intervals; McNemar's exact test on the paired right/wrong outcomes (the release gate's keyword rule)."
     )
     st.dataframe(view.display(changes), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "changes")
+
+
+def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int) -> list[str]:
+    """The keyword × model heat map of the run's suite, every model by default (the newest run of each);
+    returns the models chosen."""
+    st.subheader("Keyword × model")
+    suite_runs = runs[runs["suite_id"] == run["suite_id"]].drop_duplicates("model", keep="first")  # newest per model
+    widgets.prefill(view.KEY + "models", list(suite_runs["model"]), follows=run["suite_id"])  # another suite: all its models
+    models = st.multiselect("Models", list(suite_runs["model"]), key=view.KEY + "models")
+    chosen = suite_runs[suite_runs["model"].isin(models)]
+    if chosen.empty:
+        st.caption("Pick models above to compare their error rates per keyword.")
+        return models
+    matrix = view.keyword_matrix(path, tuple(chosen["id"]), tuple(chosen["finished"].fillna("")), min_count)
+    if matrix.empty:
+        st.info("No keyword to compare.")
+    else:
+        st.caption("Error rate of each model on the composites whose background carries the keyword: a dark column is a model the scene breaks.")
+        st.plotly_chart(view.keyword_heatmap(matrix), width="stretch", key=view.KEY + "heatmap")
+    return models
 
 
 def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tuple[str | None, str | None]:

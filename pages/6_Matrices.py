@@ -4,7 +4,8 @@ HTML report.
 
 The run, the interpolation preset and the compared signal live in the address (``?run=…&signal=…&preset=…``,
 :mod:`ui.deeplink`), so a view can be shared by copying it; a link naming a run or value this workspace
-lacks says so and falls back to the first choice.
+lacks says so and falls back to the first choice. ``tab=compare`` opens on the Compare tab, prefilled
+with the run's model and the suite's other models, registered real models before zoo heads.
 
 A thin view: point clouds, matrices and drill-down are :mod:`analytics.runs`; caching, clickable
 heatmaps and captions are :mod:`ui.runs`; colour ranges (the suite's fixed scale by default, per-model
@@ -24,11 +25,12 @@ from analytics.exceptions import BackdropError
 from analytics.runs import SIGNALS, cell_pairs, list_runs, matrix_difference, runs_snapshot
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
+from analytics.zoo import is_zoo_head
 from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
-from ui.charts import SQUARE_COLUMNS, difference_heatmap, point_scatter
+from ui.charts import difference_heatmap, point_scatter
 from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"
@@ -47,13 +49,8 @@ def metrics(run: Mapping, n_points: int | None = None) -> None:
         columns[3].metric("Points per matrix", f"{n_points:,}")
 
 
-def grid_columns(n: int) -> list:
-    """``n`` chart slots, :data:`ui.charts.SQUARE_COLUMNS` per row (four in a row are too small to read)."""
-    return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]
-
-
 def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mapping[str, tuple], selected: tuple | None) -> None:
-    for column, (signal, label) in zip(grid_columns(len(SIGNALS)), SIGNALS.items()):
+    for column, (signal, label) in zip(widgets.grid_columns(len(SIGNALS)), SIGNALS.items()):
         figure = view.clickable_heatmap(matrices[signal], title=label, zmin=ranges[signal][0], zmax=ranges[signal][1])
         if selected and selected[0] == signal:
             view.mark_cell(figure, matrices[signal], *selected[1:])
@@ -90,7 +87,7 @@ def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, Varianc
 
 def scatters(data_clouds) -> None:
     _, clouds = data_clouds
-    for column, (signal, label) in zip(grid_columns(len(SIGNALS)), SIGNALS.items()):
+    for column, (signal, label) in zip(widgets.grid_columns(len(SIGNALS)), SIGNALS.items()):
         figure = point_scatter(clouds[signal].points, clouds[signal].values, max_points=view.SCATTER_POINTS, title=label)
         figure.update_layout(title={"font": {"size": 13}})
         column.plotly_chart(figure, key=f"{view.KEY}scatter.{signal}", config={"displayModeBar": False})
@@ -141,8 +138,10 @@ def compare(
 ) -> tuple[list[str], str | None]:
     """The Compare tab; returns the compared run ids and the signal shown (None before any model is picked)."""
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
-    # one run per model: the chosen run for its model, the newest current one for the others
-    same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], same_suite]).drop_duplicates("model")
+    # one run per model: the chosen run for its model (first), the newest current one for the others,
+    # registered real models before zoo heads, so the prefilled comparison shows the models people deploy
+    others = same_suite.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+    same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], others]).drop_duplicates("model")
     records = same_suite.set_index("id").to_dict("index")
     key = f"{view.KEY}compare"
     widgets.prefill(key, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
@@ -167,7 +166,7 @@ def compare(
     signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=SIGNAL_KEY)
     warn_unknown("the signal", unknown, SIGNALS[signal])
     st.caption("Same suite and colour scale, one matrix per model: equal (worst-case) accuracy can hide different patterns.")
-    for column, run_id in zip(grid_columns(len(chosen)), chosen):
+    for column, run_id in zip(widgets.grid_columns(len(chosen)), chosen):
         record = records[run_id]
         title = f"{record['model']} · accuracy {record['accuracy']:.0%} · worst-case {record['worst_case_accuracy']:.0%}"
         figure = view.clickable_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])
@@ -189,7 +188,7 @@ def difference(chosen: list[str], records: Mapping[str, Mapping], matrices: Mapp
         st.error(escape_markdown(err))
         return
     st.caption("Diverging scale centred on 0: red where the candidate's matrix is higher (more variance), blue where it is lower.")
-    column = grid_columns(1)[0]
+    column = widgets.grid_columns(1)[0]
     column.plotly_chart(difference_heatmap(diff, title=f"{records[candidate]['model']} − {records[baseline]['model']}"), key=f"{view.KEY}difference.{signal}", config={"displayModeBar": False})
 
 
@@ -234,7 +233,9 @@ def main() -> None:
     autoscale = choice == colour_scale.AUTOSCALE
     ranges = colour_scale.ranges(scale, autoscale)
     st.caption(colour_scale.describe(scale, autoscale))
-    one, several = st.tabs(["Run", "Compare models"])
+    tabs = ["Run", "Compare models"]
+    # ?tab=compare (Home's "models side by side") opens on the comparison
+    one, several = st.tabs(tabs, default=tabs[1] if st.query_params.get("tab") == "compare" else tabs[0])
     with one:
         explore(str(workspace.root), run, settings, ranges)
     with several:

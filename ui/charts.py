@@ -19,9 +19,12 @@ from analytics.variance import VarianceMatrix
 VARIANCE_COLORSCALE = [[0.0, "#1a9850"], [0.5, "#a6d96a"], [1.0, "#ffff33"]]
 #: Density underlay of the scatter: transparent where empty, darker grey where points pile up.
 DENSITY_COLORSCALE = [[0.0, "rgba(80,80,80,0)"], [1.0, "rgba(80,80,80,0.55)"]]
-X_TITLE = "d(y_ij, x_i)"
-Y_TITLE = "d(y_ik, x_i)"
-VALUE_TITLE = "|S(y_ij) − S(y_ik)|"
+X_SYMBOL = "d(y_ij, x_i)"
+Y_SYMBOL = "d(y_ik, x_i)"
+#: Matrix axes: plain words first, the paper's symbol beside them (two lines, so a square chart fits them).
+X_TITLE = f"distance of background j from the original<br>{X_SYMBOL}"
+Y_TITLE = f"distance of background k from the original<br>{Y_SYMBOL}"
+VALUE_TITLE = "change of the signal |S(y_ij) − S(y_ik)|"
 #: Height (px) of a square chart (matrix, point cloud). Pages lay them out two per row: at a 1400 px
 #: wide window (sidebar open) a column is ~460 px, so the square plot area is ~300 px a side; four
 #: per row left ~170 px heatmaps and ~60 x 70 px clouds beside their colour bars.
@@ -30,8 +33,8 @@ SQUARE_HEIGHT = 460
 MIN_HEIGHT = 360
 #: Columns per row for square charts on the pages (see :data:`SQUARE_HEIGHT`).
 SQUARE_COLUMNS = 2
-#: Margins (px) that keep the axis titles whole (tick labels + title on the left and bottom).
-MARGIN = {"l": 70, "r": 10, "b": 60}
+#: Margins (px) that keep the axis titles whole (tick labels + two-line title on the left and bottom).
+MARGIN = {"l": 85, "r": 10, "b": 75}
 TITLE_MARGIN = 45  # top margin with a chart title; 20 without
 
 
@@ -96,7 +99,7 @@ def variance_heatmap(
         zmax=zmax,
         colorscale=VARIANCE_COLORSCALE,
         colorbar=value_colorbar(),
-        hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>value %{{z:.4f}}<extra></extra>",
+        hovertemplate=f"{X_SYMBOL} ≈ %{{x:.3f}}<br>{Y_SYMBOL} ≈ %{{y:.3f}}<br>value %{{z:.4f}}<extra></extra>",
         name="variance",
     )
     return _square_layout(go.Figure(heatmap), title=title, d_max=matrix.d_max)
@@ -184,7 +187,7 @@ def point_scatter(
             "opacity": 0.6,
             "colorbar": value_colorbar(),
         },
-        hovertemplate=f"{X_TITLE} %{{x:.3f}}<br>{Y_TITLE} %{{y:.3f}}<br>value %{{marker.color:.4f}}<extra></extra>",
+        hovertemplate=f"{X_SYMBOL} %{{x:.3f}}<br>{Y_SYMBOL} %{{y:.3f}}<br>value %{{marker.color:.4f}}<extra></extra>",
         name="points",
     )
     figure = go.Figure([density, scatter])
@@ -230,7 +233,7 @@ def distance_histogram(
         height=MIN_HEIGHT,
         barmode="overlay",
         margin={**MARGIN, "t": TITLE_MARGIN if title else 20},
-        xaxis={"title": {"text": "semantic distance d(y_ij, x_i)"}, "automargin": True},
+        xaxis={"title": {"text": f"semantic distance of a background from the original, {X_SYMBOL}"}, "automargin": True},
         yaxis={"title": {"text": "share of composites"}, "automargin": True},
     )
     return figure

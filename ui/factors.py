@@ -16,7 +16,15 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.models import list_models
-from analytics.robustness import FactorAnalysis, analyse_models, check_file_size, factor_names, load_predictions, predict_imagenet_val
+from analytics.robustness import (
+    FactorAnalysis,
+    analyse_models,
+    check_file_size,
+    factor_names,
+    load_predictions,
+    matched_rows,
+    predict_imagenet_val,
+)
 from analytics.team import resolve_server_path
 from analytics.workspace import Workspace
 from ui.charts import MIN_HEIGHT
@@ -56,7 +64,19 @@ def uploaded_predictions(uploads: Iterable) -> dict[str, pd.DataFrame]:
         except BackdropError as err:
             st.error(escape_markdown(err))
             continue
-        models[unique_name(Path(upload.name).stem, models)] = predictions
+        matched = matched_rows(predictions)
+        if not matched:  # an empty chart says nothing: say why, and what the file must hold
+            st.error(
+                escape_markdown(f"{upload.name}: 0 of its {len(predictions)} rows name an annotated ImageNet-X validation image "
+                f"(first file name: {predictions['file_name'].iloc[0]}); left out.") + f" {FORMAT_TEXT}"
+            )  # fmt: skip
+            continue
+        name = unique_name(Path(upload.name).stem, models)
+        st.caption(escape_markdown(
+            f"{upload.name} (model {name}): {matched} of its {len(predictions)} rows name an annotated ImageNet-X validation image"
+            + ("." if matched == len(predictions) else "; the analysis counts those, the others are left out.")
+        ))  # fmt: skip
+        models[name] = predictions
     return models
 
 

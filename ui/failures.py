@@ -220,7 +220,8 @@ def keyword_heatmap(matrix: pd.DataFrame) -> go.Figure:
             colorbar={"title": {"text": "error rate", "side": "right"}}, hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>",
         )
     )  # fmt: skip
-    figure.update_yaxes(autorange="reversed", title="keyword (composites)")
+    figure.update_yaxes(autorange="reversed", title="keyword (composites)", automargin=True)  # long keywords stay whole
+    figure.update_xaxes(automargin=True)
     figure.update_layout(height=max(MIN_HEIGHT, ROW_PX * len(shown) + 140), margin={"l": 10, "r": 10, "t": 20, "b": 40})
     return figure
 

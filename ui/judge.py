@@ -5,8 +5,8 @@ The queue of an annotator on a suite (:func:`judge_queue`) is the models assigne
 (:func:`analytics.judging.queues.queue`: assignments, or every model under an "everyone judges
 everything" plan); a lead (who may see names) without assignments on the suite judges every model
 with a finished current run over it (stale runs of replaced weights left out), as in solo mode. Only
-models the annotator has not judged on the suite yet are queued, those furthest from their wanted
-number of judgments first. In blind mode a model is shown as its alias
+models the annotator has not judged on the suite yet are queued, models still short of their wanted
+judgments first and the most judged of them first, so annotators overlap early. In blind mode a model is shown as its alias
 (:func:`analytics.judging.assignments.blind_name`, e.g. "Model 7F3A"), the same for everyone, so
 an adjudicator can refer to it; annotators (no ``browse`` permission) always judge blind.
 """
@@ -23,9 +23,9 @@ from analytics.runs import REFERENCE_PERCENTILE, SIGNALS, ColourScale, current_r
 from analytics.suites import list_suites
 from analytics.variance import DEFAULT_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
-from ui import state
+from ui import state, widgets
 from ui.agreement import LABEL_COLOURS
-from ui.charts import variance_heatmap
+from ui.charts import value_colorbar, variance_heatmap
 from ui.markdown import escape_markdown
 
 KEY = "judge."  # prefix of the page's widget and state keys
@@ -37,7 +37,6 @@ LABEL_BUTTONS: dict[str, tuple[str, str, str]] = {
     "borderline": ("Borderline", ":material/help:", "2"),
     "variant": ("Variant", ":material/cancel:", "3"),
 }
-MATRIX_HEIGHT = 290  # px: four square heatmaps side by side in the wide layout
 #: Help of the interpolation choice: the presets and their units.
 PRESET_HELP = (
     "The paper's presets (window side, σ) in cells of the "
@@ -154,22 +153,16 @@ def matrix_figures(matrices_by_signal: dict[str, VarianceMatrix], scale: ColourS
     """One heatmap per signal (in :data:`SIGNALS` order), green = low variance, yellow = high.
 
     Each signal is drawn from 0 to its top in ``scale``, the same for every model of the suite (never
-    the model's own range), with a colour bar and its numbers under the heatmap.
+    the model's own range), square at :data:`ui.charts.SQUARE_HEIGHT`, with a full-height colour bar and its numbers.
     """
     figures = []
     for signal, matrix in matrices_by_signal.items():
         top = scale.tops[signal]
         figure = variance_heatmap(matrix, title=SHORT_TITLES.get(signal, SIGNALS.get(signal, signal)), zmin=0.0, zmax=top)
         tickvals, ticktext = colour_ticks(top)
-        colorbar = {"orientation": "h", "thickness": 10, "y": -0.32, "title": {"text": ""}, "tickvals": tickvals, "ticktext": ticktext}
+        colorbar = {**value_colorbar(), "tickvals": tickvals, "ticktext": ticktext, "tickfont": {"size": 12}}
         figure.update_traces(showscale=True, colorbar=colorbar)
-        figure.update_layout(
-            height=MATRIX_HEIGHT + 50,
-            title={"font": {"size": 14}, "x": 0.5, "xanchor": "center"},
-            margin={"l": 45, "r": 10, "t": 36, "b": 36},
-            xaxis={"title": {"font": {"size": 11}}},
-            yaxis={"title": {"font": {"size": 11}}},
-        )
+        figure.update_layout(title={"font": {"size": 15}, "x": 0.5, "xanchor": "center"})
         figures.append(figure)
     return figures
 
@@ -178,7 +171,7 @@ def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) 
     """A model's four variance matrices on a suite, as every page that judges shows them.
 
     An interpolation choice (the presets of :data:`analytics.variance.PRESETS`, the library's default
-    selected) under "Display settings", then one heatmap per signal side by side on the suite's frozen colour scale
+    selected) under "Display settings", then one heatmap per signal, two a row, on the suite's frozen colour scale
     (:func:`colour_scale`), and how to read them. A library refusal is shown as an error.
 
     Parameters
@@ -200,6 +193,6 @@ def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) 
     except BackdropError as err:
         st.error(escape_markdown(err))
         return
-    for column, figure in zip(st.columns(len(by_signal)), matrix_figures(by_signal, scale)):
+    for column, figure in zip(widgets.grid_columns(len(by_signal)), matrix_figures(by_signal, scale)):  # two a row: ~460 px each
         column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
     st.caption(f"{READING_NOTE} {SCALE_NOTE}")

@@ -250,7 +250,7 @@ def network_view(ontology: Ontology) -> None:
         shown = len(figure.data[-1].customdata)  # the keyword names (x may come back as a packed typed array)
         st.caption(
             f"{shown} keywords within {depth} edge{'s' * (depth > 1)} of **{centre}** · {hidden}. Labels: the centre and its "
-            "direct neighbours; hover a dot for the others. Scroll to zoom, drag to pan, double-click to reset."
+            "direct neighbours; hover a dot for the others. Drag to pan, zoom with the toolbar's + and −, double-click to reset."
         )
     else:
         n_edges = linked.number_of_edges()
@@ -260,9 +260,10 @@ def network_view(ontology: Ontology) -> None:
         figure = cached_network_figure(linked, ontology.id, max_edges)
         st.caption(
             f"{hidden}. Layout: seeded spring layout; the {OVERVIEW_LABELS} best-connected keywords are labelled, hover a dot "
-            "for the others. Scroll to zoom, drag to pan."
+            "for the others. Drag to pan, zoom with the toolbar's + and −."
         )
-    st.plotly_chart(figure, width="stretch", config={"scrollZoom": True, "displaylogo": False}, key=KEY + "network")
+    # scrolling over the graph scrolls the page (a wheel zoom trapped readers on a long page); zoom from the toolbar
+    st.plotly_chart(figure, width="stretch", config={"scrollZoom": False, "displaylogo": False}, key=KEY + "network")
     st.caption("Node size = support; edge A → B (arrow towards B) width and colour = confidence(A → B).")
 
 

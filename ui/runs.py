@@ -25,7 +25,7 @@ from analytics import runs
 from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
 from ui import state
-from ui.charts import SQUARE_HEIGHT, X_TITLE, Y_TITLE, variance_heatmap
+from ui.charts import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
 
 KEY = "runs."
 #: Session-state key of the clicked cell: {"run", "signal", "x", "y"} (distances, so the cell
@@ -168,7 +168,7 @@ def clickable_heatmap(
             customdata=matrix.matrix[np.ix_(shown, shown)].ravel(),
             marker={"size": max(4, 240 // shown.size), "symbol": "square", "opacity": 0, "color": "black"},
             selected={"marker": {"opacity": 0}}, unselected={"marker": {"opacity": 0}},
-            hovertemplate=f"{X_TITLE} ≈ %{{x:.3f}}<br>{Y_TITLE} ≈ %{{y:.3f}}<br>value %{{customdata:.4f}}<extra>click for pairs</extra>",
+            hovertemplate=f"{X_SYMBOL} ≈ %{{x:.3f}}<br>{Y_SYMBOL} ≈ %{{y:.3f}}<br>value %{{customdata:.4f}}<extra>click for pairs</extra>",
         )
     )  # fmt: skip
     figure.update_layout(

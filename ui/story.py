@@ -2,7 +2,8 @@
 starts with the finding.
 
 Per model (the newest finished current run of each model over the workspace's main suite, the one
-most models ran over; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds), one tab:
+most registered real models ran over; real models first, then zoo heads with a note on what they
+are; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds), one tab:
 its worst scene keywords (:func:`analytics.findings.failures.failure_table`), one variance matrix on the
 suite's fixed colour scale (the signal that fills most of that scale) and two flips (composites
 whose background changed the prediction, :func:`analytics.findings.galleries.flips`), each with a link to
@@ -28,6 +29,7 @@ from analytics.findings import GalleryItem, flips, item_images
 from analytics.runs import SIGNALS
 from analytics.variance import DEFAULT_SETTINGS, VarianceMatrix
 from analytics.workspace import Workspace
+from analytics.zoo import is_zoo_head
 from ui import colour_scale, state
 from ui import failures as failure_view
 from ui import runs as run_view
@@ -42,11 +44,18 @@ MIN_COUNT = 3  # composites per keyword, the Failures page's default
 MATRIX_HEIGHT = 380
 #: Columns of :func:`keyword_rows`.
 KEYWORD_HEADERS = ["Keyword", "Composites", "Errors", "Error rate", "95% interval"]
+#: What the zoo heads are, wherever they appear beside real models (names as :func:`analytics.zoo.zoo_model_name`).
+ZOO_NOTE = (
+    "Models named `zoo-s<strength>-<plain|aug>-seed<k>` (or `zoo-fig8-…`) are the background-reliance zoo: small "
+    "heads trained in this workspace on a real backbone's embedding, from training images in which the background "
+    "predicts the class with a set strength s (0: never, 1: always; `aug`: also trained on objects over random "
+    "backgrounds). Synthetic models of known reliance that check the assessor (Models page), not models anyone deploys."
+)
 
 
 def suite_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The newest finished current run of each model over the main suite (the one most models ran over;
-    ties: the suite of the newest run).
+    """The newest finished current run of each model over the main suite: the one most registered real
+    models ran over (zoo heads count only where no real model has a run; ties: the suite of the newest run).
 
     Parameters
     ----------
@@ -56,20 +65,35 @@ def suite_runs(runs: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Rows of ``runs``, one per model, newest first; empty when no run is finished and current.
+        Rows of ``runs``, one per model, real models first, each group newest first, plus a bool
+        column ``zoo`` (:func:`analytics.zoo.is_zoo_head`); empty when no run is finished and current.
     """
     done = runs[(runs["status"] == "done") & ~runs["stale"].astype(bool)].drop_duplicates(["suite_id", "model"])
+    done = done.assign(zoo=done["construction"].map(is_zoo_head).astype(bool))
     if done.empty:
         return done
-    return done[done["suite_id"] == done["suite_id"].value_counts().index[0]]
+    counted = done if done["zoo"].all() else done[~done["zoo"]]
+    on_suite = done[done["suite_id"] == counted["suite_id"].value_counts().index[0]]
+    return on_suite.sort_values("zoo", kind="stable")
+
+
+def main_suite_first(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` reordered for a run picker: the runs over the main suite (:func:`suite_runs`' suite), real
+    models before zoo heads, then every other run in its given order."""
+    found = suite_runs(runs)
+    if found.empty:
+        return runs
+    on_main = runs[runs["suite_id"] == found["suite_id"].iloc[0]]
+    on_main = on_main.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+    return pd.concat([on_main, runs[runs["suite_id"] != found["suite_id"].iloc[0]]])
 
 
 def story_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """:func:`suite_runs`, the :data:`MAX_MODELS` that lose most accuracy to the backgrounds (original
-    minus worst-case accuracy), biggest loss first."""
+    minus worst-case accuracy): real models first, each group biggest loss first."""
     found = suite_runs(runs)
     loss = found["original_accuracy"] - found["worst_case_accuracy"]
-    return found.assign(loss=loss).sort_values("loss", ascending=False, kind="stable").head(MAX_MODELS)
+    return found.assign(loss=loss).sort_values(["zoo", "loss"], ascending=[True, False], kind="stable").head(MAX_MODELS)
 
 
 def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, float]) -> str:
@@ -124,6 +148,8 @@ def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str |
         f"error rate (at least {MIN_COUNT} composites), one variance matrix on the suite's colour scale, and two composites "
         "whose background changed the prediction."
     )
+    if chosen["zoo"].any():
+        st.caption(ZOO_NOTE)
     done = runs[(runs["status"] == "done") & (runs["suite_id"] == chosen["suite_id"].iloc[0])]
     suite_run_ids = tuple(sorted(done["id"]))  # the Matrices page's key of the suite scale, so both share it
     tabs = st.tabs([escape_markdown(model) for model in chosen["model"]], key=KEY + "model", on_change="rerun")

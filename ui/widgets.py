@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import streamlit as st
 
+from ui.charts import SQUARE_COLUMNS
 from ui.markdown import escape_markdown
 
 ALL_CLASSES = "All classes"
@@ -169,3 +170,8 @@ def shadow_key(key: str) -> str:
 
 def _copy_state(source: str, destination: str) -> None:
     st.session_state[destination] = st.session_state[source]
+
+
+def grid_columns(n: int) -> list:
+    """``n`` chart slots, :data:`ui.charts.SQUARE_COLUMNS` per row (four in a row are too small to read)."""
+    return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]

@@ -3,6 +3,9 @@
 :func:`build_report` writes, for a model (and the models it is compared with) over one suite, the
 sections :data:`SECTIONS`:
 
+0. ``summary``: the finding on one screen: per model the accuracy on the targets' own photos and under
+   every background, the drop, the human label and the assessor's verdict; the model's worst scenes
+   (keywords by error rate); one composite whose background changes the prediction;
 1. ``accuracy``: accuracy, original and worst-case accuracy of every run (:func:`analytics.runs.list_runs`),
    and the Backgrounds Challenge (accuracy per variant, BG-Gap) of the models whose challenge results
    are already cached in the workspace (:func:`analytics.robustness.bgchallenge.evaluate_variants` with
@@ -21,7 +24,7 @@ sections :data:`SECTIONS`:
    (:func:`analytics.assessor.fit_assessor` on :func:`analytics.assessor.human_labels`), its verdict
    on each reported model and the Shapley values that explain it (:func:`analytics.assessor.explain`);
    too few labelled models: the section says how many are needed;
-8. ``provenance``: the suite's method, n, the seeds (sampling, bootstrap, assessor, challenge pairings),
+8. ``provenance`` (an appendix, collapsed until opened): the suite's method, n, the seeds (sampling, bootstrap, assessor, challenge pairings),
    the ontology settings and keyword tables, every recorded parameter, warnings, the runs, and the id,
    origin, package and licence of each background.
 
@@ -36,6 +39,7 @@ thumbnail size, so a report of a few models stays under 15 MB.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 from collections.abc import Callable, Sequence
@@ -58,7 +62,7 @@ from analytics.team import require_permission
 from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace, now
 
-from .failures import BOOTSTRAP_SEED, failure_table, keyword_model_matrix
+from .failures import BOOTSTRAP_SEED, FailureTable, failure_table, keyword_model_matrix
 from .galleries import GalleryItem, flips, fooling_backgrounds, item_images, item_saliency
 
 if TYPE_CHECKING:
@@ -68,6 +72,7 @@ __all__ = ["SECTIONS", "build_report", "thumbnail_uri"]
 
 #: Section id -> title, in order (each is an ``<section id=...>``).
 SECTIONS: dict[str, str] = {
+    "summary": "Summary",
     "accuracy": "Accuracy and Backgrounds Challenge",
     "matrices": "Variance matrices",
     "failures": "Failures by scene keyword",
@@ -75,8 +80,10 @@ SECTIONS: dict[str, str] = {
     "flips": "Flips: the background changes the prediction",
     "judgments": "Judgments and consensus",
     "assessor": "Assessor verdict",
-    "provenance": "Suite provenance",
+    "provenance": "Appendix: suite provenance",
 }
+#: Scene keywords the summary names (the worst by error rate).
+SUMMARY_KEYWORDS = 3
 #: The assessor trained for the report, its seed, and how many features explain each verdict.
 ASSESSOR_KIND, ASSESSOR_SEED, TOP_FEATURES = "random_forest", 0, 8
 #: Backgrounds Challenge settings looked up in the cache: the page's and the CLI's default seed,
@@ -169,14 +176,18 @@ def build_report(
     suite_runs = _suite_runs(workspace, model, suite_id)
     runs = _report_runs(suite_runs, [model, *dict.fromkeys(m for m in compare if m != model)])
     suite_id, main_run = str(runs["suite_id"].iloc[0]), str(runs["id"].iloc[0])
+    # the summary reads the failure table and the assessor again: each is computed once
+    failures = functools.cache(lambda: failure_table(workspace, main_run, min_count=min_count))
+    assessed = functools.cache(lambda: _fit_assessor(workspace, suite_runs, preset))
     writers: dict[str, Callable[[], str]] = {
+        "summary": lambda: _summary_html(workspace, runs, failures(), assessed(), thumb),
         "accuracy": lambda: _accuracy_html(workspace, runs),
         "matrices": lambda: _matrices_html(workspace, runs, preset),
-        "failures": lambda: _failures_html(workspace, runs, min_count),
+        "failures": lambda: _failures_html(workspace, runs, failures(), min_count),
         "gallery": lambda: _gallery_html(workspace, main_run, per_class, thumb),
         "flips": lambda: _flips_html(workspace, model, main_run, flip_count, thumb),
         "judgments": lambda: _judgments_html(workspace, suite_id, list(runs["model"])),
-        "assessor": lambda: _assessor_html(workspace, suite_runs, list(runs["model"]), preset),
+        "assessor": lambda: _assessor_html(assessed(), list(runs["model"])),
         "provenance": lambda: _provenance_html(workspace, suite_id, runs),
     }
     body = [
@@ -272,6 +283,36 @@ def _figure(figure: go.Figure, height: int = _SQUARE_PX) -> str:
     return f"<div class='figure'>{div}</div>"
 
 
+# -- summary -------------------------------------------------------------------------------------
+def _summary_html(workspace: Workspace, runs: pd.DataFrame, failures: FailureTable, assessed: tuple | str, thumb: dict[str, int]) -> str:
+    """The finding in one screen: accuracy drop and verdicts per model, the worst scenes, one flip."""
+    models = list(runs["model"])
+    labels = human_labels(workspace, str(runs["suite_id"].iloc[0]))
+    verdicts = predict(assessed[0], assessed[1].loc[models])["label"] if not isinstance(assessed, str) else pd.Series(dtype=object)
+    table = pd.DataFrame({
+        "model": models,
+        "right on their own photos": [f"{v:.0%}" for v in runs["original_accuracy"]],
+        "right under every background": [f"{v:.0%}" for v in runs["worst_case_accuracy"]],
+        "drop (points)": [f"{100 * (o - w):.0f}" for o, w in zip(runs["original_accuracy"], runs["worst_case_accuracy"])],
+        "human label": [labels.get(m, "not judged") for m in models],
+        "assessor verdict": [verdicts.get(m, "no assessor") for m in models],
+    })  # fmt: skip
+    first = runs.iloc[0]
+    worst = failures.keywords.sort_values("error_rate", ascending=False, kind="stable").head(SUMMARY_KEYWORDS)
+    scenes = ", ".join(f"{_e(k)} ({r:.0%} of {n} composites wrong)" for k, r, n in zip(worst["keyword"], worst["error_rate"], worst["count"]))
+    flipped = flips(workspace, str(first["id"]), limit=1)
+    picture = f"<div class='flips'>{_card(flipped[0], [*item_images(workspace, flipped[0])], thumb)}</div>" if flipped else ""
+    return (
+        f"<p><b>{_e(first['model'])}</b> recognises {first['original_accuracy']:.0%} of the targets on their own photos and "
+        f"{first['worst_case_accuracy']:.0%} under every one of their backgrounds; its scenes with the most errors: "
+        f"{scenes or 'none (the backgrounds carry no keywords)'}. Overall {failures.error_rate:.0%} of {failures.composites} "
+        "composites are misclassified.</p>" + _table(table)
+        + (f"<p>One composite whose background changes the answer (original left):</p>{picture}" if picture else "")
+        + "<p class='note'>Human label: the consensus where a lead recorded one, else the annotators' majority. "
+        "The sections below hold the evidence; the appendix the suite's provenance.</p>"
+    )  # fmt: skip
+
+
 # -- accuracy and the Backgrounds Challenge ------------------------------------------------------
 def _accuracy_html(workspace: Workspace, runs: pd.DataFrame) -> str:
     columns = ["model", "id", "images", "accuracy", "original_accuracy", "worst_case_accuracy"]
@@ -348,8 +389,7 @@ def _heatmap(matrix, title: str, top: float) -> str:
     return _figure(figure)
 
 
-def _failures_html(workspace: Workspace, runs: pd.DataFrame, min_count: int) -> str:
-    table = failure_table(workspace, str(runs["id"].iloc[0]), min_count=min_count)
+def _failures_html(workspace: Workspace, runs: pd.DataFrame, table: FailureTable, min_count: int) -> str:
     intro = (
         f"<p>{table.composites} composites of {_e(table.model)}; overall error rate {table.error_rate:.3f}, mean drop of the "
         f"true-class probability {table.mean_drop:.3f}. A composite counts for every keyword of its background "
@@ -363,8 +403,10 @@ def _failures_html(workspace: Workspace, runs: pd.DataFrame, min_count: int) -> 
             z=matrix.to_numpy(float), x=list(matrix.columns), y=list(matrix.index), zmin=0.0, zmax=1.0, colorscale="Reds",
             colorbar={"title": {"text": "error rate", "side": "right"}}, hovertemplate="%{y} / %{x}: %{z:.3f}<extra></extra>",
         ))  # fmt: skip
-        figure.update_yaxes(autorange="reversed")
-        heat = "<h3>Keyword x model error rate</h3>" + _figure(figure, height=max(300, 22 * len(matrix) + 120))
+        # automargin: the margin grows to the longest keyword and model name instead of cutting them off
+        figure.update_yaxes(autorange="reversed", automargin=True)
+        figure.update_xaxes(automargin=True, tickangle=-40)
+        heat = "<h3>Keyword x model error rate</h3>" + _figure(figure, height=max(300, 22 * len(matrix) + 200))
     return intro + _table(table.keywords) + "<h3>By ontology level</h3>" + _table(table.levels) + heat
 
 
@@ -436,23 +478,31 @@ def _judgments_html(workspace: Workspace, suite_id: str, models: list[str]) -> s
     return "<h3>Judgments (latest per annotator)</h3>" + _table(judged) + "<h3>Consensus</h3>" + _table(agreed)
 
 
-def _assessor_html(workspace: Workspace, suite_runs: pd.DataFrame, models: list[str], preset: str) -> str:
-    suite_id = str(suite_runs["suite_id"].iloc[0])
-    labels = human_labels(workspace, suite_id)
+def _fit_assessor(workspace: Workspace, suite_runs: pd.DataFrame, preset: str) -> tuple[Any, pd.DataFrame, pd.Series] | str:
+    """(fitted assessor, features, human labels) of the suite, or why none could be trained."""
+    labels = human_labels(workspace, str(suite_runs["suite_id"].iloc[0]))
     try:
         features = features_table(workspace, list(suite_runs["id"]), settings=MatrixSettings.of(preset))
         labels = labels[labels.index.isin(features.index)]
-        fitted = fit_assessor(features, labels, kind=ASSESSOR_KIND, seed=ASSESSOR_SEED)
+        return fit_assessor(features, labels, kind=ASSESSOR_KIND, seed=ASSESSOR_SEED), features, labels
     except InvalidInputError as error:
-        return _note(f"No assessor trained on this suite: {error}.")
+        return f"No assessor trained on this suite: {error}."
+
+
+def _assessor_html(assessed: tuple[Any, pd.DataFrame, pd.Series] | str, models: list[str]) -> str:
+    if isinstance(assessed, str):
+        return _note(assessed)
+    fitted, features, labels = assessed
     verdicts = predict(fitted, features.loc[models])
     explanation = explain(fitted, features.loc[models])
     verdicts.insert(0, "human label", [labels.get(m, "") for m in models])
     parts = [
-        f"<p>{_e(ASSESSORS[ASSESSOR_KIND].title)} (seed {ASSESSOR_SEED}) trained on the {len(labels)} labelled models of "
-        f"this suite (consensus where recorded, else the annotators' majority), reading {len(fitted.feature_names)} "
-        "variance-matrix features. A labelled model's verdict is in-sample (it was trained on its label); the Assessor page "
-        "scores the assessor on held-out splits.</p>",
+        (
+            f"<p>{_e(ASSESSORS[ASSESSOR_KIND].title)} (seed {ASSESSOR_SEED}) trained on the {len(labels)} labelled models of "
+            f"this suite (consensus where recorded, else the annotators' majority), reading {len(fitted.feature_names)} "
+            "variance-matrix features. A labelled model's verdict is in-sample (it was trained on its label); the Assessor page "
+            "scores the assessor on held-out splits.</p>"
+        ),
         _table(verdicts.reset_index(names="model")),
     ]
     for model in models:
@@ -485,7 +535,9 @@ def _provenance_html(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
     })  # fmt: skip
     listed = "".join(f"<li>{_e(w)}</li>" for w in warnings)
     return (
-        _table(facts)
+        f"<details><summary>Suite, seeds, every recorded parameter, warnings, runs and the licence of each of the "
+        f"{len(backgrounds)} backgrounds (open)</summary>"
+        + _table(facts)
         + "<h3>Seeds</h3>" + _table(seeds)
         + "<h3>Ontology settings</h3>" + _ontology_html(params)
         + "<h3>Keyword tables</h3>" + _table(_keyword_tables(params))
@@ -493,6 +545,7 @@ def _provenance_html(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
         + (f"<h3>Warnings</h3><ul>{listed}</ul>" if listed else "")
         + "<h3>Runs</h3>" + _table(runs[["model", "id", "model_key", "created", "finished"]].rename(columns={"id": "run"}))
         + f"<h3>Backgrounds and licences ({len(backgrounds)})</h3>" + _table(backgrounds)
+        + "</details>"
     )  # fmt: skip
 
 

@@ -2,7 +2,10 @@
 
 The queue holds the models an annotator is to judge (:func:`.assignments.assigned_models`) that have a
 finished current run over the suite and no current judgment by the annotator there
-(:func:`.judgments.unjudged_models`); models still short of their wanted judgments come first.
+(:func:`.judgments.unjudged_models`). Models short of their wanted judgments come first, the one with
+the most judgments so far first: a model collects its k judgments before the next model is begun, so
+the first judgments of different annotators land on the same models and agreement can be measured
+after a few minutes of work, not only once every model is done.
 Progress counts, per model and per annotator, the current judgments against the assignments or the
 suite's judging plan.
 """
@@ -56,8 +59,7 @@ def queue(workspace: Workspace, annotator: str, suite_id: str, *, models: Sequen
     -------
     list of QueueItem
         The candidates with a finished current run over the suite and no current judgment by the
-        annotator there; models furthest from their wanted number of
-        judgments first, then by alias (an order that says nothing about names).
+        annotator there; in the order of the module notes.
 
     Raises
     ------
@@ -72,7 +74,14 @@ def queue(workspace: Workspace, annotator: str, suite_id: str, *, models: Sequen
         QueueItem(m, table.at[m, "run_id"], table.at[m, "alias"], int(table.at[m, "judged"]), int(table.at[m, "wanted"]))
         for m in unjudged_models(workspace, annotator, suite_id, candidates)
     ]
-    return sorted(items, key=lambda item: (item.judged - item.wanted, item.alias))
+    return sorted(items, key=_queue_order)
+
+
+def _queue_order(item: QueueItem) -> tuple[bool, int, str]:
+    """Sort key of a queue: models still short of their wanted judgments before complete ones, then the
+    most judged first (finish a begun model before starting another, so annotators overlap), then by
+    alias (an order that says nothing about names, the same for every annotator)."""
+    return (item.judged >= item.wanted > 0, -item.judged, item.alias)
 
 
 def judging_progress(workspace: Workspace, suite_id: str) -> pd.DataFrame:

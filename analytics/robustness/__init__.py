@@ -19,6 +19,7 @@ from .factors import (
     factor_names,
     factor_table,
     load_predictions,
+    matched_rows,
     predict_imagenet_val,
 )
 from .scenario_stats import (
@@ -69,7 +70,6 @@ from .scenarios import (
 )
 
 __all__ = [
-    "bgchallenge",
     "BLUR_KERNEL",
     "BLUR_SIGMA",
     "BRIGHTNESS_WEIGHTS",
@@ -77,7 +77,6 @@ __all__ = [
     "CHUNK",
     "EXAMPLE_NAME",
     "FORMAT_HELP",
-    "FactorAnalysis",
     "HUE_RANGES",
     "MAX_PREDICTIONS_BYTES",
     "NEEDS_POOL",
@@ -89,8 +88,6 @@ __all__ = [
     "PROBABILITY",
     "RAINBOW_MAX_SHIFT",
     "REQUIRED_COLUMNS",
-    "Regression",
-    "Robustness",
     "SCENARIOS",
     "SCENARIO_PARAMS",
     "DEFAULT_SCENARIO_SET",
@@ -99,8 +96,12 @@ __all__ = [
     "TABLE3_SCENARIOS",
     "TERM_LABELS",
     "TRANSPARENT_MATTE",
+    "FactorAnalysis",
+    "Regression",
+    "Robustness",
     "analyse_models",
     "apply_scenario",
+    "bgchallenge",
     "blur_background",
     "blur_object",
     "check_file_size",
@@ -117,6 +118,7 @@ __all__ = [
     "image_grey",
     "image_rainbow",
     "load_predictions",
+    "matched_rows",
     "predict_imagenet_val",
     "random_background",
     "robustness_score",

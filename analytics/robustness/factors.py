@@ -365,17 +365,27 @@ def _merged(predictions: pd.DataFrame, name: str) -> pd.DataFrame:
     from imagenet_x import augment_model_predictions
 
     predictions = check_predictions(predictions, name=name)
-    annotated = _annotated_file_names()
-    known = np.fromiter((file_name in annotated for file_name in predictions["file_name"]), bool, len(predictions))  # Series.isin(set) is ~100x slower
+    known = _known(predictions)
     if not known.any():
         raise InvalidInputError(
-            f"predictions {name}: none of its {len(predictions)} file names (first: {predictions['file_name'].iloc[0]}) is an "
-            f"annotated ImageNet validation image; file names must look like {EXAMPLE_NAME}"
+            f"predictions {name}: 0 of its {len(predictions)} rows name an annotated ImageNet-X validation image (first file name: "
+            f"{predictions['file_name'].iloc[0]}); the file must hold one row per ImageNet validation image, {FORMAT_HELP}"
         )
     with warnings.catch_warnings():
         # imagenet-x 0.0.7 builds its ReaL-label table from ragged lists, which pandas 3 deprecates
         warnings.filterwarnings("ignore", "Constructing a DataFrame from a list of sequences", DeprecationWarning)
         return augment_model_predictions(_annotations(), {name: predictions[known]})
+
+
+def matched_rows(predictions: pd.DataFrame) -> int:
+    """How many rows of checked predictions (:func:`load_predictions`) name an annotated ImageNet-X
+    validation image: the rows the analysis counts (an analysis of a file with none is refused)."""
+    return int(_known(predictions).sum())
+
+
+def _known(predictions: pd.DataFrame) -> np.ndarray:
+    annotated = _annotated_file_names()
+    return np.fromiter((file_name in annotated for file_name in predictions["file_name"]), bool, len(predictions))  # Series.isin(set) is ~100x slower
 
 
 def _finite(frame: pd.DataFrame) -> pd.DataFrame:

@@ -105,6 +105,7 @@ from .build import (
 from .heads import (
     CONSTRUCTION_LABEL,
     construction_labels,
+    is_zoo_head,
     list_zoo,
     zoo_layout_of,
     zoo_runs_done,
@@ -144,6 +145,7 @@ __all__ = [
     "build_zoo",
     "construction_labels",
     "default_suite",
+    "is_zoo_head",
     "list_zoo",
     "zoo_built",
     "zoo_family_name",

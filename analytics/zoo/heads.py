@@ -12,7 +12,7 @@ import pandas as pd
 
 from analytics._validation import check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.models import ModelSpec, list_models
+from analytics.models import list_models
 from analytics.runs import current_runs, start_runs
 from analytics.suites import Suite, build_suite
 from analytics.workspace import Workspace
@@ -36,13 +36,15 @@ def list_zoo(workspace: Workspace) -> pd.DataFrame:
             spec.construction.get("family", GRID_FAMILY), float(spec.construction.get("temperature", 1.0)),
         )
         for spec in list_models(workspace)
-        if _is_zoo(spec)
+        if is_zoo_head(spec.construction)
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=["name", "strength", "augment", "seed", "backbone", "family", "temperature"])
 
 
-def _is_zoo(spec: ModelSpec) -> bool:
-    return isinstance(spec.construction, dict) and spec.construction.get("kind") == ZOO_KIND and "strength" in spec.construction
+def is_zoo_head(construction: object) -> bool:
+    """Whether a model's construction record (``ModelSpec.construction``, the ``construction`` column of
+    :func:`analytics.runs.list_runs`) makes it a head of this zoo: synthetic, not a registered real model."""
+    return isinstance(construction, dict) and construction.get("kind") == ZOO_KIND and "strength" in construction
 
 
 def construction_labels(workspace: Workspace, *, invariant_max: float = 0.25, variant_min: float = 0.75) -> pd.Series:
@@ -76,12 +78,12 @@ def zoo_layout_of(workspace: Workspace) -> ZooLayout:
     NotFoundError
         The workspace has no zoo (build it with ``python -m analytics zoo``).
     """
-    hashes = {spec.construction["layout"] for spec in list_models(workspace) if _is_zoo(spec)}
+    hashes = {spec.construction["layout"] for spec in list_models(workspace) if is_zoo_head(spec.construction)}
     if not hashes:
         raise NotFoundError(f"workspace {workspace.root} has no model zoo; build it with `python -m analytics zoo --workspace {workspace.root}`")
     if len(hashes) > 1:
         logger.warning("zoo heads of %d different layouts; using the first", len(hashes))
-    return ZooLayout.from_json(workspace.get_json(sorted(hashes)[0]))
+    return ZooLayout.from_json(workspace.get_json(min(hashes)))
 
 
 def zoo_suite(workspace: Workspace, *, n: int = 16, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> Suite:

@@ -79,6 +79,19 @@ def test_a_bad_upload_is_named_and_the_others_stay(tiny_workspace, app_runner, p
     assert app.dataframe[0].value["Model"].tolist() == ["good"]
 
 
+def test_a_csv_matching_no_imagenet_x_image_says_how_many_rows_matched_and_what_the_file_must_hold(tiny_workspace, app_runner, predictions):
+    stray = b"file_name,predicted_class\nholiday_001.jpg,3\nholiday_002.jpg,7\n"
+    app = upload(app_runner(FACTORS_PAGE, tiny_workspace), {"photos.csv": stray, "good.csv": csv(predictions["pose-fails"])})
+    assert not app.exception, app.exception
+    (error,) = [as_shown(e.value) for e in app.error]
+    assert "photos.csv: 0 of its 2 rows name an annotated ImageNet-X validation image" in error and "holiday_001.jpg" in error
+    assert "ILSVRC2012_val_00000001.JPEG" in error and "predicted_class" in error  # what the file must hold
+    assert any("good.csv (model good): 300 of its 300 rows" in as_shown(c.value) for c in app.caption)
+    assert app.dataframe[0].value["Model"].tolist() == ["good"]  # the matching file is still analysed
+    alone = upload(app_runner(FACTORS_PAGE, tiny_workspace), {"photos.csv": stray})
+    assert not alone.exception and not alone.get("plotly_chart") and "0 of its 2 rows" in as_shown(alone.error[0].value)
+
+
 def test_a_workspace_model_predicts_over_a_server_folder(tiny_workspace, app_runner, tmp_path):
     network = TinyNet()
     network.fc = nn.Linear(8, 1000)

@@ -203,3 +203,26 @@ def test_against_a_baseline_lists_the_keywords_whose_error_rate_rose_most(app_ru
     assert list(shown["Keyword"]) == list(expected["keyword"]) and list(shown["Rise"]) == pytest.approx(list(expected["rise"]))
     assert list(shown["Rise"]) == sorted(shown["Rise"], reverse=True)
     assert {"Error rate", "Rate 95% low", "Rate 95% high", "Baseline error rate", "Baseline 95% low", "Baseline 95% high", "McNemar p"} <= set(shown.columns)
+
+
+def test_page_opens_on_the_suite_of_most_real_models_with_the_heat_map_of_all_first(judging_workspace, app_runner):
+    """Nine models over tiny-suite, one over a newer suite (as a Methods job makes): the page opens on
+    tiny-suite, its heat map first and over every model (more than the eight the page used to pick)."""
+    from datetime import datetime, timedelta
+
+    from analytics.runs import current_runs, start_runs
+    from tests.fixtures.judging import JUDGING_MODELS
+    from tests.fixtures.models import insert_suite
+
+    insert_suite(judging_workspace, "newer-suite", seed=1)
+    (newer,) = start_runs(judging_workspace, ["tiny"], "newer-suite", device="cpu")
+    latest = max(datetime.fromisoformat(r["created"]) for r in judging_workspace.query("SELECT created FROM runs"))
+    with judging_workspace.transaction() as conn:  # the newest run of all, whatever the clock's resolution
+        conn.execute("UPDATE runs SET created = ? WHERE id = ?", ((latest + timedelta(minutes=1)).isoformat(), newer))
+    assert current_runs(judging_workspace)["id"].iloc[0] == newer
+    app = app_runner(FAILURES_PAGE, judging_workspace)
+    assert not app.exception, app.exception
+    assert app.selectbox(key="failures.run").value != newer
+    assert sorted(app.multiselect(key="failures.models").value) == sorted(JUDGING_MODELS)
+    headers = [h.value for h in app.subheader]
+    assert headers.index("Keyword × model") < next(i for i, h in enumerate(headers) if h.endswith("every keyword"))

@@ -114,6 +114,27 @@ def test_home_without_runs_has_no_start_here(tiny_workspace, app_runner):
     assert not app.exception and "Start here" not in [header.value for header in app.subheader]
 
 
+# -- issue 27.6: the real models lead, the zoo is explained, the call to action opens the comparison ----------
+def test_home_leads_with_the_real_models_and_explains_the_zoo(run_workspace, run_ids, app_runner):
+    from analytics.runs import list_runs
+    from tests.fixtures.runs import mark_as_zoo_head
+    from ui.story import ZOO_NOTE
+
+    runs = list_runs(run_workspace).assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"]).set_index("model")
+    zoo = runs["drop"].idxmax()  # the model that varies most becomes a zoo head: the headline must not name it
+    mark_as_zoo_head(run_workspace, zoo)
+    real = runs.drop(index=zoo)
+    app = app_runner("app.py", run_workspace)
+    assert not app.exception, app.exception
+    sentence = next(m.value for m in app.markdown if "On suite" in m.value)
+    assert "(2 real models and 1 zoo head)" in sentence and f"**{escape_markdown(zoo)}**" not in sentence
+    assert f"**{escape_markdown(real['drop'].idxmax())}** varies most" in sentence
+    assert [tab.label for tab in app.tabs][-1] == escape_markdown(zoo)  # real models' tabs first
+    assert ZOO_NOTE in [c.value for c in app.caption]
+    page, query = link_targets(app)[0]  # the call to action: Compare tab, the headline's model first
+    assert page == "Matrices" and query == f"run={real.at[real['drop'].idxmax(), 'id']}&tab=compare"
+
+
 # -- issue 16.3: the story view, what breaks each model, first on Home -------------------------------------
 @pytest.fixture
 def keyword_run_workspace(run_workspace):
@@ -164,7 +185,7 @@ def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_work
     # deep links to the full views of this run
     links = link_targets(app)
     assert ("Failures", f"run={first['id']}") in links
-    matrices = next(query for page, query in links if page == "Matrices" and query)
+    matrices = next(query for page, query in links if page == "Matrices" and "signal=" in query)  # the story's link, not the call to action
     assert f"run={first['id']}" in matrices and "signal=" in matrices and "preset=smooth" in matrices
 
 

@@ -48,6 +48,25 @@ def test_blind_mode_shows_an_opaque_id_and_four_matrices(judging_workspace):
     assert "0 of 9" in app.get("progress")[0].proto.text
 
 
+def test_matrices_are_two_a_row_with_readable_colour_bars_and_axes_in_words(judging_workspace):
+    """Issue 27.14: four a row left ~140 px matrices with thin horizontal bars and axes reading only d(y_ij, x_i)."""
+    import json
+
+    from ui.charts import SQUARE_HEIGHT
+
+    app = judge_page(judging_workspace)
+    assert not app.exception, app.exception
+    holding = [column for column in app.columns if column.get("plotly_chart")]
+    assert len(holding) == 4 and all(column.weight == 0.5 for column in holding)  # two a row
+    for chart in app.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        layout, bar = spec["layout"], spec["data"][0]["colorbar"]
+        assert layout["height"] >= SQUARE_HEIGHT
+        assert "distance of background j from the original" in layout["xaxis"]["title"]["text"] and "d(y_ij, x_i)" in layout["xaxis"]["title"]["text"]
+        assert "distance of background k from the original" in layout["yaxis"]["title"]["text"] and "d(y_ik, x_i)" in layout["yaxis"]["title"]["text"]
+        assert bar.get("orientation", "v") == "v" and bar["thickness"] >= 14 and bar["ticktext"]
+
+
 def test_a_label_button_stores_a_judgment_with_run_and_suite(judging_workspace):
     app = judge_page(judging_workspace)
     first = app.subheader[0].value

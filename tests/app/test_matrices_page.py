@@ -204,3 +204,15 @@ def test_report_button_names_the_compared_models(run_workspace, run_ids, app_run
     caption = next(as_shown(c.value) for c in app.caption if as_shown(c.value).startswith(f"{model} over suite"))
     assert all(other in caption for other in others)
 
+
+
+def test_the_homes_link_opens_the_comparison_with_its_model_first_and_real_models_before_the_zoo(run_workspace, run_ids):
+    from tests.fixtures.runs import mark_as_zoo_head
+
+    newest_first = [r for r in list_runs(run_workspace)["id"] if r != run_ids["tiny"]]
+    zoo = {v: k for k, v in run_ids.items()}[newest_first[0]]  # the one the newest-first order would show second
+    mark_as_zoo_head(run_workspace, zoo)
+    app = linked_app(run_workspace, run=run_ids["tiny"], tab="compare")
+    assert not app.exception, app.exception
+    assert app.multiselect(key="runs.compare").value == [run_ids["tiny"], newest_first[1], newest_first[0]]
+    assert len(compared_heatmaps(app)) == 3

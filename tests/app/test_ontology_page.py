@@ -181,6 +181,16 @@ def test_network_centres_on_a_searchable_keyword_with_its_neighbourhood(keyword_
     assert "3 keywords within 2 edges of **sand**" in captions(app)
 
 
+def test_scrolling_over_the_network_scrolls_the_page_in_both_views(keyword_workspace, app_runner):
+    app = app_runner(PAGE, keyword_workspace)
+    app.number_input(key="ontology.min_support").set_value(0.25).run()
+    for view in ("Around one keyword", "Whole graph"):
+        app.radio(key="ontology.network_view").set_value(view).run()
+        assert not app.exception
+        assert json.loads(app.get("plotly_chart")[0].proto.config)["scrollZoom"] is False, view
+        assert "Scroll to zoom" not in captions(app)
+
+
 def test_keywords_without_edges_are_hidden_and_counted(keyword_workspace, app_runner):
     app = app_runner(PAGE, keyword_workspace)
     app.number_input(key="ontology.min_support").set_value(0.3).run()  # sky, tree, sea; only sky <-> tree are an edge

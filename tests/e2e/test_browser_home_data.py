@@ -8,6 +8,7 @@ import shutil
 from playwright.sync_api import expect
 
 from analytics.data import list_backgrounds, list_classes, list_targets
+from ui.navigation import SECTIONS
 
 
 def test_home_shows_workspace_counts(page, app_url, e2e_workspace):
@@ -43,4 +44,7 @@ def test_deep_link_to_fresh_server_opens_page_inside_the_app(page, server_per_te
     expect(page).to_have_url(re.compile(r"/Data$"))
     navigation = page.get_by_test_id("stSidebarNav")
     expect(navigation.get_by_role("link", name="Home")).to_be_visible()
+    for section in SECTIONS:  # issue 27.11: the pages grouped by what a person is doing, none folded away
+        expect(navigation.get_by_text(section, exact=True)).to_be_visible()
+    expect(navigation.get_by_role("link", name="Repository")).to_be_visible()  # the last page
     expect(page.get_by_role("textbox", name="Workspace")).to_have_value(str(copy))

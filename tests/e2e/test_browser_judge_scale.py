@@ -13,6 +13,7 @@ from analytics.runs import suite_colour_scale
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
 from tests.e2e.test_browser_judge import COLD_START_MS, settle, workspace_with_runs
+from ui.charts import VALUE_TITLE
 from ui.judge import JUDGED_SIGNALS, button_key, colour_ticks
 
 MODELS = ("tiny", "bg-only")  # a random small CNN and a network that reads only the background
@@ -36,7 +37,7 @@ def colour_bar_numbers(tab: Page) -> list[list[str]]:
     for i in range(len(JUDGED_SIGNALS)):
         bar = charts.nth(i).locator(".colorbar")
         expect(bar).to_have_count(1)
-        numbers.append([t.strip() for t in bar.locator("text").all_text_contents() if t.strip()])
+        numbers.append([t.strip() for t in bar.locator("text").all_text_contents() if t.strip() and t.strip() != VALUE_TITLE])  # ticks, not the title
     return numbers
 
 

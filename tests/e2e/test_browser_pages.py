@@ -75,7 +75,8 @@ def test_home_starts_here_at_the_matrices(page, pages_server):
     expect(page.get_by_text(re.compile(r"varies most with the background"))).to_be_visible()
     page.get_by_role("link", name="See the variance matrices, models side by side").click()
     expect(page.get_by_role("heading", name="Matrices", exact=True)).to_be_visible()
-    expect(page).to_have_url(re.compile(r"/Matrices$"))
+    expect(page).to_have_url(re.compile(r"/Matrices\?.*run="))  # the headline model's run
+    expect(page.get_by_role("tab", name="Compare models")).to_have_attribute("aria-selected", "true", timeout=LONG_MS)  # the comparison it promises
 
 
 def test_models_lists_the_registry_and_measures_a_model(page, pages_server):

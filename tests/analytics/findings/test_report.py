@@ -18,17 +18,18 @@ import re
 from html.parser import HTMLParser
 
 import numpy as np
+import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
 
 from analytics.assessor import explain, features_table, fit_assessor, human_labels, predict
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
-from analytics.findings import SECTIONS, build_report, flips, fooling_backgrounds, thumbnail_uri
+from analytics.findings import SECTIONS, build_report, failure_table, flips, fooling_backgrounds, thumbnail_uri
 from analytics.judging import add_consensus
 from analytics.keywords import save_keyword_table
 from analytics.robustness.bgchallenge import evaluate_variants, gaps, workspace_data
-from analytics.runs import SIGNALS
+from analytics.runs import SIGNALS, list_runs
 from analytics.variance import MatrixSettings
 from tests.fixtures.judging import JUDGMENTS, run_ids_by_model
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
@@ -158,6 +159,23 @@ def test_report_content_sections_galleries_flips_and_assessor(report_workspace, 
         assert f"<h3>Why {model} is {expected[model]}</h3>" in assessor
     top = explain(fitted, features.loc[["net6"]]).values.loc["net6"].abs().idxmax()
     assert f"<td>{top}</td>" in assessor[assessor.index("<h3>Why net6") :]  # the strongest feature is listed
+    # issue 27.7: the summary leads (verdicts, accuracy drop, worst scenes, one picture); provenance is a collapsed appendix
+    assert next(iter(SECTIONS)) == "summary" and text.index("<section id='summary'>") < text.index("<section id='accuracy'>")
+    summary = section(text, "summary")
+    rows = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.DOTALL) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", summary, re.DOTALL)]
+    table = pd.DataFrame(rows[1:], columns=rows[0]).set_index("model")
+    assert list(table.index) == models
+    assert table.loc["tiny", "human label"] == "variant" and table.loc["net6", "human label"] == "not judged"  # consensus; nobody judged net6
+    assert table["assessor verdict"].to_dict() == expected.to_dict()
+    run = list_runs(report_workspace, model="tiny").iloc[0]
+    assert table.loc["tiny", "drop (points)"] == f"{100 * (run['original_accuracy'] - run['worst_case_accuracy']):.0f}"
+    worst = failure_table(report_workspace, run_id, min_count=1).keywords.sort_values("error_rate", ascending=False, kind="stable")
+    assert f"{worst['keyword'].iloc[0]} ({worst['error_rate'].iloc[0]:.0%} of {worst['count'].iloc[0]} composites wrong)" in summary
+    assert summary.count("<img ") == 2  # one flip: original and composite
+    assert re.search(r"<details><summary>[^<]*licence[^<]*</summary>", provenance) and "<details open" not in provenance
+    # the keyword x model heat map's margins grow to its labels (no clipped keywords)
+    heat = section(text, "failures")
+    assert '"automargin":true' in heat.replace(" ", "")
 
 
 def test_without_enough_labels_the_assessor_section_says_so(judging_workspace):

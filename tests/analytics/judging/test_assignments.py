@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
@@ -15,7 +16,9 @@ from analytics.judging import (
     blind_name,
     get_plan,
     judging_progress,
+    latest_judgments,
     list_assignments,
+    measure_agreement,
     queue,
     set_plan,
     unassign,
@@ -63,7 +66,7 @@ def test_assign_queue_and_progress(team):
     items = queue(team, "ann", TINY_SUITE)
     assert [item.model for item in items] == ["net1"]
     assert items[0].alias == blind_name(team, TINY_SUITE, "net1") and items[0].run_id == run_ids_by_model(team)["net1"]
-    assert [item.model for item in queue(team, "bob", TINY_SUITE)] == ["net1", "tiny"]  # furthest from its wanted count first
+    assert [item.model for item in queue(team, "bob", TINY_SUITE)] == ["tiny", "net1"]  # the begun model first: annotators overlap
 
     table = judging_progress(team, TINY_SUITE).set_index("model")
     assert set(table.index) == set(JUDGING_MODELS)
@@ -84,10 +87,44 @@ def test_everyone_plan_queues_every_model_with_k_wanted(team):
     judge(team, "bob", {"tiny": "variant", "net1": "invariant"})
     table = judging_progress(team, TINY_SUITE).set_index("model")
     assert bool(table.at["tiny", "complete"]) and not table.at["net1", "complete"] and (table["wanted"] == 2).all()
-    assert queue(team, "ann", TINY_SUITE)[-1].model == "net1"  # one judgment short of k: after the models with none
+    assert queue(team, "ann", TINY_SUITE)[0].model == "net1"  # one judgment short of k: before the models with none
     people = annotator_progress(team, TINY_SUITE).set_index("annotator")
     assert set(people.index) == {"ann", "bob", "lee"}  # accounts that may judge; the viewer is not one
     assert people.at["bob", "done"] == 2 and people.at["bob", "assigned"] == len(JUDGING_MODELS)
+
+
+# Each annotator's label for the first three models they are given (one row per annotator): some disagreement, so κ is defined.
+OVERLAP_LABELS = {
+    "ann": ("invariant", "variant", "borderline"),
+    "bob": ("invariant", "variant", "invariant"),
+    "cat": ("borderline", "variant", "borderline"),
+}
+
+
+@pytest.mark.parametrize("turns", ["in turn", "one after another"])
+@pytest.mark.parametrize("scheme", ["everyone plan", "assignments"])
+def test_first_judgments_of_different_annotators_land_on_the_same_models(judging_workspace, scheme, turns):
+    """Three annotators, k = 3, each judging the head of their queue three times: all judge the same three
+    models, whether they take turns or one finishes before the next starts, so agreement is measurable."""
+    if scheme == "everyone plan":
+        set_plan(judging_workspace, TINY_SUITE, 3)
+    else:
+        assign(judging_workspace, TINY_SUITE, list(JUDGING_MODELS), list(OVERLAP_LABELS))
+    order = [(name, i) for i in range(3) for name in OVERLAP_LABELS]  # ann, bob, cat, ann, ...
+    if turns == "one after another":
+        order = sorted(order)
+    judged: dict[str, list[str]] = {name: [] for name in OVERLAP_LABELS}
+    for name, i in order:
+        head = queue(judging_workspace, name, TINY_SUITE)[0]
+        judge(judging_workspace, name, {head.model: OVERLAP_LABELS[name][i]})
+        judged[name].append(head.model)
+    assert judged["ann"] == judged["bob"] == judged["cat"]
+    table = judging_progress(judging_workspace, TINY_SUITE).set_index("model")
+    assert int(table["complete"].sum()) == 3 and set(table.index[table["complete"]]) == set(judged["ann"])
+    agreement = measure_agreement(latest_judgments(judging_workspace, TINY_SUITE), resamples=0)
+    assert agreement.fleiss.n_models == 3 and np.isfinite(agreement.fleiss.value)
+    if scheme == "everyone plan":  # a fourth annotator starts on a model still short of k
+        assert queue(judging_workspace, "dan", TINY_SUITE)[0].model not in judged["ann"]
 
 
 BAD_CALLS = [  # (call, error); one test for all: each runs on the same (costly) workspace

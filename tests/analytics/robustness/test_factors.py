@@ -27,6 +27,7 @@ from analytics.robustness import (
     factor_names,
     factor_table,
     load_predictions,
+    matched_rows,
     predict_imagenet_val,
 )
 from tests.fixtures.models import SIZE, TinyNet, save_torchscript
@@ -138,8 +139,9 @@ def test_details_and_comparison_keep_the_models_order(annotations):
     pd.testing.assert_frame_equal(a[["errors", "share_of_errors", "share_of_images", "shift"]], error_prevalence(models["a"]))
     assert details.loc[details["model"] == "a"].set_index("factor")["error_ratio"].idxmax() == "color"
     only_unannotated = pd.DataFrame({"file_name": ["holiday.jpg"], "predicted_class": [3]})
-    with pytest.raises(InvalidInputError, match="predictions c: none of its 1 file names .*ILSVRC2012_val_00000001.JPEG"):
+    with pytest.raises(InvalidInputError, match="predictions c: 0 of its 1 rows name an annotated .*holiday.jpg.*ILSVRC2012_val_00000001.JPEG"):
         compare_models({**models, "c": only_unannotated})
+    assert matched_rows(only_unannotated) == 0 and matched_rows(models["a"]) == len(models["a"])
     with pytest.raises(InvalidInputError, match="no predictions given"):
         compare_models({})
 

@@ -1,0 +1,39 @@
+"""The sidebar's sections (app.py with :mod:`ui.navigation`): every page in one section by what a person
+is doing, each at the URL path it had before (deep links and the browser tests use them)."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from analytics.workspace import PROJECT_ROOT
+from ui.navigation import OTHER, SECTIONS, group_pages
+
+# Every page's URL path: the file name without its number (the paths deep links and tests/e2e use).
+PAGE_PATHS = sorted(re.sub(r"^\d+_", "", path.stem) for path in (PROJECT_ROOT / "pages").glob("*.py"))
+
+
+def test_the_app_groups_every_page_in_a_sidebar_section_at_its_old_url(tiny_workspace, app_runner, monkeypatch):
+    given = []
+    real = st.navigation
+
+    def spy(pages, **options):
+        given.append((pages, options))
+        return real(pages, **options)
+
+    monkeypatch.setattr(st, "navigation", spy)
+    app = app_runner("app.py", tiny_workspace)
+    assert not app.exception and len(given) == 1
+    sections, options = given[0]
+    assert options["expanded"] is True  # no page folded behind "View more"
+    assert isinstance(sections, dict) and list(sections) == ["", *SECTIONS]  # Home on top, then the sections in order
+    assert [page.title for page in sections[""]] == ["Home"]
+    paths = {title: [page.url_path for page in pages] for title, pages in sections.items() if title}
+    assert paths == {title: list(names) for title, names in SECTIONS.items()}
+    assert sorted(p for pages in paths.values() for p in pages) == PAGE_PATHS  # all 17, each once, same URLs as before
+    assert len(PAGE_PATHS) == 17
+
+
+def test_a_page_no_section_lists_is_shown_under_more():
+    assert group_pages(["Judge", "Data", "Brand_New"]) == {"Prepare data and models": ["Data"], "Judge and assess": ["Judge"], OTHER: ["Brand_New"]}

@@ -110,7 +110,7 @@ def run_assess(args: argparse.Namespace) -> dict:
         bars.close()
     report = evaluate_assessors(data.features, labels, repeats=args.repeats, seed=args.seed)
     return {
-        **report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "features": args.features,
+        **report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "feature_set": args.features,
         "crops": list(args.crops), "ran": list(data.ran),
     }  # fmt: skip
 

@@ -288,12 +288,12 @@ def test_assess_command_with_construction_labels_runs_missing_models(zoo_workspa
         assert 0 <= result[key] <= 1
     assert result["class_counts"] == {"invariant": 3, "borderline": 3, "variant": 3}
     assert latest_judgments(zoo_workspace).empty  # construction labels are never stored as judgments
-    assert result["features"] == "authors" and result["features_by_assessor"]["random_forest"] == matrix_feature_columns("authors")
+    assert result["feature_set"] == "authors" and result["features_by_assessor"]["random_forest"] == matrix_feature_columns("authors")
     assert main(argv) == 0
     assert "running" not in capsys.readouterr().err  # the runs are reused
     assert main([*argv, "--features", "backdrop"]) == 0
     backdrop = json.loads(capsys.readouterr().out)
-    assert backdrop["features"] == "backdrop" and backdrop["features_by_assessor"]["random_forest"] == matrix_feature_columns("backdrop")
+    assert backdrop["feature_set"] == "backdrop" and backdrop["features_by_assessor"]["random_forest"] == matrix_feature_columns("backdrop")
     assert main([*argv, "--crops", "8"]) == 0
     assert "true_prob.mean_crop8" in json.loads(capsys.readouterr().out)["features_by_assessor"]["random_forest"]
     assert main([*argv, "--features", "backdrop", "--crops", "8"]) == 2

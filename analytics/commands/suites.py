@@ -24,7 +24,7 @@ import sys
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics.suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORERS, SAMPLERS
 
-from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_json_option, add_workspace_option, comma_list, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--method", choices=list(SAMPLERS), required=True, help="sampling method")
     parser.add_argument("--n", type=int, default=32, help="backgrounds per target (default 32)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--classes", type=_names, metavar="A,B", help="cover only the targets of these classes (default: every class)")
-    parser.add_argument("--targets", type=_names, metavar="ID,...", help="cover only these target ids (within --classes when given)")
+    parser.add_argument("--classes", type=comma_list, metavar="A,B", help="cover only the targets of these classes (default: every class)")
+    parser.add_argument("--targets", type=comma_list, metavar="ID,...", help="cover only these target ids (within --classes when given)")
     parser.add_argument("--distance-model", action="append", metavar="NAME", help="model of the distance ensemble (repeatable; default: every EfficientNet-Lite)")
     parser.add_argument("--target-table", metavar="NAME", help="keyword table of the targets (default: the newest)")
     parser.add_argument("--background-table", metavar="NAME", help="keyword table of the pool (default: the newest)")
@@ -119,11 +119,6 @@ def _keyword_tables(workspace, args: argparse.Namespace) -> dict[str, str]:
     for kind in computed:
         _say(f"no {kind} keyword table in the workspace: computed {names[kind]} with the classifier-patch backend")
     return {**names, **given}
-
-
-def _names(text: str) -> list[str]:
-    """A comma-separated list; an empty one is refused by :func:`analytics.suites.select_targets`."""
-    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def _say(text: str) -> None:

@@ -55,7 +55,7 @@ def main() -> None:
     left, right = st.columns([1, 2])
     min_count = left.slider("Minimum composites per keyword", 1, 50, 3, key=view.KEY + "min_count")
     with right:
-        classes = view.pick_classes(view.run_classes(path, run_id, run["finished"] or ""), key=view.KEY + "classes")
+        classes = widgets.pick_classes(view.run_classes(path, run_id, run["finished"] or ""), key=view.KEY + "classes")
     models = keyword_by_model(path, runs, run, min_count, classes)
     st.subheader(f"{escape_markdown(run['model'])}: every keyword" + (f" of {escape_markdown(', '.join(classes))}" if classes else ""))
     try:

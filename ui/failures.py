@@ -34,7 +34,7 @@ from analytics.findings import (
 )
 from analytics.saliency import binarize
 from analytics.workspace import Workspace
-from ui import cache, state, widgets
+from ui import cache, state
 from ui.charts import MIN_HEIGHT
 from ui.markdown import escape_markdown
 from ui.saliency import overlay
@@ -94,16 +94,6 @@ def run_keywords(workspace_path: str, run_id: str, finished: str) -> list[str]:
 def run_classes(workspace_path: str, run_id: str, finished: str) -> list[str]:
     """The classes of a run's composites, sorted by name."""
     return sorted(set(composite_table(state.open_workspace(workspace_path), run_id)["class_name"]))
-
-
-def pick_classes(present: Sequence[str], *, key: str) -> tuple[str, ...] | None:
-    """A "Classes" multiselect over ``present`` (every one by default, again when the run's classes
-    change); None when all or none are picked (none says so), the picked ones otherwise."""
-    widgets.prefill(key, list(present), follows=tuple(present))
-    picked = st.multiselect("Classes", present, key=key, help="Count only the composites of these classes: pick your own class to see only its failures.")
-    if not picked:
-        st.caption("No class picked: showing every class.")
-    return None if not picked or set(picked) == set(present) else tuple(sorted(picked))
 
 
 @st.cache_data(max_entries=32, show_spinner="Finding the backgrounds that fool the model…")

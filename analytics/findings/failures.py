@@ -37,7 +37,7 @@ from statsmodels.stats.proportion import proportion_confint
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import list_keyword_tables, load_keyword_table
-from analytics.runs import image_table
+from analytics.runs import check_run_classes, image_table
 from analytics.workspace import Workspace
 
 __all__ = [
@@ -347,12 +347,5 @@ def keyword_model_matrix(
 
 def _of_classes(composites: pd.DataFrame, classes: Sequence[str], run_id: str) -> pd.DataFrame:
     """The rows of ``classes``; an empty selection or a class the run has no composite of is refused."""
-    wanted = list(dict.fromkeys(classes))
-    present = sorted(set(composites["class_name"]))
-    unknown = [name for name in wanted if name not in present]
-    if not wanted or unknown:
-        raise InvalidInputError(
-            f"classes: {'none given' if not wanted else ', '.join(unknown[:5]) + ' not among the classes'} of run {run_id}; "
-            f"its classes are {', '.join(present) or 'none'}"
-        )
+    wanted = check_run_classes(classes, composites["class_name"], run_id)
     return composites[composites["class_name"].isin(wanted)].reset_index(drop=True)

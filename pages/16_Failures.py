@@ -2,7 +2,8 @@
 rate and the drop of the true-class probability with 95 % intervals, after the keyword x model heat
 map of the suite's models (every model by default; the page opens on the suite most registered real
 models ran over); the galleries (per class, the backgrounds that fool the model most; the flips, with
-saliency overlays on request); the self-contained HTML report. A thin view: numbers from
+saliency overlays on request); the self-contained HTML report. A Classes filter (every class by default)
+narrows the tables, the heat map and the galleries to the composites of the classes picked. A thin view: numbers from
 :mod:`analytics.findings.failures` and :mod:`analytics.findings.galleries`, layout from :mod:`ui.failures`.
 
 Deep links (:mod:`ui.deeplink`): ``run``, ``class``, ``keyword`` and ``method`` live in the address.
@@ -50,12 +51,15 @@ def main() -> None:
     if unknown:
         st.warning(f"The link names run {escape_markdown(repr(unknown))}, which is not a finished current run of this workspace; showing {run_id}.")
     run = records[run_id]
-    min_count = st.slider("Minimum composites per keyword", 1, 50, 3, key=view.KEY + "min_count")
     path = str(workspace.root)
-    models = keyword_by_model(path, runs, run, min_count)
-    st.subheader(f"{escape_markdown(run['model'])}: every keyword")
+    left, right = st.columns([1, 2])
+    min_count = left.slider("Minimum composites per keyword", 1, 50, 3, key=view.KEY + "min_count")
+    with right:
+        classes = widgets.pick_classes(view.run_classes(path, run_id, run["finished"] or ""), key=view.KEY + "classes")
+    models = keyword_by_model(path, runs, run, min_count, classes)
+    st.subheader(f"{escape_markdown(run['model'])}: every keyword" + (f" of {escape_markdown(', '.join(classes))}" if classes else ""))
     try:
-        table = view.failures(path, run_id, run["finished"] or "", min_count)
+        table = view.failures(path, run_id, run["finished"] or "", min_count, classes)
     except BackdropError as err:
         st.error(escape_markdown(err))
         st.stop()
@@ -74,7 +78,7 @@ def main() -> None:
     st.caption("Level of the keyword the suite drew the background for: 0 detected on the target, 1+ through the ontology, −1 random.")
     st.dataframe(view.display(table.levels), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "levels")
 
-    class_name, keyword = show_gallery(path, run_id, run["finished"] or "", list(table.keywords["keyword"]))
+    class_name, keyword = show_gallery(path, run_id, run["finished"] or "", list(table.keywords["keyword"]), classes)
     method = show_flips(path, run, class_name, keyword)
 
     suite_runs = runs[runs["suite_id"] == run["suite_id"]].drop_duplicates("model", keep="first")  # newest per model
@@ -107,9 +111,9 @@ def show_baseline(path: str, run: Mapping, suite_runs: pd.DataFrame, min_count: 
     st.dataframe(view.display(changes), hide_index=True, width="stretch", column_config=view.NUMBER_FORMAT, key=view.KEY + "changes")
 
 
-def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int) -> list[str]:
-    """The keyword × model heat map of the run's suite, every model by default (the newest run of each);
-    returns the models chosen."""
+def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int, classes: tuple[str, ...] | None) -> list[str]:
+    """The keyword × model heat map of the run's suite over ``classes`` (None = every class), every model
+    by default (the newest run of each); returns the models chosen."""
     st.subheader("Keyword × model")
     suite_runs = runs[runs["suite_id"] == run["suite_id"]].drop_duplicates("model", keep="first")  # newest per model
     widgets.prefill(view.KEY + "models", list(suite_runs["model"]), follows=run["suite_id"])  # another suite: all its models
@@ -118,7 +122,11 @@ def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int
     if chosen.empty:
         st.caption("Pick models above to compare their error rates per keyword.")
         return models
-    matrix = view.keyword_matrix(path, tuple(chosen["id"]), tuple(chosen["finished"].fillna("")), min_count)
+    try:
+        matrix = view.keyword_matrix(path, tuple(chosen["id"]), tuple(chosen["finished"].fillna("")), min_count, classes)
+    except BackdropError as err:  # another model's run may lack a class of this one
+        st.error(escape_markdown(err))
+        return models
     if matrix.empty:
         st.info("No keyword to compare.")
     else:
@@ -127,8 +135,9 @@ def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int
     return models
 
 
-def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tuple[str | None, str | None]:
-    """Per class, the backgrounds that fool the model most; returns the chosen class and keyword."""
+def show_gallery(path: str, run_id: str, finished: str, ranked: list[str], picked: tuple[str, ...] | None) -> tuple[str | None, str | None]:
+    """Per class (of ``picked``; None = every class), the backgrounds that fool the model most; returns
+    the chosen class and keyword."""
     st.subheader("Galleries")
     st.caption(
         "The composites that lower the true-class probability most (biggest drop first), each after its original, "
@@ -146,7 +155,7 @@ def show_gallery(path: str, run_id: str, finished: str, ranked: list[str]) -> tu
     except BackdropError as err:
         st.error(escape_markdown(err))
         return None, keyword
-    classes = list(gallery)
+    classes = [name for name in gallery if picked is None or name in picked]
     view.keep_valid(view.KEY + "class", classes)
     unknown_class = deeplink.adopt("class", view.KEY + "class", classes)
     class_name = left.selectbox("Class", classes, key=view.KEY + "class")

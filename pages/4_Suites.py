@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.data import list_backgrounds, list_targets
-from analytics.suites import Suite
+from analytics.suites import Suite, select_targets
 from analytics.workspace import Workspace
 from ui import jobs as job_view
 from ui import state
@@ -34,15 +34,16 @@ def suite_of_job(workspace: Workspace) -> Suite | None:
     return suite
 
 
-def previewed(workspace: Workspace, n_targets: int) -> None:
-    """The last preview (not saved) with the button that saves its suite for every target."""
+def previewed(workspace: Workspace) -> None:
+    """The last preview (not saved) with the button that saves its suite for every selected target."""
     shown = st.session_state.get(view.PREVIEW)
     if shown is None:
         return
     request, suite = shown
+    n_targets = len(select_targets(workspace, classes=request.classes))
     st.subheader(f"Preview: {suite.method} suite for {len(suite.target_ids)} of {n_targets} targets")
     st.caption(
-        f"Not saved yet. Saving samples all {n_targets} targets with these settings and seed; a target's draw depends on "
+        f"Not saved yet. Saving samples all {n_targets} targets{' of the classes picked' if request.classes else ''} with these settings and seed; a target's draw depends on "
         "the seed and its own inputs, so these targets keep these backgrounds (one without detected keywords may not: "
         "it borrows its class's most frequent keywords, counted over all targets)."
     )
@@ -81,7 +82,7 @@ def main() -> None:
         else:
             suite = view.sample_preview(workspace, request)
             st.session_state[view.PREVIEW] = None if suite is None else (request, suite)
-    previewed(workspace, n_targets)
+    previewed(workspace)
     suite = suite_of_job(workspace)
     if suite is not None:
         st.subheader(f"{suite.method} suite `{suite.id}`")

@@ -9,7 +9,8 @@ with the run's model and the suite's other models, registered real models before
 
 A thin view: point clouds, matrices and drill-down are :mod:`analytics.runs`; caching, clickable
 heatmaps and captions are :mod:`ui.runs`; colour ranges (the suite's fixed scale by default, per-model
-autoscale as a labelled option) are :mod:`ui.colour_scale`. The page catches only
+autoscale as a labelled option) are :mod:`ui.colour_scale`. A Classes filter (every class by default)
+builds the matrices, metrics and drill-down of both tabs from the targets of the classes picked. The page catches only
 :class:`~analytics.exceptions.BackdropError`.
 """
 
@@ -41,12 +42,19 @@ REPORT_MIN_COUNT = 3  # composites per keyword in the report's failure table, th
 
 
 def metrics(run: Mapping, n_points: int | None = None) -> None:
+    """The run's accuracies (``run``: a runs row, or :func:`subset_accuracies` of a class filter)."""
     columns = st.columns(4 if n_points is not None else 3)
     columns[0].metric("Accuracy", f"{run['accuracy']:.1%}", help="Over all images: originals and composites.")
     columns[1].metric("Worst-case accuracy", f"{run['worst_case_accuracy']:.1%}", help="Targets correct under every one of their backgrounds.")
     columns[2].metric("Original accuracy", f"{run['original_accuracy']:.1%}")
     if n_points is not None:
         columns[3].metric("Points per matrix", f"{n_points:,}")
+
+
+def subset_accuracies(run: Mapping, data) -> dict:
+    """``run`` with the accuracies of the targets in ``data`` (a run narrowed to some classes)."""
+    return {**run, "accuracy": float(data.correct.mean()), "worst_case_accuracy": float(data.correct.all(axis=1).mean()),
+            "original_accuracy": float(data.correct[:, 0].mean())}  # fmt: skip
 
 
 def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mapping[str, tuple], selected: tuple | None) -> None:
@@ -62,10 +70,10 @@ def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mappin
             )  # fmt: skip
 
 
-def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMatrix], selected: tuple) -> None:
+def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMatrix], selected: tuple, classes: tuple[str, ...] | None) -> None:
     signal, row, col = selected
     matrix = matrices[signal]
-    data, clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
+    data, clouds = view.run_clouds(workspace_path, run["id"], run["finished"], classes)
     pairs = cell_pairs(state.open_workspace(workspace_path), run["id"], signal, matrix, row, col, limit=PAIRS_LISTED, data=data, cloud=clouds[signal], nearest=True)
     e = matrix.edges
     st.subheader("Image pairs behind the cell")
@@ -105,26 +113,35 @@ def exports(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMa
     )
 
 
-def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple]) -> None:
+def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple], classes: tuple[str, ...] | None) -> None:
     try:
-        data_clouds = view.run_clouds(workspace_path, run["id"], run["finished"])
-        matrices = view.run_matrices(workspace_path, run["id"], run["finished"], settings)
+        data_clouds = view.run_clouds(workspace_path, run["id"], run["finished"], classes)
+        matrices = view.run_matrices(workspace_path, run["id"], run["finished"], settings, classes)
     except BackdropError as err:
         st.error(escape_markdown(err))
         return
-    metrics(run, data_clouds[0].n_points)
+    metrics(run if classes is None else subset_accuracies(run, data_clouds[0]), data_clouds[0].n_points)
     if data_clouds[0].excluded:
         st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {escape_markdown(', '.join(data_clouds[0].excluded[:5]))}")
     selected = view.clicked_cell(run["id"], matrices)
     st.caption(f"{view.settings_label(settings)} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
     heatmaps(run["id"], matrices, ranges, selected)
     if selected:
-        drill_down(workspace_path, run, matrices, selected)
+        drill_down(workspace_path, run, matrices, selected, classes)
     with st.expander("Raw point clouds"):
         st.caption(f"A random {view.SCATTER_POINTS:,} points per signal over the density (grey) of all {data_clouds[0].n_points:,}.")
         scatters(data_clouds)
     with st.expander("Export"):
         exports(workspace_path, run, matrices)
+
+
+def pick_classes(workspace_path: str, run: Mapping) -> tuple[str, ...] | None:
+    """The Classes filter over the run's classes (none shown for a run of one class or without a cloud)."""
+    try:
+        present = sorted(set(view.run_clouds(workspace_path, run["id"], run["finished"])[0].class_names or []))
+    except BackdropError:  # explore() says why
+        return None
+    return widgets.pick_classes(present, key=f"{view.KEY}classes") if len(present) > 1 else None
 
 
 def warn_unknown(what: str, text: str | None, shown: str) -> None:
@@ -134,7 +151,7 @@ def warn_unknown(what: str, text: str | None, shown: str) -> None:
 
 
 def compare(
-    workspace_path: str, done: pd.DataFrame, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple]
+    workspace_path: str, done: pd.DataFrame, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple], classes: tuple[str, ...] | None
 ) -> tuple[list[str], str | None]:
     """The Compare tab; returns the compared run ids and the signal shown (None before any model is picked)."""
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
@@ -158,7 +175,7 @@ def compare(
         st.caption(f"Pick up to {view.MAX_COMPARED} models above to see their matrices side by side.")
         return chosen, None
     try:
-        matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings) for r in chosen}
+        matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings, classes) for r in chosen}
     except BackdropError as err:
         st.error(escape_markdown(err))
         return chosen, None
@@ -233,13 +250,14 @@ def main() -> None:
     autoscale = choice == colour_scale.AUTOSCALE
     ranges = colour_scale.ranges(scale, autoscale)
     st.caption(colour_scale.describe(scale, autoscale))
+    classes = pick_classes(str(workspace.root), run)
     tabs = ["Run", "Compare models"]
     # ?tab=compare (Home's "models side by side") opens on the comparison
     one, several = st.tabs(tabs, default=tabs[1] if st.query_params.get("tab") == "compare" else tabs[0])
     with one:
-        explore(str(workspace.root), run, settings, ranges)
+        explore(str(workspace.root), run, settings, ranges, classes)
     with several:
-        compared, signal = compare(str(workspace.root), done, run, settings, ranges)
+        compared, signal = compare(str(workspace.root), done, run, settings, ranges, classes)
     report(workspace, run, compared, records)
     # after every widget: the address names what is on screen (a signal only once the Compare tab drew one)
     deeplink.publish(run=run_id, preset=settings.preset, **({"signal": signal} if signal else {}))

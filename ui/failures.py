@@ -63,9 +63,10 @@ NUMBER_FORMAT = {
 
 
 @st.cache_data(max_entries=16, show_spinner="Counting failures per keyword…")
-def failures(workspace_path: str, run_id: str, finished: str, min_count: int) -> FailureTable:
-    """:func:`analytics.findings.failures.failure_table`, cached per run (``finished`` keys a redone run afresh)."""
-    return failure_table(state.open_workspace(workspace_path), run_id, min_count=min_count)
+def failures(workspace_path: str, run_id: str, finished: str, min_count: int, classes: tuple[str, ...] | None = None) -> FailureTable:
+    """:func:`analytics.findings.failures.failure_table` of ``classes`` (None = every class), cached per
+    run (``finished`` keys a redone run afresh)."""
+    return failure_table(state.open_workspace(workspace_path), run_id, min_count=min_count, classes=classes)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing with the baseline per keyword…")
@@ -75,9 +76,11 @@ def changes(workspace_path: str, run_id: str, baseline_run_id: str, finished: tu
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing models per keyword…")
-def keyword_matrix(workspace_path: str, run_ids: tuple[str, ...], finished: tuple[str, ...], min_count: int) -> pd.DataFrame:
-    """:func:`analytics.findings.failures.keyword_model_matrix`, cached per set of runs."""
-    return keyword_model_matrix(state.open_workspace(workspace_path), list(run_ids), min_count=min_count)
+def keyword_matrix(
+    workspace_path: str, run_ids: tuple[str, ...], finished: tuple[str, ...], min_count: int, classes: tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """:func:`analytics.findings.failures.keyword_model_matrix` of ``classes`` (None = every class), cached per set of runs."""
+    return keyword_model_matrix(state.open_workspace(workspace_path), list(run_ids), min_count=min_count, classes=classes)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -85,6 +88,12 @@ def run_keywords(workspace_path: str, run_id: str, finished: str) -> list[str]:
     """Every scene keyword of a run's composites' backgrounds, sorted by name."""
     frame = composite_table(state.open_workspace(workspace_path), run_id)
     return sorted({keyword for found in frame["keywords"] for keyword in found})
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def run_classes(workspace_path: str, run_id: str, finished: str) -> list[str]:
+    """The classes of a run's composites, sorted by name."""
+    return sorted(set(composite_table(state.open_workspace(workspace_path), run_id)["class_name"]))
 
 
 @st.cache_data(max_entries=32, show_spinner="Finding the backgrounds that fool the model…")

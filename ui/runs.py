@@ -77,22 +77,29 @@ def runs_display(table: pd.DataFrame) -> pd.DataFrame:
 
 # -- cached data -------------------------------------------------------------------------------------
 @st.cache_resource(max_entries=4, show_spinner="Reading the run…")
-def run_clouds(workspace_path: str, run_id: str, finished: str) -> tuple[runs.RunData, dict[str, PointCloud]]:
-    """The run's arrays and its four point clouds (shared, read-only; ``finished`` keys the cache)."""
+def run_clouds(
+    workspace_path: str, run_id: str, finished: str, classes: tuple[str, ...] | None = None
+) -> tuple[runs.RunData, dict[str, PointCloud]]:
+    """The run's arrays and its four point clouds, of the targets of ``classes`` (None = every one;
+    shared, read-only; ``finished`` keys the cache)."""
     workspace = state.open_workspace(workspace_path)
     data = runs.load_run(workspace, run_id)
+    data = data if classes is None else runs.run_of_classes(data, classes)
     return data, runs.run_point_clouds(workspace, run_id, data=data)
 
 
 @st.cache_data(max_entries=64, show_spinner="Interpolating the matrices…")
-def run_matrices(workspace_path: str, run_id: str, finished: str, settings: MatrixSettings) -> dict[str, VarianceMatrix]:
-    """:func:`analytics.runs.run_matrices`, from the cached clouds when the workspace has not got them."""
+def run_matrices(
+    workspace_path: str, run_id: str, finished: str, settings: MatrixSettings, classes: tuple[str, ...] | None = None
+) -> dict[str, VarianceMatrix]:
+    """:func:`analytics.runs.run_matrices` (of ``classes``; None = every class), from the cached clouds
+    when the workspace has not got them."""
     workspace = state.open_workspace(workspace_path)
-    found = runs.cached_matrices(workspace, run_id, settings=settings)
+    found = runs.cached_matrices(workspace, run_id, settings=settings) if classes is None else None
     if found is not None:
         return found
-    _, clouds = run_clouds(workspace_path, run_id, finished)
-    return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds)
+    _, clouds = run_clouds(workspace_path, run_id, finished, classes)
+    return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds, classes=classes)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)

@@ -3,8 +3,8 @@ distance histogram per method (its Figure 11).
 
 The library (:mod:`analytics.suites`, :mod:`analytics.suites.sampling`) samples and stores. A request is
 first previewed: sampled in this process for :data:`PREVIEW_TARGETS` targets only (spread over the
-classes; nothing saved; the ontology's fit is judged on every target, not on these few), with a
-progress bar. Saving (after a preview, or straight from the form) samples every target in a background job
+classes; nothing saved; the ontology's fit is judged on every selected target, not on these few),
+with a progress bar. The form's Classes pick the targets a suite covers (all of them by default). Saving (after a preview, or straight from the form) samples every target in a background job
 (:mod:`analytics.jobs`, kind ``suite``) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
 target's draw depends on the seed and that target's own inputs, so the saved suite holds the
 previewed backgrounds (except for a target without detected keywords, whose class keywords are
@@ -40,6 +40,7 @@ from analytics.suites import (
     list_suites,
     load_suite,
     screening_warning,
+    select_targets,
     suite_stats,
 )
 from analytics.workspace import Workspace
@@ -73,6 +74,7 @@ class SuiteRequest:
     distance_models: tuple[str, ...] = ()
     realism_threshold: float = DEFAULT_REALISM_THRESHOLD
     top_up: bool = True
+    classes: tuple[str, ...] | None = None  # None = every class (the suite id of a suite without a selection)
 
     def build_kwargs(self) -> dict:
         tables = {"target": self.target_table, "background": self.background_table}
@@ -80,6 +82,7 @@ class SuiteRequest:
             "method": self.method,
             "n": self.n,
             "seed": self.seed,
+            "classes": None if self.classes is None else list(self.classes),
             "keyword_tables": {kind: name for kind, name in tables.items() if name} or None,
             "ontology_id": self.ontology_id,
             "distance_models": list(self.distance_models) or None,
@@ -97,19 +100,25 @@ def cached_saved_suite(workspace_path: str, suite_id: str) -> Suite:
 
 # -- widgets ------------------------------------------------------------------------------------
 def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] | None:
-    """The form: method, N, seed, keyword tables, ontology, distance models, realism, top-up, and
+    """The form: classes (every one by default), method, N, seed, keyword tables, ontology, distance models, realism, top-up, and
     two buttons: Preview (a few targets, nothing saved) and Build (every target, saved, no preview
     needed).
 
     Returns
     -------
     (action, SuiteRequest) or None
-        ``action`` is ``'preview'`` or ``'build'``; None when neither button was pressed.
+        ``action`` is ``'preview'`` or ``'build'``; None when neither button was pressed, or (with
+        a warning) when no class is picked.
     """
     tables = list_keyword_tables(workspace)
     ontologies = list_ontologies(workspace)
     registered = [spec.name for spec in list_models(workspace)]
+    present = sorted(set(list_targets(workspace)["class_name"]))
     with st.form(KEY + "form"):
+        picked = st.multiselect(
+            "Classes", present, default=present, key=KEY + "classes",
+            help="The suite covers only the targets of these classes: pick your own class to test just your photos.",
+        )  # fmt: skip
         left, middle, right = st.columns(3)
         method = left.selectbox("Method", list(SAMPLERS), format_func=lambda m: f"{m} — {METHOD_HELP[m]}", key=KEY + "method")
         n = int(
@@ -145,7 +154,11 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
         )  # fmt: skip
     if not (previewed or built):
         return None
-    request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up))
+    if not picked:
+        st.warning("Pick at least one class: the suite covers the targets of the classes picked.", icon=":material/warning:")
+        return None
+    classes = None if set(picked) == set(present) else tuple(sorted(picked))
+    request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up), classes)
     return ("build" if built else "preview"), request
 
 
@@ -168,8 +181,8 @@ def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
         bar.progress(done / total if total else 0.0, text=f"Semantic distances of the preview's composites… {done}/{total}")
 
     try:
-        targets = comparison_targets(workspace, PREVIEW_TARGETS)
-        every = list_targets(workspace)["id"].tolist()  # the few previewed targets do not decide whether the suite fits
+        targets = comparison_targets(workspace, PREVIEW_TARGETS, classes=request.classes)
+        every = select_targets(workspace, classes=request.classes)  # the few previewed targets do not decide whether the suite fits
         return build_suite(workspace, **request.build_kwargs(), target_ids=targets, fit_target_ids=every, save=False, progress=report)
     except BackdropError as err:
         st.error(escape_markdown(err))
@@ -245,8 +258,8 @@ def summary(suite: Suite) -> None:
 
 
 def provenance(params: Mapping) -> str:
-    """One line naming the keyword tables (and backends) and the ontology (and its mining settings)
-    a suite used ('' for methods without keywords)."""
+    """One line naming the selected classes, the keyword tables (and backends) and the ontology (and
+    its mining settings) a suite used ('' for a suite of every class by a method without keywords)."""
     tables = params.get("keyword_tables") or {}
     parts = [f"{kind} keywords `{t['name']}` ({t.get('backend') or 'unknown backend'})" for kind, t in tables.items()]
     ontology = params.get("ontology")
@@ -257,7 +270,12 @@ def provenance(params: Mapping) -> str:
         )
     elif ontology:  # suites saved before the ontology's parameters were recorded
         parts.append(f"ontology `{ontology}`")
-    return "Sampled from " + "; ".join(parts) if parts else ""
+    sources = "Sampled from " + "; ".join(parts) if parts else ""
+    classes = (params.get("selection") or {}).get("classes")
+    if not classes:
+        return sources
+    selected = f"Only the classes {', '.join(escape_markdown(name) for name in classes)}"
+    return f"{selected}. {sources}" if sources else selected
 
 
 def _number(value: float) -> str:

@@ -175,3 +175,13 @@ def _copy_state(source: str, destination: str) -> None:
 def grid_columns(n: int) -> list:
     """``n`` chart slots, :data:`ui.charts.SQUARE_COLUMNS` per row (four in a row are too small to read)."""
     return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]
+
+
+def pick_classes(present: Sequence[str], *, key: str) -> tuple[str, ...] | None:
+    """A "Classes" multiselect over ``present`` (every one by default, again when the classes on offer
+    change); None when all or none are picked (none says so), the picked ones otherwise."""
+    prefill(key, list(present), follows=tuple(present))
+    picked = st.multiselect("Classes", present, key=key, help="Count only the composites of these classes: pick your own class to see only its results.")
+    if not picked:
+        st.caption("No class picked: showing every class.")
+    return None if not picked or set(picked) == set(present) else tuple(sorted(picked))

@@ -25,6 +25,11 @@ def open_workspace(args: argparse.Namespace, *, create: bool = False) -> Workspa
     return Workspace(args.workspace, create=create)
 
 
+def comma_list(text: str) -> list[str]:
+    """``--classes A,B`` as a list (blanks dropped); the library refuses an empty one by name."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 class ProgressBar:
     """A tqdm bar on stderr driven by ``(done, total[, message])`` callbacks, as a context manager.
 

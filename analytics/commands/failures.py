@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,6 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--run", required=True, help="run id (see `runs`)")
     parser.add_argument("--min-count", type=int, default=1, help="leave out keywords and levels with fewer composites (default 1)")
     parser.add_argument("--table", default=None, help="background keyword table (default: the suite's, else the newest current one)")
+    parser.add_argument("--classes", type=comma_list, metavar="A,B", help="count only the composites of these classes (default: every class)")
     add_workspace_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run_failures)
@@ -27,4 +28,4 @@ def run_failures(args: argparse.Namespace) -> dict:
     from analytics.findings import failure_table
 
 
-    return failure_table(open_workspace(args), args.run, min_count=args.min_count, table=args.table).to_dict()
+    return failure_table(open_workspace(args), args.run, min_count=args.min_count, table=args.table, classes=args.classes).to_dict()

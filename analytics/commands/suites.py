@@ -7,6 +7,10 @@ the defaults of :mod:`analytics.ontology`, support 0.005 and confidence 0.1) and
 says so. Without ``--ontology``, the ontology is the newest one mined from exactly these keyword
 tables; one mined from other keywords is refused (:func:`analytics.suites.check_expansion`).
 
+``--classes A,B`` covers only the targets of those classes (``python -m analytics info`` lists them)
+and ``--targets ID,...`` only those targets (within ``--classes`` when both are given); the class
+selection is recorded in the suite's parameters (``selection``) and reported under ``selection``.
+
 ``--json`` reports, besides the statistics, the suite's provenance: the keyword tables (name,
 backend) and ontology (id, parameters) it used and, for keyword methods, the backgrounds topped up
 at random (``topped_up``, ``topped_up_targets``, ``topup_share``).
@@ -20,7 +24,7 @@ import sys
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics.suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORERS, SAMPLERS
 
-from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_json_option, add_workspace_option, comma_list, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--method", choices=list(SAMPLERS), required=True, help="sampling method")
     parser.add_argument("--n", type=int, default=32, help="backgrounds per target (default 32)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--classes", type=comma_list, metavar="A,B", help="cover only the targets of these classes (default: every class)")
+    parser.add_argument("--targets", type=comma_list, metavar="ID,...", help="cover only these target ids (within --classes when given)")
     parser.add_argument("--distance-model", action="append", metavar="NAME", help="model of the distance ensemble (repeatable; default: every EfficientNet-Lite)")
     parser.add_argument("--target-table", metavar="NAME", help="keyword table of the targets (default: the newest)")
     parser.add_argument("--background-table", metavar="NAME", help="keyword table of the pool (default: the newest)")
@@ -66,6 +72,8 @@ def run_suite(args: argparse.Namespace) -> dict:
             method=args.method,
             n=args.n,
             seed=args.seed,
+            classes=args.classes,
+            target_ids=args.targets,
             keyword_tables=tables,
             ontology_id=args.ontology or ontology,
             distance_models=args.distance_model,
@@ -95,6 +103,7 @@ def run_suite(args: argparse.Namespace) -> dict:
         "topup_share": stats.topup_share,
         "keyword_tables": suite.params.get("keyword_tables", {}),
         "ontology": suite.params.get("ontology"),
+        "selection": suite.params.get("selection"),
         "warnings": list(suite.warnings),
     }
 

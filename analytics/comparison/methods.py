@@ -246,8 +246,9 @@ def method_comparison(
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
-def comparison_targets(workspace: Workspace, count: int) -> list[str]:
-    """``count`` targets spread over the classes: round-robin over classes, ids in order (deterministic).
+def comparison_targets(workspace: Workspace, count: int, *, classes: Sequence[str] | None = None) -> list[str]:
+    """``count`` targets spread over the classes (only ``classes`` when given): round-robin over
+    classes, ids in order (deterministic).
 
     Returns
     -------
@@ -257,7 +258,10 @@ def comparison_targets(workspace: Workspace, count: int) -> list[str]:
     from analytics.data import list_targets
 
     count = check_positive_int(count, "targets")
-    by_class = [group["id"].tolist() for _, group in list_targets(workspace).groupby("class_name", sort=True)]
+    table = list_targets(workspace)
+    if classes is not None:
+        table = table[table["class_name"].isin(list(classes))]
+    by_class = [group["id"].tolist() for _, group in table.groupby("class_name", sort=True)]
     spread = [ids[i] for i in range(max(map(len, by_class), default=0)) for ids in by_class if i < len(ids)]
     return sorted(spread[:count])
 

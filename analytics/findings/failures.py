@@ -37,7 +37,7 @@ from statsmodels.stats.proportion import proportion_confint
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import list_keyword_tables, load_keyword_table
-from analytics.runs import image_table
+from analytics.runs import check_run_classes, image_table
 from analytics.workspace import Workspace
 
 __all__ = [
@@ -152,7 +152,7 @@ def _suite_background_table(workspace: Workspace, suite_id: str) -> str | None:
     return None if current.empty else str(current["name"].iloc[-1])
 
 
-def composite_table(workspace: Workspace, run_id: str, *, table: str | None = None) -> pd.DataFrame:
+def composite_table(workspace: Workspace, run_id: str, *, table: str | None = None, classes: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per composite of a run, with its original's probability and its background's keywords.
 
     Parameters
@@ -161,6 +161,9 @@ def composite_table(workspace: Workspace, run_id: str, *, table: str | None = No
     run_id : str
     table : str, optional
         Background keyword table (:func:`background_keywords`).
+    classes : sequence of str, optional
+        Only the composites of targets of these classes (None = every class); a class the run has
+        no composite of is refused.
 
     Returns
     -------
@@ -186,6 +189,8 @@ def composite_table(workspace: Workspace, run_id: str, *, table: str | None = No
         tuple(dict.fromkeys([*keywords.get(b, []), *([k] if k else [])])) for b, k in zip(out["background_id"], out["keyword"])
     ]
     out = out.dropna(subset=["original_prob"])[COMPOSITE_COLUMNS].reset_index(drop=True)
+    if classes is not None:
+        out = _of_classes(out, classes, run_id)
     out.attrs["keyword_source"] = source
     return out
 
@@ -228,7 +233,9 @@ def group_statistics(correct: np.ndarray, drop: np.ndarray, *, seed: int = BOOTS
     }  # fmt: skip
 
 
-def failure_table(workspace: Workspace, run_id: str, *, min_count: int = 1, table: str | None = None, seed: int = BOOTSTRAP_SEED) -> FailureTable:
+def failure_table(
+    workspace: Workspace, run_id: str, *, min_count: int = 1, table: str | None = None, classes: Sequence[str] | None = None, seed: int = BOOTSTRAP_SEED
+) -> FailureTable:
     """Error rate and mean probability drop of a run per scene keyword and per ontology level.
 
     Parameters
@@ -240,6 +247,8 @@ def failure_table(workspace: Workspace, run_id: str, *, min_count: int = 1, tabl
         Leave out keywords and levels with fewer composites.
     table : str, optional
         Background keyword table (:func:`background_keywords`).
+    classes : sequence of str, optional
+        Count only the composites of these classes (None = every class).
     seed : int, default=0
         Bootstrap seed.
 
@@ -249,7 +258,7 @@ def failure_table(workspace: Workspace, run_id: str, *, min_count: int = 1, tabl
     """
     min_count = check_positive_int(min_count, "min_count")
     run = workspace.query_one("SELECT model, suite_id FROM runs WHERE id = ?", (run_id,))
-    composites = composite_table(workspace, run_id, table=table)
+    composites = composite_table(workspace, run_id, table=table, classes=classes)
     exploded = composites.explode("keywords").dropna(subset=["keywords"])
     keyword_rows = []
     for keyword, group in exploded.groupby("keywords", sort=True):
@@ -284,7 +293,9 @@ def _by_effect(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return frame.sort_values(["error_rate", "mean_drop", "count", key], ascending=ascending, kind="stable", ignore_index=True)
 
 
-def keyword_model_matrix(workspace: Workspace, run_ids: Sequence[str], *, min_count: int = 1, table: str | None = None) -> pd.DataFrame:
+def keyword_model_matrix(
+    workspace: Workspace, run_ids: Sequence[str], *, min_count: int = 1, table: str | None = None, classes: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Keyword x model error rates of several runs over one suite.
 
     Parameters
@@ -296,6 +307,8 @@ def keyword_model_matrix(workspace: Workspace, run_ids: Sequence[str], *, min_co
         Keywords with fewer composites (in the run with the most) are left out.
     table : str, optional
         Background keyword table (:func:`background_keywords`).
+    classes : sequence of str, optional
+        Count only the composites of these classes (None = every class).
 
     Returns
     -------
@@ -318,7 +331,7 @@ def keyword_model_matrix(workspace: Workspace, run_ids: Sequence[str], *, min_co
         raise InvalidInputError(f"pass one run per model over one suite; got suites {', '.join(suites)} and models {', '.join(models)}")
     columns, counts = {}, {}
     for run_id, model in zip(run_ids, models):
-        exploded = composite_table(workspace, run_id, table=table).explode("keywords").dropna(subset=["keywords"])
+        exploded = composite_table(workspace, run_id, table=table, classes=classes).explode("keywords").dropna(subset=["keywords"])
         grouped = exploded.groupby("keywords")["correct"]
         columns[model] = 1.0 - grouped.mean().astype(float)
         for keyword, size in grouped.size().items():
@@ -330,3 +343,9 @@ def keyword_model_matrix(workspace: Workspace, run_ids: Sequence[str], *, min_co
     matrix = matrix.loc[order]
     matrix.attrs.update(counts={k: counts[k] for k in matrix.index}, suite_id=suites[0])
     return matrix
+
+
+def _of_classes(composites: pd.DataFrame, classes: Sequence[str], run_id: str) -> pd.DataFrame:
+    """The rows of ``classes``; an empty selection or a class the run has no composite of is refused."""
+    wanted = check_run_classes(classes, composites["class_name"], run_id)
+    return composites[composites["class_name"].isin(wanted)].reset_index(drop=True)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from analytics.variance import (
 )
 from analytics.workspace import Workspace, content_id
 
-from .read import SIGNALS, RunData, load_run, run_row
+from .read import SIGNALS, RunData, load_run, run_of_classes, run_row
 
 __all__ = [
     "SUBSAMPLE_SEED",
@@ -104,8 +104,9 @@ def run_matrices(
     *,
     settings: MatrixSettings = DEFAULT_SETTINGS,
     clouds: Mapping[str, PointCloud] | None = None,
+    classes: Sequence[str] | None = None,
 ) -> dict[str, VarianceMatrix]:
-    """The four RBF variance matrices of a run (DESIGN §1.9), cached in the workspace.
+    """The four RBF variance matrices of a run (DESIGN §1.9), or of its targets of ``classes``, cached in the workspace.
 
     The cache key names the run (id and finishing time) and the settings, so a resumed or redone
     run is computed afresh.
@@ -118,7 +119,9 @@ def run_matrices(
         Preset, grid, window, sigma and k (default the smooth preset on 128 cells);
         e.g. ``MatrixSettings.of("fine", grid=64)``.
     clouds : mapping of str to PointCloud, optional
-        The run's clouds when already built (:func:`run_point_clouds`), to skip rebuilding them.
+        The run's clouds when already built (:func:`run_point_clouds`; of ``classes`` when given), to skip rebuilding them.
+    classes : sequence of str, optional
+        Only the targets of these classes (:func:`analytics.runs.run_of_classes`); None = every target.
 
     Returns
     -------
@@ -127,11 +130,13 @@ def run_matrices(
         axes ``[0, d_max]``.
     """
     settings = MatrixSettings.check(settings)
-    key = _matrices_key(workspace, run_id, settings)
+    key = _matrices_key(workspace, run_id, settings, classes)
     cached = workspace.cache_get(key)
     if cached is not None:
         return _unpack(cached, settings)
-    clouds = run_point_clouds(workspace, run_id) if clouds is None else clouds
+    if clouds is None:
+        data = load_run(workspace, run_id)
+        clouds = run_point_clouds(workspace, run_id, data=data if classes is None else run_of_classes(data, classes))
     matrices = matrices_from_clouds(clouds, settings=settings)
     workspace.cache_put(key, _pack(matrices))
     return matrices
@@ -151,9 +156,12 @@ def cached_matrices(workspace: Workspace, run_id: str, *, settings: MatrixSettin
     return None if cached is None else _unpack(cached, settings)
 
 
-def _matrices_key(workspace: Workspace, run_id: str, settings: MatrixSettings) -> str:
+def _matrices_key(workspace: Workspace, run_id: str, settings: MatrixSettings, classes: Sequence[str] | None = None) -> str:
     row = run_row(workspace, run_id)
-    return _CACHE_PREFIX + content_id(run_id, row["status"], row["finished"], settings.key(), list(SIGNALS))
+    parts = [run_id, row["status"], row["finished"], settings.key(), list(SIGNALS)]
+    if classes is not None:  # only then: the whole run keeps its cached matrices
+        parts.append(sorted(set(classes)))
+    return _CACHE_PREFIX + content_id(*parts)
 
 
 def _pack(matrices: Mapping[str, VarianceMatrix]) -> np.ndarray:

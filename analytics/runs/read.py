@@ -33,7 +33,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -203,6 +203,47 @@ def load_run(workspace: Workspace, run_id: str) -> RunData:
         background_ids=grid("background_id", str),
         class_names=table["class_name"].to_numpy()[::width].tolist(),
         excluded=excluded,
+    )
+
+
+def check_run_classes(classes: Sequence[str], present: Sequence[str], run_id: str) -> list[str]:
+    """``classes`` without repeats, checked against the classes ``present`` in run ``run_id``.
+
+    Raises
+    ------
+    InvalidInputError
+        An empty selection, or a class not in ``present`` (the message lists the run's classes).
+    """
+    wanted, known = list(dict.fromkeys(classes)), sorted(set(present))
+    unknown = [name for name in wanted if name not in known]
+    if not wanted or unknown:
+        raise InvalidInputError(
+            f"classes: {'none given' if not wanted else ', '.join(unknown[:5]) + ' not among the classes'} of run {run_id}; "
+            f"its classes are {', '.join(known) or 'none'}"
+        )
+    return wanted
+
+
+def run_of_classes(data: RunData, classes: Sequence[str]) -> RunData:
+    """``data`` narrowed to the targets of ``classes`` (rows kept in order).
+
+    Raises
+    ------
+    InvalidInputError
+        An empty selection, or a class the run has no target of (the message lists its classes).
+    """
+    names = data.class_names or []
+    wanted = check_run_classes(classes, names, data.run_id)
+    rows = np.array([name in wanted for name in names])
+    return replace(
+        data,
+        target_ids=[t for t, keep in zip(data.target_ids, rows) if keep],
+        distances=data.distances[rows],
+        signals={signal: values[rows] for signal, values in data.signals.items()},
+        correct=data.correct[rows],
+        predicted=data.predicted[rows],
+        background_ids=data.background_ids[rows],
+        class_names=[name for name in names if name in wanted],
     )
 
 

@@ -1,7 +1,7 @@
 """Suites: N backgrounds per target picked by a sampler, screened, with semantic distances and provenance.
 """
 
-from .build import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, build_suite, ensure_keyword_tables, ensure_ontology
+from .build import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, build_suite, ensure_keyword_tables, ensure_ontology, select_targets
 from .ranking import FALLBACK_TOP, MIN_EXPANDED_SHARE, check_expansion, detected_keywords, expanded_keywords
 from .sampling import (
     REALISM_SCORERS,
@@ -71,21 +71,21 @@ __all__ = [
     "ITEM_COLUMNS",
     "ITEM_KINDS",
     "ITEM_TYPES",
-    "IntervalSampler",
-    "KeywordSampler",
     "LIST_COLUMNS",
     "MIN_EXPANDED_SHARE",
+    "REALISM_SCORERS",
+    "SAMPLERS",
+    "SUMMARY_COLUMNS",
+    "IntervalSampler",
+    "KeywordSampler",
     "NearestSampler",
     "OntologySampler",
     "PoolExclusions",
     "PoolScreening",
     "Progress",
-    "REALISM_SCORERS",
     "RandomSampler",
     "RankedKeyword",
     "RealismScorer",
-    "SAMPLERS",
-    "SUMMARY_COLUMNS",
     "SampledBackground",
     "Sampler",
     "SamplingContext",
@@ -106,6 +106,7 @@ __all__ = [
     "ensure_ontology",
     "exclusion_summary",
     "expanded_keywords",
+    "images_of",
     "item_embeddings",
     "list_suites",
     "load_suite",
@@ -119,8 +120,8 @@ __all__ = [
     "screen_pool",
     "screening_gaps",
     "screening_warning",
+    "select_targets",
     "suite_exists",
-    "images_of",
     "suite_stats",
     "topup_record",
 ]

@@ -79,6 +79,7 @@ def build_suite(
     method: str,
     n: int = 32,
     seed: int = 0,
+    classes: Sequence[str] | None = None,
     target_ids: Sequence[str] | None = None,
     fit_target_ids: Sequence[str] | None = None,
     pool_ids: Sequence[str] | None = None,
@@ -103,8 +104,12 @@ def build_suite(
     n : int, default=32
         Backgrounds per target; at most the pool size (a suite never repeats a background).
     seed : int, default=0
+    classes : sequence of str or None, default=None
+        Cover only the targets of these classes (None = every class); recorded in ``params`` as
+        ``selection`` (with ``target_ids`` when both are given), so it shows in the provenance.
     target_ids, pool_ids : sequence of str or None, default=None
-        Targets to cover and backgrounds to choose from; None = all of the workspace.
+        Targets to cover (within ``classes``, see :func:`select_targets`) and backgrounds to choose
+        from; None = all of the workspace.
     fit_target_ids : sequence of str or None, default=None
         Targets the ontology's fit (:func:`check_expansion`) is judged on; None = ``target_ids``.
         A preview of a few targets passes the whole suite's targets, so that its small sample
@@ -146,7 +151,8 @@ def build_suite(
     Raises
     ------
     InvalidInputError
-        Unknown method, ``n`` larger than the pool, missing keyword tables / ontology / models.
+        Unknown method, ``n`` larger than the pool, missing keyword tables / ontology / models,
+        an empty selection, or a class or target id the workspace lacks.
     """
     check_choice(method, "method", SAMPLERS)
     n = check_positive_int(n, "n")
@@ -154,8 +160,8 @@ def build_suite(
     check_choice(realism, "realism", REALISM_SCORERS)
     realism_threshold = check_fraction(realism_threshold, "realism_threshold", low_open=False)
     sampler_cls = SAMPLERS[method]
+    targets = select_targets(workspace, classes=classes, target_ids=target_ids)
     known_targets = list_targets(workspace)["id"].tolist()
-    targets = _ids(target_ids, known_targets, "target_ids", "targets", workspace)
     fit_targets = targets if fit_target_ids is None else _ids(fit_target_ids, known_targets, "fit_target_ids", "targets", workspace)
     pool = _ids(pool_ids, list_backgrounds(workspace)["id"].tolist(), "pool_ids", "backgrounds", workspace)
     if n > len(pool):
@@ -174,6 +180,8 @@ def build_suite(
         "keyword_tables": {kind: _table_record(name, table) for kind, (name, table) in tables.items()},
         "ontology": None if ontology is None else ontology_record(workspace, ontology.id),
     }
+    if classes is not None:  # only then: a suite of every class keeps the id it had before selections existed
+        params["selection"] = {"classes": sorted(set(classes)), "target_ids": None if target_ids is None else sorted(set(target_ids))}
     if sampler_cls.needs_keywords:
         params["top_up"] = bool(top_up)
     if ontology is not None:
@@ -195,6 +203,40 @@ def build_suite(
         params = {**params, **topup_record(items)}
     suite = Suite(suite_id, method, n, seed, params, items, tuple(notes + result.warnings))
     return save_suite(workspace, suite) if save else suite
+
+
+def select_targets(workspace: Workspace, *, classes: Sequence[str] | None = None, target_ids: Sequence[str] | None = None) -> list[str]:
+    """The targets a suite covers: those of ``classes`` (None = every class), narrowed to
+    ``target_ids`` (None = all of those), in id order.
+
+    Raises
+    ------
+    InvalidInputError
+        An empty selection, a class without targets in the workspace, or a target id that is not
+        a target of the selected classes; the message says where the valid names are listed.
+    """
+    table = list_targets(workspace)
+    if classes is not None:
+        wanted = list(dict.fromkeys(classes))
+        if not wanted:
+            raise InvalidInputError("classes must name at least one class; got none (leave it out to cover every class)")
+        present = sorted(set(table["class_name"]))
+        unknown = [name for name in wanted if name not in present]
+        if unknown:
+            raise InvalidInputError(
+                f"classes: {', '.join(unknown[:5])} {'is not a class' if len(unknown) == 1 else 'are not classes'} of the targets in "
+                f"{workspace.root}; its classes are {', '.join(present) or 'none'} (`python -m analytics info` lists them with their counts)"
+            )
+        table = table[table["class_name"].isin(wanted)]
+    if target_ids is not None:
+        outside = sorted(set(target_ids) - set(table["id"]))
+        if outside:
+            where = "" if classes is None else f" of the classes {', '.join(sorted(set(classes)))}"
+            raise InvalidInputError(
+                f"target_ids: {len(outside)} ids are not targets{where} in {workspace.root}: {', '.join(outside[:5])}; "
+                "the Data page lists the targets with their ids and classes"
+            )
+    return _ids(target_ids, table["id"].tolist(), "target_ids", "targets", workspace)
 
 
 def _ids(given: Sequence[str] | None, known: list[str], name: str, what: str, workspace: Workspace) -> list[str]:

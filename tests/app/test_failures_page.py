@@ -226,3 +226,18 @@ def test_page_opens_on_the_suite_of_most_real_models_with_the_heat_map_of_all_fi
     assert sorted(app.multiselect(key="failures.models").value) == sorted(JUDGING_MODELS)
     headers = [h.value for h in app.subheader]
     assert headers.index("Keyword × model") < next(i for i, h in enumerate(headers) if h.endswith("every keyword"))
+
+
+def test_picking_one_class_narrows_the_tables_the_heat_map_and_the_galleries(keyword_run_workspace, run_ids):
+    """Issue 27.9: a newcomer looks at their own class only."""
+    run_id = run_ids["bg-only"]
+    app = open_page(keyword_run_workspace, {"run": run_id})
+    assert app.multiselect(key="failures.classes").value == ["disc", "square"]  # every class by default
+    app.multiselect(key="failures.classes").set_value(["square"]).run()
+    assert not app.exception, app.exception
+    expected = failure_table(keyword_run_workspace, run_id, min_count=3, classes=["square"])
+    assert expected.composites < failure_table(keyword_run_workspace, run_id, min_count=3).composites
+    assert any(f"{expected.composites} composites" in text.value for text in app.markdown)
+    assert app.dataframe[0].value["Keyword"].tolist() == expected.keywords["keyword"].tolist()
+    assert app.selectbox(key="failures.class").options == ["square"]  # the galleries offer only the class picked
+    assert any(h.value.endswith("every keyword of square") for h in app.subheader)

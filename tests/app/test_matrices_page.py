@@ -216,3 +216,22 @@ def test_the_homes_link_opens_the_comparison_with_its_model_first_and_real_model
     assert not app.exception, app.exception
     assert app.multiselect(key="runs.compare").value == [run_ids["tiny"], newest_first[1], newest_first[0]]
     assert len(compared_heatmaps(app)) == 3
+
+
+def test_picking_one_class_builds_the_matrices_and_metrics_from_its_targets(run_workspace, run_ids, app_runner):
+    """Issue 27.9: a newcomer inspects their own class only."""
+    from analytics.runs import load_run, run_of_classes
+
+    run_id = run_ids["bg-only"]
+    app = app_runner(MATRICES, run_workspace)
+    app.selectbox(key="runs.run").set_value(run_id).run()
+    assert app.multiselect(key="runs.classes").value == ["disc", "square"]  # every class by default
+    app.multiselect(key="runs.classes").set_value(["disc"]).run()
+    assert not app.exception, app.exception
+    discs = run_of_classes(load_run(run_workspace, run_id), ["disc"])
+    metrics = {m.label: m.value for m in app.tabs[0].metric}
+    assert metrics["Accuracy"] == f"{discs.correct.mean():.1%}" and metrics["Points per matrix"] == f"{discs.n_points:,}"
+    expected = run_matrices(run_workspace, run_id, classes=["disc"])["true_prob"].matrix
+    z = json.loads(charts(app)[list(SIGNALS).index("true_prob")].proto.spec)["data"][0]["z"]  # plotly's typed-array form
+    shown = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape([int(v) for v in str(z["shape"]).split(",")])
+    np.testing.assert_allclose(shown, expected, atol=1e-6)

@@ -182,3 +182,33 @@ def test_a_refused_ontology_says_what_to_change_on_the_page(suite_workspace, app
     assert "Mine an ontology from these tables" not in error  # the old, circular advice
     assert "Min confidence" in error and "Method 'keyword'" in error
     assert not [button for button in app.button if button.key == "suites.save"]
+
+
+def test_picking_one_class_previews_and_saves_only_its_targets(suite_workspace, app_runner):
+    """Issue 27.9: a newcomer tests only their own class; the preview and the saved suite hold only
+    its targets, and the saved suite says which classes it covers."""
+    from analytics.data import list_targets
+
+    squares = list_targets(suite_workspace, class_name="square")["id"].tolist()
+    app = app_runner(PAGE, suite_workspace)
+    assert app.multiselect(key="suites.classes").value == ["disc", "square"]  # every class by default
+    app.multiselect(key="suites.classes").set_value(["square"])
+    app = preview(app, "random", 2)
+    previewed = app.session_state[PREVIEW][1]
+    assert set(previewed.target_ids) <= set(squares) and previewed.target_ids
+    assert any(h.value.startswith(f"Preview: random suite for {len(previewed.target_ids)} of {len(squares)} targets") for h in app.subheader)
+    before = set(list_suites(suite_workspace)["id"])
+    app = save(app, suite_workspace)
+    (added,) = set(list_suites(suite_workspace)["id"]) - before
+    saved = load_suite(suite_workspace, added)
+    assert saved.target_ids == squares and saved.params["selection"]["classes"] == ["square"]
+    assert {metric.label: metric.value for metric in app.metric}["Targets"] == str(len(squares))
+    assert any("Only the classes square" in caption.value for caption in app.caption)
+
+
+def test_picking_no_class_is_refused_on_the_form(suite_workspace, app_runner):
+    app = app_runner(PAGE, suite_workspace)
+    app.multiselect(key="suites.classes").set_value([])
+    app = preview(app, "random", 2)
+    assert any("Pick at least one class" in w.value for w in app.warning)
+    assert not any(h.value.startswith("Preview:") for h in app.subheader) and not jobs.list_jobs(suite_workspace).shape[0]

@@ -128,6 +128,20 @@ def test_keyword_model_matrix_puts_models_side_by_side(hand_workspace):
         keyword_model_matrix(hand_workspace, ["nope"])
 
 
+def test_a_class_filter_counts_only_its_composites(hand_workspace):
+    discs = hand_workspace.query_one("SELECT COUNT(*) AS n FROM targets WHERE class_name = 'disc'")["n"]
+    assert 0 < discs < 6
+    table = failure_table(hand_workspace, "hand-tiny", classes=["disc"])
+    assert table.composites == 4 * discs and failure_table(hand_workspace, "hand-tiny").composites == 4 * 6
+    assert table.keywords.set_index("keyword").loc["tree", "count"] == 2 * discs
+    matrix = keyword_model_matrix(hand_workspace, ["hand-tiny", "hand-flip"], classes=["disc"])
+    assert matrix.attrs["counts"]["tree"] == 2 * discs and matrix.loc["tree"].tolist() == pytest.approx([1.0, 0.0])
+    with pytest.raises(InvalidInputError, match="circle not among the classes of run hand-tiny; its classes are disc, square"):
+        failure_table(hand_workspace, "hand-tiny", classes=["circle"])
+    with pytest.raises(InvalidInputError, match="none given"):
+        failure_table(hand_workspace, "hand-tiny", classes=[])
+
+
 def test_without_a_keyword_table_the_drawn_keywords_count(hand_workspace):
     delete_keyword_table(hand_workspace, BACKGROUND_TABLE)
     table = failure_table(hand_workspace, "hand-tiny")
@@ -151,6 +165,14 @@ def test_cli_prints_the_keyword_table_as_one_json_object(hand_workspace, capsys)
     assert result["run"] == "hand-tiny" and result["model"] == "tiny"
     assert [row["keyword"] for row in result["keywords"]][0] == "tree"
     assert {row["keyword"] for row in result["keywords"]} == {"tree", "sky", "grass"}
+
+
+def test_cli_counts_only_the_classes_given(hand_workspace, capsys):
+    discs = hand_workspace.query_one("SELECT COUNT(*) AS n FROM targets WHERE class_name = 'disc'")["n"]
+    assert main(["failures", "--workspace", str(hand_workspace.root), "--run", "hand-tiny", "--classes", "disc", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["composites"] == 4 * discs
+    assert main(["failures", "--workspace", str(hand_workspace.root), "--run", "hand-tiny", "--classes", "circle"]) == 2
+    assert "circle not among the classes" in capsys.readouterr().err
 
 
 def test_cli_unknown_run_is_a_one_line_error(hand_workspace, capsys):

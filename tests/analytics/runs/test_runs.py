@@ -202,6 +202,24 @@ def test_matrices_share_axes_and_follow_the_settings(run_workspace, run_ids):
     assert not np.allclose(smooth["true_prob"].matrix[:16, :16], fine["true_prob"].matrix)
 
 
+def test_matrices_of_one_class_come_from_its_targets_only(run_workspace, run_ids):
+    run_id = run_ids["bg-only"]
+    data = runs.load_run(run_workspace, run_id)
+    discs = runs.run_of_classes(data, ["disc"])
+    assert discs.class_names == ["disc"] * len(discs.target_ids) and 0 < len(discs.target_ids) < len(data.target_ids)
+    assert discs.distances.shape == (len(discs.target_ids), data.distances.shape[1])
+    clouds = runs.run_point_clouds(run_workspace, run_id, data=discs)
+    expected = runs.matrices_from_clouds(clouds, settings=MEDIUM)
+    got = runs.run_matrices(run_workspace, run_id, settings=MEDIUM, classes=["disc"])
+    whole = runs.run_matrices(run_workspace, run_id, settings=MEDIUM)
+    np.testing.assert_array_equal(got["true_prob"].matrix, expected["true_prob"].matrix)
+    assert not np.allclose(got["true_prob"].matrix, whole["true_prob"].matrix)  # cached apart from the whole run's
+    with pytest.raises(InvalidInputError, match="circle not among the classes .* its classes are disc, square"):
+        runs.run_of_classes(data, ["circle"])
+    with pytest.raises(InvalidInputError, match="none given"):
+        runs.run_of_classes(data, [])
+
+
 def test_matrix_cache_hit_returns_equal_arrays_without_recomputing(run_workspace, run_ids, monkeypatch):
     assert runs.cached_matrices(run_workspace, run_ids["tiny"], settings=MEDIUM) is None
     first = runs.run_matrices(run_workspace, run_ids["tiny"], settings=MEDIUM)

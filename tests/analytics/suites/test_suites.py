@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analytics.cli import main
-from analytics.data import imagenet_label_space, load_backgrounds, load_targets
+from analytics.data import imagenet_label_space, list_targets, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.keywords import (
     BACKENDS,
@@ -37,6 +37,7 @@ from analytics.suites import (
     images_of,
     list_suites,
     load_suite,
+    select_targets,
     suite_stats,
     topup_record,
 )
@@ -75,6 +76,38 @@ def test_same_inputs_same_suite_and_seed_matters(suite_workspace):
     other = build_suite(suite_workspace, method="random", n=N, seed=1, realism_threshold=0.0)
     assert other.id != first.id and not other.items["background_id"].equals(first.items["background_id"])
     assert len(list_suites(suite_workspace)) == 3  # tiny-suite + two
+
+
+def test_a_class_selection_covers_only_its_targets_and_is_recorded(suite_workspace):
+    discs = list_targets(suite_workspace, class_name="disc")["id"].tolist()
+    suite = build(suite_workspace, "ontology", classes=["disc"])
+    assert suite.target_ids == discs and 0 < len(discs) < 6
+    assert load_suite(suite_workspace, suite.id).params["selection"] == {"classes": ["disc"], "target_ids": None}
+    narrowed = build(suite_workspace, "random", classes=["disc"], target_ids=discs[:1])
+    assert narrowed.target_ids == discs[:1] and narrowed.params["selection"]["target_ids"] == discs[:1]
+    assert "selection" not in build(suite_workspace, "random").params  # every class: the id suites had before
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"classes": ["dics"]}, "dics is not a class"),
+        ({"classes": []}, "at least one class"),
+        ({"target_ids": []}, "at least one"),
+        ({"target_ids": ["nope"]}, "nope"),
+    ],
+)
+def test_a_bad_selection_is_refused_by_name(suite_workspace, options, message):
+    with pytest.raises(InvalidInputError, match=message):
+        build(suite_workspace, "random", **options)
+
+
+def test_a_target_outside_the_selected_classes_is_refused(suite_workspace):
+    square = list_targets(suite_workspace, class_name="square")["id"].iloc[0]
+    with pytest.raises(InvalidInputError, match=f"not targets of the classes disc.*{square}"):
+        select_targets(suite_workspace, classes=["disc"], target_ids=[square])
+    with pytest.raises(InvalidInputError, match="analytics info"):
+        select_targets(suite_workspace, classes=["nope"])
 
 
 def test_ontology_suites_are_more_diverse_than_detected_keyword_suites(suite_workspace):
@@ -285,6 +318,20 @@ def test_cli_builds_a_suite(suite_workspace, capsys):
     assert (result["topped_up"], result["topup_share"]) == (0, 0.0)  # 4 backgrounds: the keywords suffice
     assert result["ontology"]["id"] == list_ontologies(suite_workspace)["id"].iloc[0]
     assert {kind: t["name"] for kind, t in result["keyword_tables"].items()} == {"target": TARGET_TABLE, "background": BACKGROUND_TABLE}
+
+
+def test_cli_builds_a_suite_of_selected_classes_and_targets(suite_workspace, capsys):
+    root = str(suite_workspace.root)
+    base = ["suite", "--workspace", root, "--method", "random", "--n", str(N), "--realism-threshold", "0", "--json"]
+    assert main([*base, "--classes", "square"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    squares = list_targets(suite_workspace, class_name="square")["id"].tolist()
+    assert result["selection"] == {"classes": ["square"], "target_ids": None}
+    assert load_suite(suite_workspace, result["suite"]).target_ids == squares and result["targets"] == len(squares)
+    assert main([*base, "--targets", ",".join(squares[:2])]) == 0
+    assert load_suite(suite_workspace, json.loads(capsys.readouterr().out)["suite"]).target_ids == squares[:2]
+    assert main([*base, "--classes", "square,circle"]) == 2
+    assert "circle is not a class" in capsys.readouterr().err
 
 
 def test_cli_computes_missing_keywords_and_ontology(tiny_model_workspace, capsys):

@@ -9,6 +9,7 @@ same model costs nothing and a new checkpoint costs its own forward passes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -191,11 +192,4 @@ def training_labels(workspace: Workspace, suite_id: str, model: str, *, labels: 
 
 def challenge_loader(workspace: Workspace) -> Callable[[], ChallengeData]:
     """The workspace's targets as challenge data, read on first call and then kept."""
-    held: list[ChallengeData] = []
-
-    def load() -> ChallengeData:
-        if not held:
-            held.append(workspace_data(workspace))
-        return held[0]
-
-    return load
+    return functools.cache(functools.partial(workspace_data, workspace))

@@ -351,7 +351,7 @@ def test_cli_reports_user_errors(tiny_model_workspace, capsys):
     assert "exceeds the pool" in capsys.readouterr().err
 
 
-def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_workspace, monkeypatch):
+def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_workspace, monkeypatch, sql_trace):
     """Issue 28.5: the realism scorer held every pool image (3.9 GB at 20,000 backgrounds) and redid a
     target's erode / dilate and Lab work for each candidate. A suite of the whole pool scores every
     background for every target: the traced memory peak must not grow with the pool by more than
@@ -373,6 +373,7 @@ def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_wo
 
     def peak(n_pool: int) -> int:
         prepared.clear()
+        sql_trace.clear()
         tracemalloc.start()
         try:
             ids = [r["id"] for r in pool[:n_pool]]
@@ -381,6 +382,9 @@ def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_wo
         finally:
             tracemalloc.stop()
             assert len(prepared) == 6  # once per target, not per candidate
+            statements.append(len(sql_trace))
 
+    statements: list[int] = []
     small, large = peak(12), peak(72)
+    assert statements[0] == statements[1]  # a whole suite's SQL: the same for 12 and 72 backgrounds
     assert large - small < 20 * image_bytes  # the old code held all 60 more

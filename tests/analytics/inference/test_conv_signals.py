@@ -74,3 +74,23 @@ def test_an_old_run_without_them_says_to_fill_them_and_fill_conv_adds_them_keepi
     np.testing.assert_allclose(after[["conv_max", "conv_max_mean"]], before[["conv_max", "conv_max_mean"]], rtol=1e-5)
     np.testing.assert_array_equal(after["true_prob"], before["true_prob"] + 1e-3)  # the stored values were kept, not recomputed
     assert run_matrices(tiny_cnn_workspace, run_id, settings=SETTINGS, signals=CONV)["conv_max_mean"].matrix.max() > 0
+
+
+def test_cli_lists_the_new_signals_and_exports_them_on_request(tiny_cnn_workspace, tmp_path, capsys):
+    from analytics.cli import main
+
+    ws = str(tiny_cnn_workspace.root)
+    with pytest.raises(SystemExit):
+        main(["matrices", "--help"])
+    shown = capsys.readouterr().out
+    assert all(signal in shown for signal in (*SIGNALS, *CONV_SIGNALS))
+    assert main(["run", "--workspace", ws, "--model", "tiny-cnn", "--suite", TINY_SUITE, "--device", "cpu", "--fill-conv", "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run"]
+    out = tmp_path / "out"
+    assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(out), "--grid", "16", "--signal", "conv_max", "--signal", "true_prob", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["matrices"]) == ["conv_max", "true_prob"] and result["colour_scale"]["own_range"] == ["conv_max"]
+    np.testing.assert_array_equal(np.load(out / "conv_max.npy"), run_matrices(tiny_cnn_workspace, run_id, settings=MatrixSettings.of("smooth", grid=16), signals=("conv_max",))["conv_max"].matrix)
+    with pytest.raises(SystemExit):
+        main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(out), "--signal", "conv_min"])  # not a choice
+    assert "invalid choice: 'conv_min'" in capsys.readouterr().err

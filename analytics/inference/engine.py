@@ -261,10 +261,13 @@ def plan_runs(
         spec.label_space.class_outputs(classes)  # label errors before any write
     keys = RunKeys(model_keys(workspace), suite_classes_key(workspace, suite_id))
     run_ids = {spec.name: _start_run(workspace, spec, suite_id, top_k, torch_device, keys) for spec in specs}
-    problems = {spec.name: problem for spec in specs if (problem := conv_map_problem(workspace, spec)) is not None}
     members: dict[str, list[str]] = defaultdict(list)
     for spec in specs:
         members[spec.backbone if spec.source == "head" else spec.name].append(spec.name)
+    problems = {}  # asked once per backbone: its heads read its map
+    for backbone, group_names in members.items():
+        problem = conv_map_problem(workspace, get_model_spec(workspace, backbone))
+        problems.update({name: problem for name in group_names if problem is not None})
     groups, worked = [], set()
     for backbone, group_names in members.items():
         done = {name: _done_rows(workspace, run_ids[name], fill_conv and name not in problems) for name in group_names}

@@ -94,3 +94,14 @@ def test_cli_lists_the_new_signals_and_exports_them_on_request(tiny_cnn_workspac
     with pytest.raises(SystemExit):
         main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(out), "--signal", "conv_min"])  # not a choice
     assert "invalid choice: 'conv_min'" in capsys.readouterr().err
+
+
+def test_a_head_reads_its_backbones_map(tiny_cnn_workspace):
+    from analytics.models import register_head
+
+    register_head(tiny_cnn_workspace, "cnn-head", backbone="tiny-cnn", weight=np.random.default_rng(0).normal(size=(2, 1024)), bias=np.zeros(2),
+                  class_names=["disc", "square"])  # fmt: skip
+    head, backbone = run_models(tiny_cnn_workspace, ["cnn-head", "tiny-cnn"], TINY_SUITE, device="cpu", batch_size=8)
+    conv = [image_table(tiny_cnn_workspace, run_id)[["conv_max", "conv_max_mean"]] for run_id in (head, backbone)]
+    assert conv[0].notna().all().all()
+    pd.testing.assert_frame_equal(*conv)  # one backbone pass, one map: the heads on a backbone share these signals

@@ -476,7 +476,7 @@ def _group_batches(
         )
         for batch_jobs, images in stream:
             logits, embedding, conv_stats = forward(images)
-            conv_kept = None if conv_stats is None else conv_stats.float().cpu().double().numpy()
+            conv_kept = None if conv_stats is None else conv_stats.cpu().double().numpy()
             alone = [i for i, job in enumerate(batch_jobs) if job.foreground]
             keep = [i for i, job in enumerate(batch_jobs) if not job.foreground]
             kept, rows = [batch_jobs[i] for i in keep], []

@@ -20,13 +20,11 @@ import pandas as pd
 import streamlit as st
 
 from analytics.data import image_size, list_backgrounds, list_classes, list_targets
-from analytics.demo import CACHE_ENV_VAR, default_cache_dir, is_fetched, load_catalogue
 from analytics.exceptions import BackdropError
 from analytics.runs import list_runs, runs_snapshot
 from analytics.team import User, allowed
 from analytics.workspace import Workspace
-from ui import auth, navigation, state, story, widgets
-from ui.jobs import active_jobs
+from ui import auth, navigation, state, widgets
 from ui.markdown import escape_markdown
 
 ROOT = Path(__file__).resolve().parent
@@ -123,6 +121,8 @@ def table_counts(workspace: Workspace) -> dict[str, int]:
 
 def asset_table() -> pd.DataFrame:
     """The demo catalogue's Debian packages, what each provides, and whether it is in the cache."""
+    from analytics.demo import is_fetched, load_catalogue  # heavy: see home()
+
     packages = load_catalogue().packages
     return pd.DataFrame(
         {
@@ -186,6 +186,8 @@ def finding(runs: pd.DataFrame) -> Finding | None:
     Finding or None
         None while no suite has a finished current run.
     """
+    from ui import story  # heavy: see home()
+
     on_suite = story.suite_runs(runs)
     if on_suite.empty:
         return None
@@ -215,6 +217,8 @@ def show_start_here(workspace: Workspace) -> None:
     comparison of the suite's models (the headline's model first), and the story view (:mod:`ui.story`:
     what breaks each model). Not for annotators of team mode: they judge blind, so they see no model's
     results by name."""
+    from ui import story  # heavy: see home()
+
     if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
         return
     runs = list_runs(workspace)
@@ -252,6 +256,8 @@ def show_next_steps(counts: dict[str, int]) -> None:
 
 
 def show_assets(workspace: Workspace) -> None:
+    from analytics.demo import CACHE_ENV_VAR, default_cache_dir  # heavy: see home()
+
     st.subheader("Assets and licences")
     try:
         assets = asset_table()
@@ -285,12 +291,17 @@ def home() -> None:
         "when the scene behind it changes, and in which scenes does it break?"
     )
     workspace = state.current_workspace()
+    # torch, the keyword stack and every job kind load here, under a spinner, not before the page shows
+    # (issue 27.12: the first Home after a start took 53 s with nothing on screen); later imports are free
+    with st.spinner("Loading Backdrop's analysis libraries (only the first page after a start takes this long)…", show_time=True):
+        from ui.jobs import active_jobs
     # long work running in the background: progress, and Cancel for its owner or a lead; blind accounts
     # (annotators) see no job messages, which can name models
     active_jobs(workspace, key="home.jobs.")
     counts = table_counts(workspace)
     if counts["Runs"]:
-        show_start_here(workspace)
+        with st.spinner("Reading the finding on the main suite: accuracies, worst scenes, a matrix and flips…", show_time=True):
+            show_start_here(workspace)
     show_overview(workspace, counts)
     left, right = st.columns(2, gap="large")
     with left:

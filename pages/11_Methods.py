@@ -25,7 +25,7 @@ from analytics.comparison import (
     method_requirements,
 )
 from analytics.data import list_backgrounds, list_targets
-from analytics.jobs import get_job, latest_job
+from analytics.jobs import duration_text, get_job, latest_job
 from analytics.models import list_models
 from analytics.suites import SAMPLERS
 from analytics.workspace import Workspace
@@ -82,9 +82,10 @@ def request_form(workspace: Workspace) -> dict | None:
     layers = list(LAYER_NAMES) if both else [recall_layers]
     seconds = estimate_seconds(workspace, methods=max(1, len(methods)), seeds=int(seeds), n=int(n), targets=int(targets), layers=len(layers))
     st.caption(
-        f":material/schedule: Estimated time: about **{_duration(seconds)}** for {len(methods)} method(s) × {int(seeds)} seed(s) × "
+        f":material/schedule: Estimated time: about **{duration_text(seconds)}** for {len(methods)} method(s) × {int(seeds)} seed(s) × "
         f"{int(targets)} targets × {int(n)} backgrounds (from the last comparison timed in this workspace, else the demo's "
-        "measured pace on 2 CPU cores). Suites, runs and coverage already computed are reused, so a repeat is faster."
+        "measured pace on 2 CPU cores; once it runs, the job's line revises it from its own pace). Suites, runs and coverage "
+        "already computed are reused, so a repeat is faster."
     )
     for name, missing in requirements.items():
         if missing:
@@ -101,10 +102,6 @@ def request_form(workspace: Workspace) -> dict | None:
         "recall_layers": recall_layers,
         "layers": layers,
     }
-
-
-def _duration(seconds: float) -> str:
-    return f"{max(1, round(seconds))} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def result_table(job) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """Repository: every model of a model repository on one suite — status, accuracy, worst-case
 accuracy, the assessor's verdict, judgments so far, the metadata, a link to its matrices —
-sortable, filterable, exportable as CSV, with a run of the whole repository as one background job.
+sortable, filterable, exportable as CSV, with a run of the whole repository as one background job;
+while that job runs, the table redraws itself every few seconds (a fragment).
 
 A thin view: the library is :mod:`analytics.repository` (the job kind ``repository``), the helpers
 :mod:`ui.repository`. Repositories are made here from registered models (the zoo in one click) or
@@ -14,6 +15,7 @@ import streamlit as st
 from analytics.repository import list_repositories
 from analytics.runs import runs_snapshot
 from analytics.suites import list_suites
+from analytics.workspace import Workspace
 from ui import repository as view
 from ui import state, widgets
 from ui.auth import may, require_page
@@ -44,8 +46,14 @@ def main() -> None:
     name = left.selectbox("Repository", names, key=view.KEY + "name")
     records = suites.set_index("id").to_dict("index")
     suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
-    if may(user, "run_models") and st.button("Run the repository", type="primary", key=view.KEY + "run", icon=":material/play_arrow:"):
-        view.start(workspace, name, suite_id)
+    if may(user, "run_models"):
+        view.run_button(workspace)
+    # while a job runs this repository the table redraws itself, so its rows follow the models as they finish
+    st.fragment(models_view, run_every=view.table_refresh_s(workspace, name, suite_id))(workspace, name, suite_id)
+
+
+def models_view(workspace: Workspace, name: str, suite_id: str) -> None:
+    """The repository's models on the suite: counts, filters, the table, its CSV and the way to the matrices."""
     table, assessor_note = view.models_table(workspace, name, suite_id)
     counts = table["Status"].value_counts()
     st.caption(" · ".join(f"{counts.get(s, 0)} {s}" for s in view.STATUSES) + f" of {len(table)} models")
@@ -60,7 +68,6 @@ def main() -> None:
         "Download CSV", view.csv_bytes(shown), file_name=f"repository-{name}-{suite_id}.csv", mime="text/csv", key=view.KEY + "csv"
     )
     view.matrices_link(shown)
-
 
 with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
     main()

@@ -3,8 +3,10 @@ list past runs and resume an interrupted one.
 
 A thin view: the engine is :mod:`analytics.inference` via :func:`analytics.runs.start_runs`, run by a
 worker process (:mod:`analytics.jobs`, kind ``runs``; :mod:`ui.jobs` shows it); tables are
-:mod:`ui.runs`. A cancelled run keeps its finished batches and resumes from them. A refused start
-(:class:`~analytics.exceptions.BackdropError`) is shown by :func:`ui.jobs.start_job`.
+:mod:`ui.runs`. A cancelled run keeps its finished batches and resumes from them. Run and Resume start
+the job in their ``on_click`` (:func:`ui.jobs.start_on_click`), before the page is drawn, so the
+status on top is always the job just started; a refused start
+(:class:`~analytics.exceptions.BackdropError`) is shown in its place.
 """
 
 from __future__ import annotations
@@ -25,13 +27,22 @@ DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
 JOB = "run.job"  # session-state key: the id of the runs job this session started
 
 
-def execute(workspace: Workspace, models: list[str], suite_id: str, *, top_k: int, device: str | None, batch_size: int) -> None:
-    """Start the runs as a background job; the page follows it (:func:`show_runs_job`)."""
-    params = {"model_names": models, "suite_id": suite_id, "device": device, "batch_size": batch_size, "top_k": top_k}
-    job = job_view.start_job(workspace, "runs", params)
-    if job is not None:
-        st.session_state[JOB] = job.id
-        st.rerun()
+def start_from_form(workspace: Workspace) -> None:
+    """Run's ``on_click``: the runs of the form's values as they are at the click, started before the
+    page is drawn again, so the job the page follows (:func:`show_runs_job`) is the one just started."""
+    get = st.session_state.get
+    params = {
+        "model_names": list(get("run.models", [])), "suite_id": get("run.suite"), "device": DEVICES[get("run.device", "auto")],
+        "batch_size": int(get("run.batch_size", 32)), "top_k": int(get("run.top_k", 3)),
+    }  # fmt: skip
+    job_view.start_on_click(workspace, "runs", params, state_key=JOB)
+
+
+def resume_chosen(workspace: Workspace, unfinished: dict[str, dict]) -> None:
+    """Resume's ``on_click``: the unfinished run picked at the click, started as :func:`start_from_form` does."""
+    run = unfinished[st.session_state["run.resume_choice"]]
+    params = {"model_names": [run["model"]], "suite_id": run["suite_id"], "device": None, "batch_size": 32, "top_k": int(run["top_k"] or 3)}
+    job_view.start_on_click(workspace, "runs", params, state_key=JOB)
 
 
 def show_runs_job(workspace: Workspace) -> None:
@@ -49,13 +60,12 @@ def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
     suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
     with st.expander("Options"):
         left, middle, right = st.columns(3)
-        top_k = int(left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image."))
-        device = DEVICES[middle.selectbox("Device", list(DEVICES), key="run.device", help="auto = CUDA when available")]
-        batch_size = int(right.number_input("Batch size", 1, 512, 32, key="run.batch_size"))
+        left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image.")
+        middle.selectbox("Device", list(DEVICES), key="run.device", help="auto = CUDA when available")
+        right.number_input("Batch size", 1, 512, 32, key="run.batch_size")  # read at the click by start_from_form
     n_images = records[suite_id]["items"] + records[suite_id]["targets"] if suite_id else 0
     st.caption(f"{len(models)} model(s) × {n_images} images (originals + composites). A finished run is reused; an interrupted one resumes.")
-    if st.button("Run", type="primary", disabled=not models or suite_id is None, key="run.start"):
-        execute(workspace, models, suite_id, top_k=top_k, device=device, batch_size=batch_size)
+    st.button("Run", type="primary", disabled=not models or suite_id is None, key="run.start", on_click=start_from_form, args=(workspace,))
 
 
 def past_runs(workspace: Workspace) -> None:
@@ -75,10 +85,8 @@ def past_runs(workspace: Workspace) -> None:
     if unfinished.empty:
         return
     records = unfinished.set_index("id").to_dict("index")
-    chosen = st.selectbox("Unfinished run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key="run.resume_choice")
-    if st.button("Resume", key="run.resume"):
-        run = records[chosen]
-        execute(workspace, [run["model"]], run["suite_id"], top_k=int(run["top_k"] or 3), device=None, batch_size=32)
+    st.selectbox("Unfinished run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key="run.resume_choice")
+    st.button("Resume", key="run.resume", on_click=resume_chosen, args=(workspace, records))
 
 
 def main() -> None:

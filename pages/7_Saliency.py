@@ -92,7 +92,8 @@ def choose_settings(model: str, methods: list[str]) -> view.Settings:
 
 def show_target(workspace_path: str, model: str, spec_key: str, settings: view.Settings, target: str, suite: str | None, n_composites: int) -> None:
     try:
-        result = view.explain_target(workspace_path, model, spec_key, settings, target, suite, n_composites)
+        with st.spinner(f"Explaining {escape_markdown(target)}{f' and {n_composites} composites' if n_composites else ''} with {METHODS[settings.method].name}…", show_time=True):
+            result = view.explain_target(workspace_path, model, spec_key, settings, target, suite, n_composites)
     except BackdropError as err:
         st.error(escape_markdown(err))
         return
@@ -183,7 +184,8 @@ def main() -> None:
         suite = None if suite == NO_SUITE else suite
         n_composites = int(st.number_input("Composites shown", 0, 32, 5, key=KEY + "n_composites")) if suite else 0
         try:
-            methods = view.runnable_methods(workspace_path, model, models[model])
+            with st.spinner(f"Loading {escape_markdown(model)}…", show_time=True):
+                methods = view.runnable_methods(workspace_path, model, models[model])
         except BackdropError as err:
             st.error(escape_markdown(err))
             st.stop()

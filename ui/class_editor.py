@@ -16,6 +16,7 @@ from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
 
 SAVED = "data.class_saved"  # message about the last save, shown after the rerun
+SEEN_UNMAPPED = "data.class_unmapped_seen"  # the unmapped classes when the editor was last drawn
 NO_IN9 = "(none)"
 SEARCH_LIMIT = 30
 
@@ -66,8 +67,9 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
     """Pick a class (an unmapped one first), search ImageNet, choose indices / an IN-9 class / a
     label, and save; replacing a mapping asks for a tick first, naming the runs it makes stale."""
     names = list(mappings)
-    unmapped = [i for i, name in enumerate(names) if not mappings[name].mapped]
-    name = st.selectbox("Class to map", names, index=unmapped[0] if unmapped else 0, key="data.class_edit")
+    unmapped = [name for name in names if not mappings[name].mapped]
+    follow_new_unmapped(unmapped)
+    name = st.selectbox("Class to map", names, index=names.index(unmapped[0]) if unmapped else 0, key="data.class_edit")
     current = mappings[name]
     query = st.text_input("Search ImageNet-1k (name, WordNet id or index)", key="data.class_search", placeholder="e.g. tennis")
     if query.strip():
@@ -100,6 +102,17 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
     st.session_state[SAVED] = escape_markdown(f"Saved {name}: {saved.describe()}.")
     st.session_state.pop(f"data.class_replace.{name}", None)  # the next replacement asks again
     st.rerun()  # so the table shows the new mapping
+
+
+def follow_new_unmapped(unmapped: list[str]) -> None:
+    """Open "Class to map" on a class that became unmapped since this session last drew the editor (an
+    import of a new class): the widget otherwise keeps the class it showed before, often a mapped one
+    (issue 27.3, seen in the browser). A class the user picks is kept while no new unmapped one appears."""
+    seen = st.session_state.get(SEEN_UNMAPPED)
+    new = [name for name in unmapped if seen is not None and name not in seen]
+    if new:
+        st.session_state["data.class_edit"] = new[0]
+    st.session_state[SEEN_UNMAPPED] = tuple(unmapped)
 
 
 def confirm_replacement(workspace: Workspace, name: str, current: ClassMapping) -> bool:

@@ -128,8 +128,9 @@ def import_data(workspace: Workspace) -> None:
         try:
             if not request.from_upload:  # read by the server: only inside the data roots (analytics.team.paths)
                 source = resolve_server_path(workspace, str(source))
-            result = read_import(workspace, request, source)
-            added = store(workspace, result) if result.accepted else 0
+            with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
+                result = read_import(workspace, request, source)
+                added = store(workspace, result) if result.accepted else 0
         except BackdropError as err:  # an upload is named as the user knows it, not by its temporary copy
             st.error(escape_markdown(str(err).replace(str(source), source.name) if request.from_upload else err))
             return

@@ -24,6 +24,7 @@ from ui.markdown import escape_markdown
 REFRESH_S = 2.0  # seconds between two looks at a running job
 KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs", "zoo": "Zoo training", "saliency": "Saliency comparison"}
 ENDED = {"done": "Finished", "cancelled": "Cancelled", "failed": "Failed"}
+REFUSED = ".refused"  # suffix of a follow_job state key: a refused start, shown once by follow_job
 
 
 def blind(workspace: Workspace) -> bool:
@@ -122,11 +123,26 @@ def active_jobs(workspace: Workspace, *, kind: str | None = None, key: str = "jo
 def follow_job(workspace: Workspace, kind: str, *, state_key: str, key: str) -> jobs.Job | None:
     """Show the job of ``kind`` this session started (its id at ``st.session_state[state_key]``),
     else the newest active one of that kind: progress, Cancel, Resume. None when there is neither."""
+    refused = st.session_state.pop(state_key + REFUSED, None)
+    if refused is not None:
+        st.error(refused)
     job_id = st.session_state.get(state_key)
     if job_id is None:
         active = jobs.list_jobs(workspace, active_only=True, kind=kind)
         job_id = None if active.empty else active["id"].iloc[0]
     return None if job_id is None else show_job(workspace, job_id, key=key)
+
+
+def start_on_click(workspace: Workspace, kind: str, params: dict, *, state_key: str) -> None:
+    """A start button's ``on_click``: the job starts before the page is drawn, so the status that
+    :func:`follow_job` (same ``state_key``) shows next is this job's, never the previous job's
+    "Finished" (issue 27.12). A refused start clears the previous job too and is shown in its place
+    (to a blind account without the message, as :func:`start_job`)."""
+    st.session_state.pop(state_key, None)
+    try:
+        st.session_state[state_key] = jobs.start(workspace, kind, params).id
+    except BackdropError as err:
+        st.session_state[state_key + REFUSED] = _error_text(workspace, err, "started")
 
 
 def start_job(workspace: Workspace, kind: str, params: dict) -> jobs.Job | None:

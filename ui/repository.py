@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
+from analytics import jobs
 from analytics.assessor import ASSESSORS, MIN_MODELS, fit_assessor, human_labels, predict
 from analytics.exceptions import BackdropError
 from analytics.judging import LABELS, judgeable_runs, latest_judgments
@@ -257,12 +258,24 @@ def show_job(workspace: Workspace) -> None:
         )
 
 
-def start(workspace: Workspace, name: str, suite_id: str) -> None:
-    """Start the repository's run as a background job and follow it."""
-    job = job_view.start_job(workspace, "repository", {"name": name, "suite_id": suite_id})
-    if job is not None:
-        st.session_state[JOB] = job.id
-        st.rerun()
+def run_button(workspace: Workspace) -> None:
+    """The button that runs the picked repository over the picked suite as a background job."""
+    st.button("Run the repository", type="primary", key=KEY + "run", icon=":material/play_arrow:", on_click=_start, args=(workspace,))
+
+
+def _start(workspace: Workspace) -> None:
+    """The button's callback: the job of the pickers' values at the click, started before the page is
+    drawn again (:func:`ui.jobs.start_on_click`), so the job :func:`show_job` follows is the one just started."""
+    params = {"name": st.session_state.get(KEY + "name"), "suite_id": st.session_state.get(KEY + "suite")}
+    job_view.start_on_click(workspace, "repository", params, state_key=JOB)
+
+
+def table_refresh_s(workspace: Workspace, name: str, suite_id: str) -> float | None:
+    """How often the models table refreshes itself: every :data:`ui.jobs.REFRESH_S` seconds while a job
+    runs this repository over this suite (its rows change as models finish), else never."""
+    running = jobs.list_jobs(workspace, active_only=True, kind="repository")
+    wanted = {"name": name, "suite_id": suite_id}
+    return job_view.REFRESH_S if any(all(params.get(k) == v for k, v in wanted.items()) for params in running["params"]) else None
 
 
 def matrices_link(table: pd.DataFrame) -> None:

@@ -183,7 +183,8 @@ def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
     try:
         targets = comparison_targets(workspace, PREVIEW_TARGETS, classes=request.classes)
         every = select_targets(workspace, classes=request.classes)  # the few previewed targets do not decide whether the suite fits
-        return build_suite(workspace, **request.build_kwargs(), target_ids=targets, fit_target_ids=every, save=False, progress=report)
+        with st.spinner(f"Sampling the {request.method} preview (screening the pool comes first and moves no bar)…", show_time=True):
+            return build_suite(workspace, **request.build_kwargs(), target_ids=targets, fit_target_ids=every, save=False, progress=report)
     except BackdropError as err:
         st.error(escape_markdown(err))
         return None

@@ -31,6 +31,7 @@ from .methods import (
     method_comparison,
     method_precision,
     method_requirements,
+    params_estimate_seconds,
     record_step_cost,
     similarity,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "method_precision",
     "method_requirements",
     "neuron_coverage",
+    "params_estimate_seconds",
     "record_step_cost",
     "similarity",
     "suite_coverage",

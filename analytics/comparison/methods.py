@@ -302,13 +302,26 @@ def record_step_cost(workspace: Workspace, params: Mapping, seconds: float) -> N
     """
     if seconds < 1:
         return
+    steps, images = _size(workspace, params)
+    workspace.set_meta(_STEP_COST_META, repr(seconds / (steps * images)))
+
+
+def params_estimate_seconds(workspace: Workspace, params: Mapping) -> float:
+    """:func:`estimate_seconds` of a comparison given as the keyword arguments of
+    :func:`method_comparison` (what a ``methods`` job holds; defaults where one is left out)."""
+    steps, images = _size(workspace, params)
+    return float(workspace.get_meta(_STEP_COST_META) or SECONDS_PER_IMAGE_STEP) * steps * images
+
+
+def _size(workspace: Workspace, params: Mapping) -> tuple[int, int]:
+    """Steps of the comparison ``params`` and the images of each of its suites (targets × (n + 1))."""
     methods = params.get("methods") or [name for name, missing in method_requirements(workspace).items() if not missing]
     seeds = params.get("seeds", DEFAULT_SEEDS)
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
     targets = params.get("targets", DEFAULT_TARGETS)
     n_targets = len(comparison_targets(workspace, targets)) if targets else workspace.query_one("SELECT COUNT(*) AS n FROM targets")["n"]
     steps = comparison_steps(len(methods), n_seeds, len(params.get("layers", DEFAULT_LAYERS)))
-    workspace.set_meta(_STEP_COST_META, repr(seconds / (steps * n_targets * (params.get("n", DEFAULT_N) + 1))))
+    return steps, n_targets * (params.get("n", DEFAULT_N) + 1)
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,12 @@ actor to be the job's owner or a lead (the ``manage_jobs`` permission: admin, an
 The worker acts as the owner, so the library's own checks apply there too.
 
 Modules: :mod:`.kinds` (the registry), :mod:`.records` (the table read back), :mod:`.progress`,
-:mod:`.process` (start, cancel, resume, the worker).
+:mod:`.process` (start, cancel, resume, the worker), :mod:`.pace` (the time a job has left, revised from
+its measured pace).
 """
 
 from .kinds import JOB_KINDS, JobKind, ProgressFn, Work, register_kind
+from .pace import Pace, duration_text, paced
 from .process import CANCEL_GRACE_S, LEAD_PERMISSION, POLL_S, cancel, log_path, may_control, resume, start, wait, work
 from .progress import Progress
 from .records import (
@@ -57,15 +59,18 @@ __all__ = [
     "STATUSES",
     "Job",
     "JobKind",
+    "Pace",
     "Progress",
     "ProgressFn",
     "Work",
     "cancel",
+    "duration_text",
     "get_job",
     "latest_job",
     "list_jobs",
     "log_path",
     "may_control",
+    "paced",
     "register_kind",
     "resume",
     "start",

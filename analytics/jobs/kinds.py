@@ -15,13 +15,15 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from analytics.comparison import method_comparison, record_step_cost
+from analytics.comparison import method_comparison, params_estimate_seconds, record_step_cost
 from analytics.repository import run_repository
 from analytics.runs import start_runs
 from analytics.saliency.survey import object_share
 from analytics.suites import build_suite
 from analytics.workspace import Workspace
 from analytics.zoo import build_zoo, zoo_job
+
+from .pace import Pace, paced
 
 ProgressFn = Callable[[int, int, str], None]
 """``progress(done, total, message)``: what a kind's work calls before each step."""
@@ -58,7 +60,8 @@ class JobKind:
 
 def _methods(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
     started = time.monotonic()
-    table = method_comparison(workspace, **params, progress=lambda step, done, total: progress(done, total, step))
+    report = paced(progress, Pace(prior_s=params_estimate_seconds(workspace, params)))  # the page's estimate, revised as steps finish
+    table = method_comparison(workspace, **params, progress=lambda step, done, total: report(done, total, step))
     record_step_cost(workspace, params, time.monotonic() - started)
     return {"table": table.to_dict("records")}
 

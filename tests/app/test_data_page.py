@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -418,3 +419,22 @@ def test_photos_without_masks_are_reviewed_in_a_grid_and_imported_in_one_go(tiny
     assert {"my_ball/p0", "my_ball/p1"} <= ids and "my_ball/p2" not in ids
     assert "my_ball" in list_classes(tiny_workspace)
     assert REVIEW not in app.session_state
+
+
+def test_class_to_map_moves_to_a_class_imported_while_the_page_is_open(tiny_workspace, app_runner):
+    """Issue 27.3 in the browser: the editor was drawn before the import (on a mapped class), so the
+    widget kept that class; a newly unmapped class now takes over, and a class the user picks stays."""
+    from analytics.data import add_targets, set_class_mapping
+    from tests.fixtures.workspace import make_target
+
+    for name in ("disc", "square"):
+        set_class_mapping(tiny_workspace, name, label=name)
+    app = app_runner(DATA, tiny_workspace)
+    assert app.selectbox(key="data.class_edit").value == "disc"
+    ball = [replace(make_target("disc", i, np.random.default_rng(i)), class_name="my_ball", id=f"my_ball/b{i}") for i in range(2)]
+    add_targets(tiny_workspace, ball, classes={"my_ball": []})  # what an import in this session does
+    app = app.run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="data.class_edit").value == "my_ball"
+    app.selectbox(key="data.class_edit").set_value("square").run()
+    assert app.run().selectbox(key="data.class_edit").value == "square"  # the user's pick is kept

@@ -163,6 +163,29 @@ def test_run_button_runs_the_repository_as_a_job(repo_page_workspace, app_runner
     assert "2 run now, 0 finished before, 0 failed" in texts(app)
 
 
+def test_the_table_refreshes_itself_while_a_job_runs_the_repository(repo_page_workspace, app_runner):
+    """Issue 27.12: the models table redraws itself (a fragment run every few seconds) while a job runs
+    this repository over this suite, and stops once it has ended."""
+    from analytics.workspace import now
+    from ui import jobs as job_view
+    from ui import repository as view
+
+    assert view.table_refresh_s(repo_page_workspace, "zoo", TINY_SUITE) is None
+    with repo_page_workspace.transaction() as conn:  # a job whose worker is starting (queued, no pid yet)
+        conn.execute(
+            "INSERT INTO jobs(id, kind, params, status, owner, created, updated) VALUES ('j1', 'repository', ?, 'queued', '', ?, ?)",
+            (f'{{"name": "zoo", "suite_id": "{TINY_SUITE}"}}', now(), now()),
+        )
+    assert view.table_refresh_s(repo_page_workspace, "zoo", TINY_SUITE) == job_view.REFRESH_S
+    assert view.table_refresh_s(repo_page_workspace, "zoo", "another-suite") is None
+    app = app_runner(PAGE, repo_page_workspace)
+    assert not app.exception, app.exception
+    assert set(app.dataframe[0].value["Status"]) == {"pending"}
+    with repo_page_workspace.transaction() as conn:
+        conn.execute("UPDATE jobs SET status = 'done' WHERE id = 'j1'")
+    assert view.table_refresh_s(repo_page_workspace, "zoo", TINY_SUITE) is None
+
+
 def signed_in(name: str) -> AppTest:
     app = AppTest.from_file(str(PROJECT_ROOT / PAGE), default_timeout=APP_TIMEOUT_S).run()
     app.text_input(key=f"{auth.FORM}.name").input(name)

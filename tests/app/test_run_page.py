@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from analytics import jobs
 from analytics.runs import list_runs
+from tests.fixtures.app import as_shown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
 RUN = "pages/5_Run.py"
@@ -119,3 +120,49 @@ def test_home_lists_active_jobs_with_cancel(tiny_workspace, app_runner):
         assert not any("Running in the background" in m.value for m in app.markdown)
     finally:
         jobs.cancel(tiny_workspace, job.id, grace=0.5)
+
+
+def test_a_new_click_shows_the_new_job_never_the_previous_finished_one(tiny_model_workspace, app_runner, monkeypatch):
+    """Issue 27.12: the job starts in the button's callback, before the page is drawn, so the run that
+    handles the click already shows the new job (before: the previous job's "Finished", then a rerun)."""
+    import ui.jobs
+
+    previous = jobs.start(tiny_model_workspace, "runs", {"model_names": ["fg-only"], "suite_id": TINY_SUITE})
+    assert jobs.wait(tiny_model_workspace, previous.id, timeout=WAIT_S).status == "done"
+    app = app_runner(RUN, tiny_model_workspace)
+    app.session_state["run.job"] = previous.id
+    app = app.run()
+    assert f"Finished: Runs `{previous.id}`" in texts(app)
+    drawn = []
+    show_job = ui.jobs.show_job
+    monkeypatch.setattr(ui.jobs, "show_job", lambda workspace, job_id, *, key: drawn.append(job_id) or show_job(workspace, job_id, key=key))
+    app.multiselect(key="run.models").set_value(["bg-only"])
+    app.selectbox(key="run.suite").set_value(TINY_SUITE)
+    app = app.run()
+    drawn.clear()
+    app = app.button(key="run.start").click().run()
+    assert not app.exception, app.exception
+    new = app.session_state["run.job"]
+    assert new != previous.id and drawn and set(drawn) == {new}, drawn
+    assert previous.id not in texts(app)
+    assert jobs.wait(tiny_model_workspace, new, timeout=WAIT_S).status == "done"
+    assert jobs.get_job(tiny_model_workspace, new).params["model_names"] == ["bg-only"]
+
+
+def test_a_refused_start_replaces_the_previous_jobs_status(tiny_model_workspace, app_runner, monkeypatch):
+    from analytics.exceptions import PermissionDeniedError
+
+    previous = jobs.start(tiny_model_workspace, "runs", {"model_names": ["fg-only"], "suite_id": TINY_SUITE})
+    assert jobs.wait(tiny_model_workspace, previous.id, timeout=WAIT_S).status == "done"
+    app = app_runner(RUN, tiny_model_workspace)
+    app.session_state["run.job"] = previous.id
+    app = app.run()
+
+    def refuse(*args, **kwargs):
+        raise PermissionDeniedError("bob (viewer) may not run models; ask an admin")
+
+    monkeypatch.setattr(jobs, "start", refuse)
+    app = app.button(key="run.start").click().run()
+    assert not app.exception, app.exception
+    assert [as_shown(e.value) for e in app.error] == ["bob (viewer) may not run models; ask an admin"]
+    assert previous.id not in texts(app) and "run.job" not in app.session_state

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Iterable
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from analytics.judging import blind_name, judgment_history, latest_judgments, set_plan
 from analytics.team import add_user
+from analytics.workspace import Workspace
 from tests.e2e.test_browser_judge import BLIND_ALIAS, COLD_START_MS, MODELS, SUITE, open_session, settle, workspace_with_runs
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.judge import button_key
@@ -21,13 +24,33 @@ ANNOTATORS = ("ann1", "ann2", "ann3")
 LABELS = {"ann1": ["invariant", "variant", "borderline"], "ann2": ["variant", "variant", "invariant"], "ann3": ["borderline", "invariant", "variant"]}
 
 
-def sign_in_to_judge(tab: Page, url: str, name: str) -> None:
-    tab.goto(f"{url}/Judge")
+def sign_in(tab: Page, url: str, page: str, name: str) -> None:
+    """Open ``page`` (its URL path and title), sign in as ``name`` and wait for the page."""
+    tab.goto(f"{url}/{page}")
     expect(tab.get_by_role("button", name="Sign in")).to_be_visible(timeout=COLD_START_MS)
     tab.get_by_label("Name").fill(name)
     tab.get_by_label("Password", exact=True).fill(TEAM_PASSWORD)
     tab.get_by_role("button", name="Sign in").click()
-    expect(tab.get_by_role("heading", name="Judge")).to_be_visible(timeout=COLD_START_MS)
+    expect(tab.get_by_role("heading", name=page)).to_be_visible(timeout=COLD_START_MS)
+
+
+def sign_in_to_judge(tab: Page, url: str, name: str) -> None:
+    sign_in(tab, url, "Judge", name)
+
+
+def team_judging_workspace(root: Path, annotators: Iterable[str]) -> Workspace:
+    """The three tiny models run over :data:`SUITE`, the admin ``ada`` and ``annotators``, everyone
+    judging everything with k = the number of annotators."""
+    from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet, TinyNet
+
+    networks = {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}
+    workspace = workspace_with_runs(root, networks, SUITE)
+    add_user(workspace, "ada", "admin", TEAM_PASSWORD)
+    names = list(annotators)
+    for name in names:
+        add_user(workspace, name, "annotator", TEAM_PASSWORD)
+    set_plan(workspace, SUITE, len(names))  # everyone judges everything, k judgments wanted per model
+    return workspace
 
 
 def shown_alias(tab: Page, done: int) -> str:
@@ -42,14 +65,7 @@ def shown_alias(tab: Page, done: int) -> str:
 
 
 def test_three_annotators_judge_at_once_and_a_confirmed_judgment_survives_kill_9(browser, server_per_test, tmp_path, fast_hashing, monkeypatch):
-    from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet, TinyNet
-
-    networks = {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}
-    workspace = workspace_with_runs(tmp_path, networks, SUITE)
-    add_user(workspace, "ada", "admin", TEAM_PASSWORD)
-    for name in ANNOTATORS:
-        add_user(workspace, name, "annotator", TEAM_PASSWORD)
-    set_plan(workspace, SUITE, len(ANNOTATORS))  # everyone judges everything, 3 judgments wanted per model
+    workspace = team_judging_workspace(tmp_path, ANNOTATORS)
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
     server = server_per_test(workspace)
     tabs = {name: open_session(browser) for name in ANNOTATORS}

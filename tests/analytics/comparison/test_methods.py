@@ -301,3 +301,6 @@ def test_estimate_uses_the_measured_cost_once_there_is_one(suite_workspace):
     assert methods.estimate_seconds(suite_workspace, methods=1, seeds=2, n=2, targets=6, layers=1) == pytest.approx(36.0)
     methods.record_step_cost(suite_workspace, {"methods": ["random"]}, 0.2)  # all reused: not a measurement
     assert methods.estimate_seconds(suite_workspace, methods=1, seeds=2, n=2, targets=6, layers=1) == pytest.approx(36.0)
+    # a job's parameters (what the worker revises from its pace) give the page's estimate
+    params = {"methods": ["random"], "seeds": [0, 1], "n": 2, "targets": 6, "layers": ["embedding"]}
+    assert methods.params_estimate_seconds(suite_workspace, params) == pytest.approx(36.0)

@@ -23,7 +23,7 @@ from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.keywords import TINY_LABELS, TINY_TRANSACTIONS, make_keyword_table
 from tests.fixtures.models import TINY_SUITE, add_tiny_models, write_tiny_model_files
 from tests.fixtures.runs import RUN_MODELS
-from tests.fixtures.team import TEAM_PASSWORD
+from tests.fixtures.team import TEAM_PASSWORD, row_counts
 from tests.fixtures.workspace import build_tiny_workspace
 from ui.auth import LAST_SEEN
 from ui.state import SIGNED_IN
@@ -34,7 +34,7 @@ PAGE_PERMISSION = {"pages/8_Judge.py": "judge", "pages/12_Adjudication.py": "adj
 #: Words of a button label that changes the workspace.
 #: Buttons whose label sounds like a write but which only read (each rendered to the viewer and pressed, too).
 READ_ONLY = {"failures.report.build", "runs.report.build"}  # the HTML reports of Failures and Matrices: downloads
-WRITES = re.compile(r"\b(build|save|evaluate|run|register|import|delete|remove|start|assign|record|train|create|cancel|resume|label|search)\b", re.I)
+WRITES = re.compile(r"\b(build|save|evaluate|run|register|import|delete|remove|start|assign|record|train|create|cancel|resume|label|search)\b", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +64,6 @@ def open_as(page: str, role: str) -> AppTest:
     app.session_state[SIGNED_IN] = role
     app.session_state[LAST_SEEN] = time.time()
     return app.run()
-
-
-def row_counts(workspace: Workspace) -> dict[str, int]:
-    """Rows of every table of the workspace."""
-    tables = [row["name"] for row in workspace.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
-    return {table: workspace.query_one(f'SELECT COUNT(*) AS n FROM "{table}"')["n"] for table in tables}
 
 
 def errors(app: AppTest) -> str:

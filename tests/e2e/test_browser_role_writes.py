@@ -5,10 +5,10 @@ Suites build and save, Run, Judge, Adjudication consensus). Only the roles of RE
 the database's row counts prove it, and every other role sees either no control, the page's refusal,
 or the library's refusal naming the role needed, with no row written.
 
-Left to ``tests/app/test_roles_on_pages.py`` (AppTest, every button of every page): Ontology's build and
-save (keyword tables and mining first), the Backgrounds Challenge's Evaluate and the Scenarios page
-(IN-9 data), Saliency, Methods, Factors and Repository jobs, Data's class mapping and GrabCut. No page
-creates accounts (the CLI's ``add-user`` does).
+The other pages' writes are ``test_browser_role_writes_pages.py``'s (Ontology, Data's class mapping,
+GrabCut and mask review, Repository, Factors, Home's Cancel) and ``test_browser_role_writes_compute.py``'s
+(Backgrounds Challenge, Scenarios, Saliency, Methods); ``tests/app/test_roles_on_pages.py`` (AppTest)
+presses every button of every page as a viewer. No page creates accounts (the CLI's ``add-user`` does).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from argon2 import PasswordHasher
 from playwright.sync_api import Locator, Page, expect
 
 from analytics.data import custom_label_space, list_backgrounds
@@ -26,19 +25,18 @@ from analytics.judging import add_judgment, consensus_history, judgment_history,
 from analytics.models import list_models, register_torchscript
 from analytics.runs import list_runs
 from analytics.suites import list_suites
-from analytics.team import ROLES, accounts, add_user
+from analytics.team import ROLES
 from analytics.workspace import Workspace
+from tests.e2e.roles import add_role_accounts, open_as, outcome
 from tests.e2e.test_browser_judge import SUITE, workspace_with_runs
 from tests.e2e.test_browser_own_data import LONG_MS, choose, pick_radio, settle, uploader
 from tests.e2e.test_browser_pages import background_zip
-from tests.fixtures.team import TEAM_PASSWORD
 from ui.judge import button_key
 
 #: A registered model without a run: the Run page preselects it (models are listed by name).
 FRESH = "aaa-fresh"
 #: The model two annotators disagree on, for Adjudication.
 DISPUTED = "tiny"
-REFUSED = re.compile(r"may not .+: that needs the role")
 #: README's role table, written out: the table (row counts) each role may add rows to through the pages.
 MAY_WRITE = {
     "admin": {"backgrounds", "models", "suites", "runs", "judgments", "consensus"},
@@ -46,9 +44,6 @@ MAY_WRITE = {
     "annotator": {"judgments"},
     "viewer": set(),
 }
-#: Page -> the roles it lets in (annotators judge blind: no page that shows models or results by name).
-PAGE_ROLES = {"Judge": ("admin", "analyst", "annotator"), "Adjudication": ("admin", "analyst")}
-BROWSING = ("admin", "analyst", "viewer")
 
 
 @pytest.fixture(scope="module")
@@ -57,19 +52,14 @@ def site(tmp_path_factory) -> Path:
     from tests.fixtures.models import CENTRE_BOX, RegionNet, TinyNet, save_torchscript, write_labels
 
     root = tmp_path_factory.mktemp("role-writes")
-    with pytest.MonkeyPatch.context() as patch:  # cheap argon2 (``fast_hashing`` is per test): the server checks what the hash names
-        patch.setattr(accounts, "_HASHER", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
-        workspace = workspace_with_runs(root, {DISPUTED: TinyNet(), "fg-only": RegionNet((CENTRE_BOX,))}, SUITE)
-        labels = write_labels(root / "labels.txt")
-        register_torchscript(workspace, FRESH, checkpoint=save_torchscript(TinyNet(), root / f"{FRESH}.pt", seed=7), label_space=custom_label_space(labels), input_size=64)
-        save_torchscript(TinyNet(), root / "upload.pt", seed=8)
-        for role in ROLES:
-            add_user(workspace, role, role, TEAM_PASSWORD)
-        for name in ("ann1", "ann2"):
-            add_user(workspace, name, "annotator", TEAM_PASSWORD)
-        set_plan(workspace, SUITE, 1)  # every annotator judges every model
-        for name, label in (("ann1", "invariant"), ("ann2", "variant")):
-            add_judgment(workspace, annotator=name, model=DISPUTED, label=label, suite_id=SUITE)
+    workspace = workspace_with_runs(root, {DISPUTED: TinyNet(), "fg-only": RegionNet((CENTRE_BOX,))}, SUITE)
+    labels = write_labels(root / "labels.txt")
+    register_torchscript(workspace, FRESH, checkpoint=save_torchscript(TinyNet(), root / f"{FRESH}.pt", seed=7), label_space=custom_label_space(labels), input_size=64)
+    save_torchscript(TinyNet(), root / "upload.pt", seed=8)
+    add_role_accounts(workspace, ("ann1", "annotator"), ("ann2", "annotator"))
+    set_plan(workspace, SUITE, 1)  # every annotator judges every model
+    for name, label in (("ann1", "invariant"), ("ann2", "variant")):
+        add_judgment(workspace, annotator=name, model=DISPUTED, label=label, suite_id=SUITE)
     (root / "pool.zip").write_bytes(background_zip(2))
     return root
 
@@ -81,31 +71,6 @@ def role_server(site, server_per_test, tmp_path, monkeypatch):
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # inherited by the server started now
     monkeypatch.delenv("BACKDROP_DATA_ROOTS", raising=False)  # uploads only: no server paths
     return server_per_test(copy)
-
-
-def open_as(page: Page, url: str, path: str, role: str) -> bool:
-    """Open ``path`` signed in as ``role``'s account; whether the page let the role in."""
-    page.goto(f"{url}/{path}")
-    page.get_by_label("Name").fill(role)
-    page.get_by_label("Password", exact=True).fill(TEAM_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("stSidebar").get_by_text(f"Signed in as {role} ({role})")).to_be_visible(timeout=LONG_MS)
-    roles = PAGE_ROLES.get(path, BROWSING)
-    refusal = page.get_by_text(f"This page needs the role {' or '.join(roles)}")
-    heading = page.get_by_role("heading", name=path, exact=True)
-    expect(refusal.or_(heading)).to_be_visible(timeout=LONG_MS)
-    let_in = role in roles
-    expect(heading).to_have_count(1 if let_in else 0)
-    expect(refusal).to_have_count(0 if let_in else 1)
-    expect(page.get_by_test_id("stStatusWidgetRunningIcon")).to_have_count(0, timeout=LONG_MS)
-    return let_in
-
-
-def outcome(page: Page, done: Locator, may: bool) -> None:
-    """Wait for the write's confirmation ``done`` or the library's refusal, then check it was the one ``may`` says."""
-    refused = page.get_by_test_id("stAlertContentError").filter(has_text=REFUSED)
-    expect(done.or_(refused)).to_be_visible(timeout=LONG_MS)
-    expect(done if may else refused).to_be_visible()
 
 
 def counts(workspace: Workspace) -> dict[str, int]:

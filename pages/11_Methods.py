@@ -32,7 +32,7 @@ from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import jobs as job_view
 from ui import state
-from ui.auth import require_page
+from ui.auth import offer, require_page
 from ui.markdown import escape_markdown
 
 KEY = "methods."
@@ -158,14 +158,14 @@ def show_table(table: pd.DataFrame, request: dict) -> None:
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Methods")
     st.caption(
         "Which sampling method makes the best suites? Diverse suites cover more neurons (recall); suites that let "
         "annotators agree give a high κ (precision); good suites give similar matrices whatever the seed."
     )
     workspace = state.current_workspace()
-    request = request_form(workspace)
+    request = request_form(workspace) if offer(user, "build_suites", "Comparing methods") else None
     if request is not None:
         started = job_view.start_job(workspace, "methods", request)
         if started is not None:

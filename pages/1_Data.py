@@ -207,7 +207,7 @@ def main() -> None:
     with tabs[0]:
         show_targets(workspace)
     with tabs[1]:
-        class_editor.show(workspace)
+        class_editor.show(workspace, user)
     with tabs[2]:
         show_backgrounds(workspace)
     with tabs[3]:

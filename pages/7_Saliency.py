@@ -19,11 +19,12 @@ from analytics.jobs import latest_job
 from analytics.runs import list_runs, runs_snapshot
 from analytics.saliency import BASELINES, CLEAREST_FIRST, METHODS
 from analytics.suites import list_suites
+from analytics.team import User
 from analytics.workspace import Workspace
 from ui import deeplink, state, widgets
 from ui import jobs as job_view
 from ui import saliency as view
-from ui.auth import require_page
+from ui.auth import offer, require_page
 from ui.markdown import escape_markdown
 
 KEY = "saliency."
@@ -112,7 +113,7 @@ def show_target(workspace_path: str, model: str, spec_key: str, settings: view.S
     )  # fmt: skip
 
 
-def show_comparison(workspace: Workspace, models: list[str], settings: view.Settings, targets: list[str], suite: str | None, n_composites: int) -> None:
+def show_comparison(workspace: Workspace, user: User | None, models: list[str], settings: view.Settings, targets: list[str], suite: str | None, n_composites: int) -> None:
     st.subheader("Object share per model × method")
     st.caption(
         "Mean share of positive attribution inside the object's mask, on originals and on their composites. A model "
@@ -124,7 +125,7 @@ def show_comparison(workspace: Workspace, models: list[str], settings: view.Sett
     chosen_methods = middle.multiselect("Methods", list(CLEAREST_FIRST), format_func=lambda k: METHODS[k].name, key=KEY + "compare_methods")
     n_targets = int(right.number_input("First targets", 1, max(1, len(targets)), min(4, len(targets)), key=KEY + "compare_targets"))
     params = view.survey_params(chosen_models, chosen_methods, settings, targets[:n_targets], suite, n_composites)
-    if st.button("Compare", key=KEY + "compare", disabled=not (chosen_models and chosen_methods), help="Runs as a background job."):
+    if offer(user, "run_models", "Comparing saliency across models") and st.button("Compare", key=KEY + "compare", disabled=not (chosen_models and chosen_methods), help="Runs as a background job."):
         if job_view.start_job(workspace, "saliency", params) is None:
             return
     job = latest_job(workspace, "saliency", params)
@@ -149,7 +150,7 @@ def show_comparison(workspace: Workspace, models: list[str], settings: view.Sett
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Saliency")
     st.caption(
         "Attribution maps of the true class on a target and its composites, scored against the object's mask "
@@ -198,7 +199,7 @@ def main() -> None:
     if not suites:
         st.info("No suite yet: only the original is shown. Build one on the Suites page to see composites.")
     show_target(workspace_path, model, models[model], settings, target, suite, n_composites)
-    show_comparison(workspace, list(models), settings, targets["id"].tolist(), suite, n_composites)
+    show_comparison(workspace, user, list(models), settings, targets["id"].tolist(), suite, n_composites)
 
 
 with runs_snapshot():  # the runs are listed once per rerun, however many parts ask

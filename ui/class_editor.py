@@ -12,7 +12,9 @@ import streamlit as st
 from analytics.data import IN9_CLASSES, ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
 from analytics.exceptions import BackdropError
 from analytics.runs import runs_of_class
+from analytics.team import User
 from analytics.workspace import Workspace
+from ui.auth import offer
 from ui.markdown import escape_markdown
 
 SAVED = "data.class_saved"  # message about the last save, shown after the rerun
@@ -21,8 +23,8 @@ NO_IN9 = "(none)"
 SEARCH_LIMIT = 30
 
 
-def show(workspace: Workspace) -> None:
-    """The table of classes with their mappings, then the editor of one class."""
+def show(workspace: Workspace, user: User | None) -> None:
+    """The table of classes with their mappings, then the editor of one class (for roles that may change it)."""
     mappings = list_class_mappings(workspace)
     if not mappings:
         st.info("No classes yet — import a target set first; its class folders become the classes.")
@@ -41,7 +43,8 @@ def show(workspace: Workspace) -> None:
             f"Not mapped yet: {', '.join(unmapped)}. A model scores such a class only if one of its outputs has the "
             "class's name; map it below."
         )
-    edit_class(workspace, mappings)
+    if offer(user, "import_data", "Changing a class mapping"):
+        edit_class(workspace, mappings)
 
 
 def mapping_table(workspace: Workspace, mappings: dict[str, ClassMapping]) -> pd.DataFrame:

@@ -62,6 +62,12 @@ def outcome(page: Page, done: Locator, may: bool) -> None:
     expect((done if may else refused).first).to_be_visible()
 
 
+def not_offered(page: Page, button: Locator, what: str, role: str) -> None:
+    """The control ``button`` is absent and the page's caption says which role ``what`` needs (``ui.auth.offer``)."""
+    expect(page.get_by_text(re.compile(rf"^{re.escape(what)} needs the role .*; you are signed in as {role} \({role}\)"))).to_be_visible()
+    expect(button).to_have_count(0)
+
+
 def added(workspace: Workspace, before: dict[str, int]) -> dict[str, int]:
     """Rows added (or, negative, removed) per table since ``before`` (:func:`row_counts`); tables that did not change left out."""
     return {table: n - before.get(table, 0) for table, n in row_counts(workspace).items() if n != before.get(table, 0)}

@@ -356,6 +356,26 @@ def test_cli_matrices_and_runs(run_workspace, run_ids, tmp_path, capsys):
     assert "no run 'nope'" in capsys.readouterr().err
 
 
+def test_cli_matrices_of_some_classes(run_workspace, run_ids, tmp_path, capsys):
+    ws, run_id = str(run_workspace.root), run_ids["bg-only"]
+    assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(tmp_path / "disc"), "--classes", "disc", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    narrowed = runs.run_matrices(run_workspace, run_id, classes=["disc"])
+    whole = runs.run_matrices(run_workspace, run_id)
+    assert result["classes"] == ["disc"] and result["points"] == N_TARGETS // 2 * TINY_SUITE_N * (TINY_SUITE_N + 1)
+    for signal, info in result["matrices"].items():
+        np.testing.assert_array_equal(np.load(info["path"]), narrowed[signal].matrix)
+    assert any(not np.array_equal(narrowed[s].matrix, whole[s].matrix) for s in runs.SIGNALS)
+    table = pd.read_csv(result["table"], keep_default_na=False)
+    assert set(table["class_name"]) == {"disc"} and len(table) == N_TARGETS // 2 * (TINY_SUITE_N + 1)
+    out = tmp_path / "bad"
+    for flags in (["--classes", "disc,zebra"], ["--classes", "zebra", "--autoscale"]):
+        assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(out), *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "zebra not among the classes" in err and "its classes are disc, square" in err
+    assert not out.exists()  # refused before anything was written
+
+
 # -- stale runs (re-registered weights, remapped classes) and reuse without rewriting ----------------
 def test_replacing_a_model_makes_its_runs_stale_and_gives_new_runs(run_workspace, run_ids, tiny_model_files, capsys):
     from analytics.data import custom_label_space

@@ -15,7 +15,7 @@ from analytics.repository import list_repositories
 from analytics.runs import runs_snapshot
 from analytics.suites import list_suites
 from ui import repository as view
-from ui import state, widgets
+from ui import state
 from ui.auth import may, require_page
 
 
@@ -43,7 +43,7 @@ def main() -> None:
     left, right = st.columns(2)
     name = left.selectbox("Repository", names, key=view.KEY + "name")
     records = suites.set_index("id").to_dict("index")
-    suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
+    suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: records[s]["label"])
     if may(user, "run_models") and st.button("Run the repository", type="primary", key=view.KEY + "run", icon=":material/play_arrow:"):
         view.start(workspace, name, suite_id)
     table, assessor_note = view.models_table(workspace, name, suite_id)

@@ -18,7 +18,7 @@ from analytics.suites import list_suites
 from analytics.workspace import Workspace
 from ui import jobs as job_view
 from ui import runs as view
-from ui import state, widgets
+from ui import state
 from ui.auth import require_page
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
@@ -46,7 +46,7 @@ def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
     names = [spec.name for spec in list_models(workspace)]
     models = st.multiselect("Models", names, default=names[:1], key="run.models", help="Several models over one suite run as one action.")
     records = suites.set_index("id").to_dict("index")
-    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
+    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: records[s]["label"])
     with st.expander("Options"):
         left, middle, right = st.columns(3)
         top_k = int(left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image."))
@@ -75,7 +75,7 @@ def past_runs(workspace: Workspace) -> None:
     if unfinished.empty:
         return
     records = unfinished.set_index("id").to_dict("index")
-    chosen = st.selectbox("Unfinished run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key="run.resume_choice")
+    chosen = st.selectbox("Unfinished run", list(records), format_func=lambda r: records[r]["label"], key="run.resume_choice")
     if st.button("Resume", key="run.resume"):
         run = records[chosen]
         execute(workspace, [run["model"]], run["suite_id"], top_k=int(run["top_k"] or 3), device=None, batch_size=32)

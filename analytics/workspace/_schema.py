@@ -221,6 +221,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, settings_id)
     );
     """,
+    # 7: a name the user gives a suite (untrusted text, checked by analytics.suites.check_suite_name);
+    # '' = none, the suite is then called by its method, N, seed and targets. Not part of its id.
+    """
+    ALTER TABLE suites ADD COLUMN name TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -191,7 +191,7 @@ def finding(runs: pd.DataFrame) -> Finding | None:
     on_suite = story.suite_runs(runs)
     if on_suite.empty:
         return None
-    suite_id = on_suite["suite_id"].iloc[0]
+    suite_id, suite = on_suite["suite_id"].iloc[0], escape_markdown(on_suite["suite"].iloc[0])
     n_zoo = int(on_suite["zoo"].sum())
     named = on_suite if n_zoo == len(on_suite) else on_suite[~on_suite["zoo"]]
     named = named.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
@@ -200,11 +200,11 @@ def finding(runs: pd.DataFrame) -> Finding | None:
     scope = f"{len(named)} real model{'s' * (len(named) > 1)} and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if mixed else f"{len(named)} models"
     if len(named) == 1:
         return Finding(suite_id, worst["id"], (
-            f"On suite `{suite_id}`{f' ({scope})' if mixed else ''}, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the "
+            f"On suite {suite}{f' ({scope})' if mixed else ''}, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the "
             f"targets on their own photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
         ))  # fmt: skip
     return Finding(suite_id, worst["id"], (
-        f"On suite `{suite_id}` ({scope}), "
+        f"On suite {suite} ({scope}), "
         f"**{escape_markdown(worst['model'])}** varies most with the background: "
         f"{worst['original_accuracy']:.0%} of the targets right on their own photos, {worst['worst_case_accuracy']:.0%} right "
         f"under every background; **{escape_markdown(best['model'])}** varies least ({best['original_accuracy']:.0%} → "

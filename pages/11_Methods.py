@@ -27,7 +27,7 @@ from analytics.comparison import (
 from analytics.data import list_backgrounds, list_targets
 from analytics.jobs import duration_text, get_job, latest_job
 from analytics.models import list_models
-from analytics.suites import SAMPLERS
+from analytics.suites import SAMPLERS, suite_labels_of
 from analytics.workspace import Workspace
 from ui import agreement as view
 from ui import jobs as job_view
@@ -117,7 +117,7 @@ def or_na(values: pd.Series) -> list[str]:
     return ["N/A" if pd.isna(value) else f"{value:.3f}" for value in values]
 
 
-def show_table(table: pd.DataFrame, request: dict) -> None:
+def show_table(table: pd.DataFrame, request: dict, suite_labels: dict[str, str]) -> None:
     threshold = request["threshold"]
     shown = pd.DataFrame(
         {
@@ -154,7 +154,8 @@ def show_table(table: pd.DataFrame, request: dict) -> None:
     right.plotly_chart(view.method_bars(table), width="stretch")
     st.caption(CONSISTENCY_TEXT)
     with st.expander("Suites and runs used"):
-        st.dataframe(table[["method", "seeds", "suite_ids", "run_ids", "images"]], hide_index=True, width="stretch")
+        used = table.assign(suites=[tuple(suite_labels.get(s, s) for s in ids) for ids in table["suite_ids"]])
+        st.dataframe(used[["method", "seeds", "suites", "images", "suite_ids", "run_ids"]], hide_index=True, width="stretch")
 
 
 def main() -> None:
@@ -182,7 +183,7 @@ def main() -> None:
     job = job_view.show_job(workspace, job.id, key=KEY)
     if job.status == "done":
         defaults = {"seeds": DEFAULT_SEEDS, "n": DEFAULT_N, "targets": DEFAULT_TARGETS, "threshold": DEFAULT_THRESHOLD, "recall_layers": "embedding"}
-        show_table(result_table(job), {**defaults, **job.params})
+        show_table(result_table(job), {**defaults, **job.params}, suite_labels_of(workspace))
 
 
 main()

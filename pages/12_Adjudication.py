@@ -20,7 +20,7 @@ from ui import adjudication as view
 from ui import state
 from ui.auth import require_page
 from ui.markdown import escape_markdown
-from ui.widgets import prefill, suite_label
+from ui.widgets import prefill
 
 
 def choose_suite(workspace: Workspace) -> str:
@@ -29,7 +29,7 @@ def choose_suite(workspace: Workspace) -> str:
         st.info("No judgments on a suite yet: annotators judge models on the **Judge** page first.")
         st.stop()
     rows = {row["id"]: row for row in suites.to_dict("records")}
-    return st.selectbox("Suite", list(rows), format_func=lambda suite_id: suite_label(rows[suite_id]), key=view.KEY + "suite")
+    return st.selectbox("Suite", list(rows), format_func=lambda suite_id: rows[suite_id]["label"], key=view.KEY + "suite")
 
 
 def choose_model(workspace: Workspace, table: pd.DataFrame, suite_id: str) -> pd.Series:

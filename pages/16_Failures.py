@@ -25,7 +25,6 @@ from ui import failures as view
 from ui import saliency as saliency_view
 from ui.auth import require_page
 from ui.markdown import escape_markdown
-from ui.runs import run_label
 
 ANY_KEYWORD = "(any keyword)"
 SALIENCY_THRESHOLD = 0.2  # top share of a map outlined in the overlays, as on the Saliency page
@@ -47,9 +46,9 @@ def main() -> None:
     runs = story.main_suite_first(runs)  # opens on the suite most real models ran over
     records = {row["id"]: row for row in runs.to_dict("records")}
     unknown = deeplink.adopt("run", view.KEY + "run", list(records))
-    run_id = st.selectbox("Run", list(records), format_func=lambda r: run_label(records[r]), key=view.KEY + "run")
+    run_id = st.selectbox("Run", list(records), format_func=lambda r: records[r]["label"], key=view.KEY + "run")
     if unknown:
-        st.warning(f"The link names run {escape_markdown(repr(unknown))}, which is not a finished current run of this workspace; showing {run_id}.")
+        st.warning(f"The link names run {escape_markdown(repr(unknown))}, which is not a finished current run of this workspace; showing {escape_markdown(records[run_id]['label'])}.")
     run = records[run_id]
     path = str(workspace.root)
     left, right = st.columns([1, 2])
@@ -86,7 +85,7 @@ def main() -> None:
 
     st.subheader("Report")
     compare = [m for m in models if m != run["model"]]
-    st.caption(escape_markdown(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(compare) or 'no other model'} (the models chosen above)."))
+    st.caption(escape_markdown(f"{run['model']} over suite {run['suite']}, compared with {', '.join(compare) or 'no other model'} (the models chosen above)."))
     view.report_button(workspace, run["model"], compare, run["suite_id"], min_count)
     deeplink.publish(run=run_id, keyword=keyword, method=method, **{"class": class_name})
 

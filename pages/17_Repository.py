@@ -17,7 +17,7 @@ from analytics.runs import runs_snapshot
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
 from ui import repository as view
-from ui import state, widgets
+from ui import state
 from ui.auth import may, require_page
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     left, right = st.columns(2)
     name = left.selectbox("Repository", names, key=view.KEY + "name")
     records = suites.set_index("id").to_dict("index")
-    suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
+    suite_id = right.selectbox("Suite", list(records), key=view.KEY + "suite", format_func=lambda s: records[s]["label"])
     if may(user, "run_models"):
         view.run_button(workspace)
     # while a job runs this repository the table redraws itself, so its rows follow the models as they finish

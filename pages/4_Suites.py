@@ -6,32 +6,58 @@ targets in this process (nothing saved, a progress bar); saving runs as a backgr
 (:mod:`analytics.jobs`, kind ``suite``: progress, Cancel, Resume via :mod:`ui.jobs`). The form, the
 preview grid and the histogram are :mod:`ui.suites`. A refused preview or start, or a failed job
 (:class:`~analytics.exceptions.BackdropError`), is shown by :mod:`ui.suites` / :mod:`ui.jobs`.
+Saved suites are opened by their label (a name given on the form, else method, N, seed and targets);
+the address bar holds the open one (``?suite=<id>``), the link a finished suite job shows.
 """
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from analytics.data import list_backgrounds, list_targets
-from analytics.suites import Suite, select_targets
+from analytics.suites import list_suites, select_targets
 from analytics.workspace import Workspace
+from ui import deeplink, state
 from ui import jobs as job_view
-from ui import state
 from ui import suites as view
 from ui.auth import require_page
+from ui.markdown import escape_markdown
+from ui.widgets import prefill
 
 
-def suite_of_job(workspace: Workspace) -> Suite | None:
-    """The suite job this session started: its progress (Cancel, Resume), then the saved suite."""
+def suite_of_job(workspace: Workspace) -> str | None:
+    """The suite job this session started: its progress (Cancel, Resume), then the id of the saved suite."""
     job_id = st.session_state.get(view.JOB)
     if job_id is None:
         return None
     job = job_view.show_job(workspace, job_id, key=view.KEY)
     if job.status != "done":
         return None
-    suite = view.cached_saved_suite(str(workspace.root), job.result["suite_id"])
-    st.success(f"Saved suite `{suite.id}` ({len(suite.items)} backgrounds).")
-    return suite
+    label = job.result.get("suite") or job.result["suite_id"]
+    st.success(f"Saved suite {escape_markdown(label)} ({job.result['items']} backgrounds): open below under Saved suites.")
+    return job.result["suite_id"]
+
+
+def open_saved(workspace: Workspace, saved: pd.DataFrame, just_saved: str | None) -> None:
+    """A saved suite picked by its label (the one a job just saved, or a link's ``?suite=``): its summary
+    and grid; none until one is picked (drawing a grid of composites on every visit would slow the page)."""
+    labels = dict(zip(saved["id"], saved["label"]))
+    if just_saved in labels:
+        prefill(view.OPEN, just_saved, follows=just_saved)
+    unknown = deeplink.adopt("suite", view.OPEN, list(labels))
+    if unknown:
+        st.warning(f"The link names no saved suite ({escape_markdown(unknown)}): pick one below.", icon=":material/link_off:")
+    suite_id = st.selectbox(
+        "Open a saved suite", list(labels), index=None, format_func=labels.__getitem__, key=view.OPEN, placeholder="Pick a suite to see its backgrounds"
+    )
+    deeplink.publish(suite=suite_id)
+    if suite_id is None:
+        return
+    suite = view.cached_saved_suite(str(workspace.root), suite_id)
+    st.markdown(f"**{escape_markdown(labels[suite_id])}** · saved {escape_markdown(suite.created[:16].replace('T', ' '))} · id `{suite.id}`")
+    view.summary(suite)
+    view.preview(workspace, suite)
 
 
 def previewed(workspace: Workspace) -> None:
@@ -83,11 +109,7 @@ def main() -> None:
             suite = view.sample_preview(workspace, request)
             st.session_state[view.PREVIEW] = None if suite is None else (request, suite)
     previewed(workspace)
-    suite = suite_of_job(workspace)
-    if suite is not None:
-        st.subheader(f"{suite.method} suite `{suite.id}`")
-        view.summary(suite)
-        view.preview(workspace, suite)
+    just_saved = suite_of_job(workspace)
 
     st.subheader("Distances per method")
     distances = view.distances_by_method(workspace)
@@ -97,11 +119,12 @@ def main() -> None:
         st.caption("No suite with distances yet (distances need a registered model).")
 
     st.subheader("Saved suites")
-    saved = view.saved_table(workspace)
+    saved = list_suites(workspace)
     if saved.empty:
         st.caption("No suite saved yet.")
-    else:
-        st.dataframe(saved, hide_index=True, key=view.KEY + "saved")
+        return
+    open_saved(workspace, saved, just_saved)
+    st.dataframe(view.saved_table(workspace, saved), hide_index=True, key=view.KEY + "saved")
 
 
 main()

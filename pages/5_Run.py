@@ -20,7 +20,7 @@ from analytics.suites import list_suites
 from analytics.workspace import Workspace
 from ui import jobs as job_view
 from ui import runs as view
-from ui import state, widgets
+from ui import state
 from ui.auth import require_page
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
@@ -57,7 +57,7 @@ def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
     names = [spec.name for spec in list_models(workspace)]
     models = st.multiselect("Models", names, default=names[:1], key="run.models", help="Several models over one suite run as one action.")
     records = suites.set_index("id").to_dict("index")
-    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: widgets.suite_label({"id": s, **records[s]}))
+    suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: records[s]["label"])
     with st.expander("Options"):
         left, middle, right = st.columns(3)
         left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image.")
@@ -85,7 +85,7 @@ def past_runs(workspace: Workspace) -> None:
     if unfinished.empty:
         return
     records = unfinished.set_index("id").to_dict("index")
-    st.selectbox("Unfinished run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key="run.resume_choice")
+    st.selectbox("Unfinished run", list(records), format_func=lambda r: records[r]["label"], key="run.resume_choice")
     st.button("Resume", key="run.resume", on_click=resume_chosen, args=(workspace, records))
 
 

@@ -183,11 +183,11 @@ def compare(
     widgets.prefill(key, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
     if len(records) == 1:
         st.info(
-            f"Only {escape_markdown(run['model'])} has a finished current run over suite {run['suite_id']}: run other models over it on the "
+            f"Only {escape_markdown(run['model'])} has a finished current run over suite {escape_markdown(run['suite'])}: run other models over it on the "
             "Run page to compare them here."
         )
     chosen = st.multiselect(
-        f"Models with runs over suite {run['suite_id']} (up to {view.MAX_COMPARED})", list(records), max_selections=view.MAX_COMPARED,
+        f"Models with runs over suite {escape_markdown(run['suite'])} (up to {view.MAX_COMPARED})", list(records), max_selections=view.MAX_COMPARED,
         format_func=lambda r: records[r]["model"], key=key,
     )  # fmt: skip
     if not chosen:
@@ -232,7 +232,7 @@ def report(workspace: Workspace, run: Mapping, compared: list[str], records: Map
     """The HTML report of the run's model, with the other compared models."""
     others = list(dict.fromkeys(records[r]["model"] for r in compared if r in records and records[r]["model"] != run["model"]))
     st.subheader("Report")
-    st.caption(escape_markdown(f"{run['model']} over suite {run['suite_id']}, compared with {', '.join(others) or 'no other model'} (the Compare tab's models)."))
+    st.caption(escape_markdown(f"{run['model']} over suite {run['suite']}, compared with {', '.join(others) or 'no other model'} (the Compare tab's models)."))
     failure_view.report_button(workspace, run["model"], others, run["suite_id"], min_count=REPORT_MIN_COUNT, key=f"{view.KEY}report")
 
 
@@ -247,9 +247,9 @@ def main() -> None:
         st.stop()
     records = done.set_index("id").to_dict("index")
     unknown_run = deeplink.adopt("run", RUN_KEY, list(records))
-    run_id = st.selectbox("Run", list(records), format_func=lambda r: view.run_label({"id": r, **records[r]}), key=RUN_KEY)
+    run_id = st.selectbox("Run", list(records), format_func=lambda r: records[r]["label"], key=RUN_KEY)
     run = {"id": run_id, **records[run_id]}
-    warn_unknown("run", unknown_run, f"run {run_id}")
+    warn_unknown("run", unknown_run, f"run {run['label']}")
     unknown_preset = deeplink.adopt("preset", view.PRESET_KEY, view.PRESET_NAMES)
     left, right = st.columns([4, 1])
     with left:

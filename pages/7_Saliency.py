@@ -180,7 +180,7 @@ def main() -> None:
         keep_valid(KEY + "suite", [NO_SUITE, *suites])
         suite = st.selectbox(
             "Composites from suite", [NO_SUITE, *suites], key=KEY + "suite",
-            format_func=lambda s: s if s == NO_SUITE else widgets.suite_label({"id": s, **suites[s]}),
+            format_func=lambda s: s if s == NO_SUITE else suites[s]["label"],
         )  # fmt: skip
         suite = None if suite == NO_SUITE else suite
         n_composites = int(st.number_input("Composites shown", 0, 32, 5, key=KEY + "n_composites")) if suite else 0

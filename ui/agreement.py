@@ -78,8 +78,7 @@ def judged_suites(workspace: Workspace) -> pd.DataFrame:
     counts = latest.groupby("suite_id").agg(models=("model", "nunique"), annotators=("annotator", "nunique"))
     suites = list_suites(workspace).set_index("id")
     rows = [
-        (suite_id, f"{suites.at[suite_id, 'method']} · n={suites.at[suite_id, 'n']} · seed {suites.at[suite_id, 'seed']} · "
-         f"{row.models} models, {row.annotators} annotators · {suite_id}", int(row.models), int(row.annotators))
+        (suite_id, f"{suites.at[suite_id, 'label']} · {row.models} models, {row.annotators} annotators", int(row.models), int(row.annotators))
         for suite_id, row in counts.iterrows() if suite_id in suites.index
     ]  # fmt: skip
     table = pd.DataFrame(rows, columns=["id", "label", "models", "annotators"])

@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics.data import background_label
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
     VARIANT_NAMES,
@@ -141,7 +142,7 @@ def gallery(result: AdversarialResult, *, per_class: int = 5) -> tuple[list[np.n
     index = {target: i for i, target in enumerate(result.data.ids)}
     rows = [index[b] for b in top["background_id"]]
     tiled = only_bg_t(result.data.images[rows], result.data.masks[rows]) if rows else []
-    captions = [f"{r.class_name} #{r.rank}: {r.background_id} · fools {r.asr:.0%}" for r in top.itertuples()]
+    captions = [f"{r.class_name} #{r.rank}: {background_label(r.background_id)} · fools {r.asr:.0%}" for r in top.itertuples()]
     return [_thumbnail(image) for image in tiled], captions
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.data import load_targets
+from analytics.data import background_label, load_targets
 from analytics.exceptions import BackdropError
 from analytics.findings import (
     FailureTable,
@@ -125,7 +125,7 @@ def gallery_table(items: Sequence[GalleryItem]) -> pd.DataFrame:
     """One row per gallery item: target, background, predictions and probabilities before/after, keywords."""
     return pd.DataFrame(
         {
-            "Target": [i.target_id for i in items], "Background": [i.background_id for i in items],
+            "Target": [i.target_id for i in items], "Background": [background_label(i.background_id) for i in items],
             "Predicted": [i.predicted for i in items], "Original predicted": [i.original_predicted for i in items],
             "True-class prob. before": [i.original_true_prob for i in items], "True-class prob. after": [i.true_prob for i in items],
             "Drop": [i.drop for i in items], "Background keywords": [", ".join(i.keywords) for i in items],
@@ -163,7 +163,7 @@ def flip_cards(workspace_path: str, item: GalleryItem) -> tuple[list[np.ndarray]
     original, composite = pair_images(workspace_path, item)
     return [original, composite], [
         f"original {item.target_id} · predicted {item.original_predicted} · true class {item.original_true_prob:.2f}",
-        f"on {item.background_id} · predicted {item.predicted} · true class {item.true_prob:.2f} (drop {item.drop:+.2f})",
+        f"on {background_label(item.background_id)} · predicted {item.predicted} · true class {item.true_prob:.2f} (drop {item.drop:+.2f})",
     ]
 
 

@@ -14,6 +14,7 @@ errors can name models, so they are never shown to it.
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from analytics import jobs
 from analytics.exceptions import BackdropError, PermissionDeniedError
@@ -22,6 +23,7 @@ from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
 
 REFRESH_S = 2.0  # seconds between two looks at a running job
+SUITES_PAGE = "pages/4_Suites.py"
 KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs", "zoo": "Zoo training", "saliency": "Saliency comparison"}
 ENDED = {"done": "Finished", "cancelled": "Cancelled", "failed": "Failed"}
 REFUSED = ".refused"  # suffix of a follow_job state key: a refused start, shown once by follow_job
@@ -42,12 +44,21 @@ def _error_text(workspace: Workspace, err: BackdropError, done: str) -> str:
     return f"The job could not be {done}. Ask an analyst or admin to look at it."
 
 
+def job_subject(job: jobs.Job) -> str:
+    """What the job is about, escaped: a suite job names its suite as every listing does (the label
+    its result records, else the name it was given), any other job its id."""
+    if job.kind == "suite" and (job.result.get("suite") or job.params.get("name")):
+        return f"“{escape_markdown(job.result.get('suite') or job.params['name'])}”"
+    return f"`{job.id}`"
+
+
 def job_text(job: jobs.Job, *, details: bool = True) -> str:
     """One line: what, status, progress, the last message (only with ``details``) and who started it."""
     steps = f"{job.done} of {job.total}" if job.total else "starting"
     message = f" · {escape_markdown(job.message)}" if details and job.message else ""
     owner = f" · by {escape_markdown(job.owner)}" if job.owner else ""
-    return f"{KIND_NAMES.get(job.kind, job.kind)} `{job.id}` · {job.status} · {steps}{message}{owner}"
+    subject = job_subject(job) if details else f"`{job.id}`"
+    return f"{KIND_NAMES.get(job.kind, job.kind)} {subject} · {job.status} · {steps}{message}{owner}"
 
 
 def show_job(workspace: Workspace, job_id: str, *, key: str) -> jobs.Job:
@@ -96,6 +107,8 @@ def _job_block(workspace: Workspace, job_id: str, key: str, was_active: bool) ->
     text = f"{ENDED[job.status]}: {job_text(job, details=details)}"
     if job.status == "done":
         st.caption(text)
+        if details and job.kind == "suite":
+            suite_link(job.result["suite_id"], job.result.get("suite") or job.result["suite_id"])
         return
     st.warning(text + (" — the worker process was stopped before it finished." if job.message == jobs.INTERRUPTED else ""))
     if not jobs.may_control(workspace, job, action="resume"):
@@ -107,6 +120,14 @@ def _job_block(workspace: Workspace, job_id: str, key: str, was_active: bool) ->
             st.error(_error_text(workspace, err, "resumed"))
             return
         st.rerun()
+
+
+def suite_link(suite_id: str, label: str) -> None:
+    """A link that opens the Suites page on the saved suite ``suite_id`` (``?suite=``), named by its ``label``."""
+    try:
+        st.page_link(SUITES_PAGE, label=f"Open suite {escape_markdown(label)}", icon=":material/open_in_new:", query_params={"suite": suite_id})
+    except StreamlitPageNotFoundError:  # the page run on its own (no app around it): no other page to link to
+        st.caption(f"Open it on the Suites page: {escape_markdown(label)}.")
 
 
 def active_jobs(workspace: Workspace, *, kind: str | None = None, key: str = "jobs.") -> None:

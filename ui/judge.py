@@ -99,7 +99,7 @@ def suites_with_runs(workspace: Workspace, annotator: str | None = None) -> pd.D
     counts = runs[runs["status"] == "done"].groupby("suite_id")["model"].nunique()
     suites = list_suites(workspace).set_index("id")
     rows = [
-        (suite_id, f"{suites.at[suite_id, 'method']} · n={suites.at[suite_id, 'n']} · seed {suites.at[suite_id, 'seed']} · {count} models · {suite_id}", count)
+        (suite_id, f"{suites.at[suite_id, 'label']} · {count} models", count)
         for suite_id, count in counts.items()
         if suite_id in suites.index and (annotator is None or assigned_models(workspace, annotator, suite_id))
     ]

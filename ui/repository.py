@@ -24,6 +24,7 @@ from analytics.models import list_models
 from analytics.repository import create_repository, get_repository, repository_status
 from analytics.repository.run import STATUSES
 from analytics.runs import list_runs
+from analytics.suites import suite_labels_of
 from analytics.workspace import Workspace, to_csv
 from analytics.zoo import list_zoo
 from ui import jobs as job_view
@@ -252,8 +253,9 @@ def show_job(workspace: Workspace) -> None:
     job = job_view.follow_job(workspace, "repository", state_key=JOB, key=KEY)
     if job is not None and job.status == "done":
         result = job.result
+        suite = suite_labels_of(workspace).get(result["suite_id"], result["suite_id"])
         st.success(
-            f"Repository {result['repository']} on {result['suite_id']}: {len(result['done'])} run now, "
+            f"Repository {escape_markdown(result['repository'])} on {escape_markdown(suite)}: {len(result['done'])} run now, "
             f"{len(result['skipped'])} finished before, {len(result['failed'])} failed."
         )
 

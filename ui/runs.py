@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics import runs
+from analytics.data import background_label
 from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
 from ui import state
@@ -57,20 +58,16 @@ def settings_label(settings: MatrixSettings) -> str:
 
 
 # -- tables ------------------------------------------------------------------------------------------
-def run_label(run: Mapping) -> str:
-    """``model · suite <id> · run <id>`` for select boxes."""
-    return f"{run['model']} · suite {run['suite_id']} · run {run['id']}"
-
-
 def runs_display(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`analytics.runs.list_runs` for display: status words (stale runs marked), progress, readable headers."""
+    """:func:`analytics.runs.list_runs` for display: status words (stale runs marked), progress, readable
+    headers; the suite by its label, the run id last (the CLI takes it)."""
     status = table["status"].map(STATUS_WORDS).fillna(table["status"])
     return pd.DataFrame({
-        "Run": table["id"], "Model": table["model"], "Suite": table["suite_id"],
+        "Model": table["model"], "Suite": table["suite"],
         "Status": status.where(~table["stale"].astype(bool), status + " · " + STALE),
         "Images": [f"{i} / {e}" for i, e in zip(table["images"], table["expected_images"])],
         "Accuracy": table["accuracy"], "Worst-case accuracy": table["worst_case_accuracy"],
-        "Original accuracy": table["original_accuracy"], "Started": table["created"],
+        "Original accuracy": table["original_accuracy"], "Started": table["created"], "Run id": table["id"],
     })  # fmt: skip
 
 
@@ -230,6 +227,6 @@ def clicked_cell(run_id: str, matrices: Mapping[str, VarianceMatrix]) -> tuple[s
 def image_caption(pair: Mapping, side: str) -> str:
     """Caption of image ``j`` or ``k`` of a pair: position, background, distance, signal, prediction."""
     position, background = int(pair[side]), pair[f"background_{side}"]
-    what = "original" if position == 0 else f"#{position} · {background}"
+    what = "original" if position == 0 else f"#{position} · {background_label(background)}"
     mark = "✓" if pair[f"correct_{side}"] else "✗"
     return f"{what} · d {pair[f'distance_{side}']:.3f} · S {pair[f'signal_{side}']:.3f} · {pair[f'predicted_{side}']} {mark}"

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analytics.data import background_label
 from analytics.exceptions import BackdropError
 from analytics.findings import GalleryItem, flips, item_images
 from analytics.runs import SIGNALS
@@ -144,7 +145,7 @@ def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str |
         return
     st.subheader("What breaks each model", anchor=False)
     st.caption(
-        f"Suite `{chosen['suite_id'].iloc[0]}`, the newest finished run of each model: the scene keywords with the highest "
+        f"Suite {escape_markdown(chosen['suite'].iloc[0])}, the newest finished run of each model: the scene keywords with the highest "
         f"error rate (at least {MIN_COUNT} composites), one variance matrix on the suite's colour scale, and two composites "
         "whose background changed the prediction."
     )
@@ -162,7 +163,7 @@ def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str |
 def show_model(workspace_path: str, run: Mapping, suite_run_ids: tuple[str, ...], *, matrices_page: str | None, failures_page: str | None) -> None:
     """One model's block: accuracies, worst keywords, the telling matrix, two flips, links."""
     st.caption(
-        f"Run `{run['id']}` · accuracy {run['accuracy']:.0%} · on their own photos {run['original_accuracy']:.0%} · "
+        f"Accuracy {run['accuracy']:.0%} · on their own photos {run['original_accuracy']:.0%} · "
         f"right under every background {run['worst_case_accuracy']:.0%}"
     )
     finished = run["finished"] or ""
@@ -215,6 +216,6 @@ def show_flips(workspace_path: str, run: Mapping, finished: str) -> None:
         with column:
             first, second = st.columns(2)
             first.image(original, caption=escape_markdown(f"{item.target_id}: {item.original_predicted} · p(true) {item.original_true_prob:.2f}"), width="stretch")
-            second.image(composite, caption=escape_markdown(f"on {item.background_id}: {item.predicted} · p(true) {item.true_prob:.2f}"), width="stretch")
+            second.image(composite, caption=escape_markdown(f"on {background_label(item.background_id)}: {item.predicted} · p(true) {item.true_prob:.2f}"), width="stretch")
             if item.keywords:
                 st.caption("Scene: " + escape_markdown(", ".join(item.keywords[:6])))

@@ -31,9 +31,11 @@ from analytics.models import list_models
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from
 from analytics.suites import (
     DEFAULT_REALISM_THRESHOLD,
+    NAME_MAX_LENGTH,
     SAMPLERS,
     Suite,
     build_suite,
+    check_suite_name,
     default_distance_models,
     ensure_keyword_tables,
     ensure_ontology,
@@ -50,6 +52,7 @@ from ui.markdown import escape_markdown
 KEY = "suites."  # prefix of every widget key of the page
 JOB = KEY + "job"  # session-state key: the id of the suite job this session started
 PREVIEW = KEY + "preview"  # session-state key: (request, unsaved suite) of the last preview
+OPEN = KEY + "open"  # the saved-suite picker (a link's ``?suite=``)
 PREVIEW_TARGETS = 3  # targets sampled for a preview (spread over the classes)
 DEFAULT_N = 32
 METHOD_HELP = {
@@ -75,6 +78,7 @@ class SuiteRequest:
     realism_threshold: float = DEFAULT_REALISM_THRESHOLD
     top_up: bool = True
     classes: tuple[str, ...] | None = None  # None = every class (the suite id of a suite without a selection)
+    name: str = ""  # the user's name for the suite (checked by analytics.suites.check_suite_name; not in its id)
 
     def build_kwargs(self) -> dict:
         tables = {"target": self.target_table, "background": self.background_table}
@@ -88,6 +92,7 @@ class SuiteRequest:
             "distance_models": list(self.distance_models) or None,
             "realism_threshold": self.realism_threshold,
             "top_up": self.top_up,
+            "name": self.name,
         }
 
 
@@ -129,6 +134,11 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
             )
         )  # fmt: skip
         seed = int(right.number_input("Seed", 0, 2**31 - 1, 0, key=KEY + "seed"))
+        name = st.text_input(
+            "Name (optional)", key=KEY + "name", max_chars=NAME_MAX_LENGTH, placeholder="e.g. My photos, ontology",
+            help="What the pages, the report and the command line call this suite. Without one it is called by method, N, seed "
+            "and targets; the same settings give the same suite, so building it again under another name renames it.",
+        )  # fmt: skip
         left, middle, right = st.columns(3)
         target_table = _table_choice(left, tables, "target")
         background_table = _table_choice(middle, tables, "background")
@@ -158,7 +168,12 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
         st.warning("Pick at least one class: the suite covers the targets of the classes picked.", icon=":material/warning:")
         return None
     classes = None if set(picked) == set(present) else tuple(sorted(picked))
-    request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up), classes)
+    try:
+        name = check_suite_name(name)
+    except BackdropError as err:
+        st.error(escape_markdown(err))
+        return None
+    request = SuiteRequest(method, n, seed, target_table, background_table, ontology_id, tuple(models), float(threshold), bool(top_up), classes, name)
     return ("build" if built else "preview"), request
 
 
@@ -336,13 +351,18 @@ def distance_figure(distances: Mapping[str, np.ndarray]):
     return distance_histogram(distances, title="Semantic distance of composites to their originals, per method")
 
 
-def saved_table(workspace: Workspace) -> pd.DataFrame:
-    """Saved suites, newest first, with the share topped up at random (keyword methods; None for
-    the others and for suites saved before it was recorded) and their parameters as JSON text."""
-    listing = list_suites(workspace)
+def saved_table(workspace: Workspace, listing: pd.DataFrame) -> pd.DataFrame:
+    """Saved suites, newest first: the label a person reads first, the share topped up at random
+    (keyword methods; None for the others and for suites saved before it was recorded), the classes
+    picked, the parameters as JSON text and the id last (what the CLI also takes).
+
+    ``listing`` is :func:`analytics.suites.list_suites` (not changed).
+    """
     if listing.empty:
         return listing
+    listing = listing.copy()
     params = {row["id"]: json.loads(row["params"]) for row in workspace.query("SELECT id, params FROM suites")}
     listing["topup_share"] = [params[i].get("topup_share") for i in listing["id"]]
+    listing["classes"] = [", ".join(c) or "all" for c in listing["classes"]]
     listing["params"] = [json.dumps({k: v for k, v in params[i].items() if k != "warnings"}, sort_keys=True) for i in listing["id"]]
-    return listing
+    return listing[["label", *(c for c in listing.columns if c not in ("label", "id", "name")), "id"]].rename(columns={"label": "suite"})

@@ -3,7 +3,7 @@ Streamlit objects, so pages stay a readable sequence of "ask → compute → sho
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 
 import cv2
 import numpy as np
@@ -46,17 +46,6 @@ def outline_mask(image: np.ndarray, mask: np.ndarray, *, colour: tuple[int, int,
     cv2.drawContours(outlined, contours, -1, (20, 20, 20), thickness + 2)
     cv2.drawContours(outlined, contours, -1, colour, thickness)
     return outlined
-
-
-def suite_label(suite: Mapping) -> str:
-    """``<id> · <method>, n = <n>, <targets> targets``: how every suite picker names a suite.
-
-    Parameters
-    ----------
-    suite : mapping
-        A row of :func:`analytics.suites.list_suites` (``id``, ``method``, ``n``, ``targets``).
-    """
-    return f"{suite['id']} · {suite['method']}, n = {suite['n']}, {suite['targets']} targets"
 
 
 def prefill(key: str, value: object, *, follows: Hashable) -> None:

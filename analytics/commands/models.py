@@ -115,7 +115,8 @@ def run_run(args: argparse.Namespace) -> dict | list[dict]:
                               fill_conv=args.fill_conv)
     runs = list_runs(workspace, suite_id=args.suite).set_index("id")
     results = [
-        {"run": run_id, "model": model, "suite": args.suite, "images": int(runs.at[run_id, "images"]),
+        {"run": run_id, "label": runs.at[run_id, "label"], "model": model, "suite": runs.at[run_id, "suite"], "suite_id": args.suite,
+         "images": int(runs.at[run_id, "images"]),
          "accuracy": float(runs.at[run_id, "accuracy"]), "worst_case_accuracy": float(runs.at[run_id, "worst_case_accuracy"])}
         for run_id, model in zip(run_ids, dict.fromkeys(args.model))
     ]  # fmt: skip

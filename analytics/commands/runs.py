@@ -4,7 +4,9 @@ last-conv-map signals among them, which have no suite scale and are drawn on the
 
 The PNGs of ``matrices`` use the suite's fixed colour scale (:mod:`analytics.runs.colour_scale`), the one
 the Judge page shows, unless ``--autoscale`` asks for each matrix's own range; ``--json`` reports the
-scale used per signal.
+scale used per signal. ``--classes A,B`` exports the matrices and the table of those classes' targets
+only (the Matrices page's Classes filter); a class the run has no target of is one line naming it and
+the run's classes (exit 2).
 
 Runs are started with ``python -m analytics run`` (:mod:`analytics.commands.models`).
 """
@@ -17,7 +19,7 @@ import math
 from analytics.runs.read import MATRIX_SIGNALS, SIGNALS
 from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, MatrixSettings
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     matrices.add_argument(
         "--autoscale", action="store_true", help="draw each PNG on its own range instead of the suite's fixed colour scale (not comparable between models)"
     )
+    matrices.add_argument("--classes", type=comma_list, metavar="A,B", help="only the targets of these classes (default: every class of the run)")
     matrices.add_argument("--k", type=int, default=DEFAULT_K, help=f"nearest points averaged into u(e) (default {DEFAULT_K})")
     labels = "; ".join(f"{key} = {label}" for key, label in MATRIX_SIGNALS.items())
     matrices.add_argument(
@@ -71,12 +74,12 @@ def run_export(args: argparse.Namespace) -> dict:
         raise NotFoundError(f"no run {args.run!r} in workspace {workspace.root}; list them with `python -m analytics runs`")
     signals = tuple(args.signal or SIGNALS)
     if args.autoscale:
-        own = run_matrices(workspace, args.run, settings=settings, signals=signals)
+        own = run_matrices(workspace, args.run, settings=settings, signals=signals, classes=args.classes)
         rule = "autoscale: this matrix's own range (not comparable between models)"
         used = {s: {"zmin": float(m.matrix.min()), "zmax": float(m.matrix.max()), "rule": rule} for s, m in own.items()}
-        result = export_run(workspace, args.run, args.out, settings=settings, signals=signals)
+        result = export_run(workspace, args.run, args.out, settings=settings, signals=signals, classes=args.classes)
         return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": True, "signals": used}}
     scale = suite_colour_scale(workspace, row["suite_id"], settings=settings)
-    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops, signals=signals)
+    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops, signals=signals, classes=args.classes)
     own_range = [signal for signal in signals if signal not in scale.tops]  # the authors' conv-map signals have no suite scale
     return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": False, **scale.as_dict(), **({"own_range": own_range} if own_range else {})}}

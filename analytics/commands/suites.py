@@ -11,6 +11,11 @@ tables; one mined from other keywords is refused (:func:`analytics.suites.check_
 and ``--targets ID,...`` only those targets (within ``--classes`` when both are given); the class
 selection is recorded in the suite's parameters (``selection``) and reported under ``selection``.
 
+``--name TEXT`` gives the suite a name that pages, the report and listings call it by (at most 60
+letters, digits, spaces and plain punctuation; the same settings again under another name rename
+it); without one it is called by method, N, seed and targets (``label`` in the output). ``suites``
+lists the saved suites by label, with the id the other commands take.
+
 ``--json`` reports, besides the statistics, the suite's provenance: the keyword tables (name,
 backend) and ontology (id, parameters) it used and, for keyword methods, the backgrounds topped up
 at random (``topped_up``, ``topped_up_targets``, ``topup_share``).
@@ -34,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--method", choices=list(SAMPLERS), required=True, help="sampling method")
     parser.add_argument("--n", type=int, default=32, help="backgrounds per target (default 32)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--name", default="", metavar="TEXT", help="a name to call the suite by (default: method, N, seed and targets)")
     parser.add_argument("--classes", type=comma_list, metavar="A,B", help="cover only the targets of these classes (default: every class)")
     parser.add_argument("--targets", type=comma_list, metavar="ID,...", help="cover only these target ids (within --classes when given)")
     parser.add_argument("--distance-model", action="append", metavar="NAME", help="model of the distance ensemble (repeatable; default: every EfficientNet-Lite)")
@@ -48,13 +54,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     add_json_option(parser)
     parser.set_defaults(handler=run_suite)
+    listing = subparsers.add_parser("suites", help="list the saved suites by label (name, or method, N, seed and targets) with their ids")
+    add_workspace_option(listing)
+    add_json_option(listing)
+    listing.set_defaults(handler=run_list)
 
 
 def run_suite(args: argparse.Namespace) -> dict:
-    from analytics.suites import build_suite, ensure_ontology, screening_warning, suite_stats
+    from analytics.suites import build_suite, check_suite_name, ensure_ontology, screening_warning, suite_labels_of, suite_stats
 
 
     workspace = open_workspace(args)
+    name = check_suite_name(args.name)  # before any slow step
     sampler = SAMPLERS[args.method]
     tables = ontology = None
     if sampler.needs_keywords:
@@ -82,6 +93,7 @@ def run_suite(args: argparse.Namespace) -> dict:
             top_up=not args.no_top_up,
             batch_size=args.batch_size,
             device=args.device,
+            name=name,
             progress=progress,
         )
     skipped = screening_warning(suite.params.get("pool_screening") or {})
@@ -90,6 +102,8 @@ def run_suite(args: argparse.Namespace) -> dict:
     stats = suite_stats(suite)
     return {
         "suite": suite.id,
+        "label": suite_labels_of(workspace)[suite.id],
+        "name": suite.name,
         "method": suite.method,
         "targets": stats.targets,
         "per_target": stats.per_target_min,
@@ -106,6 +120,14 @@ def run_suite(args: argparse.Namespace) -> dict:
         "selection": suite.params.get("selection"),
         "warnings": list(suite.warnings),
     }
+
+
+def run_list(args: argparse.Namespace) -> list[dict]:
+    from analytics.suites import list_suites
+
+    table = list_suites(open_workspace(args))
+    table["classes"] = [list(c) for c in table["classes"]]
+    return table.to_dict("records")
 
 
 def _keyword_tables(workspace, args: argparse.Namespace) -> dict[str, str]:

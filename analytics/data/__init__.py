@@ -75,6 +75,7 @@ from .label_spaces import (
     parse_label_space,
 )
 from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
+from .naming import background_label, crop_id
 
 __all__ = [
     "Background",
@@ -110,9 +111,11 @@ __all__ = [
     "add_classes",
     "add_targets",
     "as_mapping",
+    "background_label",
     "check_imagenet_indices",
     "check_mask_share",
     "composite",
+    "crop_id",
     "custom_label_space",
     "fit_square",
     "foreground_only",

@@ -39,6 +39,7 @@ from .images import (
 )
 from .label_spaces import ClassMapping, as_mapping, in9_imagenet_indices
 from .masking import propose_mask
+from .naming import crop_id
 
 DEFAULT_IMAGE_SIZE = 256
 #: Background rows per transaction of :func:`add_backgrounds` (~40 commits for a 20,000 pool).
@@ -371,7 +372,7 @@ def _backgrounds(
         count = crops_per_photo(photo) if callable(crops_per_photo) else crops_per_photo
         for top, left, side in square_crops(photo, count, seed=seed):
             image, _ = resize_square(photo[top : top + side, left : left + side], None, size)
-            bg_id = f"{photo_path.stem}@{top},{left},{side}" if count > 1 else photo_path.stem
+            bg_id = crop_id(photo_path.stem, top, left, side) if count > 1 else photo_path.stem
             yield Background(bg_id, image, shown(str(photo_path)), crop=(top, left, side))
 
 

@@ -30,6 +30,7 @@ from analytics.data import (
     add_backgrounds,
     add_targets,
     check_mask_share,
+    crop_id,
     image_size,
     on_home,
     paste_cutout,
@@ -291,7 +292,7 @@ def add_demo_backgrounds(workspace: Workspace, context: DemoContext) -> None:
         for bg in result.accepted:
             top, left, side = bg.crop
             backgrounds.append(
-                replace(bg, id=f"{photo.name}@{top},{left},{side}", origin=f"{photo.package}:/{photo.path}", package=photo.package, licence=licence)
+                replace(bg, id=crop_id(photo.name, top, left, side), origin=f"{photo.package}:/{photo.path}", package=photo.package, licence=licence)
             )
         context.report("backgrounds", done, len(catalogue.backgrounds))
     add_backgrounds(workspace, backgrounds)

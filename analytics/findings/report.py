@@ -53,6 +53,7 @@ from plotly.offline import get_plotlyjs
 
 from analytics._validation import check_positive_int
 from analytics.assessor import ASSESSORS, explain, features_table, fit_assessor, human_labels, predict
+from analytics.data import background_label
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.judging import current_consensus, latest_judgments
 from analytics.robustness.bgchallenge import ChallengeData, evaluate_variants, gaps, variant_accuracy, workspace_data
@@ -192,7 +193,7 @@ def build_report(
     }
     body = [
         f"<h1>Backdrop report: {_e(model)}</h1>",
-        f"<p class='meta'>Suite {_e(suite_id)} &middot; runs {_e(', '.join(runs['id']))} &middot; generated {_e(now())}</p>",
+        f"<p class='meta'>Suite {_e(runs['suite'].iloc[0])} &middot; generated {_e(now())} (suite and run ids in the appendix)</p>",
         "<nav>" + "".join(f"<a href='#{key}'>{_e(title)}</a>" for key, title in SECTIONS.items()) + "</nav>",
     ]
     for done, (key, title) in enumerate(SECTIONS.items(), start=1):
@@ -462,7 +463,7 @@ def _card(item: GalleryItem, images: list[np.ndarray], thumb: dict[str, int]) ->
                     for image, alt in zip(images, ("original", "composite", "saliency on the original", "saliency on the composite")))  # fmt: skip
     changed = " class='changed'" if item.predicted != item.original_predicted else ""  # output names need not be class names
     return (
-        f"<div class='card'>{tags}<br>{_e(item.target_id)} ({_e(item.class_name)}) on {_e(item.background_id)}<br>"
+        f"<div class='card'>{tags}<br>{_e(item.target_id)} ({_e(item.class_name)}) on {_e(background_label(item.background_id))}<br>"
         f"predicted <b{changed}>{_e(item.predicted)}</b> (original: {_e(item.original_predicted)}); true-class probability "
         f"{item.true_prob:.3f} (original {item.original_true_prob:.3f}, drop {item.drop:.3f})<br>"
         f"background keywords: {_e(', '.join(item.keywords) or 'none')}</div>"
@@ -527,8 +528,12 @@ def _provenance_html(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
         "WHERE s.suite_id = ? GROUP BY b.id ORDER BY b.id",
         (suite_id,),
     )
-    backgrounds = pd.DataFrame([tuple(r) for r in rows], columns=["background", "origin", "package", "licence", "composites"])
-    facts = pd.DataFrame({"field": ["suite", "method", "n", "created"], "value": [suite_id, suite["method"], suite["n"], suite["created"]]})
+    backgrounds = pd.DataFrame([tuple(r) for r in rows], columns=["id", "origin", "package", "licence", "composites"])
+    backgrounds.insert(0, "background", [background_label(b) for b in backgrounds["id"]])
+    facts = pd.DataFrame({
+        "field": ["suite", "suite id", "method", "n", "created"],
+        "value": [runs["suite"].iloc[0], suite_id, suite["method"], suite["n"], suite["created"]],
+    })  # fmt: skip
     seeds = pd.DataFrame({
         "seed of": ["the suite's background sampling", "the bootstrap of the failure intervals", "the assessor", "the Backgrounds Challenge pairings"],
         "value": [suite["seed"], BOOTSTRAP_SEED, ASSESSOR_SEED, CHALLENGE_SEED],
@@ -543,7 +548,7 @@ def _provenance_html(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
         + "<h3>Keyword tables</h3>" + _table(_keyword_tables(params))
         + f"<h3>Every recorded parameter</h3><pre>{_e(json.dumps(params, indent=2, sort_keys=True))}</pre>"
         + (f"<h3>Warnings</h3><ul>{listed}</ul>" if listed else "")
-        + "<h3>Runs</h3>" + _table(runs[["model", "id", "model_key", "created", "finished"]].rename(columns={"id": "run"}))
+        + "<h3>Runs</h3>" + _table(runs[["model", "id", "model_key", "created", "finished"]].rename(columns={"id": "run id"}))
         + f"<h3>Backgrounds and licences ({len(backgrounds)})</h3>" + _table(backgrounds)
         + "</details>"
     )  # fmt: skip

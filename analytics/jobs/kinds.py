@@ -19,7 +19,7 @@ from analytics.comparison import method_comparison, params_estimate_seconds, rec
 from analytics.repository import run_repository
 from analytics.runs import start_runs
 from analytics.saliency.survey import object_share
-from analytics.suites import build_suite
+from analytics.suites import build_suite, suite_labels_of
 from analytics.workspace import Workspace
 from analytics.zoo import build_zoo, zoo_job
 
@@ -69,7 +69,8 @@ def _methods(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
 def _suite(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
     progress(0, 0, "screening the pool and sampling backgrounds")
     suite = build_suite(workspace, **params, progress=lambda done, total: progress(done, total, "semantic distances"))
-    return {"suite_id": suite.id, "items": len(suite.items)}
+    # the label the suite goes by in every listing, so the job's result names it the same way
+    return {"suite_id": suite.id, "suite": suite_labels_of(workspace)[suite.id], "items": len(suite.items)}
 
 
 def _runs(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:

@@ -31,6 +31,7 @@ from .matrices import (
     run_point_clouds,
     subsample_matrices,
 )
+from .naming import run_label, run_labels
 from .read import (
     CONV_SIGNALS,
     IMAGE_COLUMNS,
@@ -88,6 +89,8 @@ __all__ = [
     "render_matrix",
     "run_cell_quantiles",
     "run_details",
+    "run_label",
+    "run_labels",
     "run_matrices",
     "run_of_classes",
     "run_point_clouds",

@@ -15,7 +15,7 @@ from analytics.variance import DEFAULT_SETTINGS, MatrixSettings
 from analytics.workspace import Workspace, to_csv
 
 from .matrices import run_matrices
-from .read import SIGNALS, image_table, load_run
+from .read import SIGNALS, image_table, load_run, run_of_classes
 
 __all__ = ["VARIANCE_COLOURS", "export_run", "render_matrix"]
 
@@ -59,9 +59,10 @@ def export_run(
     settings: MatrixSettings = DEFAULT_SETTINGS,
     tops: Mapping[str, float] | None = None,
     signals: Sequence[str] = tuple(SIGNALS),
+    classes: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Write a run's matrices (one per signal) (``<signal>.npy``, ``<signal>.png``) and per-image table
-    (``images.csv``) into ``out_dir`` (created when missing).
+    (``images.csv``) into ``out_dir`` (created when missing), of every target or of those of ``classes``.
 
     Parameters
     ----------
@@ -75,19 +76,31 @@ def export_run(
         :class:`analytics.runs.ColourScale`; default each matrix's own range (also for a signal ``tops`` lacks).
     signals : sequence of str, default=tuple(SIGNALS)
         Keys of :data:`analytics.runs.MATRIX_SIGNALS` (the authors' conv-map signals among them).
+    classes : sequence of str, optional
+        Only the targets of these classes, in the matrices and the table
+        (:func:`analytics.runs.run_of_classes`); None = every target.
 
     Returns
     -------
     dict
-        ``{"run", "settings", "matrices": {signal: {"path", "png", "shape", "mean"}}, "points",
-        "table"}``; ``points`` per signal.
+        ``{"run", "settings", "classes", "matrices": {signal: {"path", "png", "shape", "mean"}},
+        "points", "table"}``; ``points`` per signal; ``classes`` the classes exported (None = all).
+
+    Raises
+    ------
+    InvalidInputError
+        ``out_dir`` is a file, or ``classes`` is empty or names a class the run has no target of
+        (the message lists the run's classes); checked before anything is written.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"out_dir {out} is a file; pass a folder")
-    out.mkdir(parents=True, exist_ok=True)
     data = load_run(workspace, run_id)
-    matrices = run_matrices(workspace, run_id, settings=settings, signals=signals)
+    if classes is not None:
+        data = run_of_classes(data, classes)
+        classes = sorted(set(data.class_names or []))
+    out.mkdir(parents=True, exist_ok=True)
+    matrices = run_matrices(workspace, run_id, settings=settings, signals=signals, classes=classes)
     written = {}
     for signal, vm in matrices.items():
         npy, png = out / f"{signal}.npy", out / f"{signal}.png"
@@ -97,11 +110,13 @@ def export_run(
             raise InvalidInputError(f"cannot write {png}; check that the folder is writable")
         written[signal] = {"path": str(npy), "png": str(png), "shape": list(vm.matrix.shape), "mean": float(vm.matrix.mean())}
     table = out / "images.csv"
-    to_csv(image_table(workspace, run_id), table)
+    images = image_table(workspace, run_id)
+    to_csv(images if classes is None else images[images["class_name"].isin(classes)], table)
     first = next(iter(matrices.values()))
     return {
         "run": run_id,
         "settings": {**settings.as_dict(), "d_max": first.d_max},
+        "classes": classes,
         "matrices": written,
         "points": data.n_points,
         "table": str(table),

@@ -40,8 +40,11 @@ import numpy as np
 import pandas as pd
 
 from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.suites import suite_labels_of
 from analytics.variance import worst_case_accuracy, worst_case_correct
 from analytics.workspace import Workspace, model_keys, suite_classes_key
+
+from .naming import run_labels
 
 __all__ = [
     "CONV_SIGNALS",
@@ -81,7 +84,7 @@ CONV_SIGNALS: dict[str, str] = {
 MATRIX_SIGNALS: dict[str, str] = {**SIGNALS, **CONV_SIGNALS}
 #: Columns of :func:`list_runs`.
 RUN_COLUMNS = [
-    "id", "model", "suite_id", "status", "images", "expected_images", "accuracy", "original_accuracy",
+    "id", "label", "model", "suite_id", "suite", "status", "images", "expected_images", "accuracy", "original_accuracy",
     "worst_case_accuracy", "top_k", "created", "finished", "construction", "model_key", "classes_key", "stale",
 ]  # fmt: skip
 #: Columns of :func:`image_table` (the per-image CSV of :func:`export_run`).
@@ -435,7 +438,9 @@ def list_runs(workspace: Workspace, *, model: str | None = None, suite_id: str |
     Returns
     -------
     DataFrame
-        Columns :data:`RUN_COLUMNS`: ``images`` stored so far and ``expected_images`` (targets +
+        Columns :data:`RUN_COLUMNS`: ``label`` what a person reads for the run and ``suite`` for
+        its suite (:func:`analytics.runs.run_labels`, unique over the workspace's runs, also in a
+        filtered listing); ``images`` stored so far and ``expected_images`` (targets +
         suite items) show how far an unfinished run got; accuracies are NaN until it is done;
         ``top_k`` is the run's embedding top-k (what resuming needs); ``construction`` the
         model's construction record (zoo models) or None; ``model_key`` / ``classes_key`` the
@@ -464,6 +469,10 @@ def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) ->
         (model, model, suite_id, suite_id),
     )
     keys = model_keys(workspace)
+    # labels over every run and suite, so a run reads the same in a filtered listing as in the whole
+    suites = suite_labels_of(workspace)
+    every = workspace.query("SELECT id, model, suite_id, created FROM runs")
+    labels = run_labels(pd.DataFrame([dict(r) for r in every], columns=["id", "model", "suite_id", "created"]), suites)
     suite_keys = {suite: suite_classes_key(workspace, suite) for suite in {row["suite_id"] for row in rows if row["classes_key"]}}
     summaries = {}
     for row in rows:
@@ -479,7 +488,8 @@ def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) ->
         classes_current = not row["classes_key"] or row["classes_key"] == suite_keys[row["suite_id"]]
         images, expected = progress.get(row["id"]) or (summary["stored_images"], summary["expected_images"])
         records.append({
-            "id": row["id"], "model": row["model"], "suite_id": row["suite_id"], "status": row["status"],
+            "id": row["id"], "label": labels[row["id"]], "model": row["model"], "suite_id": row["suite_id"],
+            "suite": suites.get(row["suite_id"], row["suite_id"]), "status": row["status"],
             "images": int(images), "expected_images": int(expected),
             "accuracy": summary.get("accuracy", np.nan), "original_accuracy": summary.get("original_accuracy", np.nan),
             "worst_case_accuracy": summary.get("worst_case_accuracy", np.nan), "top_k": summary.get("top_k"),

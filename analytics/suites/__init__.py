@@ -2,6 +2,7 @@
 """
 
 from .build import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, build_suite, ensure_keyword_tables, ensure_ontology, select_targets
+from .naming import NAME_MAX_LENGTH, check_suite_name, distinct_labels, suite_label, suite_labels
 from .ranking import FALLBACK_TOP, MIN_EXPANDED_SHARE, check_expansion, detected_keywords, expanded_keywords
 from .sampling import (
     REALISM_SCORERS,
@@ -56,8 +57,10 @@ from .store import (
     images_of,
     list_suites,
     load_suite,
+    name_suite,
     save_suite,
     suite_exists,
+    suite_labels_of,
     suite_stats,
     topup_record,
 )
@@ -73,6 +76,7 @@ __all__ = [
     "ITEM_TYPES",
     "LIST_COLUMNS",
     "MIN_EXPANDED_SHARE",
+    "NAME_MAX_LENGTH",
     "REALISM_SCORERS",
     "SAMPLERS",
     "SUMMARY_COLUMNS",
@@ -95,12 +99,14 @@ __all__ = [
     "SuiteStats",
     "build_suite",
     "check_expansion",
+    "check_suite_name",
     "composite_distances",
     "cosine_distance_matrix",
     "default_distance_models",
     "default_keyword_model",
     "default_screening_model",
     "detected_keywords",
+    "distinct_labels",
     "embed_images",
     "ensure_keyword_tables",
     "ensure_ontology",
@@ -110,6 +116,7 @@ __all__ = [
     "item_embeddings",
     "list_suites",
     "load_suite",
+    "name_suite",
     "own_photo_backgrounds",
     "paired_cosine_distances",
     "pool_exclusions",
@@ -122,6 +129,9 @@ __all__ = [
     "screening_warning",
     "select_targets",
     "suite_exists",
+    "suite_label",
+    "suite_labels",
+    "suite_labels_of",
     "suite_stats",
     "topup_record",
 ]

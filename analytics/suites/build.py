@@ -61,11 +61,12 @@ from analytics.ontology import (
 )
 from analytics.workspace import Workspace, content_id
 
+from .naming import check_suite_name
 from .ranking import check_expansion, detected_keywords, expanded_keywords
 from .sampling import REALISM_SCORERS, SAMPLERS, KeywordSampler, SamplingContext, SamplingResult
 from .screening import default_keyword_model, pool_exclusions, sample_screened, screening_warning
 from .similarity import composite_distances, proxy_distances, resolve_distance_models
-from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, save_suite, suite_exists, topup_record
+from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, name_suite, save_suite, suite_exists, topup_record
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ def build_suite(
     batch_size: int = 32,
     device: str | None = None,
     save: bool = True,
+    name: str = "",
     progress: Callable[[int, int], None] | None = None,
 ) -> Suite:
     """Sample a suite for every target of the workspace and (by default) save it.
@@ -145,6 +147,10 @@ def build_suite(
     save : bool, default=True
         Store the suite; False returns an unsaved preview (``created`` = '') unless the same
         suite is already saved, which is then returned either way.
+    name : str, default=''
+        A name for people to call the suite by (:func:`analytics.suites.check_suite_name`: at most
+        60 letters, digits, spaces and plain punctuation); not part of its id, so building the same
+        suite again with another name renames it. '' = none: it is called by method, N, seed and targets.
     progress : callable (done, total) or None
         Called while exact distances are computed (the slow step), with image counts.
 
@@ -159,6 +165,7 @@ def build_suite(
         an empty selection, or a class or target id the workspace lacks.
     """
     check_choice(method, "method", SAMPLERS)
+    name = check_suite_name(name)
     n = check_positive_int(n, "n")
     seed = check_positive_int(seed, "seed", minimum=0)
     check_choice(realism, "realism", REALISM_SCORERS)
@@ -197,7 +204,7 @@ def build_suite(
     suite_id = content_id(method, n, seed, params, targets, pool)
     if suite_exists(workspace, suite_id):
         logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)
-        return load_suite(workspace, suite_id)
+        return name_suite(workspace, suite_id, name) if save and name else load_suite(workspace, suite_id)
     loaded = _load_models(workspace, models, device)
     context = _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontology, loaded, params, batch_size, notes)
     sampler = sampler_cls(top_up=top_up) if issubclass(sampler_cls, KeywordSampler) else sampler_cls()
@@ -205,7 +212,7 @@ def build_suite(
     items = _items(workspace, result, loaded, batch_size, progress)
     if sampler_cls.needs_keywords:  # an outcome, recorded after the id: what the keywords could not supply
         params = {**params, **topup_record(items)}
-    suite = Suite(suite_id, method, n, seed, params, items, tuple(notes + result.warnings))
+    suite = Suite(suite_id, method, n, seed, params, items, tuple(notes + result.warnings), name=name)
     return save_suite(workspace, suite) if save else suite
 
 

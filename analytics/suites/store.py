@@ -25,12 +25,13 @@ from analytics.inference import SuiteImage
 from analytics.team import require_permission
 from analytics.workspace import Workspace, now
 
+from .naming import check_suite_name, suite_labels
 from .sampling import SAMPLERS
 
 ITEM_COLUMNS = ["target_id", "position", "background_id", "keyword", "level", "below_realism", "distance"]
 #: dtypes of the columns of :attr:`Suite.items` that are not text.
 ITEM_TYPES = {"position": int, "level": int, "below_realism": bool, "distance": float}
-LIST_COLUMNS = ["id", "method", "n", "seed", "targets", "items", "mean_distance", "created"]
+LIST_COLUMNS = ["id", "name", "label", "method", "n", "seed", "targets", "classes", "items", "mean_distance", "created"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class Suite:
         Targets with fewer backgrounds, topped-up or fallback keywords, missing distances.
     created : str
         ISO time of saving ('' for an unsaved preview).
+    name : str
+        The name the user gave it ('' for none; see :func:`analytics.suites.suite_label`).
     """
 
     id: str
@@ -68,6 +71,7 @@ class Suite:
     items: pd.DataFrame = field(repr=False)
     warnings: tuple[str, ...] = ()
     created: str = ""
+    name: str = ""
 
     @property
     def target_ids(self) -> list[str]:
@@ -111,7 +115,8 @@ class SuiteStats:
 
 # -- storage -------------------------------------------------------------------------------------
 def save_suite(workspace: Workspace, suite: Suite) -> Suite:
-    """Store ``suite`` (its row and all items in one transaction); an existing id is kept as it is.
+    """Store ``suite`` (its row and all items in one transaction); an existing id keeps its rows,
+    and takes ``suite.name`` when that is not empty.
 
     Returns
     -------
@@ -119,6 +124,7 @@ def save_suite(workspace: Workspace, suite: Suite) -> Suite:
         The stored suite (with ``created`` set).
     """
     require_permission(workspace, "build_suites")
+    name = check_suite_name(suite.name)
     created = now()
     record = {**suite.params, "warnings": list(suite.warnings)}
     rows = [
@@ -127,40 +133,79 @@ def save_suite(workspace: Workspace, suite: Suite) -> Suite:
     ]
     with workspace.transaction() as conn:
         inserted = conn.execute(
-            "INSERT OR IGNORE INTO suites(id, method, n, seed, params, created) VALUES (?, ?, ?, ?, ?, ?)",
-            (suite.id, suite.method, suite.n, suite.seed, json.dumps(record, sort_keys=True), created),
+            "INSERT OR IGNORE INTO suites(id, method, n, seed, params, created, name) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (suite.id, suite.method, suite.n, suite.seed, json.dumps(record, sort_keys=True), created, name),
         ).rowcount
         if inserted:  # a suite's id is its content: an existing one already holds these rows
             conn.executemany(
                 f"INSERT INTO suite_items(suite_id, {', '.join(ITEM_COLUMNS)}) VALUES (?, {', '.join('?' * len(ITEM_COLUMNS))})",
                 rows,
             )
+        elif name:
+            conn.execute("UPDATE suites SET name = ? WHERE id = ?", (name, suite.id))
     return load_suite(workspace, suite.id)
+
+
+def name_suite(workspace: Workspace, suite_id: str, name: str) -> Suite:
+    """Give the saved suite ``suite_id`` the name ``name`` ('' removes it; checked by
+    :func:`analytics.suites.check_suite_name`); its id and rows stay as they are."""
+    require_permission(workspace, "build_suites")
+    name = check_suite_name(name)
+    with workspace.transaction() as conn:
+        if not conn.execute("UPDATE suites SET name = ? WHERE id = ?", (name, suite_id)).rowcount:
+            raise NotFoundError(f"no suite {suite_id!r} in {workspace.root}; list them with `python -m analytics suites`")
+    return load_suite(workspace, suite_id)
 
 
 def load_suite(workspace: Workspace, suite_id: str) -> Suite:
     """The suite stored under ``suite_id`` (raises :class:`NotFoundError` naming recent suites)."""
     row = workspace.query_one("SELECT * FROM suites WHERE id = ?", (suite_id,))
     if row is None:
-        recent = [r["id"] for r in workspace.query("SELECT id FROM suites ORDER BY created DESC LIMIT 5")]
-        raise NotFoundError(f"no suite {suite_id!r} in {workspace.root}; recent suites: {', '.join(recent) or 'none'}")
+        recent = [f"{label} ({i})" for i, label in list_suites(workspace)[["id", "label"]].head(5).itertuples(index=False)]
+        raise NotFoundError(f"no suite {suite_id!r} in {workspace.root}; recent suites: {'; '.join(recent) or 'none'}")
     record = json.loads(row["params"])
     warnings = tuple(record.pop("warnings", []))
     rows = workspace.query(
         f"SELECT {', '.join(ITEM_COLUMNS)} FROM suite_items WHERE suite_id = ? ORDER BY target_id, position", (suite_id,)
     )
     items = pd.DataFrame([dict(r) for r in rows], columns=ITEM_COLUMNS).astype(ITEM_TYPES)
-    return Suite(row["id"], row["method"], int(row["n"]), int(row["seed"]), record, items, warnings, row["created"])
+    return Suite(row["id"], row["method"], int(row["n"]), int(row["seed"]), record, items, warnings, row["created"], row["name"])
 
 
 def list_suites(workspace: Workspace) -> pd.DataFrame:
-    """One row per saved suite: id, method, n, seed, targets, items, mean_distance, created (newest first)."""
+    """One row per saved suite, newest first.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`LIST_COLUMNS`: id, name ('' = none), label (what a person reads:
+        :func:`analytics.suites.suite_labels`, unique in the listing), method, n, seed, targets,
+        classes (tuple of the selected classes; empty = every class), items, mean_distance, created.
+    """
     rows = workspace.query(
-        "SELECT s.id, s.method, s.n, s.seed, COUNT(DISTINCT i.target_id) AS targets, COUNT(i.position) AS items, "
-        "AVG(i.distance) AS mean_distance, s.created FROM suites s LEFT JOIN suite_items i ON i.suite_id = s.id "
-        "GROUP BY s.id ORDER BY s.created DESC, s.id"
+        "SELECT s.id, s.name, s.method, s.n, s.seed, COUNT(DISTINCT i.target_id) AS targets, COUNT(i.position) AS items, "
+        "AVG(i.distance) AS mean_distance, s.created, json_extract(s.params, '$.selection.classes') AS classes "
+        "FROM suites s LEFT JOIN suite_items i ON i.suite_id = s.id GROUP BY s.id ORDER BY s.created DESC, s.id"
     )
-    return pd.DataFrame([dict(r) for r in rows], columns=LIST_COLUMNS)
+    table = pd.DataFrame([_decoded(r) for r in rows], columns=LIST_COLUMNS)
+    table["label"] = table["id"].map(suite_labels(table)) if len(table) else pd.Series(dtype=str)
+    return table
+
+
+def suite_labels_of(workspace: Workspace) -> dict[str, str]:
+    """Suite id -> label of every saved suite, the ``label`` column of :func:`list_suites` without
+    its item statistics: a suite's distinct targets are counted on the ``suite_items`` key alone
+    (what run listings and job results name a suite by, on every page rerun)."""
+    rows = workspace.query(
+        "SELECT s.id, s.name, s.method, s.n, s.seed, s.created, json_extract(s.params, '$.selection.classes') AS classes, "
+        "(SELECT COUNT(DISTINCT i.target_id) FROM suite_items i WHERE i.suite_id = s.id) AS targets FROM suites s"
+    )
+    return suite_labels(pd.DataFrame([_decoded(r) for r in rows], columns=["id", "name", "method", "n", "seed", "created", "classes", "targets"]))
+
+
+def _decoded(row) -> dict[str, Any]:
+    """A suite row with its ``classes`` (JSON or NULL) as a tuple (empty = every class)."""
+    return {**dict(row), "classes": tuple(json.loads(row["classes"])) if row["classes"] else ()}
 
 
 def suite_exists(workspace: Workspace, suite_id: str) -> bool:

@@ -227,6 +227,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE run_images ADD COLUMN conv_max REAL;
     ALTER TABLE run_images ADD COLUMN conv_max_mean REAL;
     """,
+    # 8: a name the user gives a suite (untrusted text, checked by analytics.suites.check_suite_name);
+    # '' = none, the suite is then called by its method, N, seed and targets. Not part of its id.
+    """
+    ALTER TABLE suites ADD COLUMN name TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

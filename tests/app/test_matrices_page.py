@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 from analytics.runs import SIGNALS, list_runs, run_matrices, suite_colour_scale
+from analytics.suites import name_suite
 from tests.fixtures.app import as_shown
+from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 from ui.charts import MIN_HEIGHT, SQUARE_COLUMNS, SQUARE_HEIGHT
 from ui.colour_scale import AUTOSCALE, SUITE
+from ui.markdown import escape_markdown
 from ui.runs import CELL
 
 MATRICES = "pages/6_Matrices.py"
@@ -136,7 +139,8 @@ def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_
     insert_suite(run_workspace, "other-suite", seed=1)
     (other,) = start_runs(run_workspace, ["tiny"], "other-suite", device="cpu")
     app = app_runner(MATRICES, run_workspace)
-    assert any(other in option for option in app.selectbox(key="runs.run").options)  # times have 1 s resolution: no "newest first"
+    other_suite = f"random, N = {TINY_SUITE_N}, seed 1, 6 targets"  # issue 27.10: runs read as model on suite, no ids
+    assert f"tiny on {other_suite}" in app.selectbox(key="runs.run").options  # times have 1 s resolution: no "newest first"
     app.selectbox(key="runs.run").set_value(run_ids["bg-only"]).run()  # to a suite with three models
     assert not app.exception, app.exception
     chosen = app.multiselect(key="runs.compare").value
@@ -145,9 +149,23 @@ def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_
     app.selectbox(key="runs.run").set_value(other).run()  # back to the suite only "tiny" ran over
     assert not app.exception, app.exception
     assert app.multiselect(key="runs.compare").value == [other]
-    assert any("Only tiny has a finished current run over suite other-suite" in i.value for i in app.info)
+    assert any(f"Only tiny has a finished current run over suite {other_suite}" in i.value for i in app.info)
     app.multiselect(key="runs.compare").set_value([]).run()  # an emptied picker says what to do
     assert not app.exception and "Pick up to 4 models" in texts(app)
+
+
+def test_runs_and_suites_read_as_labels_not_hex_ids(run_workspace, run_ids, app_runner):
+    """Issue 27.10: the run picker and the compare tab name a run by model and suite label, the suite by
+    the name the user gave it (escaped: a name is untrusted text), never by a hex id."""
+    name_suite(run_workspace, TINY_SUITE, "Shapes #1 _plain_")
+    suite = f"Shapes #1 _plain_ (random, N = {TINY_SUITE_N}, seed 0, 6 targets)"
+    app = app_runner(MATRICES, run_workspace)
+    assert not app.exception, app.exception
+    options = app.selectbox(key="runs.run").options
+    assert sorted(options) == sorted(f"{model} on {suite}" for model in run_ids)
+    assert not any(run_id in option or TINY_SUITE in option for run_id in run_ids.values() for option in options)
+    compare = app.multiselect(key="runs.compare")
+    assert compare.label == f"Models with runs over suite {escape_markdown(suite)} (up to 4)" and "\\_plain\\_" in compare.label
 
 
 # -- issue 16.3: deep links (run, signal, preset in the address) and the report -------------------------------

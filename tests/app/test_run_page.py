@@ -9,6 +9,7 @@ from __future__ import annotations
 from analytics import jobs
 from analytics.runs import list_runs
 from tests.fixtures.app import as_shown
+from analytics.suites import list_suites
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
 RUN = "pages/5_Run.py"
@@ -45,8 +46,12 @@ def test_run_page_starts_several_models_as_one_action(tiny_model_workspace, app_
     assert (runs["images"] == N_IMAGES).all()
     assert "Finished 2 run(s)" in texts(app)
     shown = app.dataframe[0].value
-    assert sorted(shown["Run"]) == sorted(runs["id"]) and set(shown["Images"]) == {f"{N_IMAGES} / {N_IMAGES}"}
-    assert shown.set_index("Run")["Worst-case accuracy"].to_dict() == runs.set_index("id")["worst_case_accuracy"].to_dict()
+    assert sorted(shown["Run id"]) == sorted(runs["id"]) and set(shown["Images"]) == {f"{N_IMAGES} / {N_IMAGES}"}
+    assert shown.set_index("Run id")["Worst-case accuracy"].to_dict() == runs.set_index("id")["worst_case_accuracy"].to_dict()
+    # issue 27.10: the suite by its label, in the table and the picker; the id is the table's last column
+    label = list_suites(tiny_model_workspace).set_index("id").at[TINY_SUITE, "label"]
+    assert set(shown["Suite"]) == {label} and shown.columns[-1] == "Run id" and TINY_SUITE not in label
+    assert label in app.selectbox(key="run.suite").options
 
 
 def test_run_page_resumes_an_interrupted_run(run_workspace, run_ids, app_runner):
@@ -77,7 +82,7 @@ def test_runs_of_replaced_weights_are_marked_stale(run_workspace, run_ids, tiny_
     register_torchscript(run_workspace, "tiny", checkpoint=tiny_model_files["bg-only"], label_space=labels, input_size=64, replace=True)
     app = app_runner(RUN, run_workspace)
     assert not app.exception, app.exception
-    status = app.dataframe[0].value.set_index("Run")["Status"]
+    status = app.dataframe[0].value.set_index("Run id")["Status"]
     assert "stale" in status[run_ids["tiny"]] and "stale" not in status[run_ids["fg-only"]]
     assert "1 run(s) used weights the model no longer has" in texts(app)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from analytics import jobs
 from analytics.suites import list_suites, load_suite
+from ui.markdown import escape_markdown
 from ui.suites import PREVIEW, PREVIEW_TARGETS
 
 PAGE = "pages/4_Suites.py"
@@ -212,3 +213,60 @@ def test_picking_no_class_is_refused_on_the_form(suite_workspace, app_runner):
     app = preview(app, "random", 2)
     assert any("Pick at least one class" in w.value for w in app.warning)
     assert not any(h.value.startswith("Preview:") for h in app.subheader) and not jobs.list_jobs(suite_workspace).shape[0]
+
+
+# -- issue 27.10: names, not hex ids ---------------------------------------------------------------------
+NAME = "My cups #1 _v2_"  # allowed characters that Markdown would otherwise render (heading, italics)
+
+
+def test_a_named_suite_is_saved_and_reopened_by_its_label(suite_workspace, app_runner):
+    app = app_runner(PAGE, suite_workspace)
+    app.text_input(key="suites.name").set_value(NAME)
+    app.selectbox(key="suites.method").set_value("random")
+    app.number_input(key="suites.n").set_value(2)
+    app = app.button(key="suites.build").click().run()
+    assert not app.exception, app.exception
+    job_id = app.session_state["suites.job"]
+    jobs.wait(suite_workspace, job_id, timeout=WAIT_S)
+    app = app.run()
+    assert not app.exception, app.exception
+    suite = list_suites(suite_workspace).iloc[0]  # newest first
+    label = f"{NAME} (random, N = 2, seed 0, 6 targets)"
+    assert suite["name"] == NAME and suite["label"] == label and jobs.get_job(suite_workspace, job_id).result["suite"] == label
+    # the job's message and the success name the suite as every listing does, escaped
+    assert any(escape_markdown(label) in s.value and suite["id"] not in s.value for s in app.success)
+    assert any(escape_markdown(label) in c.value for c in app.caption)  # the finished job's line
+    picker = app.selectbox(key="suites.open")
+    assert picker.value == suite["id"] and list(picker.options) == list(list_suites(suite_workspace)["label"])
+    assert not any(i in option for i in list_suites(suite_workspace)["id"] for option in picker.options)
+    assert app.query_params["suite"] == suite["id"]  # the address opens it again
+    assert any(m.value.startswith(f"**{escape_markdown(label)}**") for m in app.markdown)
+    table = app.dataframe[0].value
+    assert table.columns[0] == "suite" and table.columns[-1] == "id" and table.iloc[0]["suite"] == label
+
+
+def test_a_bad_name_is_refused_on_the_form(suite_workspace, app_runner):
+    app = app_runner(PAGE, suite_workspace)
+    app.text_input(key="suites.name").set_value("<b>cups</b>")
+    app = preview(app, "random", 2)
+    assert any("suite name" in e.value and "use letters, digits" in e.value for e in app.error)
+    assert not any(h.value.startswith("Preview:") for h in app.subheader) and not jobs.list_jobs(suite_workspace).shape[0]
+
+
+def test_a_link_opens_a_saved_suite(suite_workspace):
+    from streamlit.testing.v1 import AppTest
+
+    from analytics.suites import build_suite
+    from analytics.workspace import PROJECT_ROOT
+    from tests.fixtures.app import APP_TIMEOUT_S
+    from ui.state import WORKSPACE_PATH
+
+    older = build_suite(suite_workspace, method="random", n=2, seed=3, realism_threshold=0.0)
+    build_suite(suite_workspace, method="random", n=2, seed=4, realism_threshold=0.0)  # the newest: the default
+    app = AppTest.from_file(str(PROJECT_ROOT / PAGE), default_timeout=APP_TIMEOUT_S)
+    app.session_state[WORKSPACE_PATH] = str(suite_workspace.root)
+    app.query_params["suite"] = older.id
+    app = app.run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="suites.open").value == older.id
+    assert any(m.value.startswith("**random, N = 2, seed 3, 6 targets**") for m in app.markdown)

@@ -30,8 +30,10 @@ from analytics.judging import add_consensus
 from analytics.keywords import save_keyword_table
 from analytics.robustness.bgchallenge import evaluate_variants, gaps, workspace_data
 from analytics.runs import SIGNALS, list_runs
+from analytics.suites import name_suite
 from analytics.variance import MatrixSettings
 from tests.fixtures.judging import JUDGMENTS, run_ids_by_model
+from tests.fixtures.models import TINY_SUITE_N
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
 
 SUITE = "tiny-suite"
@@ -176,6 +178,17 @@ def test_report_content_sections_galleries_flips_and_assessor(report_workspace, 
     # the keyword x model heat map's margins grow to its labels (no clipped keywords)
     heat = section(text, "failures")
     assert '"automargin":true' in heat.replace(" ", "")
+
+
+def test_the_report_names_the_suite_by_its_label_and_keeps_the_ids_in_the_appendix(judging_workspace):
+    """Issue 27.10: the header calls the suite by the user's name (HTML-escaped), not its hex id."""
+    name_suite(judging_workspace, SUITE, "Cups & co")
+    text = build_report(judging_workspace, "tiny", per_class=1, flip_count=1)
+    label = f"Cups &amp; co (random, N = {TINY_SUITE_N}, seed 0, 6 targets)"
+    meta = re.search(r"<p class='meta'>(.*?)</p>", text).group(1)
+    assert f"Suite {label}" in meta and SUITE not in meta
+    provenance = section(text, "provenance")
+    assert f"<td>{label}</td>" in provenance and f"<td>{SUITE}</td>" in provenance and "run id" in provenance
 
 
 def test_without_enough_labels_the_assessor_section_says_so(judging_workspace):

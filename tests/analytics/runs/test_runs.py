@@ -109,9 +109,12 @@ def test_list_runs_shows_accuracies_and_summarises_engine_only_runs(tiny_model_w
 
 
 def test_list_runs_of_finished_runs_reads_no_image_rows(run_workspace, run_ids, sql_trace):
-    """Issue 28.3: the listing neither counts ``run_images`` nor parses per-target results."""
+    """Issue 28.3: the listing neither counts ``run_images`` nor parses per-target results; the one
+    count is of each suite's distinct targets, for its label, on the ``suite_items`` key (issue 27.10)."""
     runs.list_runs(run_workspace)
-    assert sql_trace and not [s.sql for s in sql_trace if "run_images" in s.sql or "COUNT(" in s.sql]
+    assert sql_trace and not [s.sql for s in sql_trace if "run_images" in s.sql]
+    counts = [s.sql for s in sql_trace if "COUNT(" in s.sql]
+    assert len(counts) == 1 and "COUNT(DISTINCT i.target_id) FROM suite_items i WHERE i.suite_id = s.id" in counts[0]
 
 
 def test_list_runs_counts_the_images_of_an_unfinished_run_only(run_workspace, run_ids, sql_trace):
@@ -354,6 +357,26 @@ def test_cli_matrices_and_runs(run_workspace, run_ids, tmp_path, capsys):
     assert [r["id"] for r in listed] == [run_ids["tiny"]] and listed[0]["status"] == "done"
     assert main(["matrices", "--workspace", ws, "--run", "nope", "--out", str(out)]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_cli_matrices_of_some_classes(run_workspace, run_ids, tmp_path, capsys):
+    ws, run_id = str(run_workspace.root), run_ids["bg-only"]
+    assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(tmp_path / "disc"), "--classes", "disc", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    narrowed = runs.run_matrices(run_workspace, run_id, classes=["disc"])
+    whole = runs.run_matrices(run_workspace, run_id)
+    assert result["classes"] == ["disc"] and result["points"] == N_TARGETS // 2 * TINY_SUITE_N * (TINY_SUITE_N + 1)
+    for signal, info in result["matrices"].items():
+        np.testing.assert_array_equal(np.load(info["path"]), narrowed[signal].matrix)
+    assert any(not np.array_equal(narrowed[s].matrix, whole[s].matrix) for s in runs.SIGNALS)
+    table = pd.read_csv(result["table"], keep_default_na=False)
+    assert set(table["class_name"]) == {"disc"} and len(table) == N_TARGETS // 2 * (TINY_SUITE_N + 1)
+    out = tmp_path / "bad"
+    for flags in (["--classes", "disc,zebra"], ["--classes", "zebra", "--autoscale"]):
+        assert main(["matrices", "--workspace", ws, "--run", run_id, "--out", str(out), *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "zebra not among the classes" in err and "its classes are disc, square" in err
+    assert not out.exists()  # refused before anything was written
 
 
 # -- stale runs (re-registered weights, remapped classes) and reuse without rewriting ----------------

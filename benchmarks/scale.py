@@ -32,8 +32,8 @@ Stages (pool screening is not timed: the synthetic classes have no ImageNet indi
   by the engine's row writer), each completed by its own job (summary, cell quantiles), timed apart;
 * ``listing``: :func:`analytics.runs.list_runs`, and four calls inside one
   :func:`analytics.runs.runs_snapshot` (a page's rerun), with the SQL statements each made;
-* ``colour-scale``: the suite's live scale from stored quantiles, then with the quantiles removed
-  (runs finished before they were stored: computed and stored once);
+* ``colour-scale``: the suite's live scale from stored quantiles, then with one run's quantiles
+  removed (a run finished before they were stored: computed and stored once);
 * ``matrices``: one run's matrices at a preset not computed yet;
 * ``judge-page``: ``pages/8_Judge.py`` under Streamlit's AppTest: first load, rerun, a label click;
 * ``assessor``: the features of every finished run and the assessors' evaluation;
@@ -330,9 +330,9 @@ def stage_colour_scale(ws: Path, opts: dict) -> dict:
     statements = _traced(workspace)
     suite_id = _random_suite(workspace)
     out = {"stored": _timed(lambda: suite_colour_scale(workspace, suite_id), statements)}
-    with workspace.transaction() as conn:
-        conn.execute("DELETE FROM run_cell_quantiles")
-    out["fallback_computes_and_stores"] = _timed(lambda: suite_colour_scale(workspace, suite_id), statements)
+    with workspace.transaction() as conn:  # one run finished before quantiles were stored
+        conn.execute("DELETE FROM run_cell_quantiles WHERE run_id = (SELECT MIN(run_id) FROM run_cell_quantiles)")
+    out["fallback_one_run_computes_and_stores"] = _timed(lambda: suite_colour_scale(workspace, suite_id), statements)
     out["stored_again"] = _timed(lambda: suite_colour_scale(workspace, suite_id), statements)
     return out
 
@@ -454,7 +454,8 @@ def run_stage(name: str, ws: Path, opts: dict) -> None:
     extra = STAGES[name](ws, opts)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(json.dumps({"stage": name, "seconds": round(seconds, 3), "import_seconds": round(imports, 1), "peak_rss_mib": round(peak, 1), **extra}))
+    scale = {key: opts[key] for key in ("targets", "pool", "n")}
+    print(json.dumps({"stage": name, "seconds": round(seconds, 3), "import_seconds": round(imports, 1), "peak_rss_mib": round(peak, 1), **extra, "db_mib": _db_mib(ws), **scale}))
 
 
 def _db_mib(ws: Path) -> float:
@@ -531,8 +532,7 @@ def main(argv: list[str] | None = None) -> None:
             if out.returncode != 0:
                 print(json.dumps({"stage": name, "error": out.stderr.strip().splitlines()[-1:], **scale}), flush=True)
                 break
-            record = json.loads(out.stdout.strip().splitlines()[-1])
-            print(json.dumps({**record, "db_mib": _db_mib(ws), **scale}), flush=True)
+            print(out.stdout.strip().splitlines()[-1], flush=True)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ Stages (pool screening is not timed: the synthetic classes have no ImageNet indi
 * ``repository-heads``: a repository of ``--repository-heads`` new heads run over the random suite.
 
 ``--fit A.json B.json`` prints each stage's fitted growth from earlier outputs: the slope of
-log(seconds) against log(T·B) and against log(B).
+log(seconds) against log(T·B), log(T) and log(B).
 """
 
 from __future__ import annotations
@@ -464,10 +464,10 @@ def _db_mib(ws: Path) -> float:
 
 def fitted_growth(records: list[dict]) -> list[dict]:
     """Per stage measured at two or more scales: the least-squares slope of log(seconds) against
-    log(T·B) and against log(B) (1 = linear; a stage growing faster than T·B has a T·B slope above 1)."""
+    log(T·B), log(T) and log(B) (1 = linear; a stage growing faster than T·B has a T·B slope above 1)."""
     by_stage: dict[str, dict[tuple[int, int], float]] = {}
     for record in records:
-        if "seconds" in record and "targets" in record:
+        if "peak_rss_mib" in record and "targets" in record:  # stage records, not the untimed set-up
             by_stage.setdefault(record["stage"], {})[(record["targets"], record["pool"])] = max(record["seconds"], 1e-3)
     out = []
     for stage, points in by_stage.items():
@@ -477,7 +477,7 @@ def fitted_growth(records: list[dict]) -> list[dict]:
         seconds = np.log([points[scale] for scale in scales])
         slopes = {
             axis: round(float(np.polyfit(np.log([size(t, b) for t, b in scales]), seconds, 1)[0]), 2)
-            for axis, size in (("T*B", lambda t, b: t * b), ("B", lambda t, b: b))
+            for axis, size in (("T*B", lambda t, b: t * b), ("T", lambda t, b: t), ("B", lambda t, b: b))
             if len({size(t, b) for t, b in scales}) > 1
         }
         out.append({"stage": stage, "fitted_growth": slopes, "scales": [f"T{t} B{b}: {points[(t, b)]} s" for t, b in scales]})

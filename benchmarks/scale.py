@@ -203,7 +203,7 @@ def stage_keywords_default(ws: Path, opts: dict) -> dict:
             images, masks = load_targets(workspace, part) if kind == "targets" else (load_backgrounds(workspace, part), None)
             backend.scores(images, masks)
         rate = len(ids) / (time.perf_counter() - start)
-        out[kind] = {"sampled": len(ids), "images_per_second": round(rate, 2), "extrapolated_seconds": round(total / rate, 1)}
+        out[f"{kind}_sample"] = {"sampled": len(ids), "images_per_second": round(rate, 2), "extrapolated_seconds": round(total / rate, 1)}
     return out
 
 

@@ -17,7 +17,9 @@ resized to the model's input) through EfficientNet-Lite0
 
 Each round times the forward pass, the three paths, and the forward pass again; a path's ratio
 in that round is its rate over the mean of the two forward rates, and the ratio reported is the
-median over ``--rounds`` (one process, one model, one batch size, one thread count: set
+median over ``--rounds``; ``*_vs_forward_cpu`` is the same ratio of rates per CPU second of the
+process (every path is single-threaded under ``OMP_NUM_THREADS=1``, so on a machine shared with
+other work it shows what wall clocks blur) (one process, one model, one batch size, one thread count: set
 ``OMP_NUM_THREADS`` to compare like with like on a shared machine). Goal (issue 28): every ratio
 >= 0.8. The workspace is synthetic (``benchmarks/inference.py``'s textures with disc masks, 256 px).
 """
@@ -50,36 +52,47 @@ GOAL = 0.8
 VIEWS = 1 + 3 * 3  # the keyword backend's and the screening's default grid
 
 
-def forward_rate(workspace: Workspace, batch_size: int, n_batches: int) -> float:
+class _Clock:
+    """Wall-clock and CPU seconds (all threads of the process) since it was made."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def rates(self, count: int) -> tuple[float, float]:
+        """``count`` per wall-clock second and per CPU second."""
+        return count / (time.perf_counter() - self.wall), count / (time.process_time() - self.cpu)
+
+
+def forward_rate(workspace: Workspace, batch_size: int, n_batches: int) -> tuple[float, float]:
     """Views per second of the keyword model alone on a ready batch of ``batch_size`` views."""
     model = load_model(workspace, MODEL, device="cpu")
     side = model.spec.input_size
     batch = model.preprocess(np.random.default_rng(1).integers(0, 256, (batch_size, side, side, 3), dtype=np.uint8))
     model.run_batch(batch)  # warm-up (freezes the CPU copy)
-    start = time.perf_counter()
+    clock = _Clock()
     for _ in range(n_batches):
         model.run_batch(batch)
-    return batch_size * n_batches / (time.perf_counter() - start)
+    return clock.rates(batch_size * n_batches)
 
 
-def keywords_rate(workspace: Workspace, backend: ClassifierPatchBackend, item_kind: str, batch_size: int) -> float:
+def keywords_rate(workspace: Workspace, backend: ClassifierPatchBackend, item_kind: str, batch_size: int) -> tuple[float, float]:
     """Views per second of a fresh keyword table of every item of ``item_kind``."""
     with workspace.transaction() as conn:  # a stored table would be reused
         conn.execute("DELETE FROM keyword_tables WHERE item_kind = ?", (item_kind,))
     table_rows = "targets" if item_kind == "target" else "backgrounds"
     n_items = workspace.query_one(f"SELECT COUNT(*) AS n FROM {table_rows}")["n"]
-    start = time.perf_counter()
+    clock = _Clock()
     compute_keywords(workspace, backend=backend, item_kind=item_kind, batch_size=batch_size)
-    return n_items * VIEWS / (time.perf_counter() - start)
+    return clock.rates(n_items * VIEWS)
 
 
-def screening_rate(workspace: Workspace, batch_size: int) -> float:
+def screening_rate(workspace: Workspace, batch_size: int) -> tuple[float, float]:
     """Views per second of screening every background afresh."""
     with workspace.transaction() as conn:  # cached views would be reused
         conn.execute("DELETE FROM cache WHERE key LIKE 'screening/%'")
-    start = time.perf_counter()
+    clock = _Clock()
     screen_pool(workspace, model=MODEL, batch_size=batch_size, device="cpu")
-    return N_BACKGROUNDS * VIEWS / (time.perf_counter() - start)
+    return clock.rates(N_BACKGROUNDS * VIEWS)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -90,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs, timings mean little")
     args = parser.parse_args(argv)
     n_targets, forward_batches = (args.targets, 10) if not args.quick else (2, 2)
-    paths: dict[str, Callable[[Workspace, ClassifierPatchBackend], float]] = {
+    paths: dict[str, Callable[[Workspace, ClassifierPatchBackend], tuple[float, float]]] = {
         "background_keywords": lambda ws, backend: keywords_rate(ws, backend, "background", args.batch_size),
         "target_keywords": lambda ws, backend: keywords_rate(ws, backend, "target", args.batch_size),
         "screening": lambda ws, backend: screening_rate(ws, args.batch_size),
@@ -104,14 +117,16 @@ def main(argv: list[str] | None = None) -> dict:
             path(workspace, backend)
         rates: dict[str, list[float]] = {"forward": [], **{name: [] for name in paths}}
         ratios: dict[str, list[float]] = {name: [] for name in paths}
+        cpu_ratios: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(args.rounds):
             before = forward_rate(workspace, args.batch_size, forward_batches)
             round_rates = {name: path(workspace, backend) for name, path in paths.items()}
             after = forward_rate(workspace, args.batch_size, forward_batches)
-            rates["forward"] += [before, after]
-            for name, rate in round_rates.items():
-                rates[name].append(rate)
-                ratios[name].append(rate / ((before + after) / 2))
+            rates["forward"] += [before[0], after[0]]
+            for name, (wall, cpu) in round_rates.items():
+                rates[name].append(wall)
+                ratios[name].append(wall / ((before[0] + after[0]) / 2))
+                cpu_ratios[name].append(cpu / ((before[1] + after[1]) / 2))
     result: dict = {
         "model": MODEL,
         "views_per_image": VIEWS,
@@ -129,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name, values in ratios.items():
         result[f"{name}_vs_forward"] = round(statistics.median(values), 3)
         result[f"{name}_vs_forward_rounds"] = [round(v, 3) for v in values]
+        result[f"{name}_vs_forward_cpu"] = round(statistics.median(cpu_ratios[name]), 3)
     result["meets_goal"] = all(result[f"{name}_vs_forward"] >= GOAL for name in paths)
     result["load_average_1min"] = round(os.getloadavg()[0], 2)
     print(json.dumps(result))

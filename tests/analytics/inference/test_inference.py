@@ -351,7 +351,7 @@ def test_cli_evaluate_run_and_add_model(tiny_model_workspace, tiny_model_files, 
     assert set(out) == {"model", "n", "accuracy", "per_class"} and out["n"] == 6
     assert main(["run", "--workspace", ws, "--model", "tiny", "--suite", TINY_SUITE, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"run", "model", "suite", "images", "accuracy", "worst_case_accuracy"} and out["images"] == 30
+    assert set(out) == {"run", "label", "model", "suite", "suite_id", "images", "accuracy", "worst_case_accuracy"} and out["images"] == 30
     assert main(["run", "--workspace", ws, "--model", "tiny", "--model", "bg-only", "--suite", TINY_SUITE, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [o["model"] for o in out] == ["tiny", "bg-only"]

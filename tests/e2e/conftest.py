@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 
 from analytics.data import add_backgrounds, add_targets
+from analytics.runs import list_runs
 from analytics.team import add_user
 from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
 from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
@@ -73,6 +74,10 @@ class AppServer:
     workspace: Path
     process: subprocess.Popen
     log: Path
+
+    def run_label(self, run_id: str) -> str:
+        """How the pages show run ``run_id`` of this server's workspace (``analytics.runs.run_labels``)."""
+        return str(list_runs(Workspace(self.workspace, create=False)).set_index("id").loc[run_id, "label"])
 
 
 def free_port() -> int:

@@ -52,7 +52,7 @@ def test_an_ontology_suite_of_n_8_is_previewed_and_saved_from_the_page(page: Pag
     expect(page.get_by_role("heading", name=re.compile(r"^Preview: ontology suite for 3 of 6 targets"))).to_be_visible(timeout=LONG_MS)
     settle(page)  # no error box: the preview's three targets do not decide the fit
     page.get_by_role("button", name="Save suite").click()
-    expect(page.get_by_text(re.compile(r"^Saved suite \w+ \(48 backgrounds\)\."))).to_be_visible(timeout=LONG_MS)
+    expect(page.get_by_text(re.compile(r"^Saved suite ontology, N = 8, .+ \(48 backgrounds\)"))).to_be_visible(timeout=LONG_MS)
     settle(page)
     (added,) = set(list_suites(workspace)["id"]) - before
     suite = load_suite(workspace, added)

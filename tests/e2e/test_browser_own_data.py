@@ -214,7 +214,7 @@ def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, 
     settle(page)
     page.get_by_role("button", name="Save suite").click()  # a background job: it saves the suite
     expect(page.get_by_role("heading", name=re.compile(r"^ontology suite "))).to_be_visible(timeout=LONG_MS)
-    expect(page.get_by_text(re.compile(rf"^Saved suite \S+ \({len(TARGETS) * 2} backgrounds\)"))).to_be_visible(timeout=LONG_MS)
+    expect(page.get_by_text(re.compile(rf"^Saved suite .+ \({len(TARGETS) * 2} backgrounds\)"))).to_be_visible(timeout=LONG_MS)
     settle(page)
 
     # 6. Run page: the registered model over the saved suite.

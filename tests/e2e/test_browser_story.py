@@ -15,6 +15,7 @@ from analytics.keywords import save_keyword_table
 from analytics.models import register_torchscript
 from analytics.runs import SIGNALS, list_runs, start_runs
 from analytics.workspace import Workspace
+from tests.e2e.conftest import AppServer
 from tests.e2e.test_browser_own_data import settle
 from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, TINY_SUITE, RegionNet, insert_suite, save_torchscript, write_labels
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
@@ -40,10 +41,10 @@ def story_server(app_server_factory, e2e_workspace, tmp_path_factory):
     return app_server_factory(workspace), dict(zip(["bg-only", "fg-only"], ids))
 
 
-def expect_matrices_view(page: Page, run_id: str, signal: str) -> None:
-    """The Matrices page shows ``run_id`` in its Run box and ``signal`` chosen on its Compare tab."""
+def expect_matrices_view(page: Page, server: AppServer, run_id: str, signal: str) -> None:
+    """The Matrices page shows ``run_id`` (by its label) in its Run box and ``signal`` chosen on its Compare tab."""
     expect(page.get_by_role("heading", name="Matrices", exact=True)).to_be_visible(timeout=SLOW_MS)
-    expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(f"run {run_id}$"))
+    expect(page.get_by_role("combobox", name="Run")).to_have_value(server.run_label(run_id))
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=SLOW_MS)
     settle(page, SLOW_MS)
     # the Signal radio sits on the Compare tab (drawn, not shown, while the Run tab is open)
@@ -54,7 +55,7 @@ def test_address_with_run_and_signal_opens_that_view(page, story_server):
     server, ids = story_server
     for run_id in ids.values():  # both runs, so the page's default cannot pass for the link
         page.goto(f"{server.url}/Matrices?run={run_id}&signal=emb_max")
-        expect_matrices_view(page, run_id, "emb_max")
+        expect_matrices_view(page, server, run_id, "emb_max")
         expect(page.get_by_test_id("stAlertContentWarning")).to_have_count(0)
     page.goto(f"{server.url}/Matrices?run=no-such-run")
     expect(page.get_by_test_id("stAlertContentWarning").filter(has_text="The link names run 'no-such-run'")).to_be_visible(timeout=SLOW_MS)
@@ -82,10 +83,10 @@ def test_home_story_leads_to_the_matrix_and_the_failures_it_shows(page, story_se
     assert f"run={run_id}" in href and signal in SIGNALS
     link.click()
     expect(page).to_have_url(re.compile(rf"/Matrices\?.*run={run_id}"))
-    expect_matrices_view(page, run_id, signal)
+    expect_matrices_view(page, server, run_id, signal)
     # back Home in the same session: the same run's link to Failures opens that run there too
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Home").click()
     open_story_tab(page, model)
     page.get_by_role("link", name="Every keyword and the galleries on Failures").click()
     expect(page.get_by_role("heading", name="Failures", exact=True)).to_be_visible(timeout=SLOW_MS)
-    expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(f"run {run_id}$"))
+    expect(page.get_by_role("combobox", name="Run")).to_have_value(server.run_label(run_id))

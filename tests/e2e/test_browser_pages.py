@@ -116,7 +116,7 @@ def test_suites_previews_a_sampled_suite(page, pages_server):
     expect(page.get_by_role("heading", name=re.compile(r"^Preview: random suite"))).to_be_visible(timeout=LONG_MS)
     settle(page)
     page.get_by_role("button", name="Save suite").click()  # a background job over every target
-    expect(page.get_by_role("heading", name=re.compile(r"^random suite"))).to_be_visible(timeout=LONG_MS)
+    expect(page.get_by_text(re.compile(r"^random, N = \d+, seed \d+, \d+ targets · saved "))).to_be_visible(timeout=LONG_MS)  # opened when saved
     settle(page)
     targets = page.get_by_test_id("stMetric").filter(has=page.get_by_text("Targets", exact=True))
     expect(targets.get_by_test_id("stMetricValue")).to_have_text(str(len(list_targets(Workspace(pages_server.workspace, create=False)))))

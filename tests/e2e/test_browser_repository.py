@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
+from analytics.suites import suite_labels_of
+from analytics.workspace import Workspace
 from analytics.zoo import build_zoo, list_zoo
 from tests.analytics.zoo.test_zoo import SMALL
 from tests.e2e.test_browser_own_data import LONG_MS, open_page, settle
@@ -47,7 +49,8 @@ def test_make_the_zoo_a_repository_and_run_it(page, zoo_server):
 
     page.get_by_role("button", name="Run the repository").click()
     expect(page.get_by_test_id("stProgress")).to_be_visible()  # the job's progress while it runs
-    expect(page.get_by_text(f"Repository zoo on {TINY_SUITE}: {len(models)} run now, 0 finished before, 0 failed.")).to_be_visible(timeout=LONG_MS)
+    suite = suite_labels_of(Workspace(server.workspace, create=False))[TINY_SUITE]
+    expect(page.get_by_text(f"Repository zoo on {suite}: {len(models)} run now, 0 finished before, 0 failed.")).to_be_visible(timeout=LONG_MS)
     settle(page)
     expect(status_caption(page, len(models), 0, len(models))).to_be_visible()
 

@@ -213,9 +213,9 @@ def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, 
     expect(page.get_by_role("heading", name=re.compile(r"^Preview: ontology suite "))).to_be_visible(timeout=LONG_MS)
     settle(page)
     page.get_by_role("button", name="Save suite").click()  # a background job: it saves the suite
-    expect(page.get_by_role("heading", name=re.compile(r"^ontology suite "))).to_be_visible(timeout=LONG_MS)
-    expect(page.get_by_text(re.compile(rf"^Saved suite .+ \({len(TARGETS) * 2} backgrounds\)"))).to_be_visible(timeout=LONG_MS)
+    expect(page.get_by_text(re.compile(rf"^Saved suite ontology, N = 2, .+ \({len(TARGETS) * 2} backgrounds\)"))).to_be_visible(timeout=LONG_MS)
     settle(page)
+    expect(page.get_by_role("combobox", name="Open a saved suite")).to_have_value(re.compile(r"^ontology, N = 2, "))  # opened for a look
 
     # 6. Run page: the registered model over the saved suite.
     open_page(page, f"{url}/Run", "Run")
@@ -225,7 +225,7 @@ def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, 
 
     # 7. Matrices page: the run's heatmaps.
     open_page(page, f"{url}/Matrices", "Matrices")
-    expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(rf"^{MODEL} · suite "))
+    expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(rf"^{MODEL} on ontology, N = 2, "))
     heatmaps = page.get_by_role("tabpanel", name="Run", exact=True).locator(".js-plotly-plot")
     for signal in range(4):  # one matrix per signal
         expect(heatmaps.nth(signal)).to_be_visible(timeout=LONG_MS)

@@ -59,7 +59,7 @@ def test_a_reused_session_id_opens_the_sign_in_form(page, team_server):
     page.get_by_label("Name").fill("al")
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_text("Signed in as al (analyst)")).to_be_visible()
+    expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Signed in as al (analyst)")).to_be_visible()
     assert len(set(ids)) == 1
 
     given, shown = resume(server.url, ids[0])

@@ -34,4 +34,4 @@ def test_unsigned_visitor_sees_only_the_sign_in_form(page, team_server, e2e_work
     expect(page.get_by_role("heading", name="Data")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/Data$"))
     expect(page.get_by_text(target_ids[0], exact=True)).to_be_visible()
-    expect(page.get_by_text("Signed in as al (analyst)")).to_be_visible()
+    expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Signed in as al (analyst)")).to_be_visible()

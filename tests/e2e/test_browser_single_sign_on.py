@@ -46,7 +46,7 @@ def test_sign_in_through_an_openid_provider(page, chromium, e2e_workspace, oidc_
         oidc_provider.person = {"sub": "1", "email": "li@example.org", "email_verified": True, "groups": ["labellers"]}
         page.goto(server.url)
         page.get_by_role("button", name="Sign in with Company account").click()
-        expect(page.get_by_text("Signed in as li@example.org (annotator)")).to_be_visible()
+        expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Signed in as li@example.org (annotator)")).to_be_visible()
         assert active_user(workspace, "li@example.org").role == "annotator"
 
         page.get_by_role("button", name="Sign out").click()  # also out of the provider's cookie
@@ -62,7 +62,7 @@ def test_sign_in_through_an_openid_provider(page, chromium, e2e_workspace, oidc_
 
         oidc_provider.person = {"sub": "3", "email": "ada@example.org", "email_verified": True}
         page.get_by_role("button", name="Sign in with Company account").click()
-        expect(page.get_by_text("Signed in as ada@example.org (analyst)")).to_be_visible()
+        expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Signed in as ada@example.org (analyst)")).to_be_visible()
         assert oidc_provider.codes == {}  # every code was exchanged, once
     finally:
         stop_server(server)

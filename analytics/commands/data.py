@@ -1,9 +1,13 @@
 """``demo``, ``fetch-assets``, ``info``, ``add-targets``, ``add-backgrounds``, ``classes`` and ``set-class``.
 
-Imports are all-or-nothing per call: every file is read and checked first, then the accepted ones
-are stored in one transaction. With nothing valid to add the command fails (exit status 2, one
-line on stderr) and the workspace is left as it was; a workspace folder that did not exist is not
-created.
+``add-targets`` is all-or-nothing: every file is read and checked first, then the accepted ones
+are stored in one transaction. ``add-backgrounds`` streams: each photo is decoded, its crops'
+arrays written and its rows committed in batches of ``analytics.data.BACKGROUND_BATCH``, so memory
+holds a batch, not the pool (a 20,000-photo pool held 5.3 GB). An interrupted import keeps the
+batches it committed and no array of the one it was writing; running it again adds the rest (ids
+already stored are listed as rejected). With nothing valid to add either command fails (exit
+status 2, one line on stderr) and the workspace is left as it was; a workspace folder that did not
+exist is not created.
 
 Classes of ``add-targets`` come from the class folder names. A new class is mapped by the resolver
 the Data page uses too (:func:`analytics.data.classes.resolve_class`): ImageNet-1k indices from
@@ -18,6 +22,7 @@ of classes the workspace does not have yet.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from dataclasses import replace
@@ -199,17 +204,21 @@ def run_add_targets(args: argparse.Namespace) -> dict:
 
 
 def run_add_backgrounds(args: argparse.Namespace) -> dict:
+    """Stream the photos into the workspace (:func:`analytics.data.stream_backgrounds` into
+    :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in batches."""
     from analytics._validation import check_positive_int
-    from analytics.data import DEFAULT_IMAGE_SIZE, add_backgrounds, image_size, read_backgrounds
+    from analytics.data import DEFAULT_IMAGE_SIZE, ImportResult, add_backgrounds, image_size, stream_backgrounds
 
     crops = check_positive_int(args.crops, "--crops")
     workspace = _existing_workspace(args)
     size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
-    result = read_backgrounds(args.path, size=size, crops_per_photo=crops, seed=args.seed)
-    accepted = _drop_stored(workspace, "backgrounds", result)
-    _require_some(args.path, accepted, result.rejected, what="background photos")
-    workspace = workspace or _create_workspace(args)
-    added = add_backgrounds(workspace, [replace(b, package=args.package, licence=args.licence) for b in accepted])
+    stored, result = _stored_ids(workspace, "backgrounds", None), ImportResult()
+    with stream_backgrounds(args.path, result, size=size, crops_per_photo=crops, seed=args.seed) as backgrounds:
+        fresh = (replace(b, package=args.package, licence=args.licence) for b in backgrounds if not _already_stored(b, stored, result))
+        first = next(fresh, None)
+        _require_some(args.path, [first] if first else [], result.rejected, what="background photos")
+        workspace = workspace or _create_workspace(args)
+        added = add_backgrounds(workspace, itertools.chain([first], fresh))
     return {"added": added, "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected]}
 
 
@@ -284,18 +293,29 @@ def _create_workspace(args: argparse.Namespace):
 
 def _drop_stored(workspace, table: str, result) -> list:
     """Accepted records whose id the workspace already holds move to the rejected list."""
-    if workspace is None or not result.accepted:
-        return list(result.accepted)
-    ids = [item.id for item in result.accepted]
+    stored = _stored_ids(workspace, table, [item.id for item in result.accepted])
+    return [item for item in result.accepted if not _already_stored(item, stored, result)]
+
+
+def _stored_ids(workspace, table: str, ids: list[str] | None) -> set[str]:
+    """Those of ``ids`` (None: all) that ``table`` of the workspace holds (none without a workspace)."""
+    if workspace is None:
+        return set()
+    if ids is None:
+        return {row["id"] for row in workspace.query(f"SELECT id FROM {table}")}
     stored = set()
     for start in range(0, len(ids), 500):  # SQLite caps the number of ? placeholders
         chunk = ids[start : start + 500]
         rows = workspace.query(f"SELECT id FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         stored.update(row["id"] for row in rows)
-    for item in result.accepted:
-        if item.id in stored:
-            result.reject(item.origin, f"id {item.id!r} is already in the workspace; rename the file to add it as a new one")
-    return [item for item in result.accepted if item.id not in stored]
+    return stored
+
+
+def _already_stored(item, stored: set[str], result) -> bool:
+    """True (and ``item`` listed as rejected) when the workspace holds its id."""
+    if item.id in stored:
+        result.reject(item.origin, f"id {item.id!r} is already in the workspace; rename the file to add it as a new one")
+    return item.id in stored
 
 
 def _require_some(path: str, accepted: list, rejected: list, *, what: str) -> None:

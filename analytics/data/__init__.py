@@ -19,6 +19,7 @@ from .compose import (
     foreground_only,
 )
 from .datasets import (
+    BACKGROUND_BATCH,
     DEFAULT_IMAGE_SIZE,
     HOME_SEPARATOR,
     Background,
@@ -39,6 +40,7 @@ from .datasets import (
     read_backgrounds,
     read_targets,
     source_photo,
+    stream_backgrounds,
 )
 from .images import (
     IMAGE_SUFFIXES,
@@ -77,6 +79,7 @@ __all__ = [
     "Background",
     "ClassMapping",
     "Cutout",
+    "BACKGROUND_BATCH",
     "DEFAULT_IMAGE_SIZE",
     "DEFAULT_MARGIN",
     "MAX_MARGIN",
@@ -141,4 +144,5 @@ __all__ = [
     "set_class_mapping",
     "source_photo",
     "square_crops",
+    "stream_backgrounds",
 ]

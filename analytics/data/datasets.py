@@ -1,16 +1,19 @@
 """Target sets (images + foreground masks + labels) and background pools, and their workspace tables.
 
 Readers turn a folder into :class:`Target` / :class:`Background` records plus a list of rejected
-files with the reason; ``add_targets`` / ``add_backgrounds`` store the accepted ones in one
-transaction. All images are fitted to the workspace's square ``image_size`` (default 256 px) so that
-any target can be composited onto any background.
+files with the reason; ``add_targets`` stores the accepted ones in one transaction,
+``add_backgrounds`` in batches (a pool streamed from its files, :func:`stream_backgrounds`). All
+images are fitted to the workspace's square ``image_size`` (default 256 px) so that any target
+can be composited onto any background.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -38,6 +41,8 @@ from .label_spaces import ClassMapping, as_mapping, in9_imagenet_indices
 from .masking import propose_mask
 
 DEFAULT_IMAGE_SIZE = 256
+#: Background rows per transaction of :func:`add_backgrounds` (~40 commits for a 20,000 pool).
+BACKGROUND_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -285,7 +290,8 @@ def read_backgrounds(
     files: Sequence[str | os.PathLike] | None = None,
 ) -> ImportResult:
     """Read a background pool: a flat folder of photos (BG-20k layout), or a .zip of one (either
-    possibly inside enclosing folders, :func:`analytics.data.archives.layout_root`).
+    possibly inside enclosing folders, :func:`analytics.data.archives.layout_root`); holds every
+    accepted image (stream a large pool: :func:`stream_backgrounds`).
 
     Parameters
     ----------
@@ -314,52 +320,76 @@ def read_backgrounds(
         The folder (or ``files``) holds no image file at all, or a zip over
         :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
+    result = ImportResult()
+    with stream_backgrounds(path, result, size=size, crops_per_photo=crops_per_photo, seed=seed, files=files) as backgrounds:
+        result.accepted = list(backgrounds)
+    return result
+
+
+@contextmanager
+def stream_backgrounds(
+    path: str | os.PathLike,
+    result: ImportResult,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    crops_per_photo: int | Callable[[np.ndarray], int] = 1,
+    seed: int = 0,
+    files: Sequence[str | os.PathLike] | None = None,
+) -> Iterator[Iterator[Background]]:
+    """:func:`read_backgrounds` one photo at a time: the block gets an iterator of :class:`Background`
+    that decodes a photo only when advanced, and rejected files are added to ``result.rejected`` as
+    they are met (``result.accepted`` is left alone). A zip stays extracted while the block runs.
+    Parameters and errors as :func:`read_backgrounds` (the no-photo error on entering the block)."""
     source = Path(path)
     with extracted(source) as (folder, shown):
         paths = [Path(f) for f in files] if files is not None else sorted(p for p in layout_root(folder, POOL).iterdir() if is_image_file(p))
-        return _shown_as(_read_backgrounds(source, paths, size, crops_per_photo, seed), folder, shown)
+        if not paths:
+            raise InvalidInputError(
+                f"{source}: no background photos found (looked for {', '.join(IMAGE_SUFFIXES)} files directly in the folder); "
+                "add photos or pick another folder"
+            )
+        yield _backgrounds(paths, size, crops_per_photo, seed, result, _renamer(folder, shown))
 
 
-def _read_backgrounds(
-    source: Path, paths: list[Path], size: int, crops_per_photo: int | Callable[[np.ndarray], int], seed: int
-) -> ImportResult:
-    if not paths:
-        raise InvalidInputError(
-            f"{source}: no background photos found (looked for {', '.join(IMAGE_SUFFIXES)} files directly in the folder); "
-            "add photos or pick another folder"
-        )
-    result = ImportResult()
+def _backgrounds(
+    paths: list[Path], size: int, crops_per_photo: int | Callable[[np.ndarray], int], seed: int, result: ImportResult, shown: Callable[[str], str]
+) -> Iterator[Background]:
     seen: dict[str, str] = {}
     for photo_path in paths:
         if photo_path.stem in seen:
-            result.reject(photo_path, f"duplicate id {photo_path.stem!r} (also {seen[photo_path.stem]}); rename one file")
+            result.reject(shown(str(photo_path)), f"duplicate id {photo_path.stem!r} (also {shown(seen[photo_path.stem])}); rename one file")
             continue
         try:
             photo = read_image(photo_path)
         except InvalidInputError as err:
-            result.reject(photo_path, str(err))
+            result.reject(shown(str(photo_path)), shown(str(err)))
             continue
         if min(photo.shape[:2]) < size // 2:
-            result.reject(photo_path, f"photo is {photo.shape[1]}x{photo.shape[0]}, smaller than half the image size {size}; use a larger photo")
+            result.reject(shown(str(photo_path)), f"photo is {photo.shape[1]}x{photo.shape[0]}, smaller than half the image size {size}; use a larger photo")
             continue
         seen[photo_path.stem] = str(photo_path)
         count = crops_per_photo(photo) if callable(crops_per_photo) else crops_per_photo
         for top, left, side in square_crops(photo, count, seed=seed):
             image, _ = resize_square(photo[top : top + side, left : left + side], None, size)
             bg_id = f"{photo_path.stem}@{top},{left},{side}" if count > 1 else photo_path.stem
-            result.accepted.append(Background(bg_id, image, str(photo_path), crop=(top, left, side)))
-    return result
+            yield Background(bg_id, image, shown(str(photo_path)), crop=(top, left, side))
+
+
+def _renamer(folder: Path, shown: Path) -> Callable[[str], str]:
+    """Text with the path of a temporary ``folder`` written as ``shown`` (identity for folders)."""
+    old, new = str(folder), str(shown)
+    return (lambda text: text) if folder == shown else (lambda text: text.replace(old, new))
 
 
 def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
     """``result`` with paths under a temporary ``folder`` written as under ``shown`` (no-op for folders)."""
     if folder == shown:
         return result
-    old, new = str(folder), str(shown)
+    rename = _renamer(folder, shown)
     return ImportResult(
-        [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.accepted],
-        [Rejected(r.file.replace(old, new, 1), r.reason.replace(old, new)) for r in result.rejected],
-        [replace(item, origin=item.origin.replace(old, new, 1)) for item in result.proposed],
+        [replace(item, origin=rename(item.origin)) for item in result.accepted],
+        [Rejected(rename(r.file), rename(r.reason)) for r in result.rejected],
+        [replace(item, origin=rename(item.origin)) for item in result.proposed],
     )
 
 
@@ -440,36 +470,55 @@ def add_targets(
         return conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0] - before
 
 
-def add_backgrounds(workspace: Workspace, backgrounds: Sequence[Background]) -> int:
-    """Store backgrounds in one transaction; returns how many were new.
+def add_backgrounds(workspace: Workspace, backgrounds: Iterable[Background], *, batch_size: int | None = None) -> int:
+    """Store backgrounds, committing their rows every ``batch_size``; returns how many were new.
+
+    Each image is written to the array store as the iterable yields it, and only the rows of the
+    current batch wait for their commit: memory holds one image and a batch of rows, whatever the
+    pool's size (give an iterator, e.g. :func:`stream_backgrounds`, to read the files the same way).
+    A batch is all-or-nothing: when writing fails, its rows do not commit and the arrays it created
+    are removed, while the batches before it stay stored; ids already stored are left as they are,
+    so running the same import again adds the rest.
 
     Parameters
     ----------
     workspace : Workspace
-    backgrounds : sequence of Background
+    backgrounds : iterable of Background
         Each with an image of shape (size, size, 3), uint8, size = :func:`image_size` of the workspace.
+    batch_size : int or None, default=None
+        Rows per transaction; None = :data:`BACKGROUND_BATCH`.
 
     Raises
     ------
+    InvalidInputError
+        An image is not the workspace's size (its batch is not stored).
     WorkspaceError
-        The workspace cannot be written (disk full, no permission); nothing of this call is kept.
+        The workspace cannot be written (disk full, no permission); the failing batch is not kept.
     """
     require_permission(workspace, "import_data")
-    size = image_size(workspace)
-    for bg in backgrounds:
-        if bg.image.shape != (size, size, 3):
-            raise InvalidInputError(f"{bg.origin}: image is {bg.image.shape}, the workspace stores {size}x{size}x3")
-    with workspace.staged_arrays(bg.image for bg in backgrounds) as hashes, workspace.transaction() as conn:
-        before = conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0]
-        conn.executemany(
-            "INSERT OR IGNORE INTO backgrounds(id, image_hash, height, width, origin, crop, package, licence, added)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (bg.id, h, size, size, bg.origin, json.dumps(bg.crop) if bg.crop else "", bg.package, bg.licence, now())
-                for bg, h in zip(backgrounds, hashes)
-            ],
-        )
-        return conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0] - before
+    size, batch_size = image_size(workspace), batch_size or BACKGROUND_BATCH
+    stream, added = iter(backgrounds), 0
+    while True:
+        rows: list[tuple] = []
+
+        def images(rows: list[tuple] = rows) -> Iterator[np.ndarray]:  # the batch's images; rows (no hash) to ``rows``
+            for bg in itertools.islice(stream, batch_size):
+                if bg.image.shape != (size, size, 3):
+                    raise InvalidInputError(f"{bg.origin}: image is {bg.image.shape}, the workspace stores {size}x{size}x3")
+                rows.append((bg.id, size, size, bg.origin, json.dumps(bg.crop) if bg.crop else "", bg.package, bg.licence, now()))
+                yield bg.image
+
+        with workspace.staged_arrays(images()) as hashes:
+            if not rows:
+                return added
+            with workspace.transaction() as conn:
+                before = conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0]
+                conn.executemany(
+                    "INSERT OR IGNORE INTO backgrounds(id, image_hash, height, width, origin, crop, package, licence, added)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(row[0], digest, *row[1:]) for row, digest in zip(rows, hashes)],
+                )
+                added += conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0] - before
 
 
 def list_targets(workspace: Workspace, *, class_name: str | None = None) -> pd.DataFrame:

@@ -196,17 +196,31 @@ class ClassifierPatchBackend(KeywordBackend):
             The model's softmax probability (over all its outputs) of each keyword's output.
         """
         images = check_image_batch(images)
-        grown = None
-        if masks is not None:
-            masks = np.asarray(masks, dtype=bool)
-            if masks.shape != images.shape[:3]:
-                raise InvalidInputError(f"masks must have shape {images.shape[:3]} to match the images; got {masks.shape}")
-            grown = _grown(masks)
-            images = _fill(images, grown)
-        probabilities = view_probabilities(self.model, images, grid=self.grid, batch_size=self.batch_size)[..., self.outputs]
-        if grown is not None:
-            probabilities = probabilities * _valid_views(grown, self.grid)[..., None]
-        return probabilities.max(axis=1)
+        if masks is None:
+            return self.scores_and_views(images)[0]
+        masks = np.asarray(masks, dtype=bool)
+        if masks.shape != images.shape[:3]:
+            raise InvalidInputError(f"masks must have shape {images.shape[:3]} to match the images; got {masks.shape}")
+        grown = _grown(masks)
+        probabilities = view_probabilities(self.model, _fill(images, grown), grid=self.grid, batch_size=self.batch_size)[..., self.outputs]
+        return (probabilities * _valid_views(grown, self.grid)[..., None]).max(axis=1)
+
+    def scores_and_views(self, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scores` of images without masks (backgrounds), and the view probabilities behind them.
+
+        Parameters
+        ----------
+        images : ndarray of shape (n, height, width, 3), uint8
+
+        Returns
+        -------
+        scores : ndarray of shape (n, n_keywords), float32
+        views : ndarray of shape (n, 1 + grid², n_outputs), float32
+            :func:`view_probabilities` of the images: pool screening uses the same views
+            (:mod:`analytics.keywords.view_cache`).
+        """
+        views = view_probabilities(self.model, check_image_batch(images), grid=self.grid, batch_size=self.batch_size)
+        return views[..., self.outputs].max(axis=1), views
 
     def present(self, scores: np.ndarray) -> np.ndarray:
         """Present when the score reaches ``threshold``: ndarray of shape (n, n_classes), bool."""

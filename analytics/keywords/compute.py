@@ -3,7 +3,9 @@
 :func:`compute_keywords` runs one backend (classifier-patch, ADE20K + Places365, ...) over every
 target (object masked out) or every background and saves the table under
 :func:`keyword_table_name`, a hash of the backend's :func:`table_params` and the item ids, so the
-same backend over the same items reuses the stored table. :func:`build_keyword_tables` does it for
+same backend over the same items reuses the stored table. A classifier-patch table of the pool
+also caches each background's view probabilities, which pool screening reads instead of running
+the classifier again (:mod:`analytics.keywords.view_cache`). :func:`build_keyword_tables` does it for
 targets and pool. Keyword files go through :func:`analytics.keywords.import_keyword_table` instead.
 """
 
@@ -24,6 +26,7 @@ from analytics.workspace import Workspace, content_id, model_keys
 from ._base import KeywordBackend, KeywordTable
 from .classifier_patch import ClassifierPatchBackend, class_outputs
 from .store import ITEM_KINDS, check_item_kinds, load_keyword_table, save_keyword_table
+from .view_cache import share_views
 
 logger = logging.getLogger(__name__)
 
@@ -79,10 +82,13 @@ def compute_keywords(
     for start in range(0, len(ids), batch_size):
         chunk = ids[start : start + batch_size]
         if item_kind == "target":
-            images, masks = load_targets(workspace, chunk)
+            batch = backend.scores(*load_targets(workspace, chunk))
+        elif isinstance(backend, ClassifierPatchBackend):  # one pass: pool screening reads these views from the cache
+            batch, views = backend.scores_and_views(load_backgrounds(workspace, chunk))
+            share_views(workspace, backend.model.spec, backend.grid, frame["image_hash"].iloc[start : start + batch_size].tolist(), views)
         else:
-            images, masks = load_backgrounds(workspace, chunk), None
-        scores.append(np.asarray(backend.scores(images, masks), np.float32))
+            batch = backend.scores(load_backgrounds(workspace, chunk), None)
+        scores.append(np.asarray(batch, np.float32))
         if progress is not None:
             progress(min(start + batch_size, len(ids)), len(ids))
     matrix = np.concatenate(scores)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analytics._validation import check_choice, check_fraction, check_positive_int
-from analytics.data import list_backgrounds, list_classes, list_targets, load_backgrounds, load_targets
+from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.exceptions import InvalidInputError
 from analytics.inference import SuiteImage
 from analytics.keywords import (
@@ -71,6 +71,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_REALISM = "seam-harmony"
 DEFAULT_REALISM_THRESHOLD = 0.25
+#: Decoded images the realism scorer keeps (least recently used go first). A sampler works target by
+#: target, so a few targets suffice; backgrounds recur among the nearest of a class's targets.
+REALISM_TARGETS = 4
+REALISM_BACKGROUNDS = 256
 
 
 def build_suite(
@@ -334,18 +338,36 @@ def _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontolog
 
 def _realism(workspace: Workspace, targets: list[str], pool: list[str], name: str) -> tuple[Callable[[int, int], float], Callable[[int], float]]:
     """Score of target i on pool background j (computed when the sampler asks, then kept: a short
-    suite's fill ranks the rejected candidates by it again; images loaded once), and the score of
-    target i on its own original scene (the reference bar)."""
+    suite's fill ranks the rejected candidates by it again), and the score of target i on its own
+    original scene (the reference bar).
+
+    Images are read when first asked for, never the whole pool at once (20,000 backgrounds of
+    256 px are 3.9 GB): a target's side of the score is prepared once (:meth:`RealismScorer.for_target`),
+    and only the last :data:`REALISM_TARGETS` targets and :data:`REALISM_BACKGROUNDS` backgrounds
+    stay decoded. Two queries find every image's hash, whatever the pool's size.
+    """
     scorer = REALISM_SCORERS[name]()
-    images, masks = load_targets(workspace, targets)
-    backgrounds = load_backgrounds(workspace, pool)
+    target_rows = list_targets(workspace).set_index("id").loc[targets]
+    image_of, mask_of = target_rows["image_hash"].tolist(), target_rows["mask_hash"].tolist()
+    background_of = list_backgrounds(workspace).set_index("id")["image_hash"].loc[pool].tolist()
+
+    @functools.lru_cache(maxsize=REALISM_TARGETS)
+    def target(i: int) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
+        image = workspace.get_array(image_of[i])
+        return image, scorer.for_target(image, workspace.get_array(mask_of[i]))
+
+    @functools.lru_cache(maxsize=REALISM_BACKGROUNDS)
+    def background(j: int) -> np.ndarray:
+        return workspace.get_array(background_of[j])
 
     @functools.cache
     def score(i: int, j: int) -> float:
-        return float(scorer.score(images[i : i + 1], masks[i : i + 1], backgrounds[j : j + 1])[0])
+        return target(i)[1](background(j))
 
+    @functools.cache
     def own(i: int) -> float:
-        return float(scorer.score(images[i : i + 1], masks[i : i + 1], images[i : i + 1])[0])
+        image, scored = target(i)
+        return scored(image)
 
     return score, own
 

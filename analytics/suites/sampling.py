@@ -484,6 +484,21 @@ class RealismScorer(ABC):
         scores : ndarray of shape (n,), float64 in [0, 1]
         """
 
+    def for_target(self, image: np.ndarray, mask: np.ndarray) -> Callable[[np.ndarray], float]:
+        """A scorer of one target's composites: background (height, width, 3), uint8 -> realism.
+
+        A sampler tries tens of backgrounds per target; a scorer whose target-side work is costly
+        does it here once (:class:`SeamHarmony` its erode / dilate and Lab moments). This default
+        scores each background through :meth:`score`.
+
+        Parameters
+        ----------
+        image : ndarray of shape (height, width, 3), uint8
+        mask : ndarray of shape (height, width), bool
+        """
+        images, masks = np.asarray(image)[None], np.asarray(mask)[None]
+        return lambda background: float(self.score(images, masks, np.asarray(background)[None])[0])
+
 
 class SeamHarmony(RealismScorer):
     """Colour and luminance agreement across the object's outline in the composite.
@@ -518,27 +533,44 @@ class SeamHarmony(RealismScorer):
         if backgrounds.shape != images.shape:
             raise InvalidInputError(f"backgrounds must have the images' shape {images.shape}; got {backgrounds.shape}")
         masks = check_mask_batch(masks, images.shape[:3]) > 0.5
-        band = self.band or max(2, round(0.06 * min(images.shape[1:3])))
+        return np.array([self._seam(image, mask)(background) for image, mask, background in zip(images, masks, backgrounds)], np.float64)
+
+    def for_target(self, image, mask):
+        images = check_image_batch(np.asarray(image)[None])
+        seam = self._seam(images[0], check_mask_batch(np.asarray(mask)[None], images.shape[:3])[0] > 0.5)
+
+        def scored(background: np.ndarray) -> float:
+            background = np.asarray(background)
+            if background.shape != images.shape[1:]:
+                raise InvalidInputError(f"a background must have the target's shape {images.shape[1:]}; got {background.shape}")
+            return seam(background)
+
+        return scored
+
+    def _seam(self, image: np.ndarray, mask: np.ndarray) -> Callable[[np.ndarray], float]:
+        """The score of ``image`` / ``mask`` (trusted) on any background: the band, ring and the
+        object's Lab moments are computed here, once; each background costs its ring's Lab only."""
+        band = self.band or max(2, round(0.06 * min(image.shape[:2])))
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * band + 1, 2 * band + 1))
-        out = np.empty(len(images))
-        for k, (image, mask, background) in enumerate(zip(images, masks, backgrounds)):
-            hard = mask.astype(np.uint8)
-            inner = mask & ~cv2.erode(hard, kernel, borderType=cv2.BORDER_REPLICATE).astype(bool)
-            outer = cv2.dilate(hard, kernel).astype(bool) & ~mask
-            if not inner.any() or not outer.any():
-                out[k] = 1.0  # no seam to judge (empty or full mask)
-                continue
-            out[k] = max(0.0, 1.0 - _seam_gap(image[inner], background[outer]) / 100.0)
-        return out
+        hard = mask.astype(np.uint8)
+        inner = mask & ~cv2.erode(hard, kernel, borderType=cv2.BORDER_REPLICATE).astype(bool)
+        outer = cv2.dilate(hard, kernel).astype(bool) & ~mask
+        if not inner.any() or not outer.any():
+            return lambda background: 1.0  # no seam to judge (empty or full mask)
+        inside = _lab_moments(image[inner])
+        return lambda background: max(0.0, 1.0 - _moment_gap(inside, _lab_moments(background[outer])) / 100.0)
 
 
-def _seam_gap(inside: np.ndarray, outside: np.ndarray) -> float:
-    """Lab moment gap between two pixel sets of shape (k, 3), uint8 RGB (see :class:`SeamHarmony`)."""
-    lab_in, lab_out = (cv2.cvtColor(p.reshape(-1, 1, 3).astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).reshape(-1, 3) for p in (inside, outside))
-    mean_in, mean_out = lab_in.mean(0), lab_out.mean(0)
-    return float(
-        abs(mean_in[0] - mean_out[0]) + np.linalg.norm(mean_in[1:] - mean_out[1:]) + abs(lab_in[:, 0].std() - lab_out[:, 0].std())
-    )
+def _lab_moments(pixels: np.ndarray) -> tuple[np.ndarray, float]:
+    """Mean Lab and std of L of a pixel set of shape (k, 3), uint8 RGB (see :class:`SeamHarmony`)."""
+    lab = cv2.cvtColor(pixels.reshape(-1, 1, 3).astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).reshape(-1, 3)
+    return lab.mean(0), lab[:, 0].std()
+
+
+def _moment_gap(inside: tuple[np.ndarray, float], outside: tuple[np.ndarray, float]) -> float:
+    """The Lab moment gap D x 100 of :class:`SeamHarmony` between two :func:`_lab_moments`."""
+    (mean_in, std_in), (mean_out, std_out) = inside, outside
+    return float(abs(mean_in[0] - mean_out[0]) + np.linalg.norm(mean_in[1:] - mean_out[1:]) + abs(std_in - std_out))
 
 
 REALISM_SCORERS: dict[str, type[RealismScorer]] = {SeamHarmony.name: SeamHarmony}

@@ -28,7 +28,10 @@ costs the suite its meaning, so the bar sits low, just above what clean scenes r
 
 **Cache.** A background's per-view probabilities are stored once per (model, grid, image) in the
 workspace's result cache, arrays first and then all rows of a batch in one transaction, so a
-new class or a larger pool screens only what is new; class scores are sums over that cache.
+new class or a larger pool screens only what is new; class scores are sums over that cache,
+reduced image by image (only (pool, classes) scores stay in memory). The classifier-patch keywords
+of the pool fill the same cache (:mod:`analytics.keywords.view_cache`): screening after them,
+with the keyword model, runs no network at all.
 """
 
 from __future__ import annotations
@@ -44,9 +47,9 @@ import pandas as pd
 from analytics._validation import check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, source_photo
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.keywords import class_outputs, view_probabilities
+from analytics.keywords import class_outputs, store_views, stored_views, view_cache_key, view_probabilities
 from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model
-from analytics.workspace import Workspace, now
+from analytics.workspace import Workspace
 
 from .sampling import SampledBackground, Sampler, SamplingContext, SamplingResult
 
@@ -182,10 +185,7 @@ def screen_pool(
     spec = get_model_spec(workspace, name)
     outputs = class_outputs(spec.label_space, classes)
     load = lambda: load_model(workspace, name, device=device)  # noqa: E731  (only when something is not cached)
-    views = _cached_views(workspace, spec, load, [hashes[b] for b in pool], grid, batch_size, progress, compute)
-    scores = np.zeros((len(pool), len(outputs)), np.float32)
-    for c, columns in enumerate(outputs.values()):
-        scores[:, c] = views[..., columns].sum(axis=-1).max(axis=-1)
+    scores = _class_scores(workspace, spec, load, [hashes[b] for b in pool], grid, list(outputs.values()), batch_size, progress, compute)
     return PoolScreening(pool, list(outputs), scores, threshold, name, grid, sorted(set(classes) - set(outputs)))
 
 
@@ -217,55 +217,55 @@ def default_screening_model(workspace: Workspace) -> str | None:
         return None
 
 
-def _cached_views(
+def _class_scores(
     workspace: Workspace,
     spec: ModelSpec,
     load: Callable[[], LoadedModel],
     image_hashes: list[str],
     grid: int,
+    outputs: list[list[int]],
     batch_size: int,
     progress: Callable[[int, int], None] | None,
     compute: bool,
 ) -> np.ndarray:
-    """Per-view probabilities of each image: (n, 1 + grid², n_outputs), float32 (stored as float16).
+    """Each image's largest summed probability of each class's ``outputs`` over its views:
+    (n, n_classes), float32, from the cached view probabilities (float16; computing and caching
+    those not stored yet).
 
-    The model is loaded (``load()``) only when some image is not in the cache.
+    An image's views are reduced as soon as they are read or computed: what stays is (n, n_classes),
+    not (n, 1 + grid², n_outputs) (800 MB at 20,000 backgrounds). The model is loaded (``load()``)
+    only when some image is not in the cache, e.g. not seen by the classifier-patch keywords.
     """
-    prefix = f"screening/{spec.content_key()}/{grid}/"
-    stored = _cache_rows(workspace, [prefix + h for h in image_hashes])
-    out = np.zeros((len(image_hashes), 1 + grid**2, spec.n_outputs), np.float32)
-    missing = []
-    for k, digest in enumerate(image_hashes):
-        if prefix + digest in stored:
-            out[k] = workspace.get_array(stored[prefix + digest])
-        else:
-            missing.append(k)
+    keys = [view_cache_key(spec, grid, digest) for digest in image_hashes]
+    stored = stored_views(workspace, keys)
+    missing = [k for k, key in enumerate(keys) if key not in stored]
     if missing and not compute:
-        raise NotFoundError(f"{len(missing)} of {len(image_hashes)} backgrounds are not screened with {spec.name!r} yet")
+        raise NotFoundError(f"{len(missing)} of {len(keys)} backgrounds are not screened with {spec.name!r} yet")
+    scores = np.zeros((len(keys), len(outputs)), np.float32)
+    for k, key in enumerate(keys):
+        if key in stored:
+            scores[k] = _reduced(workspace.get_array(stored[key])[None], outputs)[0]
     model = load() if missing else None
-    done = len(image_hashes) - len(missing)
+    done = len(keys) - len(missing)
     for start in range(0, len(missing), batch_size):
         chunk = missing[start : start + batch_size]
         images = np.stack([workspace.get_array(image_hashes[k]) for k in chunk])
-        probabilities = view_probabilities(model, images, grid=grid, batch_size=batch_size).astype(np.float16)
-        rows = [(prefix + image_hashes[k], workspace.put_array(p), now()) for k, p in zip(chunk, probabilities)]
-        with workspace.transaction() as conn:
-            conn.executemany("INSERT OR REPLACE INTO cache(key, hash, created) VALUES (?, ?, ?)", rows)
-        out[chunk] = probabilities  # as the cache holds them: a rerun gives the same scores
+        probabilities = view_probabilities(model, images, grid=grid, batch_size=batch_size)
+        scores[chunk] = _reduced(store_views(workspace, [keys[k] for k in chunk], probabilities), outputs)  # as cached: a rerun agrees
         done += len(chunk)
         if progress is not None:
-            progress(done, len(image_hashes))
+            progress(done, len(keys))
+    return scores
+
+
+def _reduced(views: np.ndarray, outputs: list[list[int]]) -> np.ndarray:
+    """(m, views, n_outputs) float16 view probabilities -> (m, n_classes) float32: each class's summed
+    probability, at its largest over the views."""
+    views = views.astype(np.float32)
+    out = np.zeros((len(views), len(outputs)), np.float32)
+    for c, columns in enumerate(outputs):
+        out[:, c] = views[..., columns].sum(axis=-1).max(axis=-1)
     return out
-
-
-def _cache_rows(workspace: Workspace, keys: list[str]) -> dict[str, str]:
-    """Cache key -> array hash for the ``keys`` that are stored."""
-    found = {}
-    for start in range(0, len(keys), 500):  # SQLite caps the number of ? placeholders
-        chunk = keys[start : start + 500]
-        rows = workspace.query(f"SELECT key, hash FROM cache WHERE key IN ({','.join('?' * len(chunk))})", chunk)
-        found.update({row["key"]: row["hash"] for row in rows})
-    return found
 
 
 # -- own photos ------------------------------------------------------------------------------------

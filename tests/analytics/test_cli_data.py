@@ -246,3 +246,45 @@ def test_classes_lists_mappings_and_searches_imagenet(capsys, tiny_workspace):
     assert out["classes"]["square"]["imagenet"] == []
     code, out, _ = run(capsys, "classes", "--search", "tennis", "--json")
     assert code == 0 and out["matches"][0] == {"index": 852, "wnid": "n04409515", "name": "tennis ball"}
+
+
+def test_add_backgrounds_streams_in_batches_and_an_interrupted_import_resumes(capsys, tiny_workspace, tmp_path, monkeypatch, sql_trace):
+    """Issue 28.5: add-backgrounds held every decoded image until its one transaction (5.3 GB at
+    20,000). Each crop now goes to the store as it is read and rows commit per batch: a few crops
+    are alive at once, whatever the pool's size. An interruption keeps the committed batches and
+    no array of the batch it was writing; running the import again adds the rest."""
+    import weakref
+
+    from analytics.data import datasets
+
+    folder, root = photo_folder(tmp_path / "pool", n=9), str(tiny_workspace.root)
+    monkeypatch.setattr(datasets, "BACKGROUND_BATCH", 2)
+    before = snapshot(tiny_workspace)
+    alive, most, made, resize = [0], [0], [], datasets.resize_square
+
+    def counted(image, mask, size):
+        crop, _ = resize(image, mask, size)
+        made.append(1)
+        if len(made) == 5:  # the 5th crop: a batch of 2 is half written
+            raise KeyboardInterrupt
+        alive[0] += 1
+        most[0] = max(most[0], alive[0])
+        weakref.finalize(crop, lambda: alive.__setitem__(0, alive[0] - 1))
+        return crop, None
+
+    monkeypatch.setattr(datasets, "resize_square", counted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["add-backgrounds", "--workspace", root, "--path", str(folder), "--json"])
+    rows = tiny_workspace.query("SELECT id, image_hash FROM backgrounds WHERE id LIKE 'scene%' ORDER BY id")
+    assert [r["id"] for r in rows] == ["scene0", "scene1", "scene2", "scene3"]  # two batches committed
+    arrays = sorted(p.name for p in tiny_workspace.arrays_dir.rglob("*.npy"))
+    assert arrays == sorted(before[2] + [f"{r['image_hash']}.npy" for r in rows])  # scene4's array was removed again
+    assert not list(tiny_workspace.arrays_dir.rglob("*.tmp")) and most[0] <= 3
+
+    most[0] = 0
+    sql_trace.clear()
+    code, out, _ = run(capsys, "add-backgrounds", "--workspace", root, "--path", str(folder), "--json")
+    assert code == 0 and out["added"] == 5 and len(out["rejected"]) == 4 and "already in the workspace" in out["rejected"][0]["reason"]
+    assert most[0] <= 3  # 9 photos read, never more than a few crops alive
+    assert sum(s.sql == "COMMIT" for s in sql_trace) == 3  # 5 new rows in batches of 2
+    assert snapshot(tiny_workspace)[0][2] == before[0][2] + 9

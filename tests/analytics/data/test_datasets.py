@@ -421,6 +421,30 @@ def test_a_full_disk_during_an_import_keeps_the_workspace_as_it_was(tmp_path, mo
     assert add_backgrounds(workspace, pool) == len(pool) - 1  # with space again the same import succeeds
 
 
+def test_a_full_disk_keeps_the_committed_batches_and_the_same_import_resumes(tmp_path, monkeypatch):
+    """Issue 28.5: backgrounds commit in batches. The disk fills at the third array: the first batch
+    stays, the failing one leaves no array and no temporary file, and the same import adds the rest."""
+    workspace = small_workspace(tmp_path)
+    pool = read_backgrounds(photos(tmp_path / "pool"), size=SIZE, crops_per_photo=3).accepted
+    renames, replace = [], os.replace
+
+    def third_fails(source, destination):
+        renames.append(destination)
+        if len(renames) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        replace(source, destination)
+
+    monkeypatch.setattr(store_module.os, "replace", third_fails)
+    with pytest.raises(WorkspaceError, match="no space left on device"):
+        add_backgrounds(workspace, iter(pool), batch_size=2)
+    monkeypatch.undo()
+    stored = list_backgrounds(workspace)
+    assert list(stored["id"]) == sorted(b.id for b in pool[:2])
+    assert sorted(p.stem for p in workspace.arrays_dir.rglob("*.npy")) == sorted(stored["image_hash"])
+    assert not list(workspace.arrays_dir.rglob("*.tmp"))
+    assert add_backgrounds(workspace, iter(pool), batch_size=2) == len(pool) - 2
+
+
 def test_add_classes_inside_a_transaction(tmp_path):
     workspace = small_workspace(tmp_path)
     with pytest.raises(RuntimeError):

@@ -252,6 +252,21 @@ def test_seam_harmony_checks_its_inputs():
     assert set(REALISM_SCORERS) == {"seam-harmony"}
 
 
+def test_a_target_prepared_once_scores_every_background_as_the_batch_call_does():
+    """Issue 28.5: the target's band, ring and Lab moments are computed once per target; the
+    scores are exactly those of :meth:`SeamHarmony.score`, also for a mask without a seam."""
+    rng = np.random.default_rng(3)
+    image, mask, _ = object_on(120, 60)
+    image = np.clip(image + rng.integers(-20, 20, image.shape), 0, 255).astype(np.uint8)
+    backgrounds = rng.integers(0, 255, (5, 32, 32, 3), dtype=np.uint8)
+    scorer = SeamHarmony()
+    scored = scorer.for_target(image[0], mask[0])
+    assert [scored(b) for b in backgrounds] == scorer.score(np.repeat(image, 5, 0), np.repeat(mask, 5, 0), backgrounds).tolist()
+    assert scorer.for_target(image[0], np.zeros((32, 32), bool))(backgrounds[0]) == 1.0
+    with pytest.raises(InvalidInputError, match="target's shape"):
+        scored(backgrounds[0, :16])
+
+
 def test_keyword_subspaces_share_backgrounds_yet_each_keyword_gets_its_own():
     """Issue 18.4: one background per distinct keyword wherever the pool allows. 'sky' is carried by
     b00-b03, and each of tree, grass, sea only by one of b00-b02: cycling greedily, sky's random

@@ -18,7 +18,9 @@ from analytics.data import (
     add_targets,
     in9_imagenet_indices,
     list_backgrounds,
+    list_classes,
     list_targets,
+    load_backgrounds,
     on_home,
     paste_cutout,
     read_image,
@@ -30,7 +32,8 @@ from analytics.data import (
 )
 from analytics.demo import is_fetched, package_root
 from analytics.exceptions import NotFoundError
-from analytics.keywords import KeywordTable, save_keyword_table
+from analytics.keywords import ClassifierPatchBackend, KeywordTable, compute_keywords, save_keyword_table
+from analytics.models import load_model
 from analytics.suites import (
     DEFAULT_THRESHOLD,
     build_suite,
@@ -86,6 +89,46 @@ def test_screening_is_cached_per_background(screening_workspace, monkeypatch):
     add_backgrounds(screening_workspace, [Background("new", np.zeros((64, 64, 3), np.uint8), origin="photos:/new.jpg")])
     screen_pool(screening_workspace)
     assert calls == [1]  # only the new background
+
+
+def test_pool_keywords_and_screening_share_one_forward_pass(screening_workspace, monkeypatch):
+    """Issue 28.5: screening ran the keywords' 10-view forward over the pool a second time. After the
+    classifier-patch keywords of the pool, screening with the keyword model runs no network and
+    gives exactly the scores of screening alone; the keyword table is exactly the backend's scores."""
+    alone = screen_pool(screening_workspace)
+    with screening_workspace.transaction() as conn:
+        conn.execute("DELETE FROM cache")
+    model = load_model(screening_workspace, FAKE_CLASSIFIER)
+    backend = ClassifierPatchBackend(model, exclude_classes=list_classes(screening_workspace))
+    table = compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=5)
+    np.testing.assert_array_equal(table.scores, backend.scores(load_backgrounds(screening_workspace, table.ids)))
+    monkeypatch.setattr(screening, "view_probabilities", lambda *a, **k: pytest.fail("screening ran the network again"))
+    monkeypatch.setattr(screening, "load_model", lambda *a, **k: pytest.fail("screening loaded the model again"))
+    shared = screen_pool(screening_workspace)
+    assert shared.pool_ids == alone.pool_ids and shared.excluded("zebra") == [RED_BACKGROUND]
+    np.testing.assert_array_equal(shared.scores, alone.scores)
+
+
+def test_screening_holds_class_scores_not_every_view_of_the_pool(screening_workspace):
+    """Issue 28.5: screening held (pool, 10 views, 1000 outputs) floats (800 MB at 20,000
+    backgrounds). Its traced memory peak must not grow with the pool by more than a few images' views."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    add_backgrounds(screening_workspace, [Background(f"more{i:02d}", rng.integers(0, 255, (64, 64, 3), np.uint8), origin=f"p:/{i}") for i in range(48)])
+    pool = list_backgrounds(screening_workspace)["id"].tolist()
+    screen_pool(screening_workspace)  # fill the cache: the peaks below read it
+
+    def peak(ids):
+        tracemalloc.start()
+        try:
+            screen_pool(screening_workspace, pool_ids=ids, compute=False)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    views_bytes = 10 * 1000 * 4  # one image's views, float32
+    assert peak(pool) - peak(pool[:12]) < 8 * views_bytes  # the old code held 48 more
 
 
 def test_cache_only_screening_raises_until_screened(screening_workspace):

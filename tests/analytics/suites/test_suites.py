@@ -349,3 +349,42 @@ def test_cli_reports_user_errors(tiny_model_workspace, capsys):
     assert "ImageNet classifier" in capsys.readouterr().err
     assert main(["suite", "--workspace", str(tiny_model_workspace.root), "--method", "random", "--n", "99"]) == 2
     assert "exceeds the pool" in capsys.readouterr().err
+
+
+def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_workspace, monkeypatch, sql_trace):
+    """Issue 28.5: the realism scorer held every pool image (3.9 GB at 20,000 backgrounds) and redid a
+    target's erode / dilate and Lab work for each candidate. A suite of the whole pool scores every
+    background for every target: the traced memory peak must not grow with the pool by more than
+    the suite's rows and the few backgrounds kept decoded, and each target is prepared once."""
+    import tracemalloc
+
+    import analytics.suites.build as build_module
+    from analytics.data import add_backgrounds
+    from tests.fixtures.workspace import make_background
+
+    monkeypatch.setattr(build_module, "REALISM_BACKGROUNDS", 4)
+    prepared = []
+    for_target = SeamHarmony.for_target
+    monkeypatch.setattr(SeamHarmony, "for_target", lambda self, image, mask: prepared.append(1) or for_target(self, image, mask))
+    rng = np.random.default_rng(7)
+    add_backgrounds(tiny_workspace, [make_background(i, rng) for i in range(12, 72)])
+    pool = tiny_workspace.query("SELECT id FROM backgrounds ORDER BY id")
+    image_bytes = load_backgrounds(tiny_workspace, [pool[0]["id"]]).nbytes
+
+    def peak(n_pool: int) -> int:
+        prepared.clear()
+        sql_trace.clear()
+        tracemalloc.start()
+        try:
+            ids = [r["id"] for r in pool[:n_pool]]
+            build_suite(tiny_workspace, method="random", n=n_pool, seed=0, realism_threshold=0.5, pool_ids=ids, save=False)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert len(prepared) == 6  # once per target, not per candidate
+            statements.append(len(sql_trace))
+
+    statements: list[int] = []
+    small, large = peak(12), peak(72)
+    assert statements[0] == statements[1]  # a whole suite's SQL: the same for 12 and 72 backgrounds
+    assert large - small < 20 * image_bytes  # the old code held all 60 more

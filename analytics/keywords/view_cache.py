@@ -1,0 +1,77 @@
+"""Per-view probabilities of background images: computed once, shared by keywords and screening.
+
+The classifier-patch keyword backend and pool screening (``analytics.suites.screening``) look at a
+background through the same ``1 + grid²`` views (:func:`analytics.keywords.view_probabilities`)
+of the same ImageNet classifier. The softmax over those views is stored once per (model spec,
+grid, image) in the workspace's result cache, as float16, under :func:`view_cache_key`. Keyword
+extraction over the pool stores what it computes (:func:`share_views`), so screening that pool
+with the keyword model afterwards (what ``python -m analytics suite`` and the Suites page do)
+reads the cache instead of running the network a second time. Keywords always score their own
+float32 probabilities: a keyword table does not depend on whether screening ran first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from analytics.models import ModelSpec
+from analytics.workspace import Workspace, now
+
+#: Cache keys start with this (the name screening gave them first: stored caches stay valid).
+PREFIX = "screening"
+
+
+def view_cache_key(spec: ModelSpec, grid: int, image_hash: str) -> str:
+    """The cache key of one image's view probabilities under a model spec and grid."""
+    return f"{PREFIX}/{spec.content_key()}/{grid}/{image_hash}"
+
+
+def stored_views(workspace: Workspace, keys: Sequence[str]) -> dict[str, str]:
+    """Cache key -> array hash for those of ``keys`` that are stored."""
+    found = {}
+    for start in range(0, len(keys), 500):  # SQLite caps the number of ? placeholders
+        chunk = list(keys[start : start + 500])
+        rows = workspace.query(f"SELECT key, hash FROM cache WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+        found.update({row["key"]: row["hash"] for row in rows})
+    return found
+
+
+def store_views(workspace: Workspace, keys: Sequence[str], probabilities: np.ndarray) -> np.ndarray:
+    """Cache the view probabilities of each key's image: arrays first, then all rows in one transaction.
+
+    Parameters
+    ----------
+    keys : sequence of str, length n
+        :func:`view_cache_key` of each image.
+    probabilities : ndarray of shape (n, 1 + grid², n_outputs)
+
+    Returns
+    -------
+    stored : ndarray of shape (n, 1 + grid², n_outputs), float16
+        The values as the cache holds them (a later read gives exactly these).
+    """
+    stored = np.asarray(probabilities).astype(np.float16)
+    with workspace.staged_arrays(stored) as hashes, workspace.transaction() as conn:
+        conn.executemany("INSERT OR REPLACE INTO cache(key, hash, created) VALUES (?, ?, ?)", [(k, h, now()) for k, h in zip(keys, hashes)])
+    return stored
+
+
+def share_views(workspace: Workspace, spec: ModelSpec, grid: int, image_hashes: Sequence[str], probabilities: np.ndarray) -> int:
+    """Cache the view probabilities of the images not cached yet; returns how many were new.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The model that computed them.
+    grid : int
+    image_hashes : sequence of str, length n
+    probabilities : ndarray of shape (n, 1 + grid², n_outputs), float32
+    """
+    keys = [view_cache_key(spec, grid, digest) for digest in image_hashes]
+    known = stored_views(workspace, keys)
+    fresh = [k for k, key in enumerate(keys) if key not in known]
+    if fresh:
+        store_views(workspace, [keys[k] for k in fresh], np.asarray(probabilities)[fresh])
+    return len(fresh)

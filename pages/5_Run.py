@@ -87,7 +87,8 @@ def main() -> None:
     st.caption(
         "A run composes every target with each of its suite's backgrounds, runs the model on the original and "
         "the composites, and stores five signals per image (true-class and max probability, three embedding "
-        "statistics), the prediction and the semantic distance."
+        "statistics), the prediction and the semantic distance, plus the authors' two statistics of the last convolutional map "
+        "where the model has one (an extra on the Matrices page)."
     )
     workspace = state.current_workspace()
     show_runs_job(workspace)

@@ -1,6 +1,7 @@
 """Matrices: a run's four RBF variance matrices, their raw point clouds, a drill-down from a cell to
 the image pairs behind it, exports, up to four models side by side (the paper's Figure 8), and the
-HTML report.
+HTML report. An expander adds the authors' embedding signals (statistics of the last convolutional map,
+:data:`analytics.runs.CONV_SIGNALS`), never in place of the paper's.
 
 The run, the interpolation preset and the compared signal live in the address (``?run=…&signal=…&preset=…``,
 :mod:`ui.deeplink`), so a view can be shared by copying it; a link naming a run or value this workspace
@@ -23,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.runs import SIGNALS, cell_pairs, list_runs, matrix_difference, runs_snapshot
+from analytics.runs import CONV_SIGNALS, SIGNALS, cell_pairs, list_runs, matrix_difference, runs_snapshot
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from analytics.zoo import is_zoo_head
@@ -31,7 +32,7 @@ from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
-from ui.charts import difference_heatmap, point_scatter
+from ui.charts import difference_heatmap, point_scatter, variance_heatmap
 from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"
@@ -128,11 +129,29 @@ def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges:
     heatmaps(run["id"], matrices, ranges, selected)
     if selected:
         drill_down(workspace_path, run, matrices, selected, classes)
+    with st.expander("The authors' last-conv-map signals"):
+        conv_heatmaps(workspace_path, run, settings, classes)
     with st.expander("Raw point clouds"):
         st.caption(f"A random {view.SCATTER_POINTS:,} points per signal over the density (grey) of all {data_clouds[0].n_points:,}.")
         scatters(data_clouds)
     with st.expander("Export"):
         exports(workspace_path, run, matrices)
+
+
+def conv_heatmaps(workspace_path: str, run: Mapping, settings: MatrixSettings, classes: tuple[str, ...] | None) -> None:
+    """The matrices of the authors' embedding signals (their code: statistics of the last convolutional map), beside the paper's."""
+    st.caption(
+        "The paper's embedding signals (above) read the top-k neurons of the embedding; the authors' code reads statistics of the last "
+        "convolutional map instead: its largest value and the mean of its channels' largest values. Offered to reproduce their numbers; "
+        "each matrix on its own colour range (the suite scale covers the paper's signals), not judged on the Judge page."
+    )
+    try:
+        matrices = view.conv_matrices(workspace_path, run["id"], run["finished"], settings, classes)
+    except BackdropError as err:
+        st.info(escape_markdown(err))
+        return
+    for column, (signal, label) in zip(widgets.grid_columns(len(CONV_SIGNALS)), CONV_SIGNALS.items()):
+        column.plotly_chart(variance_heatmap(matrices[signal], title=label), key=f"{view.KEY}conv.{signal}", config={"displayModeBar": False})
 
 
 def pick_classes(workspace_path: str, run: Mapping) -> tuple[str, ...] | None:

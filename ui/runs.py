@@ -102,6 +102,20 @@ def run_matrices(
     return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds, classes=classes)
 
 
+@st.cache_data(max_entries=16, show_spinner="Interpolating the authors' conv-map matrices…")
+def conv_matrices(
+    workspace_path: str, run_id: str, finished: str, settings: MatrixSettings, classes: tuple[str, ...] | None = None
+) -> dict[str, VarianceMatrix]:
+    """:func:`analytics.runs.run_matrices` of the authors' :data:`analytics.runs.CONV_SIGNALS` (``finished`` keys the cache).
+
+    Raises
+    ------
+    InvalidInputError
+        The run lacks them (its model has no convolutional map, or the run predates them): the message says which and what to do.
+    """
+    return runs.run_matrices(state.open_workspace(workspace_path), run_id, settings=settings, classes=classes, signals=tuple(runs.CONV_SIGNALS))
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def pair_images(workspace_path: str, target_id: str, background_ids: tuple[str, ...]) -> np.ndarray:
     """:func:`analytics.runs.compose_images` (cached): ndarray of shape (len(ids), s, s, 3), uint8."""

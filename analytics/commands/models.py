@@ -34,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--model", required=True, action="append", help="registered model name (repeatable)")
     run.add_argument("--suite", required=True, help="suite id")
     run.add_argument("--top-k", type=int, default=3, help="embedding neurons picked on the foreground-only image (default 3)")
+    run.add_argument(
+        "--fill-conv", action="store_true",
+        help="also compute the authors' last-conv-map signals for stored images that lack them (runs made before Backdrop stored them; other values are kept)",
+    )  # fmt: skip
     for parser in (evaluate, run):
         parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
         parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
@@ -107,7 +111,8 @@ def run_run(args: argparse.Namespace) -> dict | list[dict]:
 
     workspace = open_workspace(args)
     with ProgressBar("run", unit="img") as progress:
-        run_ids = start_runs(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress)
+        run_ids = start_runs(workspace, args.model, args.suite, device=args.device, batch_size=args.batch_size, top_k=args.top_k, progress=progress,
+                              fill_conv=args.fill_conv)
     runs = list_runs(workspace, suite_id=args.suite).set_index("id")
     results = [
         {"run": run_id, "model": model, "suite": args.suite, "images": int(runs.at[run_id, "images"]),

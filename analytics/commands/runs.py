@@ -1,4 +1,6 @@
-"""``runs`` and ``matrices``: list test runs, and export a run's four RBF variance matrices.
+"""``runs`` and ``matrices``: list test runs, and export a run's RBF variance matrices (the paper's
+signals by default; ``--signal`` picks any of :data:`analytics.runs.MATRIX_SIGNALS`, the authors'
+last-conv-map signals among them, which have no suite scale and are drawn on their own range).
 
 The PNGs of ``matrices`` use the suite's fixed colour scale (:mod:`analytics.runs.colour_scale`), the one
 the Judge page shows, unless ``--autoscale`` asks for each matrix's own range; ``--json`` reports the
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from analytics.runs.read import MATRIX_SIGNALS, SIGNALS
 from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, MatrixSettings
 
 from ._options import add_json_option, add_workspace_option, open_workspace
@@ -36,6 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--autoscale", action="store_true", help="draw each PNG on its own range instead of the suite's fixed colour scale (not comparable between models)"
     )
     matrices.add_argument("--k", type=int, default=DEFAULT_K, help=f"nearest points averaged into u(e) (default {DEFAULT_K})")
+    labels = "; ".join(f"{key} = {label}" for key, label in MATRIX_SIGNALS.items())
+    matrices.add_argument(
+        "--signal", action="append", choices=list(MATRIX_SIGNALS), metavar="SIGNAL",
+        help=f"signal to export (repeatable; default the paper's {', '.join(SIGNALS)}): {labels}",
+    )  # fmt: skip
     for parser in (listing, matrices):
         add_workspace_option(parser)
         add_json_option(parser)
@@ -61,12 +69,14 @@ def run_export(args: argparse.Namespace) -> dict:
     row = workspace.query_one("SELECT suite_id FROM runs WHERE id = ?", (args.run,))
     if row is None:
         raise NotFoundError(f"no run {args.run!r} in workspace {workspace.root}; list them with `python -m analytics runs`")
+    signals = tuple(args.signal or SIGNALS)
     if args.autoscale:
-        own = run_matrices(workspace, args.run, settings=settings)
+        own = run_matrices(workspace, args.run, settings=settings, signals=signals)
         rule = "autoscale: this matrix's own range (not comparable between models)"
         used = {s: {"zmin": float(m.matrix.min()), "zmax": float(m.matrix.max()), "rule": rule} for s, m in own.items()}
-        result = export_run(workspace, args.run, args.out, settings=settings)
+        result = export_run(workspace, args.run, args.out, settings=settings, signals=signals)
         return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": True, "signals": used}}
     scale = suite_colour_scale(workspace, row["suite_id"], settings=settings)
-    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops)
-    return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": False, **scale.as_dict()}}
+    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops, signals=signals)
+    own_range = [signal for signal in signals if signal not in scale.tops]  # the authors' conv-map signals have no suite scale
+    return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": False, **scale.as_dict(), **({"own_range": own_range} if own_range else {})}}

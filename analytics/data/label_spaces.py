@@ -5,10 +5,17 @@ Two ImageNet-1k -> IN-9 maps are built in (:data:`IN9_MAPS`): ``official``, the 
 Challenge's ``in_to_in9.json`` (the default, so numbers match the challenge's own evaluation), and
 ``wordnet``, every ImageNet class under one of the 9 synsets in WordNet (16 classes more). A JSON
 file in the challenge's format may be passed instead.
+
+A label space records the map's name (``in9_map``: ``official``, ``wordnet`` or ``file:<sha256 prefix>``).
+Specs stored before the name was recorded have none; they were registered when the built-in map was the
+WordNet reading, and their runs were scored with it, so they keep it (:data:`LEGACY_IN9_MAP`): their
+saved results and any new run of the model agree. Re-register such a model to move it to the official map
+(its runs then turn stale, as with any changed spec).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -55,6 +62,8 @@ _WORDNET_EXTRA_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
 #: Built-in ImageNet-1k -> IN-9 maps by name; :data:`DEFAULT_IN9_MAP` is the challenge's own.
 IN9_MAPS = ("official", "wordnet")
 DEFAULT_IN9_MAP = "official"
+#: The map of a label space stored without a map name: the built-in map before ``official`` became the default.
+LEGACY_IN9_MAP = "wordnet"
 _IN9_MAP_ORIGINS = {
     "official": "the Backgrounds Challenge's in_to_in9.json (built in)",
     "wordnet": "WordNet 3.0 hyponyms of the IN-9 synsets (built in)",
@@ -113,16 +122,20 @@ class LabelSpace:
     names : tuple of str
         One name per model output (``len(names)`` = number of outputs).
     in9_mapping : tuple of int or None
-        ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries; None means the default,
-        :func:`in9_table` of :data:`DEFAULT_IN9_MAP` (the challenge's ``in_to_in9.json``).
+        ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries; None means the built-in map ``in9_map``
+        names.
     origin : str
         Where the names (or the IN-9 mapping) came from, for display.
+    in9_map : str
+        Name of the ImageNet-1k -> IN-9 map: ``official``, ``wordnet`` or ``file:<sha256 prefix>``;
+        '' for a space stored before names were recorded, which means :data:`LEGACY_IN9_MAP` (module notes).
     """
 
     kind: str
     names: tuple[str, ...]
     in9_mapping: tuple[int, ...] | None = None
     origin: str = ""
+    in9_map: str = ""
 
     def class_outputs(self, classes: Mapping[str, ClassMapping | Sequence[int]]) -> dict[str, list[int]]:
         """Model outputs that count as each workspace class.
@@ -184,16 +197,25 @@ class LabelSpace:
         return sorted({mapping[int(i)] for i in indices if mapping[int(i)] >= 0})
 
     def in9_table(self) -> tuple[int, ...]:
-        """ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries: ``in9_mapping`` or the default map."""
-        return self.in9_mapping or in9_table(DEFAULT_IN9_MAP)
+        """ImageNet-1k index -> IN-9 output (-1 = none), 1000 entries: ``in9_mapping`` or the built-in map
+        ``in9_map`` names (:data:`LEGACY_IN9_MAP` when none is recorded)."""
+        return self.in9_mapping or in9_table(self.in9_map if self.in9_map in IN9_MAPS else LEGACY_IN9_MAP)
+
+    @property
+    def in9_map_name(self) -> str:
+        """The IN-9 map in words: its recorded name, or the legacy map's name for a space stored without one."""
+        return self.in9_map or f"{LEGACY_IN9_MAP} (registered before the official map became the default)"
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "names": list(self.names), "in9_mapping": None if self.in9_mapping is None else list(self.in9_mapping), "origin": self.origin}
+        data = {"kind": self.kind, "names": list(self.names), "in9_mapping": None if self.in9_mapping is None else list(self.in9_mapping), "origin": self.origin}
+        if self.in9_map:  # absent for specs stored without it, so their content keys (and runs) stay as they were
+            data["in9_map"] = self.in9_map
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping) -> LabelSpace:
         mapping = data.get("in9_mapping")
-        return cls(data["kind"], tuple(data["names"]), None if mapping is None else tuple(mapping), data.get("origin", ""))
+        return cls(data["kind"], tuple(data["names"]), None if mapping is None else tuple(mapping), data.get("origin", ""), data.get("in9_map", ""))
 
 
 def imagenet_label_space() -> LabelSpace:
@@ -201,7 +223,7 @@ def imagenet_label_space() -> LabelSpace:
     import torchvision
 
     names = tuple(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"])
-    return LabelSpace("imagenet", names, origin="torchvision ImageNet-1k categories")
+    return LabelSpace("imagenet", names, origin="torchvision ImageNet-1k categories", in9_map=DEFAULT_IN9_MAP)
 
 
 def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
@@ -215,12 +237,13 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
         format of the Backgrounds Challenge's ``in_to_in9.json``; -1 or a missing key = no IN-9 class).
     """
     if mapping is None or mapping == DEFAULT_IN9_MAP:
-        return LabelSpace("in9", IN9_CLASSES, origin=_IN9_MAP_ORIGINS[DEFAULT_IN9_MAP])
+        return LabelSpace("in9", IN9_CLASSES, origin=_IN9_MAP_ORIGINS[DEFAULT_IN9_MAP], in9_map=DEFAULT_IN9_MAP)
     if mapping in IN9_MAPS:  # stored in full, so a model registered with it keeps it
-        return LabelSpace("in9", IN9_CLASSES, in9_table(str(mapping)), origin=_IN9_MAP_ORIGINS[str(mapping)])
+        return LabelSpace("in9", IN9_CLASSES, in9_table(str(mapping)), origin=_IN9_MAP_ORIGINS[str(mapping)], in9_map=str(mapping))
     path = Path(mapping)
     try:
-        raw = json.loads(path.read_text())
+        text = path.read_text()
+        raw = json.loads(text)
         table = [-1] * 1000
         for key, value in raw.items():
             index, target = int(key), int(value)
@@ -232,7 +255,8 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
             f"{path}: not an IN-9 mapping ({err}); expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}} "
             f"or a built-in map: {', '.join(IN9_MAPS)}"
         ) from err
-    return LabelSpace("in9", IN9_CLASSES, tuple(table), origin=str(path))
+    name = "file:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return LabelSpace("in9", IN9_CLASSES, tuple(table), origin=str(path), in9_map=name)
 
 
 def custom_label_space(path: str | os.PathLike) -> LabelSpace:

@@ -12,7 +12,11 @@ signals of Liao & Chen (§1.6 of DESIGN):
 - from the embedding (the layer before the classifier head; for a head with a hidden layer, that
   hidden layer, so heads sharing a backbone pass still have their own): ``emb_topk_mean`` (mean of the k
   neurons that are largest on the target's foreground-only image m ⊗ x), ``emb_max``, ``emb_mean``;
-- ``distance``: the semantic distance of the suite item (0 for the original).
+- ``distance``: the semantic distance of the suite item (0 for the original);
+- the authors' reading (not the paper's): ``conv_max`` and ``conv_max_mean``, statistics of the last
+  convolutional map (:mod:`analytics.models.conv_map`; a head's are its backbone's), NULL for models without one.
+  Rows stored before these columns lack them; ``fill_conv=True`` computes them for such rows of
+  finished runs, leaving every other stored value as it was.
 
 :func:`run_models` is three steps that other engines (:mod:`analytics.repository.ray_backend`) combine
 differently: :func:`plan_runs` validates and writes the ``runs`` rows, :func:`group_rows` computes
@@ -46,7 +50,7 @@ import torch
 
 from analytics._validation import check_positive_int
 from analytics.exceptions import BackdropError, InvalidInputError
-from analytics.models import HeadLayers, LoadedModel, ModelSpec, get_model_spec, load_head, load_model, resolve_device
+from analytics.models import HeadLayers, LoadedModel, ModelSpec, conv_map_problem, get_model_spec, load_head, load_model, resolve_device
 from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, now, suite_classes_key
 
 from .composite_cache import CompositeCache
@@ -56,7 +60,10 @@ from .suite_images import SuiteImage, stored_suite_images, target_classes, used_
 
 #: Images whose rows one commit stores (a commit writes the WAL; a resumed run redoes at most these).
 COMMIT_EVERY = 1000
-ROW_COLUMNS = ("run_id", "target_id", "position", "predicted", "true_prob", "max_prob", "correct", "emb_topk_mean", "emb_max", "emb_mean", "distance")
+ROW_COLUMNS = (
+    "run_id", "target_id", "position", "predicted", "true_prob", "max_prob", "correct", "emb_topk_mean", "emb_max", "emb_mean", "distance",
+    "conv_max", "conv_max_mean",
+)  # fmt: skip
 
 
 @dataclass
@@ -107,6 +114,11 @@ class RunPlan:
     groups : tuple of GroupPlan
     worked : frozenset of str
         Run ids that get new rows (the others were finished already).
+    conv_problems : dict of str to str
+        Model name -> why it has no last convolutional map (:func:`analytics.models.conv_map_problem`);
+        models with one are absent.
+    fill_conv : bool
+        Rows stored without the conv-map statistics count as missing (for models that have a map).
     """
 
     suite_id: str
@@ -115,6 +127,8 @@ class RunPlan:
     run_ids: dict[str, str]
     groups: tuple[GroupPlan, ...]
     worked: frozenset[str]
+    conv_problems: dict[str, str] = field(default_factory=dict)
+    fill_conv: bool = False
 
     @property
     def total(self) -> int:
@@ -136,6 +150,7 @@ def run_models(
     top_k: int = 3,
     progress: Callable[[int, int], None] | None = None,
     composites: CompositeCache | None = None,
+    fill_conv: bool = False,
 ) -> list[str]:
     """Run models over every image of a suite and store the signals (one run per model).
 
@@ -160,6 +175,9 @@ def run_models(
     composites : CompositeCache or None, default=None
         Read the suite's composites from this cache (filling it on first use) instead of
         compositing them again: pass one cache to the runs of many models over one suite.
+    fill_conv : bool, default=False
+        Also compute the last-conv-map statistics of stored rows that lack them (runs made before
+        Backdrop stored them); the rows' other values are kept.
 
     Returns
     -------
@@ -174,7 +192,7 @@ def run_models(
         A model runs out of CUDA memory even at batch size 1 (its group's runs are marked failed).
     """
     check_positive_int(batch_size, "batch_size")
-    plan = plan_runs(workspace, model_names, suite_id, device=device, top_k=top_k)
+    plan = plan_runs(workspace, model_names, suite_id, device=device, top_k=top_k, fill_conv=fill_conv)
     total, finished = plan.total, 0
     with RowWriter(workspace) as writer:
         for group in plan.groups:
@@ -202,6 +220,7 @@ def plan_runs(
     *,
     device: str | torch.device | None = None,
     top_k: int = 3,
+    fill_conv: bool = False,
 ) -> RunPlan:
     """Validate the models and the suite, start (or resume) one run per model, and group them.
 
@@ -216,6 +235,8 @@ def plan_runs(
     device : str or None, default=None
         None: CUDA when available, else CPU.
     top_k : int, default=3
+    fill_conv : bool, default=False
+        See :func:`run_models`.
 
     Returns
     -------
@@ -243,14 +264,18 @@ def plan_runs(
     members: dict[str, list[str]] = defaultdict(list)
     for spec in specs:
         members[spec.backbone if spec.source == "head" else spec.name].append(spec.name)
+    problems = {}  # asked once per backbone: its heads read its map
+    for backbone, group_names in members.items():
+        problem = conv_map_problem(workspace, get_model_spec(workspace, backbone))
+        problems.update({name: problem for name in group_names if problem is not None})
     groups, worked = [], set()
     for backbone, group_names in members.items():
-        done = {name: _done_rows(workspace, run_ids[name]) for name in group_names}
+        done = {name: _done_rows(workspace, run_ids[name], fill_conv and name not in problems) for name in group_names}
         lacking = [name for name in group_names if any((job.target_id, job.position) not in done[name] for job in jobs)]
         todo = tuple(job for job in jobs if any((job.target_id, job.position) not in done[name] for name in lacking))
         worked.update(run_ids[name] for name in lacking)
         groups.append(GroupPlan(backbone, tuple(group_names), todo))
-    return RunPlan(suite_id, top_k, str(torch_device), run_ids, tuple(groups), frozenset(worked))
+    return RunPlan(suite_id, top_k, str(torch_device), run_ids, tuple(groups), frozenset(worked), problems, fill_conv)
 
 
 @dataclass(frozen=True)
@@ -284,8 +309,10 @@ def _legacy_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int
     return run_id if row is not None and not row["model_key"] and keys.is_current(spec.name, "", row["created"]) else None
 
 
-def _done_rows(workspace: Workspace, run_id: str) -> set[tuple[str, int]]:
-    return {(row["target_id"], row["position"]) for row in workspace.query("SELECT target_id, position FROM run_images WHERE run_id = ?", (run_id,))}
+def _done_rows(workspace: Workspace, run_id: str, with_conv: bool = False) -> set[tuple[str, int]]:
+    """The run's stored (target, position) pairs; with ``with_conv`` only those holding the conv-map statistics."""
+    rows = workspace.query(f"SELECT target_id, position FROM run_images WHERE run_id = ?{' AND conv_max IS NOT NULL' * with_conv}", (run_id,))
+    return {(row["target_id"], row["position"]) for row in rows}
 
 
 def set_run_status(workspace: Workspace, run_ids: Sequence[str], status: str) -> None:
@@ -340,7 +367,12 @@ class RowWriter:
         self._pending = []
 
 
-_INSERT_ROW = f"INSERT OR IGNORE INTO run_images({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))})"
+# A stored row keeps its values; only conv-map statistics it lacks are filled in (``fill_conv``).
+_INSERT_ROW = (
+    f"INSERT INTO run_images({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))}) "
+    "ON CONFLICT(run_id, target_id, position) DO UPDATE SET conv_max = excluded.conv_max, conv_max_mean = excluded.conv_max_mean "
+    "WHERE run_images.conv_max IS NULL"
+)
 
 
 def write_rows(workspace: Workspace, rows: Sequence[tuple]) -> None:
@@ -358,17 +390,19 @@ def write_rows(workspace: Workspace, rows: Sequence[tuple]) -> None:
 
 
 def finish_runs(workspace: Workspace, plan: RunPlan) -> None:
-    """Mark the plan's runs done; their summary holds ``top_k``, its accuracies are
-    :func:`analytics.runs.summarize_run`'s (``list_runs`` computes them on first read).
+    """Mark the plan's runs done; their summary holds ``top_k`` (and ``conv_map``, why a model has no
+    last convolutional map, when it has none), its accuracies are :func:`analytics.runs.summarize_run`'s
+    (``list_runs`` computes them on first read).
 
     A run that was done already and got no new rows (not in ``plan.worked``) keeps its summary and
     ``finished`` time.
     """
-    for run_id in plan.run_ids.values():
+    for name, run_id in plan.run_ids.items():
         worked = run_id in plan.worked
         if not worked and workspace.query_one("SELECT status FROM runs WHERE id = ?", (run_id,))["status"] == "done":
             continue
-        summary = json.dumps({"top_k": plan.top_k})
+        problem = plan.conv_problems.get(name)
+        summary = json.dumps({"top_k": plan.top_k, **({"conv_map": problem} if problem else {})})
         with workspace.transaction() as conn:
             conn.execute("UPDATE runs SET status = 'done', summary = ?, finished = ? WHERE id = ?", (summary, now(), run_id))
 
@@ -422,10 +456,11 @@ def _group_batches(
     class_of = target_classes(workspace, {job.target_id for job in jobs})
     classes = used_classes(workspace, class_of.values())
     members = []
+    conv = group.models[0] not in plan.conv_problems  # the group's members share the backbone and its map
     for name in group.models:
         spec = get_model_spec(workspace, name)
         run_id = plan.run_ids[name]
-        members.append(_Member(spec, run_id, spec.label_space.class_outputs(classes), _done_rows(workspace, run_id), None))
+        members.append(_Member(spec, run_id, spec.label_space.class_outputs(classes), _done_rows(workspace, run_id, plan.fill_conv and conv), None))
     jobs = [job for job in jobs if any((job.target_id, job.position) not in member.done for member in members)]
     if not jobs:
         return
@@ -434,13 +469,14 @@ def _group_batches(
         for member in members:
             if member.spec.source == "head":
                 member.head = load_head(workspace, member.spec).to(device)
-        forward = _BackOff(model, batch_size)
+        forward = _BackOff(model, batch_size, conv)
         stream = iter_composites(
             workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(device),
             composites=composites, suite_id=plan.suite_id,
         )
         for batch_jobs, images in stream:
-            logits, embedding = forward(images)
+            logits, embedding, conv_stats = forward(images)
+            conv_kept = None if conv_stats is None else conv_stats.cpu().double().numpy()
             alone = [i for i, job in enumerate(batch_jobs) if job.foreground]
             keep = [i for i, job in enumerate(batch_jobs) if not job.foreground]
             kept, rows = [batch_jobs[i] for i in keep], []
@@ -451,7 +487,8 @@ def _group_batches(
                     member.topk.update({batch_jobs[i].target_id: row for i, row in zip(alone, indices)})
                 if keep:
                     emb_signals = _embedding_signals(member_embedding[keep], np.stack([member.topk[job.target_id] for job in kept]))
-                    rows += _rows(member, kept, torch.softmax(member_logits[keep], dim=1).cpu().numpy(), emb_signals, distances, class_of)
+                    conv_rows = None if conv_kept is None else conv_kept[keep]
+                    rows += _rows(member, kept, torch.softmax(member_logits[keep], dim=1).cpu().numpy(), emb_signals, conv_rows, distances, class_of)
             if keep:
                 yield len(kept), rows
 
@@ -460,23 +497,26 @@ class _BackOff:
     """A model's forward pass that halves its batch on CUDA out-of-memory and keeps the smaller size.
 
     The images still arrive in batches of the caller's size; only the model sees smaller slices,
-    so the rows are the same.
+    so the rows are the same. With ``conv``, the model's last-conv-map statistics come along.
     """
 
-    def __init__(self, model: LoadedModel, batch_size: int) -> None:
-        self.model, self.batch_size = model, batch_size
+    def __init__(self, model: LoadedModel, batch_size: int, conv: bool = False) -> None:
+        self.model, self.batch_size, self.conv = model, batch_size, conv
 
-    def __call__(self, images: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits (n, n_outputs) and embedding (n, d) of ``images`` (n, size, size, 3) uint8."""
+    def __call__(self, images: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Logits (n, n_outputs), embedding (n, d) and conv statistics (n, 2) (None without ``conv``) of
+        ``images`` (n, size, size, 3) uint8."""
         while True:
             try:
-                parts = [self.model.run_batch(self.model.preprocess(images[i : i + self.batch_size])) for i in range(0, len(images), self.batch_size)]
+                parts = [
+                    self.model.run_batch(self.model.preprocess(images[i : i + self.batch_size]), conv_stats=self.conv)
+                    for i in range(0, len(images), self.batch_size)
+                ]
             except torch.cuda.OutOfMemoryError as err:
                 self._shrink(err)
                 continue
-            if len(parts) == 1:
-                return parts[0]
-            return torch.cat([logits for logits, _ in parts]), torch.cat([embedding for _, embedding in parts])
+            outputs = tuple(torch.cat(part) for part in zip(*parts))
+            return outputs if self.conv else (*outputs, None)
 
     def _shrink(self, err: BaseException) -> None:
         if self.batch_size == 1:
@@ -504,7 +544,9 @@ def _embedding_signals(embedding: torch.Tensor, topk: np.ndarray) -> np.ndarray:
     return torch.stack([picked.mean(1), embedding.max(1).values, embedding.mean(1)], dim=1).cpu().double().numpy()
 
 
-def _rows(member: _Member, jobs: Sequence[SuiteImage], probabilities: np.ndarray, emb: np.ndarray, distances: dict, class_of: dict[str, str]) -> list[tuple]:
+def _rows(
+    member: _Member, jobs: Sequence[SuiteImage], probabilities: np.ndarray, emb: np.ndarray, conv: np.ndarray | None, distances: dict, class_of: dict[str, str]
+) -> list[tuple]:
     names = member.spec.label_space.names
     predicted = probabilities.argmax(1)
     rows = []
@@ -516,6 +558,6 @@ def _rows(member: _Member, jobs: Sequence[SuiteImage], probabilities: np.ndarray
         rows.append((
             member.run_id, job.target_id, job.position, names[predicted[i]], float(probabilities[i, outputs].sum()),
             float(probabilities[i].max()), int(predicted[i] in outputs), float(emb[i, 0]), float(emb[i, 1]), float(emb[i, 2]),
-            distances.get(key),
+            distances.get(key), None if conv is None else float(conv[i, 0]), None if conv is None else float(conv[i, 1]),
         ))
     return rows

@@ -2,12 +2,18 @@
 
 Modules, lowest first: :mod:`.spec` (what a registered model is; reading specs back),
 :mod:`.checkpoints` (reading and copying weights), :mod:`.networks` (the four sources' networks),
-:mod:`.loaded` (running a model), :mod:`.registry` (registering, removing, loading).
+:mod:`.conv_map` (the authors' last-conv-map statistics), :mod:`.loaded` (running a model), :mod:`.registry` (registering, removing, loading).
 """
 
 from .checkpoints import (
     CHECKPOINT_DIR,
     read_state_dict,
+)
+from .conv_map import (
+    CONV_STATISTICS,
+    ConvStatsNetwork,
+    conv_map_problem,
+    conv_map_statistics,
 )
 from .loaded import (
     CPU_MICRO_BATCH,
@@ -45,6 +51,7 @@ from .spec import (
 
 __all__ = [
     "CHECKPOINT_DIR",
+    "CONV_STATISTICS",
     "CPU_MICRO_BATCH",
     "IMAGENET_MEAN",
     "IMAGENET_STD",
@@ -52,11 +59,14 @@ __all__ = [
     "LITE_VARIANTS",
     "PREPROCESSING",
     "SOURCES",
+    "ConvStatsNetwork",
     "HeadLayers",
     "LoadedModel",
     "ModelSpec",
     "Prediction",
     "build_efficientnet_lite",
+    "conv_map_problem",
+    "conv_map_statistics",
     "freeze_for_cpu",
     "get_model_spec",
     "list_models",

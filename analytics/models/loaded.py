@@ -20,6 +20,7 @@ from torch import nn
 from analytics._validation import check_image_batch, check_positive_int
 from analytics.exceptions import InvalidInputError
 
+from .conv_map import ConvStatsNetwork
 from .networks import _HeadClassifier, _last_conv_block, _ScriptedClassifier
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 
@@ -64,7 +65,7 @@ class LoadedModel:
         self.spec = spec
         self.network = network.eval().to(device).to(memory_format=torch.channels_last)
         self.device = device
-        self._frozen: dict[tuple[int, ...], nn.Module] = {}
+        self._frozen: dict[tuple[tuple[int, ...], bool], nn.Module] = {}
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.spec.name!r}, device={str(self.device)!r})"
@@ -131,7 +132,7 @@ class LoadedModel:
             np.concatenate(embeddings) if embeddings else np.zeros((0, dim), np.float32),
         )
 
-    def run_batch(self, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def run_batch(self, batch: torch.Tensor, *, conv_stats: bool = False) -> tuple[torch.Tensor, ...]:
         """Forward pass for inference, no gradients.
 
         CUDA: autocast (float16), channels-last. CPU: a frozen TorchScript copy of the network
@@ -141,6 +142,8 @@ class LoadedModel:
         ----------
         batch : Tensor of shape (n, 3, input_size, input_size), float32, on ``device``
             As :meth:`preprocess` returns it.
+        conv_stats : bool, default=False
+            Also return the authors' statistics of the last convolutional map (:attr:`conv_network`).
 
         Returns
         -------
@@ -148,21 +151,38 @@ class LoadedModel:
             float32 on the CPU; under CUDA autocast float16 (float32 where autocast keeps it).
         embeddings : Tensor of shape (n, d)
             Same dtype rule as ``logits``.
+        conv_stats : Tensor of shape (n, 2), float32
+            Only with ``conv_stats=True``: :func:`analytics.models.conv_map_statistics` of each image's map.
         """
+        network = self.conv_network if conv_stats else self.network
         if self.device.type == "cuda":
             with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16):
-                return self.network(batch)
+                return network(batch)
         _keep_freed_memory()
-        network = self._cpu_network(batch)
+        network = self._cpu_network(network, batch, conv_stats)
         with torch.inference_mode():
             parts = [network(chunk.contiguous(memory_format=torch.channels_last)) for chunk in batch.split(CPU_MICRO_BATCH)]
-        return torch.cat([logits for logits, _ in parts]), torch.cat([embedding for _, embedding in parts])
+        return tuple(torch.cat(outputs) for outputs in zip(*parts))
 
-    def _cpu_network(self, batch: torch.Tensor) -> nn.Module:
-        shape = tuple(batch.shape[1:])
-        if shape not in self._frozen:
-            self._frozen[shape] = freeze_for_cpu(self.network, batch)
-        return self._frozen[shape]
+    @functools.cached_property
+    def conv_network(self) -> nn.Module:
+        """The network returning ``(logits, embedding, conv statistics)`` (:class:`analytics.models.ConvStatsNetwork`).
+
+        Raises
+        ------
+        InvalidInputError
+            The model has no last convolutional map (TorchScript, a transformer); the message says why.
+        """
+        try:
+            return ConvStatsNetwork(self.network).eval()
+        except InvalidInputError as err:
+            raise InvalidInputError(f"model {self.spec.name!r} has no last-conv-map signals: {err}") from err
+
+    def _cpu_network(self, network: nn.Module, batch: torch.Tensor, conv_stats: bool) -> nn.Module:
+        key = (tuple(batch.shape[1:]), conv_stats)
+        if key not in self._frozen:
+            self._frozen[key] = freeze_for_cpu(network, batch)
+        return self._frozen[key]
 
     @property
     def gradcam_layer(self) -> nn.Module:

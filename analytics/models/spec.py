@@ -98,6 +98,7 @@ class ModelSpec:
             "backbone": self.backbone,
             "construction": self.construction,
             "checkpoint": self.checkpoint,
+            "in9_map": "" if self.label_space.kind == "custom" else self.label_space.in9_map_name,  # which ImageNet -> IN-9 map it scores with
         }
 
     def content_key(self) -> str:

@@ -32,7 +32,9 @@ from .matrices import (
     subsample_matrices,
 )
 from .read import (
+    CONV_SIGNALS,
     IMAGE_COLUMNS,
+    MATRIX_SIGNALS,
     RUN_COLUMNS,
     SIGNALS,
     RunData,
@@ -55,7 +57,9 @@ from .start import (
 )
 
 __all__ = [
+    "CONV_SIGNALS",
     "IMAGE_COLUMNS",
+    "MATRIX_SIGNALS",
     "PROBABILITY_SIGNALS",
     "QUANTILE_LEVELS",
     "REFERENCE_PERCENTILE",

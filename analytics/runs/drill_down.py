@@ -15,7 +15,7 @@ from analytics.variance import PointCloud, VarianceMatrix
 from analytics.workspace import Workspace
 
 from .matrices import run_point_clouds
-from .read import SIGNALS, RunData, load_run
+from .read import MATRIX_SIGNALS, RunData, load_run
 
 __all__ = ["cell_pairs", "compose_images"]
 
@@ -42,7 +42,7 @@ def cell_pairs(
     workspace : Workspace
     run_id : str
     signal : str
-        Key of :data:`SIGNALS`.
+        Key of :data:`MATRIX_SIGNALS`.
     matrix : VarianceMatrix
         A matrix of this run (its grid decides the cell's borders).
     row, col : int
@@ -65,10 +65,10 @@ def cell_pairs(
         predicted_k, correct_j, correct_k. ``attrs["n_points"]`` holds the number of points in
         the cell (mirrors included), ``attrs["nearest"]`` whether the rows are nearest points.
     """
-    check_choice(signal, "signal", SIGNALS)
+    check_choice(signal, "signal", MATRIX_SIGNALS)
     limit = check_positive_int(limit, "limit")
     data = load_run(workspace, run_id) if data is None else data
-    cloud = run_point_clouds(workspace, run_id, data=data)[signal] if cloud is None else cloud
+    cloud = run_point_clouds(workspace, run_id, data=data, signals=(signal,))[signal] if cloud is None else cloud
     found = matrix.points_in_cell(cloud.points, row, col)
     n_points = int(found.size)
     use_nearest = nearest and n_points == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from analytics.variance import DEFAULT_SETTINGS, MatrixSettings
 from analytics.workspace import Workspace, to_csv
 
 from .matrices import run_matrices
-from .read import image_table, load_run
+from .read import SIGNALS, image_table, load_run
 
 __all__ = ["VARIANCE_COLOURS", "export_run", "render_matrix"]
 
@@ -58,6 +58,7 @@ def export_run(
     *,
     settings: MatrixSettings = DEFAULT_SETTINGS,
     tops: Mapping[str, float] | None = None,
+    signals: Sequence[str] = tuple(SIGNALS),
 ) -> dict[str, Any]:
     """Write a run's matrices (one per signal) (``<signal>.npy``, ``<signal>.png``) and per-image table
     (``images.csv``) into ``out_dir`` (created when missing).
@@ -71,7 +72,9 @@ def export_run(
         Interpolation settings, as in :func:`analytics.runs.run_matrices`.
     tops : mapping of str to float, optional
         Top of each signal's colour range in the PNGs (bottom 0), e.g. the suite's
-        :class:`analytics.runs.ColourScale`; default each matrix's own range.
+        :class:`analytics.runs.ColourScale`; default each matrix's own range (also for a signal ``tops`` lacks).
+    signals : sequence of str, default=tuple(SIGNALS)
+        Keys of :data:`analytics.runs.MATRIX_SIGNALS` (the authors' conv-map signals among them).
 
     Returns
     -------
@@ -84,12 +87,12 @@ def export_run(
         raise InvalidInputError(f"out_dir {out} is a file; pass a folder")
     out.mkdir(parents=True, exist_ok=True)
     data = load_run(workspace, run_id)
-    matrices = run_matrices(workspace, run_id, settings=settings)
+    matrices = run_matrices(workspace, run_id, settings=settings, signals=signals)
     written = {}
     for signal, vm in matrices.items():
         npy, png = out / f"{signal}.npy", out / f"{signal}.png"
         np.save(npy, vm.matrix)
-        colours = {} if tops is None else {"zmin": 0.0, "zmax": float(tops[signal])}
+        colours = {"zmin": 0.0, "zmax": float(tops[signal])} if tops is not None and signal in tops else {}
         if not cv2.imwrite(str(png), render_matrix(vm.matrix, **colours)[..., ::-1]):  # OpenCV writes BGR
             raise InvalidInputError(f"cannot write {png}; check that the folder is writable")
         written[signal] = {"path": str(npy), "png": str(png), "shape": list(vm.matrix.shape), "mean": float(vm.matrix.mean())}

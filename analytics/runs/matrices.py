@@ -1,5 +1,6 @@
 """The point clouds and RBF variance matrices of a run, one per signal of :data:`SIGNALS`
-(DESIGN §1.8, §1.9); matrices are cached in the workspace.
+(DESIGN §1.8, §1.9), or of the signals asked for (the authors' :data:`CONV_SIGNALS` among them);
+matrices are cached in the workspace.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from analytics.variance import (
 )
 from analytics.workspace import Workspace, content_id
 
-from .read import SIGNALS, RunData, load_run, run_of_classes, run_row
+from .read import MATRIX_SIGNALS, SIGNALS, RunData, load_run, run_of_classes, run_row
 
 __all__ = [
     "SUBSAMPLE_SEED",
@@ -40,8 +41,10 @@ SUBSAMPLE_SHARE = 0.9
 SUBSAMPLE_SEED = 2
 
 
-def run_point_clouds(workspace: Workspace, run_id: str, *, data: RunData | None = None) -> dict[str, PointCloud]:
-    """The point cloud of every signal of a run (DESIGN §1.8), keyed by :data:`SIGNALS`.
+def run_point_clouds(
+    workspace: Workspace, run_id: str, *, data: RunData | None = None, signals: Sequence[str] = tuple(SIGNALS)
+) -> dict[str, PointCloud]:
+    """The point cloud of each signal of a run (DESIGN §1.8), keyed by ``signals`` (default :data:`SIGNALS`).
 
     Point ``t * n(n+1) + p`` is the p-th ordered pair (j, k) of target ``data.target_ids[t]``
     (see :class:`analytics.variance.PointCloud`).
@@ -52,26 +55,41 @@ def run_point_clouds(workspace: Workspace, run_id: str, *, data: RunData | None 
     run_id : str
     data : RunData, optional
         The run, when already loaded.
+    signals : sequence of str, default=tuple(SIGNALS)
+        Keys of :data:`MATRIX_SIGNALS`, e.g. ``tuple(CONV_SIGNALS)`` for the authors' conv-map signals.
 
     Returns
     -------
     dict of str to PointCloud
-        Keyed by :data:`SIGNALS`; each of ``n_targets * n * (n + 1)`` points: ``points`` of shape
+        Keyed by ``signals``; each of ``n_targets * n * (n + 1)`` points: ``points`` of shape
         (n_points, 2), float64, ``values`` (n_points,), float64.
 
     Raises
     ------
     InvalidInputError
-        The suite has images without a semantic distance (built without a distance model).
+        The suite has images without a semantic distance (built without a distance model), an
+        unknown signal, or a conv-map signal the run lacks (the message says how to add it).
     """
+    signals = _check_signals(signals)
     data = load_run(workspace, run_id) if data is None else data
+    lacking = [data.absent.get(signal, signal) for signal in signals if signal not in data.signals]
+    if lacking:
+        raise InvalidInputError(lacking[0])
     missing = int(np.isnan(data.distances).sum())
     if missing:
         raise InvalidInputError(
             f"suite {data.suite_id!r} of run {run_id!r} has no semantic distance for {missing} of {data.distances.size} images, "
             "so there is no point cloud; register a model (EfficientNet-Lite works offline) and build the suite again"
         )
-    return {signal: point_cloud(data.distances, data.signals[signal]) for signal in SIGNALS}
+    return {signal: point_cloud(data.distances, data.signals[signal]) for signal in signals}
+
+
+def _check_signals(signals: Sequence[str]) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(signals))
+    unknown = [signal for signal in chosen if signal not in MATRIX_SIGNALS]
+    if not chosen or unknown:
+        raise InvalidInputError(f"signals: {', '.join(map(repr, unknown)) or 'none given'}; choose among {', '.join(MATRIX_SIGNALS)}")
+    return chosen
 
 
 def matrices_from_clouds(clouds: Mapping[str, PointCloud], *, settings: MatrixSettings) -> dict[str, VarianceMatrix]:
@@ -105,8 +123,9 @@ def run_matrices(
     settings: MatrixSettings = DEFAULT_SETTINGS,
     clouds: Mapping[str, PointCloud] | None = None,
     classes: Sequence[str] | None = None,
+    signals: Sequence[str] = tuple(SIGNALS),
 ) -> dict[str, VarianceMatrix]:
-    """The four RBF variance matrices of a run (DESIGN §1.9), or of its targets of ``classes``, cached in the workspace.
+    """The RBF variance matrices of a run (DESIGN §1.9), one per signal, or of its targets of ``classes``, cached in the workspace.
 
     The cache key names the run (id and finishing time) and the settings, so a resumed or redone
     run is computed afresh.
@@ -119,30 +138,39 @@ def run_matrices(
         Preset, grid, window, sigma and k (default the smooth preset on 128 cells);
         e.g. ``MatrixSettings.of("fine", grid=64)``.
     clouds : mapping of str to PointCloud, optional
-        The run's clouds when already built (:func:`run_point_clouds`; of ``classes`` when given), to skip rebuilding them.
+        The run's clouds when already built (:func:`run_point_clouds`; of ``classes`` when given, holding ``signals``), to skip rebuilding them.
     classes : sequence of str, optional
         Only the targets of these classes (:func:`analytics.runs.run_of_classes`); None = every target.
+    signals : sequence of str, default=tuple(SIGNALS)
+        Keys of :data:`MATRIX_SIGNALS` (:data:`CONV_SIGNALS`: the authors' conv-map reading).
 
     Returns
     -------
     dict of str to VarianceMatrix
-        Keyed by :data:`SIGNALS`, every ``matrix`` of shape (grid, grid), float64, all on the same
-        axes ``[0, d_max]``.
+        Keyed by ``signals``, every ``matrix`` of shape (grid, grid), float64, all on the same
+        axes ``[0, d_max]`` (the run's largest distance, whichever signals are asked for).
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown signal, or a conv-map signal the run lacks (see :func:`run_point_clouds`).
     """
-    settings = MatrixSettings.check(settings)
-    key = _matrices_key(workspace, run_id, settings, classes)
+    settings, signals = MatrixSettings.check(settings), _check_signals(signals)
+    key = _matrices_key(workspace, run_id, settings, classes, signals)
     cached = workspace.cache_get(key)
     if cached is not None:
-        return _unpack(cached, settings)
+        return _unpack(cached, settings, signals)
     if clouds is None:
         data = load_run(workspace, run_id)
-        clouds = run_point_clouds(workspace, run_id, data=data if classes is None else run_of_classes(data, classes))
-    matrices = matrices_from_clouds(clouds, settings=settings)
-    workspace.cache_put(key, _pack(matrices))
+        clouds = run_point_clouds(workspace, run_id, data=data if classes is None else run_of_classes(data, classes), signals=signals)
+    matrices = matrices_from_clouds({signal: clouds[signal] for signal in signals}, settings=settings)
+    workspace.cache_put(key, _pack(matrices, signals))
     return matrices
 
 
-def cached_matrices(workspace: Workspace, run_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS) -> dict[str, VarianceMatrix] | None:
+def cached_matrices(
+    workspace: Workspace, run_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS, signals: Sequence[str] = tuple(SIGNALS)
+) -> dict[str, VarianceMatrix] | None:
     """The matrices :func:`run_matrices` would return if they are in the workspace cache, else None
     (so a caller can build the point clouds only when they are needed).
 
@@ -151,32 +179,34 @@ def cached_matrices(workspace: Workspace, run_id: str, *, settings: MatrixSettin
     dict of str to VarianceMatrix, or None
         As :func:`run_matrices`: every ``matrix`` of shape (grid, grid), float64.
     """
-    settings = MatrixSettings.check(settings)
-    cached = workspace.cache_get(_matrices_key(workspace, run_id, settings))
-    return None if cached is None else _unpack(cached, settings)
+    settings, signals = MatrixSettings.check(settings), _check_signals(signals)
+    cached = workspace.cache_get(_matrices_key(workspace, run_id, settings, None, signals))
+    return None if cached is None else _unpack(cached, settings, signals)
 
 
-def _matrices_key(workspace: Workspace, run_id: str, settings: MatrixSettings, classes: Sequence[str] | None = None) -> str:
+def _matrices_key(
+    workspace: Workspace, run_id: str, settings: MatrixSettings, classes: Sequence[str] | None = None, signals: Sequence[str] = tuple(SIGNALS)
+) -> str:
     row = run_row(workspace, run_id)
-    parts = [run_id, row["status"], row["finished"], settings.key(), list(SIGNALS)]
+    parts = [run_id, row["status"], row["finished"], settings.key(), list(signals)]
     if classes is not None:  # only then: the whole run keeps its cached matrices
         parts.append(sorted(set(classes)))
     return _CACHE_PREFIX + content_id(*parts)
 
 
-def _pack(matrices: Mapping[str, VarianceMatrix]) -> np.ndarray:
-    """Matrices in :data:`SIGNALS` order, flattened, then d_max: shape (len(SIGNALS) * grid * grid + 1,), float64."""
+def _pack(matrices: Mapping[str, VarianceMatrix], signals: Sequence[str] = tuple(SIGNALS)) -> np.ndarray:
+    """Matrices in ``signals`` order, flattened, then d_max: shape (len(signals) * grid * grid + 1,), float64."""
     first = next(iter(matrices.values()))
-    return np.concatenate([*(matrices[s].matrix.ravel() for s in SIGNALS), [first.d_max]])
+    return np.concatenate([*(matrices[s].matrix.ravel() for s in signals), [first.d_max]])
 
 
-def _unpack(packed: np.ndarray, settings: MatrixSettings) -> dict[str, VarianceMatrix]:
+def _unpack(packed: np.ndarray, settings: MatrixSettings, signals: Sequence[str] = tuple(SIGNALS)) -> dict[str, VarianceMatrix]:
     grid = settings.grid
-    stack = packed[:-1].reshape(len(SIGNALS), grid, grid)
+    stack = packed[:-1].reshape(len(signals), grid, grid)
     edges = np.linspace(0.0, float(packed[-1]), grid + 1)
     edges.setflags(write=False)
     out = {}
-    for signal, matrix in zip(SIGNALS, stack):
+    for signal, matrix in zip(signals, stack):
         matrix = matrix.copy()
         matrix.setflags(write=False)
         out[signal] = VarianceMatrix(matrix=matrix, edges=edges, window=settings.window, sigma=settings.sigma, k=settings.k)

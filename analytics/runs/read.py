@@ -33,7 +33,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,9 @@ from analytics.variance import worst_case_accuracy, worst_case_correct
 from analytics.workspace import Workspace, model_keys, suite_classes_key
 
 __all__ = [
+    "CONV_SIGNALS",
     "IMAGE_COLUMNS",
+    "MATRIX_SIGNALS",
     "RUN_COLUMNS",
     "SIGNALS",
     "RunData",
@@ -68,6 +70,15 @@ SIGNALS: dict[str, str] = {
     "emb_max": "Embedding: max",
     "emb_mean": "Embedding: mean",
 }
+#: The authors' embedding signals (their code, not the paper): statistics of the last convolutional map
+#: (:mod:`analytics.models.conv_map`). Offered beside :data:`SIGNALS`, never in their place: the
+#: assessor, the Judge page and the colour scales read :data:`SIGNALS` alone.
+CONV_SIGNALS: dict[str, str] = {
+    "conv_max": "Last conv map (authors'): max",
+    "conv_max_mean": "Last conv map (authors'): mean of channel maxima",
+}
+#: Every signal a matrix can be built from.
+MATRIX_SIGNALS: dict[str, str] = {**SIGNALS, **CONV_SIGNALS}
 #: Columns of :func:`list_runs`.
 RUN_COLUMNS = [
     "id", "model", "suite_id", "status", "images", "expected_images", "accuracy", "original_accuracy",
@@ -76,7 +87,7 @@ RUN_COLUMNS = [
 #: Columns of :func:`image_table` (the per-image CSV of :func:`export_run`).
 IMAGE_COLUMNS = [
     "target_id", "class_name", "position", "background_id", "distance", "predicted", "correct", "true_prob",
-    "max_prob", "emb_topk_mean", "emb_max", "emb_mean",
+    "max_prob", "emb_topk_mean", "emb_max", "emb_mean", "conv_max", "conv_max_mean",
 ]  # fmt: skip
 #: Bumped when the stored summary changes shape (older summaries are recomputed).
 _SUMMARY_VERSION = 2  # 2: row counts in, per-target results out (run_details)
@@ -98,7 +109,7 @@ class RunData:
         Semantic distance of each image to its original (column 0 is 0; NaN where the suite has
         no distance).
     signals : dict of str to ndarray of shape (n_targets, n + 1), float64
-        One array per key of :data:`SIGNALS`.
+        One array per key of :data:`SIGNALS`, and per key of :data:`CONV_SIGNALS` when every image has it.
     correct : ndarray of shape (n_targets, n + 1), bool
     predicted : ndarray of shape (n_targets, n + 1), str
         Output name the model predicted.
@@ -109,6 +120,8 @@ class RunData:
     excluded : tuple of str
         Targets left out because they have fewer composites than the others (a suite may be
         short for some targets); the arrays must be rectangular.
+    absent : dict of str to str
+        Signal of :data:`CONV_SIGNALS` the run lacks -> why, in a sentence that says what to do.
     """
 
     run_id: str
@@ -122,6 +135,7 @@ class RunData:
     background_ids: np.ndarray
     class_names: list[str] | None = None
     excluded: tuple[str, ...] = ()
+    absent: dict[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -191,19 +205,39 @@ def load_run(workspace: Workspace, run_id: str) -> RunData:
 
     distances = grid("distance", np.float64)
     distances[:, 0] = 0.0
+    signals = {signal: grid(signal, np.float64) for signal in MATRIX_SIGNALS}
+    absent = _absent_conv_signals(row, signals)
     return RunData(
         run_id=run_id,
         model=row["model"],
         suite_id=row["suite_id"],
         target_ids=list(full),
         distances=distances,
-        signals={signal: grid(signal, np.float64) for signal in SIGNALS},
+        signals={signal: values for signal, values in signals.items() if signal not in absent},
         correct=grid("correct", bool),
         predicted=grid("predicted", str),
         background_ids=grid("background_id", str),
         class_names=table["class_name"].to_numpy()[::width].tolist(),
         excluded=excluded,
+        absent=absent,
     )
+
+
+def _absent_conv_signals(row, signals: dict[str, np.ndarray]) -> dict[str, str]:
+    """The conv-map signals a run lacks (NaN on some image) and why (see :attr:`RunData.absent`)."""
+    missing = {signal: int(np.isnan(signals[signal]).sum()) for signal in CONV_SIGNALS}
+    if not any(missing.values()):
+        return {}
+    problem = json.loads(row["summary"] or "{}").get("conv_map")
+    if problem:
+        why = f"model {row['model']!r} has no last convolutional map ({problem}), so run {row['id']!r} has no authors' conv-map signals"
+    else:
+        why = (
+            f"run {row['id']!r} lacks the authors' conv-map statistics on {max(missing.values())} of {signals['conv_max'].size} images "
+            "(it was made before Backdrop stored them); compute them with "
+            f"`python -m analytics run --model {row['model']} --suite {row['suite_id']} --fill-conv` (its other signals stay as stored)"
+        )
+    return {signal: f"{MATRIX_SIGNALS[signal]}: {why}" for signal, count in missing.items() if count}
 
 
 def check_run_classes(classes: Sequence[str], present: Sequence[str], run_id: str) -> list[str]:
@@ -259,14 +293,14 @@ def image_table(workspace: Workspace, run_id: str) -> pd.DataFrame:
     row = run_row(workspace, run_id)
     rows = workspace.query(
         "SELECT r.target_id, t.class_name, r.position, IFNULL(s.background_id, '') AS background_id, r.distance, r.predicted, "
-        "r.correct, r.true_prob, r.max_prob, r.emb_topk_mean, r.emb_max, r.emb_mean FROM run_images r "
+        "r.correct, r.true_prob, r.max_prob, r.emb_topk_mean, r.emb_max, r.emb_mean, r.conv_max, r.conv_max_mean FROM run_images r "
         "LEFT JOIN targets t ON t.id = r.target_id "
         "LEFT JOIN suite_items s ON s.suite_id = ? AND s.target_id = r.target_id AND s.position = r.position "
         "WHERE r.run_id = ? ORDER BY r.target_id, r.position",
         (row["suite_id"], run_id),
     )
     table = pd.DataFrame([tuple(r) for r in rows], columns=IMAGE_COLUMNS)
-    return table.astype({"position": int, "distance": float, "correct": bool})
+    return table.astype({"position": int, "distance": float, "correct": bool, "conv_max": float, "conv_max_mean": float})
 
 
 # -- summaries -------------------------------------------------------------------------------------

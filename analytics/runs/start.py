@@ -30,6 +30,7 @@ def start_runs(
     batch_size: int = 32,
     top_k: int = 3,
     progress: Callable[[int, int], None] | None = None,
+    fill_conv: bool = False,
 ) -> list[str]:
     """Run models over a suite (resuming earlier attempts) and complete the runs that changed.
 
@@ -47,7 +48,7 @@ def start_runs(
         run_models,  # torch: only callers that run models pay for the import
     )
 
-    run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress)
+    run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress, fill_conv=fill_conv)
     complete_runs(workspace, run_ids)
     return run_ids
 

@@ -221,6 +221,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, settings_id)
     );
     """,
+    # 7: the authors' statistics of the last convolutional map per run image (analytics.models.conv_map):
+    # NULL for rows stored before them and for models without such a map (TorchScript, transformers).
+    """
+    ALTER TABLE run_images ADD COLUMN conv_max REAL;
+    ALTER TABLE run_images ADD COLUMN conv_max_mean REAL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

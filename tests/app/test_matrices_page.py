@@ -35,6 +35,8 @@ def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app
     assert metrics["Accuracy"] == f"{row['accuracy']:.1%}" and metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"
     # four heatmaps and four scatters of the run, one heatmap per compared model (three models, one signal), their difference
     assert len(charts(app)) == 2 * len(SIGNALS) + 3 + 1
+    # the authors' conv-map signals are an extra, and a TorchScript model says why it has none (no chart, no crash)
+    assert "Last conv map (authors'): max: model 'bg-only' has no last convolutional map (it is TorchScript" in as_shown(texts(app))
     # issue 19.3: two square charts per row, each at least SQUARE_HEIGHT tall (four in a row were ~170 px)
     heights = [json.loads(chart.proto.spec)["layout"]["height"] for chart in charts(app)]
     assert min(heights) >= SQUARE_HEIGHT >= MIN_HEIGHT

@@ -74,3 +74,41 @@ def test_an_in9_only_class_lists_its_imagenet_indices(tiny_workspace):
     classes = list_classes(tiny_workspace)
     assert classes["00_dog"] == list(in9_imagenet_indices("dog"))
     assert classes["own"] == [852]  # explicit ImageNet indices win
+
+
+def test_a_space_records_its_map_name_and_one_stored_without_keeps_the_wordnet_map_it_was_scored_with(reference, tmp_path):
+    from analytics.data import LEGACY_IN9_MAP, LabelSpace
+    from analytics.models import ModelSpec
+
+    assert (in9_label_space().in9_map, in9_label_space("wordnet").in9_map, imagenet_label_space().in9_map) == ("official", "wordnet", "official")
+    copied = tmp_path / "map.json"
+    copied.write_text(REFERENCE_IN9.read_text())
+    assert in9_label_space(copied).in9_map == in9_label_space(REFERENCE_IN9).in9_map != in9_label_space(wordnet_map_file(tmp_path)).in9_map
+    assert in9_label_space(copied).in9_map.startswith("file:")
+    for space in (in9_label_space(), in9_label_space("wordnet"), in9_label_space(copied)):
+        assert LabelSpace.from_json(space.to_json()) == space
+
+    # an IN-9 model registered while the built-in map was WordNet's stored no map at all
+    legacy = {"kind": "in9", "names": list(IN9_CLASSES), "in9_mapping": None, "origin": "built-in"}
+    old = LabelSpace.from_json(legacy)
+    assert LEGACY_IN9_MAP == "wordnet" and old.in9_table() == in9_table("wordnet") != reference
+    assert old.class_outputs({"whippet": [172]}) == {"whippet": [IN9_CLASSES.index("dog")]}  # as its saved runs scored it
+    with pytest.raises(InvalidInputError, match="'whippet'"):
+        in9_label_space().class_outputs({"whippet": [172]})  # a model registered now: the official map has no IN-9 class for it
+    assert "registered before the official map" in old.in9_map_name
+    # re-read and written back unchanged, so its content key, and with it its runs, stay current
+    assert old.to_json() == legacy
+    spec = {"name": "old", "source": "torchvision", "arch": "resnet18", "checkpoint": "m.pt", "label_space": legacy, "input_size": 224,
+            "preprocessing": "imagenet", "embedding_layer": "avgpool", "n_params": 1, "backbone": None, "construction": None, "origin": ""}
+    assert ModelSpec.from_json(spec).to_json() == spec
+    # an ImageNet model of that time read IN-9-only classes through the same map
+    imagenet_old = LabelSpace.from_json({"kind": "imagenet", "names": list(imagenet_label_space().names), "in9_mapping": None, "origin": ""})
+    assert 281 in imagenet_old.class_outputs({"cat": ClassMapping(in9="carnivore")})["cat"]
+    assert 281 not in imagenet_label_space().class_outputs({"cat": ClassMapping(in9="carnivore")})["cat"]
+
+
+def wordnet_map_file(folder: Path) -> Path:
+    """The WordNet map written as a challenge-format file (another file, another name)."""
+    path = folder / "wordnet.json"
+    path.write_text(json.dumps({str(i): v for i, v in enumerate(in9_table("wordnet"))}))
+    return path

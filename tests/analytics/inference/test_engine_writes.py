@@ -19,7 +19,7 @@ def _row_commits(statements) -> list:
     """The commits of transactions that inserted run_images rows, as (connection, bulk)."""
     out, inserting = [], {}
     for s in statements:
-        if s.sql.startswith("INSERT OR IGNORE INTO run_images"):
+        if s.sql.startswith("INSERT INTO run_images"):
             inserting[s.connection] = s.bulk
         elif s.sql == "COMMIT" and s.connection in inserting:
             out.append((s.connection, inserting.pop(s.connection)))

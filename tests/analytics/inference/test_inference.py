@@ -17,6 +17,7 @@ from analytics.cli import main
 from analytics.data import composite, custom_label_space, foreground_only, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import (
+    ROW_COLUMNS,
     CompositeCache,
     DeviceMemoryError,
     SuiteImage,
@@ -128,7 +129,9 @@ def test_run_stores_every_image_with_consistent_signals(tiny_model_workspace):
     np.testing.assert_allclose(rows.emb_max, emb.max(1), atol=1e-5)
     np.testing.assert_allclose(rows.emb_mean, emb.mean(1), atol=1e-5)
     run = tiny_model_workspace.query_one("SELECT * FROM runs WHERE id = ?", (run_id,))
-    assert run["status"] == "done" and json.loads(run["summary"]) == {"top_k": 3}  # accuracies: analytics.runs.summarize_run
+    summary = json.loads(run["summary"])
+    assert "TorchScript" in summary.pop("conv_map")  # why the tiny TorchScript model has no conv-map signals
+    assert run["status"] == "done" and summary == {"top_k": 3}  # accuracies: analytics.runs.summarize_run
 
 
 def test_foreground_only_model_is_invariant_and_background_only_is_not(tiny_model_workspace):
@@ -172,7 +175,7 @@ def test_heads_share_one_backbone_pass(tiny_model_workspace, monkeypatch):
         register_head(tiny_model_workspace, name, backbone="tiny", weight=rng.normal(size=(2, 8)), bias=rng.normal(size=2), class_names=["disc", "square"])
     calls = []
     original = LoadedModel.run_batch
-    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch: calls.append(len(batch)) or original(self, batch))
+    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch, **options: calls.append(len(batch)) or original(self, batch, **options))
     run_ids = run_models(tiny_model_workspace, ["head-a", "head-b", "tiny"], TINY_SUITE, device="cpu", batch_size=10)
     n_images = 6 * (TINY_SUITE_N + 1)
     assert sum(calls) == n_images + 6  # every image once (+ each target's foreground-only image)
@@ -216,7 +219,7 @@ def test_plan_compute_write_equals_run_models_and_compute_never_writes(tiny_mode
         half = [job for job in group.todo if job.target_id < "square"]  # whole targets
         for jobs in (half, None):  # the rest (None: group.todo) skips the rows stored by the first half
             batches = list(group_rows(tiny_model_workspace, plan, group, jobs=jobs, batch_size=7))
-            assert all(len(row) == 11 for rows in batches for row in rows)
+            assert all(len(row) == len(ROW_COLUMNS) == 13 for rows in batches for row in rows)
             assert len({row[0] for rows in batches for row in rows}) == 1
             assert tiny_model_workspace.query_one("SELECT COUNT(*) AS n FROM run_images WHERE run_id = ?", (plan.run_ids[group.models[0]],))["n"] == (
                 0 if jobs is half else len(half)
@@ -301,11 +304,11 @@ def test_out_of_memory_halves_the_model_batch_and_keeps_the_rows(tiny_model_work
     seen = []
     original = LoadedModel.run_batch
 
-    def fits_three(self, batch):  # an allocator that fails above 3 images
+    def fits_three(self, batch, **options):  # an allocator that fails above 3 images
         seen.append(len(batch))
         if len(batch) > 3:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return original(self, batch)
+        return original(self, batch, **options)
 
     monkeypatch.setattr(LoadedModel, "run_batch", fits_three)
     run_ids = run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=10)
@@ -313,7 +316,7 @@ def test_out_of_memory_halves_the_model_batch_and_keeps_the_rows(tiny_model_work
     for got, want in zip(_all_rows(tiny_model_workspace, run_ids), expected):
         pd.testing.assert_frame_equal(got, want)
     _forget_runs(tiny_model_workspace)
-    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("out of memory")))
+    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch, **options: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("out of memory")))
     with pytest.raises(DeviceMemoryError, match="'tiny'.*batch size 1"):
         run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=4)
     assert tiny_model_workspace.query_one("SELECT status FROM runs")["status"] == "failed"

@@ -200,7 +200,7 @@ def test_zoo_heads_have_their_own_embedding_signals(zoo_workspace, monkeypatch):
     register_head(zoo_workspace, "old-linear", backbone=ZOO_BACKBONE, weight=weight, bias=np.zeros(2), class_names=["disc", "square"])
     calls = []
     original = LoadedModel.run_batch
-    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch: calls.append(len(batch)) or original(self, batch))
+    monkeypatch.setattr(LoadedModel, "run_batch", lambda self, batch, **options: calls.append(len(batch)) or original(self, batch, **options))
     models = [*names, "old-linear", ZOO_BACKBONE]
     tables = dict(zip(models, (_images(zoo_workspace, run_id) for run_id in start_runs(zoo_workspace, models, suite))))
     jobs, _ = stored_suite_images(zoo_workspace, suite)

@@ -1,0 +1,79 @@
+"""The authors' last-conv-map statistics (bgtest ``fill_conv``'s ``max`` and ``max_mean``): the hook
+reads the map the network pools, on a network whose map is computed here by hand, and each model
+source gets its map or a reason why it has none."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+
+from analytics.exceptions import InvalidInputError
+from analytics.models import ConvStatsNetwork, conv_map_statistics, freeze_for_cpu
+from analytics.models.conv_map import conv_map_tap
+from analytics.models.networks import _LiteClassifier, _ScriptedClassifier, _SplitClassifier
+
+
+class OneByOne(nn.Module):
+    """A 1x1 convolution to 2 channels (R+G+B and R-B), ReLU, global average pool: the map is easy by hand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2, 1, bias=False)
+        self.conv.weight.data = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, -1.0]]).view(2, 3, 1, 1)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.avgpool(torch.relu(self.conv(x))).flatten(1)
+
+
+def one_by_one() -> _SplitClassifier:
+    return _SplitClassifier(OneByOne(), nn.Linear(2, 2), "fc").eval()
+
+
+# a 2x2 image: channel 0 = R+G+B = [[3, 2], [4, 10]]; channel 1 = ReLU(R-B) = ReLU([[-1, 2], [3, -1]]) = [[0, 2], [3, 0]]
+IMAGE = torch.tensor([[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 5.0]]])
+
+
+def test_the_hook_reads_the_pooled_map_and_gives_the_authors_max_and_max_mean():
+    network = ConvStatsNetwork(one_by_one()).eval()
+    batch = torch.stack([IMAGE, IMAGE * 2])
+    with torch.no_grad():
+        _, embedding, stats = network(batch)
+    # max = 10 (channel 0); max_mean = mean of the channel maxima (10, 3) = 6.5; doubled image doubles both
+    assert stats.tolist() == [[10.0, 6.5], [20.0, 13.0]]
+    assert embedding[0].tolist() == [19 / 4, 5 / 4]  # the network's own outputs are unchanged
+    assert torch.equal(conv_map_statistics(torch.relu(network.network.body.conv(batch))), stats)
+    with torch.no_grad():
+        network.network(batch)  # the wrapped network alone keeps no maps
+    assert network._maps == []
+
+
+def test_the_frozen_cpu_copy_computes_the_same_statistics():
+    network = ConvStatsNetwork(one_by_one()).eval()
+    batch = torch.rand(3, 3, 8, 8)
+    frozen = freeze_for_cpu(network, batch)
+    assert isinstance(frozen, torch.jit.ScriptModule)  # traced with the hook, not the eager fallback
+    with torch.no_grad():
+        assert torch.allclose(frozen(batch)[2], network(batch)[2])
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+def test_each_source_has_its_map_or_says_why_not():
+    with torch.device("meta"):
+        resnet, densenet, shufflenet, vit = (torchvision.models.get_model(a, weights=None) for a in ("resnet18", "densenet121", "shufflenet_v2_x0_5", "vit_b_16"))
+    assert conv_map_tap(resnet) == (resnet.avgpool, True)  # layer4's output, the authors' ResNet reading
+    assert conv_map_tap(densenet) == (densenet.features, False)  # pooled by a function call: its last block
+    assert conv_map_tap(shufflenet) == (shufflenet.conv5, False)
+    with pytest.raises(InvalidInputError, match="transformer"):
+        conv_map_tap(vit)
+    with pytest.raises(InvalidInputError, match="TorchScript"):
+        conv_map_tap(_ScriptedClassifier(torch.jit.script(nn.Linear(2, 2))))
+    from efficientnet_lite_pytorch import EfficientNet
+
+    lite = _LiteClassifier(EfficientNet.from_name("efficientnet-lite0")).eval()
+    assert conv_map_tap(lite) == (lite.net._avg_pooling, True)  # the head convolution after BN and ReLU6 (1280 channels)
+    x = torch.rand(1, 3, 64, 64)
+    with torch.no_grad():
+        assert torch.allclose(ConvStatsNetwork(lite)(x)[2], conv_map_statistics(lite.net.extract_features(x)))

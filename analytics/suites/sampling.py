@@ -272,7 +272,7 @@ class RandomSampler(Sampler):
     name = "random"
 
     def _subspaces(self, i, rng, context, n_pool, n):
-        return [_Subspace([int(j) for j in rng.permutation(n_pool)])]
+        return [_Subspace(rng.permutation(n_pool).tolist())]
 
 
 class NearestSampler(Sampler):
@@ -282,7 +282,7 @@ class NearestSampler(Sampler):
     needs_distances = True
 
     def _subspaces(self, i, rng, context, n_pool, n):
-        return [_Subspace([int(j) for j in np.argsort(context.proxy_distances[i], kind="stable")])]
+        return [_Subspace(np.argsort(context.proxy_distances[i], kind="stable").tolist())]
 
 
 class IntervalSampler(Sampler):
@@ -301,7 +301,7 @@ class IntervalSampler(Sampler):
         low, high = distances.min(), distances.max()
         width = (high - low) / n_bins if high > low else 1.0
         bins = np.minimum(((distances - low) / width).astype(int), n_bins - 1)
-        return [_Subspace([int(j) for j in rng.permutation(np.flatnonzero(bins == b))]) for b in range(n_bins)]
+        return [_Subspace(rng.permutation(np.flatnonzero(bins == b)).tolist()) for b in range(n_bins)]
 
 
 class KeywordSampler(Sampler):
@@ -327,13 +327,13 @@ class KeywordSampler(Sampler):
     def _subspaces(self, i, rng, context, n_pool, n):
         carriers = context.background_keywords
         return [
-            _Subspace([int(j) for j in rng.permutation(carriers.get(k.keyword, np.empty(0, int)))], k.keyword, k.level)
+            _Subspace(rng.permutation(carriers.get(k.keyword, np.empty(0, int))).tolist(), k.keyword, k.level)
             for k in context.target_keywords[i]
             if self.max_level is None or k.level <= self.max_level
         ]
 
     def _fallback(self, rng, n_pool):
-        return _Subspace([int(j) for j in rng.permutation(n_pool)]) if self.top_up else None
+        return _Subspace(rng.permutation(n_pool).tolist()) if self.top_up else None
 
 
 class OntologySampler(KeywordSampler):

@@ -13,9 +13,9 @@ from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.judging import add_judgment
 from analytics.runs import (
+    PROBABILITY_SIGNALS,
     QUANTILE_LEVELS,
     REFERENCE_PERCENTILE,
-    PROBABILITY_SIGNALS,
     SIGNALS,
     colour_scale,
     matrices_from_clouds,
@@ -72,6 +72,31 @@ def test_pooled_percentile_of_stored_quantiles_matches_the_pooled_cells():
     for percentile in (50.0, 90.0, 99.0, 99.9):
         pooled = np.percentile(np.concatenate(runs), percentile)
         assert pooled_percentile(quantiles, percentile) == pytest.approx(pooled, rel=2e-3)
+
+
+def test_pooled_percentile_of_many_runs_never_evaluates_all_candidates_at_once(monkeypatch):
+    """Issue 28: at 250 runs the pooled distribution at every candidate was runs x candidates
+    numbers (1.3 GB, ~8 s a signal); it is walked in chunks and stops past the percentile, same answer."""
+    rng = np.random.default_rng(4)
+    quantiles = [np.percentile(rng.gamma(2.0, rng.uniform(0.5, 2.0), 4096), QUANTILE_LEVELS) for _ in range(60)]
+    whole = {}
+    for percentile in (50.0, 99.0):
+        own = [np.interp(percentile, QUANTILE_LEVELS, q) for q in quantiles]
+        values = np.unique(np.concatenate([[min(own), max(own)], *(q[(q > min(own)) & (q < max(own))] for q in quantiles)]))
+        cdf = np.maximum.accumulate(np.mean([np.interp(values, q, QUANTILE_LEVELS) for q in quantiles], axis=0))
+        whole[percentile] = (len(values), float(np.interp(percentile, cdf, values)))
+    assert whole[99.0][0] > colour_scale._CDF_CHUNK  # enough candidates to need chunks
+    longest = []
+    interp = np.interp
+
+    def measured(x, *args, **kwargs):
+        longest.append(np.size(x))
+        return interp(x, *args, **kwargs)
+
+    monkeypatch.setattr(colour_scale.np, "interp", measured)
+    for percentile, (_, expected) in whole.items():
+        assert pooled_percentile(quantiles, percentile) == expected  # to the bit
+    assert max(longest) <= colour_scale._CDF_CHUNK
 
 
 def test_each_run_stores_its_cell_quantiles_and_the_scale_only_combines_them(tiny_model_workspace, monkeypatch):

@@ -9,6 +9,7 @@ from .composite_cache import (
 from .device import (
     cpu_count,
     cpu_threads,
+    model_threads,
 )
 from .engine import (
     COMMIT_EVERY,
@@ -66,6 +67,7 @@ __all__ = [
     "group_rows",
     "image_hashes",
     "iter_composites",
+    "model_threads",
     "plan_runs",
     "prefetch_for",
     "run_models",

@@ -1,4 +1,4 @@
-"""CPU threads for model work: the cores this process may use, and torch using all of them for a block."""
+"""CPU threads for model work: the cores this process may use, and torch using them for a block."""
 
 from __future__ import annotations
 
@@ -14,14 +14,24 @@ def cpu_count() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
+def model_threads() -> int:
+    """Threads a CPU model runs on: ``OMP_NUM_THREADS`` when it is set to a positive integer (whoever
+    shares the machine with other work said so), else every core this process may run on."""
+    try:
+        wanted = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return cpu_count()
+    return min(wanted, cpu_count()) if wanted > 0 else cpu_count()
+
+
 @contextmanager
 def cpu_threads(device: torch.device) -> Iterator[None]:
-    """On CPU, let torch use every core this process may run on (restored afterwards)."""
+    """On CPU, let torch use :func:`model_threads` threads (restored afterwards)."""
     if device.type != "cpu":
         yield
         return
     before = torch.get_num_threads()
-    torch.set_num_threads(cpu_count())
+    torch.set_num_threads(model_threads())
     try:
         yield
     finally:

@@ -10,6 +10,7 @@ when decoded, and the composites made at that size. When many models run over on
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections import OrderedDict
@@ -28,7 +29,7 @@ from analytics.models import resize_images
 from analytics.workspace import Workspace
 
 from .composite_cache import CompositeCache
-from .device import cpu_count
+from .device import cpu_count, model_threads
 from .suite_images import SuiteImage, image_hashes
 
 PREFETCH_BATCHES = 2
@@ -200,7 +201,7 @@ class _Source:
         if pool is None:
             return _compose_batch(self.cache, jobs, self.blend)
         bounds = np.linspace(0, len(jobs), min(cpu_count(), len(jobs)) + 1).astype(int)
-        parts = [jobs[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        parts = [jobs[a:b] for a, b in itertools.pairwise(bounds)]
         return np.concatenate(list(pool.map(lambda part: _compose_batch(self.cache, part, self.blend), parts)))
 
 
@@ -208,12 +209,14 @@ def prefetch_for(device: torch.device) -> int:
     """How far ahead :func:`iter_composites` should work for a model on ``device``.
 
     On an accelerator, :data:`PREFETCH_BATCHES` (compositing on the CPU overlaps the model). On a
-    CPU, 0: the model already keeps every core busy, and a compositing thread running beside it
+    CPU whose every core runs the model's threads, 0: a compositing thread running beside it
     stalls the model's threads at each of its synchronisation points. On the 2-core reference
     machine, compositing each batch over both cores and then running the model gave 5-10 % more
-    images per second than overlapping the two (``benchmarks/inference.py``).
+    images per second than overlapping the two (``benchmarks/inference.py``). When the model runs
+    on fewer threads than there are cores (``OMP_NUM_THREADS``, :func:`model_threads`), a free
+    core composites the next batches meanwhile, as for an accelerator.
     """
-    return 0 if device.type == "cpu" else PREFETCH_BATCHES
+    return 0 if device.type == "cpu" and model_threads() >= cpu_count() else PREFETCH_BATCHES
 
 
 def _composed_on_every_core(source: _Source, chunks: Iterator[list[SuiteImage]]) -> Iterator:
@@ -248,7 +251,7 @@ def _prefetched(items: Iterator, depth: int) -> Iterator:
                 if not put(item):
                     return
             put(_DONE)
-        except BaseException as err:  # handed to the consumer, which re-raises it
+        except BaseException as err:  # noqa: BLE001 - handed to the consumer, which re-raises it
             put(err)
 
     worker = threading.Thread(target=produce, name="backdrop-composites", daemon=True)

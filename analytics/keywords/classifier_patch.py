@@ -29,7 +29,8 @@ since they show mostly the grey-ish fill, not the scene; the whole-image view al
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import cv2
@@ -246,14 +247,14 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     """
     images = check_image_batch(images)
     per_image = 1 + grid**2
-    out = np.zeros((len(images), per_image, len(model.spec.label_space.names)), np.float32)
-    chunk = max(1, batch_size // per_image)
-    for start in range(0, len(images), chunk):
-        stop = min(start + chunk, len(images))
+    out = np.zeros((len(images) * per_image, len(model.spec.label_space.names)), np.float32)
+    # Views stream across images so every forward pass gets exactly batch_size of them (the last excepted).
+    views = (view for image in images for view in _views(image, grid, _input_side(model)))
+    for start in range(0, len(out), batch_size):
+        batch = np.stack(list(itertools.islice(views, batch_size)))
         with torch.inference_mode():
-            prediction = model.predict(_views(images[start:stop], grid, _input_side(model)), batch_size=batch_size)
-        out[start:stop] = np.asarray(prediction.probabilities, np.float32).reshape(stop - start, per_image, -1)
-    return out
+            out[start : start + len(batch)] = model.predict(batch, batch_size=batch_size).probabilities
+    return out.reshape(len(images), per_image, -1)
 
 
 def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
@@ -283,14 +284,13 @@ def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]])
     return out
 
 
-def _views(images: np.ndarray, grid: int, side: int) -> np.ndarray:
-    """The whole image and its grid cells resized to ``side``: (n * (1 + grid²), side, side, 3), uint8."""
-    rows, cols = _cell_edges(images.shape[1], grid), _cell_edges(images.shape[2], grid)
-    views = []
-    for image in images:
-        views.append(_resize(image, side))
-        views += [_resize(image[rows[r] : rows[r + 1], cols[c] : cols[c + 1]], side) for r in range(grid) for c in range(grid)]
-    return np.stack(views)
+def _views(image: np.ndarray, grid: int, side: int) -> Iterator[np.ndarray]:
+    """The whole image, then its grid cells row by row, each resized to ``side``: (side, side, 3) uint8."""
+    rows, cols = _cell_edges(image.shape[0], grid), _cell_edges(image.shape[1], grid)
+    yield _resize(image, side)
+    for r in range(grid):
+        for c in range(grid):
+            yield _resize(image[rows[r] : rows[r + 1], cols[c] : cols[c + 1]], side)
 
 
 def _valid_views(fill: np.ndarray, grid: int) -> np.ndarray:
@@ -328,10 +328,10 @@ def fill_objects(images: np.ndarray, masks: np.ndarray) -> np.ndarray:
 
 def _fill(images: np.ndarray, grown: np.ndarray) -> np.ndarray:
     filled = images.copy()
-    for image, grown in zip(filled, grown):
-        rest = image[~grown]
+    for image, mask in zip(filled, grown):
+        rest = image[~mask]
         colour = rest.mean(axis=0) if len(rest) else np.full(3, 127.0)
-        image[grown] = np.round(colour).astype(np.uint8)
+        image[mask] = np.round(colour).astype(np.uint8)
     return filled
 
 

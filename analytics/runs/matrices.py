@@ -16,8 +16,8 @@ from analytics.variance import (
     MatrixSettings,
     PointCloud,
     VarianceMatrix,
+    cloud_matrices,
     point_cloud,
-    variance_matrix,
 )
 from analytics.workspace import Workspace, content_id
 
@@ -110,10 +110,7 @@ def matrices_from_clouds(clouds: Mapping[str, PointCloud], *, settings: MatrixSe
     d_max = max(float(cloud.points.max()) for cloud in clouds.values())
     if d_max <= 0:
         raise InvalidInputError("every semantic distance of the run is 0, so the matrix axes have no range; check the suite's distances")
-    return {
-        signal: variance_matrix(cloud.points, cloud.values, **settings.key(), d_max=d_max)
-        for signal, cloud in clouds.items()
-    }
+    return cloud_matrices(clouds, **settings.key(), d_max=d_max)
 
 
 def run_matrices(
@@ -268,9 +265,7 @@ def subsample_matrices(
     data = load_run(workspace, run_id)
     n_targets = len(data.target_ids)
     kept = np.sort(np.random.default_rng(seed).choice(n_targets, max(1, int(n_targets * share)), replace=False))
-    matrices = {}
-    for signal in SIGNALS:
-        cloud = point_cloud(data.distances[kept], data.signals[signal][kept])
-        matrices[signal] = variance_matrix(cloud.points, cloud.values, **settings.key(), d_max=d_max)
+    clouds = {signal: point_cloud(data.distances[kept], data.signals[signal][kept]) for signal in SIGNALS}
+    matrices = cloud_matrices(clouds, **settings.key(), d_max=d_max)
     workspace.cache_put(key, _pack(matrices))
     return matrices

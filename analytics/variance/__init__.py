@@ -38,6 +38,7 @@ from .matrix import (
     PRESETS,
     MatrixSettings,
     VarianceMatrix,
+    cloud_matrices,
     variance_matrix,
 )
 from .point_cloud import (
@@ -65,6 +66,7 @@ __all__ = [
     "authors_error_rate",
     "authors_features",
     "authors_gradient",
+    "cloud_matrices",
     "discontinuity",
     "error_rate",
     "gradient_max",

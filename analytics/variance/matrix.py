@@ -6,6 +6,7 @@ Everything is NumPy/SciPy; nothing here draws or imports Streamlit (``ui/charts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from numbers import Real
@@ -18,7 +19,9 @@ from threadpoolctl import threadpool_limits
 from analytics._validation import check_choice, check_finite, check_positive_int
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["CUSTOM", "DEFAULT_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "MatrixSettings", "VarianceMatrix", "variance_matrix"]
+from .point_cloud import PointCloud
+
+__all__ = ["CUSTOM", "DEFAULT_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "MatrixSettings", "VarianceMatrix", "cloud_matrices", "variance_matrix"]
 
 #: The paper's three interpolants (Appendix B2, Table 3) as ``name: (window, sigma)`` in cells; all use K = 32.
 PRESETS: dict[str, tuple[int, float]] = {"fine": (32, 2.0), "medium": (16, 5.0), "smooth": (32, 10.0)}
@@ -260,7 +263,8 @@ def variance_matrix(
     points x cells). Points are grouped into tiles of 8 x 8 cells and each tile's product covers
     only the rows and columns its windows reach, so the work per point follows the window, not the
     grid; u(e) comes from a k-d tree of the points queried at the cell centres, built in a second
-    thread. About 2 s for 1.8 M points on 128 x 128 cells on a busy 2-core machine (``benchmarks/variance.py``).
+    thread. About 1 to 2 s for 1.8 M points on 128 x 128 cells on a busy 2-core machine; the clouds of a
+    run go through :func:`cloud_matrices`, which sums per target instead (``benchmarks/variance.py``).
 
     Parameters
     ----------
@@ -304,6 +308,84 @@ def variance_matrix(
             f"{values.shape}, dtype {values.dtype}"
         )
     values = check_finite(values.astype(np.float64, copy=False), "values")
+    grid, window, sigma, k, d_max = _check_settings(grid, window, sigma, k, d_max, points)
+    cells = points / (d_max / grid)  # coordinates in cell units: cell c spans [c, c + 1)
+    # The k-d tree build releases the GIL: overlap it with the kernel sums to use a second core.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nearest_job = pool.submit(_nearest_indices, cells, grid, k)
+        weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
+        nearest = nearest_job.result()
+    return _assemble(values[nearest].mean(axis=1).reshape(grid, grid), weighted, total, d_max=d_max, window=window, sigma=sigma, k=k)
+
+
+def cloud_matrices(
+    clouds: Mapping[str, PointCloud],
+    *,
+    grid: int = DEFAULT_GRID,
+    window: int = 32,
+    sigma: float = 10.0,
+    k: int = DEFAULT_K,
+    d_max: float | None = None,
+) -> dict[str, VarianceMatrix]:
+    """The variance matrix of every cloud of one run: one cloud per signal, all built by
+    :func:`~analytics.variance.point_cloud` from the same distances (``analytics.runs.run_point_clouds``).
+
+    Each matrix is :func:`variance_matrix` of the cloud's points and values, equal to float rounding
+    (sums taken in another order: ~1e-15 relative), in a fraction of the time, by two exact shortcuts:
+
+    - **Kernel sums per target.** With ``A_t[j, c] = phi_x(d_tj, c)``, the one-axis weight (window
+      cut included) of target t's image j at cell column c, and ``V_t[j, k] = |S_tj - S_tk|``, the
+      target's ``n (n + 1)`` points add ``A_t^T V_t^T A_t`` to ``sum_i phi_i v_i`` (a point (j, k)
+      sits at x = d_tj, y = d_tk) and ``A_t^T (1 - I) A_t`` to ``sum_i phi_i``: the work grows with
+      the images, (n + 1) x grid per target, not with the points, (n + 1)² x window².
+    - **One k-d tree over half the points.** The clouds share their points, so the K nearest points
+      of every cell centre are found once for all signals. A cloud is symmetric: point (j, k) at
+      (a, b) has its mirror (k, j) at (b, a) with the same value, so the K nearest of centre (x, y)
+      are the K nearest of the K nearest pairs j < k of (x, y) and the mirrors of the K nearest
+      pairs j < k of (y, x), which is also a centre. Only ties at the K-th distance can pick other
+      points than :func:`variance_matrix`'s tree, and between a point and its mirror they do not
+      change u(e).
+
+    Parameters
+    ----------
+    clouds : mapping of str to PointCloud
+        Keyed by signal; every cloud's ``distances`` must be the same.
+    grid, window, sigma, k, d_max
+        As :func:`variance_matrix`; ``d_max`` defaults to the largest distance.
+
+    Returns
+    -------
+    dict of str to VarianceMatrix
+        Same keys, on the same axes.
+
+    Raises
+    ------
+    InvalidInputError
+        No cloud, clouds of different distances, or settings :func:`variance_matrix` refuses.
+    """
+    if not clouds:
+        raise InvalidInputError("clouds is empty; pass the run's point clouds (analytics.runs.run_point_clouds)")
+    (first_name, first), *rest = clouds.items()
+    for name, cloud in rest:
+        if cloud.distances.shape != first.distances.shape or not np.array_equal(cloud.distances, first.distances):
+            raise InvalidInputError(
+                f"cloud {name!r} has other distances than cloud {first_name!r}; cloud_matrices takes the clouds of one run "
+                "(one per signal): call it once per run, or variance_matrix on each cloud"
+            )
+    grid, window, sigma, k, d_max = _check_settings(grid, window, sigma, k, d_max, first.points)
+    scale = d_max / grid
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the tree overlaps the products, as in variance_matrix
+        nearest_job = pool.submit(_cloud_nearest, first, scale, grid, k)
+        *weighted, total = _table_kernel_sums(first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma)
+        nearest = nearest_job.result()
+    return {
+        name: _assemble(cloud.values[nearest].mean(axis=1).reshape(grid, grid), sums, total, d_max=d_max, window=window, sigma=sigma, k=k)
+        for (name, cloud), sums in zip(clouds.items(), weighted)
+    }
+
+
+def _check_settings(grid: int, window: int, sigma: float, k: int, d_max: float | None, points: np.ndarray) -> tuple[int, int, float, int, float]:
+    """The checked settings, ``d_max`` defaulting to the largest coordinate of ``points``."""
     grid = check_positive_int(grid, "grid")
     window = check_positive_int(window, "window")
     sigma = _check_positive_real(sigma, "sigma")
@@ -314,8 +396,7 @@ def variance_matrix(
             raise InvalidInputError(
                 f"d_max defaults to the largest distance in points, which is {d_max}; pass d_max > 0 explicitly"
             )
-    d_max = _check_positive_real(d_max, "d_max")
-    return _variance_matrix(points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=d_max)
+    return grid, window, sigma, k, _check_positive_real(d_max, "d_max")
 
 
 def _check_points(points: np.ndarray) -> np.ndarray:
@@ -328,19 +409,13 @@ def _check_points(points: np.ndarray) -> np.ndarray:
     return check_finite(array.astype(np.float64, copy=False), "points")
 
 
-def _variance_matrix(
-    points: np.ndarray, values: np.ndarray, *, grid: int, window: int, sigma: float, k: int, d_max: float
+def _assemble(
+    nearest: np.ndarray, weighted: np.ndarray, total: np.ndarray, *, d_max: float, window: int, sigma: float, k: int
 ) -> VarianceMatrix:
-    cells = points / (d_max / grid)  # coordinates in cell units: cell c spans [c, c + 1)
-    centres = np.arange(grid) + 0.5
-    # The k-d tree build releases the GIL: overlap it with the kernel sums to use a second core.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        nearest_job = pool.submit(_nearest_means, cells, values, centres, k)
-        weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
-        nearest = nearest_job.result()
-    matrix = (nearest + weighted) / (1.0 + total)  # phi(0) = 1
+    """value(e) = (u(e) + sum phi v) / (1 + sum phi) as a read-only VarianceMatrix (phi(0) = 1)."""
+    matrix = (nearest + weighted) / (1.0 + total)
     matrix.setflags(write=False)
-    edges = np.linspace(0.0, d_max, grid + 1)
+    edges = np.linspace(0.0, d_max, nearest.shape[0] + 1)
     edges.setflags(write=False)
     return VarianceMatrix(matrix=matrix, edges=edges, window=window, sigma=sigma, k=k)
 
@@ -416,12 +491,55 @@ def _add_block(
     sums[:, r0:r1, c0:c1] += (stacked @ wx.T).reshape(2, ny, c1 - c0)
 
 
-def _nearest_means(cells: np.ndarray, values: np.ndarray, centres: np.ndarray, k: int) -> np.ndarray:
-    """u(e): mean value of the k points nearest to every cell centre, shape (grid, grid), [row=y, col=x]."""
-    k = min(k, values.size)
+def _table_kernel_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float) -> np.ndarray:
+    """``sum_i phi_i v_i`` of every signal table, then ``sum_i phi_i``, over the clouds of ``coords``.
+
+    ``coords`` (n_targets, n + 1) are the distances in cell units; the result has shape
+    (len(signals) + 1, grid, grid), [row=y, col=x]. Targets go in chunks of about ``_BLOCK``
+    images so the weights stay small (see :func:`cloud_matrices` for the products).
+    """
+    n_targets, n_images = coords.shape
+    centres = np.arange(grid) + 0.5
+    sums = np.zeros((len(signals) + 1, grid, grid))
+    chunk = max(1, _BLOCK // n_images)
+    with threadpool_limits(limits=1, user_api="blas"):  # as in _kernel_sums
+        for start in range(0, n_targets, chunk):
+            stop = min(start + chunk, n_targets)
+            weights = np.empty((grid, (stop - start) * n_images))  # weights[c, t (n + 1) + j] = A_t[j, c]
+            _axis_weights(coords[start:stop].ravel(), centres, half, sigma, weights)
+            per_image = weights.T.reshape(stop - start, n_images, grid)
+            # (1 - I) A_t: each image's partners are all the target's other images.
+            others = per_image.sum(axis=1, keepdims=True) - per_image
+            sums[-1] += weights @ others.reshape(-1, grid)
+            for s, table in enumerate(signals):
+                block = table[start:stop]
+                values = np.abs(block[:, :, np.newaxis] - block[:, np.newaxis, :])  # values[t, j, k]: point (j, k), as point_cloud
+                sums[s] += weights @ (values.transpose(0, 2, 1) @ per_image).reshape(-1, grid)
+    return sums
+
+
+def _cloud_nearest(cloud: PointCloud, scale: float, grid: int, k: int) -> np.ndarray:
+    """The k points of ``cloud`` nearest to every cell centre, from a tree of its pairs j < k (see :func:`cloud_matrices`)."""
+    k, n_images = min(k, len(cloud)), cloud.distances.shape[1]
+    lower = np.flatnonzero(cloud.pairs[:, 0] < cloud.pairs[:, 1])
+    found, distance = _nearest_indices(cloud.points[lower] / scale, grid, k, distances=True)
+    found = lower[found]
+    # Point t n(n+1) + r n + (c or c - 1) is the pair (r, c) of target t (row-major without the diagonal).
+    j, other = cloud.pairs[found, 0], cloud.pairs[found, 1]
+    mirror = cloud.targets[found].astype(np.int64) * (n_images * (n_images - 1)) + other * (n_images - 1) + j
+    transposed = np.arange(grid * grid).reshape(grid, grid).T.ravel()  # centre (x, y) -> centre (y, x)
+    closest = np.argpartition(np.concatenate([distance, distance[transposed]], axis=1), k - 1, axis=1)[:, :k]
+    return np.take_along_axis(np.concatenate([found, mirror[transposed]], axis=1), closest, axis=1)
+
+
+def _nearest_indices(cells: np.ndarray, grid: int, k: int, *, distances: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """The k points nearest to every cell centre: indices of shape (grid * grid, k), row-major [row=y, col=x]."""
+    k = min(k, cells.shape[0])
+    centres = np.arange(grid) + 0.5
     cx, cy = np.meshgrid(centres, centres)  # cx[row, col] = centres[col]
     # Sliding-midpoint splits, no node shrinking and big leaves build ~3x faster than the defaults
     # (1.8 M points); 1024 queries barely notice, and the answer stays exact.
     tree = cKDTree(cells, leafsize=128, balanced_tree=False, compact_nodes=False)
-    _, nearest = tree.query(np.column_stack([cx.ravel(), cy.ravel()]), k=k)
-    return values[nearest.reshape(cx.size, k)].mean(axis=1).reshape(cx.shape)
+    distance, nearest = tree.query(np.column_stack([cx.ravel(), cy.ravel()]), k=k)
+    nearest = nearest.reshape(cx.size, k)
+    return (nearest, distance.reshape(cx.size, k)) if distances else nearest

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,7 +22,8 @@ class PointCloud:
     row-major order of the (n+1) x (n+1) grid without its diagonal.
 
     Memory: 36 bytes a point (2 coordinates and the value as float64; target, j and k as int32),
-    so the paper's 1712 targets x 32 backgrounds (1,807,872 points) take about 65 MB.
+    so the paper's 1712 targets x 32 backgrounds (1,807,872 points) take about 65 MB (the two
+    source tables add 16 bytes an image, under 1 MB).
 
     Attributes
     ----------
@@ -35,20 +36,26 @@ class PointCloud:
         Row of the target in the arrays given to :func:`point_cloud`.
     pairs : ndarray of shape (n_points, 2), int32
         ``(j, k)``: columns of the two images (0 = the original, 1..n = the composites).
+    distances, signals : ndarray of shape (n_targets, n + 1), float64
+        The tables the cloud was built from (:func:`point_cloud`'s arguments): the variance matrices
+        compute their kernel sums per target from them (``analytics.variance.cloud_matrices``).
     """
 
     points: np.ndarray
     values: np.ndarray
     targets: np.ndarray
     pairs: np.ndarray
+    distances: np.ndarray = field(repr=False)
+    signals: np.ndarray = field(repr=False)
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the four arrays."""
-        return int(self.points.nbytes + self.values.nbytes + self.targets.nbytes + self.pairs.nbytes)
+        """Bytes held by the arrays."""
+        arrays = (self.points, self.values, self.targets, self.pairs, self.distances, self.signals)
+        return int(sum(array.nbytes for array in arrays))
 
 
 def point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
@@ -122,7 +129,7 @@ def _point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
     values = np.abs(signals[:, j] - signals[:, k]).reshape(-1)
     targets = np.repeat(np.arange(n_targets, dtype=np.int32), n_pairs)
     pairs = np.tile(np.stack([j, k], axis=1).astype(np.int32), (n_targets, 1))
-    cloud = PointCloud(points=points.reshape(-1, 2), values=values, targets=targets, pairs=pairs)
-    for array in (cloud.points, cloud.values, cloud.targets, cloud.pairs):
+    cloud = PointCloud(points=points.reshape(-1, 2), values=values, targets=targets, pairs=pairs, distances=distances, signals=signals)
+    for array in (cloud.points, cloud.values, cloud.targets, cloud.pairs, cloud.distances, cloud.signals):
         array.setflags(write=False)
     return cloud

@@ -21,12 +21,15 @@ from analytics.inference import (
     CompositeCache,
     DeviceMemoryError,
     SuiteImage,
+    device,
     evaluate,
     evaluation,
     finish_runs,
     group_rows,
     iter_composites,
+    model_threads,
     plan_runs,
+    prefetch_for,
     run_models,
     stored_suite_images,
     stream,
@@ -361,3 +364,19 @@ def test_cli_evaluate_run_and_add_model(tiny_model_workspace, tiny_model_files, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "labels.txt" in err
     assert [s.name for s in list_models(tiny_model_workspace)] == before
+
+
+@pytest.mark.parametrize(("omp", "cores", "threads", "prefetch"), [(None, 2, 2, 0), ("1", 2, 1, 2), ("4", 2, 2, 0), ("x", 2, 2, 0), ("1", 1, 1, 0)])
+def test_cpu_models_take_omp_num_threads_and_a_free_core_composites_ahead(monkeypatch, omp, cores, threads, prefetch):
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    monkeypatch.setattr(device, "cpu_count", lambda: cores)
+    monkeypatch.setattr(stream, "cpu_count", lambda: cores)
+    assert model_threads() == threads
+    assert prefetch_for(torch.device("cpu")) == prefetch
+    before = torch.get_num_threads()
+    with device.cpu_threads(torch.device("cpu")):
+        assert torch.get_num_threads() == threads
+    assert torch.get_num_threads() == before

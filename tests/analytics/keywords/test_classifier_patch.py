@@ -58,6 +58,17 @@ def test_scores_are_the_full_softmax_of_the_keyword_outputs(screening_workspace,
     np.testing.assert_allclose(scores, expected, atol=1e-7)
 
 
+def test_views_stream_across_images_in_full_batches(screening_workspace, imagenet_model, monkeypatch):
+    images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00"])
+    one_by_one = np.concatenate([view_probabilities(imagenet_model, images[i : i + 1], grid=2, batch_size=1) for i in range(5)])
+    sizes = []
+    predict = imagenet_model.predict
+    monkeypatch.setattr(imagenet_model, "predict", lambda views, batch_size: sizes.append(len(views)) or predict(views, batch_size=batch_size))
+    batched = view_probabilities(imagenet_model, images, grid=2, batch_size=8)
+    assert sizes == [8, 8, 8, 1]  # 5 images x 5 views: no pass is cut short at an image's border
+    np.testing.assert_allclose(batched, one_by_one, atol=1e-6)
+
+
 def test_compute_keywords_refuses_a_vocabulary_holding_a_target_class(screening_workspace, imagenet_model):
     leaky = ClassifierPatchBackend(imagenet_model, vocabulary="all")
     with pytest.raises(InvalidInputError, match="target classes apple, zebra"):

@@ -229,7 +229,7 @@ def test_matrix_cache_hit_returns_equal_arrays_without_recomputing(run_workspace
     def fail(*args, **kwargs):
         raise AssertionError("recomputed a cached matrix")
 
-    monkeypatch.setattr(run_matrices_module, "variance_matrix", fail)
+    monkeypatch.setattr(run_matrices_module, "cloud_matrices", fail)
     second = runs.run_matrices(run_workspace, run_ids["tiny"], settings=MEDIUM)
     for signal in runs.SIGNALS:
         np.testing.assert_array_equal(first[signal].matrix, second[signal].matrix)

@@ -12,6 +12,7 @@ from analytics.variance import (
     FEATURE_NAMES,
     PRESETS,
     asymmetry,
+    cloud_matrices,
     discontinuity,
     error_rate,
     gradient_max,
@@ -138,6 +139,58 @@ def test_fast_matches_naive_on_random_clouds(n_points, grid, window, sigma, k, d
     assert result.matrix.shape == (grid, grid)
     np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
     assert result.settings == {"grid": grid, "window": window, "sigma": sigma, "k": k, "d_max": result.d_max}
+
+
+@pytest.mark.parametrize(
+    ("n_targets", "n_images", "grid", "window", "sigma", "k", "d_max_factor", "seed"),
+    [
+        (60, 33, 32, 8, 2.0, 32, None, 0),
+        (40, 9, 16, 16, 5.0, 32, None, 1),
+        (25, 17, 12, 32, 10.0, 8, None, 2),  # window wider than the grid
+        (3, 2, 9, 2, 0.5, 32, None, 3),  # one composite a target, fewer points than k
+        (1, 2, 5, 2, 1.0, 1, None, 4),  # two points
+        (30, 12, 10, 6, 2.0, 16, 0.6, 5),  # d_max cuts the cloud: points outside the grid
+        (300, 7, 7, 1, 3.0, 1, 1.7, 6),  # more images than one chunk of targets, tiny window, k = 1
+    ],
+)
+def test_cloud_matrices_match_variance_matrix(n_targets, n_images, grid, window, sigma, k, d_max_factor, seed):
+    rng = np.random.default_rng(seed)
+    distances = rng.gamma(3.0, 0.1, size=(n_targets, n_images))
+    distances[:, 0] = 0.0
+    signals = {name: rng.random((n_targets, n_images)) for name in ("a", "b", "c")}
+    clouds = {name: point_cloud(distances, table) for name, table in signals.items()}
+    d_max = None if d_max_factor is None else d_max_factor * float(distances.max())
+    settings = {"grid": grid, "window": window, "sigma": sigma, "k": k, "d_max": d_max}
+    result = cloud_matrices(clouds, **settings)
+    assert list(result) == list(clouds)
+    for name, cloud in clouds.items():
+        expected = variance_matrix(cloud.points, cloud.values, **settings)
+        np.testing.assert_allclose(result[name].matrix, expected.matrix, rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(result[name].edges, expected.edges)
+        assert result[name].settings == expected.settings
+
+
+def test_cloud_matrices_with_tied_distances_match_the_naive_reference():
+    # Repeated distances put points on the diagonal and several at one distance from a centre.
+    rng = np.random.default_rng(7)
+    distances = rng.choice([0.1, 0.2, 0.35, 0.5], size=(20, 6))
+    distances[:, 0] = 0.0
+    signals = np.repeat(rng.random((20, 1)), 6, axis=1) + np.where(distances > 0.3, 0.5, 0.0)
+    cloud = point_cloud(distances, signals)
+    result = cloud_matrices({"s": cloud}, grid=8, window=4, sigma=1.0, k=5)["s"]
+    expected = naive_variance_matrix(cloud.points, cloud.values, grid=8, window=4, sigma=1.0, k=5, d_max=result.d_max)
+    # The value depends on the coordinates only, so whichever tied points fill the k nearest, u(e) is the same.
+    np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+
+
+def test_cloud_matrices_refuse_clouds_of_other_distances():
+    rng = np.random.default_rng(8)
+    signals = rng.random((4, 5))
+    first, second = (point_cloud(rng.random((4, 5)), signals) for _ in range(2))
+    with pytest.raises(InvalidInputError, match="cloud 'b' has other distances than cloud 'a'"):
+        cloud_matrices({"a": first, "b": second})
+    with pytest.raises(InvalidInputError, match="clouds is empty"):
+        cloud_matrices({})
 
 
 def test_cells_without_points_in_their_window_take_the_nearest_mean():

@@ -39,6 +39,8 @@ def story_server(app_server_factory, e2e_workspace, tmp_path_factory):
     ids = start_runs(workspace, ["bg-only", "fg-only"], TINY_SUITE, device="cpu")
     return app_server_factory(workspace), dict(zip(["bg-only", "fg-only"], ids))
 
+MATRICES_LINK = "All matrices and the image pairs on Matrices"
+
 
 def expect_matrices_view(page: Page, run_id: str, signal: str) -> None:
     """The Matrices page shows ``run_id`` in its Run box and ``signal`` chosen on its Compare tab."""
@@ -60,12 +62,14 @@ def test_address_with_run_and_signal_opens_that_view(page, story_server):
     expect(page.get_by_test_id("stAlertContentWarning").filter(has_text="The link names run 'no-such-run'")).to_be_visible(timeout=SLOW_MS)
 
 
-def open_story_tab(page: Page, model: str) -> None:
-    """Home's story tab of ``model``, with its keywords and its matrix drawn."""
+def open_story_tab(page: Page, model: str, run_id: str) -> None:
+    """Home's story tab of ``model``, with its keywords and its matrix of run ``run_id`` drawn."""
     expect(page.get_by_role("heading", name="What breaks each model")).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("tab", name=model, exact=True).click(no_wait_after=True)  # lazy tabs: a rerun draws the open one
-    settle(page, SLOW_MS)
     panel = page.get_by_role("tabpanel")
+    # the click's rerun may not have started yet: wait until the panel links to this run, not the first tab's
+    expect(panel.get_by_role("link", name=MATRICES_LINK)).to_have_attribute("href", re.compile(rf"run={run_id}\b"), timeout=SLOW_MS)
+    settle(page, SLOW_MS)
     expect(panel.get_by_test_id("stDataFrame")).to_have_count(1)  # the worst keywords
     expect(panel.locator(".js-plotly-plot")).to_have_count(1)  # one matrix
 
@@ -75,8 +79,8 @@ def test_home_story_leads_to_the_matrix_and_the_failures_it_shows(page, story_se
     newest = list_runs(Workspace(server.workspace, create=False))["id"].iloc[0]  # the pages' default run
     model, run_id = next((m, r) for m, r in ids.items() if r != newest)  # so only a link can select it
     page.goto(server.url)
-    open_story_tab(page, model)
-    link = page.get_by_role("link", name="All matrices and the image pairs on Matrices")
+    open_story_tab(page, model, run_id)
+    link = page.get_by_role("tabpanel").get_by_role("link", name=MATRICES_LINK)
     href = link.get_attribute("href")
     signal = re.search(r"signal=(\w+)", href).group(1)
     assert f"run={run_id}" in href and signal in SIGNALS
@@ -85,7 +89,7 @@ def test_home_story_leads_to_the_matrix_and_the_failures_it_shows(page, story_se
     expect_matrices_view(page, run_id, signal)
     # back Home in the same session: the same run's link to Failures opens that run there too
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Home").click()
-    open_story_tab(page, model)
+    open_story_tab(page, model, run_id)
     page.get_by_role("link", name="Every keyword and the galleries on Failures").click()
     expect(page.get_by_role("heading", name="Failures", exact=True)).to_be_visible(timeout=SLOW_MS)
     expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(f"run {run_id}$"))

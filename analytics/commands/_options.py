@@ -8,6 +8,10 @@ import sys
 from analytics.workspace import Workspace, default_workspace_path
 
 
+#: The attributes every ``--suite`` option is parsed into.
+_SUITE_OPTIONS = ("suite", "suite_id")
+
+
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
     """``--workspace DIR`` spelled the same in every subcommand."""
     parser.add_argument(
@@ -22,7 +26,16 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def open_workspace(args: argparse.Namespace, *, create: bool = False) -> Workspace:
-    return Workspace(args.workspace, create=create)
+    """The workspace ``--workspace`` names; a ``--suite`` given by its label or user name is turned
+    into the suite's id here (:func:`analytics.suites.resolve_suite`), so every subcommand takes all three."""
+    from analytics.suites import resolve_suite  # the suites stage imports torch: only commands that open a workspace pay
+
+    workspace = Workspace(args.workspace, create=create)
+    for option in _SUITE_OPTIONS:
+        reference = getattr(args, option, None)
+        if isinstance(reference, str) and reference:
+            setattr(args, option, resolve_suite(workspace, reference))
+    return workspace
 
 
 def comma_list(text: str) -> list[str]:

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", required=True, help="the candidate: a registered model, or the name to register --checkpoint under")
     parser.add_argument("--policy", required=True, metavar="FILE.toml", help="the policy (see examples/policy.toml)")
     parser.add_argument("--baseline", default=None, metavar="MODEL", help="the last release, a registered model ([baseline] rules need it)")
-    parser.add_argument("--suite", default=None, help="suite id (default: the policy's [suite])")
+    parser.add_argument("--suite", default=None, help="suite id, label or name (default: the policy's [suite])")
     parser.add_argument("--out", default="backdrop-check", metavar="DIR", help="folder for junit.xml, summary.md, report.html (default backdrop-check)")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     coverage = subparsers.add_parser("coverage", help="neuron coverage of a suite on a model (DeepXplore)")
     coverage.add_argument("--model", required=True, help="a registered model")
-    coverage.add_argument("--suite", required=True, help="a suite id")
+    coverage.add_argument("--suite", required=True, help="a suite id, label or name")
     coverage.add_argument(
         "--layers", choices=("embedding", "all"), default="embedding", help="embedding only, or every activation layer (default embedding)"
     )

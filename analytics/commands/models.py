@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--model", required=True, help="registered model name")
     run = subparsers.add_parser("run", help="run models over a suite and store per-image signals (resumable)")
     run.add_argument("--model", required=True, action="append", help="registered model name (repeatable)")
-    run.add_argument("--suite", required=True, help="suite id")
+    run.add_argument("--suite", required=True, help="suite id, label or name")
     run.add_argument("--top-k", type=int, default=3, help="embedding neurons picked on the foreground-only image (default 3)")
     run.add_argument(
         "--fill-conv", action="store_true",

@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", required=True, help="the model the report is about")
     parser.add_argument("--compare", nargs="*", default=[], metavar="MODEL", help="further models to show beside it")
-    parser.add_argument("--suite", default=None, help="suite id (default: the suite of the model's newest finished run)")
+    parser.add_argument("--suite", default=None, help="suite id, label or name (default: the suite of the model's newest finished run)")
     parser.add_argument("--min-count", type=int, default=1, help="leave out keywords with fewer composites (default 1)")
     parser.add_argument("--out", required=True, metavar="FILE.html", help="output file (overwritten)")
     add_workspace_option(parser)

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status = actions.add_parser("status", help="done / running / failed / pending per model, with accuracies")
     for action in (run, status):
         action.add_argument("--name", required=True, help="repository name")
-        action.add_argument("--suite", required=True, help="suite id")
+        action.add_argument("--suite", required=True, help="suite id, label or name")
         action.add_argument("--top-k", type=int, default=3, help="embedding top-k of the runs (default 3)")
     run.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when available)")
     run.add_argument("--batch-size", type=int, default=32, help="images per batch (default 32)")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics.exceptions import NotFoundError
+from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import SuiteImage
 from analytics.team import require_permission
 from analytics.workspace import Workspace, now
@@ -201,6 +201,31 @@ def suite_labels_of(workspace: Workspace) -> dict[str, str]:
         "(SELECT COUNT(DISTINCT i.target_id) FROM suite_items i WHERE i.suite_id = s.id) AS targets FROM suites s"
     )
     return suite_labels(pd.DataFrame([_decoded(r) for r in rows], columns=["id", "name", "method", "n", "seed", "created", "classes", "targets"]))
+
+
+def resolve_suite(workspace: Workspace, reference: str) -> str:
+    """The id of the suite ``reference`` names: its id, its label (:func:`suite_labels_of`, as pages
+    and ``python -m analytics suites`` show it) or the name its user gave it.
+
+    A reference that names no suite is returned unchanged, so the caller's own check reports it
+    (:func:`load_suite` names the recent suites).
+
+    Raises
+    ------
+    InvalidInputError
+        A name given to more than one suite (the message lists their labels and ids).
+    """
+    if suite_exists(workspace, reference):
+        return reference
+    labels = suite_labels_of(workspace)
+    by_label = [suite_id for suite_id, label in labels.items() if label == reference]
+    if by_label:
+        return by_label[0]  # labels are unique within the listing
+    named = [row["id"] for row in workspace.query("SELECT id FROM suites WHERE name = ? AND name != ''", (reference.strip(),))]
+    if len(named) > 1:
+        shown = "; ".join(f"{labels[i]} ({i})" for i in named)
+        raise InvalidInputError(f"{len(named)} suites are named {reference!r}: {shown}; give the id or the full label")
+    return named[0] if named else reference
 
 
 def _decoded(row) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from analytics.suites import (
     list_suites,
     load_suite,
     name_suite,
+    resolve_suite,
     suite_label,
     suite_labels,
 )
@@ -133,3 +134,27 @@ def test_cli_suite_name_and_listing(suite_workspace, capsys):
     assert main(["suite", "--workspace", ws, "--method", "random", "--n", "2", "--name", "a|b"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: suite name 'a|b' holds '|'") and err.count("\n") == 1
+
+
+def test_a_suite_is_found_by_id_label_or_name(suite_workspace):
+    named = build_suite(suite_workspace, method="random", n=2, seed=0, realism_threshold=0.0, name="Cups check")
+    other = build_suite(suite_workspace, method="random", n=2, seed=1, realism_threshold=0.0)
+    assert resolve_suite(suite_workspace, named.id) == named.id
+    assert resolve_suite(suite_workspace, "Cups check (random, N = 2, seed 0, 6 targets)") == named.id
+    assert resolve_suite(suite_workspace, " Cups check ") == named.id
+    assert resolve_suite(suite_workspace, "random, N = 2, seed 1, 6 targets") == other.id
+    assert resolve_suite(suite_workspace, "no such suite") == "no such suite"  # the caller reports it
+    name_suite(suite_workspace, other.id, "Cups check")
+    with pytest.raises(InvalidInputError, match=r"2 suites are named 'Cups check': .*give the id or the full label"):
+        resolve_suite(suite_workspace, "Cups check")
+
+
+def test_cli_suite_options_take_a_label_or_a_name(suite_workspace, capsys):
+    suite = build_suite(suite_workspace, method="random", n=2, seed=0, realism_threshold=0.0, name="Cups check")
+    ws = str(suite_workspace.root)
+    assert main(["assign", "--workspace", ws, "--suite", "Cups check", "--everyone", "--k", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["suite"] == suite.id
+    assert main(["runs", "--workspace", ws, "--suite", suite_label(suite), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["assign", "--workspace", ws, "--suite", "Nothing like it", "--everyone", "--k", "2"]) == 2
+    assert "Nothing like it" in capsys.readouterr().err

@@ -12,7 +12,7 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.keywords import list_keyword_tables
-from analytics.ontology import save_ontology
+from analytics.ontology import ontology_labels, save_ontology
 from analytics.team import User
 from analytics.workspace import Workspace
 from ui import keyword_tables as builder
@@ -78,7 +78,8 @@ def main() -> None:
         # one entry per keyword table, so the Suites page and build_suite find the tables it was mined from
         tables_used = list(source.names) or [source.label]
         try:
-            st.success(f"Saved ontology `{save_ontology(workspace, ontology, tables=tables_used)}`.")
+            saved = save_ontology(workspace, ontology, tables=tables_used)
+            st.success(f"Saved ontology {escape_markdown(ontology_labels(workspace)[saved])} (id `{saved}`).")
         except BackdropError as err:
             st.error(str(err))
 

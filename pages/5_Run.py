@@ -22,6 +22,7 @@ from ui import jobs as job_view
 from ui import runs as view
 from ui import state
 from ui.auth import require_page
+from ui.markdown import escape_markdown
 
 DEVICES = {"auto": None, "cpu": "cpu", "cuda": "cuda"}
 JOB = "run.job"  # session-state key: the id of the runs job this session started
@@ -50,7 +51,9 @@ def show_runs_job(workspace: Workspace) -> None:
     job = job_view.follow_job(workspace, "runs", state_key=JOB, key="run.")
     if job is not None and job.status == "done":
         finished = job.result["run_ids"]
-        st.success(f"Finished {len(finished)} run(s): {', '.join(finished)}. See their variance matrices on the Matrices page.")
+        labels = list_runs(workspace).set_index("id")["label"]
+        named = ", ".join(escape_markdown(labels.get(run_id, run_id)) for run_id in finished)
+        st.success(f"Finished {len(finished)} run(s): {named}. See their variance matrices on the Matrices page.")
 
 
 def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:

@@ -44,21 +44,16 @@ def _error_text(workspace: Workspace, err: BackdropError, done: str) -> str:
     return f"The job could not be {done}. Ask an analyst or admin to look at it."
 
 
-def job_subject(job: jobs.Job) -> str:
-    """What the job is about, escaped: a suite job names its suite as every listing does (the label
-    its result records, else the name it was given), any other job its id."""
-    if job.kind == "suite" and (job.result.get("suite") or job.params.get("name")):
-        return f"“{escape_markdown(job.result.get('suite') or job.params['name'])}”"
-    return f"`{job.id}`"
-
-
-def job_text(job: jobs.Job, *, details: bool = True) -> str:
-    """One line: what, status, progress, the last message (only with ``details``) and who started it."""
+def job_text(workspace: Workspace, job: jobs.Job, *, details: bool = True) -> str:
+    """One line: what (with ``details``, the job's label, :func:`analytics.jobs.job_label`, its id
+    last; else the id alone: labels name models), status, progress, the last message (only with
+    ``details``) and who started it."""
     steps = f"{job.done} of {job.total}" if job.total else "starting"
     message = f" · {escape_markdown(job.message)}" if details and job.message else ""
     owner = f" · by {escape_markdown(job.owner)}" if job.owner else ""
-    subject = job_subject(job) if details else f"`{job.id}`"
-    return f"{KIND_NAMES.get(job.kind, job.kind)} {subject} · {job.status} · {steps}{message}{owner}"
+    label = jobs.job_label(workspace, job) if details else job.id
+    subject, reference = (f"`{job.id}`", "") if label == job.id else (f"“{escape_markdown(label)}”", f" · `{job.id}`")
+    return f"{KIND_NAMES.get(job.kind, job.kind)} {subject} · {job.status} · {steps}{message}{owner}{reference}"
 
 
 def show_job(workspace: Workspace, job_id: str, *, key: str) -> jobs.Job:
@@ -92,7 +87,7 @@ def _job_block(workspace: Workspace, job_id: str, key: str, was_active: bool) ->
     details = not blind(workspace)
     if job.active:
         left, right = st.columns([5, 1], vertical_alignment="bottom")
-        left.progress(job.fraction, text=job_text(job, details=details))
+        left.progress(job.fraction, text=job_text(workspace, job, details=details))
         if jobs.may_control(workspace, job, action="cancel") and right.button(
             "Cancel", key=f"{key}cancel.{job.id}", icon=":material/stop:", disabled=job.status == "cancelling"
         ):
@@ -104,7 +99,7 @@ def _job_block(workspace: Workspace, job_id: str, key: str, was_active: bool) ->
                     return
             st.rerun()
         return
-    text = f"{ENDED[job.status]}: {job_text(job, details=details)}"
+    text = f"{ENDED[job.status]}: {job_text(workspace, job, details=details)}"
     if job.status == "done":
         st.caption(text)
         if details and job.kind == "suite":

@@ -28,7 +28,7 @@ from analytics.data import list_backgrounds, list_targets
 from analytics.exceptions import BackdropError
 from analytics.keywords import list_keyword_tables
 from analytics.models import list_models
-from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from
+from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from, ontology_labels
 from analytics.suites import (
     DEFAULT_REALISM_THRESHOLD,
     NAME_MAX_LENGTH,
@@ -142,10 +142,11 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
         left, middle, right = st.columns(3)
         target_table = _table_choice(left, tables, "target")
         background_table = _table_choice(middle, tables, "background")
+        ontology_names = ontology_labels(workspace)
         ontology_id = right.selectbox(
             "Ontology (method ontology)",
             [None, *ontologies["id"].iloc[::-1]],
-            format_func=lambda v: "newest of these keyword tables" if v is None else v,
+            format_func=lambda v: "newest of these keyword tables" if v is None else ontology_names.get(v, v),
             help="an ontology mined from other keywords is refused: it would not expand these targets",
             key=KEY + "ontology",
         )
@@ -240,7 +241,7 @@ def missing_inputs(workspace: Workspace) -> None:
             label = f"Mine the default ontology (FP-Growth, support {DEFAULT_MIN_SUPPORT}, confidence {DEFAULT_MIN_CONFIDENCE})"
             if st.button(label, key=KEY + "ontology_go"):
                 ontology_id, _ = ensure_ontology(workspace, latest)
-                st.success(f"Saved ontology `{ontology_id}`.")
+                st.success(f"Saved ontology {escape_markdown(ontology_labels(workspace)[ontology_id])}.")
                 st.rerun()
 
 

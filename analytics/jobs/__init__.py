@@ -26,10 +26,11 @@ The worker acts as the owner, so the library's own checks apply there too.
 
 Modules: :mod:`.kinds` (the registry), :mod:`.records` (the table read back), :mod:`.progress`,
 :mod:`.process` (start, cancel, resume, the worker), :mod:`.pace` (the time a job has left, revised from
-its measured pace).
+its measured pace), :mod:`.naming` (what a person reads for a job).
 """
 
 from .kinds import JOB_KINDS, JobKind, ProgressFn, Work, register_kind
+from .naming import job_label
 from .pace import Pace, duration_text, paced
 from .process import CANCEL_GRACE_S, LEAD_PERMISSION, POLL_S, cancel, log_path, may_control, resume, start, wait, work
 from .progress import Progress
@@ -66,6 +67,7 @@ __all__ = [
     "cancel",
     "duration_text",
     "get_job",
+    "job_label",
     "latest_job",
     "list_jobs",
     "log_path",

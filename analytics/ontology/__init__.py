@@ -52,6 +52,8 @@ from .store import (
     list_ontologies,
     load_ontology,
     ontologies_from,
+    ontology_label,
+    ontology_labels,
     ontology_record,
     save_ontology,
 )
@@ -88,6 +90,8 @@ __all__ = [
     "mine_rules",
     "neighbourhood",
     "ontologies_from",
+    "ontology_label",
+    "ontology_labels",
     "ontology_record",
     "path_weights",
     "product_weight",

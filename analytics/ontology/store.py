@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -15,6 +15,8 @@ from analytics.team import require_permission
 from analytics.workspace import Workspace, now
 
 from .mining import ITEMSET_COLUMNS, RULE_COLUMNS, Ontology, OntologyParams
+
+_ALGORITHM_NAMES = {"fpgrowth": "FP-Growth", "apriori": "Apriori"}
 
 
 def save_ontology(workspace: Workspace, ontology: Ontology, *, tables: Sequence[str] = ()) -> str:
@@ -65,8 +67,9 @@ def load_ontology(workspace: Workspace, ontology_id: str) -> Ontology:
 
 
 def list_ontologies(workspace: Workspace) -> pd.DataFrame:
-    """One row per stored ontology: id, algorithm, min_support, min_confidence, max_len,
-    transactions, keywords, itemsets, rules, edges, tables, created."""
+    """One row per stored ontology, oldest first: id, label (what a person reads:
+    :func:`ontology_label`), algorithm, min_support, min_confidence, max_len, transactions,
+    keywords, itemsets, rules, edges, tables, created."""
     records = []
     for row in workspace.query("SELECT * FROM ontologies ORDER BY created, id"):
         params, summary = json.loads(row["params"]), json.loads(row["summary"])
@@ -79,8 +82,34 @@ def list_ontologies(workspace: Workspace) -> pd.DataFrame:
                 "created": row["created"],
             }
         )
-    columns = ["id", "algorithm", "min_support", "min_confidence", "max_len", "transactions", "keywords", "itemsets", "rules", "edges", "tables", "created"]
+    for record in records:
+        record["label"] = ontology_label(record)
+    columns = ["id", "label", "algorithm", "min_support", "min_confidence", "max_len", "transactions", "keywords", "itemsets", "rules", "edges", "tables", "created"]
     return pd.DataFrame(records, columns=columns)
+
+
+def ontology_label(ontology: Mapping[str, Any]) -> str:
+    """How a person reads one stored ontology: ``FP-Growth, support 0.05, confidence 0.5: 42
+    keywords, 118 rules · mined 2026-11-25 14:02`` (plain text; the id, a content hash, names none).
+
+    Parameters
+    ----------
+    ontology : mapping
+        A row of :func:`list_ontologies` (algorithm, min_support, min_confidence, keywords, rules, created).
+    """
+    algorithm = _ALGORITHM_NAMES.get(ontology["algorithm"], ontology["algorithm"])
+    return (
+        f"{algorithm}, support {ontology['min_support']:g}, confidence {ontology['min_confidence']:g}: "
+        f"{ontology['keywords']} keywords, {ontology['rules']} rules · mined {str(ontology['created']).replace('T', ' ')[:16]}"
+    )
+
+
+def ontology_labels(workspace: Workspace) -> dict[str, str]:
+    """Ontology id -> :func:`ontology_label` of every stored ontology (the id's first 8 characters
+    added where two read alike: mined in the same minute with the same parameters and counts)."""
+    table = list_ontologies(workspace)
+    shared = table["label"].duplicated(keep=False)
+    return {i: f"{label} · {i[:8]}" if twin else label for i, label, twin in zip(table["id"], table["label"], shared)}
 
 
 def ontology_record(workspace: Workspace, ontology_id: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from analytics import jobs
 from analytics.runs import list_runs
 from tests.fixtures.app import as_shown
-from analytics.suites import list_suites
+from analytics.suites import list_suites, suite_labels_of
+from ui.markdown import escape_markdown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
 RUN = "pages/5_Run.py"
@@ -44,7 +45,8 @@ def test_run_page_starts_several_models_as_one_action(tiny_model_workspace, app_
     runs = list_runs(tiny_model_workspace)
     assert sorted(runs["model"]) == ["bg-only", "fg-only"] and (runs["status"] == "done").all()
     assert (runs["images"] == N_IMAGES).all()
-    assert "Finished 2 run(s)" in texts(app)
+    finished = next(line for line in texts(app).splitlines() if line.startswith("Finished 2 run(s): "))
+    assert all(escape_markdown(label) in finished for label in runs["label"]) and not any(i in finished for i in runs["id"])
     shown = app.dataframe[0].value
     assert sorted(shown["Run id"]) == sorted(runs["id"]) and set(shown["Images"]) == {f"{N_IMAGES} / {N_IMAGES}"}
     assert shown.set_index("Run id")["Worst-case accuracy"].to_dict() == runs.set_index("id")["worst_case_accuracy"].to_dict()
@@ -137,7 +139,8 @@ def test_a_new_click_shows_the_new_job_never_the_previous_finished_one(tiny_mode
     app = app_runner(RUN, tiny_model_workspace)
     app.session_state["run.job"] = previous.id
     app = app.run()
-    assert f"Finished: Runs `{previous.id}`" in texts(app)
+    label = escape_markdown(f"fg-only on {suite_labels_of(tiny_model_workspace)[TINY_SUITE]}")
+    assert f"Finished: Runs “{label}” · done" in texts(app) and previous.id in texts(app)
     drawn = []
     show_job = ui.jobs.show_job
     monkeypatch.setattr(ui.jobs, "show_job", lambda workspace, job_id, *, key: drawn.append(job_id) or show_job(workspace, job_id, key=key))

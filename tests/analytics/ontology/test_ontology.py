@@ -35,6 +35,7 @@ from analytics.ontology import (
     expand_table,
     level_statistics,
     list_ontologies,
+    ontology_labels,
     load_ontology,
     mine_itemsets,
     product_weight,
@@ -286,3 +287,16 @@ def test_cli_ontology_from_a_workspace_saves_it(tmp_path, tiny_keywords, capsys)
     assert result["edges"] == 8 and list_ontologies(workspace)["id"].tolist() == [result["ontology"]]
     assert main(["ontology", "--workspace", str(workspace.root), "--table", "nope", "--json"]) == 2
     assert "no keyword table 'nope'" in capsys.readouterr().err
+
+
+def test_a_stored_ontology_reads_as_its_algorithm_thresholds_and_size(tmp_path, tiny_keywords):
+    workspace = Workspace(tmp_path / "ws")
+    ontology = build_ontology(tiny_keywords, algorithm="apriori", min_support=0.25, min_confidence=0.5)
+    saved = save_ontology(workspace, ontology)
+    row = list_ontologies(workspace).set_index("id").loc[saved]
+    minute = row["created"].replace("T", " ")[:16]
+    assert row["label"] == f"Apriori, support 0.25, confidence 0.5: {row['keywords']} keywords, {len(ontology.rules)} rules · mined {minute}"
+    assert saved not in row["label"] and ontology_labels(workspace) == {saved: row["label"]}
+    other = save_ontology(workspace, build_ontology(tiny_keywords, min_support=0.5, min_confidence=0.5))
+    labels = ontology_labels(workspace)
+    assert labels[other].startswith("FP-Growth, support 0.5, ") and len(set(labels.values())) == 2

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from analytics import jobs
 from analytics.runs import list_runs
-from tests.fixtures.app import as_shown
 from analytics.suites import list_suites, suite_labels_of
-from ui.markdown import escape_markdown
+from tests.fixtures.app import as_shown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
+from ui.markdown import escape_markdown
 
 RUN = "pages/5_Run.py"
 N_IMAGES = 6 * (TINY_SUITE_N + 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -13,7 +13,7 @@ from analytics.suites import build_suite, suite_labels_of
 def job(kind: str, params: dict, result: dict | None = None) -> Job:
     row = dict.fromkeys(JOB_COLUMNS)
     row.update(id="0f3a9c2e71b4", kind=kind, status="done", done=1, total=1, params=params, result=result or {})
-    row.update(created=datetime.now(timezone.utc).isoformat(), updated=datetime.now(timezone.utc).isoformat())
+    row.update(created=datetime.now(UTC).isoformat(), updated=datetime.now(UTC).isoformat())
     return Job(**{key: row[key] for key in Job.__dataclass_fields__})
 
 

@@ -18,6 +18,7 @@ from analytics.data import (
     LAYOUT_PATTERNS,
     LAYOUTS,
     ClassMapping,
+    Background,
     ImportResult,
     Target,
     add_backgrounds,
@@ -28,9 +29,9 @@ from analytics.data import (
     list_classes,
     load_backgrounds,
     on_home,
-    read_backgrounds,
     read_targets,
     resolve_class,
+    stream_backgrounds,
 )
 from analytics.exceptions import BackdropError
 from analytics.team import resolve_server_path, server_paths_offered
@@ -105,8 +106,23 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     return ImportRequest(**options)
 
 
-def read_import(workspace: Workspace, request: ImportRequest, source: Path) -> ImportResult:
-    """Read and check the files; accepted records carry the source and licence the user gave."""
+def import_files(workspace: Workspace, request: ImportRequest, source: Path) -> tuple[ImportResult, list[str], int]:
+    """Read, check and store the files; stored records carry the source and licence the user gave.
+
+    Targets are read, then stored at once (the masks proposed for mask-less photos wait for review).
+    Backgrounds stream as the CLI's ``add-backgrounds`` does (:func:`analytics.data.stream_backgrounds`
+    into :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in
+    batches, so a large pool never sits decoded in the server's memory.
+
+    Returns
+    -------
+    result : ImportResult
+        The rejected files (and for targets, the accepted records and the proposed masks).
+    accepted : list of str
+        Ids of the accepted images.
+    added : int
+        How many of them were new to the workspace.
+    """
     size = image_size(workspace)
     if request.targets:
         home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
@@ -114,10 +130,19 @@ def read_import(workspace: Workspace, request: ImportRequest, source: Path) -> I
         if request.home_id is not None:  # the origin names the home photo: none of its crops becomes the target's background
             photo = list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"]
             result.accepted = [replace(t, origin=on_home(t.origin, photo)) for t in result.accepted]
-    else:
-        result = read_backgrounds(source, size=size, crops_per_photo=request.crops_per_photo)
-    result.accepted = [replace(item, package=request.package, licence=request.licence) for item in result.accepted]
-    return result
+        result.accepted = [replace(item, package=request.package, licence=request.licence) for item in result.accepted]
+        added = add_targets(workspace, result.accepted, classes=new_classes(workspace, [t.class_name for t in result.accepted])) if result.accepted else 0
+        return result, [t.id for t in result.accepted], added
+    result, accepted = ImportResult(), []
+
+    def tagged(photos: Iterable[Background]) -> Iterator[Background]:
+        for background in photos:
+            accepted.append(background.id)
+            yield replace(background, package=request.package, licence=request.licence)
+
+    with stream_backgrounds(source, result, size=size, crops_per_photo=request.crops_per_photo) as photos:
+        added = add_backgrounds(workspace, tagged(photos))
+    return result, accepted, added
 
 
 def import_data(workspace: Workspace) -> None:
@@ -129,15 +154,14 @@ def import_data(workspace: Workspace) -> None:
             if not request.from_upload:  # read by the server: only inside the data roots (analytics.team.paths)
                 source = resolve_server_path(workspace, str(source))
             with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
-                result = read_import(workspace, request, source)
-                added = store(workspace, result) if result.accepted else 0
+                result, accepted, added = import_files(workspace, request, source)
         except BackdropError as err:  # an upload is named as the user knows it, not by its temporary copy
             st.error(escape_markdown(str(err).replace(str(source), source.name) if request.from_upload else err))
             return
     st.session_state[LAST_IMPORT] = {
         "source": source.name if request.from_upload else str(source),
         "added": added,
-        "accepted": [item.id for item in result.accepted],
+        "accepted": accepted,
         "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
         "unmapped": unmapped_classes(workspace, result.accepted),
         "proposed": len(result.proposed),
@@ -152,13 +176,6 @@ def short_path(file: str, source: Path) -> str:
     if path.is_relative_to(source):
         return str(path.relative_to(source))
     return str(Path(*path.parts[-3:]))
-
-
-def store(workspace: Workspace, result: ImportResult) -> int:
-    """Add accepted targets (new classes mapped by the shared resolver) or backgrounds."""
-    if isinstance(result.accepted[0], Target):
-        return add_targets(workspace, result.accepted, classes=new_classes(workspace, [t.class_name for t in result.accepted]))
-    return add_backgrounds(workspace, result.accepted)
 
 
 def new_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, ClassMapping]:

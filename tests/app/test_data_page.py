@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import zipfile
 from dataclasses import replace
@@ -148,7 +149,12 @@ def test_import_wrong_layout_shows_error(tiny_workspace, target_folder, app_runn
     assert "original/val" in app.error[0].value
 
 
-def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, app_runner):
+def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, app_runner, monkeypatch):
+    import ui.data_import
+
+    given = []  # what the page hands add_backgrounds: a generator decoding one photo at a time, never a list of the pool
+    store = ui.data_import.add_backgrounds
+    monkeypatch.setattr(ui.data_import, "add_backgrounds", lambda workspace, backgrounds: given.append(backgrounds) or store(workspace, backgrounds))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for seed in range(2):
@@ -164,6 +170,7 @@ def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, 
     assert "2 new of 2 accepted" in texts(app)
     added = list_backgrounds(tiny_workspace).set_index("id").loc[["scene0", "scene1"]]
     assert added["licence"].tolist() == ["CC0-1.0", "CC0-1.0"]
+    assert len(given) == 1 and inspect.isgenerator(given[0])
 
 
 def test_grabcut_adds_reviewed_target_of_new_class(tiny_workspace, app_runner):

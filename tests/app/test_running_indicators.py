@@ -42,7 +42,7 @@ def test_saliency_loads_the_model_and_explains_under_spinners(tiny_cnn_workspace
 
 
 def test_a_data_import_reads_the_files_under_a_spinner(tiny_workspace, target_folder, app_runner, spinner_watch):  # noqa: F811
-    calls = spinner_watch(ui.data_import, "read_import")
+    calls = spinner_watch(ui.data_import, "import_files")
     app = import_targets(app_runner("pages/1_Data.py", tiny_workspace), target_folder)
     assert not app.exception, app.exception
     assert len(calls) == 1 and any("Reading and checking the files" in text for text in calls[0]), calls

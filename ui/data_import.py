@@ -17,8 +17,8 @@ import streamlit as st
 from analytics.data import (
     LAYOUT_PATTERNS,
     LAYOUTS,
-    ClassMapping,
     Background,
+    ClassMapping,
     ImportResult,
     Target,
     add_backgrounds,

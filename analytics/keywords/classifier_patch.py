@@ -194,7 +194,8 @@ class ClassifierPatchBackend(KeywordBackend):
         Returns
         -------
         scores : ndarray of shape (n, n_keywords), float32 in [0, 1]
-            The model's softmax probability (over all its outputs) of each keyword's output.
+            The model's softmax probability (over all its outputs) of each keyword's output, at
+            float16 precision (what the shared view cache holds; within 0.05 % of float32).
         """
         images = check_image_batch(images)
         if masks is None:
@@ -203,8 +204,9 @@ class ClassifierPatchBackend(KeywordBackend):
         if masks.shape != images.shape[:3]:
             raise InvalidInputError(f"masks must have shape {images.shape[:3]} to match the images; got {masks.shape}")
         grown = _grown(masks)
-        probabilities = view_probabilities(self.model, _fill(images, grown), grid=self.grid, batch_size=self.batch_size)[..., self.outputs]
-        return (probabilities * _valid_views(grown, self.grid)[..., None]).max(axis=1)
+        views = view_probabilities(self.model, _fill(images, grown), grid=self.grid, batch_size=self.batch_size).astype(np.float16)
+        # float16 as for backgrounds (:meth:`scores_and_views`): one precision for every score
+        return (views[..., self.outputs].astype(np.float32) * _valid_views(grown, self.grid)[..., None]).max(axis=1)
 
     def scores_and_views(self, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`scores` of images without masks (backgrounds), and the view probabilities behind them.
@@ -216,12 +218,18 @@ class ClassifierPatchBackend(KeywordBackend):
         Returns
         -------
         scores : ndarray of shape (n, n_keywords), float32
-        views : ndarray of shape (n, 1 + grid², n_outputs), float32
-            :func:`view_probabilities` of the images: pool screening uses the same views
-            (:mod:`analytics.keywords.view_cache`).
+        views : ndarray of shape (n, 1 + grid², n_outputs), float16
+            :func:`view_probabilities` of the images, at the precision the workspace caches them,
+            so a background scores the same whether its views were computed now or read from the
+            cache that pool screening shares (:mod:`analytics.keywords.view_cache`).
         """
-        views = view_probabilities(self.model, check_image_batch(images), grid=self.grid, batch_size=self.batch_size)
-        return views[..., self.outputs].max(axis=1), views
+        views = view_probabilities(self.model, check_image_batch(images), grid=self.grid, batch_size=self.batch_size).astype(np.float16)
+        return self.scores_of_views(views), views
+
+    def scores_of_views(self, views: np.ndarray) -> np.ndarray:
+        """:meth:`scores` of backgrounds from their view probabilities (as :meth:`scores_and_views`
+        returns them, or as the workspace caches them): ndarray of shape (n, n_keywords), float32."""
+        return np.asarray(views)[..., self.outputs].astype(np.float32).max(axis=1)
 
     def present(self, scores: np.ndarray) -> np.ndarray:
         """Present when the score reaches ``threshold``: ndarray of shape (n, n_classes), bool."""

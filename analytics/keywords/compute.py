@@ -26,7 +26,7 @@ from analytics.workspace import Workspace, content_id, model_keys
 from ._base import KeywordBackend, KeywordTable
 from .classifier_patch import ClassifierPatchBackend, class_outputs
 from .store import ITEM_KINDS, check_item_kinds, load_keyword_table, save_keyword_table
-from .view_cache import share_views
+from .view_cache import store_views, stored_views, view_cache_key
 
 logger = logging.getLogger(__name__)
 
@@ -83,9 +83,8 @@ def compute_keywords(
         chunk = ids[start : start + batch_size]
         if item_kind == "target":
             batch = backend.scores(*load_targets(workspace, chunk))
-        elif isinstance(backend, ClassifierPatchBackend):  # one pass: pool screening reads these views from the cache
-            batch, views = backend.scores_and_views(load_backgrounds(workspace, chunk))
-            share_views(workspace, backend.model.spec, backend.grid, frame["image_hash"].iloc[start : start + batch_size].tolist(), views)
+        elif isinstance(backend, ClassifierPatchBackend):  # one pass over the pool, shared with screening
+            batch = _pool_scores(workspace, backend, chunk, frame["image_hash"].iloc[start : start + batch_size].tolist())
         else:
             batch = backend.scores(load_backgrounds(workspace, chunk), None)
         scores.append(np.asarray(batch, np.float32))
@@ -180,3 +179,21 @@ def build_keyword_tables(
         table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=report)
         names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
     return names
+
+
+def _pool_scores(workspace: Workspace, backend: ClassifierPatchBackend, ids: Sequence[str], image_hashes: Sequence[str]) -> np.ndarray:
+    """Keyword scores of pool images from their cached view probabilities (pool screening may
+    have stored them first), computing and caching the views of the others: the pool goes through
+    the network once, whichever of keywords and screening runs first."""
+    spec, grid = backend.model.spec, backend.grid
+    keys = [view_cache_key(spec, grid, digest) for digest in image_hashes]
+    known = stored_views(workspace, keys)
+    missing = [k for k, key in enumerate(keys) if key not in known]
+    views = np.zeros((len(keys), 1 + grid**2, len(spec.label_space.names)), np.float16)
+    for k, key in enumerate(keys):
+        if key in known:
+            views[k] = workspace.get_array(known[key])
+    if missing:
+        _, computed = backend.scores_and_views(load_backgrounds(workspace, [ids[k] for k in missing]))
+        views[missing] = store_views(workspace, [keys[k] for k in missing], computed)
+    return backend.scores_of_views(views)

@@ -4,10 +4,10 @@ The classifier-patch keyword backend and pool screening (``analytics.suites.scre
 background through the same ``1 + grid²`` views (:func:`analytics.keywords.view_probabilities`)
 of the same ImageNet classifier. The softmax over those views is stored once per (model spec,
 grid, image) in the workspace's result cache, as float16, under :func:`view_cache_key`. Keyword
-extraction over the pool stores what it computes (:func:`share_views`), so screening that pool
-with the keyword model afterwards (what ``python -m analytics suite`` and the Suites page do)
-reads the cache instead of running the network a second time. Keywords always score their own
-float32 probabilities: a keyword table does not depend on whether screening ran first.
+extraction over the pool and pool screening each read the views already stored and store those
+they compute, so whichever runs first (``python -m analytics suite`` screens, the keywords may come
+before or after) the pool goes through the network once. Backgrounds are always scored on the
+float16 views, computed or read, so a keyword table does not depend on whether screening ran first.
 """
 
 from __future__ import annotations
@@ -56,22 +56,3 @@ def store_views(workspace: Workspace, keys: Sequence[str], probabilities: np.nda
     with workspace.staged_arrays(stored) as hashes, workspace.transaction() as conn:
         conn.executemany("INSERT OR REPLACE INTO cache(key, hash, created) VALUES (?, ?, ?)", [(k, h, now()) for k, h in zip(keys, hashes)])
     return stored
-
-
-def share_views(workspace: Workspace, spec: ModelSpec, grid: int, image_hashes: Sequence[str], probabilities: np.ndarray) -> int:
-    """Cache the view probabilities of the images not cached yet; returns how many were new.
-
-    Parameters
-    ----------
-    spec : ModelSpec
-        The model that computed them.
-    grid : int
-    image_hashes : sequence of str, length n
-    probabilities : ndarray of shape (n, 1 + grid², n_outputs), float32
-    """
-    keys = [view_cache_key(spec, grid, digest) for digest in image_hashes]
-    known = stored_views(workspace, keys)
-    fresh = [k for k, key in enumerate(keys) if key not in known]
-    if fresh:
-        store_views(workspace, [keys[k] for k in fresh], np.asarray(probabilities)[fresh])
-    return len(fresh)

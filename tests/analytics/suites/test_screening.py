@@ -109,6 +109,25 @@ def test_pool_keywords_and_screening_share_one_forward_pass(screening_workspace,
     np.testing.assert_array_equal(shared.scores, alone.scores)
 
 
+def test_screening_first_then_pool_keywords_run_no_second_pass(screening_workspace, monkeypatch):
+    """Issue 28.5, the other order: screening before the keywords left the keywords a forward pass of
+    their own. After screening, the pool's classifier-patch keywords run no network, and their table
+    is exactly the one computed with nothing cached."""
+    import analytics.keywords.classifier_patch as classifier_patch
+
+    model = load_model(screening_workspace, FAKE_CLASSIFIER)
+    backend = ClassifierPatchBackend(model, exclude_classes=list_classes(screening_workspace))
+    alone = compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=5)
+    with screening_workspace.transaction() as conn:
+        conn.execute("DELETE FROM cache")
+        conn.execute("DELETE FROM keyword_tables")
+    screen_pool(screening_workspace)
+    monkeypatch.setattr(classifier_patch, "view_probabilities", lambda *a, **k: pytest.fail("the keywords ran the network again"))
+    shared = compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=5)
+    assert shared.ids == alone.ids
+    np.testing.assert_array_equal(shared.scores, alone.scores)
+
+
 def test_screening_holds_class_scores_not_every_view_of_the_pool(screening_workspace):
     """Issue 28.5: screening held (pool, 10 views, 1000 outputs) floats (800 MB at 20,000
     backgrounds). Its traced memory peak must not grow with the pool by more than a few images' views."""

@@ -113,7 +113,7 @@ def test_screening_first_then_pool_keywords_run_no_second_pass(screening_workspa
     """Issue 28.5, the other order: screening before the keywords left the keywords a forward pass of
     their own. After screening, the pool's classifier-patch keywords run no network, and their table
     is exactly the one computed with nothing cached."""
-    import analytics.keywords.classifier_patch as classifier_patch
+    from analytics.keywords import classifier_patch
 
     model = load_model(screening_workspace, FAKE_CLASSIFIER)
     backend = ClassifierPatchBackend(model, exclude_classes=list_classes(screening_workspace))

@@ -268,7 +268,8 @@ def stage_synthetic_runs(ws: Path, opts: dict) -> dict:
                 rows.append((
                     plan.run_ids[name], row["target_id"], row["position"], predicted, prob, max(prob, 1 - prob), int(right),
                     row["emb_topk_mean"] + delta, row["emb_max"] + delta, row["emb_mean"] + delta, row["distance"],
-                ))  # fmt: skip
+                    row["conv_max"], row["conv_max_mean"],
+                ))  # fmt: skip  (every column of ROW_COLUMNS, in its order)
             writer.add(rows)
     written = time.perf_counter() - start
     finish_runs(workspace, plan)

@@ -28,7 +28,7 @@ from analytics.data import list_backgrounds, list_targets
 from analytics.exceptions import BackdropError
 from analytics.keywords import list_keyword_tables
 from analytics.models import list_models
-from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, list_ontologies, ontologies_from, ontology_labels
+from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, ontologies_from, ontology_labels
 from analytics.suites import (
     DEFAULT_REALISM_THRESHOLD,
     NAME_MAX_LENGTH,
@@ -116,7 +116,7 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
         a warning) when no class is picked.
     """
     tables = list_keyword_tables(workspace)
-    ontologies = list_ontologies(workspace)
+    ontology_names = ontology_labels(workspace)  # oldest first
     registered = [spec.name for spec in list_models(workspace)]
     present = sorted(set(list_targets(workspace)["class_name"]))
     with st.form(KEY + "form"):
@@ -142,11 +142,10 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
         left, middle, right = st.columns(3)
         target_table = _table_choice(left, tables, "target")
         background_table = _table_choice(middle, tables, "background")
-        ontology_names = ontology_labels(workspace)
         ontology_id = right.selectbox(
             "Ontology (method ontology)",
-            [None, *ontologies["id"].iloc[::-1]],
-            format_func=lambda v: "newest of these keyword tables" if v is None else ontology_names.get(v, v),
+            [None, *reversed(ontology_names)],
+            format_func=lambda v: "newest of these keyword tables" if v is None else ontology_names[v],
             help="an ontology mined from other keywords is refused: it would not expand these targets",
             key=KEY + "ontology",
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from analytics.suites import resolve_suite
 from analytics.workspace import Workspace, default_workspace_path
-
 
 #: The attributes every ``--suite`` option is parsed into.
 _SUITE_OPTIONS = ("suite", "suite_id")
@@ -28,8 +28,6 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 def open_workspace(args: argparse.Namespace, *, create: bool = False) -> Workspace:
     """The workspace ``--workspace`` names; a ``--suite`` given by its label or user name is turned
     into the suite's id here (:func:`analytics.suites.resolve_suite`), so every subcommand takes all three."""
-    from analytics.suites import resolve_suite  # the suites stage imports torch: only commands that open a workspace pay
-
     workspace = Workspace(args.workspace, create=create)
     for option in _SUITE_OPTIONS:
         reference = getattr(args, option, None)

@@ -71,7 +71,7 @@ def list_ontologies(workspace: Workspace) -> pd.DataFrame:
     :func:`ontology_label`), algorithm, min_support, min_confidence, max_len, transactions,
     keywords, itemsets, rules, edges, tables, created."""
     records = []
-    for row in workspace.query("SELECT * FROM ontologies ORDER BY created, id"):
+    for row in workspace.query("SELECT id, params, summary, created FROM ontologies ORDER BY created, id"):  # not the graph
         params, summary = json.loads(row["params"]), json.loads(row["summary"])
         records.append(
             {
@@ -82,8 +82,7 @@ def list_ontologies(workspace: Workspace) -> pd.DataFrame:
                 "created": row["created"],
             }
         )
-    for record in records:
-        record["label"] = ontology_label(record)
+        records[-1]["label"] = ontology_label(records[-1])
     columns = ["id", "label", "algorithm", "min_support", "min_confidence", "max_len", "transactions", "keywords", "itemsets", "rules", "edges", "tables", "created"]
     return pd.DataFrame(records, columns=columns)
 

@@ -4,17 +4,21 @@ GradCAM reads), the frozen TorchScript copy it runs on the CPU, and the device a
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import logging
 import platform
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 import torch
+import torch.jit._state as jit_state
 from torch import nn
 
 from analytics._validation import check_image_batch, check_positive_int
@@ -202,6 +206,30 @@ class LoadedModel:
         return _last_conv_block(network)
 
 
+_TRACING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _own_compilation_unit() -> Iterator[torch.jit.CompilationUnit]:
+    """A fresh TorchScript compilation unit that tracing and freezing register their types in.
+
+    The tracer registers every traced module's type and methods in one process-wide unit
+    (``torch.jit._state._python_cu``, read by the C++ side at each registration) that is never
+    emptied, and a frozen graph holds the weights as constants: every freeze kept the model's weights
+    for the life of the process (30 MB per EfficientNet-Lite0, a checkpoint's size per model of a
+    repository run). In a unit of their own the types go with the frozen module that refers to them.
+    There is no public way to choose the unit of submodules, hence swapping the global, under a lock.
+    """
+    unit = torch.jit.CompilationUnit()
+    with _TRACING:
+        shared = jit_state._python_cu
+        jit_state._python_cu = unit
+        try:
+            yield unit
+        finally:
+            jit_state._python_cu = shared
+
+
 @functools.cache
 def _keep_freed_memory() -> None:
     """Stop glibc from handing each freed activation back to the kernel (Linux only, once per process).
@@ -223,7 +251,6 @@ def _keep_freed_memory() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES)
     except (OSError, AttributeError):  # not glibc after all: keep its defaults
         return
-
 
 
 def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
@@ -254,7 +281,8 @@ def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer hints and TorchScript's deprecation notice
-            frozen = torch.jit.freeze(torch.jit.trace(network, trace_input, check_trace=False))
+            with _own_compilation_unit() as unit:
+                frozen = torch.jit.freeze(torch.jit.trace(network, trace_input, check_trace=False, _compilation_unit=unit))
             expected, got = network(check_input), frozen(check_input)
     except Exception as err:  # noqa: BLE001 - any failure to trace means: run eager
         reason = (str(err).strip().splitlines() or [""])[0][:200]

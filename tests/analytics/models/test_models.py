@@ -307,6 +307,25 @@ def test_frozen_lite0_matches_the_eager_network_and_is_used_for_inference():
             assert eager.shape == fast.shape and torch.allclose(eager, fast, rtol=1e-3, atol=1e-4)
 
 
+def test_freezing_leaves_nothing_in_the_process_wide_unit():
+    """torch's tracer registers each traced module's types in one unit kept for the life of the
+    process; the frozen graphs there held the weights, so every freeze kept a model's weights."""
+    import torch.jit._state as jit_state
+
+    from analytics.models import freeze_for_cpu
+
+    shared = jit_state._python_cu
+    before = len(shared.get_functions())
+    batch = torch.ones(2, 3, 8, 8)
+    first = freeze_for_cpu(TinyNet().eval(), batch)
+    for _ in range(3):
+        assert isinstance(freeze_for_cpu(TinyNet().eval(), batch), torch.jit.ScriptModule)
+    assert len(shared.get_functions()) == before
+    assert jit_state._python_cu is shared
+    with torch.no_grad():  # the first copy's own unit lives as long as the copy
+        assert first(batch)[0].shape[0] == 2
+
+
 def test_a_network_that_traces_wrongly_stays_eager():
     from analytics.models import freeze_for_cpu
 

@@ -1,7 +1,8 @@
 """The Ray backend of repository runs (:mod:`analytics.repository.ray_backend`) on a small real local cluster.
 
-One cluster for the whole test session (``ray.init(num_cpus=2)``, shut down at the end): Ray's
-``local_mode`` no longer exists, and starting a cluster takes seconds. While it is connected,
+One cluster for this module (``ray.init(num_cpus=2)``, shut down when its last test ends, so that
+its workers, over a GiB, do not stay for the rest of the test session): Ray's ``local_mode`` no
+longer exists, and starting a cluster takes seconds. While it is connected,
 ``run_repository(..., ray_address=...)`` and ``repository run --ray`` use it as it is.
 """
 
@@ -25,9 +26,9 @@ from tests.analytics.repository.test_repository import HEADS, MIXED, N_IMAGES, b
 from tests.fixtures.models import TINY_SUITE
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
-    """A 2-CPU Ray cluster on this machine, started once per test session."""
+    """A 2-CPU Ray cluster on this machine, started once for this module."""
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -73,16 +73,14 @@ def list_ontologies(workspace: Workspace) -> pd.DataFrame:
     records = []
     for row in workspace.query("SELECT id, params, summary, created FROM ontologies ORDER BY created, id"):  # not the graph
         params, summary = json.loads(row["params"]), json.loads(row["summary"])
-        records.append(
-            {
-                "id": row["id"],
-                **{key: params[key] for key in ("algorithm", "min_support", "min_confidence", "max_len")},
-                **{key: summary[key] for key in ("transactions", "keywords", "itemsets", "rules", "edges")},
-                "tables": ", ".join(summary.get("tables", [])),
-                "created": row["created"],
-            }
-        )
-        records[-1]["label"] = ontology_label(records[-1])
+        record = {
+            "id": row["id"],
+            **{key: params[key] for key in ("algorithm", "min_support", "min_confidence", "max_len")},
+            **{key: summary[key] for key in ("transactions", "keywords", "itemsets", "rules", "edges")},
+            "tables": ", ".join(summary.get("tables", [])),
+            "created": row["created"],
+        }
+        records.append({**record, "label": ontology_label(record)})
     columns = ["id", "label", "algorithm", "min_support", "min_confidence", "max_len", "transactions", "keywords", "itemsets", "rules", "edges", "tables", "created"]
     return pd.DataFrame(records, columns=columns)
 

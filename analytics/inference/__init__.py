@@ -33,6 +33,7 @@ from .evaluation import (
 from .stream import (
     CACHE_ITEMS,
     PREFETCH_BATCHES,
+    compositing_threads,
     iter_composites,
     prefetch_for,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "RunKeys",
     "RunPlan",
     "SuiteImage",
+    "compositing_threads",
     "cpu_count",
     "cpu_threads",
     "evaluate",

@@ -8,10 +8,9 @@ from contextlib import contextmanager
 
 import torch
 
+from analytics._threads import cpu_count
 
-def cpu_count() -> int:
-    """CPU cores this process may run on."""
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+__all__ = ["cpu_count", "cpu_threads", "model_threads"]
 
 
 def model_threads() -> int:

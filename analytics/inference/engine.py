@@ -55,7 +55,7 @@ from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, no
 
 from .composite_cache import CompositeCache
 from .device import cpu_threads
-from .stream import iter_composites, prefetch_for
+from .stream import compositing_threads, iter_composites, prefetch_for
 from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
 
 #: Images whose rows one commit stores (a commit writes the WAL; a resumed run redoes at most these).
@@ -472,7 +472,7 @@ def _group_batches(
         forward = _BackOff(model, batch_size, conv)
         stream = iter_composites(
             workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(device),
-            composites=composites, suite_id=plan.suite_id,
+            threads=compositing_threads(device, prefetch_for(device)), composites=composites, suite_id=plan.suite_id,
         )
         for batch_jobs, images in stream:
             logits, embedding, conv_stats = forward(images)

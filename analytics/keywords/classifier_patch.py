@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import cv2
 import numpy as np
 import torch
 
+from analytics._threads import cpu_count, cv2_single_threaded, prefetched
 from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
@@ -256,13 +258,29 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     images = check_image_batch(images)
     per_image = 1 + grid**2
     out = np.zeros((len(images) * per_image, len(model.spec.label_space.names)), np.float32)
-    # Views stream across images so every forward pass gets exactly batch_size of them (the last excepted).
-    views = (view for image in images for view in _views(image, grid, _input_side(model)))
-    for start in range(0, len(out), batch_size):
-        batch = np.stack(list(itertools.islice(views, batch_size)))
+    batches = _view_batches(images, grid, _input_side(model), batch_size)
+    if model.device.type != "cpu":  # an accelerator runs each batch while the CPU cuts the next ones
+        batches = prefetched(batches, 2, name="backdrop-views")
+    for start, batch in zip(range(0, len(out), batch_size), batches):
         with torch.inference_mode():
             out[start : start + len(batch)] = model.predict(batch, batch_size=batch_size).probabilities
     return out.reshape(len(images), per_image, -1)
+
+
+def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int) -> Iterator[np.ndarray]:
+    """Every image's :func:`_views`, in order, as batches of ``batch_size`` views (the last may be
+    shorter), the images cut and resized on every core (one GPU outran a single thread 7 to 1)."""
+    threads = cpu_count()
+    with ThreadPoolExecutor(threads, thread_name_prefix="backdrop-views") as pool, cv2_single_threaded(threads > 1):
+
+        def views() -> Iterator[np.ndarray]:
+            for start in range(0, len(images), 4 * threads):  # a few images per thread at a time: memory stays bounded
+                for image_views in pool.map(lambda image: list(_views(image, grid, side)), images[start : start + 4 * threads]):
+                    yield from image_views
+
+        stream = views()  # views stream across images so every forward pass gets exactly batch_size of them
+        while batch := list(itertools.islice(stream, batch_size)):
+            yield np.stack(batch)
 
 
 def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:

@@ -4,8 +4,10 @@ composite cache, CUDA out-of-memory back-off, evaluation and the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import threading
+import time
 
 import cv2
 import numpy as np
@@ -15,12 +17,15 @@ import torch
 
 from analytics.cli import main
 from analytics.data import composite, custom_label_space, foreground_only, load_backgrounds, load_targets
-from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.exceptions import InvalidInputError, NotFoundError, WorkspaceError
 from analytics.inference import (
+    PREFETCH_BATCHES,
     ROW_COLUMNS,
     CompositeCache,
     DeviceMemoryError,
     SuiteImage,
+    composite_cache,
+    compositing_threads,
     device,
     evaluate,
     evaluation,
@@ -45,11 +50,14 @@ def _rows(workspace, run_id: str) -> pd.DataFrame:
 
 
 # -- composites ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("prefetch", [0, 2])  # 0: generated on demand over every core (CPU models)
-def test_iter_composites_matches_compose_batch_by_batch(tiny_model_workspace, prefetch):
+# prefetch 0: generated on demand over every core (CPU models); 2: ahead on a worker, over `threads` threads
+@pytest.mark.parametrize(("prefetch", "threads"), [(0, None), (2, 1), (2, 3)])
+def test_iter_composites_matches_compose_batch_by_batch(tiny_model_workspace, prefetch, threads):
     jobs, _ = stored_suite_images(tiny_model_workspace, TINY_SUITE)
     assert len(jobs) == 6 * (TINY_SUITE_N + 1) and jobs[0].position == 0 and jobs[0].background_id is None
-    batches = list(iter_composites(tiny_model_workspace, jobs, batch_size=4, prefetch=prefetch))
+    cv2_threads = cv2.getNumThreads()
+    batches = list(iter_composites(tiny_model_workspace, jobs, batch_size=4, prefetch=prefetch, threads=threads))
+    assert cv2.getNumThreads() == cv2_threads  # OpenCV ran on one thread per compositing thread, and is back
     assert [len(b) for b, _ in batches] == [4] * 7 + [2]
     assert [job for batch, _ in batches for job in batch] == jobs
     images = np.concatenate([images for _, images in batches])
@@ -90,6 +98,21 @@ def test_iter_composites_keeps_a_bounded_cache_and_stops_its_worker(tiny_model_w
             assert not thread.is_alive()
     assert list(iter_composites(tiny_model_workspace, jobs, batch_size=5, cache_items=3))  # runs to the end
     assert max(sizes) <= 3
+
+
+def test_compositing_threads_load_each_target_once(tiny_model_workspace, monkeypatch):
+    loads = []
+    original = stream._ImageCache._cutout
+
+    def counted(self, image_hash, mask_hash):
+        loads.append(image_hash)
+        time.sleep(0.05)  # long enough for the other threads to ask for the same target meanwhile
+        return original(self, image_hash, mask_hash)
+
+    monkeypatch.setattr(stream._ImageCache, "_cutout", counted)
+    jobs, _ = stored_suite_images(tiny_model_workspace, TINY_SUITE)
+    assert sum(len(images) for _, images in iter_composites(tiny_model_workspace, jobs, batch_size=len(jobs), threads=4)) == len(jobs)
+    assert len(loads) == len(set(loads)) == len({job.target_id for job in jobs})
 
 
 def test_worker_errors_reach_the_consumer(tiny_model_workspace):
@@ -278,6 +301,34 @@ def test_kept_composites_are_read_by_a_later_cache_and_sizes_get_their_own_files
     np.testing.assert_array_equal(cached, np.concatenate([im for _, im in iter_composites(tiny_model_workspace, jobs, size=48)]))
 
 
+def test_large_reads_are_split_over_threads_and_keep_the_order(tiny_model_workspace, monkeypatch):
+    jobs = with_foreground(stored_suite_images(tiny_model_workspace, TINY_SUITE)[0])
+    made = np.concatenate([im for _, im in iter_composites(tiny_model_workspace, jobs, size=48)])
+    monkeypatch.setattr(composite_cache, "READ_PIECE", 2 * 48 * 48 * 3 + 1)  # two images a piece
+    order = [*range(5, len(jobs)), 0, 2, 1, 3, 4]  # runs of consecutive rows, and single rows
+    reads = []
+    monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset, preadv=os.preadv: reads.append(offset) or preadv(fd, buffers, offset))
+    with CompositeCache(tiny_model_workspace) as composites:
+        list(iter_composites(tiny_model_workspace, jobs, size=48, composites=composites, suite_id=TINY_SUITE))  # fills the file
+        reads.clear()
+        (_, cached), = iter_composites(
+            tiny_model_workspace, [jobs[i] for i in order], size=48, composites=composites, suite_id=TINY_SUITE, batch_size=len(jobs)
+        )  # fmt: skip
+    np.testing.assert_array_equal(cached, made[order])
+    assert len(reads) == -(-(len(jobs) - 5) // 2) + 4  # the long run in pieces of two; then rows 0, 2 and 1 alone, 3-4 together
+
+
+def test_a_truncated_composites_file_is_named(tiny_model_workspace):
+    jobs = with_foreground(stored_suite_images(tiny_model_workspace, TINY_SUITE)[0])
+    with CompositeCache(tiny_model_workspace, keep=True) as composites:
+        list(iter_composites(tiny_model_workspace, jobs, size=48, composites=composites, suite_id=TINY_SUITE))
+        (path,) = composites.paths
+    os.truncate(path, path.stat().st_size - 100)  # the last image loses its end
+    with CompositeCache(tiny_model_workspace) as composites, pytest.raises(WorkspaceError, match=f"{path.name} is truncated.*delete it"):
+        list(iter_composites(tiny_model_workspace, jobs, size=48, composites=composites, suite_id=TINY_SUITE))
+    path.unlink()
+
+
 def test_composites_made_at_the_input_size_match_resized_composites(tiny_model_workspace, tiny_model_files):
     register_torchscript(tiny_model_workspace, "tiny48", checkpoint=tiny_model_files["tiny"], label_space=custom_label_space(tiny_model_files["labels"]), input_size=48)
     jobs, _ = stored_suite_images(tiny_model_workspace, TINY_SUITE)
@@ -376,6 +427,8 @@ def test_cpu_models_take_omp_num_threads_and_a_free_core_composites_ahead(monkey
     monkeypatch.setattr(stream, "cpu_count", lambda: cores)
     assert model_threads() == threads
     assert prefetch_for(torch.device("cpu")) == prefetch
+    assert compositing_threads(torch.device("cpu"), prefetch) == (cores if prefetch == 0 else cores - threads)
+    assert compositing_threads(torch.device("cuda"), PREFETCH_BATCHES) == cores  # every core feeds an accelerator
     before = torch.get_num_threads()
     with device.cpu_threads(torch.device("cpu")):
         assert torch.get_num_threads() == threads

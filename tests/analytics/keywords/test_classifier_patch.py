@@ -6,13 +6,16 @@ label space, on the workspace of classes ``zebra`` and ``apple``.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+import torch
 
 from analytics import demo
 from analytics.data import imagenet_label_space, list_classes, load_backgrounds
 from analytics.exceptions import InvalidInputError
-from analytics.keywords import ClassifierPatchBackend, compute_keywords, load_keyword_table, view_probabilities
+from analytics.keywords import ClassifierPatchBackend, classifier_patch, compute_keywords, load_keyword_table, view_probabilities
 from analytics.keywords.classifier_patch import SCENE_CLASSES, SCENE_GROUPS
 from analytics.models import load_model
 from analytics.suites import ensure_keyword_tables
@@ -61,14 +64,21 @@ def test_scores_are_the_full_softmax_of_the_keyword_outputs(screening_workspace,
     np.testing.assert_allclose(scores, views[..., backend.outputs].max(axis=1), rtol=1e-3, atol=1e-6)
 
 
-def test_views_stream_across_images_in_full_batches(screening_workspace, imagenet_model, monkeypatch):
+@pytest.mark.parametrize("device", ["cpu", "cuda"])  # cuda: views cut on a worker thread ahead of the model
+def test_views_stream_across_images_in_full_batches(screening_workspace, imagenet_model, monkeypatch, device):
     images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00"])
     one_by_one = np.concatenate([view_probabilities(imagenet_model, images[i : i + 1], grid=2, batch_size=1) for i in range(5)])
-    sizes = []
+    sizes, ahead = [], []
     predict = imagenet_model.predict
-    monkeypatch.setattr(imagenet_model, "predict", lambda views, batch_size: sizes.append(len(views)) or predict(views, batch_size=batch_size))
-    batched = view_probabilities(imagenet_model, images, grid=2, batch_size=8)
+    model = SimpleNamespace(  # the CPU model, reporting the device under test
+        spec=imagenet_model.spec, device=torch.device(device),
+        predict=lambda views, batch_size: sizes.append(len(views)) or predict(views, batch_size=batch_size),
+    )  # fmt: skip
+    prefetched = classifier_patch.prefetched
+    monkeypatch.setattr(classifier_patch, "prefetched", lambda *args, **kwargs: ahead.append(kwargs["name"]) or prefetched(*args, **kwargs))
+    batched = view_probabilities(model, images, grid=2, batch_size=8)
     assert sizes == [8, 8, 8, 1]  # 5 images x 5 views: no pass is cut short at an image's border
+    assert ahead == ([] if device == "cpu" else ["backdrop-views"])
     np.testing.assert_allclose(batched, one_by_one, atol=1e-6)
 
 

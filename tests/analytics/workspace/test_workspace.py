@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import re
 import sqlite3
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -116,6 +119,39 @@ def test_arrays_are_content_addressed_and_idempotent(tmp_path):
     assert not list(workspace.arrays_dir.rglob("*.tmp"))
 
 
+class _Finalised:
+    def __del__(self):  # the collector runs this Python code wherever it strikes, inside the parser too
+        sum(range(50))
+
+
+def test_arrays_load_from_many_threads_at_once(tmp_path):
+    # numpy parses .npy headers with ast, whose 3.11 state is shared by threads: a thread switch
+    # inside the parser (a finaliser run by the collector) broke the other thread's parse
+    # ("SystemError: AST constructor recursion depth mismatch"); compositing threads load together.
+    workspace = Workspace(tmp_path / "ws")
+    arrays = [np.full((3 + k, 4), k, np.uint8) for k in range(8)] + [np.asfortranarray(np.arange(6.0).reshape(2, 3)), np.zeros((0, 3))]
+    digests = [workspace.put_array(array) for array in arrays]
+
+    def load(k: int) -> np.ndarray:
+        garbage = _Finalised()
+        garbage.cycle = garbage
+        del garbage
+        return workspace.get_array(digests[k % len(digests)])
+
+    switch, threshold = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(5)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            loaded = list(pool.map(load, range(4000)))
+    finally:
+        sys.setswitchinterval(switch)
+        gc.set_threshold(*threshold)
+    for k, array in enumerate(loaded):
+        expected = arrays[k % len(arrays)]
+        assert array.dtype == expected.dtype and array.shape == expected.shape and np.array_equal(array, expected)
+
+
 def test_object_arrays_and_missing_hashes_are_refused(tmp_path):
     workspace = Workspace(tmp_path / "ws")
     with pytest.raises(WorkspaceError, match="object arrays"):
@@ -187,6 +223,26 @@ def test_staged_arrays_remove_what_they_created_when_the_block_fails(tmp_path):
     with workspace.staged_arrays([np.zeros(4)]) as digests:
         pass
     np.testing.assert_array_equal(workspace.get_array(digests[0]), np.zeros(4))
+
+
+def test_staged_arrays_written_on_threads_remove_the_others_when_one_fails(tmp_path, monkeypatch):
+    workspace = Workspace(tmp_path / "ws")
+    put = Workspace._put_array
+
+    def failing(self, array):
+        if array.size == 5:
+            raise WorkspaceError("cannot write: disk full")
+        return put(self, array)
+
+    monkeypatch.setattr(Workspace, "_put_array", failing)
+    arrays = [np.full(3, k) for k in range(20)]
+    with pytest.raises(WorkspaceError, match="disk full"):
+        with workspace.staged_arrays([*arrays[:10], np.zeros(5), *arrays[10:]]):
+            pytest.fail("the block ran although an array was not stored")
+    assert not list(workspace.arrays_dir.rglob("*.npy"))  # the other 20, written meanwhile, are gone
+    with workspace.staged_arrays(arrays) as digests:
+        pass
+    assert [workspace.get_array(d)[0] for d in digests] == list(range(20))  # in order
 
 
 def test_a_full_database_is_a_workspace_error(tmp_path, monkeypatch):

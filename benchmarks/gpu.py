@@ -1,0 +1,325 @@
+"""The CUDA path end to end on one GPU, against the model's plain forward rate; prints one JSON object.
+
+    python -m benchmarks.gpu [--targets 400] [--n 32] [--batch-size 256] [--pool 2000] [--quick] [--device cuda]
+
+Every figure comes from the library's own paths on a synthetic workspace
+(``benchmarks/inference.py``'s textures with disc masks, 256 px) with EfficientNet-Lite0 and -Lite1:
+
+- ``forward``: Lite0's :meth:`LoadedModel.run_batch` on a ready batch already on the device (float16
+  autocast, channels-last), images/s; ``forward_conv`` with the last-conv-map statistics too.
+- ``feed``: :func:`analytics.inference.iter_composites` alone at 224 px (the CPU side that feeds the
+  model: decoding, compositing on every core), fresh and from a filled composite cache.
+- ``suite``: :func:`analytics.inference.run_models` end to end (composites, model, rows written),
+  fresh and with a filled cache; ``*_vs_forward`` over ``forward`` (goal >= 0.8 on a GPU, issue 28).
+- ``keywords`` / ``screening``: :func:`analytics.keywords.compute_keywords` over the pool and
+  :func:`analytics.suites.screen_pool` afresh, views/s against Lite0's forward rate at the keyword
+  batch size (each image is 1 + 3 x 3 views).
+- ``repository``: :func:`analytics.repository.run_repository` over Lite0, Lite1 and ``--heads``
+  heads on Lite0; every model must finish.
+- ``back_off``: with all but ``--free-mib`` of the device's memory taken by another allocation, a
+  Lite1 run at ``--oom-batch`` images per batch must halve its way down and store the same rows as an
+  unhindered run (predictions equal, largest difference of the true-class probability reported);
+  with all the memory taken, the repository must record the model as failed with a reason that
+  names the memory, and the other model still finishes.
+- ``saliency``: every attribution method (``benchmarks/saliency.py``), seconds per image, and the CLI's
+  ``saliency`` command on the workspace's targets.
+- ``cli_run``: ``python -m analytics run --device cuda`` in a subprocess, as a user types it.
+
+``--quick`` shrinks every size to check that the script runs (``--device cpu`` to try it without a
+GPU; the back-off section needs CUDA and is skipped then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analytics.data import Background, add_backgrounds, list_classes
+from analytics.inference import (
+    CompositeCache,
+    engine,
+    iter_composites,
+    prefetch_for,
+    run_models,
+    stored_suite_images,
+    with_foreground,
+)
+from analytics.keywords import ClassifierPatchBackend, compute_keywords
+from analytics.models import load_model, register_efficientnet_lite, register_head
+from analytics.repository import create_repository, run_repository
+from analytics.suites import screen_pool
+from analytics.workspace import Workspace
+from benchmarks import saliency as saliency_benchmark
+from benchmarks.inference import MODEL, N_BACKGROUNDS, _texture, build_workspace
+
+LITE1 = "efficientnet-lite1"
+GOAL = 0.8
+VIEWS = 1 + 3 * 3
+
+
+def _synchronised(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(call: Callable[[], object], count: int, device: torch.device) -> float:
+    """``count`` per second of ``call()`` (the device synchronised before the clock stops)."""
+    start = time.perf_counter()
+    call()
+    _synchronised(device)
+    return count / (time.perf_counter() - start)
+
+
+def forward_rate(workspace: Workspace, model_name: str, batch_size: int, n_batches: int, device: torch.device, conv: bool = False) -> float:
+    """Images/s of the model alone on a ready batch already on the device."""
+    model = load_model(workspace, model_name, device=device)
+    side = model.spec.input_size
+    batch = model.preprocess(np.random.default_rng(1).integers(0, 256, (batch_size, side, side, 3), dtype=np.uint8))
+    for _ in range(3):  # warm-up: cuDNN's algorithm search, the allocator
+        model.run_batch(batch, conv_stats=conv)
+    _synchronised(device)
+
+    def run() -> None:
+        for _ in range(n_batches):
+            model.run_batch(batch, conv_stats=conv)
+
+    return timed(run, batch_size * n_batches, device)
+
+
+def suite_images(workspace: Workspace, suite_id: str) -> int:
+    return workspace.query_one("SELECT COUNT(*) + COUNT(DISTINCT target_id) AS n FROM suite_items WHERE suite_id = ?", (suite_id,))["n"]
+
+
+def feed_rate(workspace: Workspace, suite_id: str, batch_size: int, size: int, device: torch.device, composites: CompositeCache | None) -> float:
+    """Images/s of the composites alone, as the engine asks for them."""
+    jobs, _ = stored_suite_images(workspace, suite_id)
+    jobs = with_foreground(jobs)
+    stream = iter_composites(
+        workspace, jobs, batch_size=batch_size, size=size, prefetch=prefetch_for(device), composites=composites, suite_id=suite_id
+    )
+    return timed(lambda: sum(len(images) for _, images in stream), len(jobs), device)
+
+
+def clear_runs(workspace: Workspace, suite_id: str) -> None:
+    with workspace.transaction() as conn:  # an earlier run would be resumed (i.e. skipped)
+        conn.execute("DELETE FROM runs WHERE suite_id = ?", (suite_id,))
+
+
+def suite_rate(workspace: Workspace, models: list[str], suite_id: str, batch_size: int, device: torch.device, composites=None) -> float:
+    clear_runs(workspace, suite_id)
+    return timed(
+        lambda: run_models(workspace, models, suite_id, device=device, batch_size=batch_size, composites=composites),
+        suite_images(workspace, suite_id), device,
+    )  # fmt: skip
+
+
+def stored_rows(workspace: Workspace, run_id: str) -> dict[tuple[str, int], tuple[str, float]]:
+    rows = workspace.query("SELECT target_id, position, predicted, true_prob FROM run_images WHERE run_id = ?", (run_id,))
+    return {(r["target_id"], r["position"]): (r["predicted"], r["true_prob"]) for r in rows}
+
+
+@contextlib.contextmanager
+def memory_taken(free_bytes: int, device: torch.device):
+    """Hold all but about ``free_bytes`` of the device's memory in one allocation of this process."""
+    torch.cuda.empty_cache()
+    free, _ = torch.cuda.mem_get_info(device)
+    size = max(free - free_bytes, 0)
+    hogs = []
+    while size > 0 and not hogs:
+        try:
+            hogs.append(torch.empty(size, dtype=torch.uint8, device=device))
+        except torch.cuda.OutOfMemoryError:
+            size -= 64 << 20
+    while free_bytes == 0:  # all of it: then MiB by MiB until nothing is left
+        try:
+            hogs.append(torch.empty(1 << 20, dtype=torch.uint8, device=device))
+            size += 1 << 20
+        except torch.cuda.OutOfMemoryError:
+            break
+    try:
+        yield size
+    finally:
+        hogs.clear()
+        torch.cuda.empty_cache()
+
+
+def back_off(workspace: Workspace, suite_id: str, args, device: torch.device) -> dict:
+    """The out-of-memory back-off, with real out-of-memory errors (see the module's docstring)."""
+    clear_runs(workspace, suite_id)
+    (plain,) = run_models(workspace, [LITE1], suite_id, device=device, batch_size=64)
+    expected = stored_rows(workspace, plain)
+    clear_runs(workspace, suite_id)
+    sizes: list[int] = []
+    shrink = engine._BackOff._shrink
+
+    def recorded(self, err) -> None:  # the engine keeps its batch size to itself; note each halving
+        shrink(self, err)
+        sizes.append(self.batch_size)
+
+    engine._BackOff._shrink = recorded
+    try:
+        with memory_taken(args.free_mib << 20, device) as taken:
+            start = time.perf_counter()
+            (squeezed,) = run_models(workspace, [LITE1], suite_id, device=device, batch_size=args.oom_batch)
+            seconds = time.perf_counter() - start
+    finally:
+        engine._BackOff._shrink = shrink
+    got = stored_rows(workspace, squeezed)
+    same_keys = got.keys() == expected.keys()
+    result = {
+        "taken_gib": round(taken / 2**30, 2),
+        "free_mib": args.free_mib,
+        "asked_batch": args.oom_batch,
+        "halvings": sizes,
+        "seconds": round(seconds, 2),
+        "rows": len(got),
+        "same_images": same_keys,
+        "same_predictions": same_keys and all(got[k][0] == expected[k][0] for k in got),
+        "max_true_prob_difference": max(abs(got[k][1] - expected[k][1]) for k in got) if same_keys else None,
+    }
+    # Nothing left at all: the repository records the model as failed and goes on with the next.
+    clear_runs(workspace, suite_id)
+    create_repository(workspace, "squeezed", [LITE1])
+    with memory_taken(0, device):
+        report = run_repository(workspace, "squeezed", suite_id, device=device, batch_size=args.oom_batch)
+    result["no_memory_failed"] = report["failed"]
+    create_repository(workspace, "squeezed", [MODEL])  # adding to it: memory is back, the next model runs
+    report = run_repository(workspace, "squeezed", suite_id, device=device, batch_size=args.batch_size)
+    result["after_memory_back_done"] = report["done"]
+    return result
+
+
+def add_pool(workspace: Workspace, count: int) -> None:
+    """``count`` more synthetic backgrounds (the keyword and screening passes read the pool)."""
+    rng = np.random.default_rng(7)
+    for start in range(0, count, 500):
+        add_backgrounds(
+            workspace, [Background(f"pool{i:05d}", _texture(rng), origin="synthetic") for i in range(start, min(count, start + 500))]
+        )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", type=int, default=400)
+    parser.add_argument("--n", type=int, default=32, help="backgrounds per target (default 32)")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--pool", type=int, default=2000, help="extra backgrounds for the keyword and screening passes")
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--oom-batch", type=int, default=2048)
+    parser.add_argument("--free-mib", type=int, default=1536)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs, timings mean little")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.targets, args.n, args.batch_size, args.pool, args.heads = 4, 4, 16, 16, 2
+    device = torch.device(args.device)
+    result: dict = {"torch": torch.__version__, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"}
+    result.update(targets=args.targets, n=args.n, batch_size=args.batch_size)
+
+    def section(name: str, call: Callable[[], object]) -> None:
+        start = time.perf_counter()
+        try:
+            result[name] = call()
+        except Exception as err:  # noqa: BLE001 - one broken section must not hide the others' figures
+            result[name] = {"error": f"{type(err).__name__}: {err}"}
+        print(f"[{time.perf_counter() - start:7.1f} s] {name}: {json.dumps(result[name], default=str)[:300]}", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="backdrop-gpu-") as folder:
+        start = time.perf_counter()
+        workspace = build_workspace(Path(folder) / "ws", args.targets, args.n)
+        register_efficientnet_lite(workspace, 1)
+        add_pool(workspace, args.pool)
+        result["workspace_seconds"] = round(time.perf_counter() - start, 1)
+        suite, small = f"s{args.targets}", f"s{min(50, args.targets)}"
+        n_batches = 4 if args.quick else 40
+        section("forward", lambda: forward_rate(workspace, MODEL, args.batch_size, n_batches, device))
+        section("forward_conv", lambda: forward_rate(workspace, MODEL, args.batch_size, n_batches, device, conv=True))
+        section("forward_lite1", lambda: forward_rate(workspace, LITE1, args.batch_size, n_batches, device))
+        with CompositeCache(workspace) as composites:
+            section("feed", lambda: feed_rate(workspace, suite, args.batch_size, 224, device, None))
+            suite_rate(workspace, [MODEL], suite, args.batch_size, device, composites)  # fills the cache (untimed)
+            section("feed_cached", lambda: feed_rate(workspace, suite, args.batch_size, 224, device, composites))
+            section("suite", lambda: suite_rate(workspace, [MODEL], suite, args.batch_size, device))
+            section("suite_cached", lambda: suite_rate(workspace, [MODEL], suite, args.batch_size, device, composites))
+        for name in ("suite", "suite_cached", "feed", "feed_cached"):
+            if isinstance(result.get(name), float) and isinstance(result.get("forward"), float):
+                result[f"{name}_vs_forward"] = result[name] / result["forward"]
+
+        def keywords() -> dict:
+            model = load_model(workspace, MODEL, device=device)
+            backend = ClassifierPatchBackend(model, batch_size=args.batch_size, exclude_classes=list_classes(workspace))
+            views = (N_BACKGROUNDS + args.pool) * VIEWS
+            rates = {"keywords_views_per_s": timed(
+                lambda: compute_keywords(workspace, backend=backend, item_kind="background", batch_size=args.batch_size), views, device
+            )}  # fmt: skip
+            with workspace.transaction() as conn:  # a cached screening would be reused
+                conn.execute("DELETE FROM cache WHERE key LIKE 'screening/%'")
+            rates["screening_views_per_s"] = timed(lambda: screen_pool(workspace, model=MODEL, batch_size=args.batch_size, device=str(device)), views, device)
+            forward = result["forward"] if isinstance(result.get("forward"), float) else float("nan")
+            rates.update({f"{k[: -len('_views_per_s')]}_vs_forward": v / forward for k, v in list(rates.items())})
+            return rates
+
+        section("keywords", keywords)
+
+        def repository() -> dict:
+            rng = np.random.default_rng(0)
+            heads = [f"head-{i:03d}" for i in range(args.heads)]
+            for name in heads:
+                register_head(
+                    workspace, name, backbone=MODEL, weight=rng.normal(0, 0.1, (2, 128)), bias=np.zeros(2),
+                    hidden=(rng.normal(0, 0.03, (128, 1280)), np.zeros(128)), class_names=("obj", "other"),
+                )  # fmt: skip
+            create_repository(workspace, "all", [MODEL, LITE1, *heads])
+            clear_runs(workspace, suite)
+            start = time.perf_counter()
+            report = run_repository(workspace, "all", suite, device=str(device), batch_size=args.batch_size)
+            seconds = time.perf_counter() - start
+            models = 2 + args.heads
+            return {
+                "models": models, "seconds": round(seconds, 2), "done": len(report["done"]), "failed": report["failed"],
+                "model_images_per_s": models * suite_images(workspace, suite) / seconds,
+            }  # fmt: skip
+
+        section("repository", repository)
+        if device.type == "cuda":
+            section("back_off", lambda: back_off(workspace, small, args, device))
+
+        def saliency() -> dict:
+            argv = ["--device", str(device), "--images", "2" if args.quick else "8", "--repeats", "1" if args.quick else "3"]
+            with contextlib.redirect_stdout(io.StringIO()):
+                figures = saliency_benchmark.main(argv)
+            return figures["seconds_per_image"]
+
+        section("saliency_seconds_per_image", saliency)
+
+        def cli(*command: str) -> dict:
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "analytics", *command, "--workspace", str(workspace.root), "--device", str(device), "--json"],
+                capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parent.parent,
+            )  # fmt: skip
+            return {"rc": done.returncode, "seconds": round(time.perf_counter() - start, 1), "out": done.stdout[-400:], "err": done.stderr[-600:]}
+
+        clear_runs(workspace, small)
+        section("cli_run", lambda: cli("run", "--model", LITE1, "--suite", small, "--batch-size", str(args.batch_size)))
+        section("cli_saliency", lambda: cli("saliency", "--model", MODEL, "--method", "gradcam", "--targets", "8"))
+    result["goal_vs_forward"] = GOAL
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()}, default=str))
+    return result
+
+
+if __name__ == "__main__":
+    main()

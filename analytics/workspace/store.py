@@ -28,7 +28,7 @@ import os
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -265,21 +265,24 @@ class Workspace:
         digests : list of str
             The content hash of each array, in order.
         """
-        arrays = list(arrays)
         # Written on several threads: each file's fsync waits on the disk, and the waits overlap
-        # (keyword views of a GPU-sized batch are hundreds of small arrays).
-        with ThreadPoolExecutor(max(1, min(ARRAY_WRITERS, len(arrays))), thread_name_prefix="backdrop-arrays") as pool:
-            futures = [pool.submit(self._put_array, array) for array in arrays]
-        done = [future.result() for future in futures if future.exception() is None]
-        created = [self._array_path(digest) for digest, new in done if new]
+        # (keyword views of a GPU-sized batch are hundreds of small arrays). At most 2 x
+        # ARRAY_WRITERS arrays are held at once, so a stream of decoded images stays a stream.
+        futures: list[Future] = []
         try:
+            with ThreadPoolExecutor(ARRAY_WRITERS, thread_name_prefix="backdrop-arrays") as pool:
+                for array in arrays:
+                    if len(futures) >= 2 * ARRAY_WRITERS:
+                        wait([futures[-2 * ARRAY_WRITERS]])
+                    futures.append(pool.submit(self._put_array, array))
             for future in futures:
                 if future.exception() is not None:
                     raise future.exception()
-            yield [digest for digest, _ in done]
+            yield [future.result()[0] for future in futures]
         except BaseException:
-            for path in created:
-                path.unlink(missing_ok=True)
+            for future in futures:  # all done: the pool waited for them
+                if future.exception() is None and future.result()[1]:
+                    self._array_path(future.result()[0]).unlink(missing_ok=True)
             raise
 
     def _put_array(self, array: np.ndarray) -> tuple[str, bool]:

@@ -413,7 +413,8 @@ def test_a_full_disk_during_an_import_keeps_the_workspace_as_it_was(tmp_path, mo
         add_backgrounds(workspace, pool)
     monkeypatch.undo()
     message = str(refused.value)
-    assert "\n" not in message and message == f"cannot write {renames[-1]}: no space left on device; free space on that disk or move the workspace"
+    # arrays are written on several threads: the others may go on after the third one fails
+    assert "\n" not in message and message == f"cannot write {renames[2]}: no space left on device; free space on that disk or move the workspace"
     assert {p.name for p in workspace.arrays_dir.rglob("*.npy")} == before  # no orphan; pool[0]'s array stays
     assert not list(workspace.arrays_dir.rglob("*.tmp"))
     assert list(list_backgrounds(workspace)["id"]) == [pool[0].id]

@@ -245,6 +245,22 @@ def test_staged_arrays_written_on_threads_remove_the_others_when_one_fails(tmp_p
     assert [workspace.get_array(d)[0] for d in digests] == list(range(20))  # in order
 
 
+def test_staged_arrays_hold_a_bounded_number_of_a_stream_at_once(tmp_path, monkeypatch):
+    workspace = Workspace(tmp_path / "ws")
+    written, held = [], []
+    put = Workspace._put_array
+    monkeypatch.setattr(Workspace, "_put_array", lambda self, array: written.append(1) or put(self, array))
+
+    def stream():  # decoded images arriving one by one
+        for k in range(100):
+            held.append(k + 1 - len(written))
+            yield np.full(8, k)
+
+    with workspace.staged_arrays(stream()) as digests:
+        assert len(digests) == 100
+    assert max(held) <= 2 * workspace_module.ARRAY_WRITERS + 1
+
+
 def test_a_full_database_is_a_workspace_error(tmp_path, monkeypatch):
     workspace = Workspace(tmp_path / "ws")
     connect = Workspace.connect

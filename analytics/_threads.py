@@ -106,9 +106,10 @@ def prefetched(items: Iterator, depth: int, name: str = "backdrop-composites") -
     return consume()
 
 
-# CPython 3.11's parser is not thread-safe ("SystemError: AST constructor recursion depth
-# mismatch" when two threads parse at once, python/cpython#106905), and numpy parses each .npy
-# header with ast.literal_eval; so headers are read one thread at a time, the data in parallel.
+# CPython 3.11's AST construction keeps its recursion depth in state shared by threads: a thread
+# switch inside a parse (e.g. a finaliser run by the garbage collector) breaks the other thread's
+# parse ("SystemError: AST constructor recursion depth mismatch"), and numpy parses each .npy header
+# with ast.literal_eval; so headers are read one thread at a time, the data in parallel.
 _HEADER_LOCK = threading.Lock()
 
 

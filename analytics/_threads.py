@@ -86,6 +86,9 @@ def prefetched(items: Iterator, depth: int, name: str = "backdrop-composites") -
             put(_DONE)
         except BaseException as err:  # noqa: BLE001 - handed to the consumer, which re-raises it
             put(err)
+        finally:
+            if hasattr(items, "close"):  # a generator's own cleanup (its thread pool, OpenCV's threads) runs now, not at collection
+                items.close()
 
     worker = threading.Thread(target=produce, name=name, daemon=True)
 

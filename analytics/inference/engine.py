@@ -470,9 +470,10 @@ def _group_batches(
             if member.spec.source == "head":
                 member.head = load_head(workspace, member.spec).to(device)
         forward = _BackOff(model, batch_size, conv)
+        prefetch = prefetch_for(device)
         stream = iter_composites(
-            workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(device),
-            threads=compositing_threads(device, prefetch_for(device)), composites=composites, suite_id=plan.suite_id,
+            workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch,
+            threads=compositing_threads(device, prefetch), composites=composites, suite_id=plan.suite_id,
         )
         for batch_jobs, images in stream:
             logits, embedding, conv_stats = forward(images)

@@ -205,8 +205,8 @@ class _Source:
     composites: CompositeCache | None
     suite_id: str | None
 
-    def images(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int = 1) -> np.ndarray:
-        """(len(jobs), size, size, 3) uint8; ``pool`` splits the compositing over its ``threads`` threads."""
+    def images(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int) -> np.ndarray:
+        """(len(jobs), size, size, 3) uint8; ``pool`` (None: this thread) splits the compositing over its ``threads`` threads."""
         def make(todo: list[SuiteImage]) -> np.ndarray:
             return self._compose(todo, pool, threads)
 
@@ -215,7 +215,7 @@ class _Source:
         return self.composites.images(self.suite_id, jobs, size=self.cache.size, blend=self.blend, make=make)
 
     def _compose(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int) -> np.ndarray:
-        if pool is None or threads == 1:
+        if pool is None:
             return _compose_batch(self.cache, jobs, self.blend)
         bounds = np.linspace(0, len(jobs), min(threads, len(jobs)) + 1).astype(int)
         parts = [jobs[a:b] for a, b in itertools.pairwise(bounds)]
@@ -249,6 +249,10 @@ def compositing_threads(device: torch.device, prefetch: int) -> int:
 
 
 def _composed_on_threads(source: _Source, chunks: Iterator[list[SuiteImage]], threads: int) -> Iterator:
-    with ThreadPoolExecutor(threads, thread_name_prefix="backdrop-composites") as pool, cv2_single_threaded(threads > 1):
+    if threads == 1:
+        for chunk in chunks:
+            yield chunk, source.images(chunk, None, 1)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="backdrop-composites") as pool, cv2_single_threaded():
         for chunk in chunks:
             yield chunk, source.images(chunk, pool, threads)

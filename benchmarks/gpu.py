@@ -24,6 +24,22 @@ Every figure comes from the library's own paths on a synthetic workspace
 - ``saliency``: every attribution method (``benchmarks/saliency.py``), seconds per image, and the CLI's
   ``saliency`` command on the workspace's targets.
 - ``cli_run``: ``python -m analytics run --device cuda`` in a subprocess, as a user types it.
+- ``engine_phases``: where a cached suite run's time goes on the engine's thread, in seconds:
+  planning, model loading, waiting for the composite stream, preprocessing + forward pass, the
+  batch's signals on the device, its rows (``wait``: of which waiting for the device), storing rows,
+  and the rest; first as the engine runs (the device's work overlaps the host's: a large ``wait``
+  means the device is the bottleneck), then with the device synchronised around each forward
+  pass (``synchronised``: what each phase costs alone); then the engine's Python functions by own
+  time (cProfile).
+
+- ``rows_check``: the rows a run stored on the device (batches overlapped: one batch's signals
+  copied to the host while the next runs) against a plain loop over the same composites (model,
+  softmax, read at once): same predictions, largest differences of the stored probabilities and
+  embedding statistics.
+- ``feed_threads``: the fresh composite feed of the 50-target suite on 1, 2, 4, 8 and every core (how
+  compositing scales with threads).
+
+``--sections a,b`` runs only those sections (the composite cache is filled when one needs it).
 
 ``--quick`` shrinks every size to check that the script runs (``--device cpu`` to try it without a
 GPU; the back-off section needs CUDA and is skipped then).
@@ -33,8 +49,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import io
 import json
+import pstats
 import subprocess
 import sys
 import tempfile
@@ -50,11 +68,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analytics.data import Background, add_backgrounds, list_classes
 from analytics.inference import (
     CompositeCache,
+    cpu_count,
     engine,
     iter_composites,
     prefetch_for,
     run_models,
     stored_suite_images,
+    target_classes,
+    used_classes,
     with_foreground,
 )
 from analytics.keywords import ClassifierPatchBackend, compute_keywords
@@ -202,6 +223,128 @@ def back_off(workspace: Workspace, suite_id: str, args, device: torch.device) ->
     return result
 
 
+class _PhaseClock:
+    """Seconds per phase of one engine call, measured by wrapping the engine's own functions
+    (``sync``: the device synchronised around each forward pass)."""
+
+    def __init__(self, device: torch.device, sync: bool) -> None:
+        self.device, self.sync = device, sync
+        self.seconds = dict.fromkeys(("plan", "load_model", "stream", "forward", "signals", "rows", "store"), 0.0)
+        self.seconds["wait"] = 0.0  # inside "rows"
+
+    def timed(self, phase: str, call: Callable, sync: bool = False) -> Callable:
+        def wrapper(*args, **kwargs):
+            if sync:
+                _synchronised(self.device)
+            start = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                if sync:
+                    _synchronised(self.device)
+                self.seconds[phase] += time.perf_counter() - start
+
+        return wrapper
+
+    def stream(self, make: Callable) -> Callable:
+        def wrapper(*args, **kwargs):
+            iterator = make(*args, **kwargs)
+            while True:
+                start = time.perf_counter()
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    return
+                finally:
+                    self.seconds["stream"] += time.perf_counter() - start
+                yield item
+
+        return wrapper
+
+    @contextlib.contextmanager
+    def installed(self):
+        patches = {
+            (engine, "plan_runs"): self.timed("plan", engine.plan_runs),
+            (engine, "load_model"): self.timed("load_model", engine.load_model),
+            (engine, "iter_composites"): self.stream(engine.iter_composites),
+            (engine._BackOff, "__call__"): self.timed("forward", engine._BackOff.__call__, sync=self.sync),
+            (engine.BatchSignals, "compute"): staticmethod(self.timed("signals", engine.BatchSignals.compute)),
+            (engine.BatchSignals, "rows"): self.timed("rows", engine.BatchSignals.rows),
+            (torch.cuda.Event, "synchronize"): self.timed("wait", torch.cuda.Event.synchronize),
+            (engine.RowWriter, "add"): self.timed("store", engine.RowWriter.add),
+            (engine.RowWriter, "commit"): self.timed("store", engine.RowWriter.commit),
+        }
+        originals = {key: key[0].__dict__[key[1]] for key in patches}  # as stored (a classmethod stays one)
+        try:
+            for (owner, name), patched in patches.items():
+                setattr(owner, name, patched)
+            yield self
+        finally:
+            for (owner, name), original in originals.items():
+                setattr(owner, name, original)
+
+
+def engine_phases(workspace: Workspace, suite_id: str, batch_size: int, device: torch.device, composites: CompositeCache) -> dict:
+    """Where a cached suite run's time goes (see the module's docstring)."""
+    result: dict = {"images": suite_images(workspace, suite_id)}
+    for sync in (False, True):
+        clear_runs(workspace, suite_id)
+        clock = _PhaseClock(device, sync)
+        with clock.installed():
+            start = time.perf_counter()
+            run_models(workspace, [MODEL], suite_id, device=device, batch_size=batch_size, composites=composites)
+            total = time.perf_counter() - start
+        phases = {"total": total, **clock.seconds}
+        phases["other"] = total - sum(v for k, v in clock.seconds.items() if k != "wait")
+        result["synchronised" if sync else "overlapped"] = {k: round(v, 4) for k, v in phases.items()}
+    clear_runs(workspace, suite_id)
+    profile = cProfile.Profile()
+    profile.enable()
+    run_models(workspace, [MODEL], suite_id, device=device, batch_size=batch_size, composites=composites)
+    profile.disable()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
+    result["profile_tottime"] = [line.strip() for line in text.getvalue().splitlines() if line.strip()][-26:]
+    return result
+
+
+def rows_check(workspace: Workspace, suite_id: str, batch_size: int, device: torch.device) -> dict:
+    """The engine's stored rows against a plain, synchronous loop (see the module's docstring)."""
+    clear_runs(workspace, suite_id)
+    (run_id,) = run_models(workspace, [MODEL], suite_id, device=device, batch_size=batch_size)
+    stored = {
+        (r["target_id"], r["position"]): r
+        for r in workspace.query("SELECT target_id, position, predicted, true_prob, max_prob, emb_max, emb_mean FROM run_images WHERE run_id = ?", (run_id,))
+    }  # fmt: skip
+    model = load_model(workspace, MODEL, device=device)
+    jobs, _ = stored_suite_images(workspace, suite_id)
+    classes = used_classes(workspace, target_classes(workspace, {job.target_id for job in jobs}).values())
+    outputs = model.spec.label_space.class_outputs(classes)["obj"]
+    worst = dict.fromkeys(("true_prob", "max_prob", "emb_max", "emb_mean"), 0.0)
+    same = 0
+    for batch_jobs, images in iter_composites(workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size):
+        logits, embedding = model.run_batch(model.preprocess(images))
+        probabilities, embedding = torch.softmax(logits.float(), dim=1).cpu().numpy(), embedding.float().cpu().numpy()
+        for i, job in enumerate(batch_jobs):
+            if job.foreground:
+                continue
+            row = stored[(job.target_id, job.position)]
+            same += row["predicted"] == model.spec.label_space.names[probabilities[i].argmax()]
+            expected = {"true_prob": probabilities[i, outputs].sum(), "max_prob": probabilities[i].max(), "emb_max": embedding[i].max(), "emb_mean": embedding[i].mean()}
+            worst = {k: max(v, abs(float(expected[k]) - row[k])) for k, v in worst.items()}
+    return {"rows": len(stored), "same_predictions": same, "largest_differences": worst}
+
+
+def feed_threads(workspace: Workspace, suite_id: str, batch_size: int, device: torch.device) -> dict:
+    """Fresh composites per second on 1, 2, 4, 8 and every core (no composite cache)."""
+    jobs = with_foreground(stored_suite_images(workspace, suite_id)[0])
+    rates = {}
+    for threads in sorted({1, 2, 4, 8, cpu_count()}):
+        stream = iter_composites(workspace, jobs, batch_size=batch_size, size=224, prefetch=prefetch_for(device), threads=threads)
+        rates[str(threads)] = timed(lambda stream=stream: sum(len(images) for _, images in stream), len(jobs), device)
+    return rates
+
+
 def add_pool(workspace: Workspace, count: int) -> None:
     """``count`` more synthetic backgrounds (the keyword and screening passes read the pool)."""
     rng = np.random.default_rng(7)
@@ -222,7 +365,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--free-mib", type=int, default=1536)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs, timings mean little")
+    parser.add_argument("--sections", default=None, help="comma-separated sections to run (default: all)")
     args = parser.parse_args(argv)
+    wanted = None if args.sections is None else set(args.sections.split(","))
     if args.quick:
         args.targets, args.n, args.batch_size, args.pool, args.heads = 4, 4, 16, 16, 2
     device = torch.device(args.device)
@@ -230,6 +375,8 @@ def main(argv: list[str] | None = None) -> dict:
     result.update(targets=args.targets, n=args.n, batch_size=args.batch_size)
 
     def section(name: str, call: Callable[[], object]) -> None:
+        if wanted is not None and name not in wanted:
+            return
         start = time.perf_counter()
         try:
             result[name] = call()
@@ -251,10 +398,14 @@ def main(argv: list[str] | None = None) -> dict:
         section("forward_lite1", lambda: forward_rate(workspace, LITE1, args.batch_size, n_batches, device))
         with CompositeCache(workspace) as composites:
             section("feed", lambda: feed_rate(workspace, suite, args.batch_size, 224, device, None))
-            suite_rate(workspace, [MODEL], suite, args.batch_size, device, composites)  # fills the cache (untimed)
+            if wanted is None or wanted & {"feed_cached", "suite_cached", "engine_phases"}:
+                suite_rate(workspace, [MODEL], suite, args.batch_size, device, composites)  # fills the cache (untimed)
             section("feed_cached", lambda: feed_rate(workspace, suite, args.batch_size, 224, device, composites))
             section("suite", lambda: suite_rate(workspace, [MODEL], suite, args.batch_size, device))
             section("suite_cached", lambda: suite_rate(workspace, [MODEL], suite, args.batch_size, device, composites))
+            section("engine_phases", lambda: engine_phases(workspace, suite, args.batch_size, device, composites))
+        section("rows_check", lambda: rows_check(workspace, small, args.batch_size, device))
+        section("feed_threads", lambda: feed_threads(workspace, small, args.batch_size, device))
         for name in ("suite", "suite_cached", "feed", "feed_cached"):
             if isinstance(result.get(name), float) and isinstance(result.get("forward"), float):
                 result[f"{name}_vs_forward"] = result[name] / result["forward"]

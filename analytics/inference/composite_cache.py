@@ -36,6 +36,7 @@ from analytics._threads import load_npy
 from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.workspace import Workspace, content_id
 
+from .device import empty_batch
 from .suite_images import SuiteImage, image_hashes, stored_suite_images, with_foreground
 
 FOLDER = Path("cache") / "composites"
@@ -106,7 +107,14 @@ class CompositeCache:
         return [entry.path for entry in self._entries.values() if entry.path.exists()]
 
     def images(
-        self, suite_id: str, jobs: Sequence[SuiteImage], *, size: int | None, blend: bool, make: Callable[[list[SuiteImage]], np.ndarray]
+        self,
+        suite_id: str,
+        jobs: Sequence[SuiteImage],
+        *,
+        size: int | None,
+        blend: bool,
+        make: Callable[[list[SuiteImage]], np.ndarray],
+        empty: Callable[[tuple[int, ...]], np.ndarray] = empty_batch,
     ) -> np.ndarray:
         """The images of ``jobs``: read from the file, the missing ones made and stored first.
 
@@ -120,6 +128,8 @@ class CompositeCache:
         blend : bool
         make : callable
             Composites a list of jobs: (len(jobs), size, size, 3) uint8.
+        empty : callable, default=:func:`~analytics.inference.device.empty_batch`
+            Allocates the returned array from its shape (page-locked memory for a GPU).
 
         Returns
         -------
@@ -133,7 +143,7 @@ class CompositeCache:
         missing = [i for i, row in enumerate(rows) if not entry.filled[row]]
         if missing:
             self._store(entry, rows[missing], make([jobs[i] for i in missing]))
-        return self._read(entry, rows)
+        return self._read(entry, rows, empty((len(rows), *entry.shape)))
 
     def check_space(self, suite_id: str, sizes: Sequence[int]) -> None:
         """Refuse, before any work, when the disk cannot hold the suite's composites at the largest
@@ -235,8 +245,7 @@ class CompositeCache:
                 os.replace(entry.tmp, entry.path)
                 entry.tmp = None
 
-    def _read(self, entry: _Entry, rows: np.ndarray) -> np.ndarray:
-        out = np.empty((len(rows), *entry.shape), np.uint8)
+    def _read(self, entry: _Entry, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
         flat = out.reshape(len(rows), -1)
         pieces, start = [], 0  # (first row of out, rows, first row of the file): runs of consecutive rows, cut to READ_PIECE
         for stop in range(1, len(rows) + 1):

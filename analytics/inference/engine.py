@@ -50,11 +50,12 @@ import torch
 
 from analytics._validation import check_positive_int
 from analytics.exceptions import BackdropError, InvalidInputError
-from analytics.models import HeadLayers, LoadedModel, ModelSpec, conv_map_problem, get_model_spec, load_head, load_model, resolve_device
+from analytics.models import LoadedModel, ModelSpec, conv_map_problem, get_model_spec, load_head, load_model, resolve_device
 from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, now, suite_classes_key
 
 from .composite_cache import CompositeCache
 from .device import cpu_threads
+from .signals import BatchSignals, Member
 from .stream import compositing_threads, iter_composites, prefetch_for
 from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
 
@@ -64,18 +65,6 @@ ROW_COLUMNS = (
     "run_id", "target_id", "position", "predicted", "true_prob", "max_prob", "correct", "emb_topk_mean", "emb_max", "emb_mean", "distance",
     "conv_max", "conv_max_mean",
 )  # fmt: skip
-
-
-@dataclass
-class _Member:
-    """One requested model inside a group that shares a backbone pass."""
-
-    spec: ModelSpec
-    run_id: str
-    outputs: dict[str, list[int]]
-    done: set[tuple[str, int]]
-    head: HeadLayers | None  # None: the backbone's own logits and embedding
-    topk: dict[str, np.ndarray] = field(default_factory=dict)  # target id -> its top-k neurons in this member's embedding
 
 
 @dataclass(frozen=True)
@@ -460,7 +449,7 @@ def _group_batches(
     for name in group.models:
         spec = get_model_spec(workspace, name)
         run_id = plan.run_ids[name]
-        members.append(_Member(spec, run_id, spec.label_space.class_outputs(classes), _done_rows(workspace, run_id, plan.fill_conv and conv), None))
+        members.append(Member(spec, run_id, spec.label_space.class_outputs(classes), _done_rows(workspace, run_id, plan.fill_conv and conv), None))
     jobs = [job for job in jobs if any((job.target_id, job.position) not in member.done for member in members)]
     if not jobs:
         return
@@ -473,25 +462,16 @@ def _group_batches(
         prefetch = prefetch_for(device)
         stream = iter_composites(
             workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch,
-            threads=compositing_threads(device, prefetch), composites=composites, suite_id=plan.suite_id,
-        )
+            threads=compositing_threads(device, prefetch), composites=composites, suite_id=plan.suite_id, page_locked=device.type == "cuda",
+        )  # fmt: skip
+        pending = None  # the last batch's signals, on their way to the host while the next batch runs
         for batch_jobs, images in stream:
-            logits, embedding, conv_stats = forward(images)
-            conv_kept = None if conv_stats is None else conv_stats.cpu().double().numpy()
-            alone = [i for i, job in enumerate(batch_jobs) if job.foreground]
-            keep = [i for i, job in enumerate(batch_jobs) if not job.foreground]
-            kept, rows = [batch_jobs[i] for i in keep], []
-            for member in members:  # each head reads the one backbone pass and has its own embedding
-                member_logits, member_embedding = _member_outputs(member, logits, embedding)
-                if alone:  # each target's foreground-only image comes before its other images
-                    indices = torch.topk(member_embedding[alone], min(plan.top_k, member_embedding.shape[1]), dim=1).indices.cpu().numpy()
-                    member.topk.update({batch_jobs[i].target_id: row for i, row in zip(alone, indices)})
-                if keep:
-                    emb_signals = _embedding_signals(member_embedding[keep], np.stack([member.topk[job.target_id] for job in kept]))
-                    conv_rows = None if conv_kept is None else conv_kept[keep]
-                    rows += _rows(member, kept, torch.softmax(member_logits[keep], dim=1).cpu().numpy(), emb_signals, conv_rows, distances, class_of)
-            if keep:
-                yield len(kept), rows
+            signals = BatchSignals.compute(members, batch_jobs, images, forward(images), plan.top_k)
+            if pending is not None and pending.jobs:
+                yield len(pending.jobs), pending.rows(members, distances, class_of)
+            pending = signals
+        if pending is not None and pending.jobs:
+            yield len(pending.jobs), pending.rows(members, distances, class_of)
 
 
 class _BackOff:
@@ -528,37 +508,3 @@ class _BackOff:
         self.batch_size //= 2
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # the failed attempt's blocks would stay reserved
-
-
-def _member_outputs(member: _Member, logits: torch.Tensor, embedding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A member's logits (n, n_outputs) and embedding (n, d), float32, from the backbone's outputs."""
-    if member.head is None:
-        return logits.float(), embedding.float()
-    with torch.inference_mode():
-        return member.head(embedding.float())
-
-
-
-def _embedding_signals(embedding: torch.Tensor, topk: np.ndarray) -> np.ndarray:
-    """Per image: mean of the chosen neurons, max and mean over all neurons -> (n, 3) float64."""
-    picked = torch.gather(embedding, 1, torch.from_numpy(topk).to(embedding.device))
-    return torch.stack([picked.mean(1), embedding.max(1).values, embedding.mean(1)], dim=1).cpu().double().numpy()
-
-
-def _rows(
-    member: _Member, jobs: Sequence[SuiteImage], probabilities: np.ndarray, emb: np.ndarray, conv: np.ndarray | None, distances: dict, class_of: dict[str, str]
-) -> list[tuple]:
-    names = member.spec.label_space.names
-    predicted = probabilities.argmax(1)
-    rows = []
-    for i, job in enumerate(jobs):
-        key = (job.target_id, job.position)
-        if key in member.done:
-            continue
-        outputs = member.outputs[class_of[job.target_id]]
-        rows.append((
-            member.run_id, job.target_id, job.position, names[predicted[i]], float(probabilities[i, outputs].sum()),
-            float(probabilities[i].max()), int(predicted[i] in outputs), float(emb[i, 0]), float(emb[i, 1]), float(emb[i, 2]),
-            distances.get(key), None if conv is None else float(conv[i, 0]), None if conv is None else float(conv[i, 1]),
-        ))
-    return rows

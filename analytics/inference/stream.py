@@ -10,7 +10,7 @@ when decoded, and the composites made at that size. When many models run over on
 
 from __future__ import annotations
 
-import itertools
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +29,7 @@ from analytics.models import resize_images
 from analytics.workspace import Workspace
 
 from .composite_cache import CompositeCache
-from .device import cpu_count, model_threads
+from .device import cpu_count, empty_batch, model_threads
 from .suite_images import SuiteImage, image_hashes
 
 PREFETCH_BATCHES = 2
@@ -102,10 +102,11 @@ def _interpolation(shape: tuple[int, ...], size: int) -> int:
     return cv2.INTER_AREA if shape[0] > size or shape[1] > size else cv2.INTER_LINEAR
 
 
-def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool) -> np.ndarray:
-    """The images of ``jobs`` at the cache's size: (len(jobs), height, width, 3) uint8."""
-    height, width = cache.target(jobs[0].target_id).image.shape[:2]
-    out = np.empty((len(jobs), height, width, 3), np.uint8)
+def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """The images of ``jobs`` at the cache's size: (len(jobs), height, width, 3) uint8, in ``out`` when given."""
+    if out is None:
+        height, width = cache.target(jobs[0].target_id).image.shape[:2]
+        out = np.empty((len(jobs), height, width, 3), np.uint8)
     for start, stop in _runs_of_targets(jobs):
         cutout = cache.target(jobs[start].target_id)
         out[start:stop] = cutout.image
@@ -140,6 +141,7 @@ def iter_composites(
     composites: CompositeCache | None = None,
     suite_id: str | None = None,
     threads: int | None = None,
+    page_locked: bool = False,
 ) -> Iterator[tuple[list[SuiteImage], np.ndarray]]:
     """Generate the images of ``jobs`` batch by batch (ahead on a worker thread, or on demand).
 
@@ -168,6 +170,9 @@ def iter_composites(
     threads : int or None, default=None
         Threads that composite each batch (:func:`compositing_threads`; None: as it says for
         CUDA when this machine has it, else for the CPU).
+    page_locked : bool, default=False
+        Make each batch in page-locked memory (:func:`~analytics.inference.device.empty_batch`),
+        for a CUDA model: its upload is then asynchronous, so keep a batch until that copy is done.
 
     Yields
     ------
@@ -187,7 +192,7 @@ def iter_composites(
     jobs = list(jobs)
     cache = _ImageCache(workspace, jobs, cache_items, size)
     chunks = (jobs[start : start + batch_size] for start in range(0, len(jobs), batch_size))
-    source = _Source(cache, blend, composites, suite_id)
+    source = _Source(cache, blend, composites, suite_id, functools.partial(empty_batch, page_locked=page_locked))
     if threads is None:
         threads = compositing_threads(torch.device("cuda" if torch.cuda.is_available() else "cpu"), prefetch)
     check_positive_int(threads, "threads")
@@ -204,22 +209,25 @@ class _Source:
     blend: bool
     composites: CompositeCache | None
     suite_id: str | None
+    empty: Callable[[tuple[int, ...]], np.ndarray]  # allocates a batch from its shape
 
     def images(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int) -> np.ndarray:
         """(len(jobs), size, size, 3) uint8; ``pool`` (None: this thread) splits the compositing over its ``threads`` threads."""
-        def make(todo: list[SuiteImage]) -> np.ndarray:
-            return self._compose(todo, pool, threads)
-
         if self.composites is None:
-            return make(jobs)
-        return self.composites.images(self.suite_id, jobs, size=self.cache.size, blend=self.blend, make=make)
+            return self._compose(jobs, pool, threads, self.empty)
+        return self.composites.images(
+            self.suite_id, jobs, size=self.cache.size, blend=self.blend, empty=self.empty,
+            make=lambda todo: self._compose(todo, pool, threads, empty_batch),  # stored, then read into a batch of ``empty``
+        )  # fmt: skip
 
-    def _compose(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int) -> np.ndarray:
+    def _compose(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int, empty: Callable) -> np.ndarray:
+        height, width = self.cache.target(jobs[0].target_id).image.shape[:2]
+        out = empty((len(jobs), height, width, 3))
         if pool is None:
-            return _compose_batch(self.cache, jobs, self.blend)
+            return _compose_batch(self.cache, jobs, self.blend, out)
         bounds = np.linspace(0, len(jobs), min(threads, len(jobs)) + 1).astype(int)
-        parts = [jobs[a:b] for a, b in itertools.pairwise(bounds)]
-        return np.concatenate(list(pool.map(lambda part: _compose_batch(self.cache, part, self.blend), parts)))
+        list(pool.map(lambda a, b: _compose_batch(self.cache, jobs[a:b], self.blend, out[a:b]), bounds[:-1], bounds[1:]))
+        return out
 
 
 def prefetch_for(device: torch.device) -> int:

@@ -90,10 +90,18 @@ class LoadedModel:
         if self.spec.preprocessing == "efficientnet-lite":
             x = (x - 127.0) / 128.0
         else:
-            mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
-            std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
+            mean, std = self._imagenet_statistics
             x = (x / 255.0 - mean) / std
         return x.contiguous(memory_format=torch.channels_last)
+
+    @functools.cached_property
+    def _imagenet_statistics(self) -> tuple[torch.Tensor, torch.Tensor]:
+        # Made once: a tensor sent to a GPU from pageable memory waits for the work queued there
+        # (each batch would wait for the one before it).
+        return (
+            torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1),
+            torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1),
+        )
 
     def forward(self, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward pass with gradients allowed (saliency).

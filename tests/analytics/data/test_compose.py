@@ -148,3 +148,35 @@ def test_a_soft_mask_fading_far_beyond_the_object_lets_no_original_scene_through
     out = Cutout(image, soft).paste(backgrounds, blend=blend)[0].astype(int)
     reddish = (out[..., 0] > out[..., 1] + 30) & (out[..., 0] > 60)
     assert not reddish.any(), f"{reddish.sum()} pixels carry the original red scene"
+
+
+def laplacian_pyramid(image: np.ndarray, levels: int) -> list[np.ndarray]:
+    gaussian = [image]
+    for _ in range(levels):
+        gaussian.append(cv2.pyrDown(gaussian[-1]))
+    sizes = [(g.shape[1], g.shape[0]) for g in gaussian]
+    return [g - cv2.pyrUp(gaussian[k + 1], dstsize=sizes[k]) for k, g in enumerate(gaussian[:-1])] + [gaussian[-1]]
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_the_seam_is_the_two_pyramid_blend_of_burt_and_adelson(soft):
+    """Backdrop blends one pyramid of the difference; the textbook form blends the two sources'
+    pyramids: L = G(m) L(x) + (1 - G(m)) L(b), collapsed (x is b outside the mask)."""
+    images, masks, backgrounds = batch(3, seed=4)
+    for image, mask, background in zip(images, masks, backgrounds):
+        weights = cv2.GaussianBlur(mask.astype(np.float32), (9, 9), 3) if soft else mask.astype(np.float32)
+        cutout = Cutout(image, weights)
+        inside = (weights > 0.5)[..., None]
+        x, b = np.where(inside, image, background).astype(np.float32), background.astype(np.float32)
+        m = [weights]
+        for _ in range(cutout.levels):
+            m.append(cv2.pyrDown(m[-1]))
+        blended = [mk[..., None] * lx + (1 - mk[..., None]) * lb for mk, lx, lb in zip(m, laplacian_pyramid(x, cutout.levels), laplacian_pyramid(b, cutout.levels))]
+        out = blended[-1]
+        for level in range(cutout.levels - 1, -1, -1):
+            out = cv2.pyrUp(out, dstsize=(blended[level].shape[1], blended[level].shape[0])) + blended[level]
+        textbook = np.clip(out, 0, 255).round().astype(np.uint8)
+        seam = cutout._seam.astype(bool)
+        pasted = cutout.paste(background[None])[0]
+        assert seam.sum() > 50
+        assert np.abs(pasted[seam].astype(int) - textbook[seam]).max() <= 1  # float rounding of two equal sums

@@ -4,15 +4,16 @@ and host memory for batches bound for an accelerator."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from analytics._threads import cpu_count
 
-__all__ = ["cpu_count", "cpu_threads", "empty_batch", "model_threads"]
+__all__ = ["HostCopy", "cpu_count", "cpu_threads", "empty_batch", "model_threads", "to_host"]
 
 
 def empty_batch(shape: tuple[int, ...], *, page_locked: bool = False) -> np.ndarray:
@@ -51,3 +52,47 @@ def cpu_threads(device: torch.device) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+@dataclass
+class HostCopy:
+    """Tensors on their way to the host: :func:`to_host`. :meth:`arrays` waits for them.
+
+    Attributes
+    ----------
+    tensors : list of Tensor
+        On the CPU (page-locked, still being written until ``done`` when it is set).
+    done : torch.cuda.Event or None
+        Marks the end of the copies (None: already on the host).
+    keep : object
+        Kept alive until the copies are done: a batch whose upload is queued before them.
+    """
+
+    tensors: list[torch.Tensor]
+    done: torch.cuda.Event | None = None
+    keep: object = None
+
+    def arrays(self) -> list[np.ndarray]:
+        """The tensors as arrays, once copied."""
+        if self.done is not None:
+            self.done.synchronize()
+        self.keep = None
+        return [tensor.numpy() for tensor in self.tensors]
+
+
+def to_host(tensors: Sequence[torch.Tensor], *, keep: object = None) -> HostCopy:
+    """Start copying ``tensors`` to the host, without waiting for the device.
+
+    A CUDA tensor's ``.cpu()`` waits for everything queued on the device; reading each batch's
+    results that way left the GPU idle while the host handled them. Here the copies go into
+    page-locked memory behind the queued work, so a caller can queue the next batch first and read
+    these (:meth:`HostCopy.arrays`) while it runs. Tensors on the CPU are returned as they are.
+    """
+    if not tensors or tensors[0].device.type != "cuda":
+        return HostCopy([tensor.cpu() for tensor in tensors], None, keep)
+    host = [torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True) for tensor in tensors]
+    for target, tensor in zip(host, tensors):
+        target.copy_(tensor, non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    return HostCopy(host, done, keep)

@@ -15,6 +15,7 @@ import torch
 
 from analytics.models import HeadLayers, ModelSpec
 
+from .device import HostCopy, to_host
 from .suite_images import SuiteImage
 
 
@@ -34,17 +35,15 @@ class Member:
 class BatchSignals:
     """One batch's signals per member, computed on the model's device and copied to the host.
 
-    On CUDA the copies are asynchronous (into page-locked memory, an event marks their end), so the
+    On CUDA the copies are asynchronous (:func:`~analytics.inference.device.to_host`), so the
     engine builds and stores one batch's rows while the device runs the next; reading each batch's
     results at once left the GPU idle meanwhile. Nothing here waits for the device before
     :meth:`rows`: no Python-list indexing of device tensors (:func:`_device_index`). The batch's
-    images stay referenced until :meth:`rows`: their (asynchronous) upload reads them.
+    images stay referenced until then: their (asynchronous) upload reads them.
     """
 
     jobs: list[SuiteImage]  # the batch's images that get rows (its foreground-only images do not)
-    images: np.ndarray
-    tensors: list[torch.Tensor]  # per member: probabilities (n, n_outputs), embedding signals (n, 3); then conv statistics (n, 2)
-    done: torch.cuda.Event | None
+    copy: HostCopy  # per member: probabilities (n, n_outputs), embedding signals (n, 3); then conv statistics (n, 2)
     conv: bool
 
     @classmethod
@@ -70,26 +69,16 @@ class BatchSignals:
         conv = conv_stats is not None
         if keep and conv:
             tensors.append(conv_stats[keep_index].float())
-        if embedding.device.type != "cuda":
-            return cls([jobs[i] for i in keep], images, tensors, None, conv)
-        host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in tensors]
-        for target, tensor in zip(host, tensors):
-            target.copy_(tensor, non_blocking=True)
-        done = torch.cuda.Event()
-        done.record()
-        return cls([jobs[i] for i in keep], images, host, done, conv)
+        return cls([jobs[i] for i in keep], to_host(tensors, keep=images), conv)
 
     def rows(self, members: list[Member], distances: dict, class_of: dict[str, str]) -> list[tuple]:
         """The ``run_images`` rows (:data:`ROW_COLUMNS` order) of every member; waits for the copies."""
-        if self.done is not None:
-            self.done.synchronize()
-        arrays = [tensor.numpy() for tensor in self.tensors]
+        arrays = self.copy.arrays()
         conv = arrays[-1].astype(np.float64) if self.conv else None
         rows = []
         for k, member in enumerate(members):
             probabilities, emb = arrays[2 * k], arrays[2 * k + 1].astype(np.float64)
             rows += _rows(member, self.jobs, probabilities, emb, conv, distances, class_of)
-        self.images = None  # its upload is done
         return rows
 
 

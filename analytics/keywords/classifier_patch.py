@@ -42,6 +42,7 @@ from analytics._threads import cpu_count, cv2_single_threaded, prefetched
 from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
+from analytics.inference.device import empty_batch, to_host
 from analytics.models import LoadedModel
 
 from ._base import KeywordBackend
@@ -258,18 +259,27 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     images = check_image_batch(images)
     per_image = 1 + grid**2
     out = np.zeros((len(images) * per_image, len(model.spec.label_space.names)), np.float32)
-    batches = _view_batches(images, grid, _input_side(model), batch_size)
+    cuda = model.device.type == "cuda"
+    batches = _view_batches(images, grid, _input_side(model), batch_size, page_locked=cuda)
     if model.device.type != "cpu":  # an accelerator runs each batch while the CPU cuts the next ones
         batches = prefetched(batches, 2, name="backdrop-views")
+    pending = None  # the last batch's probabilities on their way to the host while the next batch runs
     for start, batch in zip(range(0, len(out), batch_size), batches):
         with torch.inference_mode():
-            out[start : start + len(batch)] = model.predict(batch, batch_size=batch_size).probabilities
+            logits, _ = model.run_batch(model.preprocess(batch))
+            copy = to_host([torch.softmax(logits.float(), dim=1)], keep=batch)
+        if pending is not None:
+            pending[0][:] = pending[1].arrays()[0]
+        pending = (out[start : start + len(batch)], copy)
+    if pending is not None:
+        pending[0][:] = pending[1].arrays()[0]
     return out.reshape(len(images), per_image, -1)
 
 
-def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int) -> Iterator[np.ndarray]:
+def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, page_locked: bool = False) -> Iterator[np.ndarray]:
     """Every image's :func:`_views`, in order, as batches of ``batch_size`` views (the last may be
-    shorter), the images cut and resized on every core (one GPU outran a single thread 7 to 1)."""
+    shorter), the images cut and resized on every core (one GPU outran a single thread 7 to 1);
+    ``page_locked``: each batch in page-locked memory, for an asynchronous upload to a GPU."""
     threads = cpu_count()
     with ThreadPoolExecutor(threads, thread_name_prefix="backdrop-views") as pool, cv2_single_threaded(threads > 1):
 
@@ -280,7 +290,7 @@ def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int) -> 
 
         stream = views()  # views stream across images so every forward pass gets exactly batch_size of them
         while batch := list(itertools.islice(stream, batch_size)):
-            yield np.stack(batch)
+            yield np.stack(batch, out=empty_batch((len(batch), *batch[0].shape), page_locked=page_locked))
 
 
 def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:

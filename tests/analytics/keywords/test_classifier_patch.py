@@ -68,17 +68,18 @@ def test_scores_are_the_full_softmax_of_the_keyword_outputs(screening_workspace,
 def test_views_stream_across_images_in_full_batches(screening_workspace, imagenet_model, monkeypatch, device):
     images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00"])
     one_by_one = np.concatenate([view_probabilities(imagenet_model, images[i : i + 1], grid=2, batch_size=1) for i in range(5)])
-    sizes, ahead = [], []
-    predict = imagenet_model.predict
+    sizes, ahead, locked = [], [], []
     model = SimpleNamespace(  # the CPU model, reporting the device under test
-        spec=imagenet_model.spec, device=torch.device(device),
-        predict=lambda views, batch_size: sizes.append(len(views)) or predict(views, batch_size=batch_size),
+        spec=imagenet_model.spec, device=torch.device(device), preprocess=imagenet_model.preprocess,
+        run_batch=lambda batch: sizes.append(len(batch)) or imagenet_model.run_batch(batch),
     )  # fmt: skip
     prefetched = classifier_patch.prefetched
     monkeypatch.setattr(classifier_patch, "prefetched", lambda *args, **kwargs: ahead.append(kwargs["name"]) or prefetched(*args, **kwargs))
+    monkeypatch.setattr(classifier_patch, "empty_batch", lambda shape, page_locked: locked.append(page_locked) or np.empty(shape, np.uint8))
     batched = view_probabilities(model, images, grid=2, batch_size=8)
     assert sizes == [8, 8, 8, 1]  # 5 images x 5 views: no pass is cut short at an image's border
     assert ahead == ([] if device == "cpu" else ["backdrop-views"])
+    assert locked == [device == "cuda"] * 4  # page-locked batches for a GPU's asynchronous upload
     np.testing.assert_allclose(batched, one_by_one, atol=1e-6)
 
 

@@ -39,8 +39,10 @@ Stages (pool screening is not timed: the synthetic classes have no ImageNet indi
 * ``assessor``: the features of every finished run and the assessors' evaluation;
 * ``repository-heads``: a repository of ``--repository-heads`` new heads run over the random suite.
 
-``--fit A.json B.json`` prints each stage's fitted growth from earlier outputs: the slope of
-log(seconds) against log(T·B), log(T) and log(B).
+``--fit A.json B.json …`` prints each stage's fitted growth from earlier outputs: the slope of
+log(seconds) against log(T·B), log(T) and log(B), and with three scales where T and B vary apart
+(e.g. T 200 at B 2,000 and 20,000, then T 1,712 at B 20,000) the slopes of T and B each with the
+other held (``T|B``, ``B|T``).
 """
 
 from __future__ import annotations
@@ -465,7 +467,10 @@ def _db_mib(ws: Path) -> float:
 
 def fitted_growth(records: list[dict]) -> list[dict]:
     """Per stage measured at two or more scales: the least-squares slope of log(seconds) against
-    log(T·B), log(T) and log(B) (1 = linear; a stage growing faster than T·B has a T·B slope above 1)."""
+    log(T·B), log(T) and log(B) (1 = linear; a stage growing faster than T·B has a T·B slope above 1).
+    With three or more scales where T and B vary apart, also ``T|B`` and ``B|T``: the slopes of one
+    fit on log(T) and log(B) together (each axis with the other held), which the one-axis slopes
+    are not when T and B grew together."""
     by_stage: dict[str, dict[tuple[int, int], float]] = {}
     for record in records:
         if "peak_rss_mib" in record and "targets" in record:  # stage records, not the untimed set-up
@@ -481,6 +486,10 @@ def fitted_growth(records: list[dict]) -> list[dict]:
             for axis, size in (("T*B", lambda t, b: t * b), ("T", lambda t, b: t), ("B", lambda t, b: b))
             if len({size(t, b) for t, b in scales}) > 1
         }
+        design = np.column_stack([np.ones(len(scales)), np.log([t for t, _ in scales]), np.log([b for _, b in scales])])
+        if len(scales) >= 3 and np.linalg.matrix_rank(design) == 3:
+            _, per_t, per_b = np.linalg.lstsq(design, seconds, rcond=None)[0]
+            slopes.update({"T|B": round(float(per_t), 2), "B|T": round(float(per_b), 2)})
         out.append({"stage": stage, "fitted_growth": slopes, "scales": [f"T{t} B{b}: {points[(t, b)]} s" for t, b in scales]})
     return out
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.scale import fitted_growth
+
 PROJECT = Path(__file__).resolve().parents[2]
 STAGES = ("import-targets", "import-backgrounds", "suite-random", "run", "synthetic-runs", "listing", "assessor")
 
@@ -24,3 +26,12 @@ def test_each_stage_reports_its_json_line(tmp_path):
     assert set(STAGES) <= set(by_stage)
     assert by_stage["run"]["images_per_run"] == 6 * 3 and by_stage["synthetic-runs"]["added_runs"] == 7
     assert by_stage["assessor"]["models"] == 8
+
+
+def test_fitted_growth_separates_targets_from_pool_when_they_vary_apart():
+    scales = [(200, 2000), (200, 20000), (1712, 20000), (1712, 2000)]
+    records = [{"stage": "s", "targets": t, "pool": b, "peak_rss_mib": 1.0, "seconds": 0.01 * t * b**0.5} for t, b in scales]
+    (fit,) = fitted_growth(records)
+    assert fit["fitted_growth"]["T|B"] == 1.0 and fit["fitted_growth"]["B|T"] == 0.5
+    (two,) = fitted_growth([r for r in records if (r["targets"], r["pool"]) in scales[1:3]])  # B fixed: T alone
+    assert "T|B" not in two["fitted_growth"] and two["fitted_growth"]["T"] == 1.0

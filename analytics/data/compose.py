@@ -104,8 +104,8 @@ class Cutout:
         difference instead of one per source (half the work, same result). Outside the mask x is
         replaced by b first, so the original scene never leaks into the seam (it showed as a halo).
 
-        Every step is one OpenCV call, which releases the GIL: compositing threads run in parallel
-        (numpy's masked assignment and rounding held it, and took a third of the time).
+        The full-size steps after the first are OpenCV calls, which release the GIL while they
+        run, so compositing threads overlap (numpy's masked assignment and rounding held it).
         """
         base = background.astype(np.float32)
         zeros = np.zeros(self._object.shape, np.float32)

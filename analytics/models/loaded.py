@@ -96,8 +96,7 @@ class LoadedModel:
 
     @functools.cached_property
     def _imagenet_statistics(self) -> tuple[torch.Tensor, torch.Tensor]:
-        # Made once: a tensor sent to a GPU from pageable memory waits for the work queued there
-        # (each batch would wait for the one before it).
+        # Made once, not sent to the device with every batch.
         return (
             torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1),
             torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1),

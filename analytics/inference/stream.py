@@ -102,11 +102,8 @@ def _interpolation(shape: tuple[int, ...], size: int) -> int:
     return cv2.INTER_AREA if shape[0] > size or shape[1] > size else cv2.INTER_LINEAR
 
 
-def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, out: np.ndarray | None = None) -> np.ndarray:
-    """The images of ``jobs`` at the cache's size: (len(jobs), height, width, 3) uint8, in ``out`` when given."""
-    if out is None:
-        height, width = cache.target(jobs[0].target_id).image.shape[:2]
-        out = np.empty((len(jobs), height, width, 3), np.uint8)
+def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, out: np.ndarray) -> np.ndarray:
+    """The images of ``jobs`` at the cache's size, written into ``out``: (len(jobs), height, width, 3) uint8."""
     for start, stop in _runs_of_targets(jobs):
         cutout = cache.target(jobs[start].target_id)
         out[start:stop] = cutout.image

@@ -259,8 +259,7 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     images = check_image_batch(images)
     per_image = 1 + grid**2
     out = np.zeros((len(images) * per_image, len(model.spec.label_space.names)), np.float32)
-    cuda = model.device.type == "cuda"
-    batches = _view_batches(images, grid, _input_side(model), batch_size, page_locked=cuda)
+    batches = _view_batches(images, grid, _input_side(model), batch_size, page_locked=model.device.type == "cuda")
     if model.device.type != "cpu":  # an accelerator runs each batch while the CPU cuts the next ones
         batches = prefetched(batches, 2, name="backdrop-views")
     pending = None  # the last batch's probabilities on their way to the host while the next batch runs

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from analytics.exceptions import InvalidInputError
-from analytics.runs import PROBABILITY_SIGNALS, load_run, run_matrices, run_row, subsample_matrices
+from analytics.runs import (
+    PROBABILITY_SIGNALS,
+    run_matrices,
+    run_row,
+    run_summary,
+    signal_peaks,
+    subsample_matrices,
+)
 from analytics.variance import (
     DEFAULT_SETTINGS,
     DEFAULT_THRESHOLD,
     MatrixSettings,
     sensitivity,
-    worst_case_accuracy,
 )
 from analytics.workspace import Workspace
 
@@ -68,10 +73,14 @@ def run_features(
     """
     columns = matrix_feature_columns(feature_set, crops)  # checks the set and the crops' fit to it
     chosen = FEATURE_SETS[feature_set]
-    data = load_run(workspace, run_id)
+    # Stored numbers only (the summary, the matrices the run's job cached, one aggregate for the
+    # thresholds): reading every image of 250 paper-scale runs took minutes.
+    summary = run_summary(workspace, run_id)
     matrices = run_matrices(workspace, run_id, settings=settings)
     subsample = subsample_matrices(workspace, run_id, settings=settings) if chosen.subsample else {}
     extra = {"crops": crops} if crops else {}
+    scaled = [signal for signal in matrices if signal not in PROBABILITY_SIGNALS]
+    peaks = signal_peaks(workspace, run_id, scaled) if threshold is None and scaled else {}
     features: dict[str, float] = {}
     for signal, matrix in matrices.items():
         if threshold is not None:
@@ -79,14 +88,12 @@ def run_features(
         elif signal in PROBABILITY_SIGNALS:
             cut = DEFAULT_THRESHOLD
         else:
-            cut = DEFAULT_THRESHOLD * float(np.abs(data.signals[signal]).max())
+            cut = DEFAULT_THRESHOLD * peaks[signal]
         features.update({f"{signal}.{name}": value for name, value in chosen.compute(matrix.matrix, threshold=cut, **extra).items()})
         if chosen.subsample:
             features[f"{signal}.sstv"] = sensitivity(matrix.matrix, subsample[signal].matrix)
     features = {name: features[name] for name in columns}
-    features["accuracy"] = float(data.correct.mean())
-    features["original_accuracy"] = float(data.correct[:, 0].mean())
-    features[WORST_CASE] = worst_case_accuracy(data.correct)
+    features.update({column: float(summary[column]) for column in ACCURACY_COLUMNS})  # as summarize_run computed them
     return features
 
 

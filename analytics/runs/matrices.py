@@ -234,6 +234,7 @@ def subsample_matrices(
     settings: MatrixSettings = DEFAULT_SETTINGS,
     share: float = SUBSAMPLE_SHARE,
     seed: int = SUBSAMPLE_SEED,
+    data: RunData | None = None,
 ) -> dict[str, VarianceMatrix]:
     """The run's matrices rebuilt from a seeded random share of its targets, on the full run's axes
     (for the authors' sensitivity feature, :func:`analytics.variance.sensitivity`); cached like
@@ -247,6 +248,8 @@ def subsample_matrices(
     share : float, default=0.9
         Share of the targets kept (at least one), drawn without replacement.
     seed : int, default=2
+    data : RunData, optional
+        The run, when already loaded (read only on a cache miss).
 
     Returns
     -------
@@ -261,8 +264,11 @@ def subsample_matrices(
     cached = workspace.cache_get(key)
     if cached is not None:
         return _unpack(cached, settings)
-    d_max = next(iter(run_matrices(workspace, run_id, settings=settings).values())).d_max
-    data = load_run(workspace, run_id)
+    data = load_run(workspace, run_id) if data is None else data
+    whole = cached_matrices(workspace, run_id, settings=settings) or run_matrices(
+        workspace, run_id, settings=settings, clouds=run_point_clouds(workspace, run_id, data=data)
+    )
+    d_max = next(iter(whole.values())).d_max
     n_targets = len(data.target_ids)
     kept = np.sort(np.random.default_rng(seed).choice(n_targets, max(1, int(n_targets * share)), replace=False))
     clouds = {signal: point_cloud(data.distances[kept], data.signals[signal][kept]) for signal in SIGNALS}

@@ -59,7 +59,9 @@ __all__ = [
     "load_run",
     "run_details",
     "run_row",
+    "run_summary",
     "runs_snapshot",
+    "signal_peaks",
     "summarize_run",
     "target_table",
 ]
@@ -186,13 +188,7 @@ def load_run(workspace: Workspace, run_id: str) -> RunData:
     InvalidInputError
         The run has not finished (status ``running`` or ``failed``): resume it first.
     """
-    row = run_row(workspace, run_id)
-    if row["status"] != "done":
-        stored = workspace.query_one("SELECT COUNT(*) FROM run_images WHERE run_id = ?", (run_id,))[0]
-        raise InvalidInputError(
-            f"run {run_id!r} ({row['model']} over suite {row['suite_id']}) is {row['status']!r} with {stored} images stored; "
-            f"resume it on the Run page or with `python -m analytics run --model {row['model']} --suite {row['suite_id']}`"
-        )
+    row = _finished_row(workspace, run_id)
     table = image_table(workspace, run_id)
     if table.empty:
         raise InvalidInputError(f"run {run_id!r} has no images; its suite {row['suite_id']!r} is empty")
@@ -224,6 +220,48 @@ def load_run(workspace: Workspace, run_id: str) -> RunData:
         excluded=excluded,
         absent=absent,
     )
+
+
+def _finished_row(workspace: Workspace, run_id: str):
+    """The ``runs`` row of a finished run; an unfinished one raises InvalidInputError (how to resume it)."""
+    row = run_row(workspace, run_id)
+    if row["status"] != "done":
+        stored = workspace.query_one("SELECT COUNT(*) FROM run_images WHERE run_id = ?", (run_id,))[0]
+        raise InvalidInputError(
+            f"run {run_id!r} ({row['model']} over suite {row['suite_id']}) is {row['status']!r} with {stored} images stored; "
+            f"resume it on the Run page or with `python -m analytics run --model {row['model']} --suite {row['suite_id']}`"
+        )
+    return row
+
+
+def signal_peaks(workspace: Workspace, run_id: str, signals: Sequence[str]) -> dict[str, float]:
+    """The largest absolute value of each signal over a finished run's images, as :func:`load_run`
+    holds them (the targets it excludes left out), by one SQL aggregate instead of reading every row.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    run_id : str
+    signals : sequence of str
+        Keys of :data:`MATRIX_SIGNALS`.
+
+    Returns
+    -------
+    dict of str to float
+        Keyed by ``signals``; NaN for a signal some image lacks (as numpy's max over the arrays).
+    """
+    unknown = [signal for signal in signals if signal not in MATRIX_SIGNALS]
+    if unknown:
+        raise InvalidInputError(f"signals: {', '.join(map(repr, unknown))}; choose among {', '.join(MATRIX_SIGNALS)}")
+    _finished_row(workspace, run_id)
+    columns = ", ".join(f"MAX(ABS({signal})), SUM({signal} IS NULL)" for signal in signals)  # names checked above
+    found = workspace.query_one(  # load_run's targets: those with the most images, at positions 0 .. n
+        "WITH sizes AS (SELECT target_id, COUNT(*) AS size, MAX(position) AS last FROM run_images WHERE run_id = ? GROUP BY target_id), "
+        "full AS (SELECT target_id FROM sizes WHERE size = (SELECT MAX(size) FROM sizes) AND last = size - 1) "
+        f"SELECT {columns} FROM run_images WHERE run_id = ? AND target_id IN full",
+        (run_id, run_id),
+    )
+    return {signal: float("nan") if found[2 * i + 1] or found[2 * i] is None else float(found[2 * i]) for i, signal in enumerate(signals)}
 
 
 def _absent_conv_signals(row, signals: dict[str, np.ndarray]) -> dict[str, str]:
@@ -328,7 +366,7 @@ def target_table(data: RunData) -> pd.DataFrame:
     )
 
 
-def summarize_run(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def summarize_run(workspace: Workspace, run_id: str, *, data: RunData | None = None) -> dict[str, Any]:
     """Compute and store the accuracies of a finished run in ``runs.summary``.
 
     The stored summary keeps what :func:`analytics.inference.run_models` wrote (``top_k``) and
@@ -338,12 +376,19 @@ def summarize_run(workspace: Workspace, run_id: str) -> dict[str, Any]:
     items), so :func:`list_runs` never counts rows of a finished run. Per-target results are
     :func:`run_details`' (they would make every listing parse them).
 
+    Parameters
+    ----------
+    workspace : Workspace
+    run_id : str
+    data : RunData, optional
+        The run, when already loaded (:func:`load_run`).
+
     Returns
     -------
     dict
         The stored summary.
     """
-    data = load_run(workspace, run_id)
+    data = load_run(workspace, run_id) if data is None else data
     summary = json.loads(run_row(workspace, run_id)["summary"] or "{}")
     summary.update(
         images=int(data.correct.size),
@@ -367,6 +412,18 @@ def _store_summary(workspace: Workspace, run_id: str, summary: dict[str, Any]) -
     return summary
 
 
+def run_summary(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """A finished run's stored summary (:func:`summarize_run`), computed first when missing or old.
+
+    Raises
+    ------
+    InvalidInputError
+        The run has not finished (the message says how to resume it).
+    """
+    summary = json.loads(_finished_row(workspace, run_id)["summary"] or "{}")
+    return summary if summary.get("version") == _SUMMARY_VERSION else summarize_run(workspace, run_id)
+
+
 def run_details(workspace: Workspace, run_id: str) -> dict[str, Any]:
     """One finished run's summary (:func:`summarize_run`) with its per-target results.
 
@@ -375,10 +432,7 @@ def run_details(workspace: Workspace, run_id: str) -> dict[str, Any]:
     dict
         The stored summary plus ``per_target``: ``{target_id: {"accuracy": float, "worst_case": bool}}``.
     """
-    row = run_row(workspace, run_id)
-    summary = json.loads(row["summary"] or "{}")
-    if summary.get("version") != _SUMMARY_VERSION:
-        summary = summarize_run(workspace, run_id)
+    summary = run_summary(workspace, run_id)
     per_target = target_table(load_run(workspace, run_id))
     summary["per_target"] = {
         r.target_id: {"accuracy": float(r.accuracy), "worst_case": bool(r.worst_case_correct)} for r in per_target.itertuples(index=False)

@@ -1,9 +1,10 @@
 """Running models over a suite and completing their runs: what a run's own job does.
 
 After the forward passes (:func:`analytics.inference.run_models`), each run that did work is
-completed here (:func:`complete_runs`): its summary (:func:`analytics.runs.summarize_run`) and the
-quantiles of its matrix cells at the default settings (:func:`analytics.runs.run_cell_quantiles`),
-so a page that lists runs or draws a suite's colour scale only reads stored numbers.
+completed here (:func:`complete_runs`): its summary (:func:`analytics.runs.summarize_run`), the
+quantiles of its matrix cells at the default settings (:func:`analytics.runs.run_cell_quantiles`)
+and the matrices of the assessor's subsample (:func:`analytics.runs.subsample_matrices`), so a page
+that lists runs, draws a suite's colour scale or trains the assessor only reads stored numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from analytics.team import require_permission
 from analytics.workspace import Workspace
 
 from .colour_scale import run_cell_quantiles
-from .read import _SUMMARY_VERSION, run_row, summarize_run
+from .matrices import (
+    cached_matrices,
+    run_matrices,
+    run_point_clouds,
+    subsample_matrices,
+)
+from .read import _SUMMARY_VERSION, RunData, load_run, run_row, summarize_run
 
 __all__ = ["complete_runs", "start_runs"]
 
@@ -54,7 +61,8 @@ def start_runs(
 
 
 def complete_runs(workspace: Workspace, run_ids: Sequence[str]) -> None:
-    """Summarise each finished run whose summary is missing or old, and store its cell quantiles.
+    """Summarise each finished run whose summary is missing or old, and store its cell quantiles and
+    the matrices of the assessor's subsample (the authors' ``sstv`` feature), reading the run once.
 
     A run over a suite without semantic distances has no matrices; it gets its summary alone.
 
@@ -62,15 +70,21 @@ def complete_runs(workspace: Workspace, run_ids: Sequence[str]) -> None:
     ----------
     workspace : Workspace
     run_ids : sequence of str
-        Runs just run (finished ones with a current summary and stored quantiles cost two reads).
+        Runs just run (a finished run whose summary, matrices and quantiles are stored costs a few reads).
     """
     for run_id in dict.fromkeys(run_ids):
         row = run_row(workspace, run_id)
         if row["status"] != "done":
             continue
+        data: RunData | None = None  # read when something is missing, then shared
         if json.loads(row["summary"] or "{}").get("version") != _SUMMARY_VERSION:  # new or redone
-            summarize_run(workspace, run_id)
+            data = load_run(workspace, run_id)
+            summarize_run(workspace, run_id, data=data)
         try:
+            if cached_matrices(workspace, run_id) is None:
+                data = load_run(workspace, run_id) if data is None else data
+                run_matrices(workspace, run_id, clouds=run_point_clouds(workspace, run_id, data=data))
             run_cell_quantiles(workspace, run_id)
+            subsample_matrices(workspace, run_id, data=data)
         except InvalidInputError:  # no distances, so no matrices and no scale to feed
             continue

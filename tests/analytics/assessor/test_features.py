@@ -16,8 +16,21 @@ from analytics.assessor import (
     run_features,
 )
 from analytics.exceptions import InvalidInputError
-from analytics.runs import SIGNALS, run_matrices, subsample_matrices
-from analytics.variance import AUTHORS_FEATURE_NAMES, FEATURE_NAMES
+from analytics.runs import (
+    SIGNALS,
+    complete_runs,
+    load_run,
+    run_matrices,
+    subsample_matrices,
+)
+from analytics.runs import read as runs_read
+from analytics.variance import (
+    AUTHORS_FEATURE_NAMES,
+    DEFAULT_THRESHOLD,
+    FEATURE_NAMES,
+    authors_error_rate,
+    worst_case_accuracy,
+)
 
 
 def test_features_cover_every_signal_and_accuracy(run_workspace, run_ids):
@@ -46,6 +59,28 @@ def test_sensitivity_compares_the_matrix_with_a_subsample_of_targets(run_workspa
         assert features[f"{signal}.sstv"] == pytest.approx(expected)
     assert any(features[f"{signal}.sstv"] > 0 for signal in SIGNALS)  # a 90 % subsample of the targets changes the matrix
     np.testing.assert_array_equal(subsample_matrices(run_workspace, run_id)["true_prob"].matrix, part["true_prob"].matrix)  # seeded
+
+
+def test_features_of_a_completed_run_read_stored_numbers_not_every_image(run_workspace, run_ids, monkeypatch):
+    # Issue 28: the assessor over 250 paper-scale runs read every image of each (minutes); the run's job
+    # now stores what the features need, and they must equal what the images give.
+    run_id = run_ids["bg-only"]
+    data = load_run(run_workspace, run_id)
+    matrices = run_matrices(run_workspace, run_id)
+    complete_runs(run_workspace, [run_id])
+
+    def every_image(*args, **kwargs):
+        raise AssertionError("the features read every image of the run")
+
+    monkeypatch.setattr(runs_read, "image_table", every_image)
+    features = run_features(run_workspace, run_id)
+    assert features["accuracy"] == pytest.approx(data.correct.mean())
+    assert features["original_accuracy"] == pytest.approx(data.correct[:, 0].mean())
+    assert features["worst_case_accuracy"] == pytest.approx(worst_case_accuracy(data.correct))
+    for signal in ("emb_max", "emb_mean", "emb_topk_mean"):  # thresholds scaled by the signal's largest magnitude
+        cut = DEFAULT_THRESHOLD * np.abs(data.signals[signal]).max()
+        assert features[f"{signal}.error_rate"] == pytest.approx(authors_error_rate(matrices[signal].matrix, threshold=cut))
+    assert features["true_prob.error_rate"] == pytest.approx(authors_error_rate(matrices["true_prob"].matrix, threshold=DEFAULT_THRESHOLD))
 
 
 def test_backdrop_set_and_crops_are_named_alternatives(run_workspace, run_ids):

@@ -472,3 +472,18 @@ def test_matrix_difference_subtracts_cell_by_cell_and_refuses_other_grids(run_wo
     coarse = runs.run_matrices(run_workspace, run_ids["fg-only"], settings=MatrixSettings.of("smooth", grid=16))["true_prob"]
     with pytest.raises(InvalidInputError, match="different grids"):
         runs.matrix_difference(background, coarse)
+
+
+def test_signal_peaks_match_the_loaded_arrays_without_the_excluded_targets(run_workspace, run_ids):
+    run_id = run_ids["bg-only"]
+    data = runs.load_run(run_workspace, run_id)
+    short = data.target_ids[1]
+    with run_workspace.transaction() as conn:  # the short target holds the run's largest emb_max, then loses an image
+        conn.execute("UPDATE run_images SET emb_max = 1e6 WHERE run_id = ? AND target_id = ? AND position = 0", (run_id, short))
+        conn.execute("DELETE FROM run_images WHERE run_id = ? AND target_id = ? AND position = ?", (run_id, short, TINY_SUITE_N))
+    data = runs.load_run(run_workspace, run_id)
+    peaks = runs.signal_peaks(run_workspace, run_id, ["emb_max", "emb_mean", "true_prob"])
+    assert peaks == {signal: float(np.abs(data.signals[signal]).max()) for signal in peaks}
+    assert peaks["emb_max"] < 1e6
+    with pytest.raises(InvalidInputError, match="'predicted'"):
+        runs.signal_peaks(run_workspace, run_id, ["predicted"])

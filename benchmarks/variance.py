@@ -18,8 +18,9 @@ Run from the repository root::
   cells it visits 16,384 cells, so the full cloud would take hours), is extrapolated linearly, and
   is compared with the point path on those points.
 
-The cloud comes from :func:`analytics.variance.point_cloud` on random distances and signals of
-targets with 32 backgrounds each: the fewest whole targets with at least ``--points`` points.
+The clouds come from :func:`analytics.variance.point_clouds` (one per signal, sharing the points)
+on random distances and signals of targets with 32 backgrounds each: the fewest whole targets
+with at least ``--points`` points.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, cloud_matrices, point_cloud, variance_matrix
+from analytics.variance import (
+    DEFAULT_GRID,
+    DEFAULT_K,
+    PRESETS,
+    cloud_matrices,
+    point_clouds,
+    variance_matrix,
+)
 from tests.analytics.variance.test_variance import naive_variance_matrix
 
 N_BACKGROUNDS = 32
@@ -67,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     distances = rng.gamma(4.0, 0.1, size=(n_targets, N_BACKGROUNDS + 1))
     distances[:, 0] = 0.0
     start = time.perf_counter()
-    clouds = {signal: point_cloud(distances, rng.random((n_targets, N_BACKGROUNDS + 1))) for signal in SIGNALS}
+    clouds = point_clouds(distances, {signal: rng.random((n_targets, N_BACKGROUNDS + 1)) for signal in SIGNALS})
     cloud_seconds = (time.perf_counter() - start) / len(SIGNALS)
     first = clouds[SIGNALS[0]]
     points, values = first.points, first.values

@@ -17,7 +17,7 @@ from analytics.variance import (
     PointCloud,
     VarianceMatrix,
     cloud_matrices,
-    point_cloud,
+    point_clouds,
 )
 from analytics.workspace import Workspace, content_id
 
@@ -81,7 +81,7 @@ def run_point_clouds(
             f"suite {data.suite_id!r} of run {run_id!r} has no semantic distance for {missing} of {data.distances.size} images, "
             "so there is no point cloud; register a model (EfficientNet-Lite works offline) and build the suite again"
         )
-    return {signal: point_cloud(data.distances, data.signals[signal]) for signal in signals}
+    return point_clouds(data.distances, {signal: data.signals[signal] for signal in signals})
 
 
 def _check_signals(signals: Sequence[str]) -> tuple[str, ...]:
@@ -271,7 +271,7 @@ def subsample_matrices(
     d_max = next(iter(whole.values())).d_max
     n_targets = len(data.target_ids)
     kept = np.sort(np.random.default_rng(seed).choice(n_targets, max(1, int(n_targets * share)), replace=False))
-    clouds = {signal: point_cloud(data.distances[kept], data.signals[signal][kept]) for signal in SIGNALS}
+    clouds = point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
     matrices = cloud_matrices(clouds, **settings.key(), d_max=d_max)
     workspace.cache_put(key, _pack(matrices))
     return matrices

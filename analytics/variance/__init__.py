@@ -44,6 +44,7 @@ from .matrix import (
 from .point_cloud import (
     PointCloud,
     point_cloud,
+    point_clouds,
 )
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "matrix_mean",
     "matrix_std",
     "point_cloud",
+    "point_clouds",
     "sensitivity",
     "squared_mean",
     "variance_matrix",

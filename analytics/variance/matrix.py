@@ -367,7 +367,7 @@ def cloud_matrices(
         raise InvalidInputError("clouds is empty; pass the run's point clouds (analytics.runs.run_point_clouds)")
     (first_name, first), *rest = clouds.items()
     for name, cloud in rest:
-        if cloud.distances.shape != first.distances.shape or not np.array_equal(cloud.distances, first.distances):
+        if cloud.distances is not first.distances and not np.array_equal(cloud.distances, first.distances):  # shared by point_clouds
             raise InvalidInputError(
                 f"cloud {name!r} has other distances than cloud {first_name!r}; cloud_matrices takes the clouds of one run "
                 "(one per signal): call it once per run, or variance_matrix on each cloud"

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from analytics._validation import check_finite
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["PointCloud", "point_cloud"]
+__all__ = ["PointCloud", "point_cloud", "point_clouds"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,19 +92,51 @@ def point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
     >>> cloud.points.tolist(), cloud.values.round(6).tolist(), cloud.pairs.tolist()
     ([[0.0, 0.5], [0.5, 0.0]], [0.7, 0.7], [[0, 1], [1, 0]])
     """
+    distances = _check_distances(distances)
+    return _point_clouds(distances, {"": _check_signals(signals, distances.shape, "signals")})[""]
+
+
+def point_clouds(distances: np.ndarray, signals: Mapping[str, np.ndarray]) -> dict[str, PointCloud]:
+    """:func:`point_cloud` of several signals over the same distances (a run's signals).
+
+    The clouds share one read-only array each of points, targets and pairs (they depend on the
+    distances alone), so a further signal costs its values only: 5 signals of a paper-scale run
+    (1,807,872 points) hold 123 MB instead of 325 MB, and are built in a third of the time.
+
+    Parameters
+    ----------
+    distances : array-like of shape (n_targets, n + 1), float
+        As :func:`point_cloud`.
+    signals : mapping of str to array-like of shape (n_targets, n + 1), float
+        Keyed by signal name.
+
+    Returns
+    -------
+    dict of str to PointCloud
+        Same keys; each equal to ``point_cloud(distances, signals[key])``.
+    """
+    distances = _check_distances(distances)
+    return _point_clouds(distances, {name: _check_signals(table, distances.shape, f"signals[{name!r}]") for name, table in signals.items()})
+
+
+def _check_distances(distances: np.ndarray) -> np.ndarray:
     distances = _check_table(distances, "distances")
-    signals = _check_table(signals, "signals")
-    if distances.shape != signals.shape:
-        raise InvalidInputError(
-            f"distances and signals must have the same shape (n_targets, n + 1); got {distances.shape} and "
-            f"{signals.shape}; pass one signal column per image of each target"
-        )
     if (distances < 0).any():
         raise InvalidInputError(
             f"distances must be >= 0; found {int((distances < 0).sum())} negative values "
             f"(smallest {distances.min()}); pass distances, not similarities"
         )
-    return _point_cloud(distances, signals)
+    return distances
+
+
+def _check_signals(signals: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    signals = _check_table(signals, name)
+    if signals.shape != shape:
+        raise InvalidInputError(
+            f"distances and {name} must have the same shape (n_targets, n + 1); got {shape} and "
+            f"{signals.shape}; pass one signal column per image of each target"
+        )
+    return signals
 
 
 def _check_table(table: np.ndarray, name: str) -> np.ndarray:
@@ -119,17 +152,22 @@ def _check_table(table: np.ndarray, name: str) -> np.ndarray:
     return check_finite(array.astype(np.float64), name)
 
 
-def _point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
+def _point_clouds(distances: np.ndarray, tables: Mapping[str, np.ndarray]) -> dict[str, PointCloud]:
     n_targets, n_images = distances.shape
     j, k = np.nonzero(~np.eye(n_images, dtype=bool))  # ordered pairs j != k, row-major
     n_pairs = j.size
     points = np.empty((n_targets, n_pairs, 2))
     points[..., 0] = distances[:, j]
     points[..., 1] = distances[:, k]
-    values = np.abs(signals[:, j] - signals[:, k]).reshape(-1)
+    points = points.reshape(-1, 2)
     targets = np.repeat(np.arange(n_targets, dtype=np.int32), n_pairs)
     pairs = np.tile(np.stack([j, k], axis=1).astype(np.int32), (n_targets, 1))
-    cloud = PointCloud(points=points.reshape(-1, 2), values=values, targets=targets, pairs=pairs, distances=distances, signals=signals)
-    for array in (cloud.points, cloud.values, cloud.targets, cloud.pairs, cloud.distances, cloud.signals):
+    for array in (points, targets, pairs, distances):
         array.setflags(write=False)
-    return cloud
+    clouds = {}
+    for name, signals in tables.items():
+        values = np.abs(signals[:, j] - signals[:, k]).reshape(-1)
+        values.setflags(write=False)
+        signals.setflags(write=False)
+        clouds[name] = PointCloud(points=points, values=values, targets=targets, pairs=pairs, distances=distances, signals=signals)
+    return clouds

@@ -21,6 +21,7 @@ from analytics.variance import (
     matrix_mean,
     matrix_std,
     point_cloud,
+    point_clouds,
     variance_matrix,
     worst_case_accuracy,
     worst_case_correct,
@@ -107,6 +108,24 @@ def test_point_cloud_keys_lead_back_to_the_inputs():
 def test_point_cloud_rejects_bad_input(distances, signals, match):
     with pytest.raises(InvalidInputError, match=match):
         point_cloud(distances, signals)
+
+
+def test_point_clouds_of_several_signals_equal_one_cloud_each_and_share_the_points():
+    rng = np.random.default_rng(11)
+    distances = rng.gamma(3.0, 0.1, size=(6, 5))
+    signals = {name: rng.random((6, 5)) for name in ("a", "b")}
+    clouds = point_clouds(distances, signals)
+    assert list(clouds) == ["a", "b"]
+    for name, table in signals.items():
+        alone = point_cloud(distances, table)
+        for field in ("points", "values", "targets", "pairs", "distances", "signals"):
+            np.testing.assert_array_equal(getattr(clouds[name], field), getattr(alone, field))
+    assert clouds["a"].points is clouds["b"].points and clouds["a"].pairs is clouds["b"].pairs  # built once
+    assert not clouds["a"].points.flags.writeable and not clouds["b"].values.flags.writeable
+    bad = signals["b"].copy()
+    bad[0, 1] = np.nan
+    with pytest.raises(InvalidInputError, match=r"signals\['b'\] holds 1 NaN"):
+        point_clouds(distances, {"a": signals["a"], "b": bad})
 
 
 # ---------------------------------------------------------------------------------------------------

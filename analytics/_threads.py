@@ -12,6 +12,7 @@ import contextlib
 import math
 import os
 import queue
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,8 +113,14 @@ def prefetched(items: Iterator, depth: int, name: str = "backdrop-composites") -
 # CPython 3.11's AST construction keeps its recursion depth in state shared by threads: a thread
 # switch inside a parse (e.g. a finaliser run by the garbage collector) breaks the other thread's
 # parse ("SystemError: AST constructor recursion depth mismatch"), and numpy parses each .npy header
-# with ast.literal_eval; so headers are read one thread at a time, the data in parallel.
+# with ast.literal_eval; so numpy's header reader runs one thread at a time.
 _HEADER_LOCK = threading.Lock()
+# The header numpy writes for a plain array (np.save, format 1.0 / 2.0), e.g.
+# "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }": read by this pattern, without the
+# lock or ast (numpy's reader took ~60 µs a file, most of a small background's load, and the lock
+# made compositing threads queue); any other header goes to numpy's reader.
+_PLAIN_HEADER = re.compile(r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': (True|False), 'shape': \(((?:\d+, ?)*\d*)\), \}")
+_MAGIC = b"\x93NUMPY"
 
 
 def load_npy(path: str | os.PathLike, *, mmap: bool = False) -> np.ndarray:
@@ -133,17 +140,36 @@ def load_npy(path: str | os.PathLike, *, mmap: bool = False) -> np.ndarray:
         with _HEADER_LOCK:  # reads the header and maps the data, which is read later, on access
             return np.load(path, allow_pickle=False, mmap_mode="r")
     with open(path, "rb") as file:
-        with _HEADER_LOCK:
-            version = np.lib.format.read_magic(file)
-            if version == (1, 0):
-                shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(file)
-            elif version == (2, 0):
-                shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(file)
-            else:  # format 3.0 (utf-8 field names) has no public header reader
-                return np.load(Path(path), allow_pickle=False)
+        header = _plain_header(file)
+        if header is None:
+            file.seek(0)
+            with _HEADER_LOCK:
+                version = np.lib.format.read_magic(file)
+                if version == (1, 0):
+                    header = np.lib.format.read_array_header_1_0(file)
+                elif version == (2, 0):
+                    header = np.lib.format.read_array_header_2_0(file)
+                else:  # format 3.0 (utf-8 field names) has no public header reader
+                    return np.load(Path(path), allow_pickle=False)
+        shape, fortran_order, dtype = header
         if dtype.hasobject:
             raise ValueError(f"{path} holds Python objects, which are not loaded (allow_pickle=False)")
         data = np.fromfile(file, dtype=dtype, count=math.prod(shape))
     if data.size != math.prod(shape):
         raise ValueError(f"{path} is truncated: {data.size} of {math.prod(shape)} values")
     return data.reshape(shape[::-1]).transpose() if fortran_order else data.reshape(shape)
+
+
+def _plain_header(file) -> tuple[tuple[int, ...], bool, np.dtype] | None:
+    """(shape, fortran_order, dtype) of a format 1.0 / 2.0 header matching :data:`_PLAIN_HEADER`,
+    the file then at its data; None for anything else (the file's position is then undefined)."""
+    start = file.read(10)
+    if len(start) < 10 or start[:6] != _MAGIC or start[6] not in (1, 2) or start[7] != 0:
+        return None
+    length = int.from_bytes(start[8:10] if start[6] == 1 else start[8:10] + file.read(2), "little")
+    match = _PLAIN_HEADER.fullmatch(file.read(length).decode("latin1").rstrip(" \n"))
+    if match is None:
+        return None
+    descr, fortran_order, dims = match.groups()
+    shape = tuple(int(dim) for dim in dims.replace(" ", "").split(",") if dim)
+    return shape, fortran_order == "True", np.dtype(descr)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import analytics.workspace.store as workspace_module
+from analytics._threads import load_npy
 from analytics.exceptions import NotFoundError, WorkspaceError
 from analytics.workspace import ENV_VAR, Workspace, content_id, default_workspace_path
 from analytics.workspace._schema import MIGRATIONS, SCHEMA_VERSION
@@ -150,6 +151,45 @@ def test_arrays_load_from_many_threads_at_once(tmp_path):
     for k, array in enumerate(loaded):
         expected = arrays[k % len(arrays)]
         assert array.dtype == expected.dtype and array.shape == expected.shape and np.array_equal(array, expected)
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.zeros((5, 4, 3), np.uint8),
+        np.array("a JSON value, é"),  # put_json's 0-d unicode array
+        np.array(3.5),
+        np.ones((2, 3), bool),
+        np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)),
+        np.arange(6, dtype=">f8").reshape(2, 3),
+        np.zeros((0, 3)),
+        np.array(["ab", "c"]),
+        np.zeros(3, dtype=[("a", "<i4"), ("b", "<f8")]),  # a header numpy's own reader parses
+    ],
+    ids=["image", "json", "scalar", "bool", "fortran", "big-endian", "empty", "strings", "structured"],
+)
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_npy_files_load_as_numpy_saved_them(tmp_path, array, version):
+    path = tmp_path / "a.npy"
+    with open(path, "wb") as file:
+        np.lib.format.write_array(file, array, version=version)
+    loaded = load_npy(path)
+    assert loaded.dtype == array.dtype and loaded.shape == array.shape and np.array_equal(loaded, array)
+    assert loaded.flags.c_contiguous == array.flags.c_contiguous
+
+
+def test_npy_files_with_objects_or_missing_data_are_refused(tmp_path):
+    path = tmp_path / "a.npy"
+    np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="Python objects"):
+        load_npy(path)
+    np.save(path, np.arange(10.0))
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(ValueError, match="truncated: 9 of 10"):
+        load_npy(path)
+    path.write_bytes(b"not a numpy file at all")
+    with pytest.raises(ValueError):
+        load_npy(path)
 
 
 def test_object_arrays_and_missing_hashes_are_refused(tmp_path):

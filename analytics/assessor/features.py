@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from analytics.exceptions import InvalidInputError
@@ -24,7 +25,7 @@ from analytics.variance import (
     MatrixSettings,
     sensitivity,
 )
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, content_id
 
 from .feature_sets import DEFAULT_FEATURE_SET, FEATURE_SETS, matrix_feature_columns
 
@@ -35,6 +36,9 @@ WORST_CASE = "worst_case_accuracy"
 ACCURACY_COLUMNS = ("accuracy", "original_accuracy", WORST_CASE)
 #: Feature columns of :func:`run_features` besides the accuracies, with the default feature set.
 FEATURE_COLUMNS = matrix_feature_columns()
+_CACHE_PREFIX = "assessor/features/"
+#: Part of the cache key of a run's features: bump it when a feature is computed differently.
+_FEATURES_VERSION = 1
 
 
 def run_features(
@@ -46,7 +50,8 @@ def run_features(
     feature_set: str = DEFAULT_FEATURE_SET,
     crops: Sequence[int] = (),
 ) -> dict[str, float]:
-    """Features of the matrices of a run, for the assessor (DESIGN §1.13).
+    """Features of the matrices of a run, for the assessor (DESIGN §1.13), cached in the workspace
+    (keyed like the run's matrices: a resumed or redone run is computed afresh).
 
     Parameters
     ----------
@@ -71,10 +76,26 @@ def run_features(
         set :data:`FEATURE_COLUMNS`), then ``accuracy``, ``original_accuracy`` and
         ``worst_case_accuracy``.
     """
-    columns = matrix_feature_columns(feature_set, crops)  # checks the set and the crops' fit to it
-    chosen = FEATURE_SETS[feature_set]
+    columns = [*matrix_feature_columns(feature_set, crops), *ACCURACY_COLUMNS]  # checks the set and the crops' fit to it
+    settings = MatrixSettings.check(settings)
+    row = run_row(workspace, run_id)
+    key = _CACHE_PREFIX + content_id(
+        run_id, row["status"], row["finished"], settings.key(), threshold, feature_set, [int(c) for c in crops], _FEATURES_VERSION
+    )
+
+    def compute() -> np.ndarray:
+        features = _features(workspace, run_id, settings, threshold, feature_set, crops)
+        return np.array([features[column] for column in columns], np.float64)
+
+    return dict(zip(columns, map(float, workspace.cached(key, compute))))
+
+
+def _features(
+    workspace: Workspace, run_id: str, settings: MatrixSettings, threshold: float | None, feature_set: str, crops: Sequence[int]
+) -> dict[str, float]:
     # Stored numbers only (the summary, the matrices the run's job cached, one aggregate for the
     # thresholds): reading every image of 250 paper-scale runs took minutes.
+    chosen = FEATURE_SETS[feature_set]
     summary = run_summary(workspace, run_id)
     matrices = run_matrices(workspace, run_id, settings=settings)
     subsample = subsample_matrices(workspace, run_id, settings=settings) if chosen.subsample else {}
@@ -92,7 +113,6 @@ def run_features(
         features.update({f"{signal}.{name}": value for name, value in chosen.compute(matrix.matrix, threshold=cut, **extra).items()})
         if chosen.subsample:
             features[f"{signal}.sstv"] = sensitivity(matrix.matrix, subsample[signal].matrix)
-    features = {name: features[name] for name in columns}
     features.update({column: float(summary[column]) for column in ACCURACY_COLUMNS})  # as summarize_run computed them
     return features
 

@@ -15,6 +15,7 @@ from analytics.assessor import (
     matrix_feature_columns,
     run_features,
 )
+from analytics.assessor import features as features_module
 from analytics.exceptions import InvalidInputError
 from analytics.runs import (
     SIGNALS,
@@ -81,6 +82,24 @@ def test_features_of_a_completed_run_read_stored_numbers_not_every_image(run_wor
         cut = DEFAULT_THRESHOLD * np.abs(data.signals[signal]).max()
         assert features[f"{signal}.error_rate"] == pytest.approx(authors_error_rate(matrices[signal].matrix, threshold=cut))
     assert features["true_prob.error_rate"] == pytest.approx(authors_error_rate(matrices["true_prob"].matrix, threshold=DEFAULT_THRESHOLD))
+
+
+def test_features_are_cached_until_the_run_changes(run_workspace, run_ids, monkeypatch):
+    run_id = run_ids["tiny"]
+    first = run_features(run_workspace, run_id)
+
+    def recomputed(*args, **kwargs):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(features_module, "_features", recomputed)
+    assert run_features(run_workspace, run_id) == first  # read back: same values, same order
+    assert list(run_features(run_workspace, run_id)) == list(first)
+    with pytest.raises(AssertionError, match="computed again"):
+        run_features(run_workspace, run_id, threshold=0.3)  # other settings: their own entry
+    with run_workspace.transaction() as conn:  # a resumed run finishes anew
+        conn.execute("UPDATE runs SET finished = '2099-01-01T00:00:00' WHERE id = ?", (run_id,))
+    with pytest.raises(AssertionError, match="computed again"):
+        run_features(run_workspace, run_id)
 
 
 def test_backdrop_set_and_crops_are_named_alternatives(run_workspace, run_ids):

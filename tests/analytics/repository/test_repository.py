@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,28 @@ import torch
 from analytics import repository
 from analytics.cli import main
 from analytics.data import custom_label_space
-from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError, WorkspaceError
+from analytics.exceptions import (
+    InvalidInputError,
+    JobCancelled,
+    NotFoundError,
+    WorkspaceError,
+)
 from analytics.inference import composite_cache
-from analytics.models import get_model_spec, list_models, register_head, register_torchscript
-from analytics.repository import add_repository, create_repository, get_repository, read_manifest, repository_status, run_repository
+from analytics.models import (
+    get_model_spec,
+    list_models,
+    register_head,
+    register_torchscript,
+)
+from analytics.repository import (
+    add_repository,
+    create_repository,
+    get_repository,
+    read_manifest,
+    repository_status,
+    run_repository,
+)
+from analytics.repository import ledger as repository_ledger
 from analytics.repository import run as repository_run
 from analytics.runs import list_runs
 from analytics.workspace import Workspace
@@ -171,6 +190,36 @@ def test_run_records_a_failing_model_and_skips_finished_ones(repo_workspace, mon
     calls.clear()
     again = run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu", batch_size=8)
     assert calls == [["net-b"]] and again["skipped"] == ["net-a"]  # the finished model is not run again
+
+
+def test_on_an_accelerator_each_group_completes_while_the_next_runs(repo_workspace, monkeypatch):
+    # Forced here on the CPU: the completions run on their own thread, in order, and all end before the report.
+    monkeypatch.setattr(repository_run, "_complete_behind", lambda device: True)
+    threads, real = [], repository_ledger.complete_runs
+
+    def complete(workspace, run_ids):
+        threads.append(threading.current_thread().name)
+        real(workspace, run_ids)
+
+    monkeypatch.setattr(repository_ledger, "complete_runs", complete)
+    report = run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu", batch_size=8)
+    assert report["done"] == ["net-a", "net-b"] and not report["failed"]
+    assert len(threads) == 2 and all(name.startswith("backdrop-complete") for name in threads)
+    listed = list_runs(repo_workspace).set_index("model")
+    assert listed.loc[["net-a", "net-b"], "images"].tolist() == [N_IMAGES, N_IMAGES]  # summarised
+    assert repository_status(repo_workspace, "zoo", TINY_SUITE)["status"].tolist() == ["done", "done"]
+
+
+def test_a_completion_that_fails_behind_the_next_group_is_raised(repo_workspace, monkeypatch):
+    assert repository_run._complete_behind("cpu") is False  # the CPU's cores run the model
+    monkeypatch.setattr(repository_run, "_complete_behind", lambda device: True)
+
+    def broken(workspace, run_ids):
+        raise OSError("disk full while storing the matrices")
+
+    monkeypatch.setattr(repository_ledger, "complete_runs", broken)
+    with pytest.raises(OSError, match="disk full"):
+        run_repository(repo_workspace, "zoo", TINY_SUITE, device="cpu", batch_size=8)
 
 
 def signals(workspace, run_ids) -> pd.DataFrame:

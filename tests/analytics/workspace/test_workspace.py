@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import analytics.workspace.store as workspace_module
-from analytics._threads import load_npy
+from analytics._threads import _plain_header, load_npy
 from analytics.exceptions import NotFoundError, WorkspaceError
 from analytics.workspace import ENV_VAR, Workspace, content_id, default_workspace_path
 from analytics.workspace._schema import MIGRATIONS, SCHEMA_VERSION
@@ -176,6 +176,10 @@ def test_npy_files_load_as_numpy_saved_them(tmp_path, array, version):
     loaded = load_npy(path)
     assert loaded.dtype == array.dtype and loaded.shape == array.shape and np.array_equal(loaded, array)
     assert loaded.flags.c_contiguous == array.flags.c_contiguous
+    with open(path, "rb") as file:  # read without numpy's parser (and its lock) unless the dtype is structured
+        header = _plain_header(file)
+    fortran = array.flags.f_contiguous and not array.flags.c_contiguous
+    assert header == (None if array.dtype.names else (array.shape, fortran, array.dtype))
 
 
 def test_npy_files_with_objects_or_missing_data_are_refused(tmp_path):

@@ -121,6 +121,7 @@ def run_matrices(
     clouds: Mapping[str, PointCloud] | None = None,
     classes: Sequence[str] | None = None,
     signals: Sequence[str] = tuple(SIGNALS),
+    data: RunData | None = None,
 ) -> dict[str, VarianceMatrix]:
     """The RBF variance matrices of a run (DESIGN §1.9), one per signal, or of its targets of ``classes``, cached in the workspace.
 
@@ -140,6 +141,8 @@ def run_matrices(
         Only the targets of these classes (:func:`analytics.runs.run_of_classes`); None = every target.
     signals : sequence of str, default=tuple(SIGNALS)
         Keys of :data:`MATRIX_SIGNALS` (:data:`CONV_SIGNALS`: the authors' conv-map reading).
+    data : RunData, optional
+        The run, when already loaded (read only on a cache miss without ``clouds``).
 
     Returns
     -------
@@ -158,7 +161,7 @@ def run_matrices(
     if cached is not None:
         return _unpack(cached, settings, signals)
     if clouds is None:
-        data = load_run(workspace, run_id)
+        data = load_run(workspace, run_id) if data is None else data
         clouds = run_point_clouds(workspace, run_id, data=data if classes is None else run_of_classes(data, classes), signals=signals)
     matrices = matrices_from_clouds({signal: clouds[signal] for signal in signals}, settings=settings)
     workspace.cache_put(key, _pack(matrices, signals))
@@ -265,10 +268,7 @@ def subsample_matrices(
     if cached is not None:
         return _unpack(cached, settings)
     data = load_run(workspace, run_id) if data is None else data
-    whole = cached_matrices(workspace, run_id, settings=settings) or run_matrices(
-        workspace, run_id, settings=settings, clouds=run_point_clouds(workspace, run_id, data=data)
-    )
-    d_max = next(iter(whole.values())).d_max
+    d_max = next(iter(run_matrices(workspace, run_id, settings=settings, data=data).values())).d_max
     n_targets = len(data.target_ids)
     kept = np.sort(np.random.default_rng(seed).choice(n_targets, max(1, int(n_targets * share)), replace=False))
     clouds = point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})

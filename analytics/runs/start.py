@@ -17,12 +17,7 @@ from analytics.team import require_permission
 from analytics.workspace import Workspace
 
 from .colour_scale import run_cell_quantiles
-from .matrices import (
-    cached_matrices,
-    run_matrices,
-    run_point_clouds,
-    subsample_matrices,
-)
+from .matrices import cached_matrices, run_matrices, subsample_matrices
 from .read import _SUMMARY_VERSION, RunData, load_run, run_row, summarize_run
 
 __all__ = ["complete_runs", "start_runs"]
@@ -83,7 +78,7 @@ def complete_runs(workspace: Workspace, run_ids: Sequence[str]) -> None:
         try:
             if cached_matrices(workspace, run_id) is None:
                 data = load_run(workspace, run_id) if data is None else data
-                run_matrices(workspace, run_id, clouds=run_point_clouds(workspace, run_id, data=data))
+                run_matrices(workspace, run_id, data=data)
             run_cell_quantiles(workspace, run_id)
             subsample_matrices(workspace, run_id, data=data)
         except InvalidInputError:  # no distances, so no matrices and no scale to feed

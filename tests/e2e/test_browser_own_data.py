@@ -105,6 +105,25 @@ def uploader(scope: Page | Locator, label: str) -> Locator:
     return scope.get_by_test_id("stFileUploader").filter(has_text=label).get_by_test_id("stFileUploaderDropzoneInput")
 
 
+def upload(page: Page, scope: Page | Locator, label: str, path: Path, attempts: int = 3) -> None:
+    """Put ``path`` in the uploader labelled ``label`` and wait until it is listed there.
+
+    A file set while a rerun replaces the page's elements can be dropped by the browser (seen once in
+    CI: the previous zip stayed listed for five minutes), so the page settles first and a file that
+    is not listed within half a minute is set again."""
+    listed = scope.get_by_role("button", name=f"Remove {path.name}")
+    for attempt in range(attempts):
+        settle(page)
+        uploader(scope, label).set_input_files(path)
+        try:
+            expect(listed).to_be_visible(timeout=30_000)
+            break
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+    settle(page)
+
+
 def choose(page: Page, scope: Page | Locator, label: str, option: str | re.Pattern) -> None:
     """Pick ``option`` in the select box (or multiselect) labelled ``label``."""
     boxes = scope.get_by_test_id("stSelectbox").or_(scope.get_by_test_id("stMultiSelect"))
@@ -124,9 +143,7 @@ def pick_radio(page: Page, scope: Page | Locator, label: str) -> None:
 def import_zip(page: Page, panel: Locator, kind: str, path: Path, expected: int) -> None:
     pick_radio(page, panel, kind)
     pick_radio(page, panel, "Uploaded zip")
-    uploader(panel, "Zip file").set_input_files(path)
-    expect(panel.get_by_role("button", name=f"Remove {path.name}")).to_be_visible()
-    settle(page)
+    upload(page, panel, "Zip file", path)
     button = panel.get_by_role("button", name="Import", exact=True)
     expect(button).to_be_enabled()
     button.click()
@@ -173,9 +190,7 @@ def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, 
     settle(page)
     choose(page, panel, "Architecture", re.compile("^mobilenet_v3_small$"))
     # The checkpoint uploader (it takes .safetensors), not the TorchScript form's that a slow rerun may still show.
-    uploader(panel, "SAFETENSORS").set_input_files(own_files["model"])
-    expect(panel.get_by_role("button", name=f"Remove {own_files['model'].name}")).to_be_visible(timeout=LONG_MS)
-    settle(page)
+    upload(page, panel, "SAFETENSORS", own_files["model"])
     size = panel.get_by_role("spinbutton", name="Input size (px)")
     size.fill(str(SIZE))
     size.press("Enter")
@@ -188,9 +203,7 @@ def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, 
     open_page(page, f"{url}/Ontology", "Ontology")
     builder = page.get_by_test_id("stExpander").filter(has_text="Keyword tables of this workspace")
     pick_radio(page, builder, "Keyword file (CSV upload, or HDF5 / CSV on the server)")
-    uploader(builder, "Keyword CSV").set_input_files(own_files["keywords"])
-    expect(builder.get_by_role("button", name="Remove keywords.csv")).to_be_visible()
-    settle(page)
+    upload(page, builder, "Keyword CSV", own_files["keywords"])
     builder.get_by_role("button", name="Build keyword tables").click()
     expect(page.get_by_text(re.compile(r"^Built keyword tables: targets → precomputed/target/"))).to_be_visible(timeout=LONG_MS)
     settle(page)

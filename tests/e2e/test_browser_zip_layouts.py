@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from analytics.data import list_targets
 from analytics.workspace import Workspace
-from tests.e2e.test_browser_own_data import LONG_MS, choose, open_page, pick_radio, settle, uploader
+from tests.e2e.test_browser_own_data import LONG_MS, choose, open_page, pick_radio, settle, upload
 
 SIZE = 64
 
@@ -65,9 +65,7 @@ def test_zips_without_an_enclosing_folder_and_photos_without_masks_import_in_the
 
     # 1. Cut-outs, one class folder at the top of the zip.
     choose(page, panel, "Layout", re.compile("^cutouts"))
-    uploader(panel, "Zip file").set_input_files(zips / "my_ball.zip")
-    expect(panel.get_by_role("button", name="Remove my_ball.zip")).to_be_visible()
-    settle(page)
+    upload(page, panel, "Zip file", zips / "my_ball.zip")
     panel.get_by_role("button", name="Import", exact=True).click()
     expect(page.get_by_text("Imported from my_ball.zip: 2 new of 2 accepted, 0 rejected")).to_be_visible(timeout=LONG_MS)
     settle(page)
@@ -76,9 +74,7 @@ def test_zips_without_an_enclosing_folder_and_photos_without_masks_import_in_the
     choose(page, panel, "Layout", re.compile("^folder"))
     panel.get_by_text("Propose GrabCut masks for photos without one").click()
     settle(page)
-    uploader(panel, "Zip file").set_input_files(zips / "my_cup.zip")  # replaces the first zip
-    expect(panel.get_by_role("button", name="Remove my_cup.zip")).to_be_visible(timeout=LONG_MS)
-    settle(page)
+    upload(page, panel, "Zip file", zips / "my_cup.zip")  # replaces the first zip
     panel.get_by_role("button", name="Import", exact=True).click()
     expect(page.get_by_text("3 photos without a mask got a proposed GrabCut mask")).to_be_visible(timeout=LONG_MS)
     settle(page)

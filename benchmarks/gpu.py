@@ -37,7 +37,8 @@ Every figure comes from the library's own paths on a synthetic workspace
   softmax, read at once): same predictions, largest differences of the stored probabilities and
   embedding statistics.
 - ``feed_threads``: the fresh composite feed of the 50-target suite on 1, 2, 4, 8 and every core (how
-  compositing scales with threads).
+  compositing scales with threads), pasted on the threads and pasted on the device (the threads then
+  only stack backgrounds; ``feed`` and ``suite`` paste on the device as the engine does there).
 
 ``--sections a,b`` runs only those sections (the composite cache is filled when one needs it).
 
@@ -68,6 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analytics.data import Background, add_backgrounds, list_classes
 from analytics.inference import (
     CompositeCache,
+    compositing_threads,
     cpu_count,
     engine,
     iter_composites,
@@ -125,12 +127,14 @@ def suite_images(workspace: Workspace, suite_id: str) -> int:
 
 
 def feed_rate(workspace: Workspace, suite_id: str, batch_size: int, size: int, device: torch.device, composites: CompositeCache | None) -> float:
-    """Images/s of the composites alone, as the engine asks for them."""
+    """Images/s of the composites alone, as the engine asks for them (on an accelerator: pasted there)."""
     jobs, _ = stored_suite_images(workspace, suite_id)
     jobs = with_foreground(jobs)
+    prefetch = prefetch_for(device)
     stream = iter_composites(
-        workspace, jobs, batch_size=batch_size, size=size, prefetch=prefetch_for(device), composites=composites, suite_id=suite_id
-    )
+        workspace, jobs, batch_size=batch_size, size=size, prefetch=prefetch, threads=compositing_threads(device, prefetch),
+        composites=composites, suite_id=suite_id, page_locked=device.type == "cuda", blend_on=None if device.type == "cpu" else device,
+    )  # fmt: skip
     return timed(lambda: sum(len(images) for _, images in stream), len(jobs), device)
 
 
@@ -336,12 +340,17 @@ def rows_check(workspace: Workspace, suite_id: str, batch_size: int, device: tor
 
 
 def feed_threads(workspace: Workspace, suite_id: str, batch_size: int, device: torch.device) -> dict:
-    """Fresh composites per second on 1, 2, 4, 8 and every core (no composite cache)."""
+    """Fresh composites per second on 1, 2, 4, 8 and every core (no composite cache): pasted on the
+    threads, and pasted on ``device`` with the threads stacking the backgrounds."""
     jobs = with_foreground(stored_suite_images(workspace, suite_id)[0])
-    rates = {}
+    rates: dict[str, dict[str, float]] = {"on_threads": {}, "on_device": {}}
     for threads in sorted({1, 2, 4, 8, cpu_count()}):
-        stream = iter_composites(workspace, jobs, batch_size=batch_size, size=224, prefetch=prefetch_for(device), threads=threads)
-        rates[str(threads)] = timed(lambda stream=stream: sum(len(images) for _, images in stream), len(jobs), device)
+        for where, blend_on in (("on_threads", None), ("on_device", device)):
+            stream = iter_composites(
+                workspace, jobs, batch_size=batch_size, size=224, prefetch=prefetch_for(device), threads=threads,
+                page_locked=device.type == "cuda", blend_on=blend_on,
+            )  # fmt: skip
+            rates[where][str(threads)] = timed(lambda stream=stream: sum(len(images) for _, images in stream), len(jobs), device)
     return rates
 
 

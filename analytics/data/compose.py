@@ -37,6 +37,26 @@ class Cutout:
     band : int, default=3
         Half-width in pixels of the edge band where blending applies.
 
+    Attributes
+    ----------
+    image, mask : ndarray
+        As given (the mask as float32).
+    levels : int
+        Pyramid levels used.
+    hard : ndarray of shape (height, width), uint8
+        1 where the mask is over 0.5.
+    binary : bool
+        Whether the mask holds only 0 and 1 (then Eq. 1 is a masked copy).
+    alpha : ndarray of shape (height, width, 1), float32
+        The mask inside ``hard``, 0 outside: Eq. 1's weight.
+    seam : ndarray of shape (height, width), uint8
+        1 in the band around the outline where the blend replaces the paste.
+    object : ndarray of shape (height, width, 3), float32
+        The object's pixels inside ``hard``, 0 outside.
+    weights : list of ndarray of shape (height_l, width_l, 3), float32
+        The mask's Gaussian pyramid, level 0 first (``levels`` + 1 arrays).
+    These are read by :mod:`analytics.inference.device_blend`, which pastes on an accelerator.
+
     Examples
     --------
     >>> x = np.full((8, 8, 3), 200, np.uint8); m = np.zeros((8, 8), bool); m[2:6, 2:6] = True
@@ -52,18 +72,18 @@ class Cutout:
         self.image, self.mask = image, mask
         self.levels = max(0, min(levels, int(np.log2(min(image.shape[:2]))) - 2))
         hard = (mask > 0.5).astype(np.uint8)
-        self._hard = hard
-        self._binary = bool(((mask == 0) | (mask == 1)).all())
+        self.hard = hard
+        self.binary = bool(((mask == 0) | (mask == 1)).all())
         # A soft mask may fade far beyond the object; its tail outside the hard mask is the original
         # scene, so it weighs nothing there (the seam blend below softens the edge instead).
-        self._alpha = np.where(hard > 0, mask, 0.0).astype(np.float32)[..., None]
+        self.alpha = np.where(hard > 0, mask, 0.0).astype(np.float32)[..., None]
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * band + 1, 2 * band + 1))
-        self._seam = (cv2.dilate(hard, kernel) > cv2.erode(hard, kernel)).astype(np.uint8)
-        self._object = np.where(hard[..., None] == 0, 0.0, image.astype(np.float32)).astype(np.float32)
+        self.seam = (cv2.dilate(hard, kernel) > cv2.erode(hard, kernel)).astype(np.uint8)
+        self.object = np.where(hard[..., None] == 0, 0.0, image.astype(np.float32)).astype(np.float32)
         weights = [mask]
         for _ in range(self.levels):
             weights.append(cv2.pyrDown(weights[-1]))
-        self._weights = [cv2.merge([w, w, w]) for w in weights]
+        self.weights = [cv2.merge([w, w, w]) for w in weights]
 
     def paste(self, backgrounds: np.ndarray, *, blend: bool = True) -> np.ndarray:
         """The object on each background (Eq. 1), blended along its outline.
@@ -86,15 +106,15 @@ class Cutout:
         for k, background in enumerate(backgrounds):
             self._paste_one(background, out[k])
             if blend:
-                cv2.copyTo(self._pyramid_blend(background), self._seam, out[k])
+                cv2.copyTo(self._pyramid_blend(background), self.seam, out[k])
         return out
 
     def _paste_one(self, background: np.ndarray, out: np.ndarray) -> None:
         """Eq. 1 into ``out``, which holds a copy of ``background``."""
-        if self._binary:  # the usual case: a masked copy
-            cv2.copyTo(self.image, self._hard, out)
+        if self.binary:  # the usual case: a masked copy
+            cv2.copyTo(self.image, self.hard, out)
             return
-        m = self._alpha
+        m = self.alpha
         out[:] = (m * self.image + (1 - m) * background).round().astype(np.uint8)
 
     def _pyramid_blend(self, background: np.ndarray) -> np.ndarray:
@@ -108,16 +128,16 @@ class Cutout:
         run, so compositing threads overlap (numpy's masked assignment and rounding held it).
         """
         base = background.astype(np.float32)
-        zeros = np.zeros(self._object.shape, np.float32)
-        difference = cv2.subtract(self._object, base, dst=zeros, mask=self._hard)  # x - b inside, 0 outside
+        zeros = np.zeros(self.object.shape, np.float32)
+        difference = cv2.subtract(self.object, base, dst=zeros, mask=self.hard)  # x - b inside, 0 outside
         diff = [difference]
         for _ in range(self.levels):
             diff.append(cv2.pyrDown(diff[-1]))
-        acc = cv2.multiply(self._weights[-1], diff[-1])
+        acc = cv2.multiply(self.weights[-1], diff[-1])
         for level in range(self.levels - 1, -1, -1):
             size = (diff[level].shape[1], diff[level].shape[0])
             detail = cv2.subtract(diff[level], cv2.pyrUp(diff[level + 1], dstsize=size))
-            acc = cv2.add(cv2.pyrUp(acc, dstsize=size), cv2.multiply(self._weights[level], detail))
+            acc = cv2.add(cv2.pyrUp(acc, dstsize=size), cv2.multiply(self.weights[level], detail))
         # Saturating and rounding half to even: clip(b + acc).round() (with a uint8 b OpenCV rounds ties otherwise).
         return cv2.add(base, acc, dtype=cv2.CV_8U)
 

@@ -463,6 +463,7 @@ def _group_batches(
         stream = iter_composites(
             workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch,
             threads=compositing_threads(device, prefetch), composites=composites, suite_id=plan.suite_id, page_locked=device.type == "cuda",
+            blend_on=None if device.type == "cpu" else device,
         )  # fmt: skip
         pending = None  # the last batch's signals, on their way to the host while the next batch runs
         for batch_jobs, images in stream:

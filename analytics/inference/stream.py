@@ -4,7 +4,8 @@ A suite's images are generated from a bounded LRU of prepared targets and decode
 memory does not grow with the suite: for a GPU model on a worker thread ahead of the model (a
 bounded prefetch queue), for a CPU model over every core between the model's batches (see
 :func:`prefetch_for`). Targets, masks and backgrounds are resized to the model's input size once,
-when decoded, and the composites made at that size. When many models run over one suite, a
+when decoded, and the composites made at that size; for a model on an accelerator they are pasted
+there (the threads only stack the backgrounds). When many models run over one suite, a
 :class:`~analytics.inference.CompositeCache` keeps the composites on disk so each is made once.
 """
 
@@ -30,6 +31,7 @@ from analytics.workspace import Workspace
 
 from .composite_cache import CompositeCache
 from .device import cpu_count, empty_batch, model_threads
+from .device_blend import DeviceCutout, paste_on_device
 from .suite_images import SuiteImage, image_hashes
 
 PREFETCH_BATCHES = 2
@@ -57,6 +59,10 @@ class _ImageCache:
     def target(self, target_id: str) -> Cutout:
         """The target prepared for pasting (its ``image`` and ``mask`` attributes are the arrays)."""
         return self._get(("t", target_id), lambda: (self._cutout(*self.target_hashes[target_id]),))[0]
+
+    def device_target(self, target_id: str, device: torch.device) -> DeviceCutout:
+        """The target prepared for pasting on ``device`` (:mod:`~analytics.inference.device_blend`)."""
+        return self._get(("d", target_id), lambda: (DeviceCutout.of(self.target(target_id), device),))[0]
 
     def background(self, background_id: str) -> np.ndarray:
         """The background at the cache's size: (size, size, 3) uint8."""
@@ -102,18 +108,53 @@ def _interpolation(shape: tuple[int, ...], size: int) -> int:
     return cv2.INTER_AREA if shape[0] > size or shape[1] > size else cv2.INTER_LINEAR
 
 
-def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, out: np.ndarray) -> np.ndarray:
-    """The images of ``jobs`` at the cache's size, written into ``out``: (len(jobs), height, width, 3) uint8."""
+def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, out: np.ndarray, *, paste: bool = True) -> np.ndarray:
+    """The images of ``jobs`` at the cache's size, written into ``out``: (len(jobs), height, width, 3) uint8.
+
+    ``paste`` False leaves each new background as it is, for :func:`_paste_on_device` to paste on."""
     for start, stop in _runs_of_targets(jobs):
         cutout = cache.target(jobs[start].target_id)
         out[start:stop] = cutout.image
-        swap = [i for i in range(start, stop) if jobs[i].background_id is not None and not jobs[i].foreground]
+        swap = _swaps(jobs, start, stop)
         if swap:
             backgrounds = np.stack([cache.background(jobs[i].background_id) for i in swap])
-            out[swap] = cutout.paste(backgrounds, blend=blend)
+            out[swap] = cutout.paste(backgrounds, blend=blend) if paste else backgrounds
         alone = [i for i in range(start, stop) if jobs[i].foreground]
         if alone:
             out[alone] = foreground_only(cutout.image[None], cutout.mask[None])
+    return out
+
+
+def _swaps(jobs: Sequence[SuiteImage], start: int, stop: int) -> list[int]:
+    """Indices of the jobs in ``start:stop`` (one target's) that put the target on a new background."""
+    return [i for i in range(start, stop) if jobs[i].background_id is not None and not jobs[i].foreground]
+
+
+def _paste_on_device(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, out: np.ndarray, device: torch.device) -> np.ndarray:
+    """Paste each target on the backgrounds :func:`_compose_batch` left in ``out`` (``paste`` False),
+    on ``device``, and write the composites back into ``out``.
+
+    Out of device memory (a model that backs off its batch size fills it), the batch is composited
+    on the CPU instead: the same images, only slower.
+    """
+    rows, cutouts = [], []
+    for start, stop in _runs_of_targets(jobs):
+        swap = _swaps(jobs, start, stop)
+        if swap:
+            rows += swap
+            cutouts += [cache.device_target(jobs[start].target_id, device)] * len(swap)
+    if not rows:
+        return out
+    try:
+        batch = torch.from_numpy(out).to(device, non_blocking=True)  # asynchronous from page-locked memory
+        index = torch.tensor(rows).to(device, non_blocking=True)
+        batch[index] = paste_on_device(cutouts, batch[index], blend=blend)
+        torch.from_numpy(out).copy_(batch)
+    except torch.cuda.OutOfMemoryError:
+        batch = None  # its device memory goes back before the CPU does the work
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        _compose_batch(cache, jobs, blend, out)
     return out
 
 
@@ -139,6 +180,7 @@ def iter_composites(
     suite_id: str | None = None,
     threads: int | None = None,
     page_locked: bool = False,
+    blend_on: torch.device | None = None,
 ) -> Iterator[tuple[list[SuiteImage], np.ndarray]]:
     """Generate the images of ``jobs`` batch by batch (ahead on a worker thread, or on demand).
 
@@ -170,6 +212,9 @@ def iter_composites(
     page_locked : bool, default=False
         Make each batch in page-locked memory (:func:`~analytics.inference.device.empty_batch`),
         for a CUDA model: its upload is then asynchronous, so keep a batch until that copy is done.
+    blend_on : torch.device or None, default=None
+        Paste and blend on this device (a model's accelerator; :mod:`~analytics.inference.device_blend`):
+        the threads only decode the backgrounds and stack them into the batch. None: on the threads.
 
     Yields
     ------
@@ -189,7 +234,7 @@ def iter_composites(
     jobs = list(jobs)
     cache = _ImageCache(workspace, jobs, cache_items, size)
     chunks = (jobs[start : start + batch_size] for start in range(0, len(jobs), batch_size))
-    source = _Source(cache, blend, composites, suite_id, functools.partial(empty_batch, page_locked=page_locked))
+    source = _Source(cache, blend, composites, suite_id, functools.partial(empty_batch, page_locked=page_locked), blend_on)
     if threads is None:
         threads = compositing_threads(torch.device("cuda" if torch.cuda.is_available() else "cpu"), prefetch)
     check_positive_int(threads, "threads")
@@ -207,6 +252,7 @@ class _Source:
     composites: CompositeCache | None
     suite_id: str | None
     empty: Callable[[tuple[int, ...]], np.ndarray]  # allocates a batch from its shape
+    blend_on: torch.device | None = None  # paste on this device, not on the threads
 
     def images(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int) -> np.ndarray:
         """(len(jobs), size, size, 3) uint8; ``pool`` (None: this thread) splits the compositing over its ``threads`` threads."""
@@ -220,11 +266,13 @@ class _Source:
     def _compose(self, jobs: list[SuiteImage], pool: ThreadPoolExecutor | None, threads: int, empty: Callable) -> np.ndarray:
         height, width = self.cache.target(jobs[0].target_id).image.shape[:2]
         out = empty((len(jobs), height, width, 3))
+        paste = self.blend_on is None
         if pool is None:
-            return _compose_batch(self.cache, jobs, self.blend, out)
-        bounds = np.linspace(0, len(jobs), min(threads, len(jobs)) + 1).astype(int)
-        list(pool.map(lambda a, b: _compose_batch(self.cache, jobs[a:b], self.blend, out[a:b]), bounds[:-1], bounds[1:]))
-        return out
+            _compose_batch(self.cache, jobs, self.blend, out, paste=paste)
+        else:
+            bounds = np.linspace(0, len(jobs), min(threads, len(jobs)) + 1).astype(int)
+            list(pool.map(lambda a, b: _compose_batch(self.cache, jobs[a:b], self.blend, out[a:b], paste=paste), bounds[:-1], bounds[1:]))
+        return out if paste else _paste_on_device(self.cache, jobs, self.blend, out, self.blend_on)
 
 
 def prefetch_for(device: torch.device) -> int:

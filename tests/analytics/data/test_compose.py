@@ -176,7 +176,7 @@ def test_the_seam_is_the_two_pyramid_blend_of_burt_and_adelson(soft):
         for level in range(cutout.levels - 1, -1, -1):
             out = cv2.pyrUp(out, dstsize=(blended[level].shape[1], blended[level].shape[0])) + blended[level]
         textbook = np.clip(out, 0, 255).round().astype(np.uint8)
-        seam = cutout._seam.astype(bool)
+        seam = cutout.seam.astype(bool)
         pasted = cutout.paste(background[None])[0]
         assert seam.sum() > 50
         assert np.abs(pasted[seam].astype(int) - textbook[seam]).max() <= 1  # float rounding of two equal sums

@@ -262,7 +262,7 @@ def test_plan_compute_write_equals_run_models_and_compute_never_writes(tiny_mode
 def _count_composited(monkeypatch) -> list[int]:
     counts = []
     original = stream._compose_batch
-    monkeypatch.setattr(stream, "_compose_batch", lambda cache, jobs, blend, out: counts.append(len(jobs)) or original(cache, jobs, blend, out))
+    monkeypatch.setattr(stream, "_compose_batch", lambda cache, jobs, blend, out, **kw: counts.append(len(jobs)) or original(cache, jobs, blend, out, **kw))
     return counts
 
 

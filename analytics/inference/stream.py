@@ -114,11 +114,15 @@ def _compose_batch(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool, 
     ``paste`` False leaves each new background as it is, for :func:`_paste_on_device` to paste on."""
     for start, stop in _runs_of_targets(jobs):
         cutout = cache.target(jobs[start].target_id)
-        out[start:stop] = cutout.image
         swap = _swaps(jobs, start, stop)
-        if swap:
-            backgrounds = np.stack([cache.background(jobs[i].background_id) for i in swap])
-            out[swap] = cutout.paste(backgrounds, blend=blend) if paste else backgrounds
+        if swap and paste:
+            out[swap] = cutout.paste(np.stack([cache.background(jobs[i].background_id) for i in swap]), blend=blend)
+        elif swap:  # pasted by _paste_on_device
+            for i in swap:
+                out[i] = cache.background(jobs[i].background_id)
+        for i in range(start, stop):
+            if jobs[i].background_id is None and not jobs[i].foreground:
+                out[i] = cutout.image
         alone = [i for i in range(start, stop) if jobs[i].foreground]
         if alone:
             out[alone] = foreground_only(cutout.image[None], cutout.mask[None])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -14,7 +15,9 @@ from analytics.exceptions import InvalidInputError
 from analytics.inference import (
     CompositeCache,
     device_blend,
+    engine,
     iter_composites,
+    run_models,
     stored_suite_images,
     stream,
     with_foreground,
@@ -25,6 +28,7 @@ from analytics.inference.device_blend import (
     pyr_down,
     pyr_up,
 )
+from tests.analytics.inference.test_inference import _all_rows, _forget_runs
 from tests.fixtures.models import TINY_SUITE
 
 CPU = torch.device("cpu")
@@ -121,3 +125,20 @@ def test_a_cuda_stream_gives_the_cpus_images(tiny_model_workspace):
     on_cuda = _images(iter_composites(tiny_model_workspace, jobs, size=48, batch_size=5, page_locked=True, blend_on=torch.device("cuda")))
     difference = np.abs(on_cuda.astype(int) - on_threads)
     assert difference.max() <= 1 and np.count_nonzero(difference) <= difference.size * 1e-4
+
+
+def test_a_run_pasting_on_the_device_stores_the_rows_of_a_cpu_run(tiny_model_workspace, monkeypatch):
+    names = ["tiny", "bg-only"]
+    expected = _all_rows(tiny_model_workspace, run_models(tiny_model_workspace, names, TINY_SUITE, device="cpu", batch_size=8))
+    _forget_runs(tiny_model_workspace)
+    asked = []
+
+    def on_device(*args, **kwargs):  # what the engine asks for on an accelerator, here on the CPU
+        asked.append(kwargs["blend_on"])
+        return iter_composites(*args, **{**kwargs, "blend_on": CPU})
+
+    monkeypatch.setattr(engine, "iter_composites", on_device)
+    run_ids = run_models(tiny_model_workspace, names, TINY_SUITE, device="cpu", batch_size=8)
+    assert asked == [None, None]  # on a CPU the engine pastes on the threads
+    for got, want in zip(_all_rows(tiny_model_workspace, run_ids), expected):
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-5)

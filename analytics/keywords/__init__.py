@@ -10,7 +10,7 @@ from .importing import KeywordImport, import_keyword_table
 from .precomputed import PrecomputedBackend, PresenceRule
 from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
 from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, save_keyword_table
-from .view_cache import store_views, stored_views, view_cache_key
+from .view_cache import store_views, stored_views, view_cache_keys
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
 from .classifier_patch import ClassifierPatchBackend, class_outputs, fill_objects, view_probabilities
@@ -42,7 +42,7 @@ __all__ = [
     "store_views",
     "stored_views",
     "transactions_digest",
-    "view_cache_key",
+    "view_cache_keys",
     "view_probabilities",
     "write_keyword_file",
 ]

@@ -26,7 +26,7 @@ from analytics.workspace import Workspace, content_id, model_keys
 from ._base import KeywordBackend, KeywordTable
 from .classifier_patch import ClassifierPatchBackend, class_outputs
 from .store import ITEM_KINDS, check_item_kinds, load_keyword_table, save_keyword_table
-from .view_cache import store_views, stored_views, view_cache_key
+from .view_cache import store_views, stored_views, view_cache_keys
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ def _pool_scores(workspace: Workspace, backend: ClassifierPatchBackend, ids: Seq
     have stored them first), computing and caching the views of the others: the pool goes through
     the network once, whichever of keywords and screening runs first."""
     spec, grid = backend.model.spec, backend.grid
-    keys = [view_cache_key(spec, grid, digest) for digest in image_hashes]
+    keys = view_cache_keys(spec, grid, image_hashes)
     known = stored_views(workspace, keys)
     missing = [k for k, key in enumerate(keys) if key not in known]
     views = np.zeros((len(keys), 1 + grid**2, len(spec.label_space.names)), np.float16)

@@ -47,7 +47,7 @@ import pandas as pd
 from analytics._validation import check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, source_photo
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.keywords import class_outputs, store_views, stored_views, view_cache_key, view_probabilities
+from analytics.keywords import class_outputs, store_views, stored_views, view_cache_keys, view_probabilities
 from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model
 from analytics.workspace import Workspace
 
@@ -236,7 +236,7 @@ def _class_scores(
     not (n, 1 + grid², n_outputs) (800 MB at 20,000 backgrounds). The model is loaded (``load()``)
     only when some image is not in the cache, e.g. not seen by the classifier-patch keywords.
     """
-    keys = [view_cache_key(spec, grid, digest) for digest in image_hashes]
+    keys = view_cache_keys(spec, grid, image_hashes)
     stored = stored_views(workspace, keys)
     missing = [k for k, key in enumerate(keys) if key not in stored]
     if missing and not compute:

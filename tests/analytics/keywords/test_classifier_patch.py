@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from analytics import demo
-from analytics.data import imagenet_label_space, list_classes, load_backgrounds
+from analytics.data import imagenet_label_space, list_backgrounds, list_classes, load_backgrounds
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import ClassifierPatchBackend, classifier_patch, compute_keywords, load_keyword_table, view_probabilities
 from analytics.keywords.classifier_patch import SCENE_CLASSES, SCENE_GROUPS
-from analytics.models import load_model
+from analytics.models import ModelSpec, load_model
 from analytics.suites import ensure_keyword_tables
 from tests.fixtures.screening import FAKE_CLASSIFIER, ZEBRA
 
@@ -124,3 +124,14 @@ def test_tables_of_replaced_weights_are_neither_reused_nor_picked(tiny_model_wor
         tiny_model_workspace
     ).keys["tiny"]
     assert not list_keyword_tables(tiny_model_workspace).set_index("name").loc[list(new.values()), "stale"].any()
+
+
+def test_a_pass_over_the_pool_hashes_the_model_spec_once_not_per_background(screening_workspace, imagenet_model, monkeypatch):
+    # The spec's content key serialises its 1,000 label names: 3 ms a call, a minute per 20,000 backgrounds.
+    calls = []
+    content_key = ModelSpec.content_key
+    monkeypatch.setattr(ModelSpec, "content_key", lambda spec: calls.append(spec.name) or content_key(spec))
+    n = len(list_backgrounds(screening_workspace))
+    backend = ClassifierPatchBackend(imagenet_model, grid=1, exclude_classes=list_classes(screening_workspace))
+    compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=n)
+    assert n >= 3 and len(calls) <= 2  # the table's params and the view cache's keys

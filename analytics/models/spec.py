@@ -4,6 +4,7 @@ specs of a workspace back (table ``models``, column ``spec``: JSON of :class:`Mo
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -72,7 +73,9 @@ class ModelSpec:
         return len(self.label_space.names)
 
     def to_json(self) -> dict:
-        data = dataclasses.asdict(self)
+        # dataclasses.asdict would deep-copy the label space's 1,000 names only to replace them
+        # (3 ms a call); the values are the same, so content keys stay as they were.
+        data = {field.name: copy.deepcopy(getattr(self, field.name)) for field in dataclasses.fields(self) if field.name != "label_space"}
         data["label_space"] = self.label_space.to_json()
         return data
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -13,10 +15,18 @@ import torch
 import torchvision
 from safetensors.torch import save_file
 
-from analytics.data import LabelSpace, Target, add_targets, custom_label_space, imagenet_label_space, in9_label_space
+from analytics.data import (
+    LabelSpace,
+    Target,
+    add_targets,
+    custom_label_space,
+    imagenet_label_space,
+    in9_label_space,
+)
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import evaluate
 from analytics.models import (
+    ModelSpec,
     build_efficientnet_lite,
     get_model_spec,
     list_models,
@@ -270,7 +280,6 @@ def test_efficientnet_lite_registers_and_evaluates_real_photos(tmp_path, variant
 def test_a_classifier_that_does_not_end_with_its_linear_layer_is_refused(labels3):
     from torch import nn
 
-    from analytics.models import ModelSpec
     from analytics.models.networks import _SplitClassifier
     from analytics.models.registry import _check_split
 
@@ -394,3 +403,15 @@ def test_register_model_pins_an_outside_checkpoint_by_its_content(tiny_model_wor
     assert not Path(stored.checkpoint).is_absolute() and (tiny_model_workspace.root / stored.checkpoint).is_file()
     other = register_model(tiny_model_workspace, dataclasses.replace(spec, checkpoint=str(tiny_model_files["bg-only"])), replace=True)
     assert other.content_key() != stored.content_key()  # other bytes, other key, even from the same kind of path
+
+
+@pytest.mark.parametrize("label_space", [imagenet_label_space(), in9_label_space(), LabelSpace("custom", ("a", "b"), None, "labels.txt")])
+def test_a_specs_json_and_content_key_are_those_of_its_fields(label_space):
+    # Content keys name stored runs and caches: serialising the spec faster must not change them.
+    spec = ModelSpec("m", "torchvision", "resnet18", "ck", label_space, 224, "imagenet", "avgpool", 10, backbone="b", construction={"a": [1, {"b": (2, 3)}]})
+    data = dataclasses.asdict(spec) | {"label_space": label_space.to_json()}
+    assert spec.to_json() == data
+    assert spec.content_key() == hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+    construction = spec.to_json()["construction"]
+    construction["a"][1]["b"] = None  # the json is a copy: the spec keeps its values
+    assert spec.construction == {"a": [1, {"b": (2, 3)}]}

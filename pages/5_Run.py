@@ -34,7 +34,7 @@ def start_from_form(workspace: Workspace) -> None:
     get = st.session_state.get
     params = {
         "model_names": list(get("run.models", [])), "suite_id": get("run.suite"), "device": DEVICES[get("run.device", "auto")],
-        "batch_size": int(get("run.batch_size", 32)), "top_k": int(get("run.top_k", 3)),
+        "batch_size": None if get("run.batch_size") is None else int(get("run.batch_size")), "top_k": int(get("run.top_k", 3)),
     }  # fmt: skip
     job_view.start_on_click(workspace, "runs", params, state_key=JOB)
 
@@ -42,7 +42,7 @@ def start_from_form(workspace: Workspace) -> None:
 def resume_chosen(workspace: Workspace, unfinished: dict[str, dict]) -> None:
     """Resume's ``on_click``: the unfinished run picked at the click, started as :func:`start_from_form` does."""
     run = unfinished[st.session_state["run.resume_choice"]]
-    params = {"model_names": [run["model"]], "suite_id": run["suite_id"], "device": None, "batch_size": 32, "top_k": int(run["top_k"] or 3)}
+    params = {"model_names": [run["model"]], "suite_id": run["suite_id"], "device": None, "batch_size": None, "top_k": int(run["top_k"] or 3)}
     job_view.start_on_click(workspace, "runs", params, state_key=JOB)
 
 
@@ -65,7 +65,10 @@ def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
         left, middle, right = st.columns(3)
         left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image.")
         middle.selectbox("Device", list(DEVICES), key="run.device", help="auto = CUDA when available")
-        right.number_input("Batch size", 1, 512, 32, key="run.batch_size")  # read at the click by start_from_form
+        right.number_input(  # read at the click by start_from_form
+            "Batch size", 1, 512, None, key="run.batch_size", placeholder="auto: 256 on a GPU, 32 on a CPU",
+            help="Images per batch. Left empty, 256 on a GPU (a model that does not fit halves it) and 32 on a CPU.",
+        )  # fmt: skip
     n_images = records[suite_id]["items"] + records[suite_id]["targets"] if suite_id else 0
     st.caption(f"{len(models)} model(s) × {n_images} images (originals + composites). A finished run is reused; an interrupted one resumes.")
     st.button("Run", type="primary", disabled=not models or suite_id is None, key="run.start", on_click=start_from_form, args=(workspace,))

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     for parser in (evaluate, run):
         parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
-        parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    evaluate.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    run.add_argument("--batch-size", type=int, default=None, help="images per batch (default: 256 on a GPU, 32 on a CPU)")
     for parser in (add, listing, evaluate, run):
         add_workspace_option(parser)
         add_json_option(parser)

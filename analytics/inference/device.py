@@ -13,7 +13,20 @@ import torch
 
 from analytics._threads import cpu_count
 
-__all__ = ["HostCopy", "cpu_count", "cpu_threads", "empty_batch", "model_threads", "to_host"]
+__all__ = ["HostCopy", "cpu_count", "cpu_threads", "default_batch_size", "empty_batch", "model_threads", "to_host"]
+
+#: Images per batch of a run when the caller names none, on an accelerator: the size every GPU
+#: figure in ``benchmarks/gpu.py`` was measured at (Lite0 on an H100: 17,900 images/s). A model that
+#: does not fit halves its share of each batch until it does (the engine's out-of-memory back-off).
+ACCELERATOR_BATCH = 256
+#: The same on a CPU, where a model runs micro-batches of 4 whatever the batch (``LoadedModel``):
+#: a larger batch only holds more composites in memory.
+CPU_BATCH = 32
+
+
+def default_batch_size(device: torch.device) -> int:
+    """Images per batch of a run on ``device`` when the caller names none."""
+    return CPU_BATCH if device.type == "cpu" else ACCELERATOR_BATCH
 
 
 def empty_batch(shape: tuple[int, ...], *, page_locked: bool = False) -> np.ndarray:

@@ -54,7 +54,7 @@ from analytics.models import LoadedModel, ModelSpec, conv_map_problem, get_model
 from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, now, suite_classes_key
 
 from .composite_cache import CompositeCache
-from .device import cpu_threads
+from .device import cpu_threads, default_batch_size
 from .signals import BatchSignals, Member
 from .stream import compositing_threads, iter_composites, prefetch_for
 from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
@@ -135,7 +135,7 @@ def run_models(
     suite_id: str,
     *,
     device: str | torch.device | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     top_k: int = 3,
     progress: Callable[[int, int], None] | None = None,
     composites: CompositeCache | None = None,
@@ -155,8 +155,9 @@ def run_models(
     suite_id : str
     device : str or None, default=None
         None: CUDA when available (autocast float16, channels-last), else CPU.
-    batch_size : int, default=32
-        Images per batch; on CUDA the model's share backs off by halving on out-of-memory.
+    batch_size : int or None, default=None
+        Images per batch; on CUDA the model's share backs off by halving on out-of-memory. None:
+        :func:`~analytics.inference.device.default_batch_size` of the device (256 on a GPU, 32 on a CPU).
     top_k : int, default=3
         Neurons picked on the foreground-only image for ``emb_topk_mean``.
     progress : callable (done, total) or None
@@ -180,7 +181,8 @@ def run_models(
     DeviceMemoryError
         A model runs out of CUDA memory even at batch size 1 (its group's runs are marked failed).
     """
-    check_positive_int(batch_size, "batch_size")
+    if batch_size is not None:
+        check_positive_int(batch_size, "batch_size")
     plan = plan_runs(workspace, model_names, suite_id, device=device, top_k=top_k, fill_conv=fill_conv)
     total, finished = plan.total, 0
     with RowWriter(workspace) as writer:
@@ -402,7 +404,7 @@ def group_rows(
     group: GroupPlan,
     *,
     jobs: Sequence[SuiteImage] | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     composites: CompositeCache | None = None,
 ) -> Iterator[list[tuple]]:
     """Compute the ``run_images`` rows of one group, batch by batch; writes nothing.
@@ -420,7 +422,8 @@ def group_rows(
     jobs : sequence of SuiteImage or None, default=None
         The jobs to compute (grouped by target); None: ``group.todo``. Any subset of the suite
         works; whole targets avoid running a target's foreground-only image twice.
-    batch_size : int, default=32
+    batch_size : int or None, default=None
+        As :func:`run_models` (None: the default of ``plan.device``).
     composites : CompositeCache or None, default=None
         Read (and fill) the suite's composites here instead of compositing them.
 
@@ -435,12 +438,12 @@ def group_rows(
 
 
 def _group_batches(
-    workspace: Workspace, plan: RunPlan, group: GroupPlan, jobs: list[SuiteImage] | None, batch_size: int, composites: CompositeCache | None
+    workspace: Workspace, plan: RunPlan, group: GroupPlan, jobs: list[SuiteImage] | None, batch_size: int | None, composites: CompositeCache | None
 ) -> Iterator[tuple[int, list[tuple]]]:
     """(images of the batch, its rows) per batch; see :func:`group_rows`."""
-    check_positive_int(batch_size, "batch_size")
-    jobs = list(group.todo) if jobs is None else jobs
     device = resolve_device(plan.device)
+    batch_size = default_batch_size(device) if batch_size is None else check_positive_int(batch_size, "batch_size")
+    jobs = list(group.todo) if jobs is None else jobs
     _, distances = stored_suite_images(workspace, plan.suite_id)
     class_of = target_classes(workspace, {job.target_id for job in jobs})
     classes = used_classes(workspace, class_of.values())

@@ -61,7 +61,7 @@ def run_on_ray(
     *,
     address: str,
     device: str | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     top_k: int = 3,
     num_gpus_per_model: float = 0,
 ) -> None:
@@ -146,7 +146,7 @@ def connect(address: str) -> Iterator[ModuleType]:
         ray.shutdown()
 
 
-def _chunk_rows(root: str, plan: RunPlan, group: GroupPlan, jobs: Sequence[SuiteImage], batch_size: int) -> list[tuple]:
+def _chunk_rows(root: str, plan: RunPlan, group: GroupPlan, jobs: Sequence[SuiteImage], batch_size: int | None) -> list[tuple]:
     """The Ray task: one group's ``run_images`` rows on a chunk of whole targets (reads only)."""
     workspace = Workspace(root, create=False)
     return [row for rows in group_rows(workspace, plan, group, jobs=jobs, batch_size=batch_size) for row in rows]
@@ -181,7 +181,7 @@ class _Attempt:
 class _Driver:
     """Submits the groups' tasks, stores their rows as they end, and settles each group."""
 
-    def __init__(self, ray: ModuleType, workspace: Workspace, suite_id: str, ledger: RunLedger, *, device: str, batch_size: int, top_k: int, num_gpus: float):
+    def __init__(self, ray: ModuleType, workspace: Workspace, suite_id: str, ledger: RunLedger, *, device: str, batch_size: int | None, top_k: int, num_gpus: float):
         self.ray, self.workspace, self.suite_id, self.ledger = ray, workspace, suite_id, ledger
         self.device, self.batch_size, self.top_k = device, batch_size, top_k
         # A CPU task uses every core of its node (torch's threads, compositing threads), as the local engine does.

@@ -49,7 +49,7 @@ def run_repository(
     suite_id: str,
     *,
     device: str | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     top_k: int = 3,
     progress: RepositoryProgress | None = None,
     ray_address: str | None = None,
@@ -101,7 +101,8 @@ def run_repository(
         ``progress`` asked to stop; runs resume from their stored batches on the next call.
     """
     require_permission(workspace, "run_models")
-    check_positive_int(batch_size, "batch_size")
+    if batch_size is not None:
+        check_positive_int(batch_size, "batch_size")
     check_positive_int(top_k, "top_k")
     if isinstance(num_gpus_per_model, bool) or not isinstance(num_gpus_per_model, (int, float)) or not 0 <= num_gpus_per_model < 1e6:
         raise InvalidInputError(f"num_gpus_per_model must be a number >= 0; got {num_gpus_per_model!r}")
@@ -125,7 +126,7 @@ def run_repository(
     return ledger.report()
 
 
-def _run_locally(workspace: Workspace, suite_id: str, groups: list[list[str]], ledger: RunLedger, *, device, batch_size: int, top_k: int) -> None:
+def _run_locally(workspace: Workspace, suite_id: str, groups: list[list[str]], ledger: RunLedger, *, device, batch_size: int | None, top_k: int) -> None:
     """Run the groups one after another in this process, every group reading one composite cache.
 
     Groups run by input size (composites are cached per size, ~8.5 GB at 224 px for a 1,712-target

@@ -29,7 +29,7 @@ def start_runs(
     suite_id: str,
     *,
     device: str | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     top_k: int = 3,
     progress: Callable[[int, int], None] | None = None,
     fill_conv: bool = False,

@@ -42,6 +42,7 @@ def test_run_page_starts_several_models_as_one_action(tiny_model_workspace, app_
     app.selectbox(key="run.suite").set_value(TINY_SUITE)
     app = click_and_wait(app, "run.start", tiny_model_workspace)
     assert not app.exception, app.exception
+    assert jobs.get_job(tiny_model_workspace, app.session_state["run.job"]).params["batch_size"] is None  # left empty: the device's default
     runs = list_runs(tiny_model_workspace)
     assert sorted(runs["model"]) == ["bg-only", "fg-only"] and (runs["status"] == "done").all()
     assert (runs["images"] == N_IMAGES).all()
@@ -146,6 +147,7 @@ def test_a_new_click_shows_the_new_job_never_the_previous_finished_one(tiny_mode
     monkeypatch.setattr(ui.jobs, "show_job", lambda workspace, job_id, *, key: drawn.append(job_id) or show_job(workspace, job_id, key=key))
     app.multiselect(key="run.models").set_value(["bg-only"])
     app.selectbox(key="run.suite").set_value(TINY_SUITE)
+    app.number_input(key="run.batch_size").set_value(8)
     app = app.run()
     drawn.clear()
     app = app.button(key="run.start").click().run()
@@ -155,6 +157,7 @@ def test_a_new_click_shows_the_new_job_never_the_previous_finished_one(tiny_mode
     assert previous.id not in texts(app)
     assert jobs.wait(tiny_model_workspace, new, timeout=WAIT_S).status == "done"
     assert jobs.get_job(tiny_model_workspace, new).params["model_names"] == ["bg-only"]
+    assert jobs.get_job(tiny_model_workspace, new).params["batch_size"] == 8
 
 
 def test_a_refused_start_replaces_the_previous_jobs_status(tiny_model_workspace, app_runner, monkeypatch):

@@ -27,6 +27,7 @@ from analytics.inference import (
     composite_cache,
     compositing_threads,
     device,
+    engine,
     evaluate,
     evaluation,
     finish_runs,
@@ -433,3 +434,15 @@ def test_cpu_models_take_omp_num_threads_and_a_free_core_composites_ahead(monkey
     with device.cpu_threads(torch.device("cpu")):
         assert torch.get_num_threads() == threads
     assert torch.get_num_threads() == before
+
+
+def test_a_run_without_a_batch_size_takes_its_devices(tiny_model_workspace, monkeypatch):
+    assert (device.default_batch_size(torch.device("cpu")), device.default_batch_size(torch.device("cuda"))) == (32, 256)
+    asked = []
+    monkeypatch.setattr(engine, "iter_composites", lambda *args, **kwargs: asked.append(kwargs["batch_size"]) or iter_composites(*args, **kwargs))
+    run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu")
+    _forget_runs(tiny_model_workspace)
+    run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=5)
+    assert asked == [32, 5]
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        run_models(tiny_model_workspace, ["tiny"], TINY_SUITE, device="cpu", batch_size=0)

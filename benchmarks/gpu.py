@@ -69,6 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analytics.data import Background, add_backgrounds, list_classes
 from analytics.inference import (
     CompositeCache,
+    backoff,
     compositing_threads,
     cpu_count,
     engine,
@@ -188,20 +189,20 @@ def back_off(workspace: Workspace, suite_id: str, args, device: torch.device) ->
     expected = stored_rows(workspace, plain)
     clear_runs(workspace, suite_id)
     sizes: list[int] = []
-    shrink = engine._BackOff._shrink
+    shrink = backoff.BackOff._shrink
 
     def recorded(self, err) -> None:  # the engine keeps its batch size to itself; note each halving
         shrink(self, err)
         sizes.append(self.batch_size)
 
-    engine._BackOff._shrink = recorded
+    backoff.BackOff._shrink = recorded
     try:
         with memory_taken(args.free_mib << 20, device) as taken:
             start = time.perf_counter()
             (squeezed,) = run_models(workspace, [LITE1], suite_id, device=device, batch_size=args.oom_batch)
             seconds = time.perf_counter() - start
     finally:
-        engine._BackOff._shrink = shrink
+        backoff.BackOff._shrink = shrink
     got = stored_rows(workspace, squeezed)
     same_keys = got.keys() == expected.keys()
     result = {
@@ -271,7 +272,7 @@ class _PhaseClock:
             (engine, "plan_runs"): self.timed("plan", engine.plan_runs),
             (engine, "load_model"): self.timed("load_model", engine.load_model),
             (engine, "iter_composites"): self.stream(engine.iter_composites),
-            (engine._BackOff, "__call__"): self.timed("forward", engine._BackOff.__call__, sync=self.sync),
+            (backoff.BackOff, "__call__"): self.timed("forward", backoff.BackOff.__call__, sync=self.sync),
             (engine.BatchSignals, "compute"): staticmethod(self.timed("signals", engine.BatchSignals.compute)),
             (engine.BatchSignals, "rows"): self.timed("rows", engine.BatchSignals.rows),
             (torch.cuda.Event, "synchronize"): self.timed("wait", torch.cuda.Event.synchronize),

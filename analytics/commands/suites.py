@@ -50,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--realism", choices=list(REALISM_SCORERS), default=DEFAULT_REALISM, help=f"realism scorer (default {DEFAULT_REALISM})")
     parser.add_argument("--realism-threshold", type=float, default=DEFAULT_REALISM_THRESHOLD, help=f"minimum realism score in [0, 1] (default {DEFAULT_REALISM_THRESHOLD}; 0 accepts all)")
     parser.add_argument("--no-top-up", action="store_true", help="keyword methods: leave a target's suite short instead of topping it up at random")
-    parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    parser.add_argument(
+        "--batch-size", type=int, default=None,
+        help="images per forward pass (default: keywords and screening 256 on a GPU, 32 on a CPU; distances 32)",
+    )  # fmt: skip
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     add_json_option(parser)
     parser.set_defaults(handler=run_suite)

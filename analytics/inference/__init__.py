@@ -1,6 +1,7 @@
 """Running models over composites: image jobs, the composite stream and cache, the engine, evaluation.
 """
 
+from .backoff import DeviceMemoryError
 from .composite_cache import (
     FOLDER,
     VERSION,
@@ -14,7 +15,6 @@ from .device import (
 from .engine import (
     COMMIT_EVERY,
     ROW_COLUMNS,
-    DeviceMemoryError,
     GroupPlan,
     RowWriter,
     RunKeys,

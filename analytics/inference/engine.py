@@ -22,7 +22,7 @@ signals of Liao & Chen (§1.6 of DESIGN):
 differently: :func:`plan_runs` validates and writes the ``runs`` rows, :func:`group_rows` computes
 the rows of one group of models sharing a backbone pass (reads only: it can run in a worker
 process), and :func:`write_rows` / :func:`finish_runs` store them from a single writer. On CUDA
-the model's share of a batch halves on out-of-memory until it fits (:class:`DeviceMemoryError`
+the model's share of a batch halves on out-of-memory until it fits (:class:`~analytics.inference.backoff.DeviceMemoryError`
 when one image does not).
 
 Rows are stored by one long-lived writer (:class:`RowWriter`) a commit per ~:data:`COMMIT_EVERY` images
@@ -45,19 +45,39 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Self
 
-import numpy as np
 import torch
 
 from analytics._validation import check_positive_int
-from analytics.exceptions import BackdropError, InvalidInputError
-from analytics.models import LoadedModel, ModelSpec, conv_map_problem, get_model_spec, load_head, load_model, resolve_device
-from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, now, suite_classes_key
+from analytics.exceptions import InvalidInputError
+from analytics.models import (
+    ModelSpec,
+    conv_map_problem,
+    get_model_spec,
+    load_head,
+    load_model,
+    resolve_device,
+)
+from analytics.workspace import (
+    ModelKeys,
+    Workspace,
+    content_id,
+    model_keys,
+    now,
+    suite_classes_key,
+)
 
+from .backoff import BackOff
 from .composite_cache import CompositeCache
 from .device import cpu_threads, default_batch_size
 from .signals import BatchSignals, Member
 from .stream import compositing_threads, iter_composites, prefetch_for
-from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
+from .suite_images import (
+    SuiteImage,
+    stored_suite_images,
+    target_classes,
+    used_classes,
+    with_foreground,
+)
 
 #: Images whose rows one commit stores (a commit writes the WAL; a resumed run redoes at most these).
 COMMIT_EVERY = 1000
@@ -123,10 +143,6 @@ class RunPlan:
     def total(self) -> int:
         """Images the plan's groups still have to run."""
         return sum(len(group.todo) for group in self.groups)
-
-
-class DeviceMemoryError(BackdropError, MemoryError):
-    """A model does not fit the accelerator's memory even one image at a time."""
 
 
 def run_models(
@@ -461,7 +477,7 @@ def _group_batches(
         for member in members:
             if member.spec.source == "head":
                 member.head = load_head(workspace, member.spec).to(device)
-        forward = _BackOff(model, batch_size, conv)
+        forward = BackOff(model, batch_size, conv)
         prefetch = prefetch_for(device)
         stream = iter_composites(
             workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch,
@@ -476,39 +492,3 @@ def _group_batches(
             pending = signals
         if pending is not None and pending.jobs:
             yield len(pending.jobs), pending.rows(members, distances, class_of)
-
-
-class _BackOff:
-    """A model's forward pass that halves its batch on CUDA out-of-memory and keeps the smaller size.
-
-    The images still arrive in batches of the caller's size; only the model sees smaller slices,
-    so the rows are the same. With ``conv``, the model's last-conv-map statistics come along.
-    """
-
-    def __init__(self, model: LoadedModel, batch_size: int, conv: bool = False) -> None:
-        self.model, self.batch_size, self.conv = model, batch_size, conv
-
-    def __call__(self, images: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Logits (n, n_outputs), embedding (n, d) and conv statistics (n, 2) (None without ``conv``) of
-        ``images`` (n, size, size, 3) uint8."""
-        while True:
-            try:
-                parts = [
-                    self.model.run_batch(self.model.preprocess(images[i : i + self.batch_size]), conv_stats=self.conv)
-                    for i in range(0, len(images), self.batch_size)
-                ]
-            except torch.cuda.OutOfMemoryError as err:
-                self._shrink(err)
-                continue
-            outputs = tuple(torch.cat(part) for part in zip(*parts))
-            return outputs if self.conv else (*outputs, None)
-
-    def _shrink(self, err: BaseException) -> None:
-        if self.batch_size == 1:
-            raise DeviceMemoryError(
-                f"model {self.model.spec.name!r} ran out of {self.model.device} memory even at batch size 1; "
-                "free the device (other processes) or run it on another device (device='cpu')"
-            ) from err
-        self.batch_size //= 2
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()  # the failed attempt's blocks would stay reserved

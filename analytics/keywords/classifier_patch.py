@@ -38,10 +38,16 @@ import numpy as np
 import torch
 
 from analytics._threads import cpu_count, cv2_single_threaded, prefetched
-from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
+from analytics._validation import (
+    check_choice,
+    check_fraction,
+    check_image_batch,
+    check_positive_int,
+)
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
-from analytics.inference.device import empty_batch, to_host
+from analytics.inference.backoff import BackOff
+from analytics.inference.device import default_batch_size, empty_batch, to_host
 from analytics.models import LoadedModel
 
 from ._base import KeywordBackend
@@ -114,8 +120,8 @@ class ClassifierPatchBackend(KeywordBackend):
         Patches per side (``grid²`` patches plus the whole image).
     threshold : float in (0, 1], default=0.1
         A keyword is present when its probability reaches this value in any view.
-    batch_size : int, default=32
-        Views per forward pass.
+    batch_size : int or None, default=None
+        Views per forward pass (see :func:`view_probabilities`; None: 256 on a GPU, 32 on a CPU).
     vocabulary : {'auto', 'scene', 'all'}, default='auto'
         Which outputs are keywords (see the module notes and :data:`VOCABULARIES`).
     exclude_classes : mapping of str to sequence of int, default=None
@@ -143,14 +149,14 @@ class ClassifierPatchBackend(KeywordBackend):
         *,
         grid: int = 3,
         threshold: float = 0.1,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocabulary: str = "auto",
         exclude_classes: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         self.model = model
         self.grid = check_positive_int(grid, "grid")
         self.threshold = check_fraction(threshold, "threshold")
-        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.batch_size = None if batch_size is None else check_positive_int(batch_size, "batch_size")
         check_choice(vocabulary, "vocabulary", VOCABULARIES)
         names = list(model.spec.label_space.names)
         if not names:
@@ -238,7 +244,7 @@ class ClassifierPatchBackend(KeywordBackend):
         return np.asarray(scores) >= self.threshold
 
 
-def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, batch_size: int = 32) -> np.ndarray:
+def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, batch_size: int | None = None) -> np.ndarray:
     """The model's softmax over the whole image and each cell of a ``grid`` x ``grid`` partition.
 
     Parameters
@@ -247,8 +253,10 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     images : ndarray of shape (n, height, width, 3), uint8
     grid : int
         Patches per side.
-    batch_size : int, default=32
-        Views per forward pass.
+    batch_size : int or None, default=None
+        Views per forward pass (a model that does not fit the device halves it,
+        :class:`~analytics.inference.backoff.BackOff`); None:
+        :func:`~analytics.inference.device.default_batch_size` of the model's device.
 
     Returns
     -------
@@ -256,6 +264,8 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
         View 0 is the whole image, view ``1 + r * grid + c`` the cell in row ``r``, column ``c``.
     """
     images = check_image_batch(images)
+    batch_size = default_batch_size(model.device) if batch_size is None else check_positive_int(batch_size, "batch_size")
+    forward = BackOff(model, batch_size)
     per_image = 1 + grid**2
     out = np.zeros((len(images) * per_image, len(model.spec.label_space.names)), np.float32)
     batches = _view_batches(images, grid, _input_side(model), batch_size, page_locked=model.device.type == "cuda")
@@ -264,7 +274,7 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     pending = None  # the last batch's probabilities on their way to the host while the next batch runs
     for start, batch in zip(range(0, len(out), batch_size), batches):
         with torch.inference_mode():
-            logits, _ = model.run_batch(model.preprocess(batch))
+            logits, _, _ = forward(batch)
             copy = to_host([torch.softmax(logits.float(), dim=1)], keep=batch)
         if pending is not None:
             pending[0][:] = pending[1].arrays()[0]
@@ -275,7 +285,7 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
 
 
 def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, page_locked: bool = False) -> Iterator[np.ndarray]:
-    """Every image's :func:`_views`, in order, as batches of ``batch_size`` views (the last may be
+    """Every image's views (:func:`_view`), in order, as batches of ``batch_size`` views (the last may be
     shorter), cut and resized on every core (one GPU outran a single thread 7 to 1) straight into
     the batch: each thread resizes a contiguous share of the batch's views into its rows (stacking
     them afterwards was one thread copying every view again, 15 ms a 256-view batch).

@@ -38,6 +38,7 @@ from analytics._validation import check_choice, check_fraction, check_positive_i
 from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.exceptions import InvalidInputError
 from analytics.inference import SuiteImage
+from analytics.inference.device import CPU_BATCH, default_batch_size
 from analytics.keywords import (
     ClassifierPatchBackend,
     KeywordTable,
@@ -63,10 +64,30 @@ from analytics.workspace import Workspace, content_id
 
 from .naming import check_suite_name
 from .ranking import check_expansion, detected_keywords, expanded_keywords
-from .sampling import REALISM_SCORERS, SAMPLERS, KeywordSampler, SamplingContext, SamplingResult
-from .screening import default_keyword_model, pool_exclusions, sample_screened, screening_warning
+from .sampling import (
+    REALISM_SCORERS,
+    SAMPLERS,
+    KeywordSampler,
+    SamplingContext,
+    SamplingResult,
+)
+from .screening import (
+    default_keyword_model,
+    pool_exclusions,
+    sample_screened,
+    screening_warning,
+)
 from .similarity import composite_distances, proxy_distances, resolve_distance_models
-from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, name_suite, save_suite, suite_exists, topup_record
+from .store import (
+    ITEM_COLUMNS,
+    ITEM_TYPES,
+    Suite,
+    load_suite,
+    name_suite,
+    save_suite,
+    suite_exists,
+    topup_record,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +116,7 @@ def build_suite(
     realism_threshold: float = DEFAULT_REALISM_THRESHOLD,
     top_up: bool = True,
     maxits: int = DEFAULT_MAXITS,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str | None = None,
     save: bool = True,
     name: str = "",
@@ -141,7 +162,10 @@ def build_suite(
         run out (see :class:`analytics.suites.KeywordSampler`).
     maxits : int, default=5
         MAXITS of the ontology expansion.
-    batch_size : int, default=32
+    batch_size : int or None, default=None
+        Images per forward pass of the pool's screening and of the distance models. None: the
+        screening takes its device's (256 on a GPU, where it backs off when the model does not
+        fit; 32 on a CPU), the distances 32.
     device : str or None, default=None
         Where the distance models run.
     save : bool, default=True
@@ -206,10 +230,11 @@ def build_suite(
         logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)
         return name_suite(workspace, suite_id, name) if save and name else load_suite(workspace, suite_id)
     loaded = _load_models(workspace, models, device)
-    context = _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontology, loaded, params, batch_size, notes)
+    embed_batch = CPU_BATCH if batch_size is None else batch_size  # the distance models have no out-of-memory back-off
+    context = _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontology, loaded, params, embed_batch, notes)
     sampler = sampler_cls(top_up=top_up) if issubclass(sampler_cls, KeywordSampler) else sampler_cls()
     result = sample_screened(sampler, targets, pool, n=n, seed=seed, context=context, excluded=exclusions.excluded)
-    items = _items(workspace, result, loaded, batch_size, progress)
+    items = _items(workspace, result, loaded, embed_batch, progress)
     if sampler_cls.needs_keywords:  # an outcome, recorded after the id: what the keywords could not supply
         params = {**params, **topup_record(items)}
     suite = Suite(suite_id, method, n, seed, params, items, tuple(notes + result.warnings), name=name)
@@ -419,7 +444,7 @@ def ensure_keyword_tables(
     model: str | None = None,
     grid: int = 3,
     threshold: float = 0.1,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
@@ -432,6 +457,9 @@ def ensure_keyword_tables(
     model : str or None, default=None
         Classifier of the backend; None = :func:`analytics.suites.default_keyword_model`.
     grid, threshold : see :class:`analytics.keywords.ClassifierPatchBackend`
+    batch_size : int or None, default=None
+        Images per call and views per forward pass; None: the model's device's (256 on a GPU,
+        32 on a CPU, :func:`~analytics.inference.device.default_batch_size`).
 
     Returns
     -------
@@ -451,7 +479,8 @@ def ensure_keyword_tables(
             backend = ClassifierPatchBackend(
                 loaded, grid=grid, threshold=threshold, batch_size=batch_size, exclude_classes=list_classes(workspace)
             )
-        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=progress)
+        images_per_call = default_batch_size(backend.model.device) if batch_size is None else batch_size
+        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=images_per_call, progress=progress)
         names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
         computed.append(kind)
     return names, computed

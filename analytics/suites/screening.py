@@ -47,8 +47,21 @@ import pandas as pd
 from analytics._validation import check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, source_photo
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.keywords import class_outputs, store_views, stored_views, view_cache_keys, view_probabilities
-from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model
+from analytics.inference.device import default_batch_size
+from analytics.keywords import (
+    class_outputs,
+    store_views,
+    stored_views,
+    view_cache_keys,
+    view_probabilities,
+)
+from analytics.models import (
+    LoadedModel,
+    ModelSpec,
+    get_model_spec,
+    list_models,
+    load_model,
+)
 from analytics.workspace import Workspace
 
 from .sampling import SampledBackground, Sampler, SamplingContext, SamplingResult
@@ -131,7 +144,7 @@ def screen_pool(
     model: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     grid: int = DEFAULT_GRID,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     compute: bool = True,
@@ -149,7 +162,9 @@ def screen_pool(
         A registered classifier; None = :func:`default_screening_model`.
     threshold : float in (0, 1], default=DEFAULT_THRESHOLD
     grid : int, default=3
-    batch_size : int, default=32
+    batch_size : int or None, default=None
+        Backgrounds per step and views per forward pass; None: 256 on a GPU, 32 on a CPU
+        (:func:`~analytics.keywords.view_probabilities`).
     device : str or None
     progress : callable (done, total) or None
         Called with counts of backgrounds scored (cached ones count as done).
@@ -169,6 +184,8 @@ def screen_pool(
     """
     threshold = check_fraction(threshold, "threshold")
     grid = check_positive_int(grid, "grid")
+    if batch_size is not None:
+        check_positive_int(batch_size, "batch_size")
     frame = list_backgrounds(workspace)
     hashes = dict(zip(frame["id"], frame["image_hash"]))
     pool = list(hashes) if pool_ids is None else list(dict.fromkeys(pool_ids))
@@ -224,7 +241,7 @@ def _class_scores(
     image_hashes: list[str],
     grid: int,
     outputs: list[list[int]],
-    batch_size: int,
+    batch_size: int | None,
     progress: Callable[[int, int], None] | None,
     compute: bool,
 ) -> np.ndarray:
@@ -245,7 +262,10 @@ def _class_scores(
     for k, key in enumerate(keys):
         if key in stored:
             scores[k] = _reduced(workspace.get_array(stored[key])[None], outputs)[0]
-    model = load() if missing else None
+    if not missing:
+        return scores
+    model = load()
+    batch_size = default_batch_size(model.device) if batch_size is None else batch_size
     done = len(keys) - len(missing)
     for start in range(0, len(missing), batch_size):
         chunk = missing[start : start + batch_size]
@@ -305,7 +325,7 @@ def pool_exclusions(
     *,
     model: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str | None = None,
     compute: bool = True,
 ) -> PoolExclusions:

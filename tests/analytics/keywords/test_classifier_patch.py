@@ -71,7 +71,7 @@ def test_views_stream_across_images_in_full_batches(screening_workspace, imagene
     sizes, ahead, locked = [], [], []
     model = SimpleNamespace(  # the CPU model, reporting the device under test
         spec=imagenet_model.spec, device=torch.device(device), preprocess=imagenet_model.preprocess,
-        run_batch=lambda batch: sizes.append(len(batch)) or imagenet_model.run_batch(batch),
+        run_batch=lambda batch, conv_stats=False: sizes.append(len(batch)) or imagenet_model.run_batch(batch),
     )  # fmt: skip
     prefetched = classifier_patch.prefetched
     monkeypatch.setattr(classifier_patch, "prefetched", lambda *args, **kwargs: ahead.append(kwargs["name"]) or prefetched(*args, **kwargs))
@@ -135,3 +135,20 @@ def test_a_pass_over_the_pool_hashes_the_model_spec_once_not_per_background(scre
     backend = ClassifierPatchBackend(imagenet_model, grid=1, exclude_classes=list_classes(screening_workspace))
     compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=n)
     assert n >= 3 and len(calls) <= 2  # the table's params and the view cache's keys
+
+
+def test_views_back_off_when_the_model_does_not_fit_and_default_to_the_devices_batch(screening_workspace, imagenet_model):
+    images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01"])
+    expected = view_probabilities(imagenet_model, images, grid=2, batch_size=4)
+    sizes = []
+
+    def small_device(batch, conv_stats=False):
+        sizes.append(len(batch))
+        if len(batch) > 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return imagenet_model.run_batch(batch)
+
+    model = SimpleNamespace(spec=imagenet_model.spec, device=torch.device("cpu"), preprocess=imagenet_model.preprocess, run_batch=small_device)
+    np.testing.assert_allclose(view_probabilities(model, images, grid=2), expected, atol=1e-6)
+    assert sizes[0] == 15  # all 15 views in one pass (the CPU's default 32) ...
+    assert sum(size for size in sizes if size <= 3) == 15 and sizes[-1] <= 3  # ... then halved until they fit, each view run once

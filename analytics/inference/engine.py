@@ -49,35 +49,15 @@ import torch
 
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
-from analytics.models import (
-    ModelSpec,
-    conv_map_problem,
-    get_model_spec,
-    load_head,
-    load_model,
-    resolve_device,
-)
-from analytics.workspace import (
-    ModelKeys,
-    Workspace,
-    content_id,
-    model_keys,
-    now,
-    suite_classes_key,
-)
+from analytics.models import ModelSpec, conv_map_problem, get_model_spec, load_head, load_model, resolve_device
+from analytics.workspace import ModelKeys, Workspace, content_id, model_keys, now, suite_classes_key
 
 from .backoff import BackOff
 from .composite_cache import CompositeCache
 from .device import cpu_threads, default_batch_size
 from .signals import BatchSignals, Member
 from .stream import compositing_threads, iter_composites, prefetch_for
-from .suite_images import (
-    SuiteImage,
-    stored_suite_images,
-    target_classes,
-    used_classes,
-    with_foreground,
-)
+from .suite_images import SuiteImage, stored_suite_images, target_classes, used_classes, with_foreground
 
 #: Images whose rows one commit stores (a commit writes the WAL; a resumed run redoes at most these).
 COMMIT_EVERY = 1000

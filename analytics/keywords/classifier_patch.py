@@ -38,12 +38,7 @@ import numpy as np
 import torch
 
 from analytics._threads import cpu_count, cv2_single_threaded, prefetched
-from analytics._validation import (
-    check_choice,
-    check_fraction,
-    check_image_batch,
-    check_positive_int,
-)
+from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
 from analytics.inference.backoff import BackOff

@@ -64,30 +64,10 @@ from analytics.workspace import Workspace, content_id
 
 from .naming import check_suite_name
 from .ranking import check_expansion, detected_keywords, expanded_keywords
-from .sampling import (
-    REALISM_SCORERS,
-    SAMPLERS,
-    KeywordSampler,
-    SamplingContext,
-    SamplingResult,
-)
-from .screening import (
-    default_keyword_model,
-    pool_exclusions,
-    sample_screened,
-    screening_warning,
-)
+from .sampling import REALISM_SCORERS, SAMPLERS, KeywordSampler, SamplingContext, SamplingResult
+from .screening import default_keyword_model, pool_exclusions, sample_screened, screening_warning
 from .similarity import composite_distances, proxy_distances, resolve_distance_models
-from .store import (
-    ITEM_COLUMNS,
-    ITEM_TYPES,
-    Suite,
-    load_suite,
-    name_suite,
-    save_suite,
-    suite_exists,
-    topup_record,
-)
+from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, name_suite, save_suite, suite_exists, topup_record
 
 logger = logging.getLogger(__name__)
 

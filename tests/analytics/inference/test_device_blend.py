@@ -12,22 +12,8 @@ import torch
 
 from analytics.data import Cutout
 from analytics.exceptions import InvalidInputError
-from analytics.inference import (
-    CompositeCache,
-    device_blend,
-    engine,
-    iter_composites,
-    run_models,
-    stored_suite_images,
-    stream,
-    with_foreground,
-)
-from analytics.inference.device_blend import (
-    DeviceCutout,
-    paste_on_device,
-    pyr_down,
-    pyr_up,
-)
+from analytics.inference import CompositeCache, device_blend, engine, iter_composites, run_models, stored_suite_images, stream, with_foreground
+from analytics.inference.device_blend import DeviceCutout, paste_on_device, pyr_down, pyr_up
 from tests.analytics.inference.test_inference import _all_rows, _forget_runs
 from tests.fixtures.models import TINY_SUITE
 

@@ -15,14 +15,7 @@ import torch
 import torchvision
 from safetensors.torch import save_file
 
-from analytics.data import (
-    LabelSpace,
-    Target,
-    add_targets,
-    custom_label_space,
-    imagenet_label_space,
-    in9_label_space,
-)
+from analytics.data import LabelSpace, Target, add_targets, custom_label_space, imagenet_label_space, in9_label_space
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import evaluate
 from analytics.models import (

@@ -66,7 +66,7 @@ def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
         left.number_input("Top-k neurons", 1, 64, 3, key="run.top_k", help="Embedding neurons picked on the foreground-only image.")
         middle.selectbox("Device", list(DEVICES), key="run.device", help="auto = CUDA when available")
         right.number_input(  # read at the click by start_from_form
-            "Batch size", 1, 512, None, key="run.batch_size", placeholder="auto: 256 on a GPU, 32 on a CPU",
+            "Batch size", 1, 512, None, key="run.batch_size", placeholder="auto",
             help="Images per batch. Left empty, 256 on a GPU (a model that does not fit halves it) and 32 on a CPU.",
         )  # fmt: skip
     n_images = records[suite_id]["items"] + records[suite_id]["targets"] if suite_id else 0

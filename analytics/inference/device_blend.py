@@ -95,14 +95,16 @@ class DeviceCutout:
         )
 
 
-def paste_on_device(cutouts: Sequence[DeviceCutout], backgrounds: torch.Tensor, *, blend: bool = True) -> torch.Tensor:
-    """``cutouts[i]`` pasted on ``backgrounds[i]``, as :meth:`Cutout.paste <analytics.data.Cutout.paste>` does.
+def paste_on_device(cutouts: Sequence[DeviceCutout], which: Sequence[int], backgrounds: torch.Tensor, *, blend: bool = True) -> torch.Tensor:
+    """``cutouts[which[i]]`` pasted on ``backgrounds[i]``, as :meth:`Cutout.paste <analytics.data.Cutout.paste>` does.
 
     Parameters
     ----------
     cutouts : sequence of DeviceCutout
-        One per background (repeats welcome), all of the backgrounds' size and with as many
-        pyramid levels, on their device.
+        The batch's targets, all of the backgrounds' size and with as many pyramid levels, on
+        their device.
+    which : sequence of int, length n
+        The cutout each background gets.
     backgrounds : Tensor of shape (n, height, width, 3), uint8
         On that device.
     blend : bool, default=True
@@ -112,20 +114,14 @@ def paste_on_device(cutouts: Sequence[DeviceCutout], backgrounds: torch.Tensor, 
     -------
     composites : Tensor of shape (n, height, width, 3), uint8
     """
-    if len(cutouts) != len(backgrounds):
-        raise InvalidInputError(f"paste_on_device needs one cutout per background; got {len(cutouts)} and {len(backgrounds)}")
+    if len(which) != len(backgrounds):
+        raise InvalidInputError(f"paste_on_device needs one cutout per background; got {len(which)} and {len(backgrounds)}")
     if not len(backgrounds):
         return backgrounds.clone()
-    position: dict[int, int] = {}  # each distinct cutout's row in the stacked parts
-    unique: list[DeviceCutout] = []
-    for cutout in cutouts:
-        if id(cutout) not in position:
-            position[id(cutout)] = len(unique)
-            unique.append(cutout)
-    stacked = DeviceCutout(*(torch.stack(parts) for parts in zip(*((c.image, c.hard, c.seam, c.alpha, c.object) for c in unique))),
-                           weights=tuple(torch.stack(level) for level in zip(*(c.weights for c in unique))))  # fmt: skip
-    which = torch.tensor([position[id(c)] for c in cutouts]).to(backgrounds.device, non_blocking=True)
-    return torch.cat([_paste(stacked, which[a : a + CHUNK], backgrounds[a : a + CHUNK], blend) for a in range(0, len(backgrounds), CHUNK)])
+    stacked = DeviceCutout(*(torch.stack(parts) for parts in zip(*((c.image, c.hard, c.seam, c.alpha, c.object) for c in cutouts))),
+                           weights=tuple(torch.stack(level) for level in zip(*(c.weights for c in cutouts))))  # fmt: skip
+    rows = torch.tensor(which).to(backgrounds.device, non_blocking=True)
+    return torch.cat([_paste(stacked, rows[a : a + CHUNK], backgrounds[a : a + CHUNK], blend) for a in range(0, len(backgrounds), CHUNK)])
 
 
 def _paste(cutouts: DeviceCutout, which: torch.Tensor, backgrounds: torch.Tensor, blend: bool) -> torch.Tensor:

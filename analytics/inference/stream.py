@@ -141,18 +141,19 @@ def _paste_on_device(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool
     Out of device memory (a model that backs off its batch size fills it), the batch is composited
     on the CPU instead: the same images, only slower.
     """
-    rows, cutouts = [], []
+    rows, cutouts, which = [], [], []
     for start, stop in _runs_of_targets(jobs):
         swap = _swaps(jobs, start, stop)
         if swap:
             rows += swap
-            cutouts += [cache.device_target(jobs[start].target_id, device)] * len(swap)
+            which += [len(cutouts)] * len(swap)
+            cutouts.append(cache.device_target(jobs[start].target_id, device))
     if not rows:
         return out
     try:
         batch = torch.from_numpy(out).to(device, non_blocking=True)  # asynchronous from page-locked memory
         index = torch.tensor(rows).to(device, non_blocking=True)
-        batch[index] = paste_on_device(cutouts, batch[index], blend=blend)
+        batch[index] = paste_on_device(cutouts, which, batch[index], blend=blend)
         torch.from_numpy(out).copy_(batch)
     except torch.cuda.OutOfMemoryError:
         batch = None  # its device memory goes back before the CPU does the work

@@ -287,6 +287,7 @@ def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, 
     ``page_locked``: each batch in page-locked memory, for an asynchronous upload to a GPU."""
     threads, per_image = cpu_count(), 1 + grid**2
     total = len(images) * per_image
+    edges = _cell_edges(images.shape[1], grid), _cell_edges(images.shape[2], grid)  # the images share one size
     with ThreadPoolExecutor(threads, thread_name_prefix="backdrop-views") as pool, cv2_single_threaded(threads > 1):
         for start in range(0, total, batch_size):
             batch = empty_batch((min(batch_size, total - start), side, side, 3), page_locked=page_locked)
@@ -295,7 +296,7 @@ def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, 
             def cut(a: int, b: int, batch: np.ndarray = batch, start: int = start) -> None:
                 for row in range(a, b):
                     image, view = divmod(start + row, per_image)
-                    _resize(_view(images[image], grid, view), side, out=batch[row])
+                    _resize(_view(images[image], edges, view), side, out=batch[row])
 
             list(pool.map(cut, bounds[:-1], bounds[1:]))
             yield batch
@@ -328,12 +329,13 @@ def class_outputs(label_space: LabelSpace, classes: Mapping[str, Sequence[int]])
     return out
 
 
-def _view(image: np.ndarray, grid: int, view: int) -> np.ndarray:
-    """View 0 is the whole image, view ``1 + r * grid + c`` its grid cell in row ``r``, column ``c``."""
+def _view(image: np.ndarray, edges: tuple[np.ndarray, np.ndarray], view: int) -> np.ndarray:
+    """View 0 is the whole image, view ``1 + r * grid + c`` its grid cell in row ``r``, column ``c``
+    (``edges``: the cells' row and column edges, :func:`_cell_edges`)."""
     if view == 0:
         return image
-    r, c = divmod(view - 1, grid)
-    rows, cols = _cell_edges(image.shape[0], grid), _cell_edges(image.shape[1], grid)
+    rows, cols = edges
+    r, c = divmod(view - 1, len(rows) - 1)
     return image[rows[r] : rows[r + 1], cols[c] : cols[c + 1]]
 
 

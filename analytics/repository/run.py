@@ -21,12 +21,7 @@ from contextlib import contextmanager
 import pandas as pd
 
 from analytics._validation import check_positive_int
-from analytics.exceptions import (
-    InvalidInputError,
-    JobCancelled,
-    NotFoundError,
-    PermissionDeniedError,
-)
+from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError, PermissionDeniedError
 from analytics.inference import CompositeCache, run_models
 from analytics.models import get_model_spec, resolve_device
 from analytics.runs import current_runs

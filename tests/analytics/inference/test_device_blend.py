@@ -55,7 +55,7 @@ def test_pasting_on_the_device_gives_the_cpus_composites(side, blend, monkeypatc
     which = rng.integers(0, len(cutouts), 30)
     backgrounds = rng.integers(0, 256, (30, side, side, 3), np.uint8)
     expected = np.stack([cutouts[k].paste(backgrounds[i : i + 1], blend=blend)[0] for i, k in enumerate(which)])
-    made = paste_on_device([on_device[k] for k in which], torch.from_numpy(backgrounds), blend=blend).numpy()
+    made = paste_on_device(on_device, which.tolist(), torch.from_numpy(backgrounds), blend=blend).numpy()
     assert made.dtype == np.uint8 and made.shape == expected.shape
     difference = np.abs(made.astype(int) - expected)
     # The paste is the CPU's arithmetic; the blend's sums may round a value next to .5 the other way.
@@ -66,8 +66,8 @@ def test_pasting_on_the_device_gives_the_cpus_composites(side, blend, monkeypatc
 def test_one_cutout_per_background_is_required():
     cutout = DeviceCutout.of(Cutout(np.zeros((8, 8, 3), np.uint8), np.ones((8, 8), bool)), CPU)
     with pytest.raises(InvalidInputError, match="one cutout per background"):
-        paste_on_device([cutout], torch.zeros((2, 8, 8, 3), dtype=torch.uint8))
-    assert paste_on_device([], torch.zeros((0, 8, 8, 3), dtype=torch.uint8)).shape == (0, 8, 8, 3)
+        paste_on_device([cutout], [0], torch.zeros((2, 8, 8, 3), dtype=torch.uint8))
+    assert paste_on_device([], [], torch.zeros((0, 8, 8, 3), dtype=torch.uint8)).shape == (0, 8, 8, 3)
 
 
 def _images(batches) -> np.ndarray:

@@ -10,7 +10,9 @@ Every figure comes from the library's own paths on a synthetic workspace
 - ``feed``: :func:`analytics.inference.iter_composites` alone at 224 px (the CPU side that feeds the
   model: decoding, compositing on every core), fresh and from a filled composite cache.
 - ``suite``: :func:`analytics.inference.run_models` end to end (composites, model, rows written),
-  fresh and with a filled cache; ``*_vs_forward`` over ``forward`` (goal >= 0.8 on a GPU, issue 28).
+  fresh and with a filled cache; ``*_vs_forward`` over ``forward`` (goal >= 0.8 on a GPU, issue 28);
+  ``*_vs_forward_conv`` over ``forward_conv``, the pass a run really makes (it stores the
+  last-conv-map statistics too).
 - ``keywords`` / ``screening``: :func:`analytics.keywords.compute_keywords` over the pool and
   :func:`analytics.suites.screen_pool` afresh, views/s against Lite0's forward rate at the keyword
   batch size (each image is 1 + 3 x 3 views).
@@ -419,6 +421,8 @@ def main(argv: list[str] | None = None) -> dict:
         for name in ("suite", "suite_cached", "feed", "feed_cached"):
             if isinstance(result.get(name), float) and isinstance(result.get("forward"), float):
                 result[f"{name}_vs_forward"] = result[name] / result["forward"]
+            if name.startswith("suite") and isinstance(result.get(name), float) and isinstance(result.get("forward_conv"), float):
+                result[f"{name}_vs_forward_conv"] = result[name] / result["forward_conv"]  # the pass a run makes: it stores the conv-map statistics too
 
         def keywords() -> dict:
             model = load_model(workspace, MODEL, device=device)

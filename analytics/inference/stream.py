@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 import torch
 
+from analytics._streams import own_stream
 from analytics._threads import cv2_single_threaded, prefetched
 from analytics._validation import check_positive_int
 from analytics.data import Cutout, foreground_only
@@ -138,28 +139,30 @@ def _paste_on_device(cache: _ImageCache, jobs: Sequence[SuiteImage], blend: bool
     """Paste each target on the backgrounds :func:`_compose_batch` left in ``out`` (``paste`` False),
     on ``device``, and write the composites back into ``out``.
 
-    Out of device memory (a model that backs off its batch size fills it), the batch is composited
-    on the CPU instead: the same images, only slower.
+    The work, the targets' first upload included, goes on this thread's own CUDA stream
+    (:func:`~analytics._streams.own_stream`): on the model's stream each waited for every forward
+    pass queued before it. Out of device memory (a model that backs off its batch size fills it),
+    the batch is composited on the CPU instead: the same images, only slower.
     """
-    rows, cutouts, which = [], [], []
-    for start, stop in _runs_of_targets(jobs):
-        swap = _swaps(jobs, start, stop)
-        if swap:
-            rows += swap
-            which += [len(cutouts)] * len(swap)
-            cutouts.append(cache.device_target(jobs[start].target_id, device))
-    if not rows:
-        return out
-    try:
-        batch = torch.from_numpy(out).to(device, non_blocking=True)  # asynchronous from page-locked memory
-        index = torch.tensor(rows).to(device, non_blocking=True)
-        batch[index] = paste_on_device(cutouts, which, batch[index], blend=blend)
-        torch.from_numpy(out).copy_(batch)
-    except torch.cuda.OutOfMemoryError:
-        batch = None  # its device memory goes back before the CPU does the work
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        _compose_batch(cache, jobs, blend, out)
+    with torch.cuda.stream(own_stream(device)):  # a no-op off CUDA
+        try:
+            rows, cutouts, which = [], [], []
+            for start, stop in _runs_of_targets(jobs):
+                swap = _swaps(jobs, start, stop)
+                if swap:
+                    rows += swap
+                    which += [len(cutouts)] * len(swap)
+                    cutouts.append(cache.device_target(jobs[start].target_id, device))
+            if rows:
+                batch = torch.from_numpy(out).to(device, non_blocking=True)  # asynchronous from page-locked memory
+                index = torch.tensor(rows).to(device, non_blocking=True)
+                batch[index] = paste_on_device(cutouts, which, batch[index], blend=blend)
+                torch.from_numpy(out).copy_(batch)  # waits for this stream's work only
+        except torch.cuda.OutOfMemoryError:
+            batch = cutouts = None  # their device memory goes back before the CPU does the work
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            _compose_batch(cache, jobs, blend, out)
     return out
 
 

@@ -21,6 +21,7 @@ import torch
 import torch.jit._state as jit_state
 from torch import nn
 
+from analytics._streams import upload
 from analytics._validation import check_image_batch, check_positive_int
 from analytics.exceptions import InvalidInputError
 
@@ -86,7 +87,7 @@ class LoadedModel:
         batch : Tensor of shape (n, 3, input_size, input_size), float32, on ``device``
         """
         images = resize_images(check_image_batch(images), self.spec.input_size)
-        x = torch.from_numpy(images).to(self.device, non_blocking=True).permute(0, 3, 1, 2).float()
+        x = upload(images, self.device).permute(0, 3, 1, 2).float()  # on CUDA beside the forward passes queued
         if self.spec.preprocessing == "efficientnet-lite":
             x = (x - 127.0) / 128.0
         else:

@@ -4,6 +4,8 @@ machine the device is the CPU (forced); the CUDA test runs where there is one.""
 
 from __future__ import annotations
 
+import threading
+
 import cv2
 import numpy as np
 import pandas as pd
@@ -101,6 +103,16 @@ def test_out_of_device_memory_composites_the_batch_on_the_cpu(tiny_model_workspa
     made = _images(iter_composites(tiny_model_workspace, jobs, size=48, batch_size=8, blend_on=CPU))
     assert calls  # the device was tried for each batch, and the CPU made the images
     np.testing.assert_array_equal(made, _images(iter_composites(tiny_model_workspace, jobs, size=48, batch_size=8)))
+
+
+def test_the_paste_runs_ahead_of_the_model_on_its_threads_own_stream(tiny_model_workspace, monkeypatch):
+    jobs = with_foreground(stored_suite_images(tiny_model_workspace, TINY_SUITE)[0])
+    asked = []
+    monkeypatch.setattr(stream, "own_stream", lambda device: asked.append((threading.current_thread(), device)))  # None: no stream to enter
+    made = _images(iter_composites(tiny_model_workspace, jobs, size=48, batch_size=8, prefetch=2, blend_on=CPU))
+    assert len(asked) == -(-len(jobs) // 8)  # once per batch
+    assert all(thread is not threading.current_thread() and device == CPU for thread, device in asked)
+    np.testing.assert_array_equal(made, _images(iter_composites(tiny_model_workspace, jobs, size=48, batch_size=8, blend_on=CPU, prefetch=0)))
 
 
 @pytest.mark.may_skip

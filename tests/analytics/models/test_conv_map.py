@@ -77,3 +77,10 @@ def test_each_source_has_its_map_or_says_why_not():
     x = torch.rand(1, 3, 64, 64)
     with torch.no_grad():
         assert torch.allclose(ConvStatsNetwork(lite)(x)[2], conv_map_statistics(lite.net.extract_features(x)))
+
+
+def test_the_statistics_of_a_half_precision_map_are_those_of_its_float32_copy():
+    half = (torch.randn(3, 16, 5, 7) * 40).half()  # a CUDA autocast map
+    stats = conv_map_statistics(half)
+    assert stats.dtype == torch.float32
+    assert torch.equal(stats, conv_map_statistics(half.float()))

@@ -408,3 +408,15 @@ def test_a_specs_json_and_content_key_are_those_of_its_fields(label_space):
     construction = spec.to_json()["construction"]
     construction["a"][1]["b"] = None  # the json is a copy: the spec keeps its values
     assert spec.construction == {"a": [1, {"b": (2, 3)}]}
+
+
+def test_preprocess_uploads_beside_the_models_queued_work(tiny_model_workspace, monkeypatch):
+    from analytics.models import loaded
+
+    model = load_model(tiny_model_workspace, "tiny", device="cpu")
+    images = np.random.default_rng(4).integers(0, 256, (3, 32, 32, 3), dtype=np.uint8)
+    expected = model.preprocess(images)
+    sent = []
+    monkeypatch.setattr(loaded, "upload", lambda array, device: sent.append(device) or torch.from_numpy(array).to(device))
+    assert torch.equal(model.preprocess(images), expected)
+    assert sent == [model.device]  # on CUDA: on the thread's own stream (analytics._streams.upload)

@@ -10,7 +10,7 @@ from .importing import KeywordImport, import_keyword_table
 from .precomputed import PrecomputedBackend, PresenceRule
 from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
 from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, save_keyword_table
-from .view_cache import store_views, stored_views, view_cache_keys
+from .view_cache import computed_views, store_views, stored_views, view_cache_keys
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
 from .classifier_patch import ClassifierPatchBackend, class_outputs, fill_objects, view_probabilities
@@ -29,6 +29,7 @@ __all__ = [
     "check_csv_size",
     "class_outputs",
     "compute_keywords",
+    "computed_views",
     "delete_keyword_table",
     "fill_objects",
     "import_keyword_table",

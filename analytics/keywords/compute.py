@@ -26,7 +26,7 @@ from analytics.workspace import Workspace, content_id, model_keys
 from ._base import KeywordBackend, KeywordTable
 from .classifier_patch import ClassifierPatchBackend, class_outputs
 from .store import ITEM_KINDS, check_item_kinds, load_keyword_table, save_keyword_table
-from .view_cache import store_views, stored_views, view_cache_keys
+from .view_cache import computed_views, stored_views, view_cache_keys
 
 logger = logging.getLogger(__name__)
 
@@ -78,19 +78,10 @@ def compute_keywords(
     if workspace.query_one("SELECT 1 FROM keyword_tables WHERE name = ?", (name,)) is not None:
         logger.info("keyword table %s exists; reusing it", name)
         return load_keyword_table(workspace, name)
-    scores = []
-    for start in range(0, len(ids), batch_size):
-        chunk = ids[start : start + batch_size]
-        if item_kind == "target":
-            batch = backend.scores(*load_targets(workspace, chunk))
-        elif isinstance(backend, ClassifierPatchBackend):  # one pass over the pool, shared with screening
-            batch = _pool_scores(workspace, backend, chunk, frame["image_hash"].iloc[start : start + batch_size].tolist())
-        else:
-            batch = backend.scores(load_backgrounds(workspace, chunk), None)
-        scores.append(np.asarray(batch, np.float32))
-        if progress is not None:
-            progress(min(start + batch_size, len(ids)), len(ids))
-    matrix = np.concatenate(scores)
+    if item_kind == "background" and isinstance(backend, ClassifierPatchBackend):  # one pass over the pool, shared with screening
+        matrix = _pool_scores(workspace, backend, ids, frame["image_hash"].tolist(), batch_size, progress)
+    else:
+        matrix = _scores(workspace, backend, item_kind, ids, batch_size, progress)
     table = KeywordTable(
         ids=ids,
         vocabulary=list(backend.vocabulary),
@@ -181,19 +172,43 @@ def build_keyword_tables(
     return names
 
 
-def _pool_scores(workspace: Workspace, backend: ClassifierPatchBackend, ids: Sequence[str], image_hashes: Sequence[str]) -> np.ndarray:
+def _scores(
+    workspace: Workspace, backend: KeywordBackend, item_kind: str, ids: list[str], batch_size: int, progress: Callable[[int, int], None] | None
+) -> np.ndarray:
+    """``backend.scores`` of every item, ``batch_size`` items a call: (n, n_keywords), float32."""
+    scores = []
+    for start in range(0, len(ids), batch_size):
+        chunk = ids[start : start + batch_size]
+        if item_kind == "target":
+            batch = backend.scores(*load_targets(workspace, chunk))
+        else:
+            batch = backend.scores(load_backgrounds(workspace, chunk), None)
+        scores.append(np.asarray(batch, np.float32))
+        if progress is not None:
+            progress(min(start + batch_size, len(ids)), len(ids))
+    return np.concatenate(scores)
+
+
+def _pool_scores(
+    workspace: Workspace, backend: ClassifierPatchBackend, ids: list[str], image_hashes: list[str], chunk: int, progress: Callable[[int, int], None] | None
+) -> np.ndarray:
     """Keyword scores of pool images from their cached view probabilities (pool screening may
-    have stored them first), computing and caching the views of the others: the pool goes through
-    the network once, whichever of keywords and screening runs first."""
-    spec, grid = backend.model.spec, backend.grid
-    keys = view_cache_keys(spec, grid, image_hashes)
+    have stored them first), computing and caching the views of the others (:func:`computed_views`):
+    the pool goes through the network once, whichever of keywords and screening runs first."""
+    keys = view_cache_keys(backend.model.spec, backend.grid, image_hashes)
     known = stored_views(workspace, keys)
-    missing = [k for k, key in enumerate(keys) if key not in known]
-    views = np.zeros((len(keys), 1 + grid**2, len(spec.label_space.names)), np.float16)
+    scores = np.zeros((len(keys), len(backend.vocabulary)), np.float32)
     for k, key in enumerate(keys):
         if key in known:
-            views[k] = workspace.get_array(known[key])
-    if missing:
-        _, computed = backend.scores_and_views(load_backgrounds(workspace, [ids[k] for k in missing]))
-        views[missing] = store_views(workspace, [keys[k] for k in missing], computed)
-    return backend.scores_of_views(views)
+            scores[k] = backend.scores_of_views(workspace.get_array(known[key])[None])[0]
+    missing = [k for k, key in enumerate(keys) if key not in known]
+    done = len(keys) - len(missing)
+    if progress is not None and done:
+        progress(done, len(keys))
+    images_of = lambda rows: load_backgrounds(workspace, [ids[k] for k in rows])  # noqa: E731
+    for rows, views in computed_views(workspace, backend.model, keys, images_of, missing, grid=backend.grid, chunk=chunk, batch_size=backend.batch_size):
+        scores[rows] = backend.scores_of_views(views)
+        done += len(rows)
+        if progress is not None:
+            progress(done, len(keys))
+    return scores

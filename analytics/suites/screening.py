@@ -48,7 +48,7 @@ from analytics._validation import check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, source_photo
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference.device import default_batch_size
-from analytics.keywords import class_outputs, store_views, stored_views, view_cache_keys, view_probabilities
+from analytics.keywords import class_outputs, computed_views, stored_views, view_cache_keys
 from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model
 from analytics.workspace import Workspace
 
@@ -255,12 +255,10 @@ def _class_scores(
     model = load()
     batch_size = default_batch_size(model.device) if batch_size is None else batch_size
     done = len(keys) - len(missing)
-    for start in range(0, len(missing), batch_size):
-        chunk = missing[start : start + batch_size]
-        images = np.stack([workspace.get_array(image_hashes[k]) for k in chunk])
-        probabilities = view_probabilities(model, images, grid=grid, batch_size=batch_size)
-        scores[chunk] = _reduced(store_views(workspace, [keys[k] for k in chunk], probabilities), outputs)  # as cached: a rerun agrees
-        done += len(chunk)
+    images_of = lambda rows: np.stack([workspace.get_array(image_hashes[k]) for k in rows])  # noqa: E731
+    for rows, views in computed_views(workspace, model, keys, images_of, missing, grid=grid, chunk=batch_size, batch_size=batch_size):
+        scores[rows] = _reduced(views, outputs)  # as cached: a rerun agrees
+        done += len(rows)
         if progress is not None:
             progress(done, len(keys))
     return scores

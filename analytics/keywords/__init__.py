@@ -13,7 +13,7 @@ from .store import delete_keyword_table, list_keyword_tables, load_keyword_table
 from .view_cache import computed_views, store_views, stored_views, view_cache_keys
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
-from .classifier_patch import ClassifierPatchBackend, class_outputs, fill_objects, view_probabilities
+from .classifier_patch import ClassifierPatchBackend, class_outputs, fill_objects, iter_view_probabilities, view_probabilities
 from .scene_models import SceneModelsBackend
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "delete_keyword_table",
     "fill_objects",
     "import_keyword_table",
+    "iter_view_probabilities",
     "keyword_table_name",
     "list_keyword_tables",
     "load_keyword_table",

@@ -29,7 +29,7 @@ since they show mostly the grey-ish fill, not the scene; the whole-image view al
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -42,7 +42,7 @@ from analytics._validation import check_choice, check_fraction, check_image_batc
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
 from analytics.inference.backoff import BackOff
-from analytics.inference.device import default_batch_size, empty_batch, to_host
+from analytics.inference.device import HostCopy, default_batch_size, empty_batch, to_host
 from analytics.models import LoadedModel
 
 from ._base import KeywordBackend
@@ -258,25 +258,51 @@ def view_probabilities(model: LoadedModel, images: np.ndarray, *, grid: int, bat
     probabilities : ndarray of shape (n, 1 + grid², n_outputs), float32
         View 0 is the whole image, view ``1 + r * grid + c`` the cell in row ``r``, column ``c``.
     """
-    images = check_image_batch(images)
+    return next(iter_view_probabilities(model, [images], grid=grid, batch_size=batch_size))
+
+
+def iter_view_probabilities(model: LoadedModel, chunks: Iterable[np.ndarray], *, grid: int, batch_size: int | None = None) -> Iterator[np.ndarray]:
+    """:func:`view_probabilities` of each array of images in ``chunks``, in order, through one pipeline.
+
+    On an accelerator the views are cut on every core ahead of the model, across chunks, and each
+    batch's probabilities are read back while the next batch runs, also across chunks: a call per
+    chunk drained that pipeline at every chunk's end (the device idle for its last batch's read
+    back and the next chunk's first views). ``chunks`` is read as the pipeline needs it.
+    """
     batch_size = default_batch_size(model.device) if batch_size is None else check_positive_int(batch_size, "batch_size")
     forward = BackOff(model, batch_size)
-    per_image = 1 + grid**2
-    out = np.zeros((len(images) * per_image, len(model.spec.label_space.names)), np.float32)
-    batches = _view_batches(images, grid, _input_side(model), batch_size, page_locked=model.device.type == "cuda")
+    per_image, n_outputs = 1 + grid**2, len(model.spec.label_space.names)
+    page_locked = model.device.type == "cuda"
+
+    def batches() -> Iterator[tuple[np.ndarray, int, np.ndarray]]:
+        """(the chunk's output, the batch's first row in it, the batch) for every batch of every chunk."""
+        for images in chunks:
+            images = check_image_batch(images)
+            out = np.zeros((len(images) * per_image, n_outputs), np.float32)
+            for start, batch in zip(range(0, len(out), batch_size), _view_batches(images, grid, _input_side(model), batch_size, page_locked=page_locked)):
+                yield out, start, batch
+
+    stream = batches()
     if model.device.type != "cpu":  # an accelerator runs each batch while the CPU cuts the next ones
-        batches = prefetched(batches, 2, name="backdrop-views")
-    pending = None  # the last batch's probabilities on their way to the host while the next batch runs
-    for start, batch in zip(range(0, len(out), batch_size), batches):
+        stream = prefetched(stream, 2, name="backdrop-views")
+    pending = None  # the last batch: its chunk's output, its rows there, its probabilities on their way to the host
+    for out, start, batch in stream:
         with torch.inference_mode():
             logits, _, _ = forward(batch)
             copy = to_host([torch.softmax(logits.float(), dim=1)], keep=batch)
         if pending is not None:
-            pending[0][:] = pending[1].arrays()[0]
-        pending = (out[start : start + len(batch)], copy)
+            yield from _landed(*pending, per_image)
+        pending = (out, start, len(batch), copy)
     if pending is not None:
-        pending[0][:] = pending[1].arrays()[0]
-    return out.reshape(len(images), per_image, -1)
+        yield from _landed(*pending, per_image)
+
+
+def _landed(out: np.ndarray, start: int, n: int, copy: HostCopy, per_image: int) -> Iterator[np.ndarray]:
+    """Write a batch's probabilities into its chunk's output; the output (n_images, per_image, n_outputs)
+    once this batch completes it."""
+    out[start : start + n] = copy.arrays()[0]
+    if start + n == len(out):
+        yield out.reshape(-1, per_image, out.shape[1])
 
 
 def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, page_locked: bool = False) -> Iterator[np.ndarray]:

@@ -23,7 +23,7 @@ from analytics._threads import prefetched
 from analytics.models import LoadedModel, ModelSpec
 from analytics.workspace import Workspace, now
 
-from .classifier_patch import view_probabilities
+from .classifier_patch import iter_view_probabilities
 
 #: Cache keys start with this (the name screening gave them first: stored caches stay valid).
 PREFIX = "screening"
@@ -99,6 +99,7 @@ def computed_views(
     views : ndarray of shape (len(rows), 1 + grid², n_outputs), float16
         Their view probabilities as the cache holds them (a later read gives exactly these).
 
+    The chunks go through one pipeline (:func:`~analytics.keywords.classifier_patch.iter_view_probabilities`).
     For a model on an accelerator the next chunk's images are read on a thread of their own and
     each chunk is stored on another while the model runs the next: in line, the device waited for
     the disk (reads and writes of a 256-background chunk, ~70 ms on the H100 box, against ~140 ms
@@ -107,17 +108,23 @@ def computed_views(
     raised here. On a CPU all stays in line: the model's threads take every core (on the 2-core
     machine, reads and writes on threads of their own were slower: 6,750 -> 5,830 views/s).
     """
-    chunks = (list(todo[start : start + chunk]) for start in range(0, len(todo), chunk))
-    reads = ((rows, images_of(rows)) for rows in chunks)
-    if not _overlapped(model.device):
-        for rows, images in reads:
-            yield rows, store_views(workspace, [keys[k] for k in rows], view_probabilities(model, images, grid=grid, batch_size=batch_size))
+    chunks = [list(todo[start : start + chunk]) for start in range(0, len(todo), chunk)]
+    if not chunks:
+        return
+    overlapped = _overlapped(model.device)
+    images = (images_of(rows) for rows in chunks)
+    if overlapped:
+        images = prefetched(images, 1, name="backdrop-view-reads")
+    computed = zip(chunks, iter_view_probabilities(model, images, grid=grid, batch_size=batch_size))
+    if not overlapped:
+        for rows, probabilities in computed:
+            yield rows, store_views(workspace, [keys[k] for k in rows], probabilities)
         return
     pending: Future | None = None
     with ThreadPoolExecutor(1, thread_name_prefix="backdrop-view-writes") as writes:
         try:
-            for rows, images in prefetched(reads, 1, name="backdrop-view-reads"):
-                views = view_probabilities(model, images, grid=grid, batch_size=batch_size).astype(np.float16)
+            for rows, probabilities in computed:
+                views = probabilities.astype(np.float16)
                 if pending is not None:
                     pending.result()
                 pending = writes.submit(store_views, workspace, [keys[k] for k in rows], views)

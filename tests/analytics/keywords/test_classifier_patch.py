@@ -83,6 +83,27 @@ def test_views_stream_across_images_in_full_batches(screening_workspace, imagene
     np.testing.assert_allclose(batched, one_by_one, atol=1e-6)
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_chunks_of_images_go_through_one_pipeline(screening_workspace, imagenet_model, monkeypatch, device):
+    images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00", "bg01"])
+    chunks = [images[:3], images[3:4], images[4:]]
+    expected = [view_probabilities(imagenet_model, chunk, grid=2, batch_size=4) for chunk in chunks]
+    sizes, ahead, read = [], [], []
+    model = SimpleNamespace(  # the CPU model, reporting the device under test
+        spec=imagenet_model.spec, device=torch.device(device), preprocess=imagenet_model.preprocess,
+        run_batch=lambda batch, conv_stats=False: sizes.append(len(batch)) or imagenet_model.run_batch(batch),
+    )  # fmt: skip
+    prefetched = classifier_patch.prefetched
+    monkeypatch.setattr(classifier_patch, "prefetched", lambda *args, **kwargs: ahead.append(kwargs["name"]) or prefetched(*args, **kwargs))
+    monkeypatch.setattr(classifier_patch, "empty_batch", lambda shape, page_locked: np.empty(shape, np.uint8))  # no page-locked memory without CUDA
+    streamed = list(classifier_patch.iter_view_probabilities(model, (read.append(k) or chunk for k, chunk in enumerate(chunks)), grid=2, batch_size=4))
+    assert read == [0, 1, 2] and len(ahead) == (device != "cpu")  # one pipeline for every chunk
+    assert sizes == [4, 4, 4, 3, 4, 1, 4, 4, 2]  # each chunk's views in batches: 15, 5 and 10 views
+    assert [s.shape for s in streamed] == [e.shape for e in expected]
+    for got, want in zip(streamed, expected):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+
+
 def test_compute_keywords_refuses_a_vocabulary_holding_a_target_class(screening_workspace, imagenet_model):
     leaky = ClassifierPatchBackend(imagenet_model, vocabulary="all")
     with pytest.raises(InvalidInputError, match="target classes apple, zebra"):

@@ -76,16 +76,17 @@ def test_screening_finds_the_pasted_object_on_one_patch(screening_workspace):
 
 def test_screening_is_cached_per_background(screening_workspace, monkeypatch):
     first = screen_pool(screening_workspace)
-    monkeypatch.setattr(view_cache, "view_probabilities", lambda *a, **k: pytest.fail("a cached background was screened again"))
+    monkeypatch.setattr(view_cache, "iter_view_probabilities", lambda *a, **k: pytest.fail("a cached background was screened again"))
     again = screen_pool(screening_workspace)
     np.testing.assert_array_equal(again.scores, first.scores)
 
     calls = []
-    def counting(model, images, **kwargs):
-        calls.append(len(images))
-        return np.zeros((len(images), 10, 1000), np.float32)
+    def counting(model, chunks, **kwargs):
+        for images in chunks:
+            calls.append(len(images))
+            yield np.zeros((len(images), 10, 1000), np.float32)
 
-    monkeypatch.setattr(view_cache, "view_probabilities", counting)
+    monkeypatch.setattr(view_cache, "iter_view_probabilities", counting)
     add_backgrounds(screening_workspace, [Background("new", np.zeros((64, 64, 3), np.uint8), origin="photos:/new.jpg")])
     screen_pool(screening_workspace)
     assert calls == [1]  # only the new background
@@ -102,7 +103,7 @@ def test_pool_keywords_and_screening_share_one_forward_pass(screening_workspace,
     backend = ClassifierPatchBackend(model, exclude_classes=list_classes(screening_workspace))
     table = compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=5)
     np.testing.assert_array_equal(table.scores, backend.scores(load_backgrounds(screening_workspace, table.ids)))
-    monkeypatch.setattr(view_cache, "view_probabilities", lambda *a, **k: pytest.fail("screening ran the network again"))
+    monkeypatch.setattr(view_cache, "iter_view_probabilities", lambda *a, **k: pytest.fail("screening ran the network again"))
     monkeypatch.setattr(screening, "load_model", lambda *a, **k: pytest.fail("screening loaded the model again"))
     shared = screen_pool(screening_workspace)
     assert shared.pool_ids == alone.pool_ids and shared.excluded("zebra") == [RED_BACKGROUND]
@@ -120,7 +121,7 @@ def test_screening_first_then_pool_keywords_run_no_second_pass(screening_workspa
         conn.execute("DELETE FROM cache")
         conn.execute("DELETE FROM keyword_tables")
     screen_pool(screening_workspace)
-    monkeypatch.setattr(view_cache, "view_probabilities", lambda *a, **k: pytest.fail("the keywords ran the network again"))
+    monkeypatch.setattr(view_cache, "iter_view_probabilities", lambda *a, **k: pytest.fail("the keywords ran the network again"))
     shared = compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=5)
     assert shared.ids == alone.ids
     np.testing.assert_array_equal(shared.scores, alone.scores)

@@ -64,18 +64,26 @@ def test_scores_are_the_full_softmax_of_the_keyword_outputs(screening_workspace,
     np.testing.assert_allclose(scores, views[..., backend.outputs].max(axis=1), rtol=1e-3, atol=1e-6)
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda"])  # cuda: views cut on a worker thread ahead of the model
-def test_views_stream_across_images_in_full_batches(screening_workspace, imagenet_model, monkeypatch, device):
-    images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00"])
-    one_by_one = np.concatenate([view_probabilities(imagenet_model, images[i : i + 1], grid=2, batch_size=1) for i in range(5)])
+def _recording_model(imagenet_model, device: str, monkeypatch) -> tuple[SimpleNamespace, list, list, list]:
+    """The CPU model reporting ``device``, and what it records: its batches' sizes, the pipelines
+    that ran ahead of it (their names) and whether each batch was asked in page-locked memory
+    (given in ordinary memory: there is no page-locked memory without CUDA)."""
     sizes, ahead, locked = [], [], []
-    model = SimpleNamespace(  # the CPU model, reporting the device under test
+    model = SimpleNamespace(
         spec=imagenet_model.spec, device=torch.device(device), preprocess=imagenet_model.preprocess,
         run_batch=lambda batch, conv_stats=False: sizes.append(len(batch)) or imagenet_model.run_batch(batch),
     )  # fmt: skip
     prefetched = classifier_patch.prefetched
     monkeypatch.setattr(classifier_patch, "prefetched", lambda *args, **kwargs: ahead.append(kwargs["name"]) or prefetched(*args, **kwargs))
     monkeypatch.setattr(classifier_patch, "empty_batch", lambda shape, page_locked: locked.append(page_locked) or np.empty(shape, np.uint8))
+    return model, sizes, ahead, locked
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])  # cuda: views cut on a worker thread ahead of the model
+def test_views_stream_across_images_in_full_batches(screening_workspace, imagenet_model, monkeypatch, device):
+    images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00"])
+    one_by_one = np.concatenate([view_probabilities(imagenet_model, images[i : i + 1], grid=2, batch_size=1) for i in range(5)])
+    model, sizes, ahead, locked = _recording_model(imagenet_model, device, monkeypatch)
     batched = view_probabilities(model, images, grid=2, batch_size=8)
     assert sizes == [8, 8, 8, 1]  # 5 images x 5 views: no pass is cut short at an image's border
     assert ahead == ([] if device == "cpu" else ["backdrop-views"])
@@ -88,14 +96,8 @@ def test_chunks_of_images_go_through_one_pipeline(screening_workspace, imagenet_
     images = load_backgrounds(screening_workspace, ["red", "bg00", "bg01", "red", "bg00", "bg01"])
     chunks = [images[:3], images[3:4], images[4:]]
     expected = [view_probabilities(imagenet_model, chunk, grid=2, batch_size=4) for chunk in chunks]
-    sizes, ahead, read = [], [], []
-    model = SimpleNamespace(  # the CPU model, reporting the device under test
-        spec=imagenet_model.spec, device=torch.device(device), preprocess=imagenet_model.preprocess,
-        run_batch=lambda batch, conv_stats=False: sizes.append(len(batch)) or imagenet_model.run_batch(batch),
-    )  # fmt: skip
-    prefetched = classifier_patch.prefetched
-    monkeypatch.setattr(classifier_patch, "prefetched", lambda *args, **kwargs: ahead.append(kwargs["name"]) or prefetched(*args, **kwargs))
-    monkeypatch.setattr(classifier_patch, "empty_batch", lambda shape, page_locked: np.empty(shape, np.uint8))  # no page-locked memory without CUDA
+    model, sizes, ahead, _ = _recording_model(imagenet_model, device, monkeypatch)
+    read = []
     streamed = list(classifier_patch.iter_view_probabilities(model, (read.append(k) or chunk for k, chunk in enumerate(chunks)), grid=2, batch_size=4))
     assert read == [0, 1, 2] and len(ahead) == (device != "cpu")  # one pipeline for every chunk
     assert sizes == [4, 4, 4, 3, 4, 1, 4, 4, 2]  # each chunk's views in batches: 15, 5 and 10 views

@@ -1,6 +1,7 @@
 """Keyword extraction and pool screening against the keyword model's forward rate; prints one JSON object.
 
     OMP_NUM_THREADS=1 python -m benchmarks.keywords [--targets 16] [--batch-size 32] [--rounds 3] [--quick]
+    OMP_NUM_THREADS=1 python -m benchmarks.keywords --stand-in 8000 --batch-size 256 [--pool 1024]
 
 Both run every image as 1 + 3 x 3 views (the whole image and a 3 x 3 grid of patches, each
 resized to the model's input) through EfficientNet-Lite0
@@ -14,6 +15,13 @@ resized to the model's input) through EfficientNet-Lite0
 - ``target_keywords_views_per_s``: the same over the targets (object filled first).
 - ``screening_views_per_s``: :func:`analytics.suites.screen_pool` scoring every background afresh
   (views, model, the per-view probabilities written to the result cache).
+
+``--stand-in RATE`` times instead the pool's keyword pass against a stand-in accelerator: a model
+that reports a CUDA device and sleeps ``len(batch) / RATE`` seconds a batch (freeing the CPU as a
+GPU does), over ``--pool`` more backgrounds, with the pool's reads and writes beside the model (as
+on an accelerator, ``keywords.view_cache.computed_views``) and in line. It prints
+``beside_vs_stand_in`` / ``in_line_vs_stand_in``: how much of a device of that rate this machine's
+host side keeps busy. The view cutting, reads and writes are real; only the device is not.
 
 Each round times the forward pass, the three paths, and the forward pass again; a path's ratio
 in that round is its rate over the mean of the two forward rates, and the ratio reported is the
@@ -96,13 +104,54 @@ def screening_rate(workspace: Workspace, batch_size: int) -> tuple[float, float]
     return clock.rates(N_BACKGROUNDS * VIEWS)
 
 
+def stand_in_rates(rate: float, pool: int, batch_size: int, rounds: int) -> dict:
+    """The pool's keyword pass against a stand-in accelerator of ``rate`` views/s (see the module notes)."""
+    from types import SimpleNamespace
+
+    from analytics.keywords import classifier_patch, view_cache
+    from benchmarks.gpu import add_pool
+
+    def run_batch(batch: torch.Tensor, conv_stats: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        time.sleep(len(batch) / rate)
+        return torch.zeros(len(batch), 1000), torch.zeros(len(batch), 8)
+
+    ratios: dict[str, list[float]] = {"beside": [], "in_line": []}
+    with tempfile.TemporaryDirectory(prefix="backdrop-bench-") as folder:
+        workspace = build_workspace(Path(folder) / "ws", 2, n=2)
+        add_pool(workspace, pool)
+        spec = load_model(workspace, MODEL, device="cpu").spec
+        model = SimpleNamespace(spec=spec, device=torch.device("cuda"), preprocess=lambda images: torch.empty(len(images)), run_batch=run_batch)
+        backend = ClassifierPatchBackend(model, batch_size=batch_size, exclude_classes=list_classes(workspace))
+        empty, overlapped = classifier_patch.empty_batch, view_cache._overlapped
+        classifier_patch.empty_batch = lambda shape, page_locked=False: empty(shape)  # no page-locked memory without CUDA
+        try:
+            for _ in range(rounds + 1):  # the first round warms up (page cache, threads)
+                for name in ratios:
+                    view_cache._overlapped = lambda device, beside=(name == "beside"): beside
+                    ratios[name].append(keywords_rate(workspace, backend, "background", batch_size)[0] / rate)
+        finally:
+            classifier_patch.empty_batch, view_cache._overlapped = empty, overlapped
+    result = {"stand_in_views_per_s": rate, "backgrounds": pool + N_BACKGROUNDS, "batch_size": batch_size, "rounds": rounds}
+    for name, values in ratios.items():
+        result[f"{name}_vs_stand_in"] = round(statistics.median(values[1:]), 3)
+        result[f"{name}_vs_stand_in_rounds"] = [round(v, 3) for v in values[1:]]
+    result["load_average_1min"] = round(os.getloadavg()[0], 2)
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, default=16, help=f"targets of the workspace (it has {N_BACKGROUNDS} backgrounds)")
     parser.add_argument("--batch-size", type=int, default=32, help="views per forward pass (the default of both paths)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; each ratio is the median over them (default 3)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs, timings mean little")
+    parser.add_argument("--stand-in", type=float, metavar="RATE", help="time the pool's keyword pass against a stand-in accelerator of RATE views/s instead")
+    parser.add_argument("--pool", type=int, default=1024, help="backgrounds added for --stand-in (default 1024)")
     args = parser.parse_args(argv)
+    if args.stand_in is not None:
+        result = stand_in_rates(args.stand_in, 64 if args.quick else args.pool, args.batch_size, 1 if args.quick else args.rounds)
+        print(json.dumps(result))
+        return result
     n_targets, forward_batches = (args.targets, 10) if not args.quick else (2, 2)
     paths: dict[str, Callable[[Workspace, ClassifierPatchBackend], tuple[float, float]]] = {
         "background_keywords": lambda ws, backend: keywords_rate(ws, backend, "background", args.batch_size),

@@ -395,9 +395,11 @@ def expansion_explorer(ontology: Ontology, tables: list[KeywordTable], table_nam
         index = table_names.index(st.selectbox("Keyword table", table_names, key=KEY + "explore_table", help=widgets.KEYWORD_TABLE_HELP))
     table = tables[index]
     labels = table.labels or [""] * table.n_items
+    with_keywords = np.flatnonzero(np.asarray(table.present).any(axis=1))
     row = st.selectbox(
         "Item",
         range(table.n_items),
+        index=int(with_keywords[0]) if len(with_keywords) else 0,  # open on an item that has something to expand
         format_func=lambda r: f"{table.ids[r]} ({labels[r]}): {len(table.keywords_of(r))} keywords" if labels[r] else table.ids[r],
         key=KEY + "explore_row",
     )

@@ -10,6 +10,7 @@ from analytics.keywords import list_keyword_tables, load_keyword_table, save_key
 from analytics.ontology import build_ontology, list_ontologies
 from analytics.workspace import Workspace
 from tests.fixtures.app import as_shown
+from tests.fixtures.keywords import TINY_TRANSACTIONS, make_keyword_table
 
 PAGE = "pages/3_Ontology.py"
 
@@ -62,6 +63,20 @@ def test_expansion_explorer_shows_levels_with_paths(keyword_workspace, app_runne
     assert "**Detected keywords (level 0):** sea, sand" in text and "**Level 1**" in text
     paths = [path for frame in app.dataframe[1:] if "path" in frame.value for path in frame.value["path"]]
     assert "sea → sky" in paths and "sea → sky → tree" in paths
+
+
+def test_expansion_explorer_opens_on_an_item_with_keywords(tmp_path, app_runner):
+    """A pool's first backgrounds often have no keywords: the explorer opened on one, with a warning
+    and nothing to expand, as a newcomer's first sight of it."""
+    workspace = Workspace(tmp_path / "ws")
+    save_keyword_table(workspace, make_keyword_table([[], [], *TINY_TRANSACTIONS]), name="pool")  # unlabelled, as backgrounds are
+    app = app_runner(PAGE, workspace)
+    app.number_input(key="ontology.min_support").set_value(0.25).run()
+    assert not app.exception and not app.warning
+    assert app.selectbox(key="ontology.explore_row").value == 2
+    assert "**Detected keywords (level 0):** sky, tree" in markdown(app)
+    app.selectbox(key="ontology.explore_row").set_value(0).run()  # an item without keywords still says why it has nothing
+    assert [w.value for w in app.warning] == ["no keywords detected and no class keywords to fall back on"]
 
 
 def test_save_ontology_button_stores_it(keyword_workspace, app_runner):

@@ -29,6 +29,7 @@ since they show mostly the grey-ish fill, not the scene; the whole-image view al
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -274,11 +275,14 @@ def iter_view_probabilities(model: LoadedModel, chunks: Iterable[np.ndarray], *,
     per_image, n_outputs = 1 + grid**2, len(model.spec.label_space.names)
     page_locked = model.device.type == "cuda"
 
-    def batches() -> Iterator[tuple[np.ndarray, int, np.ndarray]]:
-        """(the chunk's output, the batch's first row in it, the batch) for every batch of every chunk."""
+    def batches() -> Iterator[tuple[np.ndarray, int, np.ndarray | None]]:
+        """(the chunk's output, the batch's first row in it, the batch) for every batch of every
+        chunk; a chunk without images gives one entry without a batch."""
         for images in chunks:
             images = check_image_batch(images)
             out = np.zeros((len(images) * per_image, n_outputs), np.float32)
+            if not len(out):
+                yield out, 0, None
             for start, batch in zip(range(0, len(out), batch_size), _view_batches(images, grid, _input_side(model), batch_size, page_locked=page_locked)):
                 yield out, start, batch
 
@@ -286,13 +290,20 @@ def iter_view_probabilities(model: LoadedModel, chunks: Iterable[np.ndarray], *,
     if model.device.type != "cpu":  # an accelerator runs each batch while the CPU cuts the next ones
         stream = prefetched(stream, 2, name="backdrop-views")
     pending = None  # the last batch: its chunk's output, its rows there, its probabilities on their way to the host
-    for out, start, batch in stream:
-        with torch.inference_mode():
-            logits, _, _ = forward(batch)
-            copy = to_host([torch.softmax(logits.float(), dim=1)], keep=batch)
-        if pending is not None:
-            yield from _landed(*pending, per_image)
-        pending = (out, start, len(batch), copy)
+    with contextlib.closing(stream):  # an error or an early stop ends the threads cutting views now
+        for out, start, batch in stream:
+            if batch is None:  # no images: nothing to run, the chunks before it first
+                if pending is not None:
+                    yield from _landed(*pending, per_image)
+                pending = None
+                yield out.reshape(0, per_image, n_outputs)
+                continue
+            with torch.inference_mode():
+                logits, _, _ = forward(batch)
+                copy = to_host([torch.softmax(logits.float(), dim=1)], keep=batch)
+            if pending is not None:
+                yield from _landed(*pending, per_image)
+            pending = (out, start, len(batch), copy)
     if pending is not None:
         yield from _landed(*pending, per_image)
 

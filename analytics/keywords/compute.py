@@ -11,6 +11,7 @@ targets and pool. Keyword files go through :func:`analytics.keywords.import_keyw
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -206,9 +207,11 @@ def _pool_scores(
     if progress is not None and done:
         progress(done, len(keys))
     images_of = lambda rows: load_backgrounds(workspace, [ids[k] for k in rows])  # noqa: E731
-    for rows, views in computed_views(workspace, backend.model, keys, images_of, missing, grid=backend.grid, chunk=chunk, batch_size=backend.batch_size):
-        scores[rows] = backend.scores_of_views(views)
-        done += len(rows)
-        if progress is not None:
-            progress(done, len(keys))
+    passes = computed_views(workspace, backend.model, keys, images_of, missing, grid=backend.grid, chunk=chunk, batch_size=backend.batch_size)
+    with contextlib.closing(passes):  # a cancelled job keeps the views computed so far, now
+        for rows, views in passes:
+            scores[rows] = backend.scores_of_views(views)
+            done += len(rows)
+            if progress is not None:
+                progress(done, len(keys))
     return scores

@@ -36,6 +36,7 @@ with the keyword model, runs no network at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -256,11 +257,13 @@ def _class_scores(
     batch_size = default_batch_size(model.device) if batch_size is None else batch_size
     done = len(keys) - len(missing)
     images_of = lambda rows: np.stack([workspace.get_array(image_hashes[k]) for k in rows])  # noqa: E731
-    for rows, views in computed_views(workspace, model, keys, images_of, missing, grid=grid, chunk=batch_size, batch_size=batch_size):
-        scores[rows] = _reduced(views, outputs)  # as cached: a rerun agrees
-        done += len(rows)
-        if progress is not None:
-            progress(done, len(keys))
+    passes = computed_views(workspace, model, keys, images_of, missing, grid=grid, chunk=batch_size, batch_size=batch_size)
+    with contextlib.closing(passes):  # a cancelled job keeps the views computed so far, now
+        for rows, views in passes:
+            scores[rows] = _reduced(views, outputs)  # as cached: a rerun agrees
+            done += len(rows)
+            if progress is not None:
+                progress(done, len(keys))
     return scores
 
 

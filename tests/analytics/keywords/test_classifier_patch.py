@@ -175,3 +175,10 @@ def test_views_back_off_when_the_model_does_not_fit_and_default_to_the_devices_b
     np.testing.assert_allclose(view_probabilities(model, images, grid=2), expected, atol=1e-6)
     assert sizes[0] == 15  # all 15 views in one pass (the CPU's default 32) ...
     assert sum(size for size in sizes if size <= 3) == 15 and sizes[-1] <= 3  # ... then halved until they fit, each view run once
+
+
+def test_no_images_have_no_views(imagenet_model):
+    views = view_probabilities(imagenet_model, np.zeros((0, 32, 32, 3), np.uint8), grid=2)
+    assert views.shape == (0, 5, len(imagenet_model.spec.label_space.names))
+    chunks = [np.zeros((1, 32, 32, 3), np.uint8), np.zeros((0, 32, 32, 3), np.uint8), np.zeros((2, 32, 32, 3), np.uint8)]
+    assert [len(v) for v in classifier_patch.iter_view_probabilities(imagenet_model, chunks, grid=2, batch_size=3)] == [1, 0, 2]

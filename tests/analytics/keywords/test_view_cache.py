@@ -4,6 +4,7 @@ writes beside the model on an accelerator, forced here on the CPU."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -80,3 +81,22 @@ def test_a_pass_beside_the_model_keeps_what_it_computed_when_stopped_and_raises_
     with pytest.raises(OSError, match="disk full"):
         list(_pass(screening_workspace, model)[1])
     assert len(stored_views(screening_workspace, keys)) == len(rows)  # the first chunk's write landed
+
+
+def test_a_cancelled_pool_pass_has_stored_its_finished_chunks_when_the_error_arrives(screening_workspace, monkeypatch):
+    monkeypatch.setattr(view_cache, "_overlapped", lambda device: True)
+    model = load_model(screening_workspace, FAKE_CLASSIFIER)
+    backend = ClassifierPatchBackend(model, exclude_classes=list_classes(screening_workspace))
+    seen, store = [], view_cache.store_views
+    monkeypatch.setattr(view_cache, "store_views", lambda *a: time.sleep(0.3) or store(*a))  # a slow disk
+
+    def cancel(done, total):
+        seen.append(done)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # a job's cancel button raises from its progress callback
+
+    with pytest.raises(KeyboardInterrupt) as cancelled:  # kept, as a job runner keeps the error it reports
+        compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=3, progress=cancel)
+    keys, _ = _pass(screening_workspace, model)
+    assert len(stored_views(screening_workspace, keys)) == seen[-1] == 6  # both chunks handed out, stored before the error left
+    assert cancelled.traceback

@@ -62,7 +62,7 @@ def store_views(workspace: Workspace, keys: Sequence[str], probabilities: np.nda
     stored : ndarray of shape (n, 1 + grid², n_outputs), float16
         The values as the cache holds them (a later read gives exactly these).
     """
-    stored = np.asarray(probabilities).astype(np.float16)
+    stored = np.asarray(probabilities).astype(np.float16, copy=False)  # no second copy of views already converted (computed_views)
     with workspace.staged_arrays(stored) as hashes, workspace.transaction() as conn:
         conn.executemany("INSERT OR REPLACE INTO cache(key, hash, created) VALUES (?, ?, ?)", [(k, h, now()) for k, h in zip(keys, hashes)])
     return stored

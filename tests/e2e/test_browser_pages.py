@@ -28,7 +28,7 @@ from analytics.models import register_torchscript, register_torchvision
 from analytics.runs import start_runs
 from analytics.saliency import METHODS
 from analytics.workspace import Workspace
-from tests.e2e.test_browser_own_data import LONG_MS, choose, open_page, pick_radio, settle
+from tests.e2e.test_browser_own_data import LONG_MS, choose, open_page, pick_radio, settle, upload
 from tests.fixtures.judging import ANNOTATORS, EXTRA_MODELS, JUDGING_MODELS, JUDGMENTS, judge
 from tests.fixtures.keywords import TINY_LABELS, TINY_TRANSACTIONS, make_keyword_table
 from ui.saliency import LEGEND_CAPTION
@@ -209,9 +209,7 @@ def test_a_missing_workspace_is_created_and_imported_into(page, server_per_test,
     pick_radio(page, panel, "Uploaded zip")
     archive = tmp_path / "pool.zip"
     archive.write_bytes(background_zip(2))
-    panel.get_by_test_id("stFileUploader").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(archive)
-    expect(panel.get_by_role("button", name="Remove pool.zip")).to_be_visible()
-    settle(page)
+    upload(page, panel, "Zip file", archive)
     panel.get_by_role("button", name="Import", exact=True).click()
     expect(page.get_by_text(re.compile(r"Imported from pool\.zip: 2 new of 2 accepted, 0 rejected"))).to_be_visible(timeout=LONG_MS)
     assert len(list_backgrounds(Workspace(missing, create=False))) == 2

@@ -29,7 +29,7 @@ from analytics.team import ROLES
 from analytics.workspace import Workspace
 from tests.e2e.roles import add_role_accounts, open_as, outcome
 from tests.e2e.test_browser_judge import SUITE, workspace_with_runs
-from tests.e2e.test_browser_own_data import LONG_MS, choose, pick_radio, settle, uploader
+from tests.e2e.test_browser_own_data import LONG_MS, choose, pick_radio, settle, upload
 from tests.e2e.test_browser_pages import background_zip
 from ui.judge import button_key
 
@@ -101,9 +101,7 @@ def try_import(page: Page, url: str, role: str, pool: Path) -> None:
         return
     pick_radio(page, panel, "Background pool")
     pick_radio(page, panel, "Uploaded zip")
-    panel.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(pool)
-    expect(panel.get_by_role("button", name=f"Remove {pool.name}")).to_be_visible()
-    settle(page)
+    upload(page, panel, "Zip file", pool)
     panel.get_by_role("button", name="Import", exact=True).click()
     expect(page.get_by_text(re.compile(r"Imported from pool\.zip: 2 new of 2 accepted, 0 rejected"))).to_be_visible(timeout=LONG_MS)
 
@@ -116,12 +114,9 @@ def try_register(page: Page, url: str, role: str, site: Path) -> None:
     name = panel.get_by_role("textbox", name="Name")
     name.fill("uploaded")
     name.press("Enter")
-    settle(page)
-    uploader(panel, "PT").set_input_files(site / "upload.pt")
-    expect(panel.get_by_role("button", name="Remove upload.pt")).to_be_visible()
+    upload(page, panel, "PT", site / "upload.pt")
     pick_radio(page, panel, "Custom class list")
-    uploader(panel, "TXT").set_input_files(site / "labels.txt")
-    expect(panel.get_by_role("button", name="Remove labels.txt")).to_be_visible()
+    upload(page, panel, "TXT", site / "labels.txt")
     size = panel.get_by_role("spinbutton", name="Input size (px)")
     size.fill("64")
     size.press("Enter")

@@ -40,7 +40,7 @@ from tests.analytics.jobs.test_jobs import sleepy  # registers the job kind "sle
 from tests.e2e.conftest import AppServer
 from tests.e2e.roles import add_role_accounts, added, not_offered, open_as, outcome, sign_in, started_jobs
 from tests.e2e.test_browser_judge import SUITE, workspace_with_runs
-from tests.e2e.test_browser_own_data import LONG_MS, choose, pick_radio, settle, uploader
+from tests.e2e.test_browser_own_data import LONG_MS, choose, pick_radio, settle, upload
 from tests.e2e.test_browser_zip_layouts import disc_photo, encoded
 from tests.fixtures.team import row_counts
 
@@ -132,8 +132,7 @@ def test_ontology_builds_and_saves_for_analysts_and_admins_only(page, server, si
                 server_path.press("Enter")
             else:
                 expect(server_path).to_have_count(0)
-                uploader(builder, "Keyword CSV").set_input_files(site["root"] / "upload.csv")
-                expect(builder.get_by_role("button", name="Remove upload.csv")).to_be_visible()
+                upload(page, builder, "Keyword CSV", site["root"] / "upload.csv")
             settle(page)
             builder.get_by_role("button", name="Build keyword tables").click()
             expect(page.get_by_text(re.compile(r"^Built keyword tables: targets → precomputed/target/"))).to_be_visible(timeout=LONG_MS)
@@ -193,9 +192,7 @@ def test_only_admins_add_grabcut_targets_and_reviewed_masks(page, server, site, 
         else:
             page.get_by_role("tab", name="GrabCut", exact=True).click()
             panel = page.get_by_role("tabpanel", name="GrabCut", exact=True)
-            uploader(panel, "Image").set_input_files(site["root"] / "photo.png")
-            expect(panel.get_by_role("button", name="Remove photo.png")).to_be_visible()
-            settle(page)
+            upload(page, panel, "Image", site["root"] / "photo.png")
             choose(page, panel, "Class", EDITED_CLASS)
             panel.get_by_role("button", name=f"Add as target {EDITED_CLASS}/photo").click()
             expect(page.get_by_text(f"Added target {EDITED_CLASS}/photo.")).to_be_visible(timeout=LONG_MS)
@@ -208,9 +205,7 @@ def test_only_admins_add_grabcut_targets_and_reviewed_masks(page, server, site, 
             choose(page, panel, "Layout", re.compile("^folder"))
             panel.get_by_text("Propose GrabCut masks for photos without one").click()
             settle(page)
-            uploader(panel, "Zip file").set_input_files(site["root"] / "my_cup.zip")
-            expect(panel.get_by_role("button", name="Remove my_cup.zip")).to_be_visible()
-            settle(page)
+            upload(page, panel, "Zip file", site["root"] / "my_cup.zip")
             panel.get_by_role("button", name="Import", exact=True).click()
             expect(page.get_by_role("heading", name="Review 2 proposed masks")).to_be_visible(timeout=LONG_MS)
             settle(page)

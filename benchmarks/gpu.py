@@ -26,10 +26,11 @@ Every figure comes from the library's own paths on a synthetic workspace
 - ``saliency``: every attribution method (``benchmarks/saliency.py``), seconds per image, and the CLI's
   ``saliency`` command on the workspace's targets.
 - ``cli_run``: ``python -m analytics run --device cuda`` in a subprocess, as a user types it.
-- ``engine_phases``: where a cached suite run's time goes on the engine's thread, in seconds:
-  planning, model loading, waiting for the composite stream, preprocessing + forward pass, the
-  batch's signals on the device, its rows (``wait``: of which waiting for the device), storing rows,
-  and the rest; first as the engine runs (the device's work overlaps the host's: a large ``wait``
+- ``engine_phases``: where a cached suite run's time goes, in seconds: planning, model loading,
+  waiting for the composite stream, preprocessing + forward pass, the batch's signals on the device
+  (these three on the engine's forward thread), its rows (``wait``: of which waiting for the
+  device) and storing them (on the caller's thread, beside the forward passes: the phases overlap,
+  so ``other``, the total less the phases, can be negative); first as the engine runs (the device's work overlaps the host's: a large ``wait``
   means the device is the bottleneck), then with the device synchronised around each forward
   pass (``synchronised``: what each phase costs alone); then the engine's Python functions by own
   time (cProfile).
@@ -89,6 +90,7 @@ from analytics.repository import create_repository, run_repository
 from analytics.suites import screen_pool
 from analytics.workspace import Workspace
 from benchmarks import saliency as saliency_benchmark
+from benchmarks._patches import patched
 from benchmarks.inference import MODEL, N_BACKGROUNDS, _texture, build_workspace
 
 LITE1 = "efficientnet-lite1"
@@ -281,14 +283,8 @@ class _PhaseClock:
             (engine.RowWriter, "add"): self.timed("store", engine.RowWriter.add),
             (engine.RowWriter, "commit"): self.timed("store", engine.RowWriter.commit),
         }
-        originals = {key: key[0].__dict__[key[1]] for key in patches}  # as stored (a classmethod stays one)
-        try:
-            for (owner, name), patched in patches.items():
-                setattr(owner, name, patched)
+        with patched(patches):
             yield self
-        finally:
-            for (owner, name), original in originals.items():
-                setattr(owner, name, original)
 
 
 def engine_phases(workspace: Workspace, suite_id: str, batch_size: int, device: torch.device, composites: CompositeCache) -> dict:

@@ -1,6 +1,7 @@
 """Speed and memory of the inference engine with EfficientNet-Lite0; prints one JSON object.
 
     OMP_NUM_THREADS=1 python -m benchmarks.inference [--targets 40] [--n 32] [--batch-size 32] [--rss-n N] [--rounds 3] [--ratios-only] [--quick]
+    OMP_NUM_THREADS=1 python -m benchmarks.inference --stand-in 8000 --batch-size 256 [--targets 400]
 
 - ``forward_images_per_s``: the model alone on ready (preprocessed) tensors.
 - ``suite_images_per_s``: :func:`analytics.inference.run_models` end to end (each batch composited
@@ -29,6 +30,13 @@ thread count: set ``OMP_NUM_THREADS`` to compare like with like on a shared mach
 forward pass the suite does not count), suite >= 1.5 x naive, RSS difference < 150 MiB
 (``cached_suite_vs_forward`` shows how close the engine comes once compositing is shared).
 ``--ratios-only`` skips the naive script and the memory runs.
+
+``--stand-in RATE`` times instead a cached suite run (what every model after the first sees in a
+repository) against a stand-in accelerator of RATE images/s (``benchmarks/_stand_in.py``: a model
+that reports a CUDA device and sleeps its batches; the cache reads, signals and row writes are the
+engine's own, its threads placed as for an accelerator). It prints ``cached_vs_stand_in``: how much
+of such a device this machine's host side keeps busy, and the engine's phases (as
+``benchmarks/gpu.py``'s ``engine_phases``). Not a GPU figure.
 The workspace is synthetic (random textures with disc masks; timing does not depend on content) and
 lives in a temporary folder. ``--quick`` shrinks every size to check that the script works.
 """
@@ -166,6 +174,32 @@ def peak_rss_child(root: Path, suite_id: str, batch_size: int) -> float:
     )  # fmt: skip
 
 
+def stand_in_rates(rate: float, n_targets: int, n: int, batch_size: int, rounds: int) -> dict:
+    """A cached suite run against a stand-in accelerator of ``rate`` images/s (see the module notes)."""
+    from benchmarks._stand_in import StandInModel, stand_in
+    from benchmarks.gpu import engine_phases, feed_rate, suite_images, suite_rate
+
+    suite = f"s{n_targets}"
+    result: dict = {"stand_in_images_per_s": rate, "targets": n_targets, "n": n, "batch_size": batch_size, "rounds": rounds}
+    with tempfile.TemporaryDirectory(prefix="backdrop-bench-") as folder:
+        workspace = build_workspace(Path(folder) / "ws", n_targets, n)
+        model = StandInModel(get_model_spec(workspace, MODEL), rate)
+        cpu = torch.device("cpu")
+        with CompositeCache(workspace) as composites:
+            feed_rate(workspace, suite, batch_size, model.spec.input_size, cpu, composites)  # fills the cache (untimed)
+            result["images"] = suite_images(workspace, suite)
+            with stand_in(model):
+                ratios = [suite_rate(workspace, [MODEL], suite, batch_size, cpu, composites) / rate for _ in range(rounds + 1)]
+                phases = engine_phases(workspace, suite, batch_size, cpu, composites)
+    result["cached_vs_stand_in"] = round(statistics.median(ratios[1:]), 3)  # the first round warms up (page cache, threads)
+    result["cached_vs_stand_in_rounds"] = [round(v, 3) for v in ratios[1:]]
+    result["stand_in_ran"] = model.ran  # images, foreground-only ones included (a check that the engine ran the stand-in)
+    result["engine_phases"] = phases["overlapped"]
+    result["profile_tottime"] = phases["profile_tottime"]
+    result["load_average_1min"] = round(os.getloadavg()[0], 2)
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, default=40, help="targets in the timed suite (default 40)")
@@ -175,7 +209,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the timings; medians are reported (default 3)")
     parser.add_argument("--ratios-only", action="store_true", help="time only the forward pass and the engine (no naive script, no memory runs)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs, timings mean little")
+    parser.add_argument("--stand-in", type=float, metavar="RATE", help="time a cached suite run against a stand-in accelerator of RATE images/s instead")
     args = parser.parse_args(argv)
+    if args.stand_in is not None:
+        result = stand_in_rates(args.stand_in, 4 if args.quick else args.targets, 8 if args.quick else args.n, args.batch_size, 1 if args.quick else args.rounds)
+        print(json.dumps(result))
+        return result
     n_targets, n, forward_batches = (args.targets, args.n, 20) if not args.quick else (4, 8, 2)
     rss_n = args.rss_n or (n if not args.quick else 2)
     suite = f"s{n_targets}"

@@ -106,32 +106,26 @@ def screening_rate(workspace: Workspace, batch_size: int) -> tuple[float, float]
 
 def stand_in_rates(rate: float, pool: int, batch_size: int, rounds: int) -> dict:
     """The pool's keyword pass against a stand-in accelerator of ``rate`` views/s (see the module notes)."""
-    from types import SimpleNamespace
-
-    from analytics.keywords import classifier_patch, view_cache
+    from analytics.keywords import view_cache
+    from benchmarks._stand_in import StandInModel, stand_in
     from benchmarks.gpu import add_pool
-
-    def run_batch(batch: torch.Tensor, conv_stats: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        time.sleep(len(batch) / rate)
-        return torch.zeros(len(batch), 1000), torch.zeros(len(batch), 8)
 
     ratios: dict[str, list[float]] = {"beside": [], "in_line": []}
     with tempfile.TemporaryDirectory(prefix="backdrop-bench-") as folder:
         workspace = build_workspace(Path(folder) / "ws", 2, n=2)
         add_pool(workspace, pool)
-        spec = load_model(workspace, MODEL, device="cpu").spec
-        model = SimpleNamespace(spec=spec, device=torch.device("cuda"), preprocess=lambda images: torch.empty(len(images)), run_batch=run_batch)
+        model = StandInModel(load_model(workspace, MODEL, device="cpu").spec, rate)
         backend = ClassifierPatchBackend(model, batch_size=batch_size, exclude_classes=list_classes(workspace))
-        empty, overlapped = classifier_patch.empty_batch, view_cache._overlapped
-        classifier_patch.empty_batch = lambda shape, page_locked=False: empty(shape)  # no page-locked memory without CUDA
+        overlapped = view_cache._overlapped
         try:
-            for _ in range(rounds + 1):  # the first round warms up (page cache, threads)
-                for name in ratios:
-                    view_cache._overlapped = lambda device, beside=(name == "beside"): beside
-                    ratios[name].append(keywords_rate(workspace, backend, "background", batch_size)[0] / rate)
+            with stand_in(model):
+                for _ in range(rounds + 1):  # the first round warms up (page cache, threads)
+                    for name in ratios:
+                        view_cache._overlapped = lambda device, beside=(name == "beside"): beside
+                        ratios[name].append(keywords_rate(workspace, backend, "background", batch_size)[0] / rate)
         finally:
-            classifier_patch.empty_batch, view_cache._overlapped = empty, overlapped
-    result = {"stand_in_views_per_s": rate, "backgrounds": pool + N_BACKGROUNDS, "batch_size": batch_size, "rounds": rounds}
+            view_cache._overlapped = overlapped
+    result = {"stand_in_views_per_s": rate, "backgrounds": pool + N_BACKGROUNDS, "batch_size": batch_size, "rounds": rounds, "stand_in_ran": model.ran}
     for name, values in ratios.items():
         result[f"{name}_vs_stand_in"] = round(statistics.median(values[1:]), 3)
         result[f"{name}_vs_stand_in_rounds"] = [round(v, 3) for v in values[1:]]

@@ -41,7 +41,7 @@ class BackOff:
             except torch.cuda.OutOfMemoryError as err:
                 self._shrink(err)
                 continue
-            outputs = tuple(torch.cat(part) for part in zip(*parts))
+            outputs = tuple(parts[0]) if len(parts) == 1 else tuple(torch.cat(part) for part in zip(*parts))  # one part: no copy
             return outputs if self.conv else (*outputs, None)
 
     def _shrink(self, err: BaseException) -> None:

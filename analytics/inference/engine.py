@@ -38,6 +38,8 @@ call did work on it).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import sqlite3
 from collections import defaultdict
@@ -47,6 +49,7 @@ from typing import Self
 
 import torch
 
+from analytics._threads import prefetched
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.models import ModelSpec, conv_map_problem, get_model_spec, load_head, load_model, resolve_device
@@ -61,6 +64,8 @@ from .suite_images import SuiteImage, stored_suite_images, target_classes, used_
 
 #: Images whose rows one commit stores (a commit writes the WAL; a resumed run redoes at most these).
 COMMIT_EVERY = 1000
+#: On an accelerator, batches the forward thread may run ahead of the thread that builds and stores their rows.
+ROWS_BEHIND = 2
 ROW_COLUMNS = (
     "run_id", "target_id", "position", "predicted", "true_prob", "max_prob", "correct", "emb_topk_mean", "emb_max", "emb_mean", "distance",
     "conv_max", "conv_max_mean",
@@ -108,6 +113,9 @@ class RunPlan:
         models with one are absent.
     fill_conv : bool
         Rows stored without the conv-map statistics count as missing (for models that have a map).
+    distances : dict of (str, int) to float or None
+        (target id, position) -> the suite's distance of that image (:func:`stored_suite_images`),
+        read once with the jobs: at paper scale each read of the suite took ~0.3 s a model.
     """
 
     suite_id: str
@@ -118,6 +126,7 @@ class RunPlan:
     worked: frozenset[str]
     conv_problems: dict[str, str] = field(default_factory=dict)
     fill_conv: bool = False
+    distances: dict[tuple[str, int], float | None] = field(default_factory=dict, repr=False)
 
     @property
     def total(self) -> int:
@@ -186,11 +195,18 @@ def run_models(
             if not group.todo:
                 continue
             try:
-                for n_jobs, rows in _group_batches(workspace, plan, group, list(group.todo), batch_size, composites):
-                    writer.add(rows)
-                    finished += n_jobs
-                    if progress is not None:
-                        progress(finished, total)
+                batches = _group_batches(workspace, plan, group, list(group.todo), batch_size, composites)
+                if resolve_device(plan.device).type != "cpu":
+                    # The forward passes go on a thread of their own, so building and storing a
+                    # batch's rows here no longer leaves the device idle (its forward call blocks);
+                    # on a CPU the model's threads take every core, so all stays in line.
+                    batches = prefetched(batches, ROWS_BEHIND, name="backdrop-forward")
+                with contextlib.closing(batches):
+                    for n_jobs, rows in batches:
+                        writer.add(rows())
+                        finished += n_jobs
+                        if progress is not None:
+                            progress(finished, total)
                 writer.commit()  # a group's rows are stored before its runs can be marked done
             except BaseException:
                 writer.commit()  # the rows computed so far are right: a resumed run starts after them
@@ -241,7 +257,7 @@ def plan_runs(
         raise InvalidInputError("model_names must name at least one registered model; got none")
     check_positive_int(top_k, "top_k")
     torch_device = resolve_device(device)
-    jobs, _ = stored_suite_images(workspace, suite_id)
+    jobs, distances = stored_suite_images(workspace, suite_id)
     classes = used_classes(workspace, target_classes(workspace, {job.target_id for job in jobs}).values())
     specs = [get_model_spec(workspace, name) for name in names]
     for spec in specs:
@@ -262,7 +278,7 @@ def plan_runs(
         todo = tuple(job for job in jobs if any((job.target_id, job.position) not in done[name] for name in lacking))
         worked.update(run_ids[name] for name in lacking)
         groups.append(GroupPlan(backbone, tuple(group_names), todo))
-    return RunPlan(suite_id, top_k, str(torch_device), run_ids, tuple(groups), frozenset(worked), problems, fill_conv)
+    return RunPlan(suite_id, top_k, str(torch_device), run_ids, tuple(groups), frozenset(worked), problems, fill_conv, distances)
 
 
 @dataclass(frozen=True)
@@ -430,17 +446,17 @@ def group_rows(
         member's run lacks (rows stored when the generator started are skipped).
     """
     for _, rows in _group_batches(workspace, plan, group, None if jobs is None else list(jobs), batch_size, composites):
-        yield rows
+        yield rows()
 
 
 def _group_batches(
     workspace: Workspace, plan: RunPlan, group: GroupPlan, jobs: list[SuiteImage] | None, batch_size: int | None, composites: CompositeCache | None
-) -> Iterator[tuple[int, list[tuple]]]:
-    """(images of the batch, its rows) per batch; see :func:`group_rows`."""
+) -> Iterator[tuple[int, Callable[[], list[tuple]]]]:
+    """(images of the batch, a call that returns its rows) per batch; see :func:`group_rows`. The
+    call waits for the batch's signals to reach the host, so it may run on another thread."""
     device = resolve_device(plan.device)
     batch_size = default_batch_size(device) if batch_size is None else check_positive_int(batch_size, "batch_size")
     jobs = list(group.todo) if jobs is None else jobs
-    _, distances = stored_suite_images(workspace, plan.suite_id)
     class_of = target_classes(workspace, {job.target_id for job in jobs})
     classes = used_classes(workspace, class_of.values())
     members = []
@@ -468,7 +484,7 @@ def _group_batches(
         for batch_jobs, images in stream:
             signals = BatchSignals.compute(members, batch_jobs, images, forward(images), plan.top_k)
             if pending is not None and pending.jobs:
-                yield len(pending.jobs), pending.rows(members, distances, class_of)
+                yield len(pending.jobs), functools.partial(pending.rows, members, plan.distances, class_of)
             pending = signals
         if pending is not None and pending.jobs:
-            yield len(pending.jobs), pending.rows(members, distances, class_of)
+            yield len(pending.jobs), functools.partial(pending.rows, members, plan.distances, class_of)

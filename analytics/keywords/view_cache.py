@@ -13,6 +13,7 @@ Both compute the views they lack through :func:`computed_views`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -103,7 +104,8 @@ def computed_views(
     For a model on an accelerator the next chunk's images are read on a thread of their own and
     each chunk is stored on another while the model runs the next: in line, the device waited for
     the disk (reads and writes of a 256-background chunk, ~70 ms on the H100 box, against ~140 ms
-    of Lite0's forward passes). A chunk's write is done before the next chunk's starts (in order,
+    of Lite0's forward passes), and the forward passes run on a thread of their own while the
+    caller scores the chunk it was given. A chunk's write is done before the next chunk's starts (in order,
     one chunk's arrays in memory) and before this generator ends or is closed, and its error is
     raised here. On a CPU all stays in line: the model's threads take every core (on the 2-core
     machine, reads and writes on threads of their own were slower: 6,750 -> 5,830 views/s).
@@ -115,16 +117,19 @@ def computed_views(
     images = (images_of(rows) for rows in chunks)
     if overlapped:
         images = prefetched(images, 1, name="backdrop-view-reads")
-    computed = zip(chunks, iter_view_probabilities(model, images, grid=grid, batch_size=batch_size))
+    probabilities = iter_view_probabilities(model, images, grid=grid, batch_size=batch_size)
     if not overlapped:
-        for rows, probabilities in computed:
-            yield rows, store_views(workspace, [keys[k] for k in rows], probabilities)
+        for rows, chunk_views in zip(chunks, probabilities):
+            yield rows, store_views(workspace, [keys[k] for k in rows], chunk_views)
         return
+    # The forward passes run on, on a thread of their own, while the caller scores a chunk (its
+    # forward call blocks: in line, the device idled for every chunk's scoring).
+    probabilities = prefetched(probabilities, 1, name="backdrop-forward")
     pending: Future | None = None
-    with ThreadPoolExecutor(1, thread_name_prefix="backdrop-view-writes") as writes:
+    with ThreadPoolExecutor(1, thread_name_prefix="backdrop-view-writes") as writes, contextlib.closing(probabilities):
         try:
-            for rows, probabilities in computed:
-                views = probabilities.astype(np.float16)
+            for rows, chunk_views in zip(chunks, probabilities):
+                views = chunk_views.astype(np.float16)
                 if pending is not None:
                     pending.result()
                 pending = writes.submit(store_views, workspace, [keys[k] for k in rows], views)

@@ -39,12 +39,15 @@ def test_reads_and_writes_beside_the_model_give_the_tables_and_cache_of_a_pass_i
     cached = {key: screening_workspace.get_array(h) for key, h in stored_views(screening_workspace, keys).items()}
     _forget_views(screening_workspace)
 
-    threads = []
-    store = view_cache.store_views
+    threads, forwards = [], []
+    store, run_batch = view_cache.store_views, model.run_batch
     monkeypatch.setattr(view_cache, "_overlapped", lambda device: True)
     monkeypatch.setattr(view_cache, "store_views", lambda *a: threads.append(threading.current_thread().name) or store(*a))
+    monkeypatch.setattr(model, "run_batch", lambda *a, **k: forwards.append(threading.current_thread().name) or run_batch(*a, **k))
     beside = compute_keywords(screening_workspace, backend=backend, item_kind="background", batch_size=3)
     assert threads and all(name.startswith("backdrop-view-writes") for name in threads)
+    assert forwards and set(forwards) == {"backdrop-forward"}  # the caller scores a chunk meanwhile
+    monkeypatch.setattr(model, "run_batch", run_batch)
     np.testing.assert_array_equal(beside.scores, in_line.scores)
     stored = stored_views(screening_workspace, keys)
     assert set(stored) == set(cached)

@@ -39,6 +39,12 @@ Every figure comes from the library's own paths on a synthetic workspace
   copied to the host while the next runs) against a plain loop over the same composites (model,
   softmax, read at once): same predictions, largest differences of the stored probabilities and
   embedding statistics.
+- ``paste``: the device paste alone (:func:`analytics.inference.device_blend.paste_on_device`) on
+  one batch of 224 px backgrounds over 8 disc targets, per pass size (``device_blend.CHUNK``):
+  composites/s with the device synchronised, the host's seconds to queue the batch (the call
+  returns before the device is done: a queue time near the total means the host's kernel
+  launches, not the device, bound the paste) and the device memory the passes took. In a fresh run
+  this device time is spent beside the model's forward passes.
 - ``feed_threads``: the fresh composite feed of the 50-target suite on 1, 2, 4, 8 and every core (how
   compositing scales with threads), pasted on the threads and pasted on the device (the threads then
   only stack backgrounds; ``feed`` and ``suite`` paste on the device as the engine does there).
@@ -64,17 +70,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.data import Background, add_backgrounds, list_classes
+from analytics.data import Background, Cutout, add_backgrounds, list_classes
 from analytics.inference import (
     CompositeCache,
     backoff,
     compositing_threads,
     cpu_count,
+    device_blend,
     engine,
     iter_composites,
     prefetch_for,
@@ -353,6 +361,36 @@ def feed_threads(workspace: Workspace, suite_id: str, batch_size: int, device: t
     return rates
 
 
+def paste(batch_size: int, device: torch.device, repeats: int) -> dict:
+    """The device paste of one ``batch_size`` batch at 224 px, per pass size: composites/s, the host's
+    seconds to queue it, and the device memory the passes took (MiB above what was allocated)."""
+    rng, side = np.random.default_rng(3), 224
+    cutouts = []
+    for k in range(8):
+        mask = np.zeros((side, side), np.float32)
+        cv2.circle(mask, (side // 2, side // 2 + 4 * k), side // 3, 1.0, -1)
+        cutouts.append(device_blend.DeviceCutout.of(Cutout(rng.integers(0, 256, (side, side, 3), np.uint8), mask), device))
+    which = rng.integers(0, len(cutouts), batch_size).tolist()
+    backgrounds = torch.from_numpy(rng.integers(0, 256, (batch_size, side, side, 3), np.uint8)).to(device)
+    figures = {}
+    for chunk in sorted({32, 64, 128, 256, device_blend.CHUNK}):
+        with patched({(device_blend, "CHUNK"): chunk}):
+            device_blend.paste_on_device(cutouts, which, backgrounds)  # warm-up: the allocator
+            _synchronised(device)
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            allocated = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+            start = time.perf_counter()
+            for _ in range(repeats):
+                device_blend.paste_on_device(cutouts, which, backgrounds)
+            queued = time.perf_counter() - start
+            _synchronised(device)
+            seconds = time.perf_counter() - start
+            peak = (torch.cuda.max_memory_allocated(device) - allocated) / 2**20 if device.type == "cuda" else None
+            figures[str(chunk)] = {"images_per_s": batch_size * repeats / seconds, "queue_seconds_per_batch": queued / repeats, "peak_mib": peak}
+    return figures
+
+
 def add_pool(workspace: Workspace, count: int) -> None:
     """``count`` more synthetic backgrounds (the keyword and screening passes read the pool)."""
     rng = np.random.default_rng(7)
@@ -414,6 +452,7 @@ def main(argv: list[str] | None = None) -> dict:
             section("engine_phases", lambda: engine_phases(workspace, suite, args.batch_size, device, composites))
         section("rows_check", lambda: rows_check(workspace, small, args.batch_size, device))
         section("feed_threads", lambda: feed_threads(workspace, small, args.batch_size, device))
+        section("paste", lambda: paste(args.batch_size, device, 2 if args.quick else 20))
         for name in ("suite", "suite_cached", "feed", "feed_cached"):
             if isinstance(result.get(name), float) and isinstance(result.get("forward"), float):
                 result[f"{name}_vs_forward"] = result[name] / result["forward"]

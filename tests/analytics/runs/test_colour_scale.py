@@ -74,9 +74,22 @@ def test_pooled_percentile_of_stored_quantiles_matches_the_pooled_cells():
         assert pooled_percentile(quantiles, percentile) == pytest.approx(pooled, rel=2e-3)
 
 
-def test_pooled_percentile_of_many_runs_never_evaluates_all_candidates_at_once(monkeypatch):
+@pytest.fixture
+def interp_sizes(monkeypatch) -> list[int]:
+    """The number of points of every ``np.interp`` call made from here on (``clear()`` it to start again)."""
+    sizes, interp = [], np.interp
+
+    def counted(x, *args, **kwargs):
+        sizes.append(np.size(x))
+        return interp(x, *args, **kwargs)
+
+    monkeypatch.setattr(colour_scale.np, "interp", counted)
+    return sizes
+
+
+def test_pooled_percentile_of_many_runs_never_evaluates_all_candidates_at_once(interp_sizes):
     """Issue 28: at 250 runs the pooled distribution at every candidate was runs x candidates
-    numbers (1.3 GB, ~8 s a signal); it is walked in chunks and stops past the percentile, same answer."""
+    numbers (1.3 GB, ~8 s a signal); it is evaluated a chunk of candidates at a time, same answer."""
     rng = np.random.default_rng(4)
     quantiles = [np.percentile(rng.gamma(2.0, rng.uniform(0.5, 2.0), 4096), QUANTILE_LEVELS) for _ in range(60)]
     whole = {}
@@ -86,20 +99,13 @@ def test_pooled_percentile_of_many_runs_never_evaluates_all_candidates_at_once(m
         cdf = np.maximum.accumulate(np.mean([np.interp(values, q, QUANTILE_LEVELS) for q in quantiles], axis=0))
         whole[percentile] = (len(values), float(np.interp(percentile, cdf, values)))
     assert whole[99.0][0] > colour_scale._CDF_CHUNK  # enough candidates to need chunks
-    longest = []
-    interp = np.interp
-
-    def measured(x, *args, **kwargs):
-        longest.append(np.size(x))
-        return interp(x, *args, **kwargs)
-
-    monkeypatch.setattr(colour_scale.np, "interp", measured)
+    interp_sizes.clear()
     for percentile, (_, expected) in whole.items():
         assert pooled_percentile(quantiles, percentile) == expected  # to the bit
-    assert max(longest) <= colour_scale._CDF_CHUNK
+    assert max(interp_sizes) <= colour_scale._CDF_CHUNK
 
 
-def test_pooled_percentile_evaluates_a_few_stretches_of_candidates_not_all_up_to_the_answer(monkeypatch):
+def test_pooled_percentile_evaluates_a_few_stretches_of_candidates_not_all_up_to_the_answer(interp_sizes, monkeypatch):
     """Issue 28: walking the candidates in order up to the percentile took ~0.6 s a signal at 250
     runs (2 s for a suite's scale); evenly spaced probes narrow them to the answer in a few
     evaluations, with the same answer to the bit."""
@@ -107,20 +113,12 @@ def test_pooled_percentile_evaluates_a_few_stretches_of_candidates_not_all_up_to
     quantiles = [np.percentile(rng.gamma(2.0, rng.uniform(0.5, 2.0), 4096), QUANTILE_LEVELS) for _ in range(40)]
     expected = {p: pooled_percentile(quantiles, p) for p in (50.0, 99.0, 99.9)}  # chunk 4,096: one or two stretches
     monkeypatch.setattr(colour_scale, "_CDF_CHUNK", 32)
-    calls = []
-    interp = np.interp
-
-    def counted(x, *args, **kwargs):
-        calls.append(np.size(x))
-        return interp(x, *args, **kwargs)
-
-    monkeypatch.setattr(colour_scale.np, "interp", counted)
     for percentile, answer in expected.items():
-        calls.clear()
+        interp_sizes.clear()
         assert pooled_percentile(quantiles, percentile) == answer
-        evaluations = sum(size > 1 for size in calls) / len(quantiles)
+        evaluations = sum(size > 1 for size in interp_sizes) / len(quantiles)
         assert evaluations <= 5  # walked in chunks of 32 up to the answer: hundreds (301 at 99 %)
-        assert max(calls) <= 32
+        assert max(interp_sizes) <= 32
 
 
 def test_each_run_stores_its_cell_quantiles_and_the_scale_only_combines_them(tiny_model_workspace, monkeypatch):

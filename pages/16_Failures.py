@@ -1,8 +1,9 @@
 """Failures: which scenes break a model. Per background keyword and ontology level of a run, the error
 rate and the drop of the true-class probability with 95 % intervals, after the keyword x model heat
-map of the suite's models (every model by default; the page opens on the suite most registered real
-models ran over); the galleries (per class, the backgrounds that fool the model most; the flips, with
-saliency overlays on request); the self-contained HTML report. A Classes filter (every class by default)
+map of the suite's models (by default every model, or :data:`ui.failures.HEATMAP_MODELS` of them:
+the run's and the newest; the page opens on the suite most registered real models ran over); the
+galleries (per class, the backgrounds that fool the model most; the flips, with saliency overlays on
+request); the self-contained HTML report. A Classes filter (every class by default)
 narrows the tables, the heat map and the galleries to the composites of the classes picked. A thin view: numbers from
 :mod:`analytics.findings.failures` and :mod:`analytics.findings.galleries`, layout from :mod:`ui.failures`.
 
@@ -111,12 +112,16 @@ def show_baseline(path: str, run: Mapping, suite_runs: pd.DataFrame, min_count: 
 
 
 def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int, classes: tuple[str, ...] | None) -> list[str]:
-    """The keyword × model heat map of the run's suite over ``classes`` (None = every class), every model
-    by default (the newest run of each); returns the models chosen."""
+    """The keyword × model heat map of the run's suite over ``classes`` (None = every class), by default
+    every model or :data:`ui.failures.HEATMAP_MODELS` of them, the run's model and the newest (the
+    newest run of each); returns the models chosen."""
     st.subheader("Keyword × model")
     suite_runs = runs[runs["suite_id"] == run["suite_id"]].drop_duplicates("model", keep="first")  # newest per model
-    widgets.prefill(view.KEY + "models", list(suite_runs["model"]), follows=run["suite_id"])  # another suite: all its models
+    default = list(dict.fromkeys([run["model"], *suite_runs["model"]]))[: view.HEATMAP_MODELS]  # another suite: this model and the newest
+    widgets.prefill(view.KEY + "models", default, follows=run["suite_id"])
     models = st.multiselect("Models", list(suite_runs["model"]), key=view.KEY + "models")
+    if len(suite_runs) > len(default) and models == default:
+        st.caption(f"{len(default)} of the suite's {len(suite_runs)} models (this one and the newest); add others above (each adds its run's table).")
     chosen = suite_runs[suite_runs["model"].isin(models)]
     if chosen.empty:
         st.caption("Pick models above to compare their error rates per keyword.")

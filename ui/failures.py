@@ -42,6 +42,9 @@ from ui.saliency import overlay
 KEY = "failures."
 ROW_PX = 22  # heat map height per keyword row
 MAX_HEATMAP_KEYWORDS = 40  # rows of the heat map: the keywords with the highest mean error rate
+#: Models the heat map opens with at most: each model's run table is read (~0.1 s a model at 200
+#: targets), so a suite of 250 models would open in ~20 s, and 250 columns are not read anyway.
+HEATMAP_MODELS = 12
 #: Display headers of :attr:`analytics.findings.failures.FailureTable.keywords` / ``levels`` columns.
 HEADERS = {
     "keyword": "Keyword", "level": "Level", "count": "Composites", "errors": "Errors", "error_rate": "Error rate",

@@ -17,6 +17,7 @@ from tests.fixtures.runs import MARKDOWN_NAME
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
 from tests.fixtures.team import TEAM_PASSWORD
 from ui import auth
+from ui import failures as failures_view
 from ui.markdown import escape_markdown
 from ui.state import WORKSPACE_PATH
 
@@ -48,6 +49,21 @@ def test_page_shows_the_keyword_table_heat_map_and_report_button(app_runner, key
     assert not app.exception
     assert app.dataframe[0].value.empty
     assert any("No keyword has that many composites" in info.value for info in app.info)
+
+
+def test_a_suite_of_many_models_opens_the_heat_map_on_the_runs_model_and_the_newest(app_runner, keyword_run_workspace, run_ids, monkeypatch):
+    """Issue 28: the heat map read every model's run table on opening, ~20 s for a suite of 250 models
+    at 200 targets; it opens on at most HEATMAP_MODELS of them (the run's own among them) and says so."""
+    monkeypatch.setattr(failures_view, "HEATMAP_MODELS", 2)
+    app = app_runner(FAILURES_PAGE, keyword_run_workspace)
+    assert not app.exception
+    shown_model = {run_id: model for model, run_id in run_ids.items()}[app.selectbox(key="failures.run").value]
+    picked = app.multiselect(key="failures.models").value
+    assert len(picked) == 2 and shown_model in picked
+    assert any(f"2 of the suite's {len(run_ids)} models" in caption.value for caption in app.caption)
+    app.multiselect(key="failures.models").set_value(list(run_ids)).run()  # every model, on request
+    assert not app.exception and len(app.get("plotly_chart")) == 1
+    assert not any("of the suite's" in caption.value for caption in app.caption)
 
 
 def test_other_run_and_fewer_models(app_runner, keyword_run_workspace, run_ids):

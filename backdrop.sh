@@ -55,48 +55,22 @@ install_browser() {
 
 case "${1:-}" in
   serve)
-    # serve [--team] [--data-root DIR]... [--dry-run]: solo mode listens on 127.0.0.1 only, without
-    # sign-in; team mode (--team or BACKDROP_TEAM=1) on every interface, sign-in on every page, and
-    # refuses to start without an enabled admin account. --data-root (repeatable) is a folder whose
-    # files paths typed in the browser may name (BACKDROP_DATA_ROOTS; in team mode none: no server
-    # paths at all). --dry-run prints the streamlit command instead of running it (no install, no demo build).
-    usage="usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run]"
+    # serve [--team] [--data-root DIR]... [--port N] [--dry-run]: `python -m analytics serve` (the same as
+    # `backdrop serve` of an installed wheel) after installing and building the demo workspace. Solo mode
+    # listens on 127.0.0.1 only, without sign-in; team mode (--team or BACKDROP_TEAM=1) on every interface,
+    # sign-in on every page, and it refuses to start without an enabled admin account. --data-root
+    # (repeatable) is a folder whose files paths typed in the browser may name (BACKDROP_DATA_ROOTS).
+    # --dry-run prints the streamlit command instead of running it (no install, no demo build).
     dry_run=0
-    roots=()
-    shift
-    while [ $# -gt 0 ]; do
-      case "$1" in
-        --team) export BACKDROP_TEAM=1 ;;
-        --dry-run) dry_run=1 ;;
-        --data-root)
-          [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; }
-          [ -d "$2" ] || { echo "--data-root $2: no such folder; create it or give an existing one" >&2; exit 64; }
-          roots+=("$(cd "$2" && pwd -P)"); shift ;;
-        *) echo "$usage" >&2; exit 64 ;;
-      esac
-      shift
-    done
-    if [ ${#roots[@]} -gt 0 ]; then
-      BACKDROP_DATA_ROOTS="$(IFS=:; echo "${roots[*]}")"
-      export BACKDROP_DATA_ROOTS
-    fi
+    for option in "${@:2}"; do [ "$option" = --dry-run ] && dry_run=1; done
     [ "$dry_run" = 1 ] || install_python_packages "$ROOT/requirements.txt"
-    # team mode: the admin check (exit 2 with the `user add` command) comes before the slow demo build
-    serve_options="$("$PY" -m analytics serve-check --port "$PORT" --workspace "$BACKDROP_WORKSPACE")"
-    mapfile -t serve_options <<< "$serve_options"
-    if [ "$dry_run" = 1 ]; then
-      echo "${BACKDROP_DATA_ROOTS:+BACKDROP_DATA_ROOTS=$BACKDROP_DATA_ROOTS }$PY -m streamlit run app.py ${serve_options[*]}"; exit 0
-    fi
+    serve=("$PY" -m analytics serve --workspace "$BACKDROP_WORKSPACE" --port "$PORT" "${@:2}")
+    # the checks (team mode's admin, the data roots) come before the slow demo build
+    "${serve[@]}" --dry-run >/dev/null
+    [ "$dry_run" = 1 ] && exec "${serve[@]}"
     log "building the demo workspace in $BACKDROP_WORKSPACE (idempotent)"
     "$PY" -m analytics demo --workspace "$BACKDROP_WORKSPACE"
-    if [ "${BACKDROP_TEAM:-0}" = 1 ]; then
-      log "team mode: dashboard on port $PORT of every interface of this machine; sign-in required"
-      log "server paths typed in the browser: ${BACKDROP_DATA_ROOTS:-none allowed (add --data-root DIR)}"
-    else
-      log "dashboard on http://localhost:$PORT (this machine only; team mode: serve --team)"
-    fi
-    cd "$ROOT"  # Streamlit reads .streamlit/config.toml from the working directory
-    exec "$PY" -m streamlit run app.py "${serve_options[@]}"
+    exec "${serve[@]}"
     ;;
   test)
     install_python_packages "$ROOT/requirements-dev.txt"
@@ -113,7 +87,7 @@ case "${1:-}" in
     exec "$PY" -m pytest -q "${@:2}"
     ;;
   check)
-    # check --model M --policy FILE [--baseline B] [...]: everything after `check` goes to the CLI
+    # check --model M --policy FILE [--baseline B] [...]: `backdrop check` from this checkout; everything after `check` goes to the CLI
     # unchanged, and so does its exit status (0 every rule holds, 1 a rule fails, 2 bad input).
     install_python_packages "$ROOT/requirements.txt"
     exec "$PY" -m analytics check "${@:2}"

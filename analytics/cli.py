@@ -25,6 +25,8 @@ from .exceptions import BackdropError
 
 EXIT_USER_ERROR = 2
 PROG = "python -m analytics"
+#: The console command an installed wheel puts on PATH (pyproject.toml ``[project.scripts]``).
+CONSOLE_PROG = "backdrop"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -33,13 +35,13 @@ class OneLineParser(argparse.ArgumentParser):
     of the usage block. Subparsers are of the same class (``add_subparsers`` makes them so)."""
 
     def error(self, message: str) -> NoReturn:
-        command = self.prog.removeprefix(PROG).strip()
+        command = self.prog.removeprefix(PROG).removeprefix(CONSOLE_PROG).strip()
         where = f"{command}: " if command else ""
         self.exit(EXIT_USER_ERROR, f"error: {where}{' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog=PROG, description="Backdrop: background invariance testing")
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=prog, description="Backdrop: background invariance testing")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -49,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -66,6 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(_human(result))
     return 0
+
+
+def console() -> NoReturn:
+    """The ``backdrop`` command of an installed wheel: every subcommand of ``python -m analytics``
+    (``backdrop serve`` and ``backdrop demo`` among them)."""
+    raise SystemExit(main(prog=CONSOLE_PROG))
 
 
 def _human(result) -> str:

@@ -17,7 +17,7 @@ LIBRARY = ROOT / "analytics"
 MAX_LINES = 600
 
 #: Shared modules every layer may use.
-SHARED = ("exceptions", "_validation", "_threads", "_streams")
+SHARED = ("exceptions", "_validation", "_threads", "_streams", "_install")
 #: Stage packages, lowest first; then the CLI on top.
 LAYERS = (
     "workspace", "team", "data", "models", "inference", "keywords", "ontology", "suites", "variance", "runs",

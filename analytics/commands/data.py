@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo = subparsers.add_parser("demo", help="build the demo workspace from Debian packages (idempotent)")
     fetch = subparsers.add_parser("fetch-assets", help="download and unpack the demo's Debian packages into the cache")
     for parser in (demo, fetch):
-        parser.add_argument("--cache", default=None, help="asset cache folder (default: $BACKDROP_CACHE or <project>/.cache/assets)")
+        parser.add_argument("--cache", default=None, help="asset cache folder (default: $BACKDROP_CACHE or the checkout's .cache/assets; installed: ~/.cache/backdrop/assets)")
     demo.set_defaults(handler=run_demo)
     fetch.set_defaults(handler=run_fetch_assets)
 

@@ -1,11 +1,12 @@
-"""``user`` and ``serve-check``: accounts for team mode, and the checks ``backdrop.sh serve`` makes.
+"""``user``, ``serve`` and ``serve-check``: accounts for team mode, starting the dashboard, and the checks before it.
 
 ``user add NAME --role ROLE`` (creates the workspace when missing), ``user list``, ``user passwd
 NAME``, ``user disable NAME``, ``user enable NAME`` (also unlocks), ``user role NAME ROLE``. A password is read from a hidden prompt (typed twice) or, with
 ``--password-stdin``, from the first line of standard input; never from an argument, so it stays out
 of the shell history and the process list. ``serve-check [--team]`` prints the options of
 ``streamlit run`` one per line and, in team mode, refuses (exit 2) while the workspace has no
-enabled admin.
+enabled admin. ``serve [--team] [--data-root DIR]... [--dry-run]`` makes those checks and starts the
+dashboard (from a checkout or an installed wheel: :func:`analytics.team.serve_plan`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     check.set_defaults(handler=run_serve_check)
 
-    for parser in (add, passwd, disable, enable, role, listing, check):
+    serve = subparsers.add_parser(
+        "serve",
+        help="start the dashboard: solo on 127.0.0.1 without sign-in; --team on every interface with sign-in",
+        description="Start the dashboard on the workspace (build the demo one first with `backdrop demo`). Solo mode "
+        "listens on 127.0.0.1 only; team mode (--team or $BACKDROP_TEAM=1) on every interface, signs everyone in, and "
+        "refuses to start without an enabled admin account.",
+    )
+    serve.add_argument("--team", action="store_true", help="team mode (also when $BACKDROP_TEAM=1): all interfaces, sign-in required")
+    serve.add_argument("--port", type=int, default=None, help="TCP port (default: $BACKDROP_PORT or 8501)")
+    serve.add_argument("--data-root", action="append", default=[], metavar="DIR",
+                       help="a folder whose files paths typed in the browser may name (repeatable; team mode: admins only)")
+    serve.add_argument("--dry-run", action="store_true", help="check and print the command instead of starting it")
+    serve.set_defaults(handler=run_serve)
+
+    for parser in (add, passwd, disable, enable, role, listing, check, serve):
         add_workspace_option(parser)
         add_json_option(parser)
 
@@ -116,6 +131,25 @@ def run_list(args: argparse.Namespace) -> dict:
 
 
     return {"users": [asdict(user) for user in list_users(open_workspace(args))]}
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import os
+
+    from analytics.team import DATA_ROOTS_ENV_VAR, serve_plan, team_mode
+    from analytics.workspace import default_workspace_path
+
+    port = args.port if args.port is not None else int(os.environ.get("BACKDROP_PORT") or 8501)
+    roots = args.data_root or [root for root in os.environ.get(DATA_ROOTS_ENV_VAR, "").split(os.pathsep) if root]
+    team = args.team or team_mode()
+    plan = serve_plan(team=team, port=port, workspace=args.workspace or default_workspace_path(), data_roots=roots)
+    if args.dry_run:
+        print(plan.shell_line())
+        return 0
+    print(f"[backdrop] dashboard on {'port %d of every interface (sign-in required)' % port if team else f'http://localhost:{port} (this machine only)'}; "
+          f"workspace {plan.env['BACKDROP_WORKSPACE']}", file=sys.stderr)
+    os.chdir(plan.cwd)  # Streamlit reads .streamlit/config.toml from the working folder
+    os.execve(plan.command[0], plan.command, os.environ | plan.env)
 
 
 def run_serve_check(args: argparse.Namespace) -> dict | int:

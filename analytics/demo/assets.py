@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from analytics._install import default_data_dir
 from analytics.exceptions import BackdropError
-from analytics.workspace import PROJECT_ROOT
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ class AssetError(BackdropError):
 
 
 def default_cache_dir() -> Path:
-    """Where fetched packages live: ``$BACKDROP_CACHE``, else ``<project>/.cache/assets`` (git-ignored)."""
-    return Path(os.environ.get(CACHE_ENV_VAR) or PROJECT_ROOT / ".cache" / "assets")
+    """Where fetched packages live: ``$BACKDROP_CACHE``, else the checkout's ``.cache/assets``
+    (git-ignored; installed: the user's cache, :func:`analytics._install.default_data_dir`)."""
+    return Path(os.environ.get(CACHE_ENV_VAR) or default_data_dir(".cache/assets"))
 
 
 def package_root(package: str, cache_dir: str | os.PathLike | None = None) -> Path:

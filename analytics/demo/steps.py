@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from analytics._install import project_file
 from analytics.data import (
     Background,
     Target,
@@ -42,12 +43,12 @@ from analytics.exceptions import InvalidInputError
 from analytics.models import list_models, register_efficientnet_lite
 from analytics.runs import start_runs
 from analytics.suites import build_suite, ensure_keyword_tables, ensure_ontology
-from analytics.workspace import PROJECT_ROOT, Workspace
+from analytics.workspace import Workspace
 from analytics.zoo import zoo_built, zoo_runs_done, zoo_runs_step, zoo_step
 
 from .assets import fetch_packages, licence_of
 
-CATALOGUE_PATH = PROJECT_ROOT / "assets" / "demo_catalogue.json"
+CATALOGUE_PATH = project_file("assets/demo_catalogue.json")
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(step, done, total)``: called as a step advances."""

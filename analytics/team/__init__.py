@@ -51,6 +51,7 @@ from .server import (
     streamlit_arguments,
     team_mode,
 )
+from .launch import ServePlan, serve_plan
 from .sso import (
     SSO_ROLES_ENV_VAR,
     SSO_ROLES_FILE,
@@ -78,6 +79,7 @@ __all__ = [
     "TEAM_ADDRESS",
     "TEAM_ENV_VAR",
     "Actor",
+    "ServePlan",
     "SSOConfig",
     "User",
     "active_user",
@@ -96,6 +98,7 @@ __all__ = [
     "require_permission",
     "resolve_server_path",
     "roles_with",
+    "serve_plan",
     "server_paths_offered",
     "set_password",
     "set_role",

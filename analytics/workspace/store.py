@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from analytics._install import PROJECT_ROOT, default_data_dir
 from analytics._threads import load_npy
 from analytics.exceptions import NotFoundError, WorkspaceError
 
@@ -45,12 +46,12 @@ DB_NAME = "backdrop.sqlite"
 ENV_VAR = "BACKDROP_WORKSPACE"
 #: Threads that write the arrays of one :meth:`Workspace.staged_arrays` call.
 ARRAY_WRITERS = 8
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_workspace_path() -> Path:
-    """The workspace used when none is given: ``$BACKDROP_WORKSPACE``, else ``<project>/workspace``."""
-    return Path(os.environ.get(ENV_VAR) or PROJECT_ROOT / "workspace")
+    """The workspace used when none is given: ``$BACKDROP_WORKSPACE``, else the checkout's
+    ``workspace/`` (installed: ``./workspace``; :func:`analytics._install.default_data_dir`)."""
+    return Path(os.environ.get(ENV_VAR) or default_data_dir("workspace"))
 
 
 def now() -> str:

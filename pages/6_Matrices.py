@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.runs import CONV_SIGNALS, SIGNALS, cell_pairs, list_runs, matrix_difference, runs_snapshot
+from analytics.runs import CONV_SIGNALS, SIGNALS, cell_pairs, list_runs, matrix_difference, run_accuracies, runs_snapshot
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from analytics.zoo import is_zoo_head
@@ -43,19 +43,13 @@ REPORT_MIN_COUNT = 3  # composites per keyword in the report's failure table, th
 
 
 def metrics(run: Mapping, n_points: int | None = None) -> None:
-    """The run's accuracies (``run``: a runs row, or :func:`subset_accuracies` of a class filter)."""
+    """The run's accuracies (``run``: a runs row, or one with :func:`analytics.runs.run_accuracies` of a class filter)."""
     columns = st.columns(4 if n_points is not None else 3)
     columns[0].metric("Accuracy", f"{run['accuracy']:.1%}", help="Over all images: originals and composites.")
     columns[1].metric("Worst-case accuracy", f"{run['worst_case_accuracy']:.1%}", help="Targets correct under every one of their backgrounds.")
     columns[2].metric("Original accuracy", f"{run['original_accuracy']:.1%}")
     if n_points is not None:
         columns[3].metric("Points per matrix", f"{n_points:,}")
-
-
-def subset_accuracies(run: Mapping, data) -> dict:
-    """``run`` with the accuracies of the targets in ``data`` (a run narrowed to some classes)."""
-    return {**run, "accuracy": float(data.correct.mean()), "worst_case_accuracy": float(data.correct.all(axis=1).mean()),
-            "original_accuracy": float(data.correct[:, 0].mean())}  # fmt: skip
 
 
 def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mapping[str, tuple], selected: tuple | None) -> None:
@@ -121,7 +115,7 @@ def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges:
     except BackdropError as err:
         st.error(escape_markdown(err))
         return
-    metrics(run if classes is None else subset_accuracies(run, data_clouds[0]), data_clouds[0].n_points)
+    metrics(run if classes is None else {**run, **run_accuracies(data_clouds[0])}, data_clouds[0].n_points)  # data: the classes' targets
     if data_clouds[0].excluded:
         st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {escape_markdown(', '.join(data_clouds[0].excluded[:5]))}")
     selected = view.clicked_cell(run["id"], matrices)

@@ -41,7 +41,7 @@ import pandas as pd
 
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.suites import suite_labels_of
-from analytics.variance import worst_case_accuracy, worst_case_correct
+from analytics.variance import accuracy_summary, worst_case_correct
 from analytics.workspace import Workspace, model_keys, suite_classes_key
 
 from .naming import run_labels
@@ -57,6 +57,7 @@ __all__ = [
     "image_table",
     "list_runs",
     "load_run",
+    "run_accuracies",
     "run_details",
     "run_row",
     "run_summary",
@@ -322,6 +323,13 @@ def run_of_classes(data: RunData, classes: Sequence[str]) -> RunData:
     )
 
 
+def run_accuracies(data: RunData, *, classes: Sequence[str] | None = None) -> dict[str, float]:
+    """The run's ``accuracy``, ``original_accuracy`` and ``worst_case_accuracy`` (floats in [0, 1],
+    :func:`analytics.variance.accuracy_summary`, as :func:`summarize_run` stores them), over the targets
+    of ``classes`` (None: every target of ``data``; :func:`run_of_classes` checks the classes)."""
+    return accuracy_summary((data if classes is None else run_of_classes(data, classes)).correct)
+
+
 def image_table(workspace: Workspace, run_id: str) -> pd.DataFrame:
     """One row per image of a run (any status), sorted by target and position.
 
@@ -394,9 +402,7 @@ def summarize_run(workspace: Workspace, run_id: str, *, data: RunData | None = N
         images=int(data.correct.size),
         targets=len(data.target_ids),
         n=data.n,
-        accuracy=float(data.correct.mean()),
-        original_accuracy=float(data.correct[:, 0].mean()),
-        worst_case_accuracy=worst_case_accuracy(data.correct),
+        **run_accuracies(data),
         excluded_targets=list(data.excluded),
     )
     return _store_summary(workspace, run_id, summary)

@@ -2,6 +2,7 @@
 """
 
 from .accuracy import (
+    accuracy_summary,
     worst_case_accuracy,
     worst_case_correct,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "MatrixSettings",
     "PointCloud",
     "VarianceMatrix",
+    "accuracy_summary",
     "asymmetry",
     "authors_asymmetry",
     "authors_discontinuity",

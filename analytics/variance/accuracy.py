@@ -1,6 +1,7 @@
 """Worst-case accuracy (DESIGN §1.14): the statistic the paper argues is not enough on its own.
 
-The one place it is computed: run summaries (:func:`analytics.runs.summarize_run`) and the
+The one place it is computed: run summaries (:func:`analytics.runs.summarize_run`), a run's
+class subsets (:func:`analytics.runs.run_accuracies`, the Matrices page's Classes filter) and the
 assessor's accuracy features (:func:`analytics.assessor.run_features`) call it.
 """
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["worst_case_accuracy", "worst_case_correct"]
+__all__ = ["accuracy_summary", "worst_case_accuracy", "worst_case_correct"]
 
 
 def worst_case_correct(correct: np.ndarray, *, include_original: bool = False) -> np.ndarray:
@@ -61,3 +62,27 @@ def worst_case_accuracy(correct: np.ndarray, *, include_original: bool = False) 
     0.5
     """
     return float(worst_case_correct(correct, include_original=include_original).mean())
+
+
+def accuracy_summary(correct: np.ndarray) -> dict[str, float]:
+    """The three accuracies a run reports, over the targets of ``correct``.
+
+    Parameters
+    ----------
+    correct : array-like of shape (n_targets, n + 1), bool
+        Correctness of each image; column 0 is the original.
+
+    Returns
+    -------
+    dict
+        ``accuracy`` (over every image, originals and composites), ``original_accuracy`` (column 0)
+        and ``worst_case_accuracy`` (:func:`worst_case_accuracy`, the original left out), floats in [0, 1].
+
+    Examples
+    --------
+    >>> accuracy_summary([[False, True, True], [True, False, True]])
+    {'accuracy': 0.6666666666666666, 'original_accuracy': 0.5, 'worst_case_accuracy': 0.5}
+    """
+    worst = worst_case_accuracy(correct)  # validates the shape and dtype
+    correct = np.asarray(correct)
+    return {"accuracy": float(correct.mean()), "original_accuracy": float(correct[:, 0].mean()), "worst_case_accuracy": worst}

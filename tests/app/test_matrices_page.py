@@ -255,3 +255,30 @@ def test_picking_one_class_builds_the_matrices_and_metrics_from_its_targets(run_
     z = json.loads(charts(app)[list(SIGNALS).index("true_prob")].proto.spec)["data"][0]["z"]  # plotly's typed-array form
     shown = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape([int(v) for v in str(z["shape"]).split(",")])
     np.testing.assert_allclose(shown, expected, atol=1e-6)
+
+
+def test_a_class_filter_shows_the_librarys_worst_case_accuracy_which_leaves_the_original_out(run_workspace, run_ids, app_runner):
+    """Issue 39.3: the page once counted the original in the worst case under a Classes filter (a
+    stricter number than the run's). Every disc here is wrong on its own photo and right on every
+    composite: worst-case accuracy 100% (the original is reported as the original accuracy)."""
+    from analytics.runs import load_run, run_accuracies
+
+    run_id = run_ids["bg-only"]
+    with run_workspace.transaction() as conn:
+        conn.execute(
+            "UPDATE run_images SET correct = (position > 0) WHERE run_id = ? AND target_id IN (SELECT id FROM targets WHERE class_name = 'disc')",
+            (run_id,),
+        )
+    app = app_runner(MATRICES, run_workspace)
+    app.selectbox(key="runs.run").set_value(run_id).run()
+    row = list_runs(run_workspace).set_index("id").loc[run_id]
+    metrics = {m.label: m.value for m in app.tabs[0].metric}
+    assert metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"  # every class: the run's own number
+    app.multiselect(key="runs.classes").set_value(["disc"]).run()
+    assert not app.exception, app.exception
+    expected = run_accuracies(load_run(run_workspace, run_id), classes=["disc"])
+    assert expected["worst_case_accuracy"] == 1.0 and expected["original_accuracy"] == 0.0
+    metrics = {m.label: m.value for m in app.tabs[0].metric}
+    assert [metrics[label] for label in ("Accuracy", "Worst-case accuracy", "Original accuracy")] == [
+        f"{expected[key]:.1%}" for key in ("accuracy", "worst_case_accuracy", "original_accuracy")
+    ]

@@ -4,6 +4,7 @@ drill-down, export and the ``matrices`` / ``runs`` commands."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -221,6 +222,24 @@ def test_matrices_of_one_class_come_from_its_targets_only(run_workspace, run_ids
         runs.run_of_classes(data, ["circle"])
     with pytest.raises(InvalidInputError, match="none given"):
         runs.run_of_classes(data, [])
+
+
+def test_run_accuracies_are_the_stored_summarys_and_those_of_a_class_subset(run_workspace, run_ids):
+    run_id = run_ids["bg-only"]
+    data = runs.load_run(run_workspace, run_id)
+    row = runs.list_runs(run_workspace).set_index("id").loc[run_id]
+    whole = runs.run_accuracies(data)
+    assert whole == pytest.approx({key: row[key] for key in ("accuracy", "original_accuracy", "worst_case_accuracy")})
+    discs = runs.run_of_classes(data, ["disc"])
+    subset = runs.run_accuracies(data, classes=["disc"])
+    assert subset == pytest.approx({"accuracy": discs.correct.mean(), "original_accuracy": discs.correct[:, 0].mean(),
+                                    "worst_case_accuracy": worst_case_accuracy(discs.correct)})  # fmt: skip
+    only_composites = np.ones_like(data.correct)
+    only_composites[:, 0] = False  # wrong on every original, right on every composite: the original is not a background
+    crafted = runs.run_accuracies(replace(data, correct=only_composites), classes=["disc"])
+    assert (crafted["worst_case_accuracy"], crafted["original_accuracy"]) == (1.0, 0.0)
+    with pytest.raises(InvalidInputError, match="circle not among the classes"):
+        runs.run_accuracies(data, classes=["circle"])
 
 
 def test_matrix_cache_hit_returns_equal_arrays_without_recomputing(run_workspace, run_ids, monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
+    accuracy_summary,
     DEFAULT_GRID,
     FEATURE_NAMES,
     PRESETS,
@@ -360,6 +361,13 @@ def test_worst_case_accuracy_takes_the_worst_background():
 def test_worst_case_accuracy_rejects_bad_input(correct):
     with pytest.raises(InvalidInputError, match=r"bool array of shape \(n_targets, n \+ 1\)"):
         worst_case_accuracy(correct)
+
+
+def test_accuracy_summary_reports_the_three_accuracies_with_the_original_out_of_the_worst_case():
+    correct = np.array([[True, True, False], [False, True, True]])  # the second: wrong only on its own photo
+    assert accuracy_summary(correct) == pytest.approx({"accuracy": 4 / 6, "original_accuracy": 0.5, "worst_case_accuracy": 0.5})
+    with pytest.raises(InvalidInputError, match="bool array"):
+        accuracy_summary([[1, 0]])
 
 
 # ---------------------------------------------------------------------------------------------------

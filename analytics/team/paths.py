@@ -82,12 +82,14 @@ def resolve_server_path(workspace: Any, text: str) -> Path:
         it is a folder holding a symlink (at any depth) that leads outside every root, or a folder
         that cannot be listed; team mode with no roots configured. The message names the path (and the link), the roots and the fix.
     InvalidInputError
-        The text is empty.
+        The text is empty or holds a NUL byte.
     """
     require_permission(workspace, "server_paths")
     typed = str(text).strip()
     if not typed:
         raise InvalidInputError("server path is empty; type the path of a file or folder on the server")
+    if "\0" in typed:  # the OS refuses it with a ValueError (and a traceback on the page)
+        raise InvalidInputError(f"server path {typed!r} holds a NUL byte (\\0), which no file name can; type the path without it")
     path = Path(typed).expanduser()
     roots = data_roots()
     if not roots:

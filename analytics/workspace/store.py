@@ -73,6 +73,8 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike | None = None, *, create: bool = True) -> None:
         self.root = Path(root) if root is not None else default_workspace_path()
+        if "\0" in str(self.root):  # a path typed in the sidebar: the OS would refuse it with a ValueError
+            raise WorkspaceError(f"workspace path {str(self.root)!r} holds a NUL byte (\\0); type the folder's path without it")
         #: The signed-in account acting through this object (team mode; see :meth:`acting_as`), or
         #: None: nobody signs in (solo mode, the CLI) and every action is allowed.
         self.actor: Any = None

@@ -158,3 +158,13 @@ def test_admin_registers_only_from_inside_the_data_roots(team_models, tiny_model
     app = _fill_torchscript_form(app, "from-server", tiny_model_files["tiny"], tiny_model_files["labels"])
     assert not app.exception and "Registered 'from\\-server'" in texts(app)
     assert "from-server" in [spec.name for spec in list_models(team_models)]
+
+
+def test_a_nul_byte_in_a_typed_path_is_one_line_without_a_traceback(team_models, tiny_model_files, monkeypatch):
+    """Issue 42.2: ``…/x\\0`` in "TorchScript file" raised ValueError (embedded null byte) past the page's handler."""
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(tiny_model_files["tiny"].parent))
+    app = _fill_torchscript_form(signed_in("ada"), "nul", tiny_model_files["tiny"].parent / "x\0", tiny_model_files["labels"])
+    assert not app.exception
+    (error,) = [box.value for box in app.error]
+    assert "NUL byte" in error and "\n" not in error.strip()
+    assert "nul" not in [spec.name for spec in list_models(team_models)]

@@ -156,3 +156,10 @@ def test_a_folder_that_cannot_be_listed_is_refused(layout, workspace, monkeypatc
     monkeypatch.setattr(os, "scandir", unreadable)
     with pytest.raises(PermissionDeniedError, match=rf"cannot list {locked} to check its links \(Permission denied\)"):
         resolve_server_path(workspace, str(root))
+
+
+@pytest.mark.parametrize("team", [False, True])
+def test_a_nul_byte_is_refused_in_one_line(layout, workspace, monkeypatch, team):
+    monkeypatch.setenv("BACKDROP_TEAM", "1" if team else "0")
+    with pytest.raises(InvalidInputError, match="NUL byte"):
+        resolve_server_path(workspace, f"{layout[0]}/x\0")

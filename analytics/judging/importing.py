@@ -5,11 +5,12 @@ transaction, or none: the first bad row is reported in one line that names the r
 row 1, as a spreadsheet numbers them), the column, the value and the fix, with how many other rows
 are bad. ``id`` and ``counts`` are the exporting workspace's and are not read: rows get new ids,
 and what counts follows from the imported histories. A row already in the workspace (same fields,
-same ``created``) is skipped, so importing a file twice adds nothing the second time.
+same ``created``) is skipped, and so is a row the file repeats: importing a file twice adds nothing
+the second time, and a file holding a row twice adds it once.
 
 Text the export neutralised for spreadsheets (``'=…``, ``'+…``, ``'-…``, ``'@…``; see
 :func:`analytics.workspace.to_csv`) gets its ``'`` removed; a value that began with ``'`` and a
-formula character before the export comes back without its ``'`` (the rule cannot tell them apart).
+formula character before the export was quoted once more by it and comes back as it was.
 
 Team mode (``workspace.actor`` set) runs the checks of :func:`~.judgments.add_judgment` and
 :func:`~.adjudication.add_consensus` on every row: judgment rows need the ``judge`` permission and
@@ -254,9 +255,15 @@ def _confidence(value: str) -> float | None:
 
 
 def _new(conn: sqlite3.Connection, table: str, fields: tuple[str, ...], records: list[tuple]) -> list[tuple]:
-    """The records not already stored in ``table`` (equal in every field)."""
-    stored = {tuple(row) for row in conn.execute(f"SELECT {', '.join(fields)} FROM {table}")}
-    return [record for record in records if record not in stored]
+    """The records not already stored in ``table`` (equal in every field), each once: a row the
+    file holds twice is added once, like a row already stored (the rest count as skipped)."""
+    seen = {tuple(row) for row in conn.execute(f"SELECT {', '.join(fields)} FROM {table}")}
+    new = []
+    for record in records:
+        if record not in seen:
+            seen.add(record)
+            new.append(record)
+    return new
 
 
 def _insert(table: str, fields: tuple[str, ...]) -> str:

@@ -50,13 +50,24 @@ def to_csv(frame: pd.DataFrame, path_or_buffer: str | PathLike | IO[str] | None 
 
 
 def neutralise_formula(value: object) -> object:
-    """``value`` with ``'`` in front when it is a ``str`` starting with a formula prefix; anything else unchanged."""
-    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) else value
+    """``value`` with ``'`` in front when it is a ``str`` a spreadsheet could read as a formula, or
+    one that :func:`restore_formula` would change; anything else unchanged.
+
+    The second case makes the pair exact inverses: a note ``'=x`` (a quote the user typed) is
+    written as ``''=x`` and read back as ``'=x``, so exporting and importing a workspace's own
+    judgments adds nothing (before, it came back as ``=x``, a new row).
+    """
+    return "'" + value if isinstance(value, str) and _needs_quote(value) else value
 
 
 def restore_formula(value: str) -> str:
-    """``value`` without the ``'`` that :func:`neutralise_formula` put in front of a formula (what an import reads back)."""
-    return value[1:] if value.startswith("'") and value[1:].startswith(FORMULA_PREFIXES) else value
+    """``value`` without the ``'`` that :func:`neutralise_formula` put in front (what an import reads back)."""
+    return value[1:] if value.startswith("'") and _needs_quote(value[1:]) else value
+
+
+def _needs_quote(value: str) -> bool:
+    """Whether ``value`` starts with a formula prefix, after any number of ``'``."""
+    return value.lstrip("'").startswith(FORMULA_PREFIXES)
 
 
 def _neutralised(frame: pd.DataFrame, *, index: bool) -> pd.DataFrame:

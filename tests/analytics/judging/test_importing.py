@@ -86,6 +86,37 @@ def test_importing_twice_adds_nothing_the_second_time(exported, tmp_path):
     assert (again.judgments, again.consensus, again.skipped) == (0, 0, 5) and counts(target) == (4, 1)
 
 
+HOSTILE_NOTES = ("'=1+1", "''=cmd", "'@x", "'+", "'-", "'\tx", "'plain", "''", "=A1", "'", "-", "@@")
+
+
+def test_reimporting_the_workspaces_own_export_adds_nothing_whatever_the_notes(tmp_path):
+    """Issue 42.5: a note that began with ``'=`` came back without its quote and was added again."""
+    workspace = fresh(tmp_path, "own")
+    for index, note in enumerate(HOSTILE_NOTES):
+        add_judgment(workspace, annotator=f"a{index}", model="model0", label="variant", suite_id=SUITE, note=note)
+    add_consensus(workspace, model="model0", suite_id=SUITE, label="variant", reason="'=reason", adjudicator="lee")
+    path = tmp_path / "own.csv"
+    path.write_text(export_judgments_csv(workspace), encoding="utf-8")
+    again = import_judgments(workspace, path)
+    assert (again.judgments, again.consensus, again.skipped) == (0, 0, len(HOSTILE_NOTES) + 1)
+    target = fresh(tmp_path, "target")  # and into another workspace: every note exactly as typed
+    import_judgments(target, path)
+    assert sorted(row["note"] for row in target.query("SELECT note FROM judgments")) == sorted(HOSTILE_NOTES)
+    cells = pd.read_csv(path, dtype=str, keep_default_na=False)["note"]
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t")) for cell in cells)  # still safe to open in a spreadsheet
+
+
+def test_a_row_the_file_holds_twice_is_added_once(exported, tmp_path):
+    """Issue 42.4: rows were compared with the stored ones only, never within the file."""
+    _, path = exported
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    doubled = tmp_path / "doubled.csv"
+    doubled.write_text("".join([*lines, lines[1]]), encoding="utf-8")  # the first data row again at the end
+    target = fresh(tmp_path, "target")
+    summary = import_judgments(target, doubled)
+    assert (summary.judgments, summary.consensus, summary.skipped) == (4, 1, 1) and counts(target) == (4, 1)
+
+
 def rewrite(path, column: str, row: int, value: str) -> None:
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
     table.loc[row, column] = value

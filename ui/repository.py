@@ -2,10 +2,11 @@
 one click), the models table (status, accuracies, the assessor's verdict, judgments so far, the
 metadata, a link to each model's matrices), its filters, and the run job.
 
-The assessor's verdict is predicted on each view, as the Assessor page does: a random forest on the
-variance-matrix features (:func:`analytics.assessor.features_table`) trained on the human labels of the
-suite (:func:`analytics.assessor.human_labels`), cached on the workspace, the runs (id and finishing
-time) and the labels, so the page refits only when a run finishes or a judgment changes.
+The assessor's verdict is the release gate's (:func:`analytics.assessor.suite_verdicts`): a random
+forest on the variance-matrix features trained on the human labels of the suite, a judged model's
+verdict from the other judged models (leave-one-out, never its own label restated); cached on the
+workspace, the runs (id and finishing time) and the labels, so the page refits only when a run
+finishes or a judgment changes.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from analytics import jobs
-from analytics.assessor import ASSESSORS, MIN_MODELS, fit_assessor, human_labels, predict
+from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, human_labels, suite_verdicts
 from analytics.exceptions import BackdropError
-from analytics.judging import LABELS, judgeable_runs, latest_judgments
+from analytics.judging import LABELS, latest_judgments
 from analytics.models import list_models
 from analytics.repository import create_repository, get_repository, repository_status
 from analytics.repository.run import STATUSES
@@ -28,7 +29,7 @@ from analytics.suites import suite_labels_of
 from analytics.workspace import Workspace, to_csv
 from analytics.zoo import list_zoo
 from ui import jobs as job_view
-from ui.agreement import assessor_features
+from ui import state
 from ui.markdown import escape_markdown
 
 KEY = "repository."
@@ -40,8 +41,6 @@ MATRICES_RUN = "runs.run"  # the Matrices page's run selector (ui.runs.KEY + "ru
 MATRICES_PAGE = "pages/6_Matrices.py"
 MATRICES_URL = "Matrices"  # the Matrices page's URL path (st.Page derives it from the file name)
 NO_ASSESSOR = "no assessor"
-ASSESSOR = "random_forest"  # the paper's best assessor; the Assessor page compares the others
-PRESET = "smooth"  # the interpolation the Assessor page computes its features with
 ZOO_NAME = "zoo"  # the name the zoo preset proposes
 #: Column configuration of the shown table.
 COLUMNS = {
@@ -114,7 +113,8 @@ class Verdicts:
     Attributes
     ----------
     table : DataFrame or None
-        Index = model; ``Verdict`` (str, one of ``LABELS``) and ``Confidence`` (float in [0, 1]);
+        Index = model; ``Verdict`` (str, one of ``LABELS``, or 'no assessor' for a judged model when
+        too few labels remain without its own) and ``Confidence`` (float in [0, 1], NaN without a verdict);
         None when no assessor can be trained.
     note : str
         One sentence for the caption.
@@ -126,59 +126,26 @@ class Verdicts:
 
 @st.cache_data(max_entries=16, show_spinner="Predicting the assessor's verdicts…")
 def predicted_verdicts(
-    workspace_path: str, training: tuple[tuple[str, str], ...], labels: tuple[tuple[str, str], ...], runs: tuple[tuple[str, str], ...], kind: str
+    workspace_path: str, suite_id: str, run_ids: tuple[str, ...], suite_runs: tuple[tuple[str, str], ...], labels: tuple[tuple[str, str], ...]
 ) -> pd.DataFrame:
-    """Train the assessor ``kind`` on the labelled runs and predict the verdict of ``runs``.
-
-    Parameters
-    ----------
-    workspace_path : str
-    training, runs : tuple of (run id, finishing time)
-        The labelled models' runs and the runs to predict; the times key the cache.
-    labels : tuple of (model, label)
-    kind : str
-        Key of :data:`analytics.assessor.ASSESSORS`.
-
-    Returns
-    -------
-    DataFrame
-        As :attr:`Verdicts.table`.
-
-    Raises
-    ------
-    InvalidInputError
-        Too few or too uniform labels to train on.
-    BackdropError
-        A run's features cannot be computed.
-    """
-    features = assessor_features(workspace_path, training, PRESET)
-    fitted = fit_assessor(features, pd.Series(dict(labels)).reindex(features.index).dropna(), kind=kind)
-    if not runs:  # nothing finished yet: the fit above still says whether an assessor can be trained
-        return pd.DataFrame({"Verdict": pd.Series(dtype=object), "Confidence": pd.Series(dtype=float)})
-    predicted = predict(fitted, assessor_features(workspace_path, runs, PRESET))
-    confidence = predicted[[f"p_{label}" for label in LABELS]].max(axis=1)
-    return pd.DataFrame({"Verdict": predicted["label"], "Confidence": confidence})
+    """:func:`analytics.assessor.suite_verdicts` of ``run_ids``; ``suite_runs`` (every run of the suite:
+    id, finishing time) and ``labels`` (model, label) only key the cache."""
+    return suite_verdicts(state.open_workspace(workspace_path), suite_id, list(run_ids))
 
 
 def assessor_verdicts(workspace: Workspace, suite_id: str, runs: pd.Series) -> Verdicts:
     """The assessor's verdicts on ``runs`` (model -> finished run id) from the human labels of ``suite_id``."""
-    labels = human_labels(workspace, suite_id)
-    finished = judgeable_runs(workspace, suite_id)
-    training = finished[finished["model"].isin(labels.index)]
-    if len(training) < MIN_MODELS:
-        return Verdicts(None, f"No assessor: {len(training)} model(s) judged on this suite; it trains on at least {MIN_MODELS}. See the Assessor page.")
     times = list_runs(workspace, suite_id=suite_id).set_index("id")["finished"].astype(str)
     try:
-        table = predicted_verdicts(
-            str(workspace.root), tuple(zip(training["id"], training["finished"].astype(str))), tuple(labels.items()),
-            tuple((run_id, times[run_id]) for run_id in runs), ASSESSOR,
-        )  # fmt: skip
+        verdicts = predicted_verdicts(str(workspace.root), suite_id, tuple(runs), tuple(times.items()), tuple(human_labels(workspace, suite_id).items()))
     except BackdropError as err:  # too few or too uniform labels, or a run's features cannot be computed
         return Verdicts(None, f"No assessor: {err}. See the Assessor page.")
+    table = pd.DataFrame({"Verdict": verdicts["label"].replace("", NO_ASSESSOR), "Confidence": verdicts["confidence"]})
     return Verdicts(
         table,
-        f"Verdict: the {ASSESSORS[ASSESSOR].title} assessor trained on the human labels of {len(training)} models on this suite "
-        "(on those models it restates their label; the Assessor page scores it on held-out models). Confidence: its probability of the verdict.",
+        f"Verdict: the {ASSESSORS[VERDICT_ASSESSOR].title} assessor of the release gate, trained on the human labels of the models judged "
+        "on this suite; a judged model's verdict comes from the other judged models (its own label left out), 'no assessor' where too "
+        "few remain without it. Confidence: its probability of the verdict.",
     )
 
 

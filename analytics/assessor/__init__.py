@@ -44,6 +44,14 @@ from .inputs import (
     human_labels,
     judged_suite,
 )
+from .verdicts import (
+    VERDICT_ASSESSOR,
+    VERDICT_COLUMNS,
+    VERDICT_PRESET,
+    VERDICT_SEED,
+    held_out_verdicts,
+    suite_verdicts,
+)
 
 __all__ = [
     "ACCURACY_COLUMNS",
@@ -56,6 +64,10 @@ __all__ = [
     "MIN_MODELS",
     "MIN_PER_LABEL",
     "SHAP_PERMUTATIONS",
+    "VERDICT_ASSESSOR",
+    "VERDICT_COLUMNS",
+    "VERDICT_PRESET",
+    "VERDICT_SEED",
     "WORST_CASE",
     "AccuracyAdaBoost",
     "AccuracyForest",
@@ -74,9 +86,11 @@ __all__ = [
     "feature_columns",
     "features_table",
     "fit_assessor",
+    "held_out_verdicts",
     "human_labels",
     "judged_suite",
     "matrix_feature_columns",
     "predict",
     "run_features",
+    "suite_verdicts",
 ]

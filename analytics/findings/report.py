@@ -52,7 +52,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from analytics._validation import check_positive_int
-from analytics.assessor import ASSESSORS, explain, features_table, fit_assessor, human_labels, predict
+from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, explain, features_table, fit_assessor, human_labels, predict
 from analytics.data import background_label
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.judging import current_consensus, latest_judgments
@@ -85,8 +85,8 @@ SECTIONS: dict[str, str] = {
 }
 #: Scene keywords the summary names (the worst by error rate).
 SUMMARY_KEYWORDS = 3
-#: The assessor trained for the report, its seed, and how many features explain each verdict.
-ASSESSOR_KIND, ASSESSOR_SEED, TOP_FEATURES = "random_forest", 0, 8
+#: How many features explain each verdict (the assessor and its seed: analytics.assessor.VERDICT_ASSESSOR, VERDICT_SEED).
+TOP_FEATURES = 8
 #: Backgrounds Challenge settings looked up in the cache: the page's and the CLI's default seed,
 #: hard paste first, then Backdrop's blend.
 CHALLENGE_SEED, CHALLENGE_BLENDS = 0, (False, True)
@@ -485,7 +485,7 @@ def _fit_assessor(workspace: Workspace, suite_runs: pd.DataFrame, preset: str) -
     try:
         features = features_table(workspace, list(suite_runs["id"]), settings=MatrixSettings.of(preset))
         labels = labels[labels.index.isin(features.index)]
-        return fit_assessor(features, labels, kind=ASSESSOR_KIND, seed=ASSESSOR_SEED), features, labels
+        return fit_assessor(features, labels, kind=VERDICT_ASSESSOR, seed=VERDICT_SEED), features, labels
     except InvalidInputError as error:
         return f"No assessor trained on this suite: {error}."
 
@@ -499,7 +499,7 @@ def _assessor_html(assessed: tuple[Any, pd.DataFrame, pd.Series] | str, models: 
     verdicts.insert(0, "human label", [labels.get(m, "") for m in models])
     parts = [
         (
-            f"<p>{_e(ASSESSORS[ASSESSOR_KIND].title)} (seed {ASSESSOR_SEED}) trained on the {len(labels)} labelled models of "
+            f"<p>{_e(ASSESSORS[VERDICT_ASSESSOR].title)} (seed {VERDICT_SEED}) trained on the {len(labels)} labelled models of "
             f"this suite (consensus where recorded, else the annotators' majority), reading {len(fitted.feature_names)} "
             "variance-matrix features. A labelled model's verdict is in-sample (it was trained on its label); the Assessor page "
             "scores the assessor on held-out splits.</p>"
@@ -536,7 +536,7 @@ def _provenance_html(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
     })  # fmt: skip
     seeds = pd.DataFrame({
         "seed of": ["the suite's background sampling", "the bootstrap of the failure intervals", "the assessor", "the Backgrounds Challenge pairings"],
-        "value": [suite["seed"], BOOTSTRAP_SEED, ASSESSOR_SEED, CHALLENGE_SEED],
+        "value": [suite["seed"], BOOTSTRAP_SEED, VERDICT_SEED, CHALLENGE_SEED],
     })  # fmt: skip
     listed = "".join(f"<li>{_e(w)}</li>" for w in warnings)
     return (

@@ -7,13 +7,13 @@ paired test), :mod:`.junit` and :mod:`.summary` (JUnit XML and Markdown), :mod:`
 
 from .check import FILES, CheckResult, check, preflight, resolve_suite
 from .junit import CLASSNAME, junit_xml
-from .measures import ASSESSOR_KIND, ASSESSOR_SEED, Measures, Verdict, assessor_verdict, challenge_loader, training_labels
+from .measures import Measures, Verdict, assessor_verdict, challenge_loader, training_labels
 from .policy import BASELINE_KEYS, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
 from .rules import BASELINE_RULES, RULES, RuleResult, evaluate_rules
 from .summary import markdown_summary
 
 __all__ = [
-    "ASSESSOR_KIND", "ASSESSOR_SEED", "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
+    "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
     "SUITE_KEYS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
     "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
     "preflight", "resolve_suite", "training_labels",

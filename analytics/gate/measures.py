@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from analytics.assessor import features_table, fit_assessor, human_labels, predict
+from analytics.assessor import VERDICT_PRESET, features_table, held_out_verdicts, human_labels
 from analytics.exceptions import InvalidInputError
 from analytics.findings import FailureTable, composite_table, failure_table
 from analytics.robustness import evaluate_scenarios, robustness_scores
@@ -27,10 +27,8 @@ from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 from analytics.zoo import assessment_input, construction_labels
 
-__all__ = ["ASSESSOR_KIND", "ASSESSOR_SEED", "Measures", "Verdict", "assessor_verdict", "challenge_loader", "training_labels"]
+__all__ = ["Measures", "Verdict", "assessor_verdict", "challenge_loader", "training_labels"]
 
-#: The assessor the gate trains (the report's: a seeded random forest on the smooth matrices' features).
-ASSESSOR_KIND, ASSESSOR_SEED, ASSESSOR_PRESET = "random_forest", 0, "smooth"
 Progress = Callable[[int, int], None]
 
 
@@ -149,7 +147,8 @@ def assessor_verdict(
 ) -> Verdict:
     """The assessor's verdict on ``model``, trained on the other labelled models' runs over the suite.
 
-    The model itself is left out of training (its own label would make the verdict in-sample).
+    The model itself is left out of training (its own label would make the verdict in-sample): the
+    assessor of :func:`analytics.assessor.held_out_verdicts`, as the Repository page's.
     Labelled models without a finished run on the suite are run first (:func:`analytics.zoo.assessment_input`).
 
     Parameters
@@ -164,11 +163,10 @@ def assessor_verdict(
         Too few labelled models (:func:`analytics.assessor.fit_assessor` says how many).
     """
     known = training_labels(workspace, suite_id, model, labels=labels)
-    settings = MatrixSettings.of(ASSESSOR_PRESET)
-    training = assessment_input(workspace, list(known.index), suite_id=suite_id, preset=ASSESSOR_PRESET, device=device, batch_size=batch_size).features
-    fitted = fit_assessor(training, known.loc[training.index], kind=ASSESSOR_KIND, seed=ASSESSOR_SEED)
-    row = predict(fitted, features_table(workspace, [run_id], settings=settings)).iloc[0]
-    return Verdict(label=str(row["label"]), p_variant=float(row["p_variant"]), trained_on=len(training))
+    training = assessment_input(workspace, list(known.index), suite_id=suite_id, preset=VERDICT_PRESET, device=device, batch_size=batch_size).features
+    candidate = features_table(workspace, [run_id], settings=MatrixSettings.of(VERDICT_PRESET))
+    row = held_out_verdicts(training, known.loc[training.index], candidate).iloc[0]
+    return Verdict(label=str(row["label"]), p_variant=float(row["p_variant"]), trained_on=int(row["trained_on"]))
 
 
 def training_labels(workspace: Workspace, suite_id: str, model: str, *, labels: str = "human") -> pd.Series:

@@ -262,7 +262,7 @@ def main() -> None:
     skipped = st.session_state.get(SKIPPED, [])
     queue.sort(key=lambda item: item.model in skipped)  # stable: skipped models go last
     judged = total - len(queue)
-    st.progress(judged / total if total else 1.0, text=f"**{judged} of {total}** judged by {annotator}")
+    st.progress(judged / total if total else 1.0, text=f"**{judged} of {total}** judged by {escape_markdown(annotator)}")
     show_flash()
     if not queue:
         later = "" if blind_only else " See how you agree with others on the Agreement page."

@@ -221,8 +221,8 @@ def _sign_in_form() -> None:
     config = _sso_config()
     label = "single sign-on" if config is None else config.label
     if _provider_signed_in():  # signed in there but not let in here: offer another account
-        st.button(f"Sign out of {label}", on_click=st.logout, key=FORM + ".sso_out")
-    elif config is not None and st.button(f"Sign in with {label}", type="primary", key=FORM + ".sso"):
+        st.button(f"Sign out of {escape_markdown(label)}", on_click=st.logout, key=FORM + ".sso_out")
+    elif config is not None and st.button(f"Sign in with {escape_markdown(label)}", type="primary", key=FORM + ".sso"):
         st.login(config.provider)
     with st.form(FORM, border=True, clear_on_submit=True):  # the browser empties the boxes after a try
         name = st.text_input("Name", key=FORM + ".name")

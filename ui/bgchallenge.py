@@ -35,6 +35,7 @@ from analytics.robustness.bgchallenge import (
 )
 from analytics.workspace import Workspace
 from ui.charts import MIN_HEIGHT
+from ui.markdown import escape_markdown
 
 THUMBNAIL = 160  # px of the example and gallery images
 PAPER_RESNET50 = {"Original": 0.962, "Only-BG-T": 0.178, "Mixed-Same": 0.823, "Mixed-Rand": 0.763}  # Xiao et al., Table 2, ImageNet ResNet-50
@@ -47,7 +48,7 @@ def evaluate_with_progress(workspace: Workspace, models: Sequence[str], data: Ch
     for k, name in enumerate(models):
 
         def progress(done: int, total: int, k: int = k, name: str = name) -> None:
-            bar.progress((k + done / max(total, 1)) / len(models), text=f"{name}: {done} of {total} variant images")
+            bar.progress((k + done / max(total, 1)) / len(models), text=f"{escape_markdown(name)}: {done} of {total} variant images")
 
         tables[name] = evaluate_variants(workspace, name, data, seed=seed, blend=blend, progress=progress)
     bar.empty()
@@ -61,7 +62,7 @@ def search_with_progress(workspace: Workspace, models: Sequence[str], data: Chal
     for k, name in enumerate(models):
 
         def progress(done: int, total: int, k: int = k, name: str = name) -> None:
-            bar.progress((k + done / max(total, 1)) / len(models), text=f"{name}: foreground {done} of {total}")
+            bar.progress((k + done / max(total, 1)) / len(models), text=f"{escape_markdown(name)}: foreground {done} of {total}")
 
         results[name] = search_backgrounds(workspace, name, data, include_own=include_own, progress=progress)
     bar.empty()

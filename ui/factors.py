@@ -115,7 +115,7 @@ def prediction_form(workspace: Workspace) -> None:
 def workspace_predictions(workspace: Workspace, request: Mapping) -> pd.DataFrame | None:
     """Predictions of the requested model (cached per chunk in the workspace: a rerun or a resumed
     run reads them back), with a progress bar; None after an error box."""
-    bar = st.progress(0.0, text=f"Predicting with {request['model']}…")
+    bar = st.progress(0.0, text=f"Predicting with {escape_markdown(request['model'])}…")
     try:
         folder = resolve_server_path(workspace, request["folder"])  # read by the server: only inside the data roots
         predictions = predict_imagenet_val(
@@ -123,7 +123,7 @@ def workspace_predictions(workspace: Workspace, request: Mapping) -> pd.DataFram
             request["model"],
             folder,
             batch_size=request["batch_size"],
-            progress=lambda done, total: bar.progress(done / total, text=f"Predicting with {request['model']}: {done} of {total} images"),
+            progress=lambda done, total: bar.progress(done / total, text=f"Predicting with {escape_markdown(request['model'])}: {done} of {total} images"),
         )
     except BackdropError as err:
         st.error(escape_markdown(err))

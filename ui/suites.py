@@ -230,7 +230,7 @@ def missing_inputs(workspace: Workspace) -> None:
             if st.button("Compute classifier-patch keywords", key=KEY + "keywords"):
                 bar = st.progress(0.0, text="Scoring images…")
                 names, computed = ensure_keyword_tables(workspace, progress=lambda done, total: bar.progress(done / total, text=f"Scoring images… {done}/{total}"))
-                st.success(f"Computed {', '.join(names[k] for k in computed) or 'nothing (tables exist)'}.")
+                st.success(f"Computed {escape_markdown(', '.join(names[k] for k in computed)) or 'nothing (tables exist)'}.")
                 st.rerun()
         else:
             st.caption(

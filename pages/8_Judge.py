@@ -17,13 +17,16 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.judging import (
     LABELS,
+    QueueItem,
     add_judgment,
     annotator_progress,
+    annotator_queue,
     assign,
     blind_name,
     get_plan,
     judging_accounts,
     judging_progress,
+    last_judgment,
     set_plan,
     unjudged_models,
 )
@@ -117,7 +120,7 @@ def choose_suite(suites: pd.DataFrame, blind_only: bool) -> tuple[str, bool]:
     return suite_id, blind
 
 
-def show_identity(workspace: Workspace, item: view.QueueItem, blind: bool, runs: pd.DataFrame) -> str:
+def show_identity(workspace: Workspace, item: QueueItem, blind: bool, runs: pd.DataFrame) -> str:
     """The model's heading (its alias in blind mode); returns how the model is called on the page."""
     if item.wanted:
         st.caption(f"This model has {item.judged} of the {item.wanted} judgments wanted so far.")
@@ -138,7 +141,7 @@ def show_identity(workspace: Workspace, item: view.QueueItem, blind: bool, runs:
     return item.model
 
 
-def show_buttons(workspace: Workspace, annotator: str, item: view.QueueItem, suite_id: str, shown_as: str) -> None:
+def show_buttons(workspace: Workspace, annotator: str, item: QueueItem, suite_id: str, shown_as: str) -> None:
     left, right = st.columns([1, 2])
     left.segmented_control("Confidence (optional)", list(CONFIDENCE_LEVELS), key=CONFIDENCE)
     right.text_input("Note (optional)", key=view.NOTE, placeholder="what made you decide")
@@ -155,7 +158,7 @@ def show_buttons(workspace: Workspace, annotator: str, item: view.QueueItem, sui
     right.button("Skip for now", key=view.KEY + "skip", on_click=skip, args=(item.model,), width="stretch", type="tertiary")
 
 
-def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> None:
+def show_saliency(workspace: Workspace, item: QueueItem, suite_id: str) -> None:
     if not st.toggle("Show the saliency summary", key=view.KEY + "saliency", help="Where the model looks: computed on demand, then cached."):
         return
     targets = tuple(r["id"] for r in workspace.query("SELECT id FROM targets ORDER BY id LIMIT ?", (SALIENCY_TARGETS,)))
@@ -178,7 +181,7 @@ def show_saliency(workspace: Workspace, item: view.QueueItem, suite_id: str) -> 
 
 
 def show_change_last(workspace: Workspace, annotator: str, suite_id: str, blind: bool) -> None:
-    last = view.last_judgment(workspace, annotator, suite_id)
+    last = last_judgment(workspace, annotator, suite_id)
     if last is None:
         return
     with st.expander("Change my last judgment on this suite"):
@@ -258,7 +261,7 @@ def main() -> None:
     runs = view.finished_runs(workspace, suite_id)
     if may(user, "adjudicate"):
         show_assignments(workspace, suite_id, runs)
-    queue, total = view.judge_queue(workspace, annotator, suite_id, runs, blind_only=blind_only)
+    queue, total = annotator_queue(workspace, annotator, suite_id, blind_only=blind_only)
     skipped = st.session_state.get(SKIPPED, [])
     queue.sort(key=lambda item: item.model in skipped)  # stable: skipped models go last
     judged = total - len(queue)

@@ -35,10 +35,9 @@ from analytics.judging import (
     MIN_SHARED_MODELS,
     Agreement,
     Estimate,
-    latest_judgments_by_suite,
+    judged_suite_counts,
     measure_agreement,
 )
-from analytics.suites import list_suites
 from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 from ui import state
@@ -73,16 +72,10 @@ INTERVAL_EXPLAINED = (
 
 
 def judged_suites(workspace: Workspace) -> pd.DataFrame:
-    """Suites with current judgments, most judged models first: columns ``id, label, models, annotators``."""
-    latest = latest_judgments_by_suite(workspace)
-    counts = latest.groupby("suite_id").agg(models=("model", "nunique"), annotators=("annotator", "nunique"))
-    suites = list_suites(workspace).set_index("id")
-    rows = [
-        (suite_id, f"{suites.at[suite_id, 'label']} · {row.models} models, {row.annotators} annotators", int(row.models), int(row.annotators))
-        for suite_id, row in counts.iterrows() if suite_id in suites.index
-    ]  # fmt: skip
-    table = pd.DataFrame(rows, columns=["id", "label", "models", "annotators"])
-    return table.sort_values(["models", "id"], ascending=[False, True], ignore_index=True)
+    """:func:`analytics.judging.judged_suite_counts` with the picker's ``label``: columns ``id, label, models, annotators``."""
+    table = judged_suite_counts(workspace)
+    labels = [f"{suite} · {models} models, {annotators} annotators" for suite, models, annotators in zip(table["suite"], table["models"], table["annotators"])]
+    return table.drop(columns="suite").assign(label=labels)[["id", "label", "models", "annotators"]]
 
 
 def kappa_words(kappa: float) -> str:

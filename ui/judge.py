@@ -1,7 +1,7 @@
 """Helpers of the Judge page: the queue of models to judge, cached matrices and figures, and the matrix
 panel (:func:`matrix_panel`) the Judge and Adjudication pages share, so a lead sees what annotators saw.
 
-The queue of an annotator on a suite (:func:`judge_queue`) is the models assigned to them
+The queue of an annotator on a suite (:func:`analytics.judging.annotator_queue`) is the models assigned to them
 (:func:`analytics.judging.queues.queue`: assignments, or every model under an "everyone judges
 everything" plan); a lead (who may see names) without assignments on the suite judges every model
 with a finished current run over it (stale runs of replaced weights left out), as in solo mode. Only
@@ -18,9 +18,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.judging import QueueItem, assigned_models, judgeable_runs, judgment_history, queue
-from analytics.runs import REFERENCE_PERCENTILE, SIGNALS, ColourScale, current_runs, run_matrices, suite_colour_scale
-from analytics.suites import list_suites
+from analytics.judging import judgeable_runs, judgeable_suites
+from analytics.runs import REFERENCE_PERCENTILE, SIGNALS, ColourScale, run_matrices, suite_colour_scale
 from analytics.variance import DEFAULT_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import state, widgets
@@ -88,45 +87,9 @@ def finished_runs(workspace: Workspace, suite_id: str) -> pd.DataFrame:
 
 
 def suites_with_runs(workspace: Workspace, annotator: str | None = None) -> pd.DataFrame:
-    """Suites with at least one finished current run, most runs first: ``id, label, runs``.
-
-    Parameters
-    ----------
-    annotator : str, optional
-        Only the suites with models assigned to this annotator (someone who judges blind).
-    """
-    runs = current_runs(workspace)
-    counts = runs[runs["status"] == "done"].groupby("suite_id")["model"].nunique()
-    suites = list_suites(workspace).set_index("id")
-    rows = [
-        (suite_id, f"{suites.at[suite_id, 'label']} · {count} models", count)
-        for suite_id, count in counts.items()
-        if suite_id in suites.index and (annotator is None or assigned_models(workspace, annotator, suite_id))
-    ]
-    table = pd.DataFrame(rows, columns=["id", "label", "runs"])
-    return table.sort_values(["runs", "id"], ascending=[False, True], ignore_index=True)
-
-
-def judge_queue(workspace: Workspace, annotator: str, suite_id: str, runs: pd.DataFrame, *, blind_only: bool) -> tuple[list[QueueItem], int]:
-    """The annotator's queue on a suite and the number of models in its scope (judged or not).
-
-    Parameters
-    ----------
-    runs : DataFrame
-        :func:`finished_runs` of the suite.
-    blind_only : bool
-        The annotator may not see names (annotator role): only assigned models, never all of them.
-    """
-    mine = [model for model in assigned_models(workspace, annotator, suite_id) if model in set(runs["model"])]
-    scope = mine if mine or blind_only else sorted(runs["model"])
-    return queue(workspace, annotator, suite_id, models=scope), len(scope)
-
-
-def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Series | None:
-    """The annotator's most recent judgment on the suite (a row of :func:`analytics.judging.judgments.judgment_history`), or None."""
-    history = judgment_history(workspace, suite_id=suite_id)
-    mine = history[history["annotator"] == annotator]
-    return None if mine.empty else mine.iloc[-1]
+    """:func:`analytics.judging.judgeable_suites` with the picker's ``label`` (``<suite> · <n> models``): ``id, label, runs``."""
+    table = judgeable_suites(workspace, annotator=annotator)
+    return pd.DataFrame({"id": table["id"], "label": [f"{suite} · {n} models" for suite, n in zip(table["suite"], table["runs"])], "runs": table["runs"]})
 
 
 @st.cache_data(max_entries=64, show_spinner="Computing the variance matrices…")

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analytics.runs import current_runs
+from analytics.suites import list_suites
 from analytics.workspace import Workspace
 
 from .assignments import _alias, _blind_key, _check_suite, assigned_models, get_plan, judgeable_runs, judging_accounts, list_assignments
-from .judgments import latest_judgments, unjudged_models
+from .judgments import judgment_history, latest_judgments, latest_judgments_by_suite, unjudged_models
 
 #: Columns of :func:`judging_progress` (one row per model) and :func:`annotator_progress` (one per annotator).
 MODEL_PROGRESS_COLUMNS = ["model", "alias", "run_id", "judged", "wanted", "complete", "annotators"]
@@ -75,6 +77,80 @@ def queue(workspace: Workspace, annotator: str, suite_id: str, *, models: Sequen
         for m in unjudged_models(workspace, annotator, suite_id, candidates)
     ]
     return sorted(items, key=_queue_order)
+
+
+def annotator_queue(workspace: Workspace, annotator: str, suite_id: str, *, blind_only: bool = False) -> tuple[list[QueueItem], int]:
+    """The Judge page's queue of ``annotator`` on ``suite_id`` and how many models are in its scope.
+
+    The scope is the models assigned to the annotator that have a finished current run over the suite
+    (:func:`.assignments.judgeable_runs`); a lead (``blind_only`` False) without such assignments
+    judges every model with one, as in solo mode; an annotator who judges blind (``blind_only``) never
+    more than what is assigned.
+
+    Returns
+    -------
+    queue : list of QueueItem
+        :func:`queue` of the scope.
+    scope : int
+        Models in the scope, judged or not.
+    """
+    finished = list(judgeable_runs(workspace, suite_id)["model"])
+    mine = [model for model in assigned_models(workspace, annotator, suite_id) if model in finished]
+    scope = mine if mine or blind_only else sorted(finished)
+    return queue(workspace, annotator, suite_id, models=scope), len(scope)
+
+
+def last_judgment(workspace: Workspace, annotator: str, suite_id: str) -> pd.Series | None:
+    """The annotator's most recent judgment on the suite (a row of :func:`.judgments.judgment_history`), or None."""
+    history = judgment_history(workspace, suite_id=suite_id)
+    mine = history[history["annotator"] == annotator]
+    return None if mine.empty else mine.iloc[-1]
+
+
+def judgeable_suites(workspace: Workspace, *, annotator: str | None = None) -> pd.DataFrame:
+    """Suites with at least one finished current run, most models first (ties: by id).
+
+    Parameters
+    ----------
+    annotator : str, optional
+        Only the suites with models assigned to this annotator (someone who judges blind).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``id``, ``suite`` (its label, :func:`analytics.suites.list_suites`) and ``runs``
+        (int64: models with a finished current run over it).
+    """
+    runs = current_runs(workspace)
+    counts = runs[runs["status"] == "done"].groupby("suite_id")["model"].nunique()
+    suites = list_suites(workspace).set_index("id")
+    rows = [
+        (suite_id, suites.at[suite_id, "label"], int(count))
+        for suite_id, count in counts.items()
+        if suite_id in suites.index and (annotator is None or assigned_models(workspace, annotator, suite_id))
+    ]
+    table = pd.DataFrame(rows, columns=["id", "suite", "runs"]).astype({"runs": "int64"})
+    return table.sort_values(["runs", "id"], ascending=[False, True], ignore_index=True)
+
+
+def judged_suite_counts(workspace: Workspace) -> pd.DataFrame:
+    """Suites with current judgments, most judged models first (ties: by id).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``id``, ``suite`` (its label), ``models`` and ``annotators`` (int64: distinct models
+        judged on it and annotators who judged there, latest current judgments).
+    """
+    latest = latest_judgments_by_suite(workspace)
+    counts = latest.groupby("suite_id").agg(models=("model", "nunique"), annotators=("annotator", "nunique"))
+    suites = list_suites(workspace).set_index("id")
+    rows = [
+        (suite_id, suites.at[suite_id, "label"], int(row.models), int(row.annotators))
+        for suite_id, row in counts.iterrows() if suite_id in suites.index
+    ]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["id", "suite", "models", "annotators"]).astype({"models": "int64", "annotators": "int64"})
+    return table.sort_values(["models", "id"], ascending=[False, True], ignore_index=True)
 
 
 def _queue_order(item: QueueItem) -> tuple[bool, int, str]:

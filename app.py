@@ -19,11 +19,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analytics.data import image_size, list_backgrounds, list_classes, list_targets
+from analytics.data import class_target_counts, image_size, list_backgrounds, list_targets
 from analytics.exceptions import BackdropError
 from analytics.runs import list_runs, runs_snapshot
 from analytics.team import User, allowed
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, count_rows
 from ui import auth, navigation, state, widgets
 from ui.markdown import escape_markdown
 
@@ -113,10 +113,8 @@ def sidebar(user: User | None) -> None:
 # -- Home ------------------------------------------------------------------------------------
 def table_counts(workspace: Workspace) -> dict[str, int]:
     """Rows in each of :data:`COUNTED_TABLES`, by metric label."""
-    return {
-        label: int(workspace.query_one(f"SELECT COUNT(*) FROM {table}")[0])  # names are constants
-        for label, table in COUNTED_TABLES.items()
-    }
+    counts = count_rows(workspace, list(COUNTED_TABLES.values()))
+    return {label: counts[table] for label, table in COUNTED_TABLES.items()}
 
 
 def asset_table() -> pd.DataFrame:
@@ -155,11 +153,11 @@ def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
         f"Workspace `{workspace.root}` · schema version {workspace.schema_version} · "
         f"images {image_size(workspace)} × {image_size(workspace)} px"
     )
-    per_class = list_targets(workspace)["class_name"].value_counts()
-    if per_class.empty:
+    per_class = class_target_counts(workspace)
+    if not per_class:
         st.caption("No classes yet.")
     else:
-        st.markdown("**Classes:** " + ", ".join(f"{escape_markdown(name)} ({per_class.get(name, 0)})" for name in list_classes(workspace)))
+        st.markdown("**Classes:** " + ", ".join(f"{escape_markdown(name)} ({n})" for name, n in per_class.items()))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 import streamlit as st
 import torchvision
 
-from analytics.data import list_targets, parse_label_space
+from analytics.data import list_targets, parse_label_space, targets_stamp
 from analytics.exceptions import BackdropError
 from analytics.models import LITE_VARIANTS, ModelSpec, list_models, register_efficientnet_lite, register_torchscript, register_torchvision
 from analytics.team import resolve_server_path, server_paths_offered
@@ -124,7 +124,7 @@ def show_accuracy(workspace: Workspace) -> None:
     name = st.selectbox("Model", list(specs), key="models.evaluate")
     spec = specs[name]
     try:
-        result = ui_models.evaluation(str(workspace.root), name, model_keys(workspace).keys[name], ui_models.targets_stamp(workspace))
+        result = ui_models.evaluation(str(workspace.root), name, model_keys(workspace).keys[name], targets_stamp(workspace))
     except BackdropError as err:
         st.error(escape_markdown(err))
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analytics.data import list_targets
 from analytics.exceptions import BackdropError
 from analytics.judging import (
     LABELS,
@@ -161,7 +162,7 @@ def show_buttons(workspace: Workspace, annotator: str, item: QueueItem, suite_id
 def show_saliency(workspace: Workspace, item: QueueItem, suite_id: str) -> None:
     if not st.toggle("Show the saliency summary", key=view.KEY + "saliency", help="Where the model looks: computed on demand, then cached."):
         return
-    targets = tuple(r["id"] for r in workspace.query("SELECT id FROM targets ORDER BY id LIMIT ?", (SALIENCY_TARGETS,)))
+    targets = tuple(list_targets(workspace)["id"].head(SALIENCY_TARGETS))  # the first targets by id
     spec_key = model_keys(workspace).keys[item.model]
     try:
         row = saliency.inside_share_comparison(

@@ -10,6 +10,7 @@ also one inside a function or under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,3 +177,51 @@ def test_workspace_constructions_are_found(tmp_path):
     page = tmp_path / "page.py"
     page.write_text("import analytics.workspace as w\nw.Workspace('x')\ndef f():\n    def g():\n        return Workspace('y', create=False)\n    return g\n")
     assert sorted(workspace_constructions([page], tmp_path)) == [("page.py", "<module>"), ("page.py", "g")]
+
+
+#: Calls that run SQL on a connection, and SQL in a string literal (upper-case keywords, as the library writes them).
+SQL_CALLS = ("execute", "executemany", "executescript")
+SQL_TEXT = re.compile(r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b|\b(CREATE|DROP|ALTER)\s+(TABLE|INDEX|VIEW)\b|\bPRAGMA\s+\w+")
+#: Calls that train a model (scikit-learn's estimators and their kin).
+FIT_CALLS = ("fit", "fit_transform", "fit_predict", "partial_fit")
+
+
+def app_logic(paths: list[Path], base: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file relative to ``base``, line, what) of each SQL call, SQL string or model fit in ``paths``."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            where = (path.relative_to(base).as_posix(), getattr(node, "lineno", 0))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in SQL_CALLS:
+                    found.append((*where, f"SQL call .{node.func.attr}()"))
+                elif node.func.attr in FIT_CALLS:
+                    found.append((*where, f"model fit .{node.func.attr}()"))
+            text = None
+            if isinstance(node, ast.JoinedStr):  # an f-string: its literal parts together
+                text = "".join(part.value for part in node.values if isinstance(part, ast.Constant) and isinstance(part.value, str))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            if text and SQL_TEXT.search(text):
+                found.append((*where, f"SQL text {SQL_TEXT.search(text).group(0)!r}"))
+    return sorted(set(found))
+
+
+def test_no_page_or_ui_module_runs_sql_or_trains_a_model():
+    """Pages and ui/ lay out widgets and call the library: SQL lives in analytics/workspace and the stage
+    packages, training in analytics/ (issue 39.3), so a notebook gets the same numbers as the page."""
+    app = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
+    assert app_logic(app) == []
+
+
+def test_sql_and_fits_in_the_app_are_found(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text(
+        "def f(workspace, conn, model, table):\n"
+        "    workspace.query('SELECT id FROM targets ORDER BY id')\n"
+        "    conn.execute('UPDATE runs SET status = ?', ('x',))\n"
+        "    workspace.query_one(f'SELECT COUNT(*) FROM {table}')\n"
+        "    model.fit([[0]], [1])\n"
+        "    st.selectbox('Select a suite from the list', [])\n"  # words, not SQL
+    )
+    assert [(line, what.split()[0]) for _, line, what in app_logic([page], tmp_path)] == [(2, "SQL"), (3, "SQL"), (3, "SQL"), (4, "SQL"), (5, "model")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics.data import IN9_CLASSES, ClassMapping, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
+from analytics.data import IN9_CLASSES, ClassMapping, class_target_counts, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
 from analytics.exceptions import BackdropError
 from analytics.runs import runs_of_class
 from analytics.team import User
@@ -50,7 +50,7 @@ def show(workspace: Workspace, user: User | None) -> None:
 def mapping_table(workspace: Workspace, mappings: dict[str, ClassMapping]) -> pd.DataFrame:
     """One row per class: targets, ImageNet indices with names, IN-9 class, custom label."""
     names = imagenet_classes()
-    counts = {row["class_name"]: row["n"] for row in workspace.query("SELECT class_name, COUNT(*) AS n FROM targets GROUP BY class_name")}
+    counts = class_target_counts(workspace)
     return pd.DataFrame(
         [
             {

@@ -62,17 +62,8 @@ def model_table(specs: Sequence[ModelSpec]) -> pd.DataFrame:
 
 @st.cache_data(max_entries=64, show_spinner="Evaluating on the original targets…")
 def evaluation(workspace_path: str, model_name: str, spec_key: str, targets_stamp: str) -> Evaluation:
-    """:func:`analytics.inference.evaluate` (``spec_key``/``targets_stamp`` only key the cache)."""
+    """:func:`analytics.inference.evaluate` (``spec_key``/``targets_stamp``, :func:`analytics.data.targets_stamp`, only key the cache)."""
     return evaluate(state.open_workspace(workspace_path), model_name)
-
-
-def targets_stamp(workspace: Workspace) -> str:
-    """Changes whenever targets or class indices change (part of the evaluation cache key)."""
-    row = workspace.query_one(
-        "SELECT (SELECT COUNT(*) || ':' || IFNULL(MAX(added), '') FROM targets) || '|' || "
-        "(SELECT IFNULL(GROUP_CONCAT(name || imagenet_indices), '') FROM classes) AS stamp"
-    )
-    return str(row["stamp"])
 
 
 def per_class_chart(result: Evaluation) -> go.Figure:

@@ -43,6 +43,7 @@ from analytics.suites import (
     load_suite,
     screening_warning,
     select_targets,
+    suite_params,
     suite_stats,
 )
 from analytics.workspace import Workspace
@@ -361,8 +362,8 @@ def saved_table(workspace: Workspace, listing: pd.DataFrame) -> pd.DataFrame:
     if listing.empty:
         return listing
     listing = listing.copy()
-    params = {row["id"]: json.loads(row["params"]) for row in workspace.query("SELECT id, params FROM suites")}
+    params = suite_params(workspace)
     listing["topup_share"] = [params[i].get("topup_share") for i in listing["id"]]
     listing["classes"] = [", ".join(c) or "all" for c in listing["classes"]]
-    listing["params"] = [json.dumps({k: v for k, v in params[i].items() if k != "warnings"}, sort_keys=True) for i in listing["id"]]
+    listing["params"] = [json.dumps(params[i], sort_keys=True) for i in listing["id"]]
     return listing[["label", *(c for c in listing.columns if c not in ("label", "id", "name")), "id"]].rename(columns={"label": "suite"})

@@ -53,7 +53,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.judging import measure_agreement
 from analytics.suites import SAMPLERS
 from analytics.variance import PRESETS, MatrixSettings, VarianceMatrix
-from analytics.workspace import Workspace, content_id
+from analytics.workspace import Workspace, content_id, count_rows
 
 from .coverage import DEFAULT_THRESHOLD, LAYER_CHOICES, CoverageResult, _check_threshold, coverage_from_maxima, suite_coverage
 
@@ -319,7 +319,7 @@ def _size(workspace: Workspace, params: Mapping) -> tuple[int, int]:
     seeds = params.get("seeds", DEFAULT_SEEDS)
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
     targets = params.get("targets", DEFAULT_TARGETS)
-    n_targets = len(comparison_targets(workspace, targets)) if targets else workspace.query_one("SELECT COUNT(*) AS n FROM targets")["n"]
+    n_targets = len(comparison_targets(workspace, targets)) if targets else count_rows(workspace, ["targets"])["targets"]
     steps = comparison_steps(len(methods), n_seeds, len(params.get("layers", DEFAULT_LAYERS)))
     return steps, n_targets * (params.get("n", DEFAULT_N) + 1)
 

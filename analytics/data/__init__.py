@@ -7,11 +7,13 @@ from .classes import (
     N_IMAGENET,
     ImageNetClass,
     check_imagenet_indices,
+    class_target_counts,
     imagenet_classes,
     list_class_mappings,
     resolve_class,
     search_imagenet,
     set_class_mapping,
+    targets_stamp,
 )
 from .compose import (
     Cutout,
@@ -114,6 +116,7 @@ __all__ = [
     "background_label",
     "check_imagenet_indices",
     "check_mask_share",
+    "class_target_counts",
     "composite",
     "crop_id",
     "custom_label_space",
@@ -150,4 +153,5 @@ __all__ = [
     "source_photo",
     "square_crops",
     "stream_backgrounds",
+    "targets_stamp",
 ]

@@ -150,6 +150,26 @@ def list_class_mappings(workspace: Workspace) -> dict[str, ClassMapping]:
     return {row["name"]: ClassMapping(tuple(json.loads(row["imagenet_indices"])), row["in9"], row["label"]) for row in rows}
 
 
+def class_target_counts(workspace: Workspace) -> dict[str, int]:
+    """Targets per class: every class of the workspace (0 for one without targets), sorted by name.
+
+    The one count of targets per class that Home, the class editor and the ``data`` command show.
+    """
+    counts = {row["class_name"]: int(row["n"]) for row in workspace.query("SELECT class_name, COUNT(*) AS n FROM targets GROUP BY class_name")}
+    names = {row["name"] for row in workspace.query("SELECT name FROM classes")} | set(counts)
+    return {name: counts.get(name, 0) for name in sorted(names)}
+
+
+def targets_stamp(workspace: Workspace) -> str:
+    """A text that changes whenever targets are added or a class's ImageNet indices change (a cache key
+    of what is computed from the targets and their mapping, e.g. a model's evaluation)."""
+    row = workspace.query_one(
+        "SELECT (SELECT COUNT(*) || ':' || IFNULL(MAX(added), '') FROM targets) || '|' || "
+        "(SELECT IFNULL(GROUP_CONCAT(name || imagenet_indices), '') FROM classes) AS stamp"
+    )
+    return str(row["stamp"])
+
+
 def set_class_mapping(
     workspace: Workspace,
     name: str,

@@ -43,7 +43,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.models import list_models, register_efficientnet_lite
 from analytics.runs import start_runs
 from analytics.suites import build_suite, ensure_keyword_tables, ensure_ontology
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, count_rows
 from analytics.zoo import zoo_built, zoo_runs_done, zoo_runs_step, zoo_step
 
 from .assets import fetch_packages, licence_of
@@ -421,7 +421,5 @@ def build_demo(
             continue
         step.run(workspace, context)
         run.append(step.name)
-    counts = {
-        table: workspace.query_one(f"SELECT COUNT(*) AS n FROM {table}")["n"] for table in ("targets", "classes", "backgrounds")
-    }
+    counts = count_rows(workspace, ("targets", "classes", "backgrounds"))
     return DemoReport(str(workspace.root), tuple(run), tuple(skipped), counts["targets"], counts["classes"], counts["backgrounds"])

@@ -62,6 +62,7 @@ from .store import (
     save_suite,
     suite_exists,
     suite_labels_of,
+    suite_params,
     suite_stats,
     topup_record,
 )
@@ -134,6 +135,7 @@ __all__ = [
     "suite_label",
     "suite_labels",
     "suite_labels_of",
+    "suite_params",
     "suite_stats",
     "topup_record",
 ]

@@ -233,6 +233,13 @@ def _decoded(row) -> dict[str, Any]:
     return {**dict(row), "classes": tuple(json.loads(row["classes"])) if row["classes"] else ()}
 
 
+def suite_params(workspace: Workspace) -> dict[str, dict[str, Any]]:
+    """Suite id -> :attr:`Suite.params` (what it was built with: selection, sampler settings,
+    ``topup_share`` where recorded; its warnings left out), for every saved suite, without its items."""
+    records = {row["id"]: json.loads(row["params"]) for row in workspace.query("SELECT id, params FROM suites")}
+    return {suite_id: {k: v for k, v in record.items() if k != "warnings"} for suite_id, record in records.items()}
+
+
 def suite_exists(workspace: Workspace, suite_id: str) -> bool:
     """Whether a suite with id ``suite_id`` is stored."""
     return workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (suite_id,)) is not None

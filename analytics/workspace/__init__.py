@@ -22,6 +22,7 @@ from .store import (
     PROJECT_ROOT,
     Workspace,
     content_id,
+    count_rows,
     default_workspace_path,
     now,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "Workspace",
     "class_mapping_key",
     "content_id",
+    "count_rows",
     "default_workspace_path",
     "model_keys",
     "neutralise_formula",

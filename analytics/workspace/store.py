@@ -38,7 +38,7 @@ import numpy as np
 
 from analytics._install import PROJECT_ROOT, default_data_dir
 from analytics._threads import load_npy
-from analytics.exceptions import NotFoundError, WorkspaceError
+from analytics.exceptions import InvalidInputError, NotFoundError, WorkspaceError
 
 from ._schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -421,3 +421,29 @@ def content_id(*parts: Any) -> str:
     """A short stable id for a record made from ``parts`` (12 hex chars of SHA-256 of their JSON)."""
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def count_rows(workspace: Workspace, tables: Sequence[str]) -> dict[str, int]:
+    """Rows in each of ``tables`` (what Home's metrics and the demo's report show).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    tables : sequence of str
+        Tables of the workspace's schema (``targets``, ``classes``, ``runs``, ...).
+
+    Returns
+    -------
+    dict of str to int
+        Table -> number of rows, in the order given.
+
+    Raises
+    ------
+    InvalidInputError
+        A name that is not a table of the workspace (the message lists them).
+    """
+    known = {row["name"] for row in workspace.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    unknown = [table for table in tables if table not in known]
+    if unknown:
+        raise InvalidInputError(f"tables: {', '.join(map(repr, unknown))} not in the workspace; its tables are {', '.join(sorted(known))}")
+    return {table: int(workspace.query_one(f"SELECT COUNT(*) FROM {table}")[0]) for table in tables}  # names checked above

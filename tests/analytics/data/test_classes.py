@@ -169,3 +169,16 @@ def test_remapping_a_class_makes_its_legacy_runs_stale(run_workspace, run_ids):
     set_class_mapping(run_workspace, "disc", label="round thing")
     table = list_runs(run_workspace)
     assert table["stale"].all() and (table["classes_key"] != "").all()
+
+
+def test_class_target_counts_list_every_class_and_the_stamp_follows_targets_and_mappings(tiny_workspace):
+    from analytics.data import class_target_counts, targets_stamp
+
+    assert class_target_counts(tiny_workspace) == {"disc": 3, "square": 3}
+    stamp = targets_stamp(tiny_workspace)
+    add_classes(tiny_workspace, {"ball": ClassMapping((852,))})
+    assert class_target_counts(tiny_workspace) == {"ball": 0, "disc": 3, "square": 3}  # a class without targets counts 0
+    assert targets_stamp(tiny_workspace) != stamp
+    stamp = targets_stamp(tiny_workspace)
+    set_class_mapping(tiny_workspace, "disc", imagenet=[1])
+    assert targets_stamp(tiny_workspace) != stamp  # a remapped class: evaluations are stale

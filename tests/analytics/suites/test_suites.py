@@ -38,6 +38,7 @@ from analytics.suites import (
     list_suites,
     load_suite,
     select_targets,
+    suite_params,
     suite_stats,
     topup_record,
 )
@@ -62,6 +63,7 @@ def test_every_method_builds_saves_and_reloads(suite_workspace, method):
     assert reloaded.method == method and reloaded.params == suite.params and reloaded.warnings == suite.warnings
     assert reloaded.items.equals(suite.items)
     assert suite.id in list_suites(suite_workspace)["id"].tolist()
+    assert suite_params(suite_workspace)[suite.id] == suite.params  # without loading the items
     jobs = images_of(reloaded)
     assert len(jobs) == 6 * (N + 1)
     assert [job.position for job in jobs[: N + 1]] == list(range(N + 1)) and jobs[0].background_id is None

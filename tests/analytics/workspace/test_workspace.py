@@ -348,3 +348,12 @@ def test_content_id_is_short_stable_and_order_sensitive():
     assert content_id("a", 1) == content_id("a", 1)
     assert len(content_id("a", 1)) == 12
     assert content_id("a", 1) != content_id(1, "a")
+
+
+def test_count_rows_counts_the_tables_asked_for_and_refuses_other_names(tiny_workspace):
+    from analytics.exceptions import InvalidInputError
+    from analytics.workspace import count_rows
+
+    assert count_rows(tiny_workspace, ["targets", "classes", "backgrounds", "runs"]) == {"targets": 6, "classes": 2, "backgrounds": 12, "runs": 0}
+    with pytest.raises(InvalidInputError, match="'targets; DROP TABLE runs' not in the workspace; its tables are .*backgrounds"):
+        count_rows(tiny_workspace, ["targets; DROP TABLE runs"])

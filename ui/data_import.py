@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,8 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from analytics.data import (
+    COCO,
+    DEFAULT_MIN_AREA,
     LAYOUT_PATTERNS,
-    LAYOUTS,
+    TARGET_LAYOUTS,
     Background,
     ClassMapping,
     ImportResult,
@@ -29,6 +31,7 @@ from analytics.data import (
     list_classes,
     load_backgrounds,
     on_home,
+    read_coco,
     read_targets,
     resolve_class,
     stream_backgrounds,
@@ -46,14 +49,22 @@ def layout_label(layout: str) -> str:
     return f"{layout} — {LAYOUT_PATTERNS[layout]}"
 
 
+#: :func:`import_source`'s words for the two files of a COCO import: its JSON, then its images.
+COCO_JSON = {"what": "COCO annotations JSON", "uploaded": "COCO annotations JSON", "types": ("json",), "placeholder": "/data/export/instances.json"}
+COCO_IMAGES = {"what": "Images folder (or .zip)", "uploaded": "Images zip", "placeholder": "/data/export/images"}
+
+
 @contextmanager
-def import_source(from_upload: bool, *, key: str) -> Iterator[Path | None]:
-    """The folder or zip to import: a server path, or an uploaded zip saved to a temporary folder."""
+def import_source(
+    from_upload: bool, *, key: str, what: str = "Folder (or .zip)", uploaded: str = "Zip file", types: tuple[str, ...] = ("zip",),
+    placeholder: str = "/data/my-targets",
+) -> Iterator[Path | None]:
+    """The folder or zip (or ``types`` of file) to import: a server path, or an upload saved to a temporary folder."""
     if not from_upload:
-        text = st.text_input("Folder (or .zip) on the server", key=f"{key}.path", placeholder="/data/my-targets")
+        text = st.text_input(f"{what} on the server", key=f"{key}.path", placeholder=placeholder)
         yield Path(text).expanduser() if text.strip() else None
         return
-    upload = st.file_uploader("Zip file", type=["zip"], key=f"{key}.upload")
+    upload = st.file_uploader(uploaded, type=list(types), key=f"{key}.upload")
     if upload is None:
         yield None
         return
@@ -72,6 +83,9 @@ class ImportRequest:
     layout: str = "folder"
     home_id: str | None = None
     propose_masks: bool = False
+    min_area: float = DEFAULT_MIN_AREA  # coco: the smallest instance kept, every instance or the largest, the categories
+    all_instances: bool = False
+    classes: tuple[str, ...] | None = None
     crops_per_photo: int = 1
     package: str = ""
     licence: str = ""
@@ -86,14 +100,17 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
     if options["targets"]:
         options["layout"] = st.selectbox(
-            "Layout", LAYOUTS, format_func=layout_label, key="data.import_layout",
-            help="At the top of the zip or folder, or inside one enclosing folder; cut-outs are RGBA PNGs (alpha = mask).",
+            "Layout", TARGET_LAYOUTS, format_func=layout_label, key="data.import_layout",
+            help="At the top of the zip or folder, or inside one enclosing folder; cut-outs are RGBA PNGs (alpha = mask); "
+            "coco: the instance segmentation JSON that CVAT, Label Studio, FiftyOne or Roboflow export, with its images.",
         )  # fmt: skip
-        if options["layout"] == "cutouts":
+        if options["layout"] == COCO:
+            options.update(ask_coco())
+        elif options["layout"] == "cutouts":
             homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
             home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
             options["home_id"] = None if home == GREY_HOME else home
-        options["propose_masks"] = st.checkbox(
+        options["propose_masks"] = options["layout"] != COCO and st.checkbox(
             "Propose GrabCut masks for photos without one", key="data.import_propose",
             help="Ordinary photos (no mask file, no transparency): GrabCut outlines the object from a centred box; "
             "review every mask below (accept, redraw or drop) before the targets are stored.",
@@ -106,10 +123,23 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     return ImportRequest(**options)
 
 
-def import_files(workspace: Workspace, request: ImportRequest, source: Path) -> tuple[ImportResult, list[str], int]:
+def ask_coco() -> dict:
+    """The COCO import's choices: the smallest instance kept, every instance or the largest, the categories."""
+    area_column, classes_column = st.columns(2)
+    min_area = area_column.number_input(
+        "Smallest instance (share of its image)", 0.0, 1.0, DEFAULT_MIN_AREA, step=0.005, format="%.3f", key="data.import_min_area",
+        help="Instances covering less of their image are skipped (and counted); crowd regions always are.",
+    )  # fmt: skip
+    names = classes_column.text_input("Categories (optional)", key="data.import_classes", placeholder="e.g. dog, cat", help="Comma-separated category names; empty imports every category.")
+    every = st.checkbox("Every instance", key="data.import_all_instances", help="A target per instance; otherwise the largest instance of each image.")
+    return {"min_area": float(min_area), "all_instances": every, "classes": tuple(n.strip() for n in names.split(",") if n.strip()) or None}
+
+
+def import_files(workspace: Workspace, request: ImportRequest, source: Path, annotations: Path | None = None) -> tuple[ImportResult, list[str], int]:
     """Read, check and store the files; stored records carry the source and licence the user gave.
 
-    Targets are read, then stored at once (the masks proposed for mask-less photos wait for review).
+    Targets are read, then stored at once (the masks proposed for mask-less photos wait for review);
+    a COCO import reads ``annotations`` over the images in ``source`` (:func:`analytics.data.read_coco`).
     Backgrounds stream as the CLI's ``add-backgrounds`` does (:func:`analytics.data.stream_backgrounds`
     into :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in
     batches, so a large pool never sits decoded in the server's memory.
@@ -126,7 +156,10 @@ def import_files(workspace: Workspace, request: ImportRequest, source: Path) -> 
     size = image_size(workspace)
     if request.targets:
         home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
-        result = read_targets(source, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
+        if request.layout == COCO:
+            result = read_coco(annotations, source, size=size, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
+        else:
+            result = read_targets(source, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
         if request.home_id is not None:  # the origin names the home photo: none of its crops becomes the target's background
             photo = list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"]
             result.accepted = [replace(t, origin=on_home(t.origin, photo)) for t in result.accepted]
@@ -147,24 +180,31 @@ def import_files(workspace: Workspace, request: ImportRequest, source: Path) -> 
 
 def import_data(workspace: Workspace) -> None:
     request = ask_import(workspace)
-    with import_source(request.from_upload, key="data.import_source") as source:
-        if not st.button("Import", type="primary", disabled=source is None, key="data.import_go"):
+    coco = request.targets and request.layout == COCO
+    json_source = import_source(request.from_upload, key="data.import_coco", **COCO_JSON) if coco else nullcontext()
+    with json_source as annotations, import_source(request.from_upload, key="data.import_source", **(COCO_IMAGES if coco else {})) as source:
+        if not st.button("Import", type="primary", disabled=source is None or (coco and annotations is None), key="data.import_go"):
             return
         try:
             if not request.from_upload:  # read by the server: only inside the data roots (analytics.team.paths)
                 source = resolve_server_path(workspace, str(source))
+                annotations = annotations and resolve_server_path(workspace, str(annotations))
             with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
-                result, accepted, added = import_files(workspace, request, source)
+                result, accepted, added = import_files(workspace, request, source, annotations)
         except BackdropError as err:  # an upload is named as the user knows it, not by its temporary copy
-            st.error(escape_markdown(str(err).replace(str(source), source.name) if request.from_upload else err))
+            shown = str(err)
+            for upload in filter(None, (source, annotations) if request.from_upload else ()):
+                shown = shown.replace(str(upload), upload.name)
+            st.error(escape_markdown(shown))
             return
     st.session_state[LAST_IMPORT] = {
-        "source": source.name if request.from_upload else str(source),
+        "source": " over ".join(str(p.name if request.from_upload else p) for p in (annotations, source) if p),
         "added": added,
         "accepted": accepted,
         "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
         "unmapped": unmapped_classes(workspace, result.accepted),
         "proposed": len(result.proposed),
+        "skipped": result.skip_report(),
     }
     st.session_state[PROPOSED] = result.proposed
     st.rerun()  # so the grids and counts include the new images
@@ -196,6 +236,8 @@ def show_last_import() -> None:
         st.caption("The result of an import shows here: the files accepted, and those rejected with the reason.")
         return
     accepted, rejected, proposed = summary["accepted"], summary["rejected"], summary.get("proposed", 0)
+    skipped = summary.get("skipped") or {}  # a COCO import's entries left out by choice, by reason
+    n_skipped = sum(item["count"] for item in skipped.values())
     if proposed:
         st.info(f"{proposed} photos without a mask got a proposed GrabCut mask: review them below, then import them in one go.")
     if not accepted and not proposed:
@@ -203,13 +245,17 @@ def show_last_import() -> None:
     elif accepted:
         already = len(accepted) - summary["added"]
         note = f" ({already} already in the workspace)" if already else ""
-        st.success(f"Imported from {escape_markdown(summary['source'])}: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected.")
+        st.success(f"Imported from {escape_markdown(summary['source'])}: {summary['added']} new of {len(accepted)} accepted{note}, {len(rejected)} rejected"
+                   + (f", {n_skipped} skipped." if skipped else "."))
     if unmapped := summary.get("unmapped"):
         st.warning(
             f"No model output is known yet for class {', '.join(unmapped)}: map it in the **Classes** tab "
             "(ImageNet indices, an IN-9 class or a custom label) before running models."
         )
-    accepted_tab, rejected_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})"])
+    accepted_tab, rejected_tab, *skipped_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})", *([f"Skipped ({n_skipped})"] if skipped else [])])
     accepted_tab.dataframe(pd.DataFrame({"id": accepted}), hide_index=True)
     if rejected:  # a static table wraps long reasons: readable without scrolling sideways
         rejected_tab.table(pd.DataFrame([(escape_markdown(f), escape_markdown(r)) for f, r in rejected], columns=["file", "reason"]).set_index("file"))
+    if skipped:
+        rows = [(escape_markdown(reason), item["count"], escape_markdown("; ".join(item["examples"]))) for reason, item in skipped.items()]
+        skipped_tab[0].table(pd.DataFrame(rows, columns=["reason", "count", "first entries"]).set_index("reason"))

@@ -9,7 +9,12 @@ already stored are listed as rejected). With nothing valid to add either command
 status 2, one line on stderr) and the workspace is left as it was; a workspace folder that did not
 exist is not created.
 
-Classes of ``add-targets`` come from the class folder names. A new class is mapped by the resolver
+``add-targets --layout coco --annotations instances.json --images DIR`` reads COCO instance
+segmentation (:func:`analytics.data.read_coco`): one target per instance kept (the largest of each
+image, or ``--all-instances``; ``--min-area``, ``--classes``), what was skipped counted by reason
+under ``skipped``; a bad entry fails the whole import with one line naming it.
+
+Classes of ``add-targets`` come from the class folder names (coco: the category names). A new class is mapped by the resolver
 the Data page uses too (:func:`analytics.data.classes.resolve_class`): ImageNet-1k indices from
 ``--imagenet-map FILE`` (JSON ``{"class": index or [indices]}``), else from an exact ImageNet-1k
 category name or WordNet id (case-insensitive, ``_`` read as a space, e.g. ``tennis_ball``), else
@@ -28,7 +33,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from analytics.data import IN9_CLASSES, LAYOUTS
+from analytics.data import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, TARGET_LAYOUTS
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
@@ -46,9 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.set_defaults(handler=run_info)
 
     targets = subparsers.add_parser("add-targets", help="import a target set (images + masks + classes) from a folder or zip")
-    targets.add_argument("--path", required=True, help="folder or .zip")
-    targets.add_argument("--layout", required=True, choices=LAYOUTS, help="folder: images/<class>/* + masks/<class>/*; "
-                         "bgchallenge: original/val/<class>/* + fg_mask/val/<class>/*.npy; cutouts: <class>/*.png with alpha")
+    targets.add_argument("--path", default=None, help="folder or .zip (every layout but coco)")
+    targets.add_argument("--layout", required=True, choices=TARGET_LAYOUTS, help="folder: images/<class>/* + masks/<class>/*; "
+                         "bgchallenge: original/val/<class>/* + fg_mask/val/<class>/*.npy; cutouts: <class>/*.png with alpha; "
+                         "coco: a COCO instance segmentation JSON (--annotations) over its images (--images)")
+    targets.add_argument("--annotations", default=None, help="coco only: the COCO JSON (instances.json) of CVAT, Label Studio, FiftyOne, Roboflow")
+    targets.add_argument("--images", default=None, help="coco only: folder or .zip holding the images the JSON names")
+    targets.add_argument("--min-area", type=float, default=DEFAULT_MIN_AREA,
+                         help=f"coco only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA})")
+    targets.add_argument("--all-instances", action="store_true", help="coco only: a target per instance (default: the largest of each image)")
+    targets.add_argument("--classes", default=None, metavar="A,B", help="coco only: import these categories alone (comma-separated names)")
     targets.add_argument("--home", default=None, help="cutouts only: photo the cut-outs are pasted on (default: neutral grey)")
     targets.add_argument("--imagenet-map", default=None, help='JSON file {"class": index or [indices]} for new classes')
     targets.add_argument("--existing-classes-only", action="store_true", help="reject files of classes the workspace lacks")
@@ -176,18 +188,23 @@ def run_add_targets(args: argparse.Namespace) -> dict:
 
     if args.home is not None and args.layout != "cutouts":
         raise InvalidInputError(f"--home is only used with --layout cutouts; got --layout {args.layout}; drop --home")
+    _check_sources(args)
     workspace = _existing_workspace(args)
     known = list_classes(workspace) if workspace is not None else {}
     mapping = read_imagenet_map(Path(args.imagenet_map)) if args.imagenet_map else {}
-    result = read_targets(
-        args.path,
-        layout=args.layout,
-        size=image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE,
-        home=read_image(args.home) if args.home else None,
-        classes=known if args.existing_classes_only else None,
-    )
+    size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
+    if args.layout == COCO:
+        result = _read_coco(args, size, known)
+    else:
+        result = read_targets(
+            args.path,
+            layout=args.layout,
+            size=size,
+            home=read_image(args.home) if args.home else None,
+            classes=known if args.existing_classes_only else None,
+        )
     accepted = _drop_stored(workspace, "targets", result)
-    _require_some(args.path, accepted, result.rejected, what="targets")
+    _require_some(args.path or args.annotations, accepted, result.rejected, what="targets", skipped=result.skipped)
     new_classes = {t.class_name: resolve_class(t.class_name, mapping) for t in accepted if t.class_name not in known}
     workspace = workspace or _create_workspace(args)
     # a cut-out's origin names its home photo, so no crop of that photo becomes its background
@@ -200,7 +217,37 @@ def run_add_targets(args: argparse.Namespace) -> dict:
         "new_class_mappings": {name: m.to_dict() for name, m in new_classes.items()},
         "classes_without_imagenet": sorted(name for name, m in new_classes.items() if not m.imagenet),
         "unmapped_classes": sorted(name for name, m in new_classes.items() if not m.mapped),
+        **({"skipped": result.skip_report()} if args.layout == COCO else {}),
     }
+
+
+def _check_sources(args: argparse.Namespace) -> None:
+    """--path for the folder layouts; --annotations and --images (and the coco options) for coco."""
+    from analytics.exceptions import InvalidInputError
+
+    coco_only = {"--annotations": args.annotations, "--images": args.images, "--classes": args.classes}
+    coco_only |= {"--all-instances": args.all_instances or None, "--min-area": None if args.min_area == DEFAULT_MIN_AREA else args.min_area}
+    if args.layout != COCO:
+        given = [name for name, value in coco_only.items() if value is not None]
+        if given:
+            raise InvalidInputError(f"{', '.join(given)} only go with --layout coco; got --layout {args.layout}")
+        if args.path is None:
+            raise InvalidInputError(f"--layout {args.layout} reads --path FOLDER (or .zip); give it")
+    elif args.path is not None or args.annotations is None or args.images is None:
+        raise InvalidInputError("--layout coco reads --annotations instances.json and --images FOLDER (or .zip), not --path; give both")
+
+
+def _read_coco(args: argparse.Namespace, size: int, known: dict):
+    """The COCO instances of ``--annotations``; with --existing-classes-only, a class the workspace lacks is rejected."""
+    from analytics.data import read_coco
+
+    classes = None if args.classes is None else [name for name in args.classes.split(",") if name.strip()]
+    result = read_coco(args.annotations, args.images, size=size, classes=classes, min_area=args.min_area, all_instances=args.all_instances)
+    if args.existing_classes_only:
+        for target in [t for t in result.accepted if t.class_name not in known]:
+            result.reject(target.origin, f"{target.id}: unknown class {target.class_name!r}; known: {', '.join(sorted(known))}")
+        result.accepted = [t for t in result.accepted if t.class_name in known]
+    return result
 
 
 def run_add_backgrounds(args: argparse.Namespace) -> dict:
@@ -318,11 +365,14 @@ def _already_stored(item, stored: set[str], result) -> bool:
     return item.id in stored
 
 
-def _require_some(path: str, accepted: list, rejected: list, *, what: str) -> None:
+def _require_some(path: str, accepted: list, rejected: list, *, what: str, skipped: dict | None = None) -> None:
     from analytics.exceptions import InvalidInputError
 
     if accepted:
         return
+    if skipped and not rejected:
+        counts = "; ".join(f"{len(entries)} {reason}" for reason, entries in skipped.items())
+        raise InvalidInputError(f"{path}: no {what} to add, every instance was skipped ({counts}); the workspace is unchanged")
     if not rejected:
         raise InvalidInputError(f"{path}: found no {what} to add; check --path and --layout. The workspace is unchanged")
     file, reason = rejected[0].file, rejected[0].reason

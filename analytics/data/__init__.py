@@ -15,6 +15,7 @@ from .classes import (
     set_class_mapping,
     targets_stamp,
 )
+from .coco import COCO, DEFAULT_MIN_AREA, TARGET_LAYOUTS, read_coco
 from .compose import (
     Cutout,
     composite,
@@ -25,8 +26,6 @@ from .datasets import (
     DEFAULT_IMAGE_SIZE,
     HOME_SEPARATOR,
     Background,
-    ImportResult,
-    Rejected,
     Target,
     add_backgrounds,
     add_classes,
@@ -51,6 +50,7 @@ from .images import (
     MIN_MASK_SHARE,
     check_mask_share,
     fit_square,
+    fit_target,
     grabcut_mask,
     is_image_file,
     max_image_pixels,
@@ -78,13 +78,16 @@ from .label_spaces import (
 )
 from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
 from .naming import background_label, crop_id
+from .results import ImportResult, Rejected
 
 __all__ = [
     "Background",
     "ClassMapping",
+    "COCO",
     "Cutout",
     "BACKGROUND_BATCH",
     "DEFAULT_IMAGE_SIZE",
+    "DEFAULT_MIN_AREA",
     "DEFAULT_MARGIN",
     "MAX_MARGIN",
     "centred_box",
@@ -107,6 +110,7 @@ __all__ = [
     "MAX_MASK_SHARE",
     "MIN_MASK_SHARE",
     "N_IMAGENET",
+    "TARGET_LAYOUTS",
     "Rejected",
     "Target",
     "add_backgrounds",
@@ -121,6 +125,7 @@ __all__ = [
     "crop_id",
     "custom_label_space",
     "fit_square",
+    "fit_target",
     "foreground_only",
     "grabcut_mask",
     "image_size",
@@ -142,6 +147,7 @@ __all__ = [
     "parse_label_space",
     "paste_cutout",
     "read_backgrounds",
+    "read_coco",
     "read_image",
     "read_image_rgba",
     "read_mask",

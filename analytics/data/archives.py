@@ -27,6 +27,7 @@ LAYOUT_PATTERNS = {
     "folder": "images/<class>/<photo> (with masks/<class>/<photo stem>.png)",
     "bgchallenge": "original/val/<class>/<photo> (with fg_mask/val/<class>/<photo stem>.npy)",
     "cutouts": "<class>/<cut-out>.png",
+    "coco": "a COCO instances JSON (polygons or RLE; CVAT, Label Studio, FiftyOne, Roboflow) + its images folder or zip",
     POOL: f"{', '.join(IMAGE_SUFFIXES)} files directly in the folder",
 }
 # A zip is extracted to a temporary folder (removed after reading); larger archives are refused so a

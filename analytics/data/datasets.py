@@ -30,6 +30,7 @@ from .images import (
     IMAGE_SUFFIXES,
     check_mask_share,
     fit_square,
+    fit_target,
     is_image_file,
     read_image,
     read_image_rgba,
@@ -40,6 +41,7 @@ from .images import (
 from .label_spaces import ClassMapping, as_mapping, in9_imagenet_indices
 from .masking import propose_mask
 from .naming import crop_id
+from .results import ImportResult, Rejected
 
 DEFAULT_IMAGE_SIZE = 256
 #: Background rows per transaction of :func:`add_backgrounds` (~40 commits for a 20,000 pool).
@@ -77,31 +79,6 @@ class Background:
     crop: tuple[int, int, int] | None = None
     package: str = ""
     licence: str = ""
-
-
-@dataclass(frozen=True)
-class Rejected:
-    file: str
-    reason: str
-
-
-@dataclass
-class ImportResult:
-    """What a reader accepted and what it rejected (with reasons).
-
-    accepted : list of Target (``read_targets``) or of Background (``read_backgrounds``)
-    rejected : list of Rejected
-    proposed : list of Target
-        Photos without a mask, each with a GrabCut mask to review before it is stored
-        (``read_targets(..., propose_masks=True)``; :mod:`analytics.data.masking`).
-    """
-
-    accepted: list = field(default_factory=list)
-    rejected: list[Rejected] = field(default_factory=list)
-    proposed: list = field(default_factory=list)
-
-    def reject(self, file: str | os.PathLike, reason: str) -> None:
-        self.rejected.append(Rejected(str(file), reason))
 
 
 # -- workspace settings ----------------------------------------------------------------------
@@ -184,12 +161,10 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
                 continue
             if rgba is not None:
                 image, mask = paste_cutout(rgba, home, size=size)
+                check_mask_share(mask, str(image_path))
             else:
                 image = read_image(image_path)
-                mask = read_mask(mask_path, image.shape[:2])
-                check_mask_share(mask, str(mask_path))
-                image, mask = fit_square(image, mask, size)
-            check_mask_share(mask, str(image_path))
+                image, mask = fit_target(image, read_mask(mask_path, image.shape[:2]), size, origin=str(image_path), mask_origin=str(mask_path))
         except InvalidInputError as err:
             result.reject(image_path, str(err))
             continue

@@ -294,6 +294,34 @@ def check_mask_share(mask: np.ndarray, origin: str) -> None:
         )
 
 
+def fit_target(image: np.ndarray, mask: np.ndarray, size: int, *, origin: str, mask_origin: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """An image with its object mask as a target is stored: the mask checked (:func:`check_mask_share`,
+    naming ``mask_origin``), both fitted to a square (:func:`fit_square`), the fitted mask checked
+    again (naming ``origin``). The one path of every import of an image with a mask (``folder``,
+    ``bgchallenge``, COCO instances).
+
+    Parameters
+    ----------
+    image : ndarray of shape (height, width, 3), uint8
+    mask : ndarray of shape (height, width), bool
+    size : int
+        Side of the output in pixels.
+    origin : str
+        The image file (or record) named in an error.
+    mask_origin : str or None
+        The mask file (or annotation) named when the mask itself is refused; None: ``origin``.
+
+    Returns
+    -------
+    image : ndarray of shape (size, size, 3), uint8
+    mask : ndarray of shape (size, size), bool
+    """
+    check_mask_share(mask, origin if mask_origin is None else mask_origin)
+    image, mask = fit_square(image, mask, size)
+    check_mask_share(mask, origin)
+    return image, mask
+
+
 def fit_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Crop an image (and its mask) to a square that keeps the whole object, then resize to ``size``.
 

@@ -1,0 +1,362 @@
+"""COCO instance segmentation as targets: the ``instances.json`` that CVAT, Label Studio, FiftyOne and
+Roboflow export (polygons and RLE, compressed or not, in one file) over a folder (or zip) of images.
+
+The whole file is checked before any image is decoded, and a bad entry stops the import with one
+line naming the file and the entry (unreadable JSON, an annotation pointing at an unknown image or
+category, a polygon or RLE outside its image, a missing image file): the caller stores nothing.
+Entries left out by choice are counted in ``ImportResult.skipped`` by reason: crowd regions
+(``iscrowd``), boxes without a mask, categories not chosen, instances below ``min_area`` of their
+image and, unless ``all_instances``, every instance but the largest of its image. Each chosen
+instance becomes a :class:`~analytics.data.datasets.Target` of class = its category name, through
+the same checks and square fit as a ``folder`` import (:func:`analytics.data.images.fit_target`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from numbers import Real
+from pathlib import Path
+
+import numpy as np
+from pycocotools import mask as coco_mask
+
+from analytics._validation import check_fraction
+from analytics.exceptions import InvalidInputError
+
+from .archives import LAYOUTS, extracted, is_hidden
+from .datasets import DEFAULT_IMAGE_SIZE, Target
+from .images import fit_target, read_image
+from .results import ImportResult
+
+COCO = "coco"
+#: Every target layout a user picks from: the folder layouts of :func:`read_targets`, then COCO.
+TARGET_LAYOUTS = (*LAYOUTS, COCO)
+DEFAULT_MIN_AREA = 0.01
+#: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
+EDGE_TOLERANCE = 0.5
+
+CROWD = "crowd region (iscrowd=1)"
+NO_MASK = "no mask (a box only)"
+OTHER_CATEGORY = "category not chosen"
+TOO_SMALL = "smaller than the minimum area"
+NOT_LARGEST = "not the largest instance of its image (import with all instances to keep it)"
+
+
+@dataclass(frozen=True)
+class _Instance:
+    id: int
+    image: dict  # the image entry: id, file_name, width, height
+    category: str
+    rle: dict  # pycocotools RLE of the whole instance at the image's size
+    area: float  # share of the image, 0..1
+
+    @property
+    def entry(self) -> str:
+        return _entry(self.id, self.image)
+
+
+def _entry(annotation_id: int, image: dict) -> str:
+    """How a skipped annotation is listed: ``annotation 7 (image 3, street.jpg)``."""
+    return f"annotation {annotation_id} (image {image['id']}, {image['file_name']})"
+
+
+def read_coco(
+    annotations: str | os.PathLike,
+    images: str | os.PathLike,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    classes: Iterable[str] | None = None,
+    min_area: float = DEFAULT_MIN_AREA,
+    all_instances: bool = False,
+) -> ImportResult:
+    """Read COCO instance segmentation as targets: one target per chosen instance.
+
+    Parameters
+    ----------
+    annotations : path-like
+        The COCO JSON (``images``, ``annotations``, ``categories``); a segmentation is a list of
+        polygons ``[[x1, y1, x2, y2, ...], ...]`` or an RLE ``{"size": [height, width], "counts":
+        str or list of int}``.
+    images : path-like
+        Folder or .zip holding the images; an image's ``file_name`` is found as written (also below
+        an enclosing folder), else by its file name alone when that is unique.
+    size : int, default=256
+        Side of the stored square images.
+    classes : iterable of str or None
+        Category names to import (others are skipped); None imports every category.
+    min_area : float, default=0.01
+        Instances covering less than this share of their image are skipped.
+    all_instances : bool, default=False
+        One target per instance; by default only the largest chosen instance of each image.
+
+    Returns
+    -------
+    result : ImportResult
+        ``accepted``: :class:`Target` records with id ``<category>/<image stem>-<annotation id>``, an
+        image of shape (size, size, 3), uint8 and a mask of shape (size, size), bool; ``rejected``:
+        instances whose mask the fit refuses (nearly the whole image); ``skipped``: entries by reason.
+
+    Raises
+    ------
+    InvalidInputError
+        A bad file or entry (one line naming the file and the entry), ``classes`` naming no
+        category, or ``min_area`` outside [0, 1].
+    """
+    annotations = Path(annotations)
+    min_area = check_fraction(min_area, "min_area", low_open=False)
+    data = _load(annotations)
+    image_entries = _images(annotations, data["images"])
+    categories = _categories(annotations, data["categories"])
+    chosen = None if classes is None else _chosen(annotations, classes, categories)
+    result = ImportResult()
+    instances = _instances(annotations, data["annotations"], image_entries, categories, chosen, min_area, result)
+    picked = instances if all_instances else _largest(instances, result)
+    with extracted(Path(images)) as (folder, shown):
+        files = _find_images(annotations, Path(images), folder, picked)
+        for instance in picked:
+            path = files[instance.image["id"]]
+            _store(annotations, instance, path, shown / path.relative_to(folder), size, result)
+    return result
+
+
+def _store(annotations: Path, instance: _Instance, path: Path, shown: Path, size: int, result: ImportResult) -> None:
+    """Decode ``instance``'s image and mask, fit them and add the target (or the refusal) to ``result``."""
+    entry = f"{annotations}: annotation {instance.id}"
+    try:  # the file was found: a decoding failure is a bad input like a missing file
+        image = read_image(path)
+    except InvalidInputError as err:
+        raise InvalidInputError(f"{entry}: {err}") from err
+    width, height = instance.image["width"], instance.image["height"]
+    if image.shape[:2] != (height, width):
+        raise InvalidInputError(
+            f"{entry}: image {shown} is {image.shape[1]}x{image.shape[0]} but the file says {width}x{height} "
+            f"(image {instance.image['id']}); export the annotations for these images"
+        )
+    mask = _bitmap(instance.rle, height, width)
+    try:  # a mask over (nearly) the whole image is refused as in a folder import
+        image, mask = fit_target(image, mask, size, origin=f"{shown} annotation {instance.id}")
+    except InvalidInputError as err:
+        result.reject(shown, str(err))
+        return
+    stem = Path(instance.image["file_name"].replace("\\", "/")).stem
+    target_id = f"{instance.category}/{stem}-{instance.id}"
+    result.accepted.append(Target(target_id, instance.category, image, mask, origin=str(shown)))
+
+
+# -- the JSON ----------------------------------------------------------------------------------
+def _load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InvalidInputError(f"{path}: not a readable COCO JSON file ({err}); export the annotations again as COCO") from err
+    if not isinstance(data, dict) or not all(isinstance(data.get(key), list) for key in ("images", "annotations", "categories")):
+        found = ", ".join(map(repr, data)) if isinstance(data, dict) else type(data).__name__
+        raise InvalidInputError(
+            f"{path}: not a COCO instances file: it needs the lists 'images', 'annotations' and 'categories'; got {found}"
+        )
+    return data
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _images(path: Path, entries: list) -> dict[int, dict]:
+    found: dict[int, dict] = {}
+    for number, entry in enumerate(entries):
+        ok = isinstance(entry, dict) and _whole(entry.get("id")) and isinstance(entry.get("file_name"), str) and entry["file_name"]
+        if not ok or not all(_whole(entry.get(side)) and entry[side] > 0 for side in ("width", "height")):
+            raise InvalidInputError(
+                f"{path}: images[{number}] needs an integer id, a file_name and positive integer width and height; "
+                f"got {str(entry)[:120]}"
+            )
+        if entry["id"] in found:
+            raise InvalidInputError(f"{path}: image id {entry['id']} appears twice ({found[entry['id']]['file_name']}, {entry['file_name']}); make ids unique")
+        found[entry["id"]] = entry
+    return found
+
+
+def _categories(path: Path, entries: list) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for number, entry in enumerate(entries):
+        if not (isinstance(entry, dict) and _whole(entry.get("id")) and isinstance(entry.get("name"), str) and entry["name"].strip()):
+            raise InvalidInputError(f"{path}: categories[{number}] needs an integer id and a name; got {str(entry)[:120]}")
+        if entry["id"] in found:
+            raise InvalidInputError(f"{path}: category id {entry['id']} appears twice ({found[entry['id']]!r}, {entry['name']!r}); make ids unique")
+        if "/" in entry["name"]:
+            raise InvalidInputError(f"{path}: category {entry['id']} {entry['name']!r} holds a '/', which class names cannot; rename it")
+        found[entry["id"]] = entry["name"].strip()
+    return found
+
+
+def _chosen(path: Path, classes: Iterable[str], categories: dict[int, str]) -> set[str]:
+    chosen = {name.strip() for name in classes if name.strip()}
+    unknown = sorted(chosen - set(categories.values()))
+    if unknown:
+        raise InvalidInputError(
+            f"{path}: no category named {', '.join(map(repr, unknown))}; its categories are {', '.join(sorted(set(categories.values())))}"
+        )
+    return chosen
+
+
+def _instances(
+    path: Path, entries: list, images: dict[int, dict], categories: dict[int, str], chosen: set[str] | None, min_area: float, result: ImportResult
+) -> list[_Instance]:
+    """The annotations to import, every entry checked; the others counted in ``result.skipped``."""
+    instances, seen = [], set()
+    for number, entry in enumerate(entries):
+        if not (isinstance(entry, dict) and _whole(entry.get("id"))):
+            raise InvalidInputError(f"{path}: annotations[{number}] needs an integer id; got {str(entry)[:120]}")
+        where = f"{path}: annotation {entry['id']}"
+        if entry["id"] in seen:
+            raise InvalidInputError(f"{where} appears twice; make annotation ids unique")
+        seen.add(entry["id"])
+        image = images.get(entry.get("image_id"))
+        if image is None:
+            raise InvalidInputError(f"{where}: image_id {entry.get('image_id')!r} is not in the file's images; fix the id or remove the annotation")
+        category = categories.get(entry.get("category_id"))
+        if category is None:
+            raise InvalidInputError(f"{where}: category_id {entry.get('category_id')!r} is not in the file's categories; fix the id or remove the annotation")
+        rle = _rle(where, entry.get("segmentation"), image["height"], image["width"])
+        if entry.get("iscrowd") not in (None, 0, 1, False, True):
+            raise InvalidInputError(f"{where}: iscrowd must be 0 or 1; got {entry['iscrowd']!r}")
+        area = 0.0 if rle is None else float(coco_mask.area(rle)) / (image["height"] * image["width"])
+        reason = (
+            CROWD if entry.get("iscrowd")
+            else OTHER_CATEGORY if chosen is not None and category not in chosen
+            else NO_MASK if rle is None
+            else TOO_SMALL if area < min_area
+            else None
+        )  # fmt: skip
+        if reason is not None:
+            result.skipped.setdefault(reason, []).append(_entry(entry["id"], image))
+            continue
+        instances.append(_Instance(entry["id"], image, category, rle, area))
+    return instances
+
+
+def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance]:
+    """The largest instance of each image (the lowest annotation id on a tie); the others skipped."""
+    best: dict[int, _Instance] = {}
+    for instance in instances:
+        current = best.get(instance.image["id"])
+        if current is None or (instance.area, -instance.id) > (current.area, -current.id):
+            best[instance.image["id"]] = instance
+    kept = {id(instance) for instance in best.values()}
+    for instance in instances:
+        if id(instance) not in kept:
+            result.skipped.setdefault(NOT_LARGEST, []).append(instance.entry)
+    return [instance for instance in instances if id(instance) in kept]
+
+
+# -- masks -------------------------------------------------------------------------------------
+def _rle(where: str, segmentation, height: int, width: int) -> dict | None:
+    """A checked segmentation as one pycocotools RLE of the image's size; None for none (a box only)."""
+    if segmentation is None or segmentation == []:
+        return None
+    if isinstance(segmentation, list):
+        polygons = [_polygon(where, number, polygon, height, width) for number, polygon in enumerate(segmentation)]
+        return coco_mask.merge(coco_mask.frPyObjects(polygons, height, width))
+    if not isinstance(segmentation, dict) or not {"size", "counts"} <= set(segmentation):
+        raise InvalidInputError(
+            f"{where}: segmentation must be a list of polygons [[x1, y1, x2, y2, ...]] or an RLE "
+            f'{{"size": [height, width], "counts": ...}}; got {str(segmentation)[:80]}'
+        )
+    if segmentation["size"] != [height, width]:
+        raise InvalidInputError(f"{where}: RLE size {segmentation['size']!r} is not its image's [height, width] = [{height}, {width}]; the mask lies outside the image")
+    counts = segmentation["counts"]
+    runs = _string_counts(counts) if isinstance(counts, str) else counts if isinstance(counts, list) and all(map(_whole, counts)) else None
+    if runs is None or any(run < 0 for run in runs):
+        raise InvalidInputError(f"{where}: RLE counts must be a COCO-compressed string or a list of non-negative integers; got {str(counts)[:80]}")
+    if sum(runs) != height * width:
+        raise InvalidInputError(
+            f"{where}: RLE counts cover {sum(runs)} pixels but the image has {height}x{width} = {height * width}; "
+            "the mask does not match its image"
+        )
+    if isinstance(counts, list):  # uncompressed (crowd regions): pycocotools compresses it
+        return coco_mask.frPyObjects({"size": [height, width], "counts": counts}, height, width)
+    return {"size": [height, width], "counts": counts.encode("ascii")}
+
+
+def _polygon(where: str, number: int, polygon, height: int, width: int) -> list[float]:
+    if not (isinstance(polygon, list) and len(polygon) >= 6 and len(polygon) % 2 == 0):
+        raise InvalidInputError(f"{where}: polygon {number} must be a list [x1, y1, x2, y2, ...] of at least 3 points; got {str(polygon)[:80]}")
+    if not all(isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v) for v in polygon):
+        raise InvalidInputError(f"{where}: polygon {number} holds a value that is not a finite number; got {str(polygon)[:80]}")
+    xs, ys = polygon[0::2], polygon[1::2]
+    low, high_x, high_y = -EDGE_TOLERANCE, width + EDGE_TOLERANCE, height + EDGE_TOLERANCE
+    if min(xs) < low or min(ys) < low or max(xs) > high_x or max(ys) > high_y:
+        raise InvalidInputError(
+            f"{where}: polygon {number} reaches outside its {width}x{height} image "
+            f"(x {min(xs):g}..{max(xs):g}, y {min(ys):g}..{max(ys):g}); fix the annotation"
+        )
+    return [float(v) for v in polygon]
+
+
+def _bitmap(rle: dict, height: int, width: int) -> np.ndarray:
+    """The mask of a checked pycocotools RLE (runs of 0s and 1s down the columns, 0s first).
+
+    Expanded here, not by ``pycocotools.mask.decode``: the runs are checked already, and its decode
+    warns on NumPy 2 at every call.
+
+    Returns
+    -------
+    mask : ndarray of shape (height, width), bool
+    """
+    runs = _string_counts(rle["counts"].decode("ascii"))
+    return np.ascontiguousarray(np.repeat(np.arange(len(runs)) % 2 == 1, runs).reshape(width, height).T)
+
+
+def _string_counts(text: str) -> list[int] | None:
+    """The run lengths of a COCO-compressed RLE string (pycocotools' ``rleFrString``), None if malformed.
+
+    Checked here because pycocotools decodes counts that do not add up to the image without a word.
+    """
+    if not text.isascii():
+        return None
+    data, runs, position = text.encode("ascii"), [], 0
+    while position < len(data):
+        value, shift = 0, 0
+        while True:
+            if position >= len(data) or not 48 <= data[position] < 112:
+                return None
+            char = data[position] - 48
+            value |= (char & 0x1F) << shift
+            position, shift = position + 1, shift + 5
+            if not char & 0x20:
+                if char & 0x10:
+                    value |= -1 << shift
+                break
+        runs.append(value + (runs[-2] if len(runs) > 2 else 0))
+    return runs
+
+
+# -- image files -------------------------------------------------------------------------------
+def _find_images(annotations: Path, images: Path, folder: Path, instances: list[_Instance]) -> dict[int, Path]:
+    """The file of each image the instances need; a missing or ambiguous one is an error."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not is_hidden(p, folder))
+    by_path = {p.relative_to(folder).as_posix(): p for p in files}
+    by_tail: dict[str, list[Path]] = {}  # "c.jpg", "b/c.jpg", "a/b/c.jpg" -> a/b/c.jpg: found below enclosing folders
+    for relative, file in by_path.items():
+        parts = relative.split("/")
+        for first in range(len(parts)):
+            by_tail.setdefault("/".join(parts[first:]), []).append(file)
+    found: dict[int, Path] = {}
+    for instance in instances:
+        image = instance.image
+        if image["id"] in found:
+            continue
+        written = image["file_name"].replace("\\", "/").removeprefix("./")
+        matches = [by_path[written]] if written in by_path else by_tail.get(written) or by_tail.get(Path(written).name, [])
+        if len(matches) != 1:
+            problem = "matches several files" if matches else "is not"
+            raise InvalidInputError(
+                f"{annotations}: annotation {instance.id}: image {image['id']} {image['file_name']!r} {problem} in {images}; "
+                + ("give each image a unique path" if matches else "add the image there or point at the folder that holds the images")
+            )
+        found[image["id"]] = matches[0]
+    return found

@@ -162,15 +162,12 @@ class StepBars:
 
 # -- info ------------------------------------------------------------------------------------
 def run_info(args: argparse.Namespace) -> dict:
-    from analytics.data import image_size, list_classes
-
+    from analytics.data import class_target_counts, image_size, list_classes
+    from analytics.workspace import count_rows
 
     workspace = open_workspace(args)
-    counts = {
-        table: workspace.query_one(f"SELECT COUNT(*) AS n FROM {table}")["n"]
-        for table in ("targets", "classes", "backgrounds", "suites", "runs", "judgments")
-    }
-    per_class = {row["class_name"]: row["n"] for row in workspace.query("SELECT class_name, COUNT(*) AS n FROM targets GROUP BY class_name")}
+    counts = count_rows(workspace, ("targets", "classes", "backgrounds", "suites", "runs", "judgments"))
+    per_class = class_target_counts(workspace)
     return {
         "workspace": str(workspace.root),
         "schema_version": workspace.schema_version,
@@ -290,14 +287,14 @@ def read_imagenet_map(path: Path) -> dict[str, list[int]]:
 
 # -- class mappings --------------------------------------------------------------------------
 def run_classes(args: argparse.Namespace) -> dict:
-    from analytics.data import list_class_mappings, search_imagenet
+    from analytics.data import class_target_counts, list_class_mappings, search_imagenet
 
 
     if args.search is not None:
         matches = search_imagenet(args.search, limit=args.limit)
         return {"search": args.search, "matches": [{"index": m.index, "wnid": m.wnid, "name": m.name} for m in matches]}
     workspace = open_workspace(args)
-    counts = {row["class_name"]: row["n"] for row in workspace.query("SELECT class_name, COUNT(*) AS n FROM targets GROUP BY class_name")}
+    counts = class_target_counts(workspace)
     return {
         "classes": {name: {**m.to_dict(), "targets": counts.get(name, 0)} for name, m in list_class_mappings(workspace).items()},
     }

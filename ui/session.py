@@ -9,14 +9,21 @@ the mark ``st.logout`` sets): a connection naming its id gets a new session, whi
 form, and the session closes with its own websocket instead of waiting in storage for a reconnect.
 
 Images and downloads are served at ``/media/<content hash>`` to whoever has the URL; Streamlit keeps
-a file while some session shows it and a download one script run longer
+a file while some session shows it and a download one collection longer
 (``runtime/media_file_manager.py``). :func:`drop_media` lets go of this session's files at sign-out
-and collects them at once, downloads included.
+and collects them at once, downloads included. When a tab closes (or its connection drops), the
+session shuts down and Streamlit collects once, which only marks its downloads; the next collection
+came with some other session's next script run (~80 s on an idle server, while the README said
+"when the tab closes"). :func:`collect_downloads_at_shutdown` adds that second collection to the
+shutdown itself.
 """
 
 from __future__ import annotations
 
+import functools
+
 from streamlit import runtime
+from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 
@@ -34,6 +41,31 @@ def bind_to_connection() -> None:
     sid = session_id()
     if sid is not None and runtime.exists():
         runtime.get_instance().mark_session_nonresumable(sid)
+    collect_downloads_at_shutdown()
+
+
+def collect_downloads_at_shutdown() -> None:
+    """Make a session's shutdown (its tab closed, its connection gone) delete its downloads at once.
+
+    Streamlit's ``AppSession.shutdown`` drops the session's references and collects once, which
+    deletes its images but only marks its downloads; a second collection right after deletes
+    them. It also deletes other downloads that an earlier collection already marked (files no
+    session shows, one collection old), which the next script run anywhere would delete anyway.
+    Installed once per server process (Streamlit 1.67, pinned; tests/e2e/test_browser_session_reuse.py
+    checks it against the real server).
+    """
+    if getattr(AppSession.shutdown, "collects_downloads", False):
+        return
+    streamlit_shutdown = AppSession.shutdown
+
+    @functools.wraps(streamlit_shutdown)
+    def shutdown(self: AppSession) -> None:
+        streamlit_shutdown(self)
+        if runtime.exists():
+            runtime.get_instance().media_file_mgr.remove_orphaned_files()
+
+    shutdown.collects_downloads = True
+    AppSession.shutdown = shutdown
 
 
 def drop_media() -> None:

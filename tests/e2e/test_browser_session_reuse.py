@@ -68,3 +68,46 @@ def test_a_reused_session_id_opens_the_sign_in_form(page, team_server):
     page.get_by_role("button", name="Sign out").click()  # the browser's own session was left alone
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     assert set(ids) == {ids[0]}
+
+
+def test_a_closed_tabs_download_is_gone_at_once(browser, team_server, tmp_path):
+    """Issue 42.6: an export CSV was served to a cookie-less GET for ~80 s after its tab closed
+    (Streamlit's shutdown collection only marks downloads; :func:`ui.session.collect_downloads_at_shutdown`).
+    The Agreement page's judgment-history CSV stands in for any download."""
+    import re
+    import time
+    import urllib.error
+    import urllib.request
+
+    from analytics.judging import add_judgment
+    from analytics.workspace import Workspace
+    from tests.fixtures.models import add_tiny_models, insert_suite, write_tiny_model_files
+
+    workspace = Workspace(team_server.workspace, create=False)
+    add_tiny_models(workspace, write_tiny_model_files(tmp_path / "models"))
+    add_judgment(workspace, annotator="al", model="tiny", label="variant", suite_id=insert_suite(workspace, "closing-tab"))
+
+    def status(url: str) -> int:
+        try:
+            with urllib.request.urlopen(team_server.url + url, timeout=30) as response:  # no cookie: anyone with the URL
+                return response.status
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    context = browser.new_context()
+    page = context.new_page()
+    media: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda payload: media.extend(
+        re.findall(r"/media/[0-9a-f]{20,}\.csv", payload.decode("latin-1") if isinstance(payload, bytes) else payload))))
+    page.goto(team_server.url + "/Agreement")
+    page.get_by_label("Name").fill("al")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name=re.compile("Download the judgment history"))).to_be_visible()
+    urls = sorted(set(media))
+    assert urls and [status(url) for url in urls] == [200] * len(urls)
+    context.close()  # the tab closes; its session shuts down when the server sees the socket close
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(status(url) != 404 for url in urls):
+        time.sleep(0.5)
+    assert [status(url) for url in urls] == [404] * len(urls)  # before the fix: 200 for ~80 s

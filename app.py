@@ -170,7 +170,7 @@ class Finding:
 
 
 def finding(runs: pd.DataFrame) -> Finding | None:
-    """On the main suite (:func:`ui.story.suite_runs`: the one most registered real models ran over), a
+    """On the main suite (:func:`analytics.findings.headline`: the one most registered real models ran over), a
     sentence on how far its real models fall from their original accuracy to their worst case (zoo
     heads only where no real model ran; stored run summaries only).
 
@@ -184,19 +184,15 @@ def finding(runs: pd.DataFrame) -> Finding | None:
     Finding or None
         None while no suite has a finished current run.
     """
-    from ui import story  # heavy: see home()
+    from analytics.findings import headline  # heavy: see home()
 
-    on_suite = story.suite_runs(runs)
-    if on_suite.empty:
+    found = headline(runs)
+    if found is None:
         return None
-    suite_id, suite = on_suite["suite_id"].iloc[0], escape_markdown(on_suite["suite"].iloc[0])
-    n_zoo = int(on_suite["zoo"].sum())
-    named = on_suite if n_zoo == len(on_suite) else on_suite[~on_suite["zoo"]]
-    named = named.assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
-    worst, best = named.loc[named["drop"].idxmax()], named.loc[named["drop"].idxmin()]
-    mixed = 0 < n_zoo < len(on_suite)
-    scope = f"{len(named)} real model{'s' * (len(named) > 1)} and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if mixed else f"{len(named)} models"
-    if len(named) == 1:
+    suite_id, suite, worst, best = found.suite_id, escape_markdown(found.suite), found.most, found.least
+    n, n_zoo, mixed = found.n_models, found.n_zoo, found.mixed
+    scope = f"{n} real model{'s' * (n > 1)} and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if mixed else f"{n} models"
+    if n == 1:
         return Finding(suite_id, worst["id"], (
             f"On suite {suite}{f' ({scope})' if mixed else ''}, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the "
             f"targets on their own photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."

@@ -19,9 +19,10 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.findings import main_suite_first
 from analytics.runs import current_runs, runs_snapshot
 from analytics.saliency import METHODS
-from ui import deeplink, state, story, widgets
+from ui import deeplink, state, widgets
 from ui import failures as view
 from ui import saliency as saliency_view
 from ui.auth import require_page
@@ -44,7 +45,7 @@ def main() -> None:
     if runs.empty:
         st.info("No finished run yet: run a model over a suite on the Run page.")
         st.stop()
-    runs = story.main_suite_first(runs)  # opens on the suite most real models ran over
+    runs = main_suite_first(runs)  # opens on the suite most real models ran over
     records = {row["id"]: row for row in runs.to_dict("records")}
     unknown = deeplink.adopt("run", view.KEY + "run", list(records))
     run_id = st.selectbox("Run", list(records), format_func=lambda r: records[r]["label"], key=view.KEY + "run")

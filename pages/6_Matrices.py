@@ -27,7 +27,7 @@ from analytics.exceptions import BackdropError
 from analytics.runs import CONV_SIGNALS, SIGNALS, cell_pairs, list_runs, matrix_difference, run_accuracies, runs_snapshot
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
-from analytics.zoo import is_zoo_head
+from analytics.zoo import real_models_first
 from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
@@ -170,7 +170,7 @@ def compare(
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
     # one run per model: the chosen run for its model (first), the newest current one for the others,
     # registered real models before zoo heads, so the prefilled comparison shows the models people deploy
-    others = same_suite.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+    others = real_models_first(same_suite)
     same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], others]).drop_duplicates("model")
     records = same_suite.set_index("id").to_dict("index")
     key = f"{view.KEY}compare"

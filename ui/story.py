@@ -3,9 +3,10 @@ starts with the finding.
 
 Per model (the newest finished current run of each model over the workspace's main suite, the one
 most registered real models ran over; real models first, then zoo heads with a note on what they
-are; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds), one tab:
+are; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds:
+:func:`analytics.findings.largest_losses`), one tab:
 its worst scene keywords (:func:`analytics.findings.failures.failure_table`), one variance matrix on the
-suite's fixed colour scale (the signal that fills most of that scale) and two flips (composites
+suite's fixed colour scale (the signal that fills most of that scale, :func:`analytics.findings.telling_signal`) and two flips (composites
 whose background changed the prediction, :func:`analytics.findings.galleries.flips`), each with a link to
 the full view on the Matrices or Failures page. The tabs are lazy (``on_change="rerun"``): only the
 open tab's model is read, so Home stays fast with many models.
@@ -26,11 +27,10 @@ import streamlit as st
 
 from analytics.data import background_label
 from analytics.exceptions import BackdropError
-from analytics.findings import GalleryItem, flips, item_images
+from analytics.findings import GalleryItem, flips, item_images, largest_losses, telling_signal
 from analytics.runs import SIGNALS
-from analytics.variance import DEFAULT_SETTINGS, VarianceMatrix
+from analytics.variance import DEFAULT_SETTINGS
 from analytics.workspace import Workspace
-from analytics.zoo import is_zoo_head
 from ui import colour_scale, state
 from ui import failures as failure_view
 from ui import runs as run_view
@@ -54,61 +54,9 @@ ZOO_NOTE = (
 )
 
 
-def suite_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The newest finished current run of each model over the main suite: the one most registered real
-    models ran over (zoo heads count only where no real model has a run; ties: the suite of the newest run).
-
-    Parameters
-    ----------
-    runs : DataFrame
-        :func:`analytics.runs.list_runs` (newest first).
-
-    Returns
-    -------
-    DataFrame
-        Rows of ``runs``, one per model, real models first, each group newest first, plus a bool
-        column ``zoo`` (:func:`analytics.zoo.is_zoo_head`); empty when no run is finished and current.
-    """
-    done = runs[(runs["status"] == "done") & ~runs["stale"].astype(bool)].drop_duplicates(["suite_id", "model"])
-    done = done.assign(zoo=done["construction"].map(is_zoo_head).astype(bool))
-    if done.empty:
-        return done
-    counted = done if done["zoo"].all() else done[~done["zoo"]]
-    on_suite = done[done["suite_id"] == counted["suite_id"].value_counts().index[0]]
-    return on_suite.sort_values("zoo", kind="stable")
-
-
-def main_suite_first(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` reordered for a run picker: the runs over the main suite (:func:`suite_runs`' suite), real
-    models before zoo heads, then every other run in its given order."""
-    found = suite_runs(runs)
-    if found.empty:
-        return runs
-    on_main = runs[runs["suite_id"] == found["suite_id"].iloc[0]]
-    on_main = on_main.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
-    return pd.concat([on_main, runs[runs["suite_id"] != found["suite_id"].iloc[0]]])
-
-
 def story_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """:func:`suite_runs`, the :data:`MAX_MODELS` that lose most accuracy to the backgrounds (original
-    minus worst-case accuracy): real models first, each group biggest loss first."""
-    found = suite_runs(runs)
-    loss = found["original_accuracy"] - found["worst_case_accuracy"]
-    return found.assign(loss=loss).sort_values(["zoo", "loss"], ascending=[True, False], kind="stable").head(MAX_MODELS)
-
-
-def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, float]) -> str:
-    """The signal whose matrix fills most of the suite's colour range (highest mean cell / top of the
-    scale): on the fixed scale, the most yellow of the four.
-
-    Parameters
-    ----------
-    matrices : mapping of str to VarianceMatrix
-        A run's matrices, keyed by :data:`analytics.runs.SIGNALS`.
-    tops : mapping of str to float
-        Top of the suite's colour range per signal (:attr:`analytics.runs.colour_scale.ColourScale.tops`).
-    """
-    return max(SIGNALS, key=lambda signal: float(np.mean(matrices[signal].matrix)) / tops[signal])
+    """:func:`analytics.findings.largest_losses` of ``runs``: the :data:`MAX_MODELS` tabs."""
+    return largest_losses(runs, limit=MAX_MODELS)
 
 
 def keyword_rows(keywords: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,14 @@ from .galleries import (
     item_images,
     item_saliency,
 )
+from .headline import (
+    Headline,
+    headline,
+    largest_losses,
+    main_suite_first,
+    main_suite_runs,
+    telling_signal,
+)
 from .report import (
     SECTIONS,
     build_report,
@@ -43,6 +51,7 @@ __all__ = [
     "SECTIONS",
     "FailureTable",
     "GalleryItem",
+    "Headline",
     "PairedTest",
     "background_keywords",
     "build_report",
@@ -51,10 +60,15 @@ __all__ = [
     "flips",
     "fooling_backgrounds",
     "group_statistics",
+    "headline",
     "item_images",
     "item_saliency",
     "keyword_changes",
     "keyword_model_matrix",
+    "largest_losses",
+    "main_suite_first",
+    "main_suite_runs",
     "paired_test",
+    "telling_signal",
     "thumbnail_uri",
 ]

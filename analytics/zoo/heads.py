@@ -47,6 +47,13 @@ def is_zoo_head(construction: object) -> bool:
     return isinstance(construction, dict) and construction.get("kind") == ZOO_KIND and "strength" in construction
 
 
+def real_models_first(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` (rows with a ``construction`` column, e.g. of :func:`analytics.runs.list_runs`) with the
+    registered real models before the zoo heads (:func:`is_zoo_head`), each group in its given order:
+    the order every listing of models shows them in (the models people deploy first)."""
+    return runs.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+
+
 def construction_labels(workspace: Workspace, *, invariant_max: float = 0.25, variant_min: float = 0.75) -> pd.Series:
     """The label each zoo head's construction implies: a ground truth for the assessor, never a judgment.
 

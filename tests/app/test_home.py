@@ -190,8 +190,8 @@ def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_work
 
 
 def test_story_picks_the_signal_that_fills_most_of_the_scale(run_workspace, run_ids):
+    from analytics.findings import telling_signal
     from analytics.runs import SIGNALS, run_matrices, suite_colour_scale
-    from ui.story import telling_signal
 
     matrices = run_matrices(run_workspace, run_ids["bg-only"])
     tops = suite_colour_scale(run_workspace, "tiny-suite").tops

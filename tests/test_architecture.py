@@ -225,3 +225,43 @@ def test_sql_and_fits_in_the_app_are_found(tmp_path):
         "    st.selectbox('Select a suite from the list', [])\n"  # words, not SQL
     )
     assert [(line, what.split()[0]) for _, line, what in app_logic([page], tmp_path)] == [(2, "SQL"), (3, "SQL"), (3, "SQL"), (4, "SQL"), (5, "model")]
+
+
+def names_reference_data(path: Path) -> list[int]:
+    """Lines of ``path`` whose code (not a docstring) names ``shared/reference``: a string holding it, or a
+    path built with ``/`` from the parts ``"shared"`` and ``"reference"``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+        and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }  # fmt: skip
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if re.search(r"shared[/\\]+reference", node.value):
+                found.append(node.lineno)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            parts = {n.value for n in ast.walk(node) if isinstance(n, ast.Constant)}
+            if {"shared", "reference"} <= parts:
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_the_product_never_offers_the_test_reference_data():
+    """Issue 42.13: only tests and benchmarks read ``../shared/reference``; the product offers the
+    workspace's own data and the files a user names."""
+    product = [ROOT / "app.py", *(p for folder in ("analytics", "ui", "pages") for p in sorted((ROOT / folder).rglob("*.py")))]
+    named = {path.relative_to(ROOT).as_posix(): lines for path in product if (lines := names_reference_data(path))}
+    assert named == {}
+
+
+def test_reference_data_paths_are_found(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""Docs may cite ../shared/reference/bgtest."""\n'
+        "A = ROOT.parent / 'shared' / 'reference' / 'bgtest'\n"
+        "B = '../shared/reference/x.h5'\n"
+        "C = ROOT / 'shared' / 'other'\n"
+    )
+    assert names_reference_data(module) == [2, 3]

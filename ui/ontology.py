@@ -51,12 +51,11 @@ from analytics.ontology import (
     without_isolates,
 )
 from analytics.team import resolve_server_path, server_paths_offered
-from analytics.workspace import PROJECT_ROOT, Workspace
+from analytics.workspace import Workspace
 from ui import state, widgets
 from ui.keyword_tables import BUILD_REPORT
 from ui.markdown import escape_markdown
 
-REFERENCE_FILE = PROJECT_ROOT.parent / "shared" / "reference" / "bgtest" / "bgdb_items_val.hdf5"
 WORKSPACE_SOURCE, FILE_SOURCE = "Workspace keyword tables", "Keyword file on the server"
 CONFIDENCE_COLORSCALE = "Viridis"
 N_EDGE_BINS = 5  # Plotly draws one width per line trace: edges are grouped by confidence
@@ -143,8 +142,8 @@ def source_picker(workspace: Workspace | None) -> Source | None:
         return Source(WORKSPACE_SOURCE, names=tuple(chosen)) if chosen else None
     if not names:
         st.caption("The workspace has no keyword tables yet: load a keyword file (and save it to the workspace below).")
-    default = str(REFERENCE_FILE) if REFERENCE_FILE.is_file() else ""
-    path = st.text_input("Keyword file (reference HDF5, CSV or Backdrop HDF5)", value=default, key=KEY + "path").strip()
+    # only the workspace's own data and files the user names: no file of the developer's checkout is offered
+    path = st.text_input("Keyword file (reference HDF5, CSV or Backdrop HDF5)", key=KEY + "path", placeholder="a path inside the data roots").strip()
     left, right = st.columns(2)
     top_k = int(left.number_input("Places365 scenes kept per image (reference HDF5)", 1, 20, 1, key=KEY + "top_k"))
     threshold = right.text_input("Presence threshold for a CSV of scores (blank: 0/1 table)", key=KEY + "threshold").strip()

@@ -230,3 +230,13 @@ def test_whole_graph_overview_labels_only_the_best_connected(keyword_workspace, 
     labels = network(app)["labels"]
     assert set(labels) == {"sky", "tree", "grass", "sea", "sand"}
     assert sorted(text for text in labels.values() if text) == ["sky", "tree"]  # edges: sky 4, tree 4, grass 3, sea 3, sand 2
+
+
+def test_without_keyword_tables_the_page_offers_no_file_of_its_own(tmp_path, app_runner):
+    """Issue 42.13: the page once filled the keyword file in with the test reference data beside the
+    checkout (``../shared/reference/…``); the product offers only the workspace's data and what the user names."""
+    app = app_runner(PAGE, Workspace(tmp_path / "ws"))
+    assert not app.exception, app.exception
+    assert app.radio(key="ontology.source").options == ["Keyword file on the server"]
+    assert app.text_input(key="ontology.path").value == ""
+    assert not app.dataframe and not app.metric  # nothing mined until a file is named

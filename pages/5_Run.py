@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analytics.inference import class_problems
 from analytics.models import list_models
 from analytics.runs import list_runs, runs_snapshot
 from analytics.suites import list_suites
@@ -54,11 +55,20 @@ def show_runs_job(workspace: Workspace) -> None:
         labels = list_runs(workspace).set_index("id")["label"]
         named = ", ".join(escape_markdown(labels.get(run_id, run_id)) for run_id in finished)
         st.success(f"Finished {len(finished)} run(s): {named}. See their variance matrices on the Matrices page.")
+        for model, reason in job.result.get("failed", {}).items():
+            st.warning(f"{escape_markdown(model)} did not run: {escape_markdown(reason)}")
 
 
 def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
     names = [spec.name for spec in list_models(workspace)]
-    models = st.multiselect("Models", names, default=names[:1], key="run.models", help="Several models over one suite run as one action.")
+    cannot = class_problems(workspace, names)  # over the workspace's classes: the suite's are among them
+    scoring = [name for name in names if name not in cannot]
+    models = st.multiselect(
+        "Models", names, default=scoring[:1], key="run.models",
+        help="Several models over one suite run as one action; a model that cannot score the suite's classes is reported and the others run.",
+    )  # fmt: skip
+    if cannot:
+        st.caption(f"Cannot score every class of this workspace (they would be skipped): {escape_markdown(', '.join(cannot))}.")
     records = suites.set_index("id").to_dict("index")
     suite_id = st.selectbox("Suite", list(records), key="run.suite", format_func=lambda s: records[s]["label"])
     with st.expander("Options"):

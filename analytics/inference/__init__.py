@@ -39,6 +39,7 @@ from .stream import (
 )
 from .suite_images import (
     SuiteImage,
+    class_problems,
     image_hashes,
     stored_suite_images,
     target_classes,
@@ -61,6 +62,7 @@ __all__ = [
     "RunKeys",
     "RunPlan",
     "SuiteImage",
+    "class_problems",
     "compositing_threads",
     "cpu_count",
     "cpu_threads",

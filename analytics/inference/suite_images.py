@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from analytics.data import ClassMapping, list_class_mappings
-from analytics.exceptions import NotFoundError
+from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.models import get_model_spec
 from analytics.workspace import Workspace
 
 
@@ -108,3 +109,27 @@ def used_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, ClassM
     """The workspace classes (with their mappings) that some of the targets have."""
     used = set(names)
     return {name: mapping for name, mapping in list_class_mappings(workspace).items() if name in used}
+
+
+def class_problems(workspace: Workspace, model_names: Sequence[str], suite_id: str | None = None) -> dict[str, str]:
+    """Model -> why it cannot score the classes of a suite's targets (of every target when
+    ``suite_id`` is None): the one line :func:`~analytics.inference.plan_runs` would raise. Models
+    that can score them are absent, so an empty dict means all can.
+
+    Raises
+    ------
+    NotFoundError
+        An unknown model or suite.
+    """
+    if suite_id is None:
+        names = {row["class_name"] for row in workspace.query("SELECT DISTINCT class_name FROM targets")}
+    else:
+        names = set(target_classes(workspace, {image.target_id for image in stored_suite_images(workspace, suite_id)[0]}).values())
+    classes = used_classes(workspace, names)
+    problems = {}
+    for name in dict.fromkeys(model_names):
+        try:
+            get_model_spec(workspace, name).label_space.class_outputs(classes)
+        except InvalidInputError as err:
+            problems[name] = str(err)
+    return problems

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from analytics.comparison import method_comparison, params_estimate_seconds, record_step_cost
 from analytics.repository import run_repository
-from analytics.runs import start_runs
+from analytics.runs import start_runs, start_runs_that_can
 from analytics.saliency.survey import object_share
 from analytics.suites import build_suite, suite_labels_of
 from analytics.workspace import Workspace
@@ -75,8 +75,7 @@ def _suite(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
 
 def _runs(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
     progress(0, 0, "loading the models")
-    run_ids = start_runs(workspace, **params, progress=lambda done, total: progress(done, total, "images"))
-    return {"run_ids": run_ids}
+    return start_runs_that_can(workspace, **params, progress=lambda done, total: progress(done, total, "images")).to_dict()
 
 
 def _repository(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:

@@ -56,8 +56,10 @@ from .read import (
     target_table,
 )
 from .start import (
+    RunsStarted,
     complete_runs,
     start_runs,
+    start_runs_that_can,
 )
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "VARIANCE_COLOURS",
     "ColourScale",
     "RunData",
+    "RunsStarted",
     "cached_matrices",
     "cell_pairs",
     "cell_quantiles",
@@ -104,6 +107,7 @@ __all__ = [
     "runs_snapshot",
     "signal_peaks",
     "start_runs",
+    "start_runs_that_can",
     "subsample_matrices",
     "suite_colour_scale",
     "summarize_run",

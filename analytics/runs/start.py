@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from analytics.exceptions import InvalidInputError
 from analytics.team import require_permission
@@ -53,6 +54,39 @@ def start_runs(
     run_ids = run_models(workspace, model_names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress, fill_conv=fill_conv)
     complete_runs(workspace, run_ids)
     return run_ids
+
+
+@dataclass(frozen=True)
+class RunsStarted:
+    """What :func:`start_runs_that_can` did: run ids of the models that ran, and why the others did not."""
+
+    run_ids: dict[str, str]  # model -> run id, in the order asked
+    failed: dict[str, str]  # model -> the one-line reason it could not run
+
+    def to_dict(self) -> dict:
+        return {"run_ids": list(self.run_ids.values()), "models": list(self.run_ids), "failed": dict(self.failed)}
+
+
+def start_runs_that_can(workspace: Workspace, model_names: Sequence[str], suite_id: str, **options) -> RunsStarted:
+    """:func:`start_runs` for every model that can score the suite's classes; the others are
+    reported with their reason instead of failing the whole call, as a repository run does (a
+    newcomer's own 4-class model beside an ImageNet one: before, neither ran).
+
+    Raises
+    ------
+    InvalidInputError
+        No model can score the suite's classes (the message gives each model's reason).
+    """
+    from analytics.inference import class_problems
+
+    require_permission(workspace, "run_models")
+    failed = class_problems(workspace, model_names, suite_id)
+    runnable = [name for name in dict.fromkeys(model_names) if name not in failed]
+    if not runnable:
+        reasons = "; ".join(f"{name}: {reason}" for name, reason in failed.items())
+        raise InvalidInputError(f"no model can score this suite's classes: {reasons}")
+    run_ids = start_runs(workspace, runnable, suite_id, **options)
+    return RunsStarted(dict(zip(runnable, run_ids)), failed)
 
 
 def complete_runs(workspace: Workspace, run_ids: Sequence[str]) -> None:

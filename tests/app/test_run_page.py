@@ -177,3 +177,31 @@ def test_a_refused_start_replaces_the_previous_jobs_status(tiny_model_workspace,
     assert not app.exception, app.exception
     assert [as_shown(e.value) for e in app.error] == ["bob (viewer) may not run models; ask an admin"]
     assert previous.id not in texts(app) and "run.job" not in app.session_state
+
+
+def _add_model_of_other_classes(workspace, tiny_model_files, tmp_path) -> str:
+    """``a-pets``: the tiny network with labels 'cat' and 'dog', so it cannot score 'disc' and 'square'
+    (named to sort first, where the page used to preselect it)."""
+    from analytics.data import custom_label_space
+    from analytics.models import register_torchscript
+
+    labels = tmp_path / "pets.txt"
+    labels.write_text("cat\ndog\n")
+    register_torchscript(workspace, "a-pets", checkpoint=tiny_model_files["tiny"], label_space=custom_label_space(labels), input_size=64)
+    return "a-pets"
+
+
+def test_a_model_that_cannot_score_the_classes_is_not_preselected_and_does_not_stop_the_others(tiny_model_workspace, tiny_model_files, tmp_path, app_runner):
+    """Issue 42.7: one model without an output for a class failed the whole job, and the page preselected it."""
+    other = _add_model_of_other_classes(tiny_model_workspace, tiny_model_files, tmp_path)
+    app = app_runner(RUN, tiny_model_workspace)
+    assert not app.exception and app.multiselect(key="run.models").value == ["bg-only"]  # the first that can
+    assert escape_markdown(other) in texts(app)  # named as one that cannot score every class
+    app.multiselect(key="run.models").set_value([other, "fg-only"])
+    app.selectbox(key="run.suite").set_value(TINY_SUITE)
+    app = click_and_wait(app, "run.start", tiny_model_workspace)
+    assert not app.exception, app.exception
+    runs = list_runs(tiny_model_workspace)
+    assert list(runs["model"]) == ["fg-only"] and (runs["status"] == "done").all()
+    (warning,) = [w.value for w in app.warning]
+    assert warning.startswith(escape_markdown(other)) and "has no output" in warning

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analytics.data import class_target_counts, image_size, list_backgrounds, list_targets
+from analytics.data import class_target_counts, image_size, image_sources
 from analytics.exceptions import BackdropError
 from analytics.runs import list_runs, runs_snapshot
 from analytics.team import User, allowed
@@ -129,20 +129,6 @@ def asset_table() -> pd.DataFrame:
             "in cache": [is_fetched(package) for package in packages],
         }
     )
-
-
-def sources_table(workspace: Workspace) -> pd.DataFrame:
-    """Targets and backgrounds per source package and licence (empty package = imported by a user)."""
-    frames = [
-        list_targets(workspace)[["package", "licence"]].assign(kind="targets"),
-        list_backgrounds(workspace)[["package", "licence"]].assign(kind="backgrounds"),
-    ]
-    rows = pd.concat(frames, ignore_index=True).replace({"package": {"": "(imported)"}, "licence": {"": "(not recorded)"}})
-    if rows.empty:
-        return pd.DataFrame(columns=["package", "targets", "backgrounds", "licence"])
-    table = rows.pivot_table(index=["package", "licence"], columns="kind", aggfunc="size", fill_value=0)
-    counts = table.reindex(columns=["targets", "backgrounds"], fill_value=0).reset_index()
-    return counts[["package", "targets", "backgrounds", "licence"]]  # licences are long: last
 
 
 def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
@@ -270,7 +256,7 @@ def show_assets(workspace: Workspace) -> None:
         )
     with st.expander("Demo packages"):
         st.dataframe(assets, hide_index=True, width="stretch")
-    sources = sources_table(workspace)
+    sources = image_sources(workspace)
     if sources.empty:
         st.caption("No images yet, so no sources or licences to list.")
     else:

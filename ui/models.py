@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -91,11 +90,8 @@ def per_class_table(result: Evaluation) -> pd.DataFrame:
 @st.cache_data(max_entries=256, show_spinner=False)
 def top_predictions(workspace_path: str, model_name: str, spec_key: str, image_hash: str, k: int = 5) -> pd.DataFrame:
     """The model's ``k`` most probable outputs on one stored image: columns output, probability."""
-    model = cache.load_model(workspace_path, model_name)
-    image = cache.load_array(workspace_path, image_hash)
-    probabilities = model.predict(image[None]).probabilities[0]
-    order = np.argsort(-probabilities)[:k]
-    return pd.DataFrame({"output": [model.spec.label_space.names[i] for i in order], "probability": probabilities[order]})
+    top = cache.load_model(workspace_path, model_name).top_outputs(cache.load_array(workspace_path, image_hash), k=k)
+    return pd.DataFrame(top, columns=["output", "probability"])
 
 
 @contextmanager

@@ -10,7 +10,6 @@ keys are paths, table names and content hashes; keyword tables and ontologies ar
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from analytics.ontology import (
     level_statistics,
     neighbourhood,
     radial_layout,
+    rules_table,
     strongest_edges,
     without_isolates,
 )
@@ -200,28 +200,9 @@ def rules_view(ontology: Ontology) -> None:
     left, right = st.columns([3, 1])
     keywords = left.multiselect("Rules mentioning any of", sorted(ontology.graph.nodes), key=KEY + "rule_keywords")
     edges_only = right.checkbox("Graph edges only (one keyword each side)", key=KEY + "edges_only")
-    shown = rules_frame(ontology, keywords=keywords, edges_only=edges_only)
+    shown = rules_table(ontology, keywords=keywords, edges_only=edges_only)
     st.caption(f"{len(shown)} of {len(ontology.rules)} rules; click a column header to sort.")
     st.dataframe(shown, hide_index=True, width="stretch", key=KEY + "rules_table")
-
-
-def rules_frame(ontology: Ontology, *, keywords: Sequence[str] = (), edges_only: bool = False) -> pd.DataFrame:
-    """Rules as text: antecedents, consequents, support, confidence, lift (strongest first).
-
-    A rule is kept when it mentions any of ``keywords`` (all rules when none is given).
-    """
-    rules = ontology.rules
-    keep = np.ones(len(rules), dtype=bool)
-    if keywords:
-        wanted = set(keywords)
-        keep &= [bool(wanted & (a | c)) for a, c in zip(rules["antecedents"], rules["consequents"])]
-    if edges_only:
-        keep &= (rules["antecedents"].map(len) == 1).to_numpy() & (rules["consequents"].map(len) == 1).to_numpy()
-    shown = rules[keep].copy()
-    for column in ("antecedents", "consequents"):
-        shown[column] = shown[column].map(lambda items: ", ".join(sorted(items)))
-    columns = ["antecedents", "consequents", "support", "confidence", "lift"]
-    return shown[columns].sort_values(["confidence", "support"], ascending=False).reset_index(drop=True)
 
 
 def network_view(ontology: Ontology) -> None:

@@ -20,7 +20,7 @@ from streamlit.errors import StreamlitPageNotFoundError
 from analytics import jobs
 from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, human_labels, suite_verdicts
 from analytics.exceptions import BackdropError
-from analytics.judging import LABELS, latest_judgments
+from analytics.judging import LABELS, judging_progress, label_counts, latest_judgments
 from analytics.models import list_models
 from analytics.repository import create_repository, get_repository, repository_status
 from analytics.repository.run import STATUSES
@@ -166,9 +166,9 @@ def models_table(workspace: Workspace, name: str, suite_id: str) -> tuple[pd.Dat
         What the verdict is, or why there is none.
     """
     status = repository_status(workspace, name, suite_id)
-    judged = latest_judgments(workspace, suite_id)
-    counts = judged.groupby("model").size()
-    labels = judged.groupby("model")["label"].agg(lambda s: ", ".join(f"{k} ×{v}" for k, v in s.value_counts().sort_index().items()))
+    counts = judging_progress(workspace, suite_id).set_index("model")["judged"]  # annotators with a current judgment
+    per_label = label_counts(latest_judgments(workspace, suite_id))
+    labels = {model: ", ".join(f"{label} ×{n}" for label, n in sorted(row.items()) if n) for model, row in per_label.iterrows()}
     metadata = pd.DataFrame.from_dict(get_repository(workspace, name)["metadata"], orient="index").reindex(status["model"])
     done = status["status"] == "done"
     assessed = assessor_verdicts(workspace, suite_id, status.loc[done].set_index("model")["run_id"])

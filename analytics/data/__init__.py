@@ -79,6 +79,7 @@ from .label_spaces import (
 from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
 from .naming import background_label, crop_id
 from .results import ImportResult, Rejected
+from .sources import IMPORTED, NOT_RECORDED, SOURCE_COLUMNS, image_sources
 
 __all__ = [
     "Background",
@@ -109,9 +110,12 @@ __all__ = [
     "MAX_ARCHIVE_MEMBERS",
     "MAX_MASK_SHARE",
     "MIN_MASK_SHARE",
+    "IMPORTED",
     "N_IMAGENET",
+    "NOT_RECORDED",
     "TARGET_LAYOUTS",
     "Rejected",
+    "SOURCE_COLUMNS",
     "Target",
     "add_backgrounds",
     "add_classes",
@@ -129,6 +133,7 @@ __all__ = [
     "foreground_only",
     "grabcut_mask",
     "image_size",
+    "image_sources",
     "imagenet_classes",
     "imagenet_label_space",
     "in9_imagenet_indices",

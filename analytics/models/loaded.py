@@ -144,6 +144,20 @@ class LoadedModel:
             np.concatenate(embeddings) if embeddings else np.zeros((0, dim), np.float32),
         )
 
+    def top_outputs(self, image: np.ndarray, *, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` most probable outputs on one image, most probable first: (output name, probability).
+
+        Parameters
+        ----------
+        image : ndarray of shape (height, width, 3), uint8
+        k : int, default=5
+            At most the number of outputs.
+        """
+        k = check_positive_int(k, "k")
+        probabilities = self.predict(np.asarray(image)[None]).probabilities[0]
+        order = np.argsort(-probabilities, kind="stable")[:k]
+        return [(self.spec.label_space.names[i], float(probabilities[i])) for i in order]
+
     def run_batch(self, batch: torch.Tensor, *, conv_stats: bool = False) -> tuple[torch.Tensor, ...]:
         """Forward pass for inference, no gradients.
 
@@ -304,30 +318,6 @@ def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
             type(network).__name__, [tuple(a.shape) for a in expected], [tuple(b.shape) for b in got],
         )  # fmt: skip
     return frozen if same else network
-
-
-def resize_images(images: np.ndarray, size: int) -> np.ndarray:
-    """Resize square or non-square images to ``size`` x ``size`` (OpenCV area interpolation, which
-    averages source pixels and so is antialiased when shrinking).
-
-    Parameters
-    ----------
-    images : ndarray of shape (n, h, w, 3), uint8
-    size : int
-        Side in pixels of the output images.
-
-    Returns
-    -------
-    resized : ndarray of shape (n, size, size, 3), uint8
-        The input itself (made C-contiguous) when it already has that size.
-    """
-    if images.shape[1:3] == (size, size):
-        return np.ascontiguousarray(images)
-    out = np.empty((len(images), size, size, 3), np.uint8)
-    for i, image in enumerate(images):
-        shrink = image.shape[0] > size or image.shape[1] > size
-        out[i] = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
-    return out
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

@@ -37,6 +37,7 @@ from .mining import (
     build_ontology,
     mine_itemsets,
     mine_rules,
+    rules_table,
     stack_transactions,
     to_onehot,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "path_weights",
     "product_weight",
     "radial_layout",
+    "rules_table",
     "save_ontology",
     "shortest_path",
     "stack_transactions",

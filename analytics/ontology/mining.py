@@ -261,6 +261,37 @@ def mine_rules(itemsets: pd.DataFrame, *, n_transactions: int, min_confidence: f
     return rules.iloc[order][RULE_COLUMNS].reset_index(drop=True)
 
 
+def rules_table(ontology: Ontology, *, keywords: Sequence[str] = (), edges_only: bool = False) -> pd.DataFrame:
+    """The ontology's rules as text, strongest first (confidence, then support).
+
+    Parameters
+    ----------
+    ontology : Ontology
+    keywords : sequence of str, default=()
+        Keep the rules that mention any of them (every rule when empty).
+    edges_only : bool, default=False
+        Keep the rules with one keyword on each side (the graph's edges).
+
+    Returns
+    -------
+    DataFrame
+        Columns antecedents, consequents (str: the keywords, sorted, comma-separated), support,
+        confidence, lift (float).
+    """
+    rules = ontology.rules
+    keep = np.ones(len(rules), dtype=bool)
+    if keywords:
+        wanted = set(keywords)
+        keep &= [bool(wanted & (a | c)) for a, c in zip(rules["antecedents"], rules["consequents"])]
+    if edges_only:
+        keep &= (rules["antecedents"].map(len) == 1).to_numpy() & (rules["consequents"].map(len) == 1).to_numpy()
+    shown = rules[keep].copy()
+    for column in ("antecedents", "consequents"):
+        shown[column] = shown[column].map(lambda items: ", ".join(sorted(items)))
+    columns = ["antecedents", "consequents", "support", "confidence", "lift"]
+    return shown[columns].sort_values(["confidence", "support"], ascending=False).reset_index(drop=True)
+
+
 def build_graph(itemsets: pd.DataFrame, rules: pd.DataFrame) -> nx.DiGraph:
     """The ontology graph: frequent keywords as nodes, single-item rules as edges.
 

@@ -100,6 +100,12 @@ def test_resnet18_registers_loads_and_predicts(tmp_path, labels3, resnet_checkpo
         expected = torch.softmax(reference.eval()(model.preprocess(images)), 1).numpy()
     np.testing.assert_allclose(prediction.probabilities, expected, atol=1e-5)
     assert model.gradcam_layer is model.network.body.layer4
+    top = model.top_outputs(images[0], k=2)  # the Models page's top predictions
+    order = np.argsort(-prediction.probabilities[0])[:2]
+    assert [name for name, _ in top] == [labels3.names[i] for i in order]
+    np.testing.assert_allclose([p for _, p in top], prediction.probabilities[0, order], atol=1e-6)
+    with pytest.raises(InvalidInputError, match="k"):
+        model.top_outputs(images[0], k=0)
 
 
 def test_safetensors_checkpoint_registers(tmp_path, labels3):

@@ -39,6 +39,7 @@ from analytics.ontology import (
     load_ontology,
     mine_itemsets,
     product_weight,
+    rules_table,
     save_ontology,
     shortest_path,
     to_onehot,
@@ -81,6 +82,17 @@ def test_graph_by_hand(tiny_ontology):
     multi = tiny_ontology.rules[(tiny_ontology.rules["antecedents"].map(len) > 1) | (tiny_ontology.rules["consequents"].map(len) > 1)]
     assert len(multi) > 0
     assert tiny_ontology.summary == {"transactions": 4, "keywords": 5, "itemsets": 11, "rules": len(tiny_ontology.rules), "edges": 8}
+
+
+def test_rules_table_filters_by_keyword_and_to_the_graphs_edges(tiny_ontology):
+    every = rules_table(tiny_ontology)
+    assert list(every.columns) == ["antecedents", "consequents", "support", "confidence", "lift"] and len(every) == len(tiny_ontology.rules)
+    assert list(every["confidence"]) == sorted(every["confidence"], reverse=True)
+    edges = rules_table(tiny_ontology, edges_only=True)
+    assert {(a, c): pytest.approx(w) for a, c, w in edges[["antecedents", "consequents", "confidence"]].itertuples(index=False)} == EDGES
+    sand = rules_table(tiny_ontology, keywords=["sand"])
+    assert set(zip(sand["antecedents"], sand["consequents"])) == {("sea", "sand"), ("sand", "sea")}
+    assert "grass, sky" in set(rules_table(tiny_ontology, keywords=["grass"])["antecedents"])  # a multi-item rule, as text
 
 
 def test_paths_and_aggregated_weights(tiny_ontology):

@@ -10,6 +10,8 @@ results as one JSON object). ``--checkpoint`` registers the candidate first, wit
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
 from analytics.workspace import to_json
 
@@ -38,6 +40,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_check)
 
 
+class StageLines:
+    """One line on stderr as each stage of a check starts, with the time so far: also in CI, where
+    there is no terminal for the bar (a cold check on the demo printed nothing for 27 minutes)."""
+
+    def __init__(self) -> None:
+        self.started, self.step = time.monotonic(), None
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        if step != self.step:
+            self.step = step
+            print(f"[backdrop check] {self._elapsed()} {STAGES.get(step, step)}", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        print(f"[backdrop check] {self._elapsed()} done", file=sys.stderr, flush=True)
+
+    def _elapsed(self) -> str:
+        seconds = int(time.monotonic() - self.started)
+        return f"{seconds // 60:d}:{seconds % 60:02d}"
+
+
+#: What each step of :func:`analytics.gate.check` does, as the stage lines say it.
+STAGES = {
+    "suite": "suite: finding or building the policy's suite",
+    "runs": "runs: the candidate (and the baseline) over the suite",
+    "rules": "rules: measuring what they need (Backgrounds Challenge, scenarios, assessor, keywords)",
+    "report": "report: the HTML report",
+}
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Run the check; print the summary (or JSON) and return the exit status."""
     from analytics.exceptions import InvalidInputError
@@ -51,10 +82,12 @@ def run_check(args: argparse.Namespace) -> int:
     preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering)
     if registering:
         register_from_args(workspace, args.model, args, flag="--model")
+    stages = StageLines()
     with ProgressBar("check", unit="img", terminal_only=True) as progress:
         result = check(
             workspace, policy, args.model, out=args.out, baseline=args.baseline, suite_id=args.suite, report=not args.no_report,
-            device=args.device, batch_size=args.batch_size, progress=lambda _step, done, total: progress(done, total),
+            device=args.device, batch_size=args.batch_size, progress=lambda step, done, total: (stages(step, done, total), progress(done, total)),
         )  # fmt: skip
+    stages.end()
     print(to_json(result.to_dict()) if args.json else result.summary, end="" if not args.json else "\n")
     return 0 if result.passed else EXIT_RULE_FAILED

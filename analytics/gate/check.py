@@ -24,7 +24,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.findings import build_report
 from analytics.models import get_model_spec
 from analytics.runs import start_runs
-from analytics.suites import build_suite, suite_exists
+from analytics.suites import build_suite, suite_exists, suite_labels_of
 from analytics.workspace import Workspace, now
 
 from .junit import junit_xml
@@ -112,7 +112,7 @@ def check(
     device, batch_size
         For the forward passes.
     progress : callable (step, done, total), optional
-        ``step`` is ``'suite'``, ``'runs'`` or ``'report'``.
+        ``step`` is ``'suite'``, ``'runs'``, ``'rules'`` (measured as the rules need them) or ``'report'``.
 
     Returns
     -------
@@ -130,12 +130,19 @@ def check(
     run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "runs"))))
     shared = challenge_loader(workspace)
     measures = {m: Measures(workspace, m, run_ids[m], policy.settings, device=device, batch_size=batch_size, challenge_data=shared) for m in models}
+    if progress is not None:  # the rules measure what they need now (Backgrounds Challenge, scenarios, assessor): the longest step of a cold check
+        progress("rules", 0, len(policy.rules) + len(policy.baseline))
     results = evaluate_rules(policy, measures[candidate], measures[baseline] if baseline else None)
+    if progress is not None:
+        progress("rules", len(results), len(results))
     files = {key: str(out / name) for key, name in FILES.items() if key != "report" or report}
     if report:
         html = build_report(workspace, candidate, compare=[baseline] if baseline else [], suite_id=suite_id, progress=_step(progress, "report"))
         _write(Path(files["report"]), html)
-    summary = markdown_summary(results, candidate=candidate, baseline=baseline, suite_id=suite_id, policy=policy.path, report=files.get("report"))
+    summary = markdown_summary(
+        results, candidate=candidate, baseline=baseline, suite_id=suite_id, suite_label=suite_labels_of(workspace).get(suite_id), policy=policy.path,
+        report=files.get("report"),
+    )  # fmt: skip
     seconds = time.perf_counter() - started
     properties = {"candidate": candidate, "baseline": baseline or "", "suite": suite_id, "policy": policy.path}
     _write(Path(files["junit"]), junit_xml(results, title=f"backdrop check: {candidate} on {suite_id}", properties=properties, seconds=seconds, timestamp=now()))
@@ -159,9 +166,32 @@ def preflight(
         raise InvalidInputError(f"no suite {chosen!r} in {workspace.root}; list them with `python -m analytics suites` or build one with `suite`")
     if not chosen and policy.suite.method is None:
         raise InvalidInputError(f"{policy.path}: no suite; pass --suite ID or give [suite] id = \"...\" or a recipe (method = \"random\", n = 16) in the policy")
-    if chosen and any(key.startswith("assessor_") for key in policy.rules):
-        training_labels(workspace, chosen, candidate, labels=policy.settings["assessor_labels"])
+    if any(key.startswith("assessor_") for key in policy.rules):
+        _check_assessor_labels(workspace, policy, candidate, chosen)
     return _output_folder(out)
+
+
+def _check_assessor_labels(workspace: Workspace, policy: Policy, candidate: str, suite_id: str | None) -> None:
+    """The assessor rules' labels exist before any work: on the chosen suite, or, for a recipe, on a
+    saved suite of that recipe (a suite built now has no judgments yet, so the rules could only fail
+    after the suite and the runs, minutes later)."""
+    labels = policy.settings["assessor_labels"]
+    if suite_id is not None or labels != "human":
+        training_labels(workspace, suite_id or "", candidate, labels=labels)
+        return
+    recipe = policy.suite
+    saved = [row["id"] for row in workspace.query("SELECT id FROM suites WHERE method = ? AND n = ? AND seed = ?", (recipe.method, recipe.n, recipe.seed))]
+    for saved_id in saved:
+        try:
+            training_labels(workspace, saved_id, candidate, labels=labels)
+            return
+        except InvalidInputError:
+            continue
+    raise InvalidInputError(
+        f"{policy.path}: the assessor rules need human judgments on the suite, and no saved suite of the recipe "
+        f"(method {recipe.method!r}, n {recipe.n}, seed {recipe.seed}) has any: judge models on it first (Judge page), "
+        "set assessor_labels = \"construction\" in [settings] (a zoo's construction labels), or remove assessor_* from [rules]"
+    )
 
 
 def resolve_suite(

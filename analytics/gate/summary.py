@@ -17,15 +17,17 @@ from .rules import RuleResult
 __all__ = ["markdown_summary"]
 
 
-def markdown_summary(results: Sequence[RuleResult], *, candidate: str, baseline: str | None, suite_id: str, policy: str, report: str | None) -> str:
-    """The Markdown summary of one check."""
+def markdown_summary(
+    results: Sequence[RuleResult], *, candidate: str, baseline: str | None, suite_id: str, policy: str, report: str | None, suite_label: str | None = None
+) -> str:
+    """The Markdown summary of one check; the suite by ``suite_label`` (as every listing shows it) when given, with its id."""
     failed = [r for r in results if not r.passed]
     verdict = "passed: every rule holds" if not failed else f"FAILED: {len(failed)} of {len(results)} rules"
     against = f" against baseline {_code(baseline)}" if baseline else ""
     lines = [
         f"### Backdrop check {verdict}",
         "",
-        f"Candidate {_code(candidate)}{against} on suite {_code(suite_id)}, policy {_code(policy)}.",
+        f"Candidate {_code(candidate)}{against} on suite {_suite(suite_id, suite_label)}, policy {_code(policy)}.",
         "",
         "| rule | result | measured | limit | |",
         "| --- | --- | --- | --- | --- |",
@@ -38,6 +40,10 @@ def markdown_summary(results: Sequence[RuleResult], *, candidate: str, baseline:
     if report:
         lines += ["", f"Full report: {_code(report)} (self-contained HTML)."]
     return "\n".join(lines) + "\n"
+
+
+def _suite(suite_id: str, label: str | None) -> str:
+    return _code(suite_id) if not label or label == suite_id else f"{_code(label)} (id {_code(suite_id)})"
 
 
 def _number(value: float) -> str:

@@ -9,6 +9,7 @@ it is the candidate "made worse on purpose" against the strength-0 head.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,10 +18,12 @@ import pytest
 import torch
 
 from analytics.cli import main
+from analytics.exceptions import InvalidInputError
 from analytics.data import custom_label_space
 from analytics.gate import BASELINE_KEYS, BASELINE_RULES, RULE_KEYS, RULES, check, parse_policy
 from analytics.keywords import save_keyword_table
 from analytics.models import get_model_spec, register_torchscript
+from analytics.suites import suite_labels_of
 from analytics.zoo import build_zoo, zoo_model_name
 from tests.fixtures.cli import cli_error, workspace_state
 from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, SIZE, RegionNet, insert_suite, save_torchscript, write_labels
@@ -259,3 +262,29 @@ def test_cli_unknown_suite_or_baseline_is_exit_2_and_changes_nothing(gate_worksp
     line = cli_error([*argv[:4], judged, *argv[5:], "--suite", SUITE], capsys)
     assert "the assessor rules need human labels of models other than" in line and "judge models on suite 'all-12'" in line
     assert workspace_state(gate_workspace) == before
+
+
+# -- issue 42.8: a fresh suite's assessor rules are refused before any work; the suite by its label; stage lines --------------
+ASSESSOR_ON_A_RECIPE = '[suite]\nmethod = "random"\nn = 4\nseed = 0\n\n[rules]\nassessor_variant_probability_max = 0.5\n'
+
+
+def test_assessor_rules_on_a_suite_not_built_yet_are_refused_before_any_work(tiny_model_workspace, tmp_path):
+    from analytics.gate import preflight
+
+    suites_before = workspace_state(tiny_model_workspace)
+    with pytest.raises(InvalidInputError, match="no saved suite of the recipe .* has any: judge models on it first"):
+        preflight(tiny_model_workspace, parse_policy(ASSESSOR_ON_A_RECIPE, "policy.toml"), "tiny", baseline=None, suite_id=None, out=tmp_path / "out")
+    assert workspace_state(tiny_model_workspace) == suites_before and not (tmp_path / "out").exists()
+
+
+def test_the_cli_prints_a_line_per_stage_and_names_the_suite_by_its_label(tiny_model_workspace, tmp_path, capsys):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[suite]\nmethod = "random"\nn = 4\nseed = 0\n\n[rules]\nworst_case_accuracy_min = 0.0\n')
+    code = main(["check", "--workspace", str(tiny_model_workspace.root), "--policy", str(policy), "--model", "fg-only",
+                 "--out", str(tmp_path / "out"), "--no-report", "--device", "cpu"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    stages = [line.split(" ", 3)[3].split(":")[0] for line in captured.err.splitlines() if line.startswith("[backdrop check]")]
+    assert stages == ["suite", "runs", "rules", "done"]  # capsys is no terminal: lines, no bar
+    label, suite_id = re.search(r"on suite `([^`]+)` \(id `([0-9a-f]+)`\)", captured.out).groups()
+    assert label == suite_labels_of(tiny_model_workspace)[suite_id] and label.startswith("random, N = 4")

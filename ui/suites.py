@@ -26,7 +26,7 @@ import streamlit as st
 from analytics.comparison import comparison_targets
 from analytics.data import list_backgrounds, list_targets
 from analytics.exceptions import BackdropError
-from analytics.keywords import list_keyword_tables
+from analytics.keywords import list_keyword_tables, newest_keyword_tables
 from analytics.models import list_models
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, ontologies_from, ontology_labels
 from analytics.suites import (
@@ -219,10 +219,7 @@ def _table_choice(column, tables: pd.DataFrame, kind: str) -> str | None:
 def missing_inputs(workspace: Workspace) -> None:
     """Buttons that compute classifier-patch keywords, and mine the default ontology of the newest
     keyword tables, when absent (tables of replaced model weights count as absent)."""
-    tables = list_keyword_tables(workspace)
-    tables = tables[~tables["stale"]]
-    kinds = set(tables["item_kind"])
-    latest = {kind: tables.loc[tables["item_kind"] == kind].sort_values("created")["name"].iloc[-1] for kind in kinds & {"target", "background"}}
+    latest = {kind: name for kind, name in newest_keyword_tables(workspace).items() if kind in ("target", "background")}
     if len(latest) == 2 and ontologies_from(workspace, list(latest.values())):
         return
     with st.expander("Keywords and ontology for the keyword methods", expanded=True):

@@ -9,7 +9,7 @@ from .compute import build_keyword_tables, compute_keywords, keyword_table_name
 from .importing import KeywordImport, import_keyword_table
 from .precomputed import PrecomputedBackend, PresenceRule
 from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
-from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, save_keyword_table
+from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table
 from .view_cache import computed_views, store_views, stored_views, view_cache_keys
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
@@ -37,6 +37,7 @@ __all__ = [
     "keyword_table_name",
     "list_keyword_tables",
     "load_keyword_table",
+    "newest_keyword_tables",
     "read_keyword_csv",
     "read_keyword_file",
     "read_row_names",

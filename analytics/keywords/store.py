@@ -134,6 +134,27 @@ def list_keyword_tables(workspace: Workspace) -> pd.DataFrame:
     return pd.DataFrame(records, columns=LIST_COLUMNS).astype({"stale": bool})
 
 
+def newest_keyword_tables(workspace: Workspace, *, listing: pd.DataFrame | None = None) -> dict[str, str]:
+    """The newest current keyword table of each item kind: what "the newest tables" defaults (the keyword
+    methods, the default ontology, the Suites page) take.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    listing : DataFrame, optional
+        :func:`list_keyword_tables` of ``workspace``, when already read.
+
+    Returns
+    -------
+    dict of str to str
+        Item kind ('target', 'background', ...) -> table name: the latest ``created`` (ties: the last
+        name) among the tables not stale (:func:`is_stale_table`); a kind without one is left out.
+    """
+    listing = list_keyword_tables(workspace) if listing is None else listing
+    current = listing[~listing["stale"].astype(bool)].sort_values(["created", "name"])
+    return {str(kind): str(names.iloc[-1]) for kind, names in current.groupby("item_kind", sort=True)["name"]}
+
+
 def is_stale_table(backend: str, params: dict[str, Any], created: str, keys: ModelKeys) -> bool:
     """Whether a classifier-patch table was computed with weights its model no longer has.
 

@@ -44,8 +44,8 @@ from analytics.keywords import (
     KeywordTable,
     compute_keywords,
     keyword_table_name,
-    list_keyword_tables,
     load_keyword_table,
+    newest_keyword_tables,
 )
 from analytics.models import get_model_spec, load_model
 from analytics.ontology import (
@@ -291,18 +291,15 @@ def _keyword_tables(workspace: Workspace, names: Mapping[str, str] | None) -> di
     unknown = sorted(set(names) - {"target", "background"})
     if unknown:
         raise InvalidInputError(f"keyword_tables keys must be 'target' and 'background'; got {unknown}")
-    listing = list_keyword_tables(workspace)
+    newest = newest_keyword_tables(workspace)
     out = {}
     for kind in ("target", "background"):
-        name = names.get(kind)
+        name = names.get(kind) or newest.get(kind)
         if name is None:
-            candidates = listing[(listing["item_kind"] == kind) & ~listing["stale"]].sort_values(["created", "name"])
-            if candidates.empty:
-                raise InvalidInputError(
-                    f"no {kind} keyword table in {workspace.root}; compute one (`python -m analytics suite` does it with the "
-                    "classifier-patch backend) or import one on the Ontology page"
-                )
-            name = str(candidates["name"].iloc[-1])
+            raise InvalidInputError(
+                f"no {kind} keyword table in {workspace.root}; compute one (`python -m analytics suite` does it with the "
+                "classifier-patch backend) or import one on the Ontology page"
+            )
         out[kind] = (name, load_keyword_table(workspace, name))
     return out
 
@@ -447,12 +444,11 @@ def ensure_keyword_tables(
     computed : list of str
         The item kinds whose table this call computed.
     """
-    listing = list_keyword_tables(workspace)
+    newest = newest_keyword_tables(workspace)
     names, computed, backend = {}, [], None
     for kind in ("target", "background"):
-        existing = listing[(listing["item_kind"] == kind) & ~listing["stale"]].sort_values(["created", "name"])
-        if not existing.empty:
-            names[kind] = str(existing["name"].iloc[-1])
+        if kind in newest:
+            names[kind] = newest[kind]
             continue
         if backend is None:
             loaded = load_model(workspace, model or default_keyword_model(workspace), device=device)

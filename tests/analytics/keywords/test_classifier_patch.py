@@ -131,7 +131,7 @@ def test_a_custom_label_space_keeps_all_its_outputs(tiny_model_workspace):
 
 def test_tables_of_replaced_weights_are_neither_reused_nor_picked(tiny_model_workspace, tiny_model_files):
     from analytics.data import custom_label_space
-    from analytics.keywords import list_keyword_tables
+    from analytics.keywords import list_keyword_tables, newest_keyword_tables
     from analytics.models import register_torchscript
     from analytics.workspace import model_keys
 
@@ -147,6 +147,7 @@ def test_tables_of_replaced_weights_are_neither_reused_nor_picked(tiny_model_wor
         tiny_model_workspace
     ).keys["tiny"]
     assert not list_keyword_tables(tiny_model_workspace).set_index("name").loc[list(new.values()), "stale"].any()
+    assert newest_keyword_tables(tiny_model_workspace) == new  # the defaults pick the current tables, never the stale ones
 
 
 def test_a_pass_over_the_pool_hashes_the_model_spec_once_not_per_background(screening_workspace, imagenet_model, monkeypatch):

@@ -195,6 +195,17 @@ def test_precomputed_backend_serves_workspace_backgrounds(tiny_workspace):
         backend.scores(255 - images[:1])
 
 
+def test_the_newest_table_of_each_kind(tmp_path, tiny_keywords):
+    from analytics.keywords import newest_keyword_tables
+    from analytics.workspace import Workspace
+
+    workspace = Workspace(tmp_path / "ws")
+    assert newest_keyword_tables(workspace) == {}
+    for name, kind in (("pool", "background"), ("a", "target"), ("z", "target")):
+        save_keyword_table(workspace, tiny_keywords, name=name, item_kind=kind)
+    assert newest_keyword_tables(workspace) == {"background": "pool", "target": "z"}  # the last saved (same second: the last name)
+
+
 def test_image_digest_matches_the_workspace_store(tiny_workspace):
     image = np.arange(2 * 2 * 3, dtype=np.uint8).reshape(2, 2, 3)
     assert image_digest(image) == tiny_workspace.put_array(image)

@@ -15,6 +15,7 @@ import streamlit as st
 
 from analytics.data import list_targets
 from analytics.exceptions import BackdropError
+from analytics.inference import class_problems
 from analytics.jobs import latest_job
 from analytics.runs import list_runs, runs_snapshot
 from analytics.saliency import BASELINES, CLEAREST_FIRST, METHODS
@@ -165,25 +166,32 @@ def main() -> None:
         st.stop()
     suites = list_suites(workspace).set_index("id").to_dict("index")
     classes = sorted(targets["class_name"].unique())
-    with st.sidebar:
+    cannot = class_problems(workspace, list(models))  # open on a model that can score the classes, not on an error
+    with st.container(border=True):  # the pickers in the page: in the sidebar they sat below every page link
         follow_run_link(list_runs(workspace))
         deeplink.adopt("model", KEY + "model", list(models))
         keep_valid(KEY + "model", list(models))
-        model = st.selectbox("Model", list(models), key=KEY + "model")
+        model_column, class_column, target_column = st.columns(3)
+        model = model_column.selectbox(
+            "Model", list(models), key=KEY + "model", index=next((i for i, name in enumerate(models) if name not in cannot), 0),
+            format_func=lambda name: f"{name} (cannot score every class)" if name in cannot else name,
+        )  # fmt: skip
         deeplink.adopt("class", KEY + "class", classes)
-        class_name = widgets.class_filter(classes, key=KEY + "class", label="Targets of class")
+        with class_column:
+            class_name = widgets.class_filter(classes, key=KEY + "class", label="Targets of class")
         shown = targets["id"].tolist() if class_name is None else targets.loc[targets["class_name"] == class_name, "id"].tolist()
         deeplink.adopt("target", KEY + "target", shown)
         keep_valid(KEY + "target", shown)
-        target = st.selectbox("Target", shown, key=KEY + "target")
+        target = target_column.selectbox("Target", shown, key=KEY + "target")
         deeplink.adopt("suite", KEY + "suite", list(suites))
         keep_valid(KEY + "suite", [NO_SUITE, *suites])
-        suite = st.selectbox(
+        suite_column, count_column = st.columns([2, 1])
+        suite = suite_column.selectbox(
             "Composites from suite", [NO_SUITE, *suites], key=KEY + "suite",
             format_func=lambda s: s if s == NO_SUITE else suites[s]["label"],
         )  # fmt: skip
         suite = None if suite == NO_SUITE else suite
-        n_composites = int(st.number_input("Composites shown", 0, 32, 5, key=KEY + "n_composites")) if suite else 0
+        n_composites = int(count_column.number_input("Composites shown", 0, 32, 5, key=KEY + "n_composites")) if suite else 0
         try:
             with st.spinner(f"Loading {escape_markdown(model)}…", show_time=True):
                 methods = view.runnable_methods(workspace_path, model, models[model])

@@ -32,12 +32,12 @@ def wait_for(condition, timeout: float = WAIT_S) -> None:
 def test_page_explains_the_original_and_its_composites(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
     assert not app.exception
-    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn").run()  # its methods are offered once it is chosen
-    app.sidebar.selectbox(key="saliency.method").set_value("gradcam")
-    app.sidebar.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
-    app.sidebar.number_input(key="saliency.n_composites").set_value(2).run()
+    app.selectbox(key="saliency.model").set_value("tiny-cnn").run()  # its methods are offered once it is chosen
+    app.selectbox(key="saliency.method").set_value("gradcam")
+    app.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
+    app.number_input(key="saliency.n_composites").set_value(2).run()
     assert not app.exception, app.exception
-    target = app.sidebar.selectbox(key="saliency.target").value
+    target = app.selectbox(key="saliency.target").value
     backgrounds = [
         r["background_id"]
         for r in tiny_cnn_workspace.query(
@@ -55,8 +55,8 @@ def test_page_explains_the_original_and_its_composites(tiny_cnn_workspace, app_r
 
 def test_page_compares_inside_share_as_a_background_job(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
-    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn")
-    app.sidebar.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
+    app.selectbox(key="saliency.model").set_value("tiny-cnn")
+    app.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
     app.multiselect(key="saliency.compare_models").set_value(["tiny-cnn", "fg-only"])
     app.multiselect(key="saliency.compare_methods").set_value(["saliency", "gradcam"])
     app.number_input(key="saliency.compare_targets").set_value(2)
@@ -96,8 +96,8 @@ def test_a_running_comparison_shows_on_the_page_and_cancel_stops_it(tiny_cnn_wor
 def test_a_torchscript_model_is_offered_only_the_methods_it_can_run(tiny_model_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_model_workspace)  # its first model, bg-only, is TorchScript
     assert not app.exception, app.exception
-    model = load_model(tiny_model_workspace, app.sidebar.selectbox(key="saliency.model").value, device="cpu")
-    method = app.sidebar.selectbox(key="saliency.method")
+    model = load_model(tiny_model_workspace, app.selectbox(key="saliency.model").value, device="cpu")
+    method = app.selectbox(key="saliency.method")
     assert method.options == [METHODS[k].name for k in available_methods(model)]
     assert not {"Grad-CAM", "Grad-CAM++", "Guided Backprop"} & set(method.options) and METHODS["saliency"].name in method.options
     assert method.value == available_methods(model)[0]  # the clearest it can run
@@ -114,13 +114,13 @@ def test_a_link_opens_the_runs_model_suite_class_target_and_method(run_workspace
     app.query_params.update(run=run_ids["fg-only"], target=target["id"], method="integrated_gradients", **{"class": target["class_name"]})
     app.run()
     assert not app.exception, app.exception
-    assert app.sidebar.selectbox(key="saliency.model").value == "fg-only"
-    assert app.sidebar.selectbox(key="saliency.suite").value == TINY_SUITE
-    assert app.sidebar.selectbox(key="saliency.class").value == target["class_name"]
-    assert app.sidebar.selectbox(key="saliency.target").value == target["id"]
-    assert app.sidebar.selectbox(key="saliency.method").value == "integrated_gradients"
+    assert app.selectbox(key="saliency.model").value == "fg-only"
+    assert app.selectbox(key="saliency.suite").value == TINY_SUITE
+    assert app.selectbox(key="saliency.class").value == target["class_name"]
+    assert app.selectbox(key="saliency.target").value == target["id"]
+    assert app.selectbox(key="saliency.method").value == "integrated_gradients"
     assert not app.error
-    app.sidebar.selectbox(key="saliency.model").set_value("bg-only").run()  # the address follows the page
+    app.selectbox(key="saliency.model").set_value("bg-only").run()  # the address follows the page
     assert app.query_params["run"] == run_ids["bg-only"] and app.query_params["model"] == "bg-only"
     assert app.query_params["method"] == "integrated_gradients" and app.query_params["target"] == target["id"]
 
@@ -132,7 +132,7 @@ def test_a_link_to_a_method_the_model_cannot_run_says_so(tiny_model_workspace, a
     app.run()
     assert not app.exception and not app.error
     assert "cannot run the linked method 'gradcam'" in app.warning[0].value
-    assert app.sidebar.selectbox(key="saliency.method").value != "gradcam"
+    assert app.selectbox(key="saliency.method").value != "gradcam"
 
 
 def test_page_without_models_says_what_to_do(tiny_workspace, app_runner):
@@ -149,9 +149,9 @@ def test_page_without_workspace_explains(missing_workspace, app_runner):
 
 def test_page_defaults_to_grad_cam_with_a_colour_legend(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
-    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn").run()
+    app.selectbox(key="saliency.model").set_value("tiny-cnn").run()
     assert not app.exception, app.exception
-    assert app.sidebar.selectbox(key="saliency.method").value == "gradcam" and not app.error
+    assert app.selectbox(key="saliency.method").value == "gradcam" and not app.error
     assert LEGEND_CAPTION in [c.value for c in app.caption]
     legend = app.get("image")[0].proto.imgs[0]
     assert not legend.caption  # the legend strip comes before the captioned overlays
@@ -159,9 +159,9 @@ def test_page_defaults_to_grad_cam_with_a_colour_legend(tiny_cnn_workspace, app_
 
 def test_comparison_follows_the_pages_method(tiny_cnn_workspace, app_runner):
     app = app_runner(SALIENCY, tiny_cnn_workspace)
-    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn").run()
+    app.selectbox(key="saliency.model").set_value("tiny-cnn").run()
     assert app.multiselect(key="saliency.compare_methods").value == ["gradcam"]
-    app.sidebar.selectbox(key="saliency.method").set_value("input_x_gradient").run()
+    app.selectbox(key="saliency.method").set_value("input_x_gradient").run()
     assert not app.exception, app.exception
     assert app.multiselect(key="saliency.compare_methods").value == ["input_x_gradient"]
 
@@ -171,4 +171,20 @@ def test_suite_picker_names_suites_as_the_run_page_does(tiny_cnn_workspace, app_
     run = app_runner("pages/5_Run.py", tiny_cnn_workspace)
     label = run.selectbox(key="run.suite").options[0]
     assert label == f"random, N = {TINY_SUITE_N}, seed 0, 6 targets"  # issue 27.10: a label, not the suite's id
-    assert saliency.sidebar.selectbox(key="saliency.suite").options == ["(originals only)", label]
+    assert saliency.selectbox(key="saliency.suite").options == ["(originals only)", label]
+
+
+def test_the_page_opens_on_a_model_that_can_score_the_classes_with_its_pickers_in_the_page(tiny_model_workspace, tiny_model_files, tmp_path, app_runner):
+    """Issue 42.9: the page opened on the first model (one without outputs for the classes) and showed only an error; its
+    pickers sat in the sidebar below the page links."""
+    from analytics.data import custom_label_space
+    from analytics.models import register_torchscript
+
+    labels = tmp_path / "pets.txt"
+    labels.write_text("cat\ndog\n")
+    register_torchscript(tiny_model_workspace, "a-pets", checkpoint=tiny_model_files["tiny"], label_space=custom_label_space(labels), input_size=64)
+    app = app_runner(SALIENCY, tiny_model_workspace)
+    assert not app.exception and not app.error
+    picker = app.selectbox(key="saliency.model")
+    assert picker.value == "bg-only" and picker.options[0].startswith("a-pets (cannot score")
+    assert not [box for box in app.sidebar.selectbox if box.key and box.key.startswith("saliency.")]

@@ -79,8 +79,11 @@ STEPS = (
 
 # -- navigation ------------------------------------------------------------------------------
 def page_files() -> list[Path]:
-    """``pages/<N>_<Name>.py`` files sorted by N."""
+    """``pages/<N>_<Name>.py`` files sorted by N: those the signed-in account may open (every page in
+    solo mode), so neither the sidebar nor a link offers a page that would refuse its role."""
+    user = auth.signed_in_user()
     found = [p for p in (ROOT / "pages").glob("*.py") if PAGE_FILE.match(p.name)]
+    found = [p for p in found if auth.may(user, navigation.page_permission(PAGE_FILE.match(p.name).group(2)))]
     return sorted(found, key=lambda p: int(PAGE_FILE.match(p.name).group(1)))
 
 
@@ -292,6 +295,7 @@ def home() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="Backdrop", page_icon=":material/layers:", layout="wide")
+    # a signed-in account sees only the pages its role may open (an annotator: Home and Judge)
     files = {PAGE_FILE.match(path.name).group(2): path for path in page_files()}
     sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True)]}
     for title, names in navigation.group_pages(list(files)).items():

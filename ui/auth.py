@@ -112,6 +112,13 @@ def _needs(user: User, permission: str) -> str:
     return f"needs the role {' or '.join(roles_with(permission))}; you are signed in as {escape_markdown(user.name)} ({user.role})."
 
 
+def signed_in_user() -> User | None:
+    """The account this session signed in as (team mode), read without drawing or signing out
+    anything: for the sidebar's page list, which is built before :func:`require_sign_in` runs."""
+    name = st.session_state.get(state.SIGNED_IN) if team_mode() else None
+    return active_user(_server_workspace(), name) if name else None
+
+
 def sign_in_pending() -> bool:
     """Whether this session still has to sign in (team mode, nobody signed in); draws nothing."""
     return team_mode() and not st.session_state.get(state.SIGNED_IN)

@@ -19,6 +19,16 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 }
 #: Section of a page that :data:`SECTIONS` does not list yet: a new page is shown, never lost.
 OTHER = "More"
+#: The permission (``analytics.team.roles.ACTIONS``) a page asks :func:`ui.auth.require_page` for,
+#: where it is not ``browse``. A page a signed-in account may not open is left out of its sidebar
+#: (an annotator sees Home and Judge); tests/app/test_navigation.py reads every page's call.
+PAGE_PERMISSIONS: dict[str, str] = {"Judge": "judge", "Adjudication": "adjudicate"}
+DEFAULT_PERMISSION = "browse"
+
+
+def page_permission(name: str) -> str:
+    """What :func:`ui.auth.require_page` asks of the page ``name``."""
+    return PAGE_PERMISSIONS.get(name, DEFAULT_PERMISSION)
 
 
 def group_pages(names: Sequence[str]) -> dict[str, list[str]]:

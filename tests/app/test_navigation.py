@@ -37,3 +37,41 @@ def test_the_app_groups_every_page_in_a_sidebar_section_at_its_old_url(tiny_work
 
 def test_a_page_no_section_lists_is_shown_under_more():
     assert group_pages(["Judge", "Data", "Brand_New"]) == {"Prepare data and models": ["Data"], "Judge and assess": ["Judge"], OTHER: ["Brand_New"]}
+
+
+def test_each_pages_permission_is_the_one_its_gate_asks_for():
+    """:data:`ui.navigation.PAGE_PERMISSIONS` against every page's ``require_page(...)`` call, read with ``ast``."""
+    import ast
+
+    from ui.navigation import page_permission
+
+    for path in (PROJECT_ROOT / "pages").glob("*.py"):
+        calls = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "require_page"]
+        (call,) = calls
+        asked = call.args[0].value if call.args else "browse"
+        assert page_permission(re.sub(r"^\d+_", "", path.stem)) == asked, path.name
+
+
+def test_an_annotator_sees_only_the_pages_the_role_may_open(team_workspace, monkeypatch):
+    """Issue 42.11: annotators saw every page in the sidebar and were refused on them (the README said hidden)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.fixtures.app import APP_TIMEOUT_S
+    from tests.fixtures.team import TEAM_PASSWORD
+    from ui import auth
+
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(team_workspace.root))
+    given = []
+    real = st.navigation
+    monkeypatch.setattr(st, "navigation", lambda pages, **options: given.append(pages) or real(pages, **options))
+    seen = {}
+    for name in ("ann", "ada"):  # the annotator, then the admin
+        app = AppTest.from_file(str(PROJECT_ROOT / "app.py"), default_timeout=APP_TIMEOUT_S).run()
+        app.text_input(key=f"{auth.FORM}.name").input(name)
+        app.text_input(key=f"{auth.FORM}.password").input(TEAM_PASSWORD)
+        app = app.button[0].click().run()
+        assert not app.exception
+        seen[name] = sorted(page.url_path for pages in given[-1].values() for page in pages if page.url_path)
+    assert seen["ann"] == ["Judge"]  # and Home, whose url_path is ''
+    assert seen["ada"] == PAGE_PATHS

@@ -16,6 +16,7 @@ from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S, as_shown
 from tests.fixtures.team import TEAM_PASSWORD
 from ui import auth
+from ui.markdown import escape_markdown
 from ui.state import SIGNED_IN
 
 FORM = auth.FORM
@@ -238,7 +239,7 @@ def test_sign_out_also_ends_the_sign_on(sso_server):
 def test_a_provider_sign_in_without_a_roles_file_is_refused(team_server):
     app = signed_on({"email": "ada@example.org"})
     assert only_sign_in_form(app) and "not set up on this server" in as_shown(app.info[0].value)
-    assert SIGNED_IN not in app.session_state and [b.label for b in app.button] == ["Sign out of single sign-on", "Sign in"]
+    assert SIGNED_IN not in app.session_state and [b.label for b in app.button] == [f"Sign out of {escape_markdown('single sign-on')}", "Sign in"]  # shown as "single sign-on"
 
 
 def idle_tab_page() -> None:

@@ -14,6 +14,7 @@ from analytics.exceptions import BackdropError
 from analytics.models import list_models
 from analytics.robustness.bgchallenge import VARIANT_NAMES, per_class_accuracy, variant_accuracy, workspace_data
 from analytics.workspace import to_csv
+from analytics.zoo import models_to_open_on
 from ui import bgchallenge as view
 from ui import state
 from ui.auth import offer, require_page
@@ -92,7 +93,7 @@ def main() -> None:
     if not names:
         st.info("No models yet. Register one on the **Models** page.")
         st.stop()
-    models = st.multiselect("Models", names, default=names[:3], key="bgchallenge.models")
+    models = st.multiselect("Models", names, default=models_to_open_on(workspace), key="bgchallenge.models")
     left, middle, right = st.columns(3)
     seed = int(left.number_input("Seed of the Mixed-* pairings", min_value=0, value=0, step=1, key="bgchallenge.seed"))
     blend = middle.toggle("Blend the seams (Backdrop) instead of the paper's hard paste", key="bgchallenge.blend")

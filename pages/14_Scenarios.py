@@ -18,6 +18,7 @@ from analytics.models import list_models
 from analytics.robustness import SCENARIOS, class_accuracy, robustness_scores, scenario_accuracy, scenario_examples, scenario_regression
 from analytics.team import User
 from analytics.workspace import Workspace, to_csv
+from analytics.zoo import models_to_open_on
 from ui import scenarios as view
 from ui import state, widgets
 from ui.auth import offer, require_page
@@ -27,7 +28,8 @@ REQUEST = view.KEY + "request"  # (models, scenarios, seed) of the evaluation sh
 
 
 def request_form(workspace: Workspace, models: list[str], user: User | None) -> None:
-    chosen = st.multiselect("Models", models, default=models[:2], key=view.KEY + "models", help="Each model is evaluated on every target under every scenario.")
+    opened = [name for name in models_to_open_on(workspace) if name in models]
+    chosen = st.multiselect("Models", models, default=opened, key=view.KEY + "models", help="Each model is evaluated on every target under every scenario.")
     names = st.multiselect("Scenarios", list(SCENARIOS), default=list(SCENARIOS), format_func=view.label, key=view.KEY + "names", help="The original images are always evaluated (the baseline).")
     seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key=view.KEY + "seed", help="Seeds the hue, rainbow shift and background drawn, per target."))
     n_targets = len(list_targets(workspace))

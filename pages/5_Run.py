@@ -19,6 +19,7 @@ from analytics.models import list_models
 from analytics.runs import list_runs, runs_snapshot
 from analytics.suites import list_suites
 from analytics.workspace import Workspace
+from analytics.zoo import models_to_open_on
 from ui import jobs as job_view
 from ui import runs as view
 from ui import state
@@ -62,9 +63,8 @@ def show_runs_job(workspace: Workspace) -> None:
 def start_form(workspace: Workspace, suites: pd.DataFrame) -> None:
     names = [spec.name for spec in list_models(workspace)]
     cannot = class_problems(workspace, names)  # over the workspace's classes: the suite's are among them
-    scoring = [name for name in names if name not in cannot]
     models = st.multiselect(
-        "Models", names, default=scoring[:1], key="run.models",
+        "Models", names, default=models_to_open_on(workspace)[:1], key="run.models",
         help="Several models over one suite run as one action; a model that cannot score the suite's classes is reported and the others run.",
     )  # fmt: skip
     if cannot:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from analytics._validation import check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError, NotFoundError
+from analytics.inference import class_problems
 from analytics.models import list_models
 from analytics.runs import current_runs, start_runs
 from analytics.suites import Suite, build_suite
@@ -52,6 +53,19 @@ def real_models_first(runs: pd.DataFrame) -> pd.DataFrame:
     registered real models before the zoo heads (:func:`is_zoo_head`), each group in its given order:
     the order every listing of models shows them in (the models people deploy first)."""
     return runs.sort_values("construction", key=lambda c: c.map(is_zoo_head), kind="stable")
+
+
+def models_to_open_on(workspace: Workspace) -> list[str]:
+    """The models a page preselects: the registered real models (not zoo heads) that can score every
+    class of the workspace's targets, in listing order; where none can, the zoo heads that can. A
+    model that cannot score a class would open a page on an error (issue 42.7, 42.9), and the
+    demo's three real models, not two of them or a zoo head, are what a newcomer compares first.
+    """
+    specs = list_models(workspace)
+    cannot = class_problems(workspace, [spec.name for spec in specs])
+    scoring = [spec for spec in specs if spec.name not in cannot]
+    real = [spec.name for spec in scoring if not is_zoo_head(spec.construction)]
+    return real or [spec.name for spec in scoring]
 
 
 def construction_labels(workspace: Workspace, *, invariant_max: float = 0.25, variant_min: float = 0.75) -> pd.Series:

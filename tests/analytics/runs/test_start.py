@@ -33,3 +33,9 @@ def test_every_model_that_can_runs_and_the_others_are_reported(tiny_model_worksp
     assert started.to_dict()["run_ids"] == list(started.run_ids.values())
     with pytest.raises(InvalidInputError, match="no model can score this suite's classes: pets: workspace class"):
         start_runs_that_can(tiny_model_workspace, [pets], TINY_SUITE, device="cpu")
+
+
+def test_pages_open_on_the_real_models_that_can_score_the_classes(tiny_model_workspace, pets):
+    from analytics.zoo import models_to_open_on
+
+    assert models_to_open_on(tiny_model_workspace) == ["bg-only", "fg-only", "tiny"]  # every real one that can; not pets

@@ -135,6 +135,34 @@ def zoo_runs_step(workspace: Workspace, *, progress: Callable[[str, int, int], N
     start_runs(workspace, list_zoo(workspace)["name"].tolist(), suite.id, progress=report("zoo runs"))
 
 
+def reliance_curve(workspace: Workspace) -> pd.DataFrame:
+    """What the demo's zoo shows: worst-case accuracy against the background reliance it was built with.
+
+    Every strength-grid head (family 'reliance') with a finished, current run; per strength and
+    augmentation the mean worst-case accuracy over the seeds and its range. The zoo was built so that
+    the answer is known (a head that reads the background more fails more often under new ones), so
+    this curve is the check that Backdrop's measurements see it.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``strength`` (float), ``augment`` (bool), ``worst_case_accuracy`` (mean over seeds),
+        ``lowest`` and ``highest`` (over seeds), ``heads`` (int); sorted by augment, then strength.
+        Empty when the workspace has no zoo runs.
+    """
+    columns = ["strength", "augment", "worst_case_accuracy", "lowest", "highest", "heads"]
+    zoo = list_zoo(workspace)
+    zoo = zoo[zoo["family"] == GRID_FAMILY]
+    runs = current_runs(workspace)
+    runs = runs[(runs["status"] == "done") & runs["model"].isin(zoo["name"])].drop_duplicates("model", keep="first")
+    measured = zoo.merge(runs[["model", "worst_case_accuracy"]], left_on="name", right_on="model").dropna(subset=["worst_case_accuracy"])
+    if measured.empty:
+        return pd.DataFrame(columns=columns)
+    curve = measured.groupby(["augment", "strength"])["worst_case_accuracy"].agg(["mean", "min", "max", "size"]).reset_index()
+    curve = curve.rename(columns={"mean": "worst_case_accuracy", "min": "lowest", "max": "highest", "size": "heads"})
+    return curve[columns].astype({"strength": float, "augment": bool, "heads": int}).reset_index(drop=True)
+
+
 def zoo_runs_done(workspace: Workspace) -> bool:
     """Whether every zoo head has a finished, current (not stale) run on one suite."""
 

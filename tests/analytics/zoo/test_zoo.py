@@ -24,6 +24,7 @@ from analytics.zoo import (
     construction_labels,
     default_suite,
     list_zoo,
+    reliance_curve,
     zoo_built,
     zoo_family_name,
     zoo_job,
@@ -176,6 +177,13 @@ def test_strong_background_class_link_makes_heads_follow_the_background(zoo_work
         # the s=0 head reads the object (its centre colour never changes across backgrounds)
         assert spread[variant] > 2 * spread[invariant]
         assert matrix_mean[variant] > matrix_mean[invariant]
+    # Home's curve of the demo's point (issue 42.12): the same runs, per strength over the seeds
+    curve = reliance_curve(zoo_workspace)
+    assert list(curve["strength"]) == [0.0, 1.0] and list(curve["heads"]) == [2, 2] and not curve["augment"].any()
+    runs = list_runs(zoo_workspace).set_index("model")["worst_case_accuracy"]
+    for strength, row in curve.set_index("strength").iterrows():
+        seeds = [runs[zoo_model_name(strength, False, k)] for k in (0, 1)]
+        assert row["worst_case_accuracy"] == pytest.approx(np.mean(seeds)) and (row["lowest"], row["highest"]) == (min(seeds), max(seeds))
 
 
 # -- each head's own embedding ---------------------------------------------------------------------

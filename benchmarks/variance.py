@@ -5,18 +5,25 @@ Run from the repository root::
     OMP_NUM_THREADS=1 python -m benchmarks.variance              # 1,800,480 points, 128 x 128, window 32, sigma 10, K 32
     python -m benchmarks.variance --points 200000 --naive-points 5000
 
+Every figure is given for both window shapes (``windows``: ``circle``, the paper's and the default,
+and ``square``); ``seconds`` / ``meets_goal`` at the top are the circle's.
+
 - ``seconds``: :func:`analytics.variance.cloud_matrices` on one signal's cloud, the path a run's
   matrices take (``analytics.runs.run_matrices``); ``four_signals_seconds``: the four signals of a
-  run at once (they share the k-d tree and the kernel weights). Goal (issue 28): under 1 s at
+  run at once (they share the k-d tree and the kernel weights). Goal (issues 28, 41): under 1 s at
   1.8 M points. Median of ``--repeat`` timings, wall clock and CPU seconds (the CPU seconds
   count both threads; the wall clock depends on the machine's load, reported as
-  ``load_average_1min``).
+  ``load_average_1min``). The circle's compiled sums are compiled (or loaded from Numba's cache)
+  once before timing, as a run's job does on its first matrix.
 - ``point_path_seconds``: :func:`analytics.variance.variance_matrix` on the same points and values
-  (kernel sums per point, for clouds of any shape); ``max_abs_difference_point_path`` compares the two.
+  (kernel sums per point, for clouds of any shape), timed once; ``max_abs_difference_point_path``
+  compares the two.
 - The naive reference (``tests/analytics/variance/test_variance.py``: a Python loop over cells,
   brute-force distances and K nearest) runs on the first ``--naive-points`` points (on 128 x 128
   cells it visits 16,384 cells, so the full cloud would take hours), is extrapolated linearly, and
   is compared with the point path on those points.
+- ``max_abs_difference_circle_square``: the largest change of a cell between the two windows on the
+  full cloud.
 
 The clouds come from :func:`analytics.variance.point_clouds` (one per signal, sharing the points)
 on random distances and signals of targets with 32 backgrounds each: the fewest whole targets
@@ -38,6 +45,7 @@ from analytics.variance import (
     DEFAULT_GRID,
     DEFAULT_K,
     PRESETS,
+    WINDOW_SHAPES,
     cloud_matrices,
     point_clouds,
     variance_matrix,
@@ -83,39 +91,51 @@ def main(argv: Sequence[str] | None = None) -> dict:
     window, sigma = PRESETS[args.preset]
     settings = {"grid": args.grid, "window": window, "sigma": sigma, "k": DEFAULT_K}
     one = {SIGNALS[0]: first}
-    seconds, cpu_seconds, rounds = _median_of(args.repeat, lambda: cloud_matrices(one, **settings))
-    four_seconds, four_cpu_seconds, _ = _median_of(args.repeat, lambda: cloud_matrices(clouds, **settings))
-    point_seconds, point_cpu_seconds, _ = _median_of(args.repeat, lambda: variance_matrix(points, values, **settings))
-    difference = np.abs(cloud_matrices(one, **settings)[SIGNALS[0]].matrix - variance_matrix(points, values, **settings).matrix).max()
-
     n_naive = values.size if not args.naive_points else min(args.naive_points, values.size)
     sub_points, sub_values = points[:n_naive], values[:n_naive]
-    fast_sub = variance_matrix(sub_points, sub_values, **settings)
-    start = time.perf_counter()
-    naive_sub = naive_variance_matrix(sub_points, sub_values, d_max=fast_sub.d_max, **settings)
-    naive_seconds = time.perf_counter() - start
+    warm = point_clouds(distances[:2], {SIGNALS[0]: first.signals[:2]})
+    windows, matrices = {}, {}
+    for shape in WINDOW_SHAPES:
+        shaped = {**settings, "window_shape": shape}
+        cloud_matrices(warm, **shaped)  # compiles (or loads) the circle's sums, as a run's first matrix does
+        variance_matrix(points[:10], values[:10], **shaped)
+        seconds, cpu_seconds, rounds = _median_of(args.repeat, lambda: cloud_matrices(one, **shaped))
+        four_seconds, four_cpu_seconds, _ = _median_of(args.repeat, lambda: cloud_matrices(clouds, **shaped))
+        point_seconds, point_cpu_seconds, _ = _median_of(1, lambda: variance_matrix(points, values, **shaped))
+        matrices[shape] = cloud_matrices(one, **shaped)[SIGNALS[0]].matrix
+        difference = np.abs(matrices[shape] - variance_matrix(points, values, **shaped).matrix).max()
+        fast_sub = variance_matrix(sub_points, sub_values, **shaped)
+        start = time.perf_counter()
+        naive_sub = naive_variance_matrix(sub_points, sub_values, d_max=fast_sub.d_max, **shaped)
+        naive_seconds = time.perf_counter() - start
+        windows[shape] = {
+            "seconds": round(seconds, 4),
+            "seconds_rounds": rounds,
+            "cpu_seconds": round(cpu_seconds, 4),
+            "meets_goal": seconds < GOAL_SECONDS,
+            "four_signals_seconds": round(four_seconds, 4),
+            "four_signals_cpu_seconds": round(four_cpu_seconds, 4),
+            "point_path_seconds": round(point_seconds, 4),
+            "point_path_cpu_seconds": round(point_cpu_seconds, 4),
+            "max_abs_difference_point_path": float(difference),
+            "naive_seconds_on_timed_points": round(naive_seconds, 4),
+            "naive_seconds_extrapolated": round(naive_seconds * values.size / n_naive, 2),
+            "max_abs_difference_naive_on_timed_points": float(np.abs(fast_sub.matrix - naive_sub).max()),
+        }
 
     result = {
         "points": int(values.size),
         "targets": int(n_targets),
         "backgrounds_per_target": N_BACKGROUNDS,
         **settings,
-        "seconds": round(seconds, 4),
-        "seconds_rounds": rounds,
-        "cpu_seconds": round(cpu_seconds, 4),
+        "seconds": windows[WINDOW_SHAPES[0]]["seconds"],
         "goal_seconds": GOAL_SECONDS,
-        "meets_goal": seconds < GOAL_SECONDS,
-        "four_signals_seconds": round(four_seconds, 4),
-        "four_signals_cpu_seconds": round(four_cpu_seconds, 4),
-        "point_path_seconds": round(point_seconds, 4),
-        "point_path_cpu_seconds": round(point_cpu_seconds, 4),
-        "max_abs_difference_point_path": float(difference),
+        "meets_goal": windows[WINDOW_SHAPES[0]]["meets_goal"],
+        "windows": windows,
+        "max_abs_difference_circle_square": float(np.abs(matrices["circle"] - matrices["square"]).max()),
         "point_cloud_seconds_per_signal": round(cloud_seconds, 4),
         "repeats": args.repeat,
         "naive_points_timed": int(n_naive),
-        "naive_seconds_on_timed_points": round(naive_seconds, 4),
-        "naive_seconds_extrapolated": round(naive_seconds * values.size / n_naive, 2),
-        "max_abs_difference_naive_on_timed_points": float(np.abs(fast_sub.matrix - naive_sub).max()),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "cpu_count": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),

@@ -38,7 +38,7 @@ LABEL_BUTTONS: dict[str, tuple[str, str, str]] = {
 }
 #: Help of the interpolation choice: the presets and their units.
 PRESET_HELP = (
-    "The paper's presets (window side, σ) in cells of the "
+    "The paper's presets (circular window's diameter, σ) in cells of the "
     f"{DEFAULT_GRID}-cell grid, one cell = 1/{DEFAULT_GRID} of the largest distance: "
     + ", ".join(f"{name} ({w}, {s:g}) = ±{w / 2 / DEFAULT_GRID:.3g} and σ {s / DEFAULT_GRID:.3g} of the axis" for name, (w, s) in PRESETS.items())
     + "."

@@ -23,7 +23,7 @@ import streamlit as st
 
 from analytics import runs
 from analytics.data import background_label
-from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, MatrixSettings, PointCloud, VarianceMatrix
+from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
 from ui import state
 from ui.charts import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
@@ -52,9 +52,10 @@ PRESET_NAMES = (*PRESETS, CUSTOM)
 
 
 def settings_label(settings: MatrixSettings) -> str:
-    """``fine: window 32, σ 2, K 32, grid 128`` (no name for free settings)."""
+    """``fine: window 32, σ 2, K 32, grid 128`` (no name for free settings; ``, square window`` when not the circle)."""
     name = "" if settings.preset == CUSTOM else f"{settings.preset}: "
-    return f"{name}window {settings.window}, σ {settings.sigma:g}, K {settings.k}, grid {settings.grid}"
+    shape = "" if settings.window_shape == WINDOW_SHAPES[0] else f", {settings.window_shape} window"
+    return f"{name}window {settings.window}, σ {settings.sigma:g}, K {settings.k}, grid {settings.grid}{shape}"
 
 
 # -- tables ------------------------------------------------------------------------------------------
@@ -151,19 +152,23 @@ def interpolation_controls(key: str = INTERP) -> MatrixSettings:
         "Interpolation", PRESET_NAMES, horizontal=True, key=f"{key}.preset",
         format_func=lambda n: f"{n} ({PRESETS[n][0]}, σ {PRESETS[n][1]:g})" if n in PRESETS else "free settings",
         help=(
-            "The paper's presets: Gaussian RBF over a square window (side in cells) with σ in cells; K nearest points give every cell a base value. "
+            "The paper's presets: Gaussian RBF over a circular window (diameter in cells) with σ in cells; K nearest points give every cell a base value. "
             f"One cell = 1/grid of the largest distance (default grid {DEFAULT_GRID}: smooth reaches ±1/8 of the axis with σ ≈ 0.08 of it)."
         ),
     )  # fmt: skip
     window, sigma = PRESETS.get(preset, PRESETS["smooth"])
-    grid, k = DEFAULT_GRID, DEFAULT_K
+    grid, k, shape = DEFAULT_GRID, DEFAULT_K, WINDOW_SHAPES[0]
     if preset == CUSTOM:
         columns = st.columns(4)
         window = columns[0].slider("Window (cells)", 2, 64, window, key=f"{key}.window")
         sigma = columns[1].slider("σ (cells)", 0.5, 20.0, float(sigma), 0.5, key=f"{key}.sigma")
         k = columns[2].slider("K nearest", 1, 128, k, key=f"{key}.k")
         grid = columns[3].select_slider("Grid (cells per axis)", [16, 32, 64, 96, 128], grid, key=f"{key}.grid")
-    return MatrixSettings(preset, int(grid), int(window), float(sigma), int(k))
+        shape = st.radio(
+            "Window shape", WINDOW_SHAPES, horizontal=True, key=f"{key}.shape",
+            help="The paper's circle (window = its diameter), or a square of side window (Backdrop's reading before issue 41).",
+        )  # fmt: skip
+    return MatrixSettings(preset, int(grid), int(window), float(sigma), int(k), shape)
 
 
 # -- figures -----------------------------------------------------------------------------------------

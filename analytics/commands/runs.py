@@ -17,7 +17,7 @@ import argparse
 import math
 
 from analytics.runs.read import MATRIX_SIGNALS, SIGNALS
-from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, MatrixSettings
+from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, WINDOW_SHAPES, MatrixSettings
 
 from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 
@@ -35,7 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     matrices.add_argument(
         "--grid", type=int, default=DEFAULT_GRID, help=f"cells per axis (default {DEFAULT_GRID}); one cell = d_max / grid in semantic distance"
     )
-    matrices.add_argument("--window", type=int, default=None, help="kernel window side in cells (overrides the preset)")
+    matrices.add_argument("--window", type=int, default=None, help="kernel window diameter in cells (overrides the preset)")
+    matrices.add_argument(
+        "--window-shape", choices=list(WINDOW_SHAPES), default=WINDOW_SHAPES[0],
+        help="the paper's circle (default), or a square of side --window (Backdrop's earlier reading)",
+    )  # fmt: skip
     matrices.add_argument("--sigma", type=float, default=None, help="Gaussian sigma in cells (overrides the preset)")
     matrices.add_argument(
         "--autoscale", action="store_true", help="draw each PNG on its own range instead of the suite's fixed colour scale (not comparable between models)"
@@ -68,7 +72,7 @@ def run_export(args: argparse.Namespace) -> dict:
 
 
     workspace = open_workspace(args)
-    settings = MatrixSettings.of(args.preset, grid=args.grid, window=args.window, sigma=args.sigma, k=args.k)
+    settings = MatrixSettings.of(args.preset, grid=args.grid, window=args.window, sigma=args.sigma, k=args.k, window_shape=args.window_shape)
     row = workspace.query_one("SELECT suite_id FROM runs WHERE id = ?", (args.run,))
     if row is None:
         raise NotFoundError(f"no run {args.run!r} in workspace {workspace.root}; list them with `python -m analytics runs`")

@@ -133,8 +133,8 @@ def run_matrices(
     workspace : Workspace
     run_id : str
     settings : MatrixSettings, default=DEFAULT_SETTINGS
-        Preset, grid, window, sigma and k (default the smooth preset on 128 cells);
-        e.g. ``MatrixSettings.of("fine", grid=64)``.
+        Preset, grid, window, sigma, k and window shape (default the smooth preset on 128 cells, the
+        paper's circle); e.g. ``MatrixSettings.of("fine", grid=64)``, ``MatrixSettings.of(window_shape="square")``.
     clouds : mapping of str to PointCloud, optional
         The run's clouds when already built (:func:`run_point_clouds`; of ``classes`` when given, holding ``signals``), to skip rebuilding them.
     classes : sequence of str, optional
@@ -209,7 +209,9 @@ def _unpack(packed: np.ndarray, settings: MatrixSettings, signals: Sequence[str]
     for signal, matrix in zip(signals, stack):
         matrix = matrix.copy()
         matrix.setflags(write=False)
-        out[signal] = VarianceMatrix(matrix=matrix, edges=edges, window=settings.window, sigma=settings.sigma, k=settings.k)
+        out[signal] = VarianceMatrix(
+            matrix=matrix, edges=edges, window=settings.window, sigma=settings.sigma, k=settings.k, window_shape=settings.window_shape
+        )
     return out
 
 

@@ -1,5 +1,6 @@
 """RBF variance matrices (DESIGN §1.9): a point cloud resampled onto a grid with the paper's adjusted
-Gaussian RBF (kernel sums inside a square window plus a K-nearest-neighbour value at every cell).
+Gaussian RBF (kernel sums inside a circular window, or a square one as an option, plus a
+K-nearest-neighbour value at every cell).
 
 Everything is NumPy/SciPy; nothing here draws or imports Streamlit (``ui/charts.py`` draws).
 """
@@ -21,7 +22,10 @@ from analytics.exceptions import InvalidInputError
 
 from .point_cloud import PointCloud
 
-__all__ = ["CUSTOM", "DEFAULT_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "MatrixSettings", "VarianceMatrix", "cloud_matrices", "variance_matrix"]
+__all__ = [
+    "CUSTOM", "DEFAULT_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "WINDOW_SHAPES", "MatrixSettings", "VarianceMatrix",
+    "cloud_matrices", "variance_matrix",
+]  # fmt: skip
 
 #: The paper's three interpolants (Appendix B2, Table 3) as ``name: (window, sigma)`` in cells; all use K = 32.
 PRESETS: dict[str, tuple[int, float]] = {"fine": (32, 2.0), "medium": (16, 5.0), "smooth": (32, 10.0)}
@@ -33,6 +37,10 @@ DEFAULT_GRID = 128
 DEFAULT_K = 32
 #: Preset name of free interpolation settings (a window / sigma of no preset).
 CUSTOM = "custom"
+#: Shapes of the kernel window, the default first: the paper's circle (Appendix D: "an RBF defines a
+#: circular area in 2D"; diameter ``window`` cells), or a square of side ``window`` (Backdrop's
+#: reading before issue 41: separable, so its sums are matrix products, and faster).
+WINDOW_SHAPES = ("circle", "square")
 
 # Points per block of the kernel sums: (cells reached x block) float64 weights stay in the CPU cache.
 _BLOCK = 4096
@@ -60,11 +68,13 @@ class MatrixSettings:
     grid : int
         Cells per axis; window and sigma are in these cells.
     window : int
-        Full side of the square kernel window, in cells.
+        Size of the kernel window in cells: the circle's diameter (the square's side).
     sigma : float
         Standard deviation of the Gaussian kernel, in cells.
     k : int
         Nearest points averaged into u(e).
+    window_shape : str
+        A value of :data:`WINDOW_SHAPES`: ``'circle'`` (the paper's, default) or ``'square'``.
     """
 
     preset: str = "smooth"
@@ -72,9 +82,11 @@ class MatrixSettings:
     window: int = PRESETS["smooth"][0]
     sigma: float = PRESETS["smooth"][1]
     k: int = DEFAULT_K
+    window_shape: str = WINDOW_SHAPES[0]
 
     def __post_init__(self) -> None:
         check_choice(self.preset, "preset", [*PRESETS, CUSTOM])
+        check_choice(self.window_shape, "window_shape", WINDOW_SHAPES)
         for name in ("grid", "window", "k"):
             check_positive_int(getattr(self, name), name)
         object.__setattr__(self, "sigma", _check_positive_real(self.sigma, "sigma"))
@@ -87,7 +99,7 @@ class MatrixSettings:
     @classmethod
     def of(cls, preset: str = "smooth", **overrides: Any) -> MatrixSettings:
         """A preset with overrides: ``window`` / ``sigma`` replace the preset's (the name becomes
-        :data:`CUSTOM` unless they equal it), ``grid`` / ``k`` replace the defaults; None keeps them.
+        :data:`CUSTOM` unless they equal it), ``grid`` / ``k`` / ``window_shape`` replace the defaults; None keeps them.
 
         Raises
         ------
@@ -118,11 +130,13 @@ class MatrixSettings:
         return value
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"preset", "grid", "window", "sigma", "k"}``, JSON-serialisable."""
+        """``{"preset", "grid", "window", "sigma", "k", "window_shape"}``, JSON-serialisable."""
         return asdict(self)
 
     def key(self) -> dict[str, Any]:
-        """What the matrices depend on (``grid``, ``window``, ``sigma``, ``k``; not the preset's name), for cache keys."""
+        """What the matrices depend on (``grid``, ``window``, ``sigma``, ``k``, ``window_shape``; not the
+        preset's name), for cache keys; also the keyword arguments of :func:`variance_matrix` and
+        :func:`cloud_matrices`. Matrices cached before ``window_shape`` existed (squares) match no key."""
         return {name: value for name, value in asdict(self).items() if name != "preset"}
 
 
@@ -146,11 +160,13 @@ class VarianceMatrix:
     edges : ndarray of shape (grid + 1,), float64
         Cell borders on both axes, from 0 to ``d_max``.
     window : int
-        Full side of the square kernel window, in cells.
+        Size of the kernel window in cells (the circle's diameter, the square's side).
     sigma : float
         Standard deviation of the Gaussian kernel, in cells.
     k : int
         Number of nearest points averaged into u(e) (as asked; fewer when the cloud is smaller).
+    window_shape : str, default='circle'
+        A value of :data:`WINDOW_SHAPES`.
     """
 
     matrix: np.ndarray
@@ -158,6 +174,7 @@ class VarianceMatrix:
     window: int
     sigma: float
     k: int
+    window_shape: str = WINDOW_SHAPES[0]
 
     @property
     def grid(self) -> int:
@@ -177,7 +194,7 @@ class VarianceMatrix:
     @property
     def settings(self) -> dict[str, float | int]:
         """The settings as a JSON-serialisable dict."""
-        return {"grid": self.grid, "window": self.window, "sigma": self.sigma, "k": self.k, "d_max": self.d_max}
+        return {"grid": self.grid, "window": self.window, "sigma": self.sigma, "k": self.k, "window_shape": self.window_shape, "d_max": self.d_max}
 
     def cell_at(self, x: float, y: float) -> tuple[int, int]:
         """Return ``(row, col)`` of the cell holding the point ``(x, y) = (d_ij, d_ik)``.
@@ -236,6 +253,7 @@ def variance_matrix(
     sigma: float = 10.0,
     k: int = DEFAULT_K,
     d_max: float | None = None,
+    window_shape: str = WINDOW_SHAPES[0],
 ) -> VarianceMatrix:
     """Resample a point cloud onto a grid with the paper's adjusted Gaussian RBF (DESIGN §1.9).
 
@@ -247,24 +265,31 @@ def variance_matrix(
     mean value of the ``k`` points nearest to the cell centre, so a cell keeps a value where no point
     falls near it (``value(e) = u(e)`` there).
 
-    Reading of "window" (the paper draws a circle and leaves its size open): a *square* window of
-    ``window`` cells per side centred on the cell centre. Point p_i contributes to e when
-    ``|x_i - x_e| <= window / 2`` and ``|y_i - y_e| <= window / 2`` (in cells). The paper's "kernel size"
-    is read as this full side, like an image-filter kernel size. Points outside ``[0, d_max]^2`` still
-    contribute to cells whose window reaches them, and count as neighbours for u(e).
+    The window is the paper's circle (Appendix D: "an RBF defines a circular area in 2D, facilitating
+    the identification of all data points in the circle"), centred on the cell centre, ``window`` cells
+    across: point p_i contributes to e when ``(x_i - x_e)^2 + (y_i - y_e)^2 <= (window / 2)^2`` (in
+    cells). The paper's "kernel size" is read as this full width, like an image-filter kernel size
+    (the paper leaves the size open, not the shape). ``window_shape='square'`` takes the square of
+    side ``window`` instead (``|x_i - x_e| <= window / 2`` and ``|y_i - y_e| <= window / 2``), whose
+    corners add points at up to 1.41 times the radius (cells of random clouds moved by up to 0.14 on
+    the medium and smooth presets at 128 cells); the fine preset's sigma leaves the corners weights
+    of ~1e-14. Points outside ``[0, d_max]^2`` still contribute to cells whose window reaches them,
+    and count as neighbours for u(e).
 
     Units: one cell is ``d_max / grid`` in semantic distance, so a window of ``w`` cells reaches
     ``w / 2 * d_max / grid`` each way and sigma ``s`` cells is ``s * d_max / grid``. On the default
     128 cells the presets are local: smooth (32, 10) reaches +-0.125 d_max with sigma 0.078 d_max,
     medium (16, 5) +-0.0625 with 0.039, fine (32, 2) +-0.125 with 0.016.
 
-    Because a Gaussian over a square window factorises, ``phi = wx * wy`` with one-axis weights, both
-    sums are exact matrix products ``Wy @ diag(v) @ Wx.T`` and ``Wy @ Wx.T`` (cells x points times
-    points x cells). Points are grouped into tiles of 8 x 8 cells and each tile's product covers
-    only the rows and columns its windows reach, so the work per point follows the window, not the
-    grid; u(e) comes from a k-d tree of the points queried at the cell centres, built in a second
-    thread. About 1 to 2 s for 1.8 M points on 128 x 128 cells on a busy 2-core machine; the clouds of a
-    run go through :func:`cloud_matrices`, which sums per target instead (``benchmarks/variance.py``).
+    The circle's sums visit, for every point, the run of columns of each row its circle crosses
+    (compiled, ``analytics.variance._circle``). Because a Gaussian over a square window factorises,
+    ``phi = wx * wy`` with one-axis weights, the square's sums are exact matrix products
+    ``Wy @ diag(v) @ Wx.T`` and ``Wy @ Wx.T`` (cells x points times points x cells); points are grouped
+    into tiles of 8 x 8 cells and each tile's product covers only the rows and columns its windows
+    reach. Either way the work per point follows the window, not the grid; u(e) comes from a k-d
+    tree of the points queried at the cell centres, built in a second thread. Seconds for 1.8 M
+    points on 128 x 128 cells; the clouds of a run go through :func:`cloud_matrices`, which sums per
+    target instead (``benchmarks/variance.py``).
 
     Parameters
     ----------
@@ -275,7 +300,7 @@ def variance_matrix(
     grid : int, default=128
         Cells per axis (:data:`DEFAULT_GRID`); a cell is ``d_max / grid`` wide.
     window : int, default=32
-        Full side of the square kernel window, in cells (see above). Presets in :data:`PRESETS`.
+        Diameter of the circular window (side of the square one), in cells (see above). Presets in :data:`PRESETS`.
     sigma : float, default=10.0
         Standard deviation of the Gaussian, in cells.
     k : int, default=32
@@ -284,6 +309,8 @@ def variance_matrix(
         mirror (j, k) / (k, j), whose values are equal.
     d_max : float, optional
         Upper end of both axes; default the largest coordinate in ``points``.
+    window_shape : {'circle', 'square'}, default='circle'
+        :data:`WINDOW_SHAPES`: the paper's circle, or the square (see above).
 
     Returns
     -------
@@ -292,7 +319,7 @@ def variance_matrix(
     Raises
     ------
     InvalidInputError
-        On malformed arrays, NaN/infinite values, non-positive settings, or ``d_max`` not > 0.
+        On malformed arrays, NaN/infinite values, non-positive settings, an unknown window shape, or ``d_max`` not > 0.
 
     Examples
     --------
@@ -309,13 +336,20 @@ def variance_matrix(
         )
     values = check_finite(values.astype(np.float64, copy=False), "values")
     grid, window, sigma, k, d_max = _check_settings(grid, window, sigma, k, d_max, points)
+    check_choice(window_shape, "window_shape", WINDOW_SHAPES)
     cells = points / (d_max / grid)  # coordinates in cell units: cell c spans [c, c + 1)
-    # The k-d tree build releases the GIL: overlap it with the kernel sums to use a second core.
+    # The k-d tree build releases the GIL (so do the compiled circle sums): overlap it with the kernel sums to use a second core.
     with ThreadPoolExecutor(max_workers=1) as pool:
         nearest_job = pool.submit(_nearest_indices, cells, grid, k)
-        weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
+        if window_shape == "square":
+            weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
+        else:
+            from ._circle import circle_point_sums  # Numba: imported (and compiled) on first use
+
+            weighted, total = circle_point_sums(cells, values, grid, half=window / 2, sigma=sigma)
         nearest = nearest_job.result()
-    return _assemble(values[nearest].mean(axis=1).reshape(grid, grid), weighted, total, d_max=d_max, window=window, sigma=sigma, k=k)
+    nearest_mean = values[nearest].mean(axis=1).reshape(grid, grid)
+    return _assemble(nearest_mean, weighted, total, d_max=d_max, window=window, sigma=sigma, k=k, window_shape=window_shape)
 
 
 def cloud_matrices(
@@ -326,6 +360,7 @@ def cloud_matrices(
     sigma: float = 10.0,
     k: int = DEFAULT_K,
     d_max: float | None = None,
+    window_shape: str = WINDOW_SHAPES[0],
 ) -> dict[str, VarianceMatrix]:
     """The variance matrix of every cloud of one run: one cloud per signal, all built by
     :func:`~analytics.variance.point_cloud` from the same distances (``analytics.runs.run_point_clouds``).
@@ -333,11 +368,14 @@ def cloud_matrices(
     Each matrix is :func:`variance_matrix` of the cloud's points and values, equal to float rounding
     (sums taken in another order: ~1e-15 relative), in a fraction of the time, by two exact shortcuts:
 
-    - **Kernel sums per target.** With ``A_t[j, c] = phi_x(d_tj, c)``, the one-axis weight (window
-      cut included) of target t's image j at cell column c, and ``V_t[j, k] = |S_tj - S_tk|``, the
-      target's ``n (n + 1)`` points add ``A_t^T V_t^T A_t`` to ``sum_i phi_i v_i`` (a point (j, k)
-      sits at x = d_tj, y = d_tk) and ``A_t^T (1 - I) A_t`` to ``sum_i phi_i``: the work grows with
-      the images, (n + 1) x grid per target, not with the points, (n + 1)² x window².
+    - **Kernel sums per target.** A point (j, k) of target t sits at x = d_tj, y = d_tk with value
+      ``V_t[j, k] = |S_tj - S_tk|``. Square window: with ``A_t[j, c] = phi_x(d_tj, c)``, the one-axis
+      weight (window cut included) of image j at cell column c, the target adds ``A_t^T V_t^T A_t``
+      to ``sum_i phi_i v_i`` and ``A_t^T (1 - I) A_t`` to ``sum_i phi_i``: the work grows with the
+      images, (n + 1) x grid per target, not with the points, (n + 1)² x window². Circle: in the row
+      of image k at cell row r, the images j inside the circle at column c are a run of the target's
+      images sorted by distance, so two prefix sums per (k, c) give the row's share
+      (``analytics.variance._circle``); the work grows with (n + 1) x rows x columns reached.
     - **One k-d tree over half the points.** The clouds share their points, so the K nearest points
       of every cell centre are found once for all signals. A cloud is symmetric: point (j, k) at
       (a, b) has its mirror (k, j) at (b, a) with the same value, so the K nearest of centre (x, y)
@@ -350,7 +388,7 @@ def cloud_matrices(
     ----------
     clouds : mapping of str to PointCloud
         Keyed by signal; every cloud's ``distances`` must be the same.
-    grid, window, sigma, k, d_max
+    grid, window, sigma, k, d_max, window_shape
         As :func:`variance_matrix`; ``d_max`` defaults to the largest distance.
 
     Returns
@@ -373,13 +411,19 @@ def cloud_matrices(
                 "(one per signal): call it once per run, or variance_matrix on each cloud"
             )
     grid, window, sigma, k, d_max = _check_settings(grid, window, sigma, k, d_max, first.points)
+    check_choice(window_shape, "window_shape", WINDOW_SHAPES)
     scale = d_max / grid
-    with ThreadPoolExecutor(max_workers=1) as pool:  # the tree overlaps the products, as in variance_matrix
+    if window_shape == "square":
+        table_sums = _table_kernel_sums
+    else:
+        from ._circle import circle_cloud_sums as table_sums  # Numba: imported (and compiled) on first use
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the tree overlaps the sums, as in variance_matrix
         nearest_job = pool.submit(_cloud_nearest, first, scale, grid, k)
-        *weighted, total = _table_kernel_sums(first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma)
+        *weighted, total = table_sums(first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma)
         nearest = nearest_job.result()
+    settings = {"d_max": d_max, "window": window, "sigma": sigma, "k": k, "window_shape": window_shape}
     return {
-        name: _assemble(cloud.values[nearest].mean(axis=1).reshape(grid, grid), sums, total, d_max=d_max, window=window, sigma=sigma, k=k)
+        name: _assemble(cloud.values[nearest].mean(axis=1).reshape(grid, grid), sums, total, **settings)
         for (name, cloud), sums in zip(clouds.items(), weighted)
     }
 
@@ -410,14 +454,14 @@ def _check_points(points: np.ndarray) -> np.ndarray:
 
 
 def _assemble(
-    nearest: np.ndarray, weighted: np.ndarray, total: np.ndarray, *, d_max: float, window: int, sigma: float, k: int
+    nearest: np.ndarray, weighted: np.ndarray, total: np.ndarray, *, d_max: float, window: int, sigma: float, k: int, window_shape: str
 ) -> VarianceMatrix:
     """value(e) = (u(e) + sum phi v) / (1 + sum phi) as a read-only VarianceMatrix (phi(0) = 1)."""
     matrix = (nearest + weighted) / (1.0 + total)
     matrix.setflags(write=False)
     edges = np.linspace(0.0, d_max, nearest.shape[0] + 1)
     edges.setflags(write=False)
-    return VarianceMatrix(matrix=matrix, edges=edges, window=window, sigma=sigma, k=k)
+    return VarianceMatrix(matrix=matrix, edges=edges, window=window, sigma=sigma, k=k, window_shape=window_shape)
 
 
 def _axis_weights(coords: np.ndarray, centres: np.ndarray, half: float, sigma: float, out: np.ndarray) -> None:
@@ -432,7 +476,7 @@ def _axis_weights(coords: np.ndarray, centres: np.ndarray, half: float, sigma: f
 
 
 def _kernel_sums(cells: np.ndarray, values: np.ndarray, grid: int, *, half: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
-    """``sum_i phi_i v_i`` and ``sum_i phi_i`` for every cell, each of shape (grid, grid), [row=y, col=x].
+    """``sum_i phi_i v_i`` and ``sum_i phi_i`` over the square window for every cell, each of shape (grid, grid), [row=y, col=x].
 
     Points are grouped into tiles of ``_TILE`` x ``_TILE`` cells. A tile's points reach only the
     cells whose centres lie within ``half`` of them, so each tile adds one dense product over that
@@ -492,7 +536,7 @@ def _add_block(
 
 
 def _table_kernel_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float) -> np.ndarray:
-    """``sum_i phi_i v_i`` of every signal table, then ``sum_i phi_i``, over the clouds of ``coords``.
+    """``sum_i phi_i v_i`` of every signal table, then ``sum_i phi_i``, over the clouds of ``coords`` (square window).
 
     ``coords`` (n_targets, n + 1) are the distances in cell units; the result has shape
     (len(signals) + 1, grid, grid), [row=y, col=x]. Targets go in chunks of about ``_BLOCK``

@@ -26,7 +26,9 @@ from analytics.runs import (
     start_runs,
     suite_colour_scale,
 )
+from analytics.runs import matrices as matrices_module
 from analytics.variance import MatrixSettings, point_cloud
+from analytics.workspace import content_id
 from tests.fixtures.models import TINY_SUITE
 
 FINE = MatrixSettings.of("fine")
@@ -143,6 +145,34 @@ def test_each_run_stores_its_cell_quantiles_and_the_scale_only_combines_them(tin
     assert suite_colour_scale(workspace, TINY_SUITE).tops == pytest.approx(expected)
     assert suite_colour_scale(workspace, TINY_SUITE).tops == pytest.approx(expected)
     assert computed == [ids[1]]  # computed and stored once
+
+
+def test_square_era_caches_are_not_shown_for_the_circle(tiny_model_workspace):
+    """Issue 41: the circle became the default window. Matrices, cell quantiles and frozen scales
+    stored under the settings' old key (no window shape: squares) match no setting, so a run made
+    before recomputes on demand and nothing drawn from the square is shown for the circle."""
+    workspace = tiny_model_workspace
+    ids = start_runs(workspace, ["fg-only", "tiny"], TINY_SUITE, device="cpu")
+    settings = MatrixSettings()
+    old_key = {name: value for name, value in settings.key().items() if name != "window_shape"}
+    run = workspace.query_one("SELECT status, finished FROM runs WHERE id = ?", (ids[1],))
+    stale = np.full(len(SIGNALS) * settings.grid**2 + 1, 7.0)
+    workspace.cache_put(matrices_module._CACHE_PREFIX + content_id(ids[1], run["status"], run["finished"], old_key, list(SIGNALS)), stale)
+    frozen = {"tops": dict.fromkeys(SIGNALS, 99.0), "rules": {}, "runs": ids, "settings": old_key, "frozen": "2020-01-01"}
+    workspace.set_meta(f"colour_scale/{TINY_SUITE}/{content_id(old_key)}", json.dumps(frozen))
+    with workspace.transaction() as conn:  # the run's job stored the circle's quantiles; forget them, keep a stale row
+        conn.execute("DELETE FROM run_cell_quantiles WHERE run_id = ?", (ids[1],))
+        conn.execute(
+            "INSERT INTO run_cell_quantiles(run_id, settings_id, finished, signals, hash) VALUES (?, ?, ?, ?, ?)",
+            (ids[1], content_id(old_key), run["finished"], json.dumps(list(SIGNALS)), workspace.put_array(np.full((len(SIGNALS), len(QUANTILE_LEVELS)), 99.0))),
+        )
+    matrices = run_matrices(workspace, ids[1])
+    assert all(m.window_shape == "circle" and m.matrix.max() < 7.0 for m in matrices.values())
+    scale = suite_colour_scale(workspace, TINY_SUITE, freeze=True)
+    assert scale.settings["window_shape"] == "circle" and max(scale.tops.values()) < 99.0
+    assert scale.tops == suite_colour_scale(workspace, TINY_SUITE).tops
+    square = suite_colour_scale(workspace, TINY_SUITE, settings=MatrixSettings.of(window_shape="square"))
+    assert square.frozen is None and square.settings["window_shape"] == "square"  # its own scale, not the circle's
 
 
 def test_reference_tops_rejects_no_runs_and_bad_percentiles():

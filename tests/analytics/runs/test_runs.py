@@ -262,7 +262,7 @@ def test_matrix_cache_hit_returns_equal_arrays_without_recomputing(run_workspace
 
 
 def test_matrix_settings_apply_presets_and_overrides():
-    assert MatrixSettings.of().as_dict() == {"preset": "smooth", "grid": DEFAULT_GRID, "window": 32, "sigma": 10.0, "k": 32}
+    assert MatrixSettings.of().as_dict() == {"preset": "smooth", "grid": DEFAULT_GRID, "window": 32, "sigma": 10.0, "k": 32, "window_shape": "circle"}
     assert MatrixSettings.of() == MatrixSettings() == DEFAULT_SETTINGS
     assert MatrixSettings.of("smooth", sigma=3).preset == CUSTOM
     assert MatrixSettings.of(CUSTOM, window=16, sigma=5).window == 16
@@ -270,12 +270,18 @@ def test_matrix_settings_apply_presets_and_overrides():
         MatrixSettings.of(CUSTOM, window=16)
     with pytest.raises(InvalidInputError, match="preset must be one of"):
         MatrixSettings.of("blurry")
-    with pytest.raises(InvalidInputError, match=r"unknown matrix setting\(s\) 'sigm'; settings are preset, grid, window, sigma, k"):
+    with pytest.raises(InvalidInputError, match=r"unknown matrix setting\(s\) 'sigm'; settings are preset, grid, window, sigma, k, window_shape"):
         MatrixSettings.of("fine", sigm=3)
     with pytest.raises(InvalidInputError, match="preset 'fine' is window 32, sigma 2"):
         MatrixSettings("fine", window=16)
     with pytest.raises(InvalidInputError, match="grid must be"):
         MatrixSettings.of(grid=0)
+    square = MatrixSettings.of("medium", window_shape="square")
+    assert square.preset == "medium" and square.window_shape == "square"
+    assert square.key() == {"grid": DEFAULT_GRID, "window": 16, "sigma": 5.0, "k": 32, "window_shape": "square"}
+    assert square.key() != MatrixSettings.of("medium").key()  # cache keys and colour scales follow the shape
+    with pytest.raises(InvalidInputError, match="window_shape must be one of"):
+        MatrixSettings.of(window_shape="hexagon")
 
 
 def test_matrix_functions_refuse_anything_but_matrix_settings(run_workspace, run_ids):

@@ -12,6 +12,7 @@ from analytics.variance import (
     DEFAULT_GRID,
     FEATURE_NAMES,
     PRESETS,
+    WINDOW_SHAPES,
     asymmetry,
     cloud_matrices,
     discontinuity,
@@ -30,10 +31,11 @@ from analytics.variance import (
 
 
 def naive_variance_matrix(
-    points: np.ndarray, values: np.ndarray, *, grid: int, window: int, sigma: float, k: int, d_max: float
+    points: np.ndarray, values: np.ndarray, *, grid: int, window: int, sigma: float, k: int, d_max: float, window_shape: str = "circle"
 ) -> np.ndarray:
     """Reference RBF straight from the formula: a Python loop over cells, brute-force distances from
-    each cell centre to every point, brute-force K nearest (argpartition, O(n) per cell)."""
+    each cell centre to every point (inside the circle of radius window / 2, or the square of side
+    window), brute-force K nearest (argpartition, O(n) per cell)."""
     cells = points / (d_max / grid)
     half = window / 2
     k = min(k, values.size)
@@ -43,7 +45,7 @@ def naive_variance_matrix(
             dx = cells[:, 0] - (col + 0.5)
             dy = cells[:, 1] - (row + 0.5)
             r2 = dx**2 + dy**2
-            inside = (np.abs(dx) <= half) & (np.abs(dy) <= half)
+            inside = r2 <= half**2 if window_shape == "circle" else (np.abs(dx) <= half) & (np.abs(dy) <= half)
             phi = np.exp(-r2[inside] / (2 * sigma**2))
             nearest = np.argpartition(r2, k - 1)[:k]
             u = values[nearest].mean()
@@ -149,16 +151,18 @@ def test_point_clouds_of_several_signals_equal_one_cloud_each_and_share_the_poin
         (2_000, 64, 32, 10.0, 32, None, 9),  # many tiles, each window reaching several of them
     ],
 )
-def test_fast_matches_naive_on_random_clouds(n_points, grid, window, sigma, k, d_max_factor, seed):
+@pytest.mark.parametrize("window_shape", WINDOW_SHAPES)
+def test_fast_matches_naive_on_random_clouds(n_points, grid, window, sigma, k, d_max_factor, seed, window_shape):
     points, values = _random_cloud(n_points, seed)
     d_max = None if d_max_factor is None else d_max_factor * float(points.max())
-    result = variance_matrix(points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=d_max)
+    result = variance_matrix(points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=d_max, window_shape=window_shape)
     expected = naive_variance_matrix(
-        points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=result.d_max
+        points, values, grid=grid, window=window, sigma=sigma, k=k, d_max=result.d_max, window_shape=window_shape
     )
     assert result.matrix.shape == (grid, grid)
     np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
-    assert result.settings == {"grid": grid, "window": window, "sigma": sigma, "k": k, "d_max": result.d_max}
+    settings = {"grid": grid, "window": window, "sigma": sigma, "k": k, "window_shape": window_shape, "d_max": result.d_max}
+    assert result.settings == settings
 
 
 @pytest.mark.parametrize(
@@ -173,14 +177,15 @@ def test_fast_matches_naive_on_random_clouds(n_points, grid, window, sigma, k, d
         (300, 7, 7, 1, 3.0, 1, 1.7, 6),  # more images than one chunk of targets, tiny window, k = 1
     ],
 )
-def test_cloud_matrices_match_variance_matrix(n_targets, n_images, grid, window, sigma, k, d_max_factor, seed):
+@pytest.mark.parametrize("window_shape", WINDOW_SHAPES)
+def test_cloud_matrices_match_variance_matrix(n_targets, n_images, grid, window, sigma, k, d_max_factor, seed, window_shape):
     rng = np.random.default_rng(seed)
     distances = rng.gamma(3.0, 0.1, size=(n_targets, n_images))
     distances[:, 0] = 0.0
     signals = {name: rng.random((n_targets, n_images)) for name in ("a", "b", "c")}
     clouds = {name: point_cloud(distances, table) for name, table in signals.items()}
     d_max = None if d_max_factor is None else d_max_factor * float(distances.max())
-    settings = {"grid": grid, "window": window, "sigma": sigma, "k": k, "d_max": d_max}
+    settings = {"grid": grid, "window": window, "sigma": sigma, "k": k, "d_max": d_max, "window_shape": window_shape}
     result = cloud_matrices(clouds, **settings)
     assert list(result) == list(clouds)
     for name, cloud in clouds.items():
@@ -242,6 +247,81 @@ def test_points_below_zero_reach_the_first_cells_exactly():
     result = variance_matrix(points, values, grid=24, window=8, sigma=3.0, d_max=float(points.max()))
     expected = naive_variance_matrix(points, values, grid=24, window=8, sigma=3.0, k=32, d_max=result.d_max)
     np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the circular window (issue 41: the paper's circle, the square one option away)
+# ---------------------------------------------------------------------------------------------------
+
+# One target on a grid of 8 cells over d_max = 8, so a distance is its coordinate in cells: images at
+# x = 0, 2.5, 4.5, 3.5 with signals 0.9, 0.6, 0.1, 0.2. Window 4 (radius 2), sigma 1, K = 1.
+_HAND_DISTANCES = np.array([[0.0, 2.5, 4.5, 3.5]])
+_HAND_SIGNALS = np.array([[0.9, 0.6, 0.1, 0.2]])
+_HAND_SETTINGS = {"grid": 8, "window": 4, "sigma": 1.0, "k": 1, "d_max": 8.0}
+
+
+def _hand_cell(terms: list[tuple[float, float]], nearest: float) -> float:
+    """value(e) from its points as (squared distance in cells, value) and u(e) (phi(0) = 1)."""
+    phi = [np.exp(-r2 / 2) for r2, _ in terms]
+    return (nearest + sum(p * v for p, (_, v) in zip(phi, terms))) / (1 + sum(phi))
+
+
+def _hand_paths(window_shape: str) -> dict[str, np.ndarray]:
+    cloud = point_cloud(_HAND_DISTANCES, _HAND_SIGNALS)
+    settings = {**_HAND_SETTINGS, "window_shape": window_shape}
+    return {
+        "points": variance_matrix(cloud.points, cloud.values, **settings).matrix,
+        "clouds": cloud_matrices({"s": cloud}, **settings)["s"].matrix,
+    }
+
+
+@pytest.mark.parametrize("path", ["points", "clouds"])
+def test_circular_window_counts_the_points_within_the_radius_by_hand(path):
+    circle, square = _hand_paths("circle")[path], _hand_paths("square")[path]
+    # Cell (row 2, col 2), centre (2.5, 2.5). Inside the circle: (2.5, 4.5) and (4.5, 2.5) on its rim
+    # (r² = 4, value |0.6 - 0.1| = 0.5), (2.5, 3.5) and (3.5, 2.5) (r² = 1, value 0.4); the nearest
+    # point is one of the last two (u = 0.4). The square's corners add (4.5, 3.5) and (3.5, 4.5)
+    # (r² = 5 > 4, value |0.1 - 0.2| = 0.1).
+    inside = [(4, 0.5), (4, 0.5), (1, 0.4), (1, 0.4)]
+    assert circle[2, 2] == pytest.approx(_hand_cell(inside, 0.4), abs=1e-15)
+    assert square[2, 2] == pytest.approx(_hand_cell([*inside, (5, 0.1), (5, 0.1)], 0.4), abs=1e-15)
+    # Cell (row 1, col 2), centre (2.5, 1.5): (2.5, 0) r² 2.25 value 0.3, (2.5, 3.5) on the rim value
+    # 0.4, (3.5, 2.5) r² 2 value 0.4 (the nearest), (3.5, 0) r² 3.25 value 0.7. The square adds
+    # (4.5, 2.5) r² 5 value 0.5, (4.5, 0) r² 6.25 value 0.8 and (4.5, 3.5) r² 8 value 0.1.
+    inside = [(2.25, 0.3), (4, 0.4), (2, 0.4), (3.25, 0.7)]
+    assert circle[1, 2] == pytest.approx(_hand_cell(inside, 0.4), abs=1e-15)
+    assert square[1, 2] == pytest.approx(_hand_cell([*inside, (5, 0.5), (6.25, 0.8), (8, 0.1)], 0.4), abs=1e-15)
+    # the mirror cell (row 2, col 1) holds the mirrored points (j, k) -> (k, j), of equal values
+    assert circle[2, 1] == pytest.approx(circle[1, 2], abs=1e-15)
+    cloud = point_cloud(_HAND_DISTANCES, _HAND_SIGNALS)
+    expected = naive_variance_matrix(cloud.points, cloud.values, **_HAND_SETTINGS)
+    np.testing.assert_allclose(circle, expected, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("grid", [32, DEFAULT_GRID])
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_circle_is_exact_against_brute_force_for_every_preset(preset, grid):
+    window, sigma = PRESETS[preset]
+    rng = np.random.default_rng(41)
+    distances = rng.gamma(3.0, 0.1, size=(24, 9))
+    distances[:, 0] = 0.0
+    cloud = point_cloud(distances, rng.random((24, 9)))
+    settings = {"grid": grid, "window": window, "sigma": sigma, "k": 32}
+    expected = naive_variance_matrix(cloud.points, cloud.values, **settings, d_max=float(distances.max()))
+    np.testing.assert_allclose(cloud_matrices({"s": cloud}, **settings)["s"].matrix, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(variance_matrix(cloud.points, cloud.values, **settings).matrix, expected, rtol=0, atol=1e-12)
+    square = cloud_matrices({"s": cloud}, **settings, window_shape="square")["s"]
+    assert square.window_shape == "square"
+    if preset != "fine":  # sigma 2 leaves the square's corners (r >= window / 2 = 16) weights of ~1e-14
+        assert np.abs(square.matrix - expected).max() > 1e-3
+
+
+def test_window_shape_is_checked():
+    with pytest.raises(InvalidInputError, match="window_shape must be one of 'circle', 'square'; got 'round'"):
+        variance_matrix([[0.1, 0.2]], [0.5], window_shape="round")
+    cloud = point_cloud(_HAND_DISTANCES, _HAND_SIGNALS)
+    with pytest.raises(InvalidInputError, match="window_shape must be one of"):
+        cloud_matrices({"s": cloud}, window_shape="round")
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))

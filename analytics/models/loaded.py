@@ -320,6 +320,30 @@ def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
     return frozen if same else network
 
 
+def resize_images(images: np.ndarray, size: int) -> np.ndarray:
+    """Resize square or non-square images to ``size`` x ``size`` (OpenCV area interpolation, which
+    averages source pixels and so is antialiased when shrinking).
+
+    Parameters
+    ----------
+    images : ndarray of shape (n, h, w, 3), uint8
+    size : int
+        Side in pixels of the output images.
+
+    Returns
+    -------
+    resized : ndarray of shape (n, size, size, 3), uint8
+        The input itself (made C-contiguous) when it already has that size.
+    """
+    if images.shape[1:3] == (size, size):
+        return np.ascontiguousarray(images)
+    out = np.empty((len(images), size, size, 3), np.uint8)
+    for i, image in enumerate(images):
+        shrink = image.shape[0] > size or image.shape[1] > size
+        out[i] = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+    return out
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """``None`` -> CUDA when available else CPU; a requested CUDA device must exist."""
     if device is None:

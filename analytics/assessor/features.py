@@ -37,8 +37,9 @@ ACCURACY_COLUMNS = ("accuracy", "original_accuracy", WORST_CASE)
 #: Feature columns of :func:`run_features` besides the accuracies, with the default feature set.
 FEATURE_COLUMNS = matrix_feature_columns()
 _CACHE_PREFIX = "assessor/features/"
-#: Part of the cache key of a run's features: bump it when a feature is computed differently.
-_FEATURES_VERSION = 1
+#: Part of the cache key of a run's features: bump it when a feature is computed differently
+#: (2: ``sstv`` on the authors' own subsample draw, issue 41).
+_FEATURES_VERSION = 2
 
 
 def run_features(

@@ -30,6 +30,7 @@ from .matrices import (
     run_matrices,
     run_point_clouds,
     subsample_matrices,
+    subsample_targets,
 )
 from .naming import run_label, run_labels
 from .read import (
@@ -109,6 +110,7 @@ __all__ = [
     "start_runs",
     "start_runs_that_can",
     "subsample_matrices",
+    "subsample_targets",
     "suite_colour_scale",
     "summarize_run",
     "target_table",

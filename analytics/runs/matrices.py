@@ -32,6 +32,7 @@ __all__ = [
     "run_matrices",
     "run_point_clouds",
     "subsample_matrices",
+    "subsample_targets",
 ]
 
 _CACHE_PREFIX = "runs/matrices/"
@@ -39,6 +40,8 @@ _SUBSAMPLE_PREFIX = "runs/subsample-matrices/"
 #: Share of a run's targets the authors' sensitivity feature rebuilds the matrices from, and the seed of that draw (theirs: 0.9, 2).
 SUBSAMPLE_SHARE = 0.9
 SUBSAMPLE_SEED = 2
+# Part of the subsample's cache key: the draw (issue 41: the authors' legacy-NumPy draw replaced a default_rng one).
+_SUBSAMPLE_DRAW = "RandomState.choice"
 
 
 def run_point_clouds(
@@ -251,7 +254,7 @@ def subsample_matrices(
     run_id : str
     settings : MatrixSettings, default=DEFAULT_SETTINGS
     share : float, default=0.9
-        Share of the targets kept (at least one), drawn without replacement.
+        Share of the targets kept (at least one), drawn without replacement by :func:`subsample_targets`.
     seed : int, default=2
     data : RunData, optional
         The run, when already loaded (read only on a cache miss).
@@ -265,15 +268,39 @@ def subsample_matrices(
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise InvalidInputError(f"share must be a fraction in (0, 1]; got {share!r}")
     row = run_row(workspace, run_id)
-    key = _SUBSAMPLE_PREFIX + content_id(run_id, row["status"], row["finished"], settings.key(), list(SIGNALS), float(share), int(seed))
+    key = _SUBSAMPLE_PREFIX + content_id(
+        run_id, row["status"], row["finished"], settings.key(), list(SIGNALS), float(share), int(seed), _SUBSAMPLE_DRAW
+    )
     cached = workspace.cache_get(key)
     if cached is not None:
         return _unpack(cached, settings)
     data = load_run(workspace, run_id) if data is None else data
     d_max = next(iter(run_matrices(workspace, run_id, settings=settings, data=data).values())).d_max
-    n_targets = len(data.target_ids)
-    kept = np.sort(np.random.default_rng(seed).choice(n_targets, max(1, int(n_targets * share)), replace=False))
+    kept = subsample_targets(len(data.target_ids), share=share, seed=seed)
     clouds = point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
     matrices = cloud_matrices(clouds, **settings.key(), d_max=d_max)
     workspace.cache_put(key, _pack(matrices))
     return matrices
+
+
+def subsample_targets(n_targets: int, *, share: float = SUBSAMPLE_SHARE, seed: int = SUBSAMPLE_SEED) -> np.ndarray:
+    """The targets the authors' sensitivity feature keeps, drawn as they draw them.
+
+    ML4ML's ``datamat.py`` calls ``np.random.seed(seed)`` then
+    ``np.random.choice(range(n), int(n * share), replace=False)`` over the run's examples (the rows
+    in target order here); a ``RandomState(seed)`` of its own makes the same draw without touching
+    NumPy's global state.
+
+    Parameters
+    ----------
+    n_targets : int
+        Targets of the run (rows of :class:`analytics.runs.RunData`).
+    share : float, default=0.9
+    seed : int, default=2
+
+    Returns
+    -------
+    ndarray of shape (max(1, int(n_targets * share)),), int
+        Row indices, sorted (the matrices sum over the targets, so their order does not matter).
+    """
+    return np.sort(np.random.RandomState(seed).choice(range(n_targets), max(1, int(n_targets * share)), replace=False))

@@ -23,6 +23,7 @@ from analytics.runs import (
     load_run,
     run_matrices,
     subsample_matrices,
+    subsample_targets,
 )
 from analytics.runs import read as runs_read
 from analytics.variance import (
@@ -30,6 +31,8 @@ from analytics.variance import (
     DEFAULT_THRESHOLD,
     FEATURE_NAMES,
     authors_error_rate,
+    cloud_matrices,
+    point_clouds,
     worst_case_accuracy,
 )
 
@@ -60,6 +63,29 @@ def test_sensitivity_compares_the_matrix_with_a_subsample_of_targets(run_workspa
         assert features[f"{signal}.sstv"] == pytest.approx(expected)
     assert any(features[f"{signal}.sstv"] > 0 for signal in SIGNALS)  # a 90 % subsample of the targets changes the matrix
     np.testing.assert_array_equal(subsample_matrices(run_workspace, run_id)["true_prob"].matrix, part["true_prob"].matrix)  # seeded
+    data = load_run(run_workspace, run_id)
+    kept = subsample_targets(len(data.target_ids))
+    clouds = point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
+    expected = cloud_matrices(clouds, d_max=full["true_prob"].d_max)
+    np.testing.assert_allclose(part["true_prob"].matrix, expected["true_prob"].matrix, rtol=0, atol=1e-12)  # those targets
+
+
+def test_sensitivity_subsample_is_the_authors_draw():
+    """Issue 41: ML4ML's datamat.py draws with np.random.seed(2) then np.random.choice; so does sstv's subsample."""
+    state = np.random.get_state()
+    try:
+        np.random.seed(2)
+        theirs = np.random.choice(range(60), int(60 * 0.9), replace=False)
+        np.random.seed(123)
+        before = np.random.random()
+        np.random.seed(123)
+        kept = subsample_targets(60)
+        assert np.random.random() == before  # the global state is untouched
+    finally:
+        np.random.set_state(state)
+    assert kept.size == 54
+    np.testing.assert_array_equal(kept, np.sort(theirs))
+    assert subsample_targets(1).tolist() == [0]  # at least one target
 
 
 def test_features_of_a_completed_run_read_stored_numbers_not_every_image(run_workspace, run_ids, monkeypatch):

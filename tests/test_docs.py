@@ -53,6 +53,7 @@ NOT_IN_THE_REPOSITORY = {
 ELSEWHERE = {
     "Color_image.py", "generated_background.py", "train.py",  # the XIMAGENET-12 authors' code
     "save_testdata.py",  # Zukang-Liao/bgtest
+    "measurement.py", "datamat.py", "ML4MLassessor.py",  # Zukang-Liao/ML4ML-invariance-testing
     "challenge_eval.py", "in_to_in9.json",  # MadryLab/backgrounds_challenge
     "labels.txt", "policy.toml", "summary.md", "sso-roles.toml",  # a user's files in README's examples
     "zebra/zebra-field",  # a workspace image id (README's keyword CSV), not a path

@@ -1,8 +1,10 @@
 """``add-model``, ``models``, ``evaluate`` and ``run``: the model registry and the batch engine.
 
 ``add-model --arch efficientnet-lite0`` (1, 2) registers the bundled ImageNet classifiers (no
-checkpoint needed); any other ``--arch`` is a torchvision architecture with ``--checkpoint``, and
-``--arch torchscript`` a TorchScript file. torch is imported inside the handlers so that other
+checkpoint needed); ``--arch timm:NAME`` a timm architecture with ``--checkpoint`` (its
+preprocessing read from timm; ``--input-size``, ``--mean``, ``--std``, ``--crop-pct``,
+``--interpolation`` override it); any other ``--arch`` is a torchvision architecture with
+``--checkpoint``, and ``--arch torchscript`` a TorchScript file. torch is imported inside the handlers so that other
 subcommands start fast.
 """
 
@@ -20,11 +22,12 @@ if TYPE_CHECKING:
     from analytics.models import ModelSpec
 
 LITE_ARCHS = {f"efficientnet-lite{v}": v for v in (0, 1, 2)}
+TIMM_PREFIX = "timm:"  # --arch timm:resnet18 (timm and torchvision share names such as resnet18)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
 
-    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision + checkpoint, TorchScript)")
+    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision or timm + checkpoint, TorchScript)")
     add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
     add_registration_options(add, arch_required=True)
     listing = subparsers.add_parser("models", help="list the registered models")
@@ -53,16 +56,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: bool) -> None:
     """The options of ``add-model`` that say what to register (``check`` registers its candidate with them)."""
-    parser.add_argument("--arch", required=arch_required, help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …) or 'torchscript'")
+    parser.add_argument(
+        "--arch", required=arch_required,
+        help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture) or 'torchscript'",
+    )  # fmt: skip
     parser.add_argument("--checkpoint", metavar="FILE", help="state dict (.pt/.pth/.safetensors) or TorchScript file")
     parser.add_argument("--labels", default="imagenet", metavar="imagenet|in9|FILE", help="label space: imagenet, in9, or a text file of class names (default imagenet)")
     parser.add_argument(
         "--in9-mapping", metavar="MAP",
         help="with --labels in9: ImageNet -> IN-9 map: official (default, the challenge's in_to_in9.json, built in), wordnet, or a JSON FILE in that format",
     )  # fmt: skip
-    parser.add_argument("--input-size", type=int, default=None, help="network input side in pixels (default 224; 299 for inception_v3)")
+    parser.add_argument(
+        "--input-size", type=int, default=None,
+        help="network input side in pixels (default 224; 299 for inception_v3; timm: its pretrained_cfg)",
+    )  # fmt: skip
     parser.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
+    parser.add_argument("--mean", type=_three_numbers, default=None, metavar="R,G,B", help="timm: normalisation mean of [0, 1] pixels (default: the model's own)")
+    parser.add_argument("--std", type=_three_numbers, default=None, metavar="R,G,B", help="timm: normalisation std (default: the model's own)")
+    parser.add_argument("--crop-pct", type=float, default=None, help="timm: centre-crop fraction, 1 for none (default: the model's own)")
+    parser.add_argument(
+        "--interpolation", default=None, choices=("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming"),
+        help="timm: resize interpolation (default: the model's own)",
+    )  # fmt: skip
     parser.add_argument("--replace", action="store_true", help="overwrite a model of the same name")
+
+
+def _three_numbers(text: str) -> tuple[float, float, float]:
+    parts = text.split(",")
+    try:
+        values = tuple(float(part) for part in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 3:
+        raise argparse.ArgumentTypeError(f"expected three numbers R,G,B such as 0.485,0.456,0.406; got {text!r}")
+    return values  # type: ignore[return-value]
 
 
 def run_add_model(args: argparse.Namespace) -> dict:
@@ -73,7 +100,7 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
     """Register the model :func:`add_registration_options` describe as ``name`` (given as ``flag``); the library checks the
     files (``torch.load(weights_only=True)``, a forward pass) before anything is stored. Returns its spec."""
     from analytics.data import parse_label_space
-    from analytics.models import register_efficientnet_lite, register_torchscript, register_torchvision
+    from analytics.models import register_efficientnet_lite, register_timm, register_torchscript, register_torchvision
 
     if args.arch in LITE_ARCHS:
         if name not in (None, args.arch):
@@ -82,6 +109,14 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
     if not name or not args.checkpoint:
         raise InvalidInputError(f"--arch {args.arch} needs {flag} NAME and --checkpoint FILE")
     labels = parse_label_space(args.labels, in9_mapping=args.in9_mapping)
+    if args.arch.startswith(TIMM_PREFIX):
+        return register_timm(
+            workspace, name, arch=args.arch.removeprefix(TIMM_PREFIX), checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size,
+            mean=args.mean, std=args.std, crop_pct=args.crop_pct, interpolation=args.interpolation, replace=args.replace,
+        )  # fmt: skip
+    own = [flag for flag, value in (("--mean", args.mean), ("--std", args.std), ("--crop-pct", args.crop_pct), ("--interpolation", args.interpolation)) if value is not None]
+    if own:
+        raise InvalidInputError(f"{', '.join(own)}: only for models that read their own preprocessing (--arch timm:NAME); {args.arch} uses Backdrop's")
     if args.arch == "torchscript":
         return register_torchscript(
             workspace, name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size or 224,

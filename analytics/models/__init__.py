@@ -1,8 +1,10 @@
 """The model registry: which classifiers a workspace can test, and how to load and run them.
 
 Modules, lowest first: :mod:`.spec` (what a registered model is; reading specs back),
-:mod:`.checkpoints` (reading and copying weights), :mod:`.networks` (the four sources' networks),
-:mod:`.conv_map` (the authors' last-conv-map statistics), :mod:`.loaded` (running a model), :mod:`.registry` (registering, removing, loading).
+:mod:`.transforms` (a model's own resize, crop and normalisation), :mod:`.checkpoints` (reading and
+copying weights), :mod:`.timm_source` (timm models), :mod:`.networks` (every source's network),
+:mod:`.conv_map` (the authors' last-conv-map statistics), :mod:`.loaded` (running a model),
+:mod:`.registry` (registering, removing, loading), :mod:`.libraries` (registering timm models).
 """
 
 from .checkpoints import (
@@ -15,12 +17,12 @@ from .conv_map import (
     conv_map_problem,
     conv_map_statistics,
 )
+from .libraries import register_timm
 from .loaded import (
     CPU_MICRO_BATCH,
     LoadedModel,
     Prediction,
     freeze_for_cpu,
-    resize_images,
     resolve_device,
 )
 from .networks import (
@@ -48,6 +50,7 @@ from .spec import (
     get_model_spec,
     list_models,
 )
+from .transforms import INTERPOLATIONS, RESAMPLERS, ImageTransform, resize_images
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -55,12 +58,15 @@ __all__ = [
     "CPU_MICRO_BATCH",
     "IMAGENET_MEAN",
     "IMAGENET_STD",
+    "INTERPOLATIONS",
     "LABEL_KINDS",
     "LITE_VARIANTS",
     "PREPROCESSING",
+    "RESAMPLERS",
     "SOURCES",
     "ConvStatsNetwork",
     "HeadLayers",
+    "ImageTransform",
     "LoadedModel",
     "ModelSpec",
     "Prediction",
@@ -76,6 +82,7 @@ __all__ = [
     "register_efficientnet_lite",
     "register_head",
     "register_model",
+    "register_timm",
     "register_torchscript",
     "register_torchvision",
     "remove_model",

@@ -22,6 +22,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
@@ -155,6 +156,28 @@ def _as_state_dict(raw, path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+def _short_mismatch(err: RuntimeError) -> str:
+    missing = re.findall(r'Missing key\(s\) in state_dict: (.*?)\.\s', str(err) + " ")
+    unexpected = re.findall(r'Unexpected key\(s\) in state_dict: (.*?)\.\s', str(err) + " ")
+    parts = []
+    if missing:
+        parts.append("missing " + missing[0][:150])
+    if unexpected:
+        parts.append("unexpected " + unexpected[0][:150])
+    if not parts:
+        parts.append(str(err).splitlines()[-1].strip()[:200])
+    return "; ".join(parts)
+
+
+def _check_classes(path: Path, layer: str, n_classes: int, label_space: LabelSpace) -> None:
+    """A checkpoint's final layer ``layer`` must have one output per name of ``label_space``."""
+    if n_classes != len(label_space.names):
+        raise InvalidInputError(
+            f"{path}: the checkpoint's final layer {layer!r} has {n_classes} classes but the {label_space.kind} label space "
+            f"has {len(label_space.names)}; choose the label space the model was trained on (--labels)"
+        )
+
+
 def _copy_checkpoint(workspace: Workspace, path: Path) -> str:
     """Copy a checkpoint into the workspace (content addressed); returns its relative path."""
     digest = hashlib.sha256()
@@ -183,6 +206,6 @@ def _pin_checkpoint(workspace: Workspace, spec: ModelSpec) -> ModelSpec:
     """A spec whose checkpoint file lies outside the workspace, with the file copied in (content
     addressed): the spec, and so the model's content key, then names the weights' bytes."""
     path = Path(spec.checkpoint)
-    if spec.source not in ("torchvision", "torchscript") or not path.is_absolute() or not path.is_file():
+    if spec.source not in ("torchvision", "torchscript", "timm") or not path.is_absolute() or not path.is_file():
         return spec
     return dataclasses.replace(spec, checkpoint=_copy_checkpoint(workspace, path), origin=spec.origin or str(path))

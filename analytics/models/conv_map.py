@@ -29,6 +29,7 @@ from analytics.workspace import Workspace
 
 from .networks import _HeadClassifier, _LiteClassifier, _ScriptedClassifier, _SplitClassifier
 from .spec import ModelSpec, get_model_spec
+from .timm_source import _TimmClassifier, timm_feature_layer
 
 #: The statistics of :func:`conv_map_statistics`, in column order (the authors' names).
 CONV_STATISTICS = ("max", "max_mean")
@@ -66,6 +67,8 @@ def conv_map_tap(network: nn.Module) -> tuple[nn.Module, bool]:
         raise InvalidInputError(f"{_TORCHSCRIPT}, so its last convolutional map cannot be read")
     if isinstance(network, _LiteClassifier):
         return network.net._avg_pooling, True
+    if isinstance(network, _TimmClassifier):  # the last stage of timm's feature_info, the map its head pools
+        return timm_feature_layer(network), False
     body = network.body if isinstance(network, _SplitClassifier) else network
     attention = next((type(m).__name__ for m in body.modules() if "Attention" in type(m).__name__), None)
     if attention is not None:
@@ -125,6 +128,8 @@ def conv_map_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
         return conv_map_problem(workspace, get_model_spec(workspace, spec.backbone))
     if spec.source == "torchscript":
         return _TORCHSCRIPT
+    if spec.source == "timm":
+        return _timm_problem(spec)
     if spec.source != "torchvision":  # EfficientNet-Lite
         return None
     import torchvision  # heavy: only for torchvision specs
@@ -135,6 +140,19 @@ def conv_map_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
         network = torchvision.models.get_model(spec.arch, weights=None, **config)
     try:
         conv_map_tap(network)
+    except InvalidInputError as err:
+        return str(err)
+    return None
+
+
+def _timm_problem(spec: ModelSpec) -> str | None:
+    import timm  # heavy: only for timm specs
+
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        network = _TimmClassifier(timm.create_model(spec.arch, pretrained=False))
+    try:
+        timm_feature_layer(network)
     except InvalidInputError as err:
         return str(err)
     return None

@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 import torch
 import torch.jit._state as jit_state
@@ -28,6 +27,7 @@ from analytics.exceptions import InvalidInputError
 from .conv_map import ConvStatsNetwork
 from .networks import _HeadClassifier, _last_conv_block, _ScriptedClassifier
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
+from .transforms import resize_images
 
 logger = logging.getLogger("analytics.models")  # the package's logger (freeze_for_cpu's warnings)
 # Images per forward call on CPU. Small batches keep a layer's activations in cache and under the
@@ -76,7 +76,9 @@ class LoadedModel:
         return f"LoadedModel({self.spec.name!r}, device={str(self.device)!r})"
 
     def preprocess(self, images: np.ndarray) -> torch.Tensor:
-        """Resize (area interpolation, antialiased) and normalise a batch.
+        """Resize (area interpolation, antialiased) and normalise a batch; a model with its own
+        transform (``spec.transform``: timm, transformers, ONNX) resizes, centre-crops and
+        normalises as its library does (:class:`analytics.models.ImageTransform`).
 
         Parameters
         ----------
@@ -86,6 +88,11 @@ class LoadedModel:
         -------
         batch : Tensor of shape (n, 3, input_size, input_size), float32, on ``device``
         """
+        transform = self.spec.transform
+        if transform is not None:
+            pixels = transform.resize_and_crop(check_image_batch(images), self.spec.input_size)
+            x = transform.normalise(upload(pixels, self.device).permute(0, 3, 1, 2))
+            return x.contiguous(memory_format=torch.channels_last)
         images = resize_images(check_image_batch(images), self.spec.input_size)
         x = upload(images, self.device).permute(0, 3, 1, 2).float()  # on CUDA beside the forward passes queued
         if self.spec.preprocessing == "efficientnet-lite":
@@ -94,6 +101,13 @@ class LoadedModel:
             mean, std = self._imagenet_statistics
             x = (x / 255.0 - mean) / std
         return x.contiguous(memory_format=torch.channels_last)
+
+    @property
+    def crop_box(self) -> tuple[float, float]:
+        """The part of each side of an image the network sees, as fractions ``(start, end)``:
+        ``(0, 1)`` unless the model's transform centre-crops (timm's ``crop_pct``, say)."""
+        transform = self.spec.transform
+        return (0.0, 1.0) if transform is None else transform.crop_box(self.spec.input_size)
 
     @functools.cached_property
     def _imagenet_statistics(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,20 +157,6 @@ class LoadedModel:
             np.concatenate(probabilities) if probabilities else np.zeros((0, n_out), np.float32),
             np.concatenate(embeddings) if embeddings else np.zeros((0, dim), np.float32),
         )
-
-    def top_outputs(self, image: np.ndarray, *, k: int = 5) -> list[tuple[str, float]]:
-        """The ``k`` most probable outputs on one image, most probable first: (output name, probability).
-
-        Parameters
-        ----------
-        image : ndarray of shape (height, width, 3), uint8
-        k : int, default=5
-            At most the number of outputs.
-        """
-        k = check_positive_int(k, "k")
-        probabilities = self.predict(np.asarray(image)[None]).probabilities[0]
-        order = np.argsort(-probabilities, kind="stable")[:k]
-        return [(self.spec.label_space.names[i], float(probabilities[i])) for i in order]
 
     def run_batch(self, batch: torch.Tensor, *, conv_stats: bool = False) -> tuple[torch.Tensor, ...]:
         """Forward pass for inference, no gradients.
@@ -318,30 +318,6 @@ def freeze_for_cpu(network: nn.Module, example: torch.Tensor) -> nn.Module:
             type(network).__name__, [tuple(a.shape) for a in expected], [tuple(b.shape) for b in got],
         )  # fmt: skip
     return frozen if same else network
-
-
-def resize_images(images: np.ndarray, size: int) -> np.ndarray:
-    """Resize square or non-square images to ``size`` x ``size`` (OpenCV area interpolation, which
-    averages source pixels and so is antialiased when shrinking).
-
-    Parameters
-    ----------
-    images : ndarray of shape (n, h, w, 3), uint8
-    size : int
-        Side in pixels of the output images.
-
-    Returns
-    -------
-    resized : ndarray of shape (n, size, size, 3), uint8
-        The input itself (made C-contiguous) when it already has that size.
-    """
-    if images.shape[1:3] == (size, size):
-        return np.ascontiguousarray(images)
-    out = np.empty((len(images), size, size, 3), np.uint8)
-    for i, image in enumerate(images):
-        shrink = image.shape[0] > size or image.shape[1] > size
-        out[i] = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
-    return out
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

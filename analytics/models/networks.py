@@ -1,4 +1,4 @@
-"""The networks behind the four model sources, and how each is built from its spec.
+"""The networks behind the model sources, and how each is built from its spec.
 
 Every network is wrapped so that its forward pass returns ``(logits, embedding)``, where the
 embedding is the representation right before the classifier head (Liao & Chen, ยง1.6 (b) of DESIGN):
@@ -18,6 +18,9 @@ embedding is the representation right before the classifier head (Liao & Chen, ย
     second output is the embedding; otherwise the logits serve as embedding (TorchScript modules
     accept no forward hooks, so an inner layer cannot be tapped). GradCAM is unavailable for the
     same reason.
+``timm``
+    Any timm architecture with a user checkpoint (:mod:`.timm_source`). Embedding: the pre-logits
+    features (``forward_head(..., pre_logits=True)``).
 ``head``
     A head on the embedding of another registered model (the backbone), its arrays in the workspace
     array store: linear (its embedding is the backbone's), or with one ReLU hidden layer (its
@@ -27,7 +30,6 @@ embedding is the representation right before the classifier head (Liao & Chen, ย
 from __future__ import annotations
 
 import importlib
-import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,8 +43,9 @@ from torch import nn
 from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.workspace import Workspace
 
-from .checkpoints import _checkpoint_path, read_state_dict
+from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
 from .spec import LITE_VARIANTS, ModelSpec, get_model_spec
+from .timm_source import _TimmClassifier, timm_feature_layer, timm_network
 
 
 # -- wrappers ----------------------------------------------------------------------------------
@@ -141,6 +144,8 @@ class _HeadClassifier(nn.Module):
 def _last_conv_block(network: nn.Module) -> nn.Module:
     if isinstance(network, _LiteClassifier):
         return network.net._blocks[-1]
+    if isinstance(network, _TimmClassifier):
+        return timm_feature_layer(network)
     body = network.body if isinstance(network, _SplitClassifier) else network
     for attribute in ("layer4", "features", "trunk_output"):  # ResNet; VGG/MobileNet/EfficientNet/โ€ฆ; RegNet
         if isinstance(getattr(body, attribute, None), nn.Module):
@@ -183,12 +188,7 @@ def _torchvision_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Mod
     path = _checkpoint_path(workspace, spec)
     state = read_state_dict(path)
     network, final_name = _build_torchvision(spec.arch, state, path, spec.input_size)
-    n_classes = state[f"{final_name}.weight"].shape[0]
-    if n_classes != spec.n_outputs:
-        raise InvalidInputError(
-            f"{path}: the checkpoint's final layer {final_name!r} has {n_classes} classes but the "
-            f"{spec.label_space.kind} label space has {spec.n_outputs}; choose the label space the model was trained on"
-        )
+    _check_classes(path, final_name, state[f"{final_name}.weight"].shape[0], spec.label_space)
     try:
         network.load_state_dict(state)
     except RuntimeError as err:
@@ -227,19 +227,6 @@ def _final_linear_name(network: nn.Module, arch: str) -> str:
 def _set_submodule(network: nn.Module, name: str, module: nn.Module) -> None:
     parent, _, child = name.rpartition(".")
     setattr(network.get_submodule(parent) if parent else network, child, module)
-
-
-def _short_mismatch(err: RuntimeError) -> str:
-    missing = re.findall(r'Missing key\(s\) in state_dict: (.*?)\.\s', str(err) + " ")
-    unexpected = re.findall(r'Unexpected key\(s\) in state_dict: (.*?)\.\s', str(err) + " ")
-    parts = []
-    if missing:
-        parts.append("missing " + missing[0][:150])
-    if unexpected:
-        parts.append("unexpected " + unexpected[0][:150])
-    if not parts:
-        parts.append(str(err).splitlines()[-1].strip()[:200])
-    return "; ".join(parts)
 
 
 def _torchscript_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
@@ -296,6 +283,7 @@ _BUILDERS = {
     "torchvision": _torchvision_network,
     "torchscript": _torchscript_network,
     "head": _head_network,
+    "timm": timm_network,
 }
 
 

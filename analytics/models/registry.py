@@ -95,6 +95,10 @@ def _check_spec(spec: ModelSpec) -> None:
     check_choice(spec.preprocessing, "preprocessing", PREPROCESSING)
     check_choice(spec.label_space.kind, "label space", LABEL_KINDS)
     check_positive_int(spec.input_size, "input_size", minimum=16)
+    if (spec.preprocessing == "transform") != (spec.transform is not None):
+        raise InvalidInputError(f"model {name!r}: preprocessing 'transform' goes with a transform (ModelSpec.transform) and only with one")
+    if spec.transform is not None:
+        spec.transform.check_input_size(spec.input_size)
     if spec.source == "head" and not spec.backbone:
         raise InvalidInputError(f"head model {name!r} needs a backbone (the registered model whose embedding it reads)")
 

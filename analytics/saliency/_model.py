@@ -6,8 +6,10 @@ A loaded model (:class:`analytics.models.LoadedModel`) offers ``network``, ``dev
 :mod:`analytics.models` (and tests can pass a stand-in).
 
 Geometry: maps are computed at the model's input size s and resized bilinearly to the workspace's
-image size for the mask metrics; ``preprocess`` resizes the whole square image (no crop), so model
-pixels and image pixels cover the same scene.
+image size for the mask metrics. ``preprocess`` resizes the whole square image, so model pixels and
+image pixels cover the same scene, unless the model's own transform centre-crops (timm's
+``crop_pct``, a processor's crop): then ``model.crop_box`` says which part of each side the network
+sees, the map is resized onto that part and the border the network never sees gets 0.
 """
 
 from __future__ import annotations
@@ -257,7 +259,7 @@ def _explain_batch(
     faithful = None
     if faithfulness_steps is not None:
         faithful = faithfulness(attribution.forward_func, inputs, maps, target_t, n_steps=faithfulness_steps, baseline=baseline)
-    resized = F.interpolate(maps[:, None], size=images.shape[1:3], mode="bilinear", align_corners=False)[:, 0]
+    resized = _onto_images(maps, images.shape[1:3], getattr(model, "crop_box", (0.0, 1.0)))
     return _Batch(
         maps=resized.cpu().numpy(),
         target=target,
@@ -266,6 +268,20 @@ def _explain_batch(
         predicted=probs.argmax(1).astype(np.int64),
         faithfulness=faithful,
     )
+
+
+def _onto_images(maps: Tensor, shape: tuple[int, int], crop_box: tuple[float, float]) -> Tensor:
+    """Maps (n, s, s) at the model's input resized onto the part of the (height, width) images the
+    network saw (``crop_box``: fractions of each side), 0 outside it."""
+    height, width = shape
+    start, end = crop_box
+    if (start, end) == (0.0, 1.0):
+        return F.interpolate(maps[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]
+    top, bottom = round(start * height), round(end * height)
+    left, right = round(start * width), round(end * width)
+    out = maps.new_zeros((len(maps), height, width))
+    out[:, top:bottom, left:right] = F.interpolate(maps[:, None], size=(bottom - top, right - left), mode="bilinear", align_corners=False)[:, 0]
+    return out
 
 
 def _join_faithfulness(parts: list[FaithfulnessScores]) -> FaithfulnessScores:

@@ -408,7 +408,7 @@ def test_register_model_pins_an_outside_checkpoint_by_its_content(tiny_model_wor
 def test_a_specs_json_and_content_key_are_those_of_its_fields(label_space):
     # Content keys name stored runs and caches: serialising the spec faster must not change them.
     spec = ModelSpec("m", "torchvision", "resnet18", "ck", label_space, 224, "imagenet", "avgpool", 10, backbone="b", construction={"a": [1, {"b": (2, 3)}]})
-    data = dataclasses.asdict(spec) | {"label_space": label_space.to_json()}
+    data = {k: v for k, v in dataclasses.asdict(spec).items() if k != "transform"} | {"label_space": label_space.to_json()}  # unset: left out, as before it existed
     assert spec.to_json() == data
     assert spec.content_key() == hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
     construction = spec.to_json()["construction"]

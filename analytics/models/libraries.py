@@ -1,0 +1,96 @@
+"""Registering models that other libraries build and preprocess for: timm (:mod:`.timm_source`).
+
+Each source reads its own preprocessing (an :class:`~.transforms.ImageTransform` stored in the
+spec); a value the model's files do not give comes from a flag (``--input-size``, ``--mean``,
+``--std``, ``--crop-pct``, ``--interpolation``), and a model whose preprocessing cannot be read is
+refused with one line naming what is missing and the flag that supplies it. As for every source,
+the checkpoint is copied into the workspace and a forward pass on a dummy batch must succeed before
+anything is stored.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from analytics.data import LabelSpace
+from analytics.team import require_permission
+from analytics.workspace import Workspace
+
+from .checkpoints import _check_classes, read_state_dict
+from .registry import _check_spec, _register_copied
+from .spec import ModelSpec
+from .timm_source import _TimmClassifier, build_timm, check_timm_arch, check_timm_transform, read_timm_transform
+
+
+def register_timm(
+    workspace: Workspace,
+    name: str,
+    *,
+    arch: str,
+    checkpoint: str | os.PathLike,
+    label_space: LabelSpace,
+    input_size: int | None = None,
+    mean: tuple[float, float, float] | None = None,
+    std: tuple[float, float, float] | None = None,
+    crop_pct: float | None = None,
+    interpolation: str | None = None,
+    replace: bool = False,
+) -> ModelSpec:
+    """Register a timm architecture with a user checkpoint (copied into the workspace).
+
+    Parameters
+    ----------
+    arch : str
+        A name ``timm.create_model`` knows (``resnet18``, ``vit_tiny_patch16_224``,
+        ``convnext_atto.d2_in1k``, …); built with ``pretrained=False`` (nothing is downloaded).
+    checkpoint : path-like
+        A state dict (``.pt``/``.pth`` via ``torch.load(weights_only=True)``, or ``.safetensors``);
+        the number of classes is read from the classifier named by timm's ``pretrained_cfg``.
+    label_space : LabelSpace
+        As many names as the checkpoint has classes.
+    input_size, mean, std, crop_pct, interpolation : optional
+        Override timm's ``pretrained_cfg`` (None: read from it). ``input_size`` other than the
+        architecture's goes to ``timm.create_model(img_size=...)`` where the model takes one.
+    replace : bool, default=False
+
+    Returns
+    -------
+    ModelSpec
+        Source ``timm``, preprocessing ``transform`` (timm's eval transform), embedding the
+        pre-logits features.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown architecture, a checkpoint that does not fit it, wrong number of classes, a
+        preprocessing value missing, or a forward pass that fails.
+    """
+    require_permission(workspace, "register_models")
+    path = Path(checkpoint).resolve()
+    check_timm_arch(arch, path)
+    state = read_state_dict(path)
+    net, classifier = build_timm(arch, state, path, input_size)
+    _check_classes(path, classifier, state[f"{classifier}.weight"].shape[0], label_space)
+    size, transform, config = read_timm_transform(net, input_size=input_size, mean=mean, std=std, crop_pct=crop_pct, interpolation=interpolation)
+    check_timm_transform(size, transform, config, path)
+    network = _TimmClassifier(net).eval()
+    with torch.inference_mode():
+        _, embedding = network(torch.zeros(1, 3, size, size))
+    spec = ModelSpec(
+        name=name,
+        source="timm",
+        arch=arch,
+        checkpoint=str(path),
+        label_space=label_space,
+        input_size=size,
+        preprocessing="transform",
+        embedding_layer=f"pre-logits features (forward_head(pre_logits=True), {embedding.shape[1]}-d, before the {classifier!r} classifier)",
+        n_params=0,
+        origin=str(path),
+        transform=transform,
+    )
+    _check_spec(spec)
+    return _register_copied(workspace, spec, network, path, replace)

@@ -158,6 +158,20 @@ class LoadedModel:
             np.concatenate(embeddings) if embeddings else np.zeros((0, dim), np.float32),
         )
 
+    def top_outputs(self, image: np.ndarray, *, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` most probable outputs on one image, most probable first: (output name, probability).
+
+        Parameters
+        ----------
+        image : ndarray of shape (height, width, 3), uint8
+        k : int, default=5
+            At most the number of outputs.
+        """
+        k = check_positive_int(k, "k")
+        probabilities = self.predict(np.asarray(image)[None]).probabilities[0]
+        order = np.argsort(-probabilities, kind="stable")[:k]
+        return [(self.spec.label_space.names[i], float(probabilities[i])) for i in order]
+
     def run_batch(self, batch: torch.Tensor, *, conv_stats: bool = False) -> tuple[torch.Tensor, ...]:
         """Forward pass for inference, no gradients.
 

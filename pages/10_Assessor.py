@@ -25,6 +25,7 @@ from analytics.assessor import (
     predict,
 )
 from analytics.exceptions import BackdropError, InvalidInputError
+from analytics.figures import assessor_bars, shapley_bars
 from analytics.judging import LABELS
 from analytics.runs import runs_snapshot
 from analytics.workspace import Workspace
@@ -105,7 +106,7 @@ def show_evaluation(features: pd.DataFrame, labels: pd.Series, repeats: int, sou
         "threshold sees only the worst-case accuracy. All share the same splits. Paper (human labels, 250 models): "
         "random forest 79.7 ± 7.5 %, AdaBoost 74.8 ± 9.1 %, worst-case threshold 64.4 %."
     )
-    right.plotly_chart(view.assessor_bars(report.table()), width="stretch")
+    right.plotly_chart(assessor_bars(report.table()), width="stretch")
     for name, scores in report.scores.items():
         if scores.failed:
             st.warning(
@@ -156,7 +157,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series, feature_set: str
         return
     target = explanation.target[model]
     st.plotly_chart(
-        view.shapley_bars(explanation.values.loc[model], top=TOP_FEATURES, title=f"Why {model} is predicted {target}", feature_set=feature_set),
+        shapley_bars(explanation.values.loc[model], top=TOP_FEATURES, title=f"Why {model} is predicted {target}", feature_set=feature_set),
         width="stretch",
     )
     st.caption(

@@ -25,11 +25,11 @@ from analytics.comparison import (
     method_requirements,
 )
 from analytics.data import list_backgrounds, list_targets
+from analytics.figures import method_bars
 from analytics.jobs import duration_text, get_job, latest_job
 from analytics.models import list_models
 from analytics.suites import SAMPLERS, suite_labels_of
 from analytics.workspace import Workspace
-from ui import agreement as view
 from ui import jobs as job_view
 from ui import state
 from ui.auth import offer, require_page
@@ -151,7 +151,7 @@ def show_table(table: pd.DataFrame, request: dict, suite_labels: dict[str, str])
         )
         st.dataframe(paper, hide_index=True, width="stretch", column_config={n: st.column_config.NumberColumn(format="%.3f") for n in ("Recall", "Precision", "F1")})
         st.caption("Their 'CLIP keywords' corresponds to our keyword method (detected keywords, no expansion).")
-    right.plotly_chart(view.method_bars(table), width="stretch")
+    right.plotly_chart(method_bars(table), width="stretch")
     st.caption(CONSISTENCY_TEXT)
     with st.expander("Suites and runs used"):
         used = table.assign(suites=[tuple(suite_labels.get(s, s) for s in ids) for ids in table["suite_ids"]])

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.figures import keyword_heatmap
 from analytics.findings import main_suite_first
 from analytics.runs import current_runs, runs_snapshot
 from analytics.saliency import METHODS
@@ -136,7 +137,7 @@ def keyword_by_model(path: str, runs: pd.DataFrame, run: Mapping, min_count: int
         st.info("No keyword to compare.")
     else:
         st.caption("Error rate of each model on the composites whose background carries the keyword: a dark column is a model the scene breaks.")
-        st.plotly_chart(view.keyword_heatmap(matrix), width="stretch", key=view.KEY + "heatmap")
+        st.plotly_chart(keyword_heatmap(matrix), width="stretch", key=view.KEY + "heatmap")
     return models
 
 

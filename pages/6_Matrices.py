@@ -24,6 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.figures import difference_heatmap, point_scatter, variance_heatmap
 from analytics.runs import CONV_SIGNALS, SIGNALS, cell_pairs, list_runs, matrix_difference, run_accuracies, runs_snapshot
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
@@ -32,7 +33,6 @@ from ui import colour_scale, deeplink, state, widgets
 from ui import failures as failure_view
 from ui import runs as view
 from ui.auth import require_page
-from ui.charts import difference_heatmap, point_scatter, variance_heatmap
 from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"

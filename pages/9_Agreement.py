@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analytics.figures import confusion_heatmap, format_kappa, kappa_heatmap
 from analytics.judging import Agreement, confusion, judgment_history, latest_judgments
 from analytics.runs import runs_snapshot
 from analytics.workspace import Workspace, to_csv
@@ -35,10 +36,10 @@ def show_summary(agreement: Agreement) -> None:
     kappa, alpha = agreement.fleiss, agreement.alpha["ordinal"]
     columns = st.columns(3)  # rows of three wide cards: at 1400 px a row of five cut "Krippendorff's α (ordinal)" and "substantial"
     columns[0].metric(
-        "Fleiss' κ", view.format_kappa(kappa.value), border=True, help="Across all annotators, over the models judged by at least two."
+        "Fleiss' κ", format_kappa(kappa.value), border=True, help="Across all annotators, over the models judged by at least two."
     )
     columns[0].caption(view.estimate_caption(kappa))
-    columns[1].metric("Krippendorff's α", view.format_kappa(alpha.value), border=True, help="Ordinal (invariant < borderline < variant). " + view.ALPHA_EXPLAINED)
+    columns[1].metric("Krippendorff's α", format_kappa(alpha.value), border=True, help="Ordinal (invariant < borderline < variant). " + view.ALPHA_EXPLAINED)
     columns[1].caption(view.estimate_caption(alpha))
     columns[2].metric("Strength of κ", view.kappa_words(kappa.value), border=True, help="Landis & Koch (1977) bands.")
     counts = st.columns(3)
@@ -48,7 +49,7 @@ def show_summary(agreement: Agreement) -> None:
         st.warning(warning, icon=":material/warning:")
     nominal = agreement.alpha["nominal"]
     st.caption(
-        f"Krippendorff's α, nominal (labels unordered): {view.format_kappa(nominal.value)} · {view.estimate_caption(nominal)}. "
+        f"Krippendorff's α, nominal (labels unordered): {format_kappa(nominal.value)} · {view.estimate_caption(nominal)}. "
         f"{view.KAPPA_EXPLAINED} {view.INTERVAL_EXPLAINED}"
     )
     for note in agreement.notes:
@@ -67,7 +68,7 @@ def show_pairs(agreement: Agreement) -> None:
             column_config={"Cohen's κ": st.column_config.NumberColumn(format="%.2f")},
         )
         st.caption("Cohen's κ of each pair, on the models both judged; 'few models': fewer than the minimum shared.")
-    right.plotly_chart(view.kappa_heatmap(agreement), width="stretch")
+    right.plotly_chart(kappa_heatmap(agreement), width="stretch")
 
 
 def show_annotators(agreement: Agreement) -> None:
@@ -97,7 +98,7 @@ def show_confusion(agreement: Agreement, judgments: pd.DataFrame) -> None:
         return
     table = confusion(judgments, first, second)
     left, right = st.columns([3, 2], gap="large")
-    left.plotly_chart(view.confusion_heatmap(table), width="stretch")
+    left.plotly_chart(confusion_heatmap(table), width="stretch")
     agreed = int(table.to_numpy().trace())
     right.markdown(f"**{agreed} of {int(table.to_numpy().sum())}** models judged by both got the same label (the diagonal).")
     right.caption("Off the diagonal: rows give the first annotator's label, columns the second's.")

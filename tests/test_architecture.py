@@ -22,7 +22,7 @@ SHARED = ("exceptions", "_validation", "_threads", "_streams", "_install")
 #: Stage packages, lowest first; then the CLI on top.
 LAYERS = (
     "workspace", "team", "data", "models", "inference", "keywords", "ontology", "suites", "variance", "runs",
-    "saliency", "judging", "assessor", "comparison", "zoo", "robustness", "findings", "repository", "gate", "demo", "jobs",
+    "saliency", "judging", "assessor", "comparison", "zoo", "robustness", "figures", "findings", "repository", "gate", "demo", "jobs",
     "commands", "cli", "__main__",
 )  # fmt: skip
 

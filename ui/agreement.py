@@ -1,9 +1,8 @@
 """Agreement of annotators with each other (Agreement page) and of the automated assessor with them
-(Assessor page): cached computations, tables and Plotly figures.
+(Assessor page): cached computations and tables; their figures are :mod:`analytics.figures`'.
 
-Builders take :mod:`analytics` results and return a DataFrame or a ``plotly.graph_objects.Figure``;
-they compute nothing beyond what showing needs and never draw, so pages pass them to Streamlit and
-tests inspect them directly. The assessor's features, evaluation and fitted model are
+Builders take :mod:`analytics` results and return a DataFrame; they compute nothing beyond what
+showing needs and never draw, so pages pass them to Streamlit and tests inspect them directly. The assessor's features, evaluation and fitted model are
 ``st.cache_data`` keyed on the runs (id and finishing time), the labels and the settings.
 """
 
@@ -12,15 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.assessor import (
     ASSESSORS,
     DEFAULT_FEATURE_SET,
-    INPUTS,
     AssessorReport,
     FittedAssessor,
     describe_feature,
@@ -44,8 +40,6 @@ from ui import state
 
 #: One colour per label on every page: invariant green, borderline amber, variant red.
 LABEL_COLOURS: dict[str, str] = {"invariant": "#1a9850", "borderline": "#f0a30a", "variant": "#d73027"}
-#: κ from −1 (red) through 0 (white: chance) to 1 (green).
-KAPPA_COLORSCALE = [[0.0, "#d73027"], [0.5, "#f7f7f7"], [1.0, "#1a9850"]]
 #: Landis & Koch (1977) bands: upper bound of κ -> words.
 KAPPA_BANDS: tuple[tuple[float, str], ...] = (
     (0.0, "worse than chance"),
@@ -83,11 +77,6 @@ def kappa_words(kappa: float) -> str:
     if kappa is None or math.isnan(kappa):
         return "undefined"
     return next((words for bound, words in KAPPA_BANDS if kappa <= bound), KAPPA_BANDS[-1][1])
-
-
-def format_kappa(kappa: float) -> str:
-    """κ with two decimals, or 'N/A' when undefined."""
-    return "N/A" if kappa is None or math.isnan(kappa) else f"{kappa:.2f}"
 
 
 def format_interval(estimate: Estimate) -> str:
@@ -136,71 +125,6 @@ def majority_table(agreement: Agreement) -> pd.DataFrame:
     ci = f"{CONFIDENCE:.0%} CI"
     columns = ["Annotator", "Shared models", "With the others' majority", f"{ci} (others)", "With everyone's majority", f"{ci} (everyone)"]
     return pd.DataFrame(rows, columns=columns)
-
-
-def kappa_heatmap(agreement: Agreement) -> go.Figure:
-    """Symmetric annotator × annotator heatmap of Cohen's κ (diagonal left empty), κ and shared models written in."""
-    names = list(agreement.annotators)
-    index = {name: i for i, name in enumerate(names)}
-    values = np.full((len(names), len(names)), np.nan)
-    shared = np.zeros((len(names), len(names)), dtype=int)
-    for (first, second), estimate in agreement.cohen.items():
-        values[index[first], index[second]] = values[index[second], index[first]] = estimate.value
-        shared[index[first], index[second]] = shared[index[second], index[first]] = estimate.n_models
-    text = [["" if np.isnan(v) else f"{v:.2f}<br>n={n}" for v, n in zip(row, counts)] for row, counts in zip(values, shared)]
-    figure = go.Figure(
-        go.Heatmap(
-            z=values,
-            x=names,
-            y=names,
-            zmin=-1,
-            zmax=1,
-            colorscale=KAPPA_COLORSCALE,
-            text=text,
-            texttemplate="%{text}",
-            colorbar={"title": {"text": "Cohen's κ"}},
-            customdata=shared,
-            hovertemplate="%{y} vs %{x}: κ = %{z:.3f} on %{customdata} shared models<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title="Cohen's κ per pair of annotators",
-        xaxis={"showgrid": False},
-        yaxis={"autorange": "reversed", "scaleanchor": "x", "showgrid": False},
-        margin={"l": 20, "r": 20, "t": 50, "b": 20},
-        height=320 + 30 * len(names),
-    )
-    return figure
-
-
-def confusion_heatmap(table: pd.DataFrame) -> go.Figure:
-    """Counts of (first annotator's label, second annotator's label) with the numbers written in.
-
-    Parameters
-    ----------
-    table : DataFrame of shape (3, 3), int
-        From :func:`analytics.judging.agreement.confusion`; index and columns are named after the annotators.
-    """
-    first, second = table.index.name, table.columns.name
-    figure = go.Figure(
-        go.Heatmap(
-            z=table.to_numpy(),
-            x=list(table.columns),
-            y=list(table.index),
-            colorscale="Blues",
-            texttemplate="%{z}",
-            colorbar={"title": {"text": "models"}},
-            hovertemplate=f"{first}: %{{y}}<br>{second}: %{{x}}<br>%{{z}} models<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=f"{first} (rows) vs {second} (columns)",
-        xaxis={"title": {"text": second}, "side": "bottom", "showgrid": False},
-        yaxis={"title": {"text": first}, "autorange": "reversed", "scaleanchor": "x", "showgrid": False},
-        margin={"l": 20, "r": 20, "t": 50, "b": 20},
-        height=380,
-    )
-    return figure
 
 
 def majority_summary(majority: pd.Series) -> str:
@@ -257,105 +181,3 @@ def feature_glossary(columns: Iterable[str], feature_set: str = DEFAULT_FEATURE_
     (:func:`analytics.assessor.describe_feature`) beside the id the CLI's JSON uses."""
     rows = [(*describe_feature(column, feature_set), column) for column in columns]
     return pd.DataFrame(rows, columns=["Feature", "Meaning", "Column"])
-
-
-#: Bar colour per assessor input (:data:`analytics.assessor.INPUTS` description -> colour).
-_INPUT_COLOURS = {INPUTS["matrix"]: "#4c78a8", INPUTS["accuracy"]: "#f58518", INPUTS["worst_case"]: "#bab0ac"}
-
-
-def assessor_bars(table: pd.DataFrame) -> go.Figure:
-    """Accuracy mean ± standard deviation per assessor (bars with error bars), κ under each name.
-
-    Parameters
-    ----------
-    table : DataFrame
-        :meth:`analytics.assessor.AssessorReport.table`: ``assessor, inputs, accuracy_mean, accuracy_std,
-        kappa_mean``; bars are coloured by ``inputs`` (matrices blue, accuracy statistics orange,
-        worst-case threshold grey).
-    """
-    figure = go.Figure(
-        go.Bar(
-            x=[f"{name}<br>κ {format_kappa(k)}" for name, k in zip(table["assessor"], table["kappa_mean"])],
-            y=table["accuracy_mean"],
-            error_y={"type": "data", "array": table["accuracy_std"], "visible": True},
-            marker_color=[_INPUT_COLOURS[inputs] for inputs in table["inputs"]],
-            hovertemplate="%{x}<br>accuracy %{y:.1%}<extra></extra>",
-            width=0.55,
-        )
-    )
-    figure.update_layout(
-        title="Test accuracy over the repeats (mean ± std)",
-        yaxis={"title": {"text": "accuracy"}, "range": [0, 1.05], "tickformat": ".0%"},
-        margin={"l": 20, "r": 20, "t": 50, "b": 20},
-        height=360,
-    )
-    return figure
-
-
-def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None, feature_set: str = DEFAULT_FEATURE_SET) -> go.Figure:
-    """Horizontal bars of the ``top`` features with the largest |Shapley value| (largest on top).
-
-    Parameters
-    ----------
-    values : Series of float
-        Index = feature name; one model's Shapley values (``Explanation.values.loc[model]``).
-    top : int, default=10
-    title : str, optional
-    feature_set : str, default='authors'
-        The set the features come from, for their plain labels (:func:`analytics.assessor.describe_feature`).
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-        One ``bar`` trace; bars are labelled in plain words (the meaning on hover); green bars raise
-        the explained probability, red ones lower it.
-    """
-    shown = values.reindex(values.abs().sort_values(ascending=False).index[:top])[::-1]
-    described = [describe_feature(str(name), feature_set) for name in shown.index]
-    figure = go.Figure(
-        go.Bar(
-            x=shown.to_numpy(),
-            y=[label for label, _ in described],
-            customdata=[meaning for _, meaning in described],
-            orientation="h",
-            marker_color=["#1a9850" if v >= 0 else "#d73027" for v in shown],
-            hovertemplate="%{y}: %{x:+.3f}<br>%{customdata}<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=title,
-        xaxis={"title": {"text": "contribution to the predicted probability (Shapley value)"}, "zeroline": True},
-        margin={"l": 20, "r": 20, "t": 50 if title else 20, "b": 20},
-        height=120 + 28 * len(shown),
-    )
-    return figure
-
-
-# -- method comparison ---------------------------------------------------------------------------
-#: Bars of :func:`method_bars`: column of the comparison table -> legend name.
-METHOD_MEASURES = {"recall": "Coverage (recall)", "precision": "Fleiss' κ (precision)", "f1": "F1", "consistency": "Consistency"}
-
-
-def method_bars(table: pd.DataFrame) -> go.Figure:
-    """Grouped bars per sampling method: recall, precision, F1 and consistency (missing values left out).
-
-    Parameters
-    ----------
-    table : DataFrame
-        :func:`analytics.comparison.methods.method_comparison`.
-    """
-    figure = go.Figure(
-        [
-            go.Bar(name=name, x=table["method"], y=table[column], hovertemplate=f"%{{x}}<br>{name} %{{y:.3f}}<extra></extra>")
-            for column, name in METHOD_MEASURES.items()
-        ]
-    )
-    figure.update_layout(
-        barmode="group",
-        title="Per sampling method (ours)",
-        yaxis={"range": [min(0.0, float(np.nanmin(table[list(METHOD_MEASURES)].to_numpy(dtype=float), initial=0.0))), 1.0]},
-        legend={"orientation": "h", "y": -0.15},
-        margin={"l": 20, "r": 20, "t": 50, "b": 20},
-        height=380,
-    )
-    return figure

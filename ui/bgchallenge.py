@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.data import background_label
+from analytics.figures import MIN_HEIGHT
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
     VARIANT_NAMES,
@@ -34,7 +35,6 @@ from analytics.robustness.bgchallenge import (
     variant_accuracy,
 )
 from analytics.workspace import Workspace
-from ui.charts import MIN_HEIGHT
 from ui.markdown import escape_markdown
 
 THUMBNAIL = 160  # px of the example and gallery images

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.figures import MIN_HEIGHT
 from analytics.models import list_models
 from analytics.robustness import (
     FactorAnalysis,
@@ -27,7 +28,6 @@ from analytics.robustness import (
 )
 from analytics.team import resolve_server_path
 from analytics.workspace import Workspace
-from ui.charts import MIN_HEIGHT
 from ui.markdown import escape_markdown
 
 KEY = "factors."

@@ -1,6 +1,6 @@
-"""Streamlit helpers of the Failures page: cached keyword statistics, their display table, the keyword x
-model heat map, the galleries (fooling backgrounds and flips, with saliency overlays) and the report
-download.
+"""Streamlit helpers of the Failures page: cached keyword statistics, their display table, the galleries
+(fooling backgrounds and flips, with saliency overlays) and the report download; the keyword x model
+heat map is :func:`analytics.figures.keyword_heatmap`.
 
 The numbers are :mod:`analytics.findings.failures`'s, the galleries :mod:`analytics.findings.galleries`'s and the report
 :func:`analytics.findings.report.build_report`'s; this module only caches and lays out. Everything of a run is
@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.data import background_label, load_targets
@@ -35,13 +34,10 @@ from analytics.findings import (
 from analytics.saliency import binarize
 from analytics.workspace import Workspace
 from ui import cache, state
-from ui.charts import MIN_HEIGHT
 from ui.markdown import escape_markdown
 from ui.saliency import overlay
 
 KEY = "failures."
-ROW_PX = 22  # heat map height per keyword row
-MAX_HEATMAP_KEYWORDS = 40  # rows of the heat map: the keywords with the highest mean error rate
 #: Models the heat map opens with at most: each model's run table is read (~0.1 s a model at 200
 #: targets), so a suite of 250 models would open in ~20 s, and 250 columns are not read anyway.
 HEATMAP_MODELS = 12
@@ -208,34 +204,6 @@ def keep_valid(key: str, options: Sequence) -> None:
 def display(frame: pd.DataFrame) -> pd.DataFrame:
     """A keyword or level table with readable headers (columns of :data:`HEADERS`)."""
     return frame.rename(columns=HEADERS)
-
-
-def keyword_heatmap(matrix: pd.DataFrame) -> go.Figure:
-    """Heat map of :func:`analytics.findings.failures.keyword_model_matrix` (keywords down, models across), white
-    = no errors, dark red = every composite misclassified.
-
-    Parameters
-    ----------
-    matrix : DataFrame of float, shape (n_keywords, n_models)
-        Error rates in [0, 1]; the first :data:`MAX_HEATMAP_KEYWORDS` rows are drawn.
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    shown = matrix.head(MAX_HEATMAP_KEYWORDS)
-    counts = matrix.attrs.get("counts", {})
-    labels = [f"{keyword} ({counts.get(keyword, '?')})" for keyword in shown.index]
-    figure = go.Figure(
-        go.Heatmap(
-            z=shown.to_numpy(float), x=list(shown.columns), y=labels, zmin=0.0, zmax=1.0, colorscale="Reds",
-            colorbar={"title": {"text": "error rate", "side": "right"}}, hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>",
-        )
-    )  # fmt: skip
-    figure.update_yaxes(autorange="reversed", title="keyword (composites)", automargin=True)  # long keywords stay whole
-    figure.update_xaxes(automargin=True)
-    figure.update_layout(height=max(MIN_HEIGHT, ROW_PX * len(shown) + 140), margin={"l": 10, "r": 10, "t": 20, "b": 40})
-    return figure
 
 
 def report_button(

@@ -14,17 +14,16 @@ an adjudicator can refer to it; annotators (no ``browse`` permission) always jud
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.figures import suite_scale_heatmaps
 from analytics.judging import judgeable_runs, judgeable_suites
-from analytics.runs import REFERENCE_PERCENTILE, SIGNALS, ColourScale, run_matrices, suite_colour_scale
+from analytics.runs import REFERENCE_PERCENTILE, ColourScale, run_matrices, suite_colour_scale
 from analytics.variance import DEFAULT_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import state, widgets
 from ui.agreement import LABEL_COLOURS
-from ui.charts import value_colorbar, variance_heatmap
 from ui.markdown import escape_markdown
 
 KEY = "judge."  # prefix of the page's widget and state keys
@@ -106,30 +105,6 @@ def colour_scale(workspace_path: str, suite_id: str, preset: str) -> ColourScale
     return suite_colour_scale(state.open_workspace(workspace_path), suite_id, settings=MatrixSettings.of(preset), freeze=True)
 
 
-def colour_ticks(top: float) -> tuple[list[float], list[str]]:
-    """Colour-bar ticks 0, top / 2, top and their labels (3 significant digits)."""
-    values = [0.0, top / 2, top]
-    return values, [f"{value:.3g}" for value in values]
-
-
-def matrix_figures(matrices_by_signal: dict[str, VarianceMatrix], scale: ColourScale) -> list[go.Figure]:
-    """One heatmap per signal (in :data:`SIGNALS` order), green = low variance, yellow = high.
-
-    Each signal is drawn from 0 to its top in ``scale``, the same for every model of the suite (never
-    the model's own range), square at :data:`ui.charts.SQUARE_HEIGHT`, with a full-height colour bar and its numbers.
-    """
-    figures = []
-    for signal, matrix in matrices_by_signal.items():
-        top = scale.tops[signal]
-        figure = variance_heatmap(matrix, title=SHORT_TITLES.get(signal, SIGNALS.get(signal, signal)), zmin=0.0, zmax=top)
-        tickvals, ticktext = colour_ticks(top)
-        colorbar = {**value_colorbar(), "tickvals": tickvals, "ticktext": ticktext, "tickfont": {"size": 12}}
-        figure.update_traces(showscale=True, colorbar=colorbar)
-        figure.update_layout(title={"font": {"size": 15}, "x": 0.5, "xanchor": "center"})
-        figures.append(figure)
-    return figures
-
-
 def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) -> None:
     """A model's four variance matrices on a suite, as every page that judges shows them.
 
@@ -156,6 +131,6 @@ def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) 
     except BackdropError as err:
         st.error(escape_markdown(err))
         return
-    for column, figure in zip(widgets.grid_columns(len(by_signal)), matrix_figures(by_signal, scale)):  # two a row: ~460 px each
+    for column, figure in zip(widgets.grid_columns(len(by_signal)), suite_scale_heatmaps(by_signal, scale, titles=SHORT_TITLES)):  # two a row: ~460 px each
         column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
     st.caption(f"{READING_NOTE} {SCALE_NOTE}")

@@ -23,10 +23,10 @@ import streamlit as st
 
 from analytics import runs
 from analytics.data import background_label
+from analytics.figures import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
 from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
 from ui import state
-from ui.charts import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
 
 KEY = "runs."
 #: Session-state key of the clicked cell: {"run", "signal", "x", "y"} (distances, so the cell
@@ -175,13 +175,13 @@ def interpolation_controls(key: str = INTERP) -> MatrixSettings:
 def clickable_heatmap(
     matrix: VarianceMatrix, *, title: str | None = None, zmin: float | None = None, zmax: float | None = None, height: int = SQUARE_HEIGHT
 ) -> go.Figure:
-    """:func:`ui.charts.variance_heatmap` plus one invisible marker per cell centre.
+    """:func:`analytics.figures.variance_heatmap` plus one invisible marker per cell centre.
 
     Streamlit's selection events come from point traces, not from heatmaps, so clicks land on
     the invisible markers (nearest to the pointer); each reports its cell centre ``(x, y)``.
     """
     figure = variance_heatmap(matrix, title=title, zmin=zmin, zmax=zmax)
-    figure.update_traces(hoverinfo="skip", hovertemplate=None, selector={"type": "heatmap"})  # colour bar: ui.charts
+    figure.update_traces(hoverinfo="skip", hovertemplate=None, selector={"type": "heatmap"})  # colour bar: analytics.figures
     # at most CLICK_MARKERS per axis (SVG markers cost the browser), each on a real cell centre
     shown = np.arange(0, matrix.grid, -(-matrix.grid // CLICK_MARKERS))
     cx, cy = np.meshgrid(matrix.centres[shown], matrix.centres[shown])  # [row, col]

@@ -12,9 +12,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics.figures import MIN_HEIGHT
 from analytics.robustness import ORIGINAL, Regression, evaluate_scenarios
 from analytics.workspace import Workspace
-from ui.charts import MIN_HEIGHT
 
 KEY = "scenarios."
 #: The paper's wording for each scenario (Tables 1–3 and §2.1).

@@ -27,6 +27,7 @@ import streamlit as st
 
 from analytics.data import background_label
 from analytics.exceptions import BackdropError
+from analytics.figures import variance_heatmap
 from analytics.findings import GalleryItem, flips, item_images, largest_losses, telling_signal
 from analytics.runs import SIGNALS
 from analytics.variance import DEFAULT_SETTINGS
@@ -34,7 +35,6 @@ from analytics.workspace import Workspace
 from ui import colour_scale, state
 from ui import failures as failure_view
 from ui import runs as run_view
-from ui.charts import variance_heatmap
 from ui.markdown import escape_markdown
 
 KEY = "story."

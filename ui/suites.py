@@ -343,8 +343,8 @@ def distances_by_method(workspace: Workspace) -> dict[str, np.ndarray]:
 
 
 def distance_figure(distances: Mapping[str, np.ndarray]):
-    """The shared histogram chart (:func:`ui.charts.distance_histogram`)."""
-    from ui.charts import distance_histogram
+    """The shared histogram chart (:func:`analytics.figures.distance_histogram`)."""
+    from analytics.figures import distance_histogram
 
     return distance_histogram(distances, title="Semantic distance of composites to their originals, per method")
 

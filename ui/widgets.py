@@ -9,8 +9,10 @@ import cv2
 import numpy as np
 import streamlit as st
 
-from ui.charts import SQUARE_COLUMNS
 from ui.markdown import escape_markdown
+
+#: Square charts (matrices, point clouds) per row: four in a row were too small to read (~170 px heatmaps).
+SQUARE_COLUMNS = 2
 
 ALL_CLASSES = "All classes"
 #: Help of every keyword-table picker: what a computed table's name says.
@@ -162,7 +164,7 @@ def _copy_state(source: str, destination: str) -> None:
 
 
 def grid_columns(n: int) -> list:
-    """``n`` chart slots, :data:`ui.charts.SQUARE_COLUMNS` per row (four in a row are too small to read)."""
+    """``n`` chart slots, :data:`SQUARE_COLUMNS` per row (four in a row are too small to read)."""
     return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]
 
 

@@ -2,7 +2,7 @@
 
 Modules, lowest first: :mod:`.policy` (the TOML policy and its schema), :mod:`.measures` (what a
 rule measures, read from the stages that compute it), :mod:`.rules` (the rule kinds and McNemar's
-paired test), :mod:`.junit` and :mod:`.summary` (JUnit XML and Markdown), :mod:`.check` (the whole check).
+paired test), :mod:`.junit`, :mod:`.summary` and :mod:`.table` (JUnit XML, Markdown and a DataFrame of the verdicts), :mod:`.check` (the whole check).
 """
 
 from .check import FILES, CheckResult, check, preflight, resolve_suite
@@ -11,10 +11,11 @@ from .measures import Measures, Verdict, assessor_verdict, challenge_loader, tra
 from .policy import BASELINE_KEYS, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
 from .rules import BASELINE_RULES, RULES, RuleResult, evaluate_rules
 from .summary import markdown_summary
+from .table import VERDICT_COLUMNS, verdict_table
 
 __all__ = [
     "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
-    "SUITE_KEYS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
+    "SUITE_KEYS", "VERDICT_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
     "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
-    "preflight", "resolve_suite", "training_labels",
+    "preflight", "resolve_suite", "training_labels", "verdict_table",
 ]  # fmt: skip

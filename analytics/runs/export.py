@@ -19,7 +19,7 @@ from .read import SIGNALS, image_table, load_run, run_of_classes
 
 __all__ = ["VARIANCE_COLOURS", "export_run", "render_matrix"]
 
-#: Colour stops of exported matrices: low variance green, high yellow (as ``ui.charts``), RGB.
+#: Colour stops of exported matrices and of :data:`analytics.figures.VARIANCE_COLORSCALE`: low variance green, high yellow, RGB.
 VARIANCE_COLOURS = ((0.0, (0x1A, 0x98, 0x50)), (0.5, (0xA6, 0xD9, 0x6A)), (1.0, (0xFF, 0xFF, 0x33)))
 
 

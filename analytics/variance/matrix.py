@@ -2,7 +2,7 @@
 Gaussian RBF (kernel sums inside a circular window, or a square one as an option, plus a
 K-nearest-neighbour value at every cell).
 
-Everything is NumPy/SciPy; nothing here draws or imports Streamlit (``ui/charts.py`` draws).
+Everything is NumPy/SciPy; nothing here draws or imports Streamlit (:mod:`analytics.figures` draws).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_matrices_are_two_a_row_with_readable_colour_bars_and_axes_in_words(judg
     """Issue 27.14: four a row left ~140 px matrices with thin horizontal bars and axes reading only d(y_ij, x_i)."""
     import json
 
-    from ui.charts import SQUARE_HEIGHT
+    from analytics.figures import SQUARE_HEIGHT
 
     app = judge_page(judging_workspace)
     assert not app.exception, app.exception

@@ -8,14 +8,15 @@ import json
 import numpy as np
 import pytest
 
+from analytics.figures import MIN_HEIGHT, SQUARE_HEIGHT
 from analytics.runs import SIGNALS, list_runs, run_matrices, suite_colour_scale
 from analytics.suites import name_suite
 from tests.fixtures.app import as_shown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
-from ui.charts import MIN_HEIGHT, SQUARE_COLUMNS, SQUARE_HEIGHT
 from ui.colour_scale import AUTOSCALE, SUITE
 from ui.markdown import escape_markdown
 from ui.runs import CELL
+from ui.widgets import SQUARE_COLUMNS
 
 MATRICES = "pages/6_Matrices.py"
 

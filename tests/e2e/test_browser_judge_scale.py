@@ -9,12 +9,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from analytics.figures import VALUE_TITLE, colour_ticks
 from analytics.runs import suite_colour_scale
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT
 from tests.e2e.test_browser_judge import COLD_START_MS, settle, workspace_with_runs
-from ui.charts import VALUE_TITLE
-from ui.judge import JUDGED_SIGNALS, button_key, colour_ticks
+from ui.judge import JUDGED_SIGNALS, button_key
 
 MODELS = ("tiny", "bg-only")  # a random small CNN and a network that reads only the background
 SUITE = "scale-suite"

@@ -1,4 +1,4 @@
-"""Tests of ui.charts: the figures build from small data with the expected traces and axes."""
+"""Tests of analytics.figures.matrices: the figures build from small data with the expected traces and axes."""
 
 from __future__ import annotations
 
@@ -6,22 +6,22 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError
-from analytics.runs import SIGNALS, ColourScale, reference_tops
-from analytics.variance import point_cloud, variance_matrix
-from tests.analytics.runs.test_colour_scale import synthetic_matrices
-from ui.charts import (
+from analytics.figures import (
     MIN_HEIGHT,
-    SQUARE_COLUMNS,
     SQUARE_HEIGHT,
     VALUE_TITLE,
     VARIANCE_COLORSCALE,
     X_TITLE,
     Y_TITLE,
+    difference_heatmap,
     distance_histogram,
     point_scatter,
+    suite_scale_heatmaps,
     variance_heatmap,
 )
-from ui.judge import matrix_figures
+from analytics.runs import SIGNALS, VARIANCE_COLOURS, ColourScale, matrix_difference, reference_tops
+from analytics.variance import point_cloud, variance_matrix
+from tests.analytics.runs.test_colour_scale import synthetic_matrices
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_distance_histogram_overlays_one_trace_per_method():
     assert distance_histogram({}).data == ()
 
 
-# -- the Judge page's heatmaps (ui.judge) ---------------------------------------------------------
+# -- the Judge page's heatmaps (suite_scale_heatmaps) ---------------------------------------------------------
 def test_invariant_and_variant_models_share_one_scale_per_signal_and_the_variant_looks_worse():
     distances = np.random.default_rng(0).uniform(0.0, 1.0, (30, 9))
     distances[:, 0] = 0.0  # one suite: both models see the same images
@@ -101,7 +101,7 @@ def test_invariant_and_variant_models_share_one_scale_per_signal_and_the_variant
     variant = synthetic_matrices(distances, variant=True, seed=2)
     tops = reference_tops([invariant, variant])
     scale = ColourScale(tops=tops, rules={}, runs=("invariant", "variant"), settings={})
-    drawn = {name: matrix_figures(m, scale) for name, m in (("invariant", invariant), ("variant", variant))}
+    drawn = {name: suite_scale_heatmaps(m, scale) for name, m in (("invariant", invariant), ("variant", variant))}
     for s, signal in enumerate(SIGNALS):
         inv_trace, var_trace = drawn["invariant"][s].data[0], drawn["variant"][s].data[0]
         assert inv_trace.zmin == var_trace.zmin == 0.0
@@ -127,7 +127,7 @@ def colour_bar(figure):
 
 
 def test_square_charts_are_tall_enough_to_read(cloud):
-    assert SQUARE_HEIGHT >= MIN_HEIGHT >= 360 and SQUARE_COLUMNS <= 2  # four in a row left ~170 px per chart
+    assert SQUARE_HEIGHT >= MIN_HEIGHT >= 360
     for figure in square_figures(cloud):
         assert figure.layout.height >= SQUARE_HEIGHT
         assert figure.layout.yaxis.scaleanchor == "x"  # still square
@@ -149,3 +149,17 @@ def test_margins_leave_room_for_the_axis_titles(cloud):
         assert margin.l >= 60 and margin.b >= 50 and margin.t >= 40  # tick labels + title on each axis, the chart title on top
         assert figure.layout.xaxis.automargin and figure.layout.yaxis.automargin
         assert figure.layout.height >= MIN_HEIGHT
+
+
+def test_the_variance_colours_are_the_exported_pngs(cloud):
+    """One colour scale: the heatmaps' stops are the PNG export's (analytics.runs.VARIANCE_COLOURS)."""
+    assert [stop for stop, _ in VARIANCE_COLORSCALE] == [stop for stop, _ in VARIANCE_COLOURS]
+    assert [int(colour[1:3], 16) for _, colour in VARIANCE_COLORSCALE] == [rgb[0] for _, rgb in VARIANCE_COLOURS]
+
+
+def test_difference_heatmap_is_symmetric_around_zero(cloud):
+    first = variance_matrix(cloud.points, cloud.values, grid=4, window=4, sigma=1.0)
+    second = variance_matrix(cloud.points, cloud.values[::-1].copy(), grid=4, window=4, sigma=1.0)
+    (trace,) = difference_heatmap(matrix_difference(first, second), title="a − b").data
+    assert trace.type == "heatmap" and trace.zmid == 0.0
+    assert trace.zmin == -trace.zmax == -float(np.abs(first.matrix - second.matrix).max())

@@ -1,8 +1,9 @@
-"""Plotly figure builders for the pages: variance matrices, raw point clouds, distance histograms.
+"""Figures of a run's matrices: variance heatmaps (alone or on a suite's colour scale), the difference of
+two models' matrices, raw point clouds, and the histogram of a suite's semantic distances.
 
 Builders take arrays or :mod:`analytics` dataclasses and return a ``plotly.graph_objects.Figure``;
-they compute nothing beyond what drawing needs (subsampling, a density histogram) and never touch
-Streamlit, so pages pass the figure to ``st.plotly_chart`` and tests inspect it directly.
+they compute nothing beyond what drawing needs (subsampling, a density histogram), so the pages
+pass the figure to ``st.plotly_chart``, a notebook calls ``.show()`` and tests inspect it directly.
 """
 
 from __future__ import annotations
@@ -13,10 +14,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from analytics.exceptions import InvalidInputError
+from analytics.runs import SIGNALS, VARIANCE_COLOURS, ColourScale
 from analytics.variance import VarianceMatrix
 
-#: Low variance green, high variance yellow (the paper's colours).
-VARIANCE_COLORSCALE = [[0.0, "#1a9850"], [0.5, "#a6d96a"], [1.0, "#ffff33"]]
+from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, top_margin
+
+__all__ = [
+    "DENSITY_COLORSCALE", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE", "Y_SYMBOL", "Y_TITLE", "colour_ticks",
+    "difference_heatmap", "distance_histogram", "point_scatter", "suite_scale_heatmaps", "value_colorbar", "variance_heatmap",
+]  # fmt: skip
+
+#: Low variance green, high variance yellow (the paper's colours; the stops of exported PNGs, :data:`analytics.runs.VARIANCE_COLOURS`).
+VARIANCE_COLORSCALE = [[stop, "#{:02x}{:02x}{:02x}".format(*rgb)] for stop, rgb in VARIANCE_COLOURS]
 #: Density underlay of the scatter: transparent where empty, darker grey where points pile up.
 DENSITY_COLORSCALE = [[0.0, "rgba(80,80,80,0)"], [1.0, "rgba(80,80,80,0.55)"]]
 X_SYMBOL = "d(y_ij, x_i)"
@@ -25,17 +34,6 @@ Y_SYMBOL = "d(y_ik, x_i)"
 X_TITLE = f"distance of background j from the original<br>{X_SYMBOL}"
 Y_TITLE = f"distance of background k from the original<br>{Y_SYMBOL}"
 VALUE_TITLE = "change of the signal |S(y_ij) − S(y_ik)|"
-#: Height (px) of a square chart (matrix, point cloud). Pages lay them out two per row: at a 1400 px
-#: wide window (sidebar open) a column is ~460 px, so the square plot area is ~300 px a side; four
-#: per row left ~170 px heatmaps and ~60 x 70 px clouds beside their colour bars.
-SQUARE_HEIGHT = 460
-#: Pages never draw a chart lower than this (px); tests check every builder against it.
-MIN_HEIGHT = 360
-#: Columns per row for square charts on the pages (see :data:`SQUARE_HEIGHT`).
-SQUARE_COLUMNS = 2
-#: Margins (px) that keep the axis titles whole (tick labels + two-line title on the left and bottom).
-MARGIN = {"l": 85, "r": 10, "b": 75}
-TITLE_MARGIN = 45  # top margin with a chart title; 20 without
 
 
 def value_colorbar(title: str = VALUE_TITLE) -> dict:
@@ -63,7 +61,7 @@ def _square_layout(figure: go.Figure, *, title: str | None, d_max: float) -> go.
         height=SQUARE_HEIGHT,
         xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain", "automargin": True},
         yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain", "automargin": True},
-        margin={**MARGIN, "t": TITLE_MARGIN if title else 20},
+        margin={**MARGIN, "t": top_margin(title)},
     )
     return figure
 
@@ -79,7 +77,7 @@ def variance_heatmap(
     Parameters
     ----------
     matrix : VarianceMatrix
-        From :func:`analytics.variance.variance_matrix`.
+        From :func:`analytics.variance.variance_matrix` or :func:`analytics.runs.run_matrices`.
     title : str, optional
     zmin, zmax : float, optional
         Colour range; pass the same pair to several heatmaps for a shared scale. Default: the
@@ -88,7 +86,7 @@ def variance_heatmap(
     Returns
     -------
     plotly.graph_objects.Figure
-        One ``heatmap`` trace.
+        One ``heatmap`` trace named ``variance``.
     """
     centres = matrix.centres
     heatmap = go.Heatmap(
@@ -103,6 +101,46 @@ def variance_heatmap(
         name="variance",
     )
     return _square_layout(go.Figure(heatmap), title=title, d_max=matrix.d_max)
+
+
+def colour_ticks(top: float) -> tuple[list[float], list[str]]:
+    """Colour-bar ticks 0, top / 2, top and their labels (3 significant digits)."""
+    values = [0.0, top / 2, top]
+    return values, [f"{value:.3g}" for value in values]
+
+
+def suite_scale_heatmaps(
+    matrices_by_signal: Mapping[str, VarianceMatrix], scale: ColourScale, *, titles: Mapping[str, str] | None = None
+) -> list[go.Figure]:
+    """One :func:`variance_heatmap` per signal on the suite's fixed colour scale, as the Judge page shows them.
+
+    Each signal is drawn from 0 to its top in ``scale``, the same for every model of the suite (never
+    the model's own range), with a colour bar that names 0, the middle and the top.
+
+    Parameters
+    ----------
+    matrices_by_signal : mapping of str to VarianceMatrix
+        :func:`analytics.runs.run_matrices` of one run; figures come in its order.
+    scale : ColourScale
+        :func:`analytics.runs.suite_colour_scale` of the run's suite (at the same settings).
+    titles : mapping of str to str, optional
+        Title per signal; default :data:`analytics.runs.SIGNALS`' names.
+
+    Returns
+    -------
+    list of plotly.graph_objects.Figure
+    """
+    titles = SIGNALS if titles is None else titles
+    figures = []
+    for signal, matrix in matrices_by_signal.items():
+        top = scale.tops[signal]
+        figure = variance_heatmap(matrix, title=titles.get(signal, SIGNALS.get(signal, signal)), zmin=0.0, zmax=top)
+        tickvals, ticktext = colour_ticks(top)
+        colorbar = {**value_colorbar(), "tickvals": tickvals, "ticktext": ticktext, "tickfont": {"size": 12}}
+        figure.update_traces(showscale=True, colorbar=colorbar)
+        figure.update_layout(title={"font": {"size": 15}, "x": 0.5, "xanchor": "center"})
+        figures.append(figure)
+    return figures
 
 
 def difference_heatmap(difference: VarianceMatrix, *, title: str | None = None) -> go.Figure:
@@ -232,7 +270,7 @@ def distance_histogram(
         title=title,
         height=MIN_HEIGHT,
         barmode="overlay",
-        margin={**MARGIN, "t": TITLE_MARGIN if title else 20},
+        margin={**MARGIN, "t": top_margin(title)},
         xaxis={"title": {"text": f"semantic distance of a background from the original, {X_SYMBOL}"}, "automargin": True},
         yaxis={"title": {"text": "share of composites"}, "automargin": True},
     )

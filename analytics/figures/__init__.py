@@ -1,0 +1,52 @@
+"""Plotly figures of the library's results, the ones the dashboard's pages draw: pure functions of
+library data (matrices, DataFrames, dataclasses) that return a ``plotly.graph_objects.Figure``.
+
+No Streamlit: a page passes a figure to ``st.plotly_chart``, a notebook calls ``.show()``, a script
+``write_html``. Modules: :mod:`.layout` (shared sizes), :mod:`.matrices` (variance heatmaps, the
+difference of two models, point clouds, distance histograms), :mod:`.failures` (the keyword x model
+heat map), :mod:`.agreement` (κ, confusion, assessors, Shapley values, sampling methods) and
+:mod:`.verdicts` (the release gate's verdict).
+
+Example
+-------
+>>> from analytics.figures import variance_heatmap
+>>> from analytics.runs import run_matrices
+>>> variance_heatmap(run_matrices(workspace, run_id)["true_prob"]).show()  # doctest: +SKIP
+"""
+
+from .agreement import (
+    KAPPA_COLORSCALE,
+    METHOD_MEASURES,
+    assessor_bars,
+    confusion_heatmap,
+    format_kappa,
+    kappa_heatmap,
+    method_bars,
+    shapley_bars,
+)
+from .failures import MAX_HEATMAP_KEYWORDS, keyword_heatmap
+from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TITLE_MARGIN, top_margin
+from .matrices import (
+    DENSITY_COLORSCALE,
+    VALUE_TITLE,
+    VARIANCE_COLORSCALE,
+    X_SYMBOL,
+    X_TITLE,
+    Y_SYMBOL,
+    Y_TITLE,
+    colour_ticks,
+    difference_heatmap,
+    distance_histogram,
+    point_scatter,
+    suite_scale_heatmaps,
+    value_colorbar,
+    variance_heatmap,
+)
+from .verdicts import verdict_figure
+
+__all__ = [
+    "DENSITY_COLORSCALE", "KAPPA_COLORSCALE", "MARGIN", "MAX_HEATMAP_KEYWORDS", "METHOD_MEASURES", "MIN_HEIGHT", "SQUARE_HEIGHT",
+    "TITLE_MARGIN", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE", "Y_SYMBOL", "Y_TITLE", "assessor_bars", "colour_ticks",
+    "confusion_heatmap", "difference_heatmap", "distance_histogram", "format_kappa", "kappa_heatmap", "keyword_heatmap", "method_bars",
+    "point_scatter", "shapley_bars", "suite_scale_heatmaps", "top_margin", "value_colorbar", "variance_heatmap", "verdict_figure",
+]  # fmt: skip

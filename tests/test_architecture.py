@@ -23,7 +23,7 @@ SHARED = ("exceptions", "_validation", "_threads", "_streams", "_install")
 LAYERS = (
     "workspace", "team", "data", "models", "inference", "keywords", "ontology", "suites", "variance", "runs",
     "saliency", "judging", "assessor", "comparison", "zoo", "robustness", "figures", "findings", "repository", "gate", "demo", "jobs",
-    "commands", "cli", "__main__",
+    "api", "commands", "cli", "__main__",
 )  # fmt: skip
 
 

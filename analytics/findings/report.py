@@ -39,6 +39,7 @@ thumbnail size, so a report of a few models stays under 15 MB.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import html
 import json
@@ -55,12 +56,13 @@ from analytics._validation import check_positive_int
 from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, explain, features_table, fit_assessor, human_labels, predict
 from analytics.data import background_label
 from analytics.exceptions import BackdropError, InvalidInputError
+from analytics.figures import keyword_heatmap, variance_heatmap
 from analytics.judging import current_consensus, latest_judgments
 from analytics.robustness.bgchallenge import ChallengeData, evaluate_variants, gaps, variant_accuracy, workspace_data
-from analytics.runs import SIGNALS, VARIANCE_COLOURS, current_runs, run_matrices, suite_colour_scale
+from analytics.runs import SIGNALS, current_runs, run_matrices, suite_colour_scale
 from analytics.saliency.heatmap import heat_overlay
 from analytics.team import require_permission
-from analytics.variance import MatrixSettings
+from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace, now
 
 from .failures import BOOTSTRAP_SEED, FailureTable, failure_table, keyword_model_matrix
@@ -94,7 +96,6 @@ CHALLENGE_SEED, CHALLENGE_BLENDS = 0, (False, True)
 SALIENCY_METHODS = ("gradcam", "saliency")
 Progress = Callable[[int, int], None]
 _SQUARE_PX = 360
-_COLOURSCALE = [[stop, "rgb({},{},{})".format(*rgb)] for stop, rgb in VARIANCE_COLOURS]
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 1400px; color: #222; }
@@ -378,15 +379,10 @@ def _matrices_html(workspace: Workspace, runs: pd.DataFrame, preset: str) -> str
     return "\n".join(parts)
 
 
-def _heatmap(matrix, title: str, top: float) -> str:
-    centres = matrix.centres
-    trace = go.Heatmap(
-        z=matrix.matrix.astype(np.float32), x=centres, y=centres, zmin=0.0, zmax=top, colorscale=_COLOURSCALE,
-        hovertemplate="d_ij %{x:.3f}<br>d_ik %{y:.3f}<br>value %{z:.4f}<extra></extra>",
-    )  # fmt: skip
-    figure = go.Figure(trace)
-    figure.update_layout(title={"text": title, "font": {"size": 13}}, xaxis_title="d(y_ij, x_i)", yaxis_title="d(y_ik, x_i)")
-    figure.update_yaxes(scaleanchor="x", constrain="domain")
+def _heatmap(matrix: VarianceMatrix, title: str, top: float) -> str:
+    """The pages' heatmap (:func:`analytics.figures.variance_heatmap`) on the suite's scale, its cells as float32 (half the bytes)."""
+    figure = variance_heatmap(dataclasses.replace(matrix, matrix=matrix.matrix.astype(np.float32)), title=title, zmin=0.0, zmax=top)
+    figure.update_layout(title={"font": {"size": 13}})
     return _figure(figure)
 
 
@@ -400,14 +396,9 @@ def _failures_html(workspace: Workspace, runs: pd.DataFrame, table: FailureTable
     matrix = keyword_model_matrix(workspace, list(runs["id"]), min_count=min_count)
     heat = ""
     if not matrix.empty:
-        figure = go.Figure(go.Heatmap(
-            z=matrix.to_numpy(float), x=list(matrix.columns), y=list(matrix.index), zmin=0.0, zmax=1.0, colorscale="Reds",
-            colorbar={"title": {"text": "error rate", "side": "right"}}, hovertemplate="%{y} / %{x}: %{z:.3f}<extra></extra>",
-        ))  # fmt: skip
-        # automargin: the margin grows to the longest keyword and model name instead of cutting them off
-        figure.update_yaxes(autorange="reversed", automargin=True)
-        figure.update_xaxes(automargin=True, tickangle=-40)
-        heat = "<h3>Keyword x model error rate</h3>" + _figure(figure, height=max(300, 22 * len(matrix) + 200))
+        figure = keyword_heatmap(matrix)  # the Failures page's heat map: its worst keywords, margins grown to the labels
+        figure.update_xaxes(tickangle=-40)
+        heat = "<h3>Keyword x model error rate</h3>" + _figure(figure, height=figure.layout.height + 60)
     return intro + _table(table.keywords) + "<h3>By ontology level</h3>" + _table(table.levels) + heat
 
 

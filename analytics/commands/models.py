@@ -3,7 +3,8 @@
 ``add-model --arch efficientnet-lite0`` (1, 2) registers the bundled ImageNet classifiers (no
 checkpoint needed); ``--arch timm:NAME`` a timm architecture with ``--checkpoint`` (its
 preprocessing read from timm; ``--input-size``, ``--mean``, ``--std``, ``--crop-pct``,
-``--interpolation`` override it); any other ``--arch`` is a torchvision architecture with
+``--interpolation`` override it); ``--arch transformers`` a ``save_pretrained`` folder given as
+``--checkpoint`` (labels from its config.json unless ``--labels``); any other ``--arch`` is a torchvision architecture with
 ``--checkpoint``, and ``--arch torchscript`` a TorchScript file. torch is imported inside the handlers so that other
 subcommands start fast.
 """
@@ -27,7 +28,7 @@ TIMM_PREFIX = "timm:"  # --arch timm:resnet18 (timm and torchvision share names 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
 
-    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision or timm + checkpoint, TorchScript)")
+    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision or timm + checkpoint, transformers folder, TorchScript)")
     add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
     add_registration_options(add, arch_required=True)
     listing = subparsers.add_parser("models", help="list the registered models")
@@ -58,21 +59,24 @@ def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: 
     """The options of ``add-model`` that say what to register (``check`` registers its candidate with them)."""
     parser.add_argument(
         "--arch", required=arch_required,
-        help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture) or 'torchscript'",
+        help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture), 'transformers' or 'torchscript'",
     )  # fmt: skip
-    parser.add_argument("--checkpoint", metavar="FILE", help="state dict (.pt/.pth/.safetensors) or TorchScript file")
-    parser.add_argument("--labels", default="imagenet", metavar="imagenet|in9|FILE", help="label space: imagenet, in9, or a text file of class names (default imagenet)")
+    parser.add_argument("--checkpoint", metavar="PATH", help="state dict (.pt/.pth/.safetensors), TorchScript file, or a transformers save_pretrained folder")
+    parser.add_argument(
+        "--labels", default=None, metavar="imagenet|in9|FILE",
+        help="label space: imagenet, in9, or a text file of class names (default imagenet; transformers: its config.json's id2label)",
+    )  # fmt: skip
     parser.add_argument(
         "--in9-mapping", metavar="MAP",
         help="with --labels in9: ImageNet -> IN-9 map: official (default, the challenge's in_to_in9.json, built in), wordnet, or a JSON FILE in that format",
     )  # fmt: skip
     parser.add_argument(
         "--input-size", type=int, default=None,
-        help="network input side in pixels (default 224; 299 for inception_v3; timm: its pretrained_cfg)",
+        help="network input side in pixels (default 224; 299 for inception_v3; timm, transformers: the model's own)",
     )  # fmt: skip
     parser.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
-    parser.add_argument("--mean", type=_three_numbers, default=None, metavar="R,G,B", help="timm: normalisation mean of [0, 1] pixels (default: the model's own)")
-    parser.add_argument("--std", type=_three_numbers, default=None, metavar="R,G,B", help="timm: normalisation std (default: the model's own)")
+    parser.add_argument("--mean", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers: normalisation mean of [0, 1] pixels (default: the model's own)")
+    parser.add_argument("--std", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers: normalisation std (default: the model's own)")
     parser.add_argument("--crop-pct", type=float, default=None, help="timm: centre-crop fraction, 1 for none (default: the model's own)")
     parser.add_argument(
         "--interpolation", default=None, choices=("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming"),
@@ -100,7 +104,7 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
     """Register the model :func:`add_registration_options` describe as ``name`` (given as ``flag``); the library checks the
     files (``torch.load(weights_only=True)``, a forward pass) before anything is stored. Returns its spec."""
     from analytics.data import parse_label_space
-    from analytics.models import register_efficientnet_lite, register_timm, register_torchscript, register_torchvision
+    from analytics.models import register_efficientnet_lite, register_timm, register_torchscript, register_torchvision, register_transformers
 
     if args.arch in LITE_ARCHS:
         if name not in (None, args.arch):
@@ -108,7 +112,15 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
         return register_efficientnet_lite(workspace, LITE_ARCHS[args.arch])
     if not name or not args.checkpoint:
         raise InvalidInputError(f"--arch {args.arch} needs {flag} NAME and --checkpoint FILE")
-    labels = parse_label_space(args.labels, in9_mapping=args.in9_mapping)
+    if args.arch == "transformers":
+        geometry = [flag for flag, value in (("--crop-pct", args.crop_pct), ("--interpolation", args.interpolation)) if value is not None]
+        if geometry:
+            raise InvalidInputError(f"{', '.join(geometry)}: not for transformers, whose preprocessor_config.json gives the resize and crop")
+        return register_transformers(
+            workspace, name, folder=args.checkpoint, input_size=args.input_size, mean=args.mean, std=args.std, replace=args.replace,
+            label_space=None if args.labels is None else parse_label_space(args.labels, in9_mapping=args.in9_mapping),
+        )  # fmt: skip
+    labels = parse_label_space(args.labels or "imagenet", in9_mapping=args.in9_mapping)
     if args.arch.startswith(TIMM_PREFIX):
         return register_timm(
             workspace, name, arch=args.arch.removeprefix(TIMM_PREFIX), checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size,
@@ -116,7 +128,7 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
         )  # fmt: skip
     own = [flag for flag, value in (("--mean", args.mean), ("--std", args.std), ("--crop-pct", args.crop_pct), ("--interpolation", args.interpolation)) if value is not None]
     if own:
-        raise InvalidInputError(f"{', '.join(own)}: only for models that read their own preprocessing (--arch timm:NAME); {args.arch} uses Backdrop's")
+        raise InvalidInputError(f"{', '.join(own)}: only for models that read their own preprocessing (timm:NAME, transformers); {args.arch} uses Backdrop's")
     if args.arch == "torchscript":
         return register_torchscript(
             workspace, name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size or 224,

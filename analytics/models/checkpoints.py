@@ -179,11 +179,11 @@ def _check_classes(path: Path, layer: str, n_classes: int, label_space: LabelSpa
 
 
 def _copy_checkpoint(workspace: Workspace, path: Path) -> str:
-    """Copy a checkpoint into the workspace (content addressed); returns its relative path."""
+    """Copy a checkpoint (a file, or a folder of files) into the workspace (content addressed); returns its relative path."""
+    if path.is_dir():
+        return _copy_folder(workspace, path)
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    _hash_file(digest, path)
     relative = f"{CHECKPOINT_DIR}/{digest.hexdigest()[:16]}{path.suffix}"
     target = workspace.root / relative
     if not target.exists():
@@ -192,6 +192,36 @@ def _copy_checkpoint(workspace: Workspace, path: Path) -> str:
         os.close(fd)
         shutil.copyfile(path, tmp)
         os.replace(tmp, target)
+    return relative
+
+
+def _hash_file(digest, path: Path) -> None:
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+
+
+def _copy_folder(workspace: Workspace, folder: Path) -> str:
+    """Copy a model folder (``save_pretrained``'s files) into ``checkpoints/<digest>/``, the digest
+    over every file's relative path and bytes; returns its relative path."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        _hash_file(digest, path)
+    relative = f"{CHECKPOINT_DIR}/{digest.hexdigest()[:16]}"
+    target = workspace.root / relative
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, suffix=".tmp"))
+        for path in files:
+            copy = staging / path.relative_to(folder)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copy)
+        try:
+            os.replace(staging, target)
+        except OSError:  # another registration put the same folder there first
+            shutil.rmtree(staging, ignore_errors=True)
     return relative
 
 
@@ -206,6 +236,6 @@ def _pin_checkpoint(workspace: Workspace, spec: ModelSpec) -> ModelSpec:
     """A spec whose checkpoint file lies outside the workspace, with the file copied in (content
     addressed): the spec, and so the model's content key, then names the weights' bytes."""
     path = Path(spec.checkpoint)
-    if spec.source not in ("torchvision", "torchscript", "timm") or not path.is_absolute() or not path.is_file():
+    if spec.source not in ("torchvision", "torchscript", "timm", "transformers") or not path.is_absolute() or not path.exists():
         return spec
     return dataclasses.replace(spec, checkpoint=_copy_checkpoint(workspace, path), origin=spec.origin or str(path))

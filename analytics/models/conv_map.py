@@ -27,9 +27,11 @@ from torch import nn
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
+from .checkpoints import _checkpoint_path
 from .networks import _HeadClassifier, _LiteClassifier, _ScriptedClassifier, _SplitClassifier
 from .spec import ModelSpec, get_model_spec
 from .timm_source import _TimmClassifier, timm_feature_layer
+from .transformers_source import _TransformersClassifier, feature_map_problem, transformers_feature_layer
 
 #: The statistics of :func:`conv_map_statistics`, in column order (the authors' names).
 CONV_STATISTICS = ("max", "max_mean")
@@ -69,6 +71,8 @@ def conv_map_tap(network: nn.Module) -> tuple[nn.Module, bool]:
         return network.net._avg_pooling, True
     if isinstance(network, _TimmClassifier):  # the last stage of timm's feature_info, the map its head pools
         return timm_feature_layer(network), False
+    if isinstance(network, _TransformersClassifier):  # the last stage's output, the map the model pools
+        return transformers_feature_layer(network), False
     body = network.body if isinstance(network, _SplitClassifier) else network
     attention = next((type(m).__name__ for m in body.modules() if "Attention" in type(m).__name__), None)
     if attention is not None:
@@ -130,6 +134,8 @@ def conv_map_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
         return _TORCHSCRIPT
     if spec.source == "timm":
         return _timm_problem(spec)
+    if spec.source == "transformers":
+        return feature_map_problem(_checkpoint_path(workspace, spec))
     if spec.source != "torchvision":  # EfficientNet-Lite
         return None
     import torchvision  # heavy: only for torchvision specs

@@ -1,4 +1,5 @@
-"""Registering models that other libraries build and preprocess for: timm (:mod:`.timm_source`).
+"""Registering models that other libraries build and preprocess for: timm (:mod:`.timm_source`)
+and transformers (:mod:`.transformers_source`).
 
 Each source reads its own preprocessing (an :class:`~.transforms.ImageTransform` stored in the
 spec); a value the model's files do not give comes from a flag (``--input-size``, ``--mean``,
@@ -16,13 +17,24 @@ from pathlib import Path
 import torch
 
 from analytics.data import LabelSpace
+from analytics.exceptions import InvalidInputError
 from analytics.team import require_permission
 from analytics.workspace import Workspace
 
 from .checkpoints import _check_classes, read_state_dict
 from .registry import _check_spec, _register_copied
 from .spec import ModelSpec
+from .transforms import ImageTransform
 from .timm_source import _TimmClassifier, build_timm, check_timm_arch, check_timm_transform, read_timm_transform
+from .transformers_source import (
+    _TransformersClassifier,
+    check_folder,
+    check_processor_transform,
+    classifier_name,
+    config_labels,
+    load_transformers,
+    read_processor_transform,
+)
 
 
 def register_timm(
@@ -79,18 +91,79 @@ def register_timm(
     network = _TimmClassifier(net).eval()
     with torch.inference_mode():
         _, embedding = network(torch.zeros(1, 3, size, size))
-    spec = ModelSpec(
-        name=name,
-        source="timm",
-        arch=arch,
-        checkpoint=str(path),
-        label_space=label_space,
-        input_size=size,
-        preprocessing="transform",
-        embedding_layer=f"pre-logits features (forward_head(pre_logits=True), {embedding.shape[1]}-d, before the {classifier!r} classifier)",
-        n_params=0,
-        origin=str(path),
-        transform=transform,
-    )
-    _check_spec(spec)
+    embedding_layer = f"pre-logits features (forward_head(pre_logits=True), {embedding.shape[1]}-d, before the {classifier!r} classifier)"
+    spec = _transformed_spec(name, "timm", arch, path, label_space, size, transform, embedding_layer)
     return _register_copied(workspace, spec, network, path, replace)
+
+
+def register_transformers(
+    workspace: Workspace,
+    name: str,
+    *,
+    folder: str | os.PathLike,
+    label_space: LabelSpace | None = None,
+    input_size: int | None = None,
+    mean: tuple[float, float, float] | None = None,
+    std: tuple[float, float, float] | None = None,
+    replace: bool = False,
+) -> ModelSpec:
+    """Register a transformers image classifier from a ``save_pretrained`` folder (copied into the workspace).
+
+    Parameters
+    ----------
+    folder : path-like
+        config.json, safetensors weights and (for its preprocessing) preprocessor_config.json.
+        Refused: pickled weights (``pytorch_model.bin``), ``.py`` files, symlinks, ``auto_map``.
+    label_space : LabelSpace or None
+        None: config.json's ``id2label`` as a custom label space.
+    input_size, mean, std : optional
+        Only for a folder without preprocessor_config.json (all three needed then): Backdrop's
+        resize to ``input_size``, then this normalisation.
+    replace : bool, default=False
+
+    Returns
+    -------
+    ModelSpec
+        Source ``transformers``, arch the model class, preprocessing ``transform``, embedding the
+        classifier's input.
+
+    Raises
+    ------
+    InvalidInputError
+        A refused folder, a model transformers cannot build, preprocessing that cannot be read or
+        reproduced, a label space of the wrong size, or a forward pass that fails.
+    """
+    require_permission(workspace, "register_models")
+    path = Path(folder).resolve()
+    config = check_folder(path)
+    if label_space is None:
+        label_space = LabelSpace("custom", config_labels(config, path), origin=f"{path / 'config.json'} id2label")
+    size, transform, from_processor = read_processor_transform(path, input_size=input_size, mean=mean, std=std)
+    if from_processor:
+        check_processor_transform(path, size, transform)
+    model = load_transformers(path)
+    n_labels = int(model.config.num_labels)
+    if n_labels != len(label_space.names):
+        raise InvalidInputError(
+            f"{path}: the model has {n_labels} labels but the {label_space.kind} label space has {len(label_space.names)}; "
+            "choose the label space the model was trained on (--labels), or leave it out to use config.json's id2label"
+        )
+    head = classifier_name(model, n_labels, path)
+    network = _TransformersClassifier(model, head).eval()
+    with torch.inference_mode():
+        _, embedding = network(torch.zeros(1, 3, size, size))
+    embedding_layer = f"input of the classifier {head!r} ({embedding.shape[1]}-d, the pooled representation it classifies)"
+    spec = _transformed_spec(name, "transformers", type(model).__name__, path, label_space, size, transform, embedding_layer)
+    return _register_copied(workspace, spec, network, path, replace)
+
+
+def _transformed_spec(
+    name: str, source: str, arch: str, path: Path, label_space: LabelSpace, input_size: int, transform: ImageTransform, embedding_layer: str
+) -> ModelSpec:
+    """The checked spec of a model that reads its own preprocessing (``preprocessing='transform'``)."""
+    spec = ModelSpec(
+        name=name, source=source, arch=arch, checkpoint=str(path), label_space=label_space, input_size=input_size,
+        preprocessing="transform", embedding_layer=embedding_layer, n_params=0, origin=str(path), transform=transform,
+    )  # fmt: skip
+    _check_spec(spec)
+    return spec

@@ -21,6 +21,9 @@ embedding is the representation right before the classifier head (Liao & Chen, Â
 ``timm``
     Any timm architecture with a user checkpoint (:mod:`.timm_source`). Embedding: the pre-logits
     features (``forward_head(..., pre_logits=True)``).
+``transformers``
+    A ``save_pretrained`` folder with safetensors weights (:mod:`.transformers_source`).
+    Embedding: the input of its classifier (a forward pre-hook).
 ``head``
     A head on the embedding of another registered model (the backbone), its arrays in the workspace
     array store: linear (its embedding is the backbone's), or with one ReLU hidden layer (its
@@ -46,6 +49,7 @@ from analytics.workspace import Workspace
 from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
 from .spec import LITE_VARIANTS, ModelSpec, get_model_spec
 from .timm_source import _TimmClassifier, timm_feature_layer, timm_network
+from .transformers_source import _TransformersClassifier, transformers_feature_layer, transformers_network
 
 
 # -- wrappers ----------------------------------------------------------------------------------
@@ -146,6 +150,8 @@ def _last_conv_block(network: nn.Module) -> nn.Module:
         return network.net._blocks[-1]
     if isinstance(network, _TimmClassifier):
         return timm_feature_layer(network)
+    if isinstance(network, _TransformersClassifier):
+        return transformers_feature_layer(network)
     body = network.body if isinstance(network, _SplitClassifier) else network
     for attribute in ("layer4", "features", "trunk_output"):  # ResNet; VGG/MobileNet/EfficientNet/â€¦; RegNet
         if isinstance(getattr(body, attribute, None), nn.Module):
@@ -284,6 +290,7 @@ _BUILDERS = {
     "torchscript": _torchscript_network,
     "head": _head_network,
     "timm": timm_network,
+    "transformers": transformers_network,
 }
 
 

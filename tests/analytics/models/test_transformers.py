@@ -1,0 +1,178 @@
+"""The transformers source: tiny ViT and ConvNeXt classifiers with random weights saved the way a
+team does (``save_pretrained(safe_serialization=True)`` + the image processor), registered, and run
+as ``AutoImageProcessor`` + ``AutoModelForImageClassification`` run them; labels from id2label; the
+embedding (the classifier's input); the CLI and the gate; the folders that are refused."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from transformers import (
+    AutoImageProcessor,
+    AutoModelForImageClassification,
+    ConvNextConfig,
+    ConvNextForImageClassification,
+    ConvNextImageProcessor,
+    ViTConfig,
+    ViTForImageClassification,
+    ViTImageProcessor,
+)
+from transformers.utils import logging as hf_logging
+
+from analytics.cli import main
+from analytics.exceptions import InvalidInputError
+from analytics.models import conv_map_problem, get_model_spec, load_model, register_transformers
+from analytics.saliency import available_methods
+from analytics.workspace import Workspace
+from tests.fixtures.cli import cli_error, workspace_state
+from tests.fixtures.models import insert_suite, write_labels
+
+LABELS = {0: "cat", 1: "dog", 2: "bird"}
+
+
+@contextlib.contextmanager
+def quiet():
+    """No "Writing model shards" progress bar on stderr (the CLI tests read stderr)."""
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
+def save_vit(folder, *, size: int = 64, labels: dict = LABELS, seed: int = 0):
+    """A tiny ViT (2 layers, 32-d) and its processor (resize to size x size, bilinear), as a team saves them."""
+    torch.manual_seed(seed)
+    config = ViTConfig(image_size=size, patch_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                       num_labels=len(labels), id2label=labels, label2id={v: k for k, v in labels.items()})  # fmt: skip
+    with quiet():
+        ViTForImageClassification(config).save_pretrained(folder, safe_serialization=True)
+    ViTImageProcessor(size={"height": size, "width": size}).save_pretrained(folder)
+    return folder
+
+
+def save_convnext(folder, *, seed: int = 0):
+    """A tiny ConvNeXt (4 stages of 1 block) and its processor (shortest edge 64 / crop_pct 0.875 = 73, crop 64, bicubic)."""
+    torch.manual_seed(seed)
+    config = ConvNextConfig(hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 1, 1], num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+    with quiet():
+        ConvNextForImageClassification(config).save_pretrained(folder, safe_serialization=True)
+    ConvNextImageProcessor(size={"shortest_edge": 64}).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("hf")
+    return {"vit": save_vit(root / "vit"), "convnext": save_convnext(root / "convnext")}
+
+
+def team_outputs(folder, images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The team's own code: AutoImageProcessor + AutoModelForImageClassification on the photos:
+    (pixel_values, logits, the pooled representation the classifier reads)."""
+    processor = AutoImageProcessor.from_pretrained(folder)
+    model = AutoModelForImageClassification.from_pretrained(folder).eval()
+    pixels = processor(images=list(images), return_tensors="pt")["pixel_values"]
+    with torch.no_grad():
+        logits = model(pixel_values=pixels).logits
+        if isinstance(model, ViTForImageClassification):  # the [CLS] token after the final layernorm
+            pooled = model.vit(pixel_values=pixels).last_hidden_state[:, 0]
+        else:  # ConvNeXt: the pooled features after its layernorm
+            pooled = model.convnext(pixel_values=pixels).pooler_output
+    return pixels.numpy(), logits.numpy(), pooled.numpy()
+
+
+@pytest.mark.parametrize(("kind", "processor", "resize", "input_size"), [("vit", "ViTImageProcessor", 64, 64), ("convnext", "ConvNextImageProcessor", 73, 64)])
+def test_transformers_logits_equal_the_processor_and_models_own(tmp_path, folders, photos, kind, processor, resize, input_size):
+    workspace = Workspace(tmp_path / "ws")
+    spec = register_transformers(workspace, kind, folder=folders[kind])
+    assert (spec.source, spec.input_size, spec.preprocessing, spec.label_space.names) == ("transformers", input_size, "transform", ("cat", "dog", "bird"))
+    assert spec.transform.resize == resize and spec.transform.resampler == "torchvision" and processor in spec.transform.origin
+    assert (workspace.root / spec.checkpoint / "model.safetensors").is_file() and "input of the classifier 'classifier'" in spec.embedding_layer
+    loaded = load_model(workspace, kind, device="cpu")
+    for images in photos:
+        inputs = loaded.preprocess(images)
+        logits, embedding = loaded.run_batch(inputs)
+        pixels, expected_logits, pooled = team_outputs(folders[kind], images)
+        np.testing.assert_allclose(inputs.numpy(), pixels, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(logits.numpy(), expected_logits, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(embedding.numpy(), pooled, rtol=1e-5, atol=1e-5)
+    if kind == "vit":
+        assert "gradcam" not in available_methods(loaded) and "ViTAttention" in conv_map_problem(workspace, spec)
+    else:
+        assert type(loaded.gradcam_layer).__name__ == "ConvNextStage" and "gradcam" in available_methods(loaded)
+        assert conv_map_problem(workspace, spec) is None
+
+
+def test_cli_registers_a_folder_and_check_takes_it_as_candidate(tiny_workspace, tmp_path, capsys):
+    folder = save_vit(tmp_path / "vit", labels={0: "disc", 1: "square"})
+    assert main(["add-model", "--workspace", str(tiny_workspace.root), "--name", "hf", "--arch", "transformers", "--checkpoint", str(folder), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["source"] == "transformers" and shown["arch"] == "ViTForImageClassification" and shown["n_outputs"] == 2
+    # the folder is copied: the workspace no longer needs it
+    moved = shutil.move(folder, tmp_path / "elsewhere")
+    assert load_model(tiny_workspace, "hf", device="cpu").predict(np.zeros((1, 64, 64, 3), np.uint8)).probabilities.shape == (1, 2)
+    insert_suite(tiny_workspace, "gate-suite", n=2)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[rules]\naccuracy_drop_max = 1.0\n")
+    argv = ["check", "--workspace", str(tiny_workspace.root), "--policy", str(policy), "--suite", "gate-suite", "--out", str(tmp_path / "out"),
+            "--device", "cpu", "--no-report", "--model", "cand", "--arch", "transformers", "--checkpoint", str(moved)]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr()
+    assert get_model_spec(tiny_workspace, "cand").source == "transformers"
+
+
+def test_a_folder_without_preprocessor_config_needs_the_flags(tmp_path, capsys):
+    folder = save_vit(tmp_path / "vit")
+    (folder / "preprocessor_config.json").unlink()
+    workspace = Workspace(tmp_path / "ws")
+    base = ["add-model", "--workspace", str(workspace.root), "--name", "hf", "--arch", "transformers", "--checkpoint", str(folder)]
+    line = cli_error(base, capsys)
+    assert "no preprocessor_config.json" in line and "give --input-size, --mean, --std" in line
+    assert "give --mean" in cli_error([*base, "--input-size", "64", "--std", "0.5,0.5,0.5"], capsys)
+    assert main([*base, "--input-size", "64", "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"]) == 0
+    spec = get_model_spec(workspace, "hf")
+    assert (spec.transform.resampler, spec.transform.mean, spec.input_size) == ("opencv", (0.5, 0.5, 0.5), 64)
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("bin", "holds pytorch_model.bin, weights that are unpickled"),
+        ("py", "holds Python code (modeling_evil.py)"),
+        ("auto_map", "names custom code (auto_map)"),
+        ("no weights", "no model.safetensors"),
+        ("labels", "the model has 3 labels but the custom label space has 2"),
+        ("flag", "--mean: "),
+    ],
+)
+def test_refused_folders_are_one_line_and_change_nothing(tmp_path, capsys, damage, words):
+    folder = save_vit(tmp_path / "vit")
+    if damage == "bin":
+        torch.save({"w": torch.zeros(1)}, folder / "pytorch_model.bin")
+    elif damage == "py":
+        (folder / "modeling_evil.py").write_text("import os\nos.system('touch /tmp/pwned')\n")
+    elif damage == "auto_map":
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, "auto_map": {"AutoModelForImageClassification": "modeling_evil.Evil"}}))
+    elif damage == "no weights":
+        (folder / "model.safetensors").unlink()
+    workspace = Workspace(tmp_path / "ws")
+    before = workspace_state(workspace)
+    argv = ["add-model", "--workspace", str(workspace.root), "--name", "hf", "--arch", "transformers", "--checkpoint", str(folder)]
+    if damage == "labels":
+        argv += ["--labels", str(write_labels(tmp_path / "labels.txt"))]
+    if damage == "flag":
+        argv += ["--mean", "0.5,0.5,0.5"]
+    line = cli_error(argv, capsys)
+    assert words in line
+    assert workspace_state(workspace) == before
+    if damage in ("bin", "py", "auto_map"):  # the library refuses them too, not only the CLI
+        with pytest.raises(InvalidInputError, match=words.split(" (")[0]):
+            register_transformers(workspace, "hf", folder=folder)

@@ -66,7 +66,8 @@ def _add_mining_options(parser: argparse.ArgumentParser) -> None:
         "--min-confidence",
         type=float,
         default=DEFAULT_MIN_CONFIDENCE,
-        help=f"minimum rule confidence P(B | A) for an edge A -> B, in (0, 1] (default {DEFAULT_MIN_CONFIDENCE}; at 0.3 only edges into a few frequent keywords remain and the reference file's expansion is flat from level 2)",
+        help=f"minimum rule confidence P(B | A) for an edge A -> B, in (0, 1] (default {DEFAULT_MIN_CONFIDENCE}; "
+        "at 0.3 only edges into a few frequent keywords remain and the reference file's expansion is flat from level 2)",
     )
     parser.add_argument(
         "--max-len",

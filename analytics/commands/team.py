@@ -146,8 +146,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(plan.shell_line())
         return 0
-    print(f"[backdrop] dashboard on {'port %d of every interface (sign-in required)' % port if team else f'http://localhost:{port} (this machine only)'}; "
-          f"workspace {plan.env['BACKDROP_WORKSPACE']}", file=sys.stderr)
+    where = f"port {port} of every interface (sign-in required)" if team else f"http://localhost:{port} (this machine only)"
+    print(f"[backdrop] dashboard on {where}; workspace {plan.env['BACKDROP_WORKSPACE']}", file=sys.stderr)
     os.chdir(plan.cwd)  # Streamlit reads .streamlit/config.toml from the working folder
     os.execve(plan.command[0], plan.command, os.environ | plan.env)
 

@@ -24,6 +24,7 @@ from .accounts import (
     set_password,
     set_role,
 )
+from .launch import ServePlan, serve_plan
 from .paths import (
     DATA_ROOTS_ENV_VAR,
     data_roots,
@@ -51,7 +52,6 @@ from .server import (
     streamlit_arguments,
     team_mode,
 )
-from .launch import ServePlan, serve_plan
 from .sso import (
     SSO_ROLES_ENV_VAR,
     SSO_ROLES_FILE,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from argon2 import PasswordHasher
@@ -313,7 +313,7 @@ def _user(row) -> User:
 
 def _now() -> datetime:
     """The current UTC time (tests replace it to move past a lock)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _stamp(moment: datetime) -> str:

@@ -181,13 +181,13 @@ def only_bg_t(images: np.ndarray, masks: np.ndarray) -> np.ndarray:
     start, length = starts[np.arange(n), choice], np.maximum(lengths[np.arange(n), choice], 1)
     # source row / column of every box pixel: tiles repeat the strip from its own position
     out = images.copy()
-    for i, (t, b, l, r) in enumerate(boxes):
+    for i, (top, bottom, left, right) in enumerate(boxes):
         if areas[i, choice[i]] == 0:
-            out[i, t:b, l:r] = 0
+            out[i, top:bottom, left:right] = 0
         elif choice[i] < 2:
-            out[i, t:b, l:r] = images[i, start[i] + (np.arange(t, b) - start[i]) % length[i], l:r]
+            out[i, top:bottom, left:right] = images[i, start[i] + (np.arange(top, bottom) - start[i]) % length[i], left:right]
         else:
-            out[i, t:b, l:r] = images[i, t:b][:, start[i] + (np.arange(l, r) - start[i]) % length[i]]
+            out[i, top:bottom, left:right] = images[i, top:bottom][:, start[i] + (np.arange(left, right) - start[i]) % length[i]]
     return out
 
 

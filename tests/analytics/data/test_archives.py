@@ -81,7 +81,10 @@ def test_a_background_zip_is_read_with_or_without_an_enclosing_folder(tmp_path, 
 
 def test_a_zip_of_another_layout_says_which_it_looks_like(tmp_path):
     archive = zipped(tmp_path, {f"my_ball/{p.name}": p for p in cutouts(tmp_path)})
-    with pytest.raises(InvalidInputError, match=r"upload.zip: no targets for layout 'folder' found \(looked for images/<class>/<photo>.*it holds my_ball/ \(2 images\)\. It looks like layout 'cutouts'"):
+    with pytest.raises(InvalidInputError, match=(
+        r"upload.zip: no targets for layout 'folder' found \(looked for images/<class>/<photo>.*it holds my_ball/ \(2 images\)\. "
+        r"It looks like layout 'cutouts'"
+    )):
         read_targets(archive, layout="folder", size=SIZE)
     with pytest.raises(InvalidInputError, match="It looks like a target set in layout 'cutouts'"):
         balls, cones = cutouts(tmp_path)

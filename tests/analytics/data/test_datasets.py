@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 import pytest
 
+import analytics.workspace.store as store_module
 from analytics.data import (
     Target,
     add_backgrounds,
@@ -30,7 +31,6 @@ from analytics.data import (
     read_backgrounds,
     read_targets,
 )
-import analytics.workspace.store as store_module
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError, WorkspaceError
 from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, resolve_server_path
 from analytics.workspace import Workspace

@@ -49,7 +49,11 @@ def add_hand_run(workspace: Workspace, run_id: str, model: str, *, flip: bool = 
                 [(HAND_SUITE, t["id"], p, bg, kw, level) for t in targets for p, (bg, kw, level, _) in ITEMS.items()],
             )
         conn.execute("INSERT INTO runs(id, model, suite_id, status, created, finished) VALUES (?, ?, ?, 'done', ?, ?)", (run_id, model, HAND_SUITE, now(), now()))
-        conn.executemany("INSERT INTO run_images(run_id, target_id, position, predicted, true_prob, max_prob, correct, emb_topk_mean, emb_max, emb_mean, distance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO run_images(run_id, target_id, position, predicted, true_prob, max_prob, correct, emb_topk_mean, emb_max, emb_mean, distance) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
     return run_id
 
 

@@ -57,7 +57,11 @@ def add_gallery_run(workspace: Workspace) -> str:
             [(SUITE, target, position, background) for target in targets for position, background in BACKGROUNDS.items()],
         )
         conn.execute("INSERT INTO runs(id, model, suite_id, status, created, finished) VALUES (?, 'tiny', ?, 'done', ?, ?)", (RUN, SUITE, now(), now()))
-        conn.executemany("INSERT INTO run_images(run_id, target_id, position, predicted, true_prob, max_prob, correct, emb_topk_mean, emb_max, emb_mean, distance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO run_images(run_id, target_id, position, predicted, true_prob, max_prob, correct, emb_topk_mean, emb_max, emb_mean, distance) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
     return RUN
 
 

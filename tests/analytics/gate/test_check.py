@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from analytics.cli import main
-from analytics.exceptions import InvalidInputError
 from analytics.data import custom_label_space
+from analytics.exceptions import InvalidInputError
 from analytics.gate import BASELINE_KEYS, BASELINE_RULES, RULE_KEYS, RULES, check, parse_policy
 from analytics.keywords import save_keyword_table
 from analytics.models import get_model_spec, register_torchscript

@@ -15,7 +15,6 @@ from analytics.cli import main
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.models import register_torchscript
-from analytics.team import User
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
     PREDICTION_COLUMNS,
@@ -40,6 +39,7 @@ from analytics.robustness.bgchallenge import (
     variant_accuracy,
     workspace_data,
 )
+from analytics.team import User
 from tests.fixtures.models import CORNER_BOXES, RegionNet, save_torchscript, write_labels
 
 H, W = 12, 16

@@ -8,11 +8,11 @@ import pytest
 
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
-    accuracy_summary,
     DEFAULT_GRID,
     FEATURE_NAMES,
     PRESETS,
     WINDOW_SHAPES,
+    accuracy_summary,
     asymmetry,
     cloud_matrices,
     discontinuity,

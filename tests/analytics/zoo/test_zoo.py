@@ -274,7 +274,8 @@ def test_default_suite_prefers_the_suite_with_most_runs_of_the_models(zoo_worksp
 
 
 def test_zoo_command_builds_and_reports(zoo_workspace, capsys):
-    argv = ["zoo", "--workspace", str(zoo_workspace.root), "--backbone", ZOO_BACKBONE, "--strengths", "0", "1", "--seeds", "0", "--augment", "no", "--n-train-per-class", "8", "--temperatures", "--json"]
+    argv = ["zoo", "--workspace", str(zoo_workspace.root), "--backbone", ZOO_BACKBONE, "--strengths", "0", "1", "--seeds", "0", "--augment", "no",
+            "--n-train-per-class", "8", "--temperatures", "--json"]  # fmt: skip
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     assert [(m["name"], m["strength"]) for m in result["models"]] == [(zoo_model_name(0, False, 0), 0.0), (zoo_model_name(1, False, 0), 1.0)]

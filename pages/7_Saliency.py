@@ -32,7 +32,8 @@ KEY = "saliency."
 NO_SUITE = "(originals only)"
 NOT_RUNNABLE = (
     "they need layers or hooks the model does not give; TorchScript models accept no hooks, so Grad-CAM, Grad-CAM++ and "
-    "guided backprop are not offered for them"
+    "guided backprop are not offered for them; ONNX models run in ONNX Runtime, which computes no gradients, so only "
+    "occlusion and RISE are offered for them"
 )
 
 

@@ -78,7 +78,7 @@ def run_check(args: argparse.Namespace) -> int:
     workspace = open_workspace(args)
     registering = bool(args.checkpoint or args.arch)
     if registering and not args.arch:
-        raise InvalidInputError("--checkpoint needs --arch (torchscript, a torchvision architecture, timm:NAME or transformers), as add-model")
+        raise InvalidInputError("--checkpoint needs --arch (torchscript, onnx, a torchvision architecture, timm:NAME or transformers), as add-model")
     preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering)
     if registering:
         register_from_args(workspace, args.model, args, flag="--model")

@@ -4,7 +4,8 @@
 checkpoint needed); ``--arch timm:NAME`` a timm architecture with ``--checkpoint`` (its
 preprocessing read from timm; ``--input-size``, ``--mean``, ``--std``, ``--crop-pct``,
 ``--interpolation`` override it); ``--arch transformers`` a ``save_pretrained`` folder given as
-``--checkpoint`` (labels from its config.json unless ``--labels``); any other ``--arch`` is a torchvision architecture with
+``--checkpoint`` (labels from its config.json unless ``--labels``); ``--arch onnx`` an ONNX file
+(``--mean`` and ``--std`` required: a graph does not record them); any other ``--arch`` is a torchvision architecture with
 ``--checkpoint``, and ``--arch torchscript`` a TorchScript file. torch is imported inside the handlers so that other
 subcommands start fast.
 """
@@ -28,7 +29,7 @@ TIMM_PREFIX = "timm:"  # --arch timm:resnet18 (timm and torchvision share names 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
 
-    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision or timm + checkpoint, transformers folder, TorchScript)")
+    add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision or timm + checkpoint, transformers folder, ONNX, TorchScript)")
     add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
     add_registration_options(add, arch_required=True)
     listing = subparsers.add_parser("models", help="list the registered models")
@@ -59,9 +60,9 @@ def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: 
     """The options of ``add-model`` that say what to register (``check`` registers its candidate with them)."""
     parser.add_argument(
         "--arch", required=arch_required,
-        help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture), 'transformers' or 'torchscript'",
+        help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture), 'transformers', 'onnx' or 'torchscript'",
     )  # fmt: skip
-    parser.add_argument("--checkpoint", metavar="PATH", help="state dict (.pt/.pth/.safetensors), TorchScript file, or a transformers save_pretrained folder")
+    parser.add_argument("--checkpoint", metavar="PATH", help="state dict (.pt/.pth/.safetensors), TorchScript or ONNX file, or a transformers save_pretrained folder")
     parser.add_argument(
         "--labels", default=None, metavar="imagenet|in9|FILE",
         help="label space: imagenet, in9, or a text file of class names (default imagenet; transformers: its config.json's id2label)",
@@ -72,15 +73,15 @@ def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: 
     )  # fmt: skip
     parser.add_argument(
         "--input-size", type=int, default=None,
-        help="network input side in pixels (default 224; 299 for inception_v3; timm, transformers: the model's own)",
+        help="network input side in pixels (default 224; 299 for inception_v3; timm, transformers, ONNX: the model's own)",
     )  # fmt: skip
     parser.add_argument("--preprocessing", choices=("imagenet", "efficientnet-lite"), default="imagenet", help="TorchScript only: input normalisation")
-    parser.add_argument("--mean", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers: normalisation mean of [0, 1] pixels (default: the model's own)")
-    parser.add_argument("--std", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers: normalisation std (default: the model's own)")
-    parser.add_argument("--crop-pct", type=float, default=None, help="timm: centre-crop fraction, 1 for none (default: the model's own)")
+    parser.add_argument("--mean", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers, ONNX (required): normalisation mean of [0, 1] pixels (default: the model's own)")
+    parser.add_argument("--std", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers, ONNX (required): normalisation std (default: the model's own)")
+    parser.add_argument("--crop-pct", type=float, default=None, help="timm, ONNX: centre-crop fraction, 1 for none (default: the model's own; ONNX: none)")
     parser.add_argument(
         "--interpolation", default=None, choices=("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming"),
-        help="timm: resize interpolation (default: the model's own)",
+        help="timm, ONNX: resize interpolation (default: the model's own; ONNX: Backdrop's area resize)",
     )  # fmt: skip
     parser.add_argument("--replace", action="store_true", help="overwrite a model of the same name")
 
@@ -104,7 +105,14 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
     """Register the model :func:`add_registration_options` describe as ``name`` (given as ``flag``); the library checks the
     files (``torch.load(weights_only=True)``, a forward pass) before anything is stored. Returns its spec."""
     from analytics.data import parse_label_space
-    from analytics.models import register_efficientnet_lite, register_timm, register_torchscript, register_torchvision, register_transformers
+    from analytics.models import (
+        register_efficientnet_lite,
+        register_onnx,
+        register_timm,
+        register_torchscript,
+        register_torchvision,
+        register_transformers,
+    )
 
     if args.arch in LITE_ARCHS:
         if name not in (None, args.arch):
@@ -126,9 +134,14 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
             workspace, name, arch=args.arch.removeprefix(TIMM_PREFIX), checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size,
             mean=args.mean, std=args.std, crop_pct=args.crop_pct, interpolation=args.interpolation, replace=args.replace,
         )  # fmt: skip
+    if args.arch == "onnx":
+        return register_onnx(
+            workspace, name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size, mean=args.mean, std=args.std,
+            crop_pct=args.crop_pct, interpolation=args.interpolation, replace=args.replace,
+        )  # fmt: skip
     own = [flag for flag, value in (("--mean", args.mean), ("--std", args.std), ("--crop-pct", args.crop_pct), ("--interpolation", args.interpolation)) if value is not None]
     if own:
-        raise InvalidInputError(f"{', '.join(own)}: only for models that read their own preprocessing (timm:NAME, transformers); {args.arch} uses Backdrop's")
+        raise InvalidInputError(f"{', '.join(own)}: only for models that read their own preprocessing (timm:NAME, transformers, onnx); {args.arch} uses Backdrop's")
     if args.arch == "torchscript":
         return register_torchscript(
             workspace, name, checkpoint=args.checkpoint, label_space=labels, input_size=args.input_size or 224,

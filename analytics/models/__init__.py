@@ -3,9 +3,9 @@
 Modules, lowest first: :mod:`.spec` (what a registered model is; reading specs back),
 :mod:`.transforms` (a model's own resize, crop and normalisation), :mod:`.checkpoints` (reading and
 copying weights), :mod:`.timm_source` (timm models), :mod:`.transformers_source` (transformers
-folders), :mod:`.networks` (every source's network), :mod:`.conv_map` (the authors' last-conv-map
+folders), :mod:`.onnx_source` (ONNX files), :mod:`.networks` (every source's network), :mod:`.conv_map` (the authors' last-conv-map
 statistics), :mod:`.loaded` (running a model), :mod:`.registry` (registering, removing, loading),
-:mod:`.libraries` (registering timm and transformers models).
+:mod:`.libraries` (registering timm, transformers and ONNX models).
 """
 
 from .checkpoints import (
@@ -18,7 +18,7 @@ from .conv_map import (
     conv_map_problem,
     conv_map_statistics,
 )
-from .libraries import register_timm, register_transformers
+from .libraries import register_onnx, register_timm, register_transformers
 from .loaded import (
     CPU_MICRO_BATCH,
     LoadedModel,
@@ -83,6 +83,7 @@ __all__ = [
     "register_efficientnet_lite",
     "register_head",
     "register_model",
+    "register_onnx",
     "register_timm",
     "register_transformers",
     "register_torchscript",

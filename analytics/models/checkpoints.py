@@ -236,6 +236,6 @@ def _pin_checkpoint(workspace: Workspace, spec: ModelSpec) -> ModelSpec:
     """A spec whose checkpoint file lies outside the workspace, with the file copied in (content
     addressed): the spec, and so the model's content key, then names the weights' bytes."""
     path = Path(spec.checkpoint)
-    if spec.source not in ("torchvision", "torchscript", "timm", "transformers") or not path.is_absolute() or not path.exists():
+    if spec.source not in ("torchvision", "torchscript", "timm", "transformers", "onnx") or not path.is_absolute() or not path.exists():
         return spec
     return dataclasses.replace(spec, checkpoint=_copy_checkpoint(workspace, path), origin=spec.origin or str(path))

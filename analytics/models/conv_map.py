@@ -29,6 +29,7 @@ from analytics.workspace import Workspace
 
 from .checkpoints import _checkpoint_path
 from .networks import _HeadClassifier, _LiteClassifier, _ScriptedClassifier, _SplitClassifier
+from .onnx_source import NO_GRADIENTS, _OnnxClassifier
 from .spec import ModelSpec, get_model_spec
 from .timm_source import _TimmClassifier, timm_feature_layer
 from .transformers_source import _TransformersClassifier, feature_map_problem, transformers_feature_layer
@@ -67,6 +68,8 @@ def conv_map_tap(network: nn.Module) -> tuple[nn.Module, bool]:
         network = network.backbone
     if isinstance(network, _ScriptedClassifier):
         raise InvalidInputError(f"{_TORCHSCRIPT}, so its last convolutional map cannot be read")
+    if isinstance(network, _OnnxClassifier):
+        raise InvalidInputError(f"{NO_GRADIENTS}, so its last convolutional map cannot be read")
     if isinstance(network, _LiteClassifier):
         return network.net._avg_pooling, True
     if isinstance(network, _TimmClassifier):  # the last stage of timm's feature_info, the map its head pools
@@ -134,6 +137,8 @@ def conv_map_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
         return _TORCHSCRIPT
     if spec.source == "timm":
         return _timm_problem(spec)
+    if spec.source == "onnx":
+        return f"{NO_GRADIENTS}, so its last convolutional map cannot be read"
     if spec.source == "transformers":
         return feature_map_problem(_checkpoint_path(workspace, spec))
     if spec.source != "torchvision":  # EfficientNet-Lite

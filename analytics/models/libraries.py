@@ -1,5 +1,5 @@
-"""Registering models that other libraries build and preprocess for: timm (:mod:`.timm_source`)
-and transformers (:mod:`.transformers_source`).
+"""Registering models that other libraries build and preprocess for: timm (:mod:`.timm_source`),
+transformers (:mod:`.transformers_source`) and ONNX Runtime (:mod:`.onnx_source`).
 
 Each source reads its own preprocessing (an :class:`~.transforms.ImageTransform` stored in the
 spec); a value the model's files do not give comes from a flag (``--input-size``, ``--mean``,
@@ -22,6 +22,7 @@ from analytics.team import require_permission
 from analytics.workspace import Workspace
 
 from .checkpoints import _check_classes, read_state_dict
+from .onnx_source import _OnnxClassifier, onnx_transform, read_onnx_graph
 from .registry import _check_spec, _register_copied
 from .spec import ModelSpec
 from .timm_source import _TimmClassifier, build_timm, check_timm_arch, check_timm_transform, read_timm_transform
@@ -154,6 +155,59 @@ def register_transformers(
         _, embedding = network(torch.zeros(1, 3, size, size))
     embedding_layer = f"input of the classifier {head!r} ({embedding.shape[1]}-d, the pooled representation it classifies)"
     spec = _transformed_spec(name, "transformers", type(model).__name__, path, label_space, size, transform, embedding_layer)
+    return _register_copied(workspace, spec, network, path, replace)
+
+
+def register_onnx(
+    workspace: Workspace,
+    name: str,
+    *,
+    checkpoint: str | os.PathLike,
+    label_space: LabelSpace,
+    input_size: int | None = None,
+    mean: tuple[float, float, float] | None = None,
+    std: tuple[float, float, float] | None = None,
+    crop_pct: float | None = None,
+    interpolation: str | None = None,
+    replace: bool = False,
+) -> ModelSpec:
+    """Register an ONNX classifier (copied into the workspace), run by ONNX Runtime.
+
+    Parameters
+    ----------
+    checkpoint : path-like
+        One self-contained ``.onnx`` file: one float image input (n, 3, s, s) or (n, s, s, 3), the
+        logits as first output, optionally the embedding as a second 2-D output.
+    label_space : LabelSpace
+        One name per logit (a labels file, or imagenet / in9).
+    input_size : int or None
+        Needed when the graph's side is dynamic; must match a fixed one.
+    mean, std : three floats
+        Required: the graph does not record its normalisation.
+    crop_pct, interpolation : optional
+        A centre crop and resize as torchvision's ``Resize`` + ``CenterCrop`` on PIL images; without
+        them Backdrop's own resize (area averaging) to the input side.
+    replace : bool, default=False
+
+    Raises
+    ------
+    InvalidInputError
+        An unreadable or refused graph (external weights, custom operators), a missing preprocessing
+        value (naming its flag), a label space of the wrong size, or a forward pass that fails.
+    """
+    require_permission(workspace, "register_models")
+    path = Path(checkpoint).resolve()
+    graph = read_onnx_graph(path)
+    size, transform = onnx_transform(graph, path, input_size=input_size, mean=mean, std=std, crop_pct=crop_pct, interpolation=interpolation)
+    network = _OnnxClassifier(path, graph)
+    logits, embedding = network(torch.zeros(max(graph.batch or 1, 1), 3, size, size))
+    if logits.shape[1] != len(label_space.names):
+        raise InvalidInputError(
+            f"{path}: the graph has {logits.shape[1]} outputs but the {label_space.kind} label space has {len(label_space.names)}; "
+            "choose the label space the model was trained on (--labels)"
+        )
+    embedding_layer = f"second output of the graph ({embedding.shape[1]}-d)" if graph.embedding else "logits (the graph has no second output)"
+    spec = _transformed_spec(name, "onnx", "onnx", path, label_space, size, transform, embedding_layer)
     return _register_copied(workspace, spec, network, path, replace)
 
 

@@ -26,6 +26,7 @@ from analytics.exceptions import InvalidInputError
 
 from .conv_map import ConvStatsNetwork
 from .networks import _HeadClassifier, _last_conv_block, _ScriptedClassifier
+from .onnx_source import NO_GRADIENTS
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 from .transforms import resize_images
 
@@ -219,10 +220,20 @@ class LoadedModel:
             raise InvalidInputError(f"model {self.spec.name!r} has no last-conv-map signals: {err}") from err
 
     def _cpu_network(self, network: nn.Module, batch: torch.Tensor, conv_stats: bool) -> nn.Module:
+        if not getattr(network, "freezable", True):  # an ONNX Runtime session: nothing to trace
+            return network
         key = (tuple(batch.shape[1:]), conv_stats)
         if key not in self._frozen:
             self._frozen[key] = freeze_for_cpu(network, batch)
         return self._frozen[key]
+
+    @property
+    def gradient_problem(self) -> str | None:
+        """Why gradients cannot flow through the model (saliency then offers the perturbation
+        methods only), or None: ONNX models run in ONNX Runtime, which computes none."""
+        if self.spec.source == "onnx":
+            return f"model {self.spec.name!r} is ONNX: {NO_GRADIENTS}"
+        return None
 
     @property
     def gradcam_layer(self) -> nn.Module:

@@ -24,6 +24,9 @@ embedding is the representation right before the classifier head (Liao & Chen, Â
 ``transformers``
     A ``save_pretrained`` folder with safetensors weights (:mod:`.transformers_source`).
     Embedding: the input of its classifier (a forward pre-hook).
+``onnx``
+    An ONNX file run by ONNX Runtime (:mod:`.onnx_source`). Embedding: a second 2-D output, else
+    the logits. No gradients, no hooks.
 ``head``
     A head on the embedding of another registered model (the backbone), its arrays in the workspace
     array store: linear (its embedding is the backbone's), or with one ReLU hidden layer (its
@@ -47,6 +50,7 @@ from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.workspace import Workspace
 
 from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
+from .onnx_source import NO_GRADIENTS, _OnnxClassifier, onnx_network
 from .spec import LITE_VARIANTS, ModelSpec, get_model_spec
 from .timm_source import _TimmClassifier, timm_feature_layer, timm_network
 from .transformers_source import _TransformersClassifier, transformers_feature_layer, transformers_network
@@ -152,6 +156,8 @@ def _last_conv_block(network: nn.Module) -> nn.Module:
         return timm_feature_layer(network)
     if isinstance(network, _TransformersClassifier):
         return transformers_feature_layer(network)
+    if isinstance(network, _OnnxClassifier):
+        raise InvalidInputError(f"{NO_GRADIENTS}, so GradCAM has no layer to read")
     body = network.body if isinstance(network, _SplitClassifier) else network
     for attribute in ("layer4", "features", "trunk_output"):  # ResNet; VGG/MobileNet/EfficientNet/â€¦; RegNet
         if isinstance(getattr(body, attribute, None), nn.Module):
@@ -291,6 +297,7 @@ _BUILDERS = {
     "head": _head_network,
     "timm": timm_network,
     "transformers": transformers_network,
+    "onnx": onnx_network,
 }
 
 

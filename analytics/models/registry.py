@@ -130,6 +130,8 @@ def _check_forward(network: nn.Module, spec: ModelSpec) -> None:
 def _count_params(network: nn.Module, spec: ModelSpec) -> int:
     if isinstance(network, _HeadClassifier):
         return int(sum(p.numel() for p in network.layers.parameters()))
+    if hasattr(network, "n_params"):  # an ONNX graph: its initializers, not torch parameters
+        return int(network.n_params)
     return int(sum(p.numel() for p in network.parameters()))
 
 

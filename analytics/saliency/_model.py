@@ -73,6 +73,9 @@ def explainer(model: Any, method: str, **settings: Any) -> AttributionMethod:
     unknown = sorted(set(settings) - known)
     if unknown:
         raise InvalidInputError(f"{method} has no setting {', '.join(unknown)}; its settings are {', '.join(sorted(known))}")
+    problem = getattr(model, "gradient_problem", None)
+    if cls.needs_gradients and problem:
+        raise InvalidInputError(f"{cls.name} back-propagates, but {problem}; the perturbation methods (occlusion, RISE) read only its outputs")
     if cls.black_baseline and "baseline" not in settings:
         settings["baseline"] = black_input(model)
     return cls(logits_module(model), layer=model.gradcam_layer if cls.needs_layer else None, **settings)
@@ -92,7 +95,9 @@ def available_methods(model: Any) -> list[str]:
     A method is available when :func:`explainer` can build it for the model: TorchScript models
     accept no hooks and expose no layers, so the CAM methods (which read ``model.gradcam_layer``)
     and guided backprop (which hooks ReLU modules) are left out for them; a network without a
-    convolution has no CAM either.
+    convolution has no CAM either; an ONNX model runs in ONNX Runtime, which computes no
+    gradients (``model.gradient_problem``), so only occlusion and RISE remain.
+    :func:`unavailable_methods` says why each other method is left out.
 
     Parameters
     ----------
@@ -104,14 +109,26 @@ def available_methods(model: Any) -> list[str]:
         Keys of :data:`analytics.saliency.METHODS`; never empty (the plain gradient needs only
         the forward pass).
     """
-    runnable = []
+    missing = unavailable_methods(model)
+    return [key for key in CLEAREST_FIRST if key not in missing]
+
+
+def unavailable_methods(model: Any) -> dict[str, str]:
+    """The attribution methods a loaded model cannot run, each with why (:func:`explainer`'s message).
+
+    Returns
+    -------
+    dict of str to str
+        Method key -> one line, clearest first (``{'saliency': "Saliency back-propagates, but model
+        'm' is ONNX: it runs in ONNX Runtime, which computes no gradients …"}`` for an ONNX model).
+    """
+    reasons = {}
     for key in CLEAREST_FIRST:
         try:
             explainer(model, key)
-        except InvalidInputError:
-            continue
-        runnable.append(key)
-    return runnable
+        except InvalidInputError as err:
+            reasons[key] = str(err)
+    return reasons
 
 
 def black_input(model: Any) -> Tensor:

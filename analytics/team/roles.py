@@ -16,7 +16,7 @@ ROLES = ("admin", "analyst", "annotator", "viewer")
 #: Permission -> what it allows, as the end of "may not ...".
 ACTIONS = {
     "manage_users": "manage user accounts",
-    "register_models": "register, replace or delete models (TorchScript is code)",
+    "register_models": "register, replace or delete models (TorchScript and ONNX are code)",
     "import_data": "import targets or backgrounds",
     "server_paths": "read files from paths on the server",
     "build_suites": "build keywords, ontologies or suites",

@@ -1,0 +1,202 @@
+"""The ``onnx`` source: an ONNX file run by ONNX Runtime (``CPUExecutionProvider``;
+``CUDAExecutionProvider`` for CUDA batches when the installed runtime has it).
+
+Read from the graph: the one image input's name, layout (NCHW or NHWC, the axis of size 3) and
+side (a dynamic side needs ``--input-size``), a fixed batch size if any, and the outputs: the
+first is the logits, a second 2-D output the embedding (else the logits serve as embedding, as for
+TorchScript). An ONNX graph says nothing of its preprocessing: ``--mean`` and ``--std`` are
+required; without ``--crop-pct`` or ``--interpolation`` the image is resized as Backdrop resizes
+for torchvision models (area averaging), with them as torchvision's ``Resize`` + ``CenterCrop``
+on a PIL image (Pillow, bilinear unless told).
+
+Safety: ONNX is treated as code (admins only in team mode, as TorchScript). Custom operator
+libraries are never registered, and a graph whose operators come from a domain other than ONNX's
+own or ONNX Runtime's contrib ops (``com.microsoft``) is refused, as is one whose weights lie in
+external files. ONNX Runtime computes no gradients: saliency offers the perturbation methods only
+(occlusion, RISE), and there are no hooks, so no GradCAM and no conv-map signals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from analytics.exceptions import InvalidInputError
+from analytics.workspace import Workspace
+
+from .checkpoints import _checkpoint_path
+from .spec import ModelSpec
+from .transforms import ImageTransform
+
+#: Operator domains ONNX Runtime runs without a custom operator library.
+_BUILT_IN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training")
+#: Why an ONNX model has no gradient methods, no hooks and no conv map (saliency and the conv signals say it).
+NO_GRADIENTS = "it runs in ONNX Runtime, which computes no gradients and exposes no layers to hook"
+_FLOAT = 1  # onnx.TensorProto.FLOAT
+
+
+@dataclass(frozen=True)
+class OnnxGraph:
+    """What Backdrop reads from an ONNX graph.
+
+    Attributes
+    ----------
+    input_name : str
+    layout : {'nchw', 'nhwc'}
+    size : int or None
+        The square input's side, None when dynamic.
+    batch : int or None
+        A fixed batch size, None when dynamic.
+    n_outputs : int or None
+        Classes of the first output when the graph fixes them.
+    embedding : bool
+        Whether a second, 2-D output exists (read as the embedding).
+    n_params : int
+        Elements of the graph's initializers (its weights).
+    """
+
+    input_name: str
+    layout: str
+    size: int | None
+    batch: int | None
+    n_outputs: int | None
+    embedding: bool
+    n_params: int
+
+
+def read_onnx_graph(path: Path) -> OnnxGraph:
+    """Read and check an ONNX file's graph (no session is made, nothing runs).
+
+    Raises
+    ------
+    InvalidInputError
+        Not an ONNX file, external weights, operators of another domain, not one float image input
+        of shape (n, 3, s, s) or (n, s, s, 3), or a first output that is not (n, classes).
+    """
+    import onnx  # imported only when an ONNX model is read
+
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: ONNX file not found")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as err:  # noqa: BLE001 - protobuf raises its own DecodeError, among others
+        raise InvalidInputError(f"{path}: not a readable ONNX file ({type(err).__name__}: {str(err)[:150]}); export it with torch.onnx.export") from err
+    graph = model.graph
+    external = [t.name for t in graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    if external:
+        raise InvalidInputError(f"{path}: its weights lie in external files ({external[0]}, …); save one self-contained file (onnx.save(model, path))")
+    domains = sorted({node.domain for node in _nodes(graph)} - set(_BUILT_IN_DOMAINS))
+    if domains:
+        raise InvalidInputError(
+            f"{path}: uses operators of the domain {domains[0]!r}, which need a custom operator library; Backdrop never loads one: export with standard ONNX operators"
+        )
+    weights = {t.name for t in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in weights]
+    if len(inputs) != 1:
+        raise InvalidInputError(f"{path}: the graph has {len(inputs)} inputs ({', '.join(i.name for i in inputs)}); Backdrop feeds one image batch")
+    image = inputs[0]
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in image.type.tensor_type.shape.dim]
+    if image.type.tensor_type.elem_type != _FLOAT or len(dims) != 4 or 3 not in (dims[1], dims[3]):
+        shape = "x".join("?" if d is None else str(d) for d in dims)
+        raise InvalidInputError(f"{path}: input {image.name!r} ({shape}) is not a float image batch of shape (n, 3, s, s) or (n, s, s, 3)")
+    layout = "nchw" if dims[1] == 3 else "nhwc"
+    height, width = (dims[2], dims[3]) if layout == "nchw" else (dims[1], dims[2])
+    if height != width:
+        raise InvalidInputError(f"{path}: input {image.name!r} is {height}x{width}, not square; Backdrop feeds square images")
+    outputs = [[d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim] for o in graph.output]
+    if not outputs or len(outputs[0]) != 2:
+        raise InvalidInputError(f"{path}: the first output is not (batch, classes) logits; export the classifier's logits first")
+    return OnnxGraph(
+        input_name=image.name, layout=layout, size=height, batch=dims[0] or None, n_outputs=outputs[0][1],
+        embedding=len(outputs) > 1 and len(outputs[1]) == 2, n_params=int(sum(math.prod(t.dims) for t in graph.initializer)),
+    )  # fmt: skip
+
+
+def _nodes(graph):
+    """Every node of a graph and its subgraphs (If / Loop bodies)."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for sub in [attribute.g, *attribute.graphs] if attribute.HasField("g") else attribute.graphs:
+                yield from _nodes(sub)
+
+
+class _OnnxClassifier(nn.Module):
+    """An ONNX Runtime session as a Backdrop network: ``(logits, embedding)`` tensors on the input's device.
+
+    Not traced or frozen (:attr:`freezable`), no gradients, no hooks (:data:`NO_GRADIENTS`).
+    """
+
+    freezable = False
+
+    def __init__(self, path: Path, graph: OnnxGraph) -> None:
+        super().__init__()
+        self.path, self.graph = path, graph
+        self.n_params = graph.n_params
+        self._sessions: dict[str, object] = {}
+
+    def _session(self, device: torch.device):
+        import onnxruntime as ort  # imported only when an ONNX model runs
+
+        provider = "CUDAExecutionProvider" if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers() else "CPUExecutionProvider"
+        if provider not in self._sessions:
+            providers = [provider, "CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [provider]
+            try:
+                self._sessions[provider] = ort.InferenceSession(str(self.path), ort.SessionOptions(), providers=providers)
+            except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
+                raise InvalidInputError(f"{self.path}: ONNX Runtime cannot load it ({type(err).__name__}: {str(err)[:200]})") from err
+        return self._sessions[provider]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        session = self._session(x.device)
+        batch = x.detach().float()
+        if self.graph.layout == "nhwc":
+            batch = batch.permute(0, 2, 3, 1)
+        array = np.ascontiguousarray(batch.cpu().numpy())
+        step = self.graph.batch or max(len(array), 1)
+        parts = []
+        for start in range(0, len(array), step):
+            chunk = array[start : start + step]
+            padded = np.concatenate([chunk, np.zeros((step - len(chunk), *chunk.shape[1:]), np.float32)]) if len(chunk) < step else chunk
+            outputs = session.run(None, {self.graph.input_name: padded})
+            parts.append([np.asarray(o)[: len(chunk)] for o in outputs[: 2 if self.graph.embedding else 1]])
+        logits = torch.from_numpy(np.concatenate([p[0] for p in parts])).float().to(x.device)
+        embedding = torch.from_numpy(np.concatenate([p[1] for p in parts])).float().to(x.device) if self.graph.embedding else logits
+        return logits, embedding.flatten(1)
+
+
+def onnx_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+    """The registered ONNX model as a ``(logits, embedding)`` module."""
+    path = _checkpoint_path(workspace, spec)
+    return _OnnxClassifier(path, read_onnx_graph(path))
+
+
+def onnx_transform(
+    graph: OnnxGraph, path: Path, *, input_size: int | None, mean, std, crop_pct: float | None, interpolation: str | None
+) -> tuple[int, ImageTransform]:
+    """The preprocessing of an ONNX model from the flags (the graph gives only its input side)."""
+    size = graph.size or input_size
+    missing = [flag for flag, value in (("--input-size", size), ("--mean", mean), ("--std", std)) if value is None]
+    if missing:
+        what = {"--input-size": "its input side (dynamic in the graph)", "--mean": "the normalisation mean", "--std": "the normalisation std"}
+        raise InvalidInputError(
+            f"{path}: an ONNX graph does not record {', '.join(what[m] for m in missing)}; give {', '.join(missing)} "
+            "(e.g. --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 for ImageNet training)"
+        )
+    if graph.size and input_size and input_size != graph.size:
+        raise InvalidInputError(f"{path}: --input-size {input_size} differs from the graph's fixed input side {graph.size}; leave it out")
+    if crop_pct is None and interpolation is None:
+        return size, ImageTransform(mean, std, size, 0, "area", "opencv", "--mean/--std, Backdrop's resize")
+    crop = 1.0 if crop_pct is None else float(crop_pct)
+    if not 0 < crop <= 1:
+        raise InvalidInputError(f"crop_pct must be in (0, 1]; got {crop} (fix --crop-pct)")
+    resize = math.floor(size / crop)  # torchvision Resize(floor(size / crop)) + CenterCrop(size), as timm's eval transform
+    transform = ImageTransform(
+        mean, std, resize, int(round((resize - size) / 2.0)), interpolation or "bilinear", "pil", "--mean/--std, --crop-pct/--interpolation (torchvision on PIL)"
+    )
+    return size, transform

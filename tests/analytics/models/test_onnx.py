@@ -1,0 +1,171 @@
+"""The ONNX source: a torchvision resnet18 (random weights) exported with ``torch.onnx.export`` and
+run by ONNX Runtime gives the logits the same weights give as a torchvision model; the graph's
+layout, fixed batch and second output are read; only perturbation saliency is offered (and why);
+the refusals name the flag or the fix."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torchvision
+from torch import nn
+
+from analytics.cli import main
+from analytics.data import custom_label_space
+from analytics.exceptions import PermissionDeniedError
+from analytics.models import IMAGENET_MEAN, IMAGENET_STD, conv_map_problem, get_model_spec, load_model, register_onnx, register_torchvision
+from analytics.saliency import available_methods, explain, unavailable_methods
+from analytics.team import User
+from analytics.workspace import Workspace
+from tests.fixtures.cli import cli_error, workspace_state
+
+IMAGENET = ["--mean", ",".join(map(str, IMAGENET_MEAN)), "--std", ",".join(map(str, IMAGENET_STD))]
+
+
+def export(module: nn.Module, path, example: torch.Tensor, *, outputs=("logits",), dynamic: dict | None = None):
+    """``torch.onnx.export`` as a team runs it (the TorchScript-based exporter: no onnxscript here)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch deprecates this exporter in favour of dynamo, which needs onnxscript
+        torch.onnx.export(module.eval(), (example,), str(path), input_names=["pixels"], output_names=list(outputs), dynamic_axes=dynamic, dynamo=False)
+    return path
+
+
+class _ChannelsLastWithEmbedding(nn.Module):
+    """resnet18 taking NHWC images and returning (logits, pooled features)."""
+
+    def __init__(self, resnet: nn.Module) -> None:
+        super().__init__()
+        self.resnet = resnet
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r = self.resnet
+        x = x.permute(0, 3, 1, 2)
+        x = r.layer4(r.layer3(r.layer2(r.layer1(r.maxpool(r.relu(r.bn1(r.conv1(x))))))))
+        features = torch.flatten(r.avgpool(x), 1)
+        return r.fc(features), features
+
+
+@pytest.fixture(scope="module")
+def team_files(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("onnx")
+    torch.manual_seed(0)
+    resnet = torchvision.models.resnet18(weights=None, num_classes=3).eval()
+    torch.save(resnet.state_dict(), root / "resnet18.pt")
+    batch = {0: "batch"}
+    plain = export(resnet, root / "resnet18.onnx", torch.zeros(1, 3, 224, 224), dynamic={"pixels": batch, "logits": batch})
+    nhwc = export(_ChannelsLastWithEmbedding(resnet), root / "nhwc.onnx", torch.zeros(1, 64, 64, 3), outputs=("logits", "features"))
+    free = export(resnet, root / "free.onnx", torch.zeros(1, 3, 64, 64), dynamic={"pixels": {0: "b", 2: "h", 3: "w"}, "logits": batch})
+    (root / "labels.txt").write_text("cat\ndog\nbird\n")
+    return {"resnet": resnet, "state": root / "resnet18.pt", "onnx": plain, "nhwc": nhwc, "free": free, "labels": custom_label_space(root / "labels.txt")}
+
+
+def test_onnx_logits_equal_the_torchvision_models_on_real_photos(tmp_path, team_files, photos):
+    workspace = Workspace(tmp_path / "ws")
+    labels = team_files["labels"]
+    register_torchvision(workspace, "tv", arch="resnet18", checkpoint=team_files["state"], label_space=labels)
+    spec = register_onnx(workspace, "ox", checkpoint=team_files["onnx"], label_space=labels, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    assert (spec.source, spec.input_size, spec.preprocessing, spec.transform.resampler) == ("onnx", 224, "transform", "opencv")
+    n_torch = sum(p.numel() for p in team_files["resnet"].parameters())
+    assert 0.99 < spec.n_params / n_torch < 1  # the graph's initializers: the exporter folds batch norms into the convolutions
+    assert spec.embedding_layer == "logits (the graph has no second output)" and (workspace.root / spec.checkpoint).is_file()
+    torchvision_model, onnx_model = load_model(workspace, "tv", device="cpu"), load_model(workspace, "ox", device="cpu")
+    for images in photos:
+        inputs = onnx_model.preprocess(images)
+        np.testing.assert_array_equal(inputs.numpy(), torchvision_model.preprocess(images).numpy())  # the same preprocessing
+        logits, embedding = onnx_model.run_batch(inputs)
+        with torch.no_grad():
+            expected = team_files["resnet"](inputs).numpy()
+        np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(logits.numpy(), torchvision_model.run_batch(inputs)[0].numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(embedding.numpy(), logits.numpy())
+    # saliency: perturbation methods only, and it says why the others are absent
+    assert available_methods(onnx_model) == ["occlusion", "rise"]
+    reasons = unavailable_methods(onnx_model)
+    assert set(reasons) == {"gradcam", "gradcam_plus_plus", "integrated_gradients", "guided_backprop", "input_x_gradient", "saliency"}
+    assert "ONNX Runtime, which computes no gradients" in reasons["saliency"] and "ONNX Runtime" in reasons["gradcam"]
+    masks = np.zeros((2, 256, 256), bool)
+    masks[:, 64:192, 64:192] = True
+    result = explain(onnx_model, photos[0], masks, [[0], [1]], method="occlusion", settings={"window": 56, "stride": 56}, faithfulness_steps=2)
+    assert result.maps.shape == (2, 256, 256) and np.isfinite(result.summary()["inside_share"])
+    assert "ONNX Runtime" in conv_map_problem(workspace, spec)
+
+
+def test_the_graph_gives_layout_fixed_batch_and_embedding(tmp_path, team_files, photos, capsys):
+    workspace = Workspace(tmp_path / "ws")
+    argv = ["add-model", "--workspace", str(workspace.root), "--name", "nhwc", "--arch", "onnx", "--checkpoint", str(team_files["nhwc"]),
+            "--labels", str(tmp_path / "l.txt"), "--crop-pct", "0.875", "--interpolation", "bicubic", *IMAGENET, "--json"]  # fmt: skip
+    (tmp_path / "l.txt").write_text("a\nb\nc\n")
+    assert main(argv) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["input_size"] == 64 and shown["preprocessing"].startswith("resize 73 bicubic (pil), centre crop 64")
+    spec = get_model_spec(workspace, "nhwc")
+    assert spec.embedding_layer == "second output of the graph (512-d)"
+    model = load_model(workspace, "nhwc", device="cpu")
+    images = photos[1][:2].repeat(2, axis=0)[:3]  # 3 images through a graph fixed at batch 1
+    inputs = model.preprocess(images)
+    logits, embedding = model.run_batch(inputs)
+    with torch.no_grad():
+        expected_logits, expected_embedding = _ChannelsLastWithEmbedding(team_files["resnet"])(inputs.permute(0, 2, 3, 1).contiguous())
+    np.testing.assert_allclose(logits.numpy(), expected_logits.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(embedding.numpy(), expected_embedding.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _custom_domain(source, path):
+    model = onnx.load(str(source))
+    model.graph.node.append(onnx.helper.make_node("Mystery", ["logits"], ["mystery"], domain="com.example.ops"))
+    model.opset_import.append(onnx.helper.make_opsetid("com.example.ops", 1))
+    onnx.save(model, str(path))
+
+
+def _external(source, path):
+    onnx.save(onnx.load(str(source)), str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "words"),
+    [
+        ("plain", [], "does not record the normalisation mean, the normalisation std; give --mean, --std"),
+        ("free", IMAGENET, "does not record its input side (dynamic in the graph); give --input-size"),
+        ("garbage", IMAGENET, "not a readable ONNX file"),
+        ("custom", IMAGENET, "domain 'com.example.ops', which need a custom operator library"),
+        ("external", IMAGENET, "its weights lie in external files"),
+        ("labels", [*IMAGENET, "--labels", "imagenet"], "the graph has 3 outputs but the imagenet label space has 1000"),
+        ("size", [*IMAGENET, "--input-size", "128"], "--input-size 128 differs from the graph's fixed input side 224"),
+    ],
+)
+def test_onnx_refusals_are_one_line_and_change_nothing(tmp_path, team_files, capsys, case, extra, words):
+    path = tmp_path / "model.onnx"
+    if case == "garbage":
+        path.write_bytes(b"\x08\x07not a protobuf" * 10)
+    elif case == "custom":
+        _custom_domain(team_files["onnx"], path)
+    elif case == "external":
+        _external(team_files["onnx"], path)
+    else:
+        path = team_files["free" if case == "free" else "onnx"]
+    workspace = Workspace(tmp_path / "ws")
+    before = workspace_state(workspace)
+    labels = [] if "--labels" in extra else ["--labels", str(tmp_path / "l.txt")]
+    (tmp_path / "l.txt").write_text("a\nb\nc\n")
+    line = cli_error(["add-model", "--workspace", str(workspace.root), "--name", "m", "--arch", "onnx", "--checkpoint", str(path), *labels, *extra], capsys)
+    assert words in line and str(path) in line
+    assert workspace_state(workspace) == before
+
+
+def test_onnx_with_a_dynamic_side_takes_input_size(tmp_path, team_files):
+    workspace = Workspace(tmp_path / "ws")
+    spec = register_onnx(workspace, "free", checkpoint=team_files["free"], label_space=team_files["labels"], input_size=96, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    assert spec.input_size == 96 and load_model(workspace, "free", device="cpu").predict(np.zeros((1, 100, 100, 3), np.uint8)).probabilities.shape == (1, 3)
+
+
+def test_only_admins_register_onnx(tiny_workspace, team_files):
+    analyst = tiny_workspace.acting_as(User("someone-analyst", "analyst", False, "", ""))
+    with pytest.raises(PermissionDeniedError, match="admin"):
+        register_onnx(analyst, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"], mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    admin = tiny_workspace.acting_as(User("someone-admin", "admin", False, "", ""))
+    assert register_onnx(admin, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"], mean=IMAGENET_MEAN, std=IMAGENET_STD).source == "onnx"

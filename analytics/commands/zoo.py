@@ -39,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     zoo.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
     zoo.set_defaults(handler=run_zoo)
 
-    assess = subparsers.add_parser("assess", help="evaluate the automated assessors (random forest, AdaBoost) on the matrices vs the same learners on the accuracy statistics and the worst-case threshold")
+    assess = subparsers.add_parser(
+        "assess", help="evaluate the automated assessors (random forest, AdaBoost) on the matrices vs the same learners on the accuracy statistics and the worst-case threshold"
+    )
     assess.add_argument("--labels", choices=LABEL_SOURCES, required=True, help="human: consensus where recorded, else majority vote of the judgments; construction: the zoo's construction labels")
     assess.add_argument("--repeats", type=int, default=10, help="random 2/3-1/3 splits (default 10)")
     assess.add_argument("--suite", default=None, help="suite whose runs give the matrices and, with --labels human, whose judgments give the labels "

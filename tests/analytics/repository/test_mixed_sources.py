@@ -1,0 +1,38 @@
+"""One repository holding a model of every source (TorchScript, timm, transformers, ONNX) runs over
+one suite like any other: each model reads the suite's composites through its own preprocessing
+and gets a finished run."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torchvision
+
+from analytics.data import custom_label_space
+from analytics.models import IMAGENET_MEAN, IMAGENET_STD, register_onnx, register_timm, register_transformers
+from analytics.repository import create_repository, repository_status, run_repository
+from analytics.runs import list_runs
+from tests.analytics.models.test_onnx import export
+from tests.analytics.models.test_timm import team_model
+from tests.analytics.models.test_transformers import save_vit
+from tests.fixtures.models import CLASSES, SIZE, TINY_SUITE, write_labels
+
+
+def test_a_repository_of_every_source_runs_over_one_suite(tiny_model_workspace, tmp_path):
+    workspace = tiny_model_workspace  # the TorchScript model 'tiny' and the suite 'tiny-suite'
+    labels = custom_label_space(write_labels(tmp_path / "labels.txt"))
+    timm_path = tmp_path / "timm.pth"
+    torch.save(team_model("resnet18", len(CLASSES)).state_dict(), timm_path)
+    register_timm(workspace, "timm-r18", arch="resnet18", checkpoint=timm_path, label_space=labels, input_size=SIZE)
+    register_transformers(workspace, "hf-vit", folder=save_vit(tmp_path / "vit", size=SIZE, labels=dict(enumerate(CLASSES))))
+    torch.manual_seed(1)
+    onnx_path = export(torchvision.models.resnet18(weights=None, num_classes=len(CLASSES)), tmp_path / "r18.onnx", torch.zeros(1, 3, SIZE, SIZE))
+    register_onnx(workspace, "onnx-r18", checkpoint=onnx_path, label_space=labels, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    members = ["tiny", "timm-r18", "hf-vit", "onnx-r18"]
+    create_repository(workspace, "sources", members)
+    report = run_repository(workspace, "sources", TINY_SUITE, device="cpu", batch_size=8)
+    assert sorted(report["done"]) == sorted(members) and not report["failed"]
+    status = repository_status(workspace, "sources", TINY_SUITE).set_index("model")
+    assert (status.loc[members, "status"] == "done").all() and status.loc[members, "images"].nunique() == 1
+    runs = list_runs(workspace, suite_id=TINY_SUITE).set_index("model")
+    assert set(members) <= set(runs.index) and np.isfinite(runs.loc[members, "accuracy"].astype(float)).all()

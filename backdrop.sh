@@ -84,6 +84,8 @@ case "${1:-}" in
       log "BACKDROP_REQUIRE_ASSETS=1 but ../shared/reference (the real reference data) is missing: stopping"; exit 1
     fi
     cd "$ROOT"
+    log "ruff check (the lint rules in pyproject.toml)"
+    "$PY" -m ruff check .
     exec "$PY" -m pytest -q "${@:2}"
     ;;
   check)

@@ -265,3 +265,32 @@ def test_reference_data_paths_are_found(tmp_path):
         "C = ROOT / 'shared' / 'other'\n"
     )
     assert names_reference_data(module) == [2, 3]
+
+
+def test_imports_from_another_package_go_through_its_init():
+    """``from analytics.runs import X``, never ``from analytics.runs.read import X`` from outside
+    ``analytics/runs/``: a package's ``__init__`` (its ``__all__``) is what other packages may use, so a
+    module can move inside its package without breaking them. A subpackage a package's ``__all__``
+    lists (``analytics.robustness.bgchallenge``) is part of that surface."""
+    reaching = []
+    for path in sorted(LIBRARY.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        own = parts[1] if len(parts) > 2 else None  # analytics.<package>.<module>: its package
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("analytics.")):
+                continue
+            package, *inside = node.module.split(".")[1:]
+            if package == own or not inside:
+                continue
+            init = LIBRARY / package / "__init__.py"
+            exported = _all_names(init) if init.exists() else set()
+            if not (len(inside) == 1 and inside[0] in exported):
+                reaching.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import ...")
+    assert reaching == []
+
+
+def _all_names(init: Path) -> set[str]:
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return {element.value for element in node.value.elts}
+    return set()

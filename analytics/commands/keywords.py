@@ -20,7 +20,7 @@ import argparse
 import sys
 
 from analytics.exceptions import InvalidInputError
-from analytics.keywords.classifier_patch import VOCABULARIES
+from analytics.keywords import VOCABULARIES
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
@@ -81,8 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_keywords(args: argparse.Namespace) -> dict:
-    from analytics.keywords import load_keyword_table
-    from analytics.keywords.store import table_summary
+    from analytics.keywords import load_keyword_table, table_summary
 
 
     _check_options(args)

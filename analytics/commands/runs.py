@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from analytics.runs.read import MATRIX_SIGNALS, SIGNALS
+from analytics.runs import MATRIX_SIGNALS, SIGNALS
 from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, WINDOW_SHAPES, MatrixSettings
 
 from ._options import add_json_option, add_workspace_option, comma_list, open_workspace

@@ -60,7 +60,7 @@ from analytics.figures import keyword_heatmap, variance_heatmap
 from analytics.judging import current_consensus, latest_judgments
 from analytics.robustness.bgchallenge import ChallengeData, evaluate_variants, gaps, variant_accuracy, workspace_data
 from analytics.runs import SIGNALS, current_runs, run_matrices, suite_colour_scale
-from analytics.saliency.heatmap import heat_overlay
+from analytics.saliency import heat_overlay
 from analytics.team import require_permission
 from analytics.variance import MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace, now

@@ -1,16 +1,21 @@
 """Running models over composites: image jobs, the composite stream and cache, the engine, evaluation.
 """
 
-from .backoff import DeviceMemoryError
+from .backoff import BackOff, DeviceMemoryError
 from .composite_cache import (
     FOLDER,
     VERSION,
     CompositeCache,
 )
 from .device import (
+    CPU_BATCH,
+    HostCopy,
     cpu_count,
     cpu_threads,
+    default_batch_size,
+    empty_batch,
     model_threads,
+    to_host,
 )
 from .engine import (
     COMMIT_EVERY,
@@ -50,14 +55,17 @@ from .suite_images import (
 __all__ = [
     "CACHE_ITEMS",
     "COMMIT_EVERY",
+    "CPU_BATCH",
     "FOLDER",
     "PREFETCH_BATCHES",
     "ROW_COLUMNS",
     "VERSION",
+    "BackOff",
     "CompositeCache",
     "DeviceMemoryError",
     "Evaluation",
     "GroupPlan",
+    "HostCopy",
     "RowWriter",
     "RunKeys",
     "RunPlan",
@@ -66,6 +74,8 @@ __all__ = [
     "compositing_threads",
     "cpu_count",
     "cpu_threads",
+    "default_batch_size",
+    "empty_batch",
     "evaluate",
     "finish_runs",
     "group_rows",
@@ -78,6 +88,7 @@ __all__ = [
     "set_run_status",
     "stored_suite_images",
     "target_classes",
+    "to_host",
     "used_classes",
     "with_foreground",
     "write_rows",

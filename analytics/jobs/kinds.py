@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from analytics.comparison import method_comparison, params_estimate_seconds, record_step_cost
 from analytics.repository import run_repository
 from analytics.runs import start_runs, start_runs_that_can
-from analytics.saliency.survey import object_share
+from analytics.saliency import object_share
 from analytics.suites import build_suite, suite_labels_of
 from analytics.workspace import Workspace
 from analytics.zoo import build_zoo, zoo_job

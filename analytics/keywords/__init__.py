@@ -7,17 +7,18 @@ line in the block below (defining the class registers it in :data:`BACKENDS`).
 from ._base import BACKENDS, KeywordBackend, KeywordTable, transactions_digest
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
-from .classifier_patch import ClassifierPatchBackend, class_outputs, fill_objects, iter_view_probabilities, view_probabilities
+from .classifier_patch import VOCABULARIES, ClassifierPatchBackend, class_outputs, fill_objects, iter_view_probabilities, view_probabilities
 from .compute import build_keyword_tables, compute_keywords, keyword_table_name
 from .importing import KeywordImport, import_keyword_table
 from .precomputed import PrecomputedBackend, PresenceRule
 from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
 from .scene_models import SceneModelsBackend
-from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table
+from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table, table_summary
 from .view_cache import computed_views, store_views, stored_views, view_cache_keys
 
 __all__ = [
     "BACKENDS",
+    "VOCABULARIES",
     "ClassifierPatchBackend",
     "KeywordBackend",
     "KeywordImport",
@@ -44,6 +45,7 @@ __all__ = [
     "save_keyword_table",
     "store_views",
     "stored_views",
+    "table_summary",
     "transactions_digest",
     "view_cache_keys",
     "view_probabilities",

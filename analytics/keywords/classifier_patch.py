@@ -42,8 +42,7 @@ from analytics._threads import cpu_count, cv2_single_threaded, prefetched
 from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
-from analytics.inference.backoff import BackOff
-from analytics.inference.device import HostCopy, default_batch_size, empty_batch, to_host
+from analytics.inference import BackOff, HostCopy, default_batch_size, empty_batch, to_host
 from analytics.models import LoadedModel
 
 from ._base import KeywordBackend

@@ -18,12 +18,14 @@ from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, exp
 from .gradcam import GradCAM
 from .gradcam_plus_plus import GradCAMPlusPlus
 from .guided_backprop import GuidedBackprop
+from .heatmap import heat_overlay
 from .input_x_gradient import InputXGradient
 from .integrated_gradients import IntegratedGradients
 from .metrics import BASELINES, THRESHOLD_MODES, AlignmentScores, FaithfulnessScores, alignment, binarize, faithfulness
 from .occlusion import Occlusion
 from .registry import METHODS
 from .rise import RISE
+from .survey import object_share
 from .vanilla_gradient import Saliency
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "METHODS",
     "NORMALIZATIONS",
     "REDUCTIONS",
+    "RISE",
     "THRESHOLD_MODES",
     "AlignmentScores",
     "AttributionMethod",
@@ -43,7 +46,6 @@ __all__ = [
     "InputXGradient",
     "IntegratedGradients",
     "Occlusion",
-    "RISE",
     "Saliency",
     "Setting",
     "alignment",
@@ -52,8 +54,10 @@ __all__ = [
     "explain",
     "explainer",
     "faithfulness",
+    "heat_overlay",
     "logits_module",
     "normalize_maps",
+    "object_share",
     "reduce_channels",
     "unavailable_methods",
 ]

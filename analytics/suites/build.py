@@ -37,8 +37,7 @@ import pandas as pd
 from analytics._validation import check_choice, check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.exceptions import InvalidInputError
-from analytics.inference import SuiteImage
-from analytics.inference.device import CPU_BATCH, default_batch_size
+from analytics.inference import CPU_BATCH, SuiteImage, default_batch_size
 from analytics.keywords import (
     ClassifierPatchBackend,
     KeywordTable,

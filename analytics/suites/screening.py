@@ -48,7 +48,7 @@ import pandas as pd
 from analytics._validation import check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, source_photo
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.inference.device import default_batch_size
+from analytics.inference import default_batch_size
 from analytics.keywords import class_outputs, computed_views, stored_views, view_cache_keys
 from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model
 from analytics.workspace import Workspace

@@ -15,7 +15,19 @@ import torchvision
 
 from analytics.data import list_targets, parse_label_space, targets_stamp
 from analytics.exceptions import BackdropError
-from analytics.models import LITE_VARIANTS, ModelSpec, list_models, register_efficientnet_lite, register_torchscript, register_torchvision
+from analytics.models import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    LITE_VARIANTS,
+    ModelSpec,
+    list_models,
+    register_efficientnet_lite,
+    register_onnx,
+    register_timm,
+    register_torchscript,
+    register_torchvision,
+    register_transformers,
+)
 from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace, model_keys
 from ui import cache, state
@@ -24,8 +36,14 @@ from ui import models as ui_models
 from ui.auth import may, require_page
 from ui.markdown import escape_markdown
 
-KINDS = ("EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file")
+KINDS = (
+    "EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file",
+    "timm architecture + checkpoint", "transformers model (zip of a save_pretrained folder)", "ONNX file",
+)  # fmt: skip
 LABEL_CHOICES = {"ImageNet-1k": "imagenet", "IN-9": "in9", "Custom class list": "custom"}
+FROM_MODEL = "From the model (config.json's id2label)"  # transformers only
+#: Checkpoint file types per kind (after EfficientNet-Lite, which needs none).
+CHECKPOINT_TYPES = (["pt", "pth", "bin", "safetensors"], ["pt", "pth", "ts"], ["pt", "pth", "safetensors"], ["zip"], ["onnx"])
 LAST_REGISTERED = "models.last_registered"
 
 
@@ -56,16 +74,27 @@ def register_form(workspace: Workspace) -> None:
     arch = None
     if kind == KINDS[1]:
         arch = st.selectbox("Architecture", torchvision.models.list_models(module=torchvision.models), index=None, key="models.arch")
+    elif kind == KINDS[3]:
+        arch = st.text_input("timm architecture", placeholder="resnet18, vit_tiny_patch16_224, convnext_atto, …", key="models.timm_arch").strip()
     server_paths = server_paths_offered(workspace)
-    upload, path = checkpoint_input("models.checkpoint", ["pt", "pth", "bin", "safetensors"] if arch else ["pt", "pth", "ts"], server_paths=server_paths)
-    labels = LABEL_CHOICES[st.radio("Label space", list(LABEL_CHOICES), horizontal=True, key="models.labels")]
+    upload, path = checkpoint_input("models.checkpoint", CHECKPOINT_TYPES[KINDS.index(kind) - 1], server_paths=server_paths)
+    choices = [FROM_MODEL, *LABEL_CHOICES] if kind == KINDS[4] else list(LABEL_CHOICES)
+    labels = LABEL_CHOICES.get(st.radio("Label space", choices, horizontal=True, key="models.labels"), "model")
     label_upload, label_path = (None, "")
     if labels == "custom":
         st.caption("A text file with one class name per line, in the order of the model's outputs.")
         label_upload, label_path = checkpoint_input("models.label_file", ["txt"], server_paths=server_paths)
-    input_size = st.number_input("Input size (px)", 16, 1024, 224, step=8, key="models.input_size")
+    own = kind in KINDS[3:]  # the model reads its own preprocessing (analytics.models.ImageTransform)
+    if not own:
+        input_size = st.number_input("Input size (px)", 16, 1024, 224, step=8, key="models.input_size")
+    elif kind != KINDS[4]:
+        st.caption("timm models read their preprocessing from timm; an ONNX graph gives its input side but not its normalisation.")
+        input_size = st.number_input("Input size (px; 0: the model's own)", 0, 1024, 0, step=8, key="models.own_input_size")
+    if kind == KINDS[5]:
+        mean = st.text_input("Mean (R,G,B of [0, 1] pixels)", ",".join(map(str, IMAGENET_MEAN)), key="models.mean")
+        std = st.text_input("Std (R,G,B)", ",".join(map(str, IMAGENET_STD)), key="models.std")
     if st.button("Register", key="models.register"):
-        if not name or not (upload or path) or (kind == KINDS[1] and not arch) or (labels == "custom" and not (label_upload or label_path)):
+        if not name or not (upload or path) or (kind in (KINDS[1], KINDS[3]) and not arch) or (labels == "custom" and not (label_upload or label_path)):
             st.warning("Fill in the name, the architecture, the checkpoint and (for custom labels) the class list.")
             return
 
@@ -76,7 +105,14 @@ def register_form(workspace: Workspace) -> None:
                 option = labels
                 if labels == "custom":
                     option = str(stack.enter_context(ui_models.uploaded_file(label_upload)) if label_upload else resolve_server_path(workspace, label_path))
-                space = parse_label_space(option)
+                space = None if labels == "model" else parse_label_space(option)
+                if kind == KINDS[3]:
+                    return register_timm(workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size) or None)
+                if kind == KINDS[4]:
+                    return register_transformers(workspace, name, folder=checkpoint, label_space=space)
+                if kind == KINDS[5]:
+                    numbers = [tuple(part.strip() for part in text.split(",")) for text in (mean, std)]
+                    return register_onnx(workspace, name, checkpoint=checkpoint, label_space=space, input_size=int(input_size) or None, mean=numbers[0], std=numbers[1])
                 if arch:
                     return register_torchvision(workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size))
                 return register_torchscript(workspace, name, checkpoint=checkpoint, label_space=space, input_size=int(input_size))
@@ -167,7 +203,7 @@ def main() -> None:
     workspace = state.current_workspace()
     if st.session_state.get(LAST_REGISTERED):
         st.success(f"Registered {escape_markdown(repr(st.session_state.pop(LAST_REGISTERED)))}.")
-    # registering loads model files (TorchScript is code): admins only; the library refuses others too
+    # registering loads model files (TorchScript and ONNX are code): admins only; the library refuses others too
     registering, training = may(user, "register_models"), may(user, "run_models")
     names = ["Registered", *(["Register"] if registering else []), *(["Zoo"] if training else []), "Accuracy"]
     tabs = dict(zip(names, st.tabs(names)))

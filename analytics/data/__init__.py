@@ -2,7 +2,7 @@
 classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a background).
 """
 
-from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, layout_root
+from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, extracted, layout_root
 from .classes import (
     N_IMAGENET,
     ImageNetClass,
@@ -92,6 +92,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "MAX_MARGIN",
     "centred_box",
+    "extracted",
     "propose_mask",
     "HOME_SEPARATOR",
     "IMAGE_SUFFIXES",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from analytics.data import LabelSpace
+from analytics.data import LabelSpace, extracted
 from analytics.exceptions import InvalidInputError
 from analytics.team import require_permission
 from analytics.workspace import Workspace
@@ -32,6 +32,7 @@ from .transformers_source import (
     check_processor_transform,
     classifier_name,
     config_labels,
+    find_model_folder,
     load_transformers,
     read_processor_transform,
 )
@@ -113,7 +114,8 @@ def register_transformers(
     Parameters
     ----------
     folder : path-like
-        config.json, safetensors weights and (for its preprocessing) preprocessor_config.json.
+        config.json, safetensors weights and (for its preprocessing) preprocessor_config.json; or a
+        zip of that folder (at its top or inside one enclosing folder), as the Models page uploads.
         Refused: pickled weights (``pytorch_model.bin``), ``.py`` files, symlinks, ``auto_map``.
     label_space : LabelSpace or None
         None: config.json's ``id2label`` as a custom label space.
@@ -135,10 +137,17 @@ def register_transformers(
         reproduced, a label space of the wrong size, or a forward pass that fails.
     """
     require_permission(workspace, "register_models")
-    path = Path(folder).resolve()
+    with extracted(Path(folder).resolve()) as (root, shown):  # a zip: extracted to a temporary folder, removed after
+        path = find_model_folder(root, shown)
+        return _register_transformers(workspace, name, path, shown, label_space, input_size, mean, std, replace)
+
+
+def _register_transformers(
+    workspace: Workspace, name: str, path: Path, shown: Path, label_space: LabelSpace | None, input_size: int | None, mean, std, replace: bool
+) -> ModelSpec:
     config = check_folder(path)
     if label_space is None:
-        label_space = LabelSpace("custom", config_labels(config, path), origin=f"{path / 'config.json'} id2label")
+        label_space = LabelSpace("custom", config_labels(config, path), origin=f"{shown} config.json id2label")
     size, transform, from_processor = read_processor_transform(path, input_size=input_size, mean=mean, std=std)
     if from_processor:
         check_processor_transform(path, size, transform)
@@ -154,7 +163,7 @@ def register_transformers(
     with torch.inference_mode():
         _, embedding = network(torch.zeros(1, 3, size, size))
     embedding_layer = f"input of the classifier {head!r} ({embedding.shape[1]}-d, the pooled representation it classifies)"
-    spec = _transformed_spec(name, "transformers", type(model).__name__, path, label_space, size, transform, embedding_layer)
+    spec = _transformed_spec(name, "transformers", type(model).__name__, path, label_space, size, transform, embedding_layer, origin=shown)
     return _register_copied(workspace, spec, network, path, replace)
 
 
@@ -212,12 +221,13 @@ def register_onnx(
 
 
 def _transformed_spec(
-    name: str, source: str, arch: str, path: Path, label_space: LabelSpace, input_size: int, transform: ImageTransform, embedding_layer: str
+    name: str, source: str, arch: str, path: Path, label_space: LabelSpace, input_size: int, transform: ImageTransform, embedding_layer: str,
+    *, origin: Path | None = None,
 ) -> ModelSpec:
     """The checked spec of a model that reads its own preprocessing (``preprocessing='transform'``)."""
     spec = ModelSpec(
         name=name, source=source, arch=arch, checkpoint=str(path), label_space=label_space, input_size=input_size,
-        preprocessing="transform", embedding_layer=embedding_layer, n_params=0, origin=str(path), transform=transform,
+        preprocessing="transform", embedding_layer=embedding_layer, n_params=0, origin=str(origin or path), transform=transform,
     )  # fmt: skip
     _check_spec(spec)
     return spec

@@ -60,6 +60,20 @@ class _TransformersClassifier(nn.Module):
         return logits, embedding.flatten(1)
 
 
+def find_model_folder(root: Path, shown: object) -> Path:
+    """The folder holding config.json: ``root`` itself, or down a chain of at most three folders that
+    are each the only entry of their parent (a zip of ``vit/`` holds ``vit/config.json``)."""
+    folder = root
+    for _ in range(4):
+        if (folder / "config.json").is_file():
+            return folder
+        entries = [p for p in folder.iterdir() if not p.name.startswith((".", "__MACOSX"))] if folder.is_dir() else []
+        if len(entries) != 1 or not entries[0].is_dir():
+            break
+        folder = entries[0]
+    raise InvalidInputError(f"{shown}: no config.json at its top or inside one enclosing folder; give the folder model.save_pretrained wrote (or a zip of it)")
+
+
 def check_folder(folder: Path) -> dict:
     """Refuse what could run code or is not a safetensors classifier; return config.json's content."""
     if not folder.is_dir():

@@ -176,3 +176,16 @@ def test_refused_folders_are_one_line_and_change_nothing(tmp_path, capsys, damag
     if damage in ("bin", "py", "auto_map"):  # the library refuses them too, not only the CLI
         with pytest.raises(InvalidInputError, match=words.split(" (")[0]):
             register_transformers(workspace, "hf", folder=folder)
+
+
+def test_a_zip_of_the_folder_registers_as_the_folder(tmp_path, folders, photos):
+    archive = shutil.make_archive(str(tmp_path / "vit"), "zip", root_dir=folders["vit"].parent, base_dir="vit")  # vit/config.json, …
+    workspace = Workspace(tmp_path / "ws")
+    spec = register_transformers(workspace, "zipped", folder=archive)
+    direct = register_transformers(workspace, "direct", folder=folders["vit"])
+    assert spec.origin == archive and spec.checkpoint == direct.checkpoint  # the same files, the same content-addressed copy
+    logits = [load_model(workspace, name, device="cpu").run_batch(load_model(workspace, name, device="cpu").preprocess(photos[0]))[0] for name in ("zipped", "direct")]
+    np.testing.assert_array_equal(logits[0].numpy(), logits[1].numpy())
+    empty = shutil.make_archive(str(tmp_path / "empty"), "zip", root_dir=folders["vit"], base_dir="preprocessor_config.json")
+    with pytest.raises(InvalidInputError, match=r"empty\.zip: no config\.json at its top"):
+        register_transformers(workspace, "nothing", folder=empty)

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.figures import challenge_categories_chart, variant_accuracy_chart
 from analytics.models import list_models
 from analytics.robustness.bgchallenge import VARIANT_NAMES, per_class_accuracy, variant_accuracy, workspace_data
 from analytics.workspace import to_csv
@@ -33,7 +34,7 @@ def show_accuracy(tables: dict[str, pd.DataFrame]) -> None:
     st.caption(f"BG-Gap = Mixed-Same − Mixed-Rand. The paper's ImageNet ResNet-50 on IN-9: {paper}, BG-Gap 6.0 points.")
     columns = st.columns(2)
     for k, (name, table) in enumerate(tables.items()):
-        columns[k % 2].plotly_chart(view.accuracy_chart(variant_accuracy(table), name), width="stretch")
+        columns[k % 2].plotly_chart(variant_accuracy_chart(variant_accuracy(table), name), width="stretch")
     st.subheader("Per class")
     model = st.selectbox("Model", list(tables), key="bgchallenge.class_model")
     st.dataframe(per_class_accuracy(tables[model]).rename(columns=VARIANT_NAMES), width="stretch")
@@ -43,7 +44,7 @@ def show_categories(tables: dict[str, pd.DataFrame]) -> None:
     st.subheader("Per-image categories")
     counts = view.categories_table(tables)
     st.dataframe(counts, hide_index=True, width="stretch")
-    st.plotly_chart(view.categories_chart(counts), width="stretch")
+    st.plotly_chart(challenge_categories_chart(counts), width="stretch")
     st.caption(
         "From correctness on Original (full image), Mixed-Rand (the foreground) and Only-BG-T (the background), "
         "as the paper's Table 3: BG Irrelevant when full and foreground agree; BG Required ✓✗✓, BG+FG Required ✓✗✗, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.exceptions import BackdropError
+from analytics.figures import error_ratio_chart, prevalence_chart
 from analytics.robustness import MAX_PREDICTIONS_BYTES
 from analytics.team import server_paths_offered
 from analytics.workspace import to_csv
@@ -51,9 +52,9 @@ def show(analysis) -> None:
         column_config={name: st.column_config.NumberColumn(format="%.3f") for name in ("Accuracy", "Worst-factor accuracy", "Ratio")},
     )  # fmt: skip
     log = st.toggle("Logarithmic axis", key=view.KEY + "log", help="Ratios of 2 and 0.5 then lie equally far from the line at 1.")
-    st.plotly_chart(view.error_ratio_chart(analysis.summary, log=log), width="stretch", key=view.KEY + "ratios")
+    st.plotly_chart(error_ratio_chart(analysis.summary, log=log), width="stretch", key=view.KEY + "ratios")
     st.caption("Above 1: the model errs more often on images with this factor than overall; a perfectly robust model has 1 everywhere.")
-    st.plotly_chart(view.prevalence_chart(analysis.details), width="stretch", key=view.KEY + "prevalence")
+    st.plotly_chart(prevalence_chart(analysis.details), width="stretch", key=view.KEY + "prevalence")
     st.caption("Each factor's share of the errors; the black marks give its share of all images. Hover for the prevalence shift (share of errors / share of images − 1).")
     value = st.radio("Per-factor table", list(view.VALUES), format_func=view.VALUES.__getitem__, horizontal=True, key=view.KEY + "value")
     number_format = "%d" if value == "images" else "%.3f"

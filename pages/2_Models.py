@@ -15,6 +15,7 @@ import torchvision
 
 from analytics.data import list_targets, parse_label_space, targets_stamp
 from analytics.exceptions import BackdropError
+from analytics.figures import per_class_accuracy_chart
 from analytics.models import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -169,7 +170,7 @@ def show_accuracy(workspace: Workspace) -> None:
     middle.metric("Targets", result.n)
     right.metric("Label space", f"{spec.label_space.kind} ({spec.n_outputs})")
     chart, table = st.columns([3, 2])
-    chart.plotly_chart(ui_models.per_class_chart(result), width="stretch")
+    chart.plotly_chart(per_class_accuracy_chart(result), width="stretch")
     table.dataframe(
         ui_models.per_class_table(result), hide_index=True,
         column_config={"Accuracy": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},

@@ -1,8 +1,8 @@
 """Streamlit helpers of the Backgrounds Challenge page: running the evaluation with a progress bar,
-the tables and Plotly charts, the example grid and the adversarial gallery.
+the tables, the example grid and the adversarial gallery (the charts are :mod:`analytics.figures`').
 
-The figures are plain builders (arrays and tables in, a ``plotly.graph_objects.Figure`` out); the
-evaluation itself is :mod:`analytics.robustness.bgchallenge`, whose workspace cache makes a repeated view fast.
+The tables are plain builders; the evaluation itself is :mod:`analytics.robustness.bgchallenge`,
+whose workspace cache makes a repeated view fast.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.data import background_label
-from analytics.figures import MIN_HEIGHT
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
     VARIANT_NAMES,
@@ -78,23 +76,9 @@ def accuracy_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("Model").reset_index()
 
 
-def accuracy_chart(table: pd.DataFrame, model: str) -> go.Figure:
-    """Bar chart of one model's accuracy per variant (``table``: :func:`analytics.robustness.bgchallenge.variant_accuracy`)."""
-    figure = go.Figure(go.Bar(x=table["name"], y=table["accuracy"], text=[f"{a:.0%}" if a == a else "–" for a in table["accuracy"]], name=model))
-    figure.update_layout(title=model, yaxis={"title": "Accuracy", "range": [0, 1], "tickformat": ".0%"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 45})
-    return figure
-
-
 def categories_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Models (rows) x the paper's Table 3 categories (columns) of image counts."""
     return pd.DataFrame.from_dict({name: category_counts(image_categories(t)) for name, t in tables.items()}, orient="index")[list(CATEGORIES)].rename_axis("Model").reset_index()
-
-
-def categories_chart(counts: pd.DataFrame) -> go.Figure:
-    """Grouped bars: images per category for each model (``counts``: :func:`categories_table`)."""
-    figure = go.Figure([go.Bar(x=list(CATEGORIES), y=row[list(CATEGORIES)].tolist(), name=row["Model"]) for _, row in counts.iterrows()])
-    figure.update_layout(barmode="group", yaxis={"title": "Images"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 20})
-    return figure
 
 
 def example_images(data: ChallengeData, source: int, *, seed: int, blend: bool, tables: dict[str, pd.DataFrame]) -> tuple[list[np.ndarray], list[str]]:

@@ -1,7 +1,7 @@
 """Streamlit helpers of the Factors page (ImageNet-X): uploaded and predicted predictions, the
-cached analysis, its Plotly charts and tables.
+cached analysis and its tables (the charts are :mod:`analytics.figures`').
 
-The figure and table builders compute nothing beyond layout; the numbers are
+The table builders compute nothing beyond layout; the numbers are
 :func:`analytics.robustness.factors.analyse_models`'s.
 """
 
@@ -11,11 +11,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.figures import MIN_HEIGHT
+from analytics.figures import factor_label
 from analytics.models import list_models
 from analytics.robustness import (
     FactorAnalysis,
@@ -32,7 +31,6 @@ from ui.markdown import escape_markdown
 
 KEY = "factors."
 PREDICT = KEY + "predict"  # the last prediction request (plain values: model, folder, batch size)
-CHART_HEIGHT = 440
 #: What the per-factor table can show: details column -> title.
 VALUES = {"accuracy": "Accuracy", "error_ratio": "Error ratio", "share_of_errors": "Share of errors", "shift": "Prevalence shift", "images": "Images"}
 FORMAT_TEXT = (
@@ -40,11 +38,6 @@ FORMAT_TEXT = (
     "`file_name,predicted_class,predicted_probability`, e.g. `ILSVRC2012_val_00000001.JPEG,65,0.91` "
     "(`predicted_class` is the ImageNet-1k index 0–999; the probability is optional)."
 )
-
-
-def factor_label(factor: str) -> str:
-    """``'partial_view'`` -> ``'partial view'``."""
-    return factor.replace("_", " ")
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -139,78 +132,7 @@ def analysis(models: dict[str, pd.DataFrame]) -> FactorAnalysis:
     return analyse_models(models)
 
 
-# -- charts and tables -------------------------------------------------------------------------------
-def error_ratio_chart(summary: pd.DataFrame, *, log: bool = False) -> go.Figure:
-    """Grouped bars of each model's error ratio per factor, with the reference line at 1.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        :attr:`FactorAnalysis.summary` (index model, one column per factor).
-    log : bool, default=False
-        Logarithmic y axis (ratios above and below 1 then look alike).
-    """
-    factors = list(factor_names())
-    labels = [factor_label(f) for f in factors]
-    figure = go.Figure(
-        [
-            go.Bar(name=str(model), x=labels, y=row[factors].astype(float).tolist(), hovertemplate=f"{model}<br>%{{x}}: error ratio %{{y:.2f}}<extra></extra>")
-            for model, row in summary.iterrows()
-        ]
-    )
-    figure.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text="1 = errors as often as overall", annotation_position="top left")
-    figure.update_layout(
-        barmode="group",
-        title="Error ratio per factor: (1 − accuracy on the factor) / (1 − overall accuracy)",
-        yaxis={"title": "error ratio", "type": "log" if log else "linear", "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.25},
-        margin={"l": 60, "r": 20, "t": 50, "b": 20},
-        height=max(MIN_HEIGHT, CHART_HEIGHT),
-    )
-    return figure
-
-
-def prevalence_chart(details: pd.DataFrame) -> go.Figure:
-    """Grouped bars of each factor's share among each model's errors, and markers for its share
-    among all the first model's images (what an error ratio of 1 would give).
-
-    Parameters
-    ----------
-    details : DataFrame
-        :attr:`FactorAnalysis.details`.
-    """
-    models = list(dict.fromkeys(details["model"]))
-    bars = [
-        go.Bar(
-            name=model,
-            x=[factor_label(f) for f in rows["factor"]],
-            y=rows["share_of_errors"].tolist(),
-            customdata=rows["shift"].tolist(),
-            hovertemplate=f"{model}<br>%{{x}}: %{{y:.1%}} of errors (shift %{{customdata:+.2f}})<extra></extra>",
-        )
-        for model, rows in details.groupby("model", sort=False)
-    ]
-    first = details[details["model"] == models[0]]
-    overall = go.Scatter(
-        name=f"share of all images ({models[0]})",
-        x=[factor_label(f) for f in first["factor"]],
-        y=first["share_of_images"].tolist(),
-        mode="markers",
-        marker={"symbol": "line-ew-open", "size": 28, "line": {"width": 3, "color": "#222"}},
-        hovertemplate="%{x}: %{y:.1%} of all images<extra></extra>",
-    )
-    figure = go.Figure([*bars, overall])
-    figure.update_layout(
-        barmode="group",
-        title="Prevalence of each factor among the errors",
-        yaxis={"title": "share", "tickformat": ".0%"},
-        legend={"orientation": "h", "y": -0.25},
-        margin={"l": 60, "r": 20, "t": 50, "b": 20},
-        height=max(MIN_HEIGHT, CHART_HEIGHT),
-    )
-    return figure
-
-
+# -- tables -------------------------------------------------------------------------------
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Model, images, overall and worst-factor accuracy, and the factor with the highest error ratio."""
     ratios = summary[list(factor_names())].astype(float)

@@ -1,4 +1,4 @@
-"""Streamlit helpers of the Models page: cached evaluations and predictions, tables, charts, uploads,
+"""Streamlit helpers of the Models page: cached evaluations and predictions, tables, uploads,
 and the form that trains the zoo of heads with known background reliance (:mod:`analytics.zoo`).
 
 Loaded models come from :func:`ui.cache.load_model` (``st.cache_resource``: one shared object per
@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from analytics.inference import Evaluation, evaluate
@@ -63,22 +62,6 @@ def model_table(specs: Sequence[ModelSpec]) -> pd.DataFrame:
 def evaluation(workspace_path: str, model_name: str, spec_key: str, targets_stamp: str) -> Evaluation:
     """:func:`analytics.inference.evaluate` (``spec_key``/``targets_stamp``, :func:`analytics.data.targets_stamp`, only key the cache)."""
     return evaluate(state.open_workspace(workspace_path), model_name)
-
-
-def per_class_chart(result: Evaluation) -> go.Figure:
-    """Bar chart of accuracy per class, with the overall accuracy as a dashed line."""
-    classes = list(result.per_class)
-    figure = go.Figure(
-        go.Bar(
-            x=classes,
-            y=[result.per_class[c] for c in classes],
-            text=[f"{result.per_class[c]:.0%} of {result.per_class_n[c]}" for c in classes],
-            marker_color="#2e7d32",
-        )
-    )
-    figure.add_hline(y=result.accuracy, line_dash="dash", annotation_text=f"overall {result.accuracy:.1%}")
-    figure.update_layout(yaxis={"title": "accuracy", "range": [0, 1.05], "tickformat": ".0%"}, xaxis_title="class", height=360, margin={"t": 30})
-    return figure
 
 
 def per_class_table(result: Evaluation) -> pd.DataFrame:

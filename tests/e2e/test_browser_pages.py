@@ -148,8 +148,8 @@ def test_saliency_offers_what_each_model_can_run_and_defaults_to_grad_cam(page, 
     # The first model is TorchScript, which accepts no hooks: the page opens on the clearest method it
     # can run, with no error box (open_page checks), and offers Grad-CAM once an eager model is picked.
     open_page(page, f"{pages_server.url}/Saliency", "Saliency")
-    sidebar = page.get_by_test_id("stSidebar")
-    method = sidebar.get_by_role("combobox", name="Method")
+    pickers = page.get_by_test_id("stMain")  # in the page since issue 42.9 (in the sidebar they sat below the page links)
+    method = pickers.get_by_role("combobox", name="Method", exact=True)
     expect(page.get_by_text(LEGEND_CAPTION)).to_be_visible(timeout=LONG_MS)
     expect(method).not_to_have_value(METHODS["gradcam"].name)
     open_options(page, method)
@@ -157,7 +157,7 @@ def test_saliency_offers_what_each_model_can_run_and_defaults_to_grad_cam(page, 
     for key in ("gradcam", "gradcam_plus_plus", "guided_backprop"):
         expect(page.get_by_role("option", name=METHODS[key].name, exact=True)).to_have_count(0)
     page.keyboard.press("Escape")
-    choose(page, sidebar, "Model", "tiny-cnn")
+    choose(page, pickers, "Model", "tiny-cnn")
     expect(method).to_have_value(METHODS["gradcam"].name)
     expect(page.get_by_text(LEGEND_CAPTION)).to_be_visible(timeout=LONG_MS)
     expect(page.get_by_test_id("stImageCaption").filter(has_text=re.compile(r"^original"))).to_have_count(1)

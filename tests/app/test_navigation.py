@@ -72,6 +72,8 @@ def test_an_annotator_sees_only_the_pages_the_role_may_open(team_workspace, monk
         app.text_input(key=f"{auth.FORM}.password").input(TEAM_PASSWORD)
         app = app.button[0].click().run()
         assert not app.exception
-        seen[name] = sorted(page.url_path for pages in given[-1].values() for page in pages if page.url_path)
-    assert seen["ann"] == ["Judge"]  # and Home, whose url_path is ''
+        pages = [page for section in given[-1].values() for page in section if page.url_path]  # Home's url_path is ''
+        seen[name] = sorted(page.url_path for page in pages if page.visibility == "visible")
+        assert sorted(page.url_path for page in pages) == PAGE_PATHS  # every URL still answers (with the refusal)
+    assert seen["ann"] == ["Judge"]
     assert seen["ada"] == PAGE_PATHS

@@ -238,7 +238,7 @@ def stage_synthetic_runs(ws: Path, opts: dict) -> dict:
     backbone, their rows the first run's with seeded noise written through the engine's
     :class:`~analytics.inference.engine.RowWriter`, then each run's own completion
     (:func:`analytics.runs.complete_runs`: summary and cell quantiles), timed apart."""
-    from analytics.inference.engine import ROW_COLUMNS, RowWriter, finish_runs, plan_runs
+    from analytics.inference import ROW_COLUMNS, RowWriter, finish_runs, plan_runs
     from analytics.models import register_head
     from analytics.runs import complete_runs
     from analytics.workspace import Workspace

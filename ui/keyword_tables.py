@@ -15,6 +15,8 @@ import streamlit as st
 from analytics.data import list_classes
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import (
+    KEYWORD_ITEM_KINDS,
+    VOCABULARIES,
     ClassifierPatchBackend,
     KeywordTable,
     SceneModelsBackend,
@@ -26,8 +28,6 @@ from analytics.keywords import (
     read_keyword_file,
     read_row_names,
 )
-from analytics.keywords.classifier_patch import VOCABULARIES
-from analytics.keywords.store import ITEM_KINDS
 from analytics.models import list_models
 from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
@@ -43,7 +43,7 @@ BUILD_BACKENDS = {
     SCENES: "ADE20K + Places365 checkpoints (the paper's setup)",
 }
 SERVER_PATH_SETTINGS = ("path", "row_names", "encoder", "decoder", "places")  # builder settings naming server files
-BUILD_ITEMS = {"both": ITEM_KINDS, "targets": ("target",), "backgrounds": ("background",)}
+BUILD_ITEMS = {"both": KEYWORD_ITEM_KINDS, "targets": ("target",), "backgrounds": ("background",)}
 CSV_HELP = (
     "CSV columns, long layout: `image,keyword[,score]` (one row per keyword of an image); wide layout: "
     "`image[,label],<keyword 1>,<keyword 2>,…` (one numeric column per keyword, 0/1 or scores). `image` is the "

@@ -23,13 +23,13 @@ from plotly.colors import sample_colorscale
 
 from analytics.exceptions import BackdropError
 from analytics.keywords import (
+    KEYWORD_ITEM_KINDS,
     KeywordTable,
     list_keyword_tables,
     load_keyword_table,
     read_keyword_file,
     save_keyword_table,
 )
-from analytics.keywords.store import ITEM_KINDS
 from analytics.ontology import (
     ALGORITHMS,
     DEFAULT_MAX_LEN,
@@ -186,7 +186,7 @@ def save_file_table(workspace: Workspace, table: KeywordTable, default_name: str
         st.markdown("**Save this keyword file in the workspace**")
         left, right = st.columns(2)
         name = left.text_input("Table name", value=default_name, key=KEY + "table_name")
-        kind = right.selectbox("Rows are", ITEM_KINDS, key=KEY + "item_kind")
+        kind = right.selectbox("Rows are", KEYWORD_ITEM_KINDS, key=KEY + "item_kind")
         if st.form_submit_button("Save keyword table", key=KEY + "save_table_go"):
             save_keyword_table(workspace, table, name=name.strip(), item_kind=kind)
             st.success(f"Saved keyword table {escape_markdown(name.strip())} ({table.n_items} rows).")

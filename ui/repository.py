@@ -22,8 +22,7 @@ from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, human_labels, suite_
 from analytics.exceptions import BackdropError
 from analytics.judging import LABELS, judging_progress, label_counts, latest_judgments
 from analytics.models import list_models
-from analytics.repository import create_repository, get_repository, repository_status
-from analytics.repository.run import STATUSES
+from analytics.repository import STATUSES, create_repository, get_repository, repository_status
 from analytics.runs import list_runs
 from analytics.suites import suite_labels_of
 from analytics.workspace import Workspace, to_csv

@@ -16,8 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.saliency import METHODS, NORMALIZATIONS, REDUCTIONS, Explanation, available_methods, binarize, survey
-from analytics.saliency.heatmap import OVERLAY_ALPHA, heat_colours, heat_overlay
+from analytics.saliency import METHODS, NORMALIZATIONS, OVERLAY_ALPHA, REDUCTIONS, Explanation, available_methods, binarize, heat_colours, heat_overlay, survey
 from analytics.workspace import Workspace
 from ui import cache, state
 from ui.widgets import outline_mask

@@ -13,11 +13,12 @@ from .importing import KeywordImport, import_keyword_table
 from .precomputed import PrecomputedBackend, PresenceRule
 from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
 from .scene_models import SceneModelsBackend
-from .store import delete_keyword_table, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table, table_summary
+from .store import KEYWORD_ITEM_KINDS, delete_keyword_table, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table, table_summary
 from .view_cache import computed_views, store_views, stored_views, view_cache_keys
 
 __all__ = [
     "BACKENDS",
+    "KEYWORD_ITEM_KINDS",
     "VOCABULARIES",
     "ClassifierPatchBackend",
     "KeywordBackend",

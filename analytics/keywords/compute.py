@@ -26,7 +26,7 @@ from analytics.workspace import Workspace, content_id, model_keys
 
 from ._base import KeywordBackend, KeywordTable
 from .classifier_patch import ClassifierPatchBackend, class_outputs
-from .store import ITEM_KINDS, check_item_kinds, load_keyword_table, save_keyword_table
+from .store import KEYWORD_ITEM_KINDS, check_item_kinds, load_keyword_table, save_keyword_table
 from .view_cache import computed_views, stored_views, view_cache_keys
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def compute_keywords(
         The workspace has no items of that kind, or a classifier-patch backend would emit a
         workspace class as a keyword (build it with ``exclude_classes=list_classes(workspace)``).
     """
-    check_choice(item_kind, "item_kind", ITEM_KINDS)
+    check_choice(item_kind, "item_kind", KEYWORD_ITEM_KINDS)
     batch_size = check_positive_int(batch_size, "batch_size")
     if isinstance(backend, ClassifierPatchBackend):
         _check_no_target_keywords(backend, list_classes(workspace), workspace)
@@ -141,7 +141,7 @@ def build_keyword_tables(
     workspace: Workspace,
     backend: KeywordBackend,
     *,
-    item_kinds: Sequence[str] = ITEM_KINDS,
+    item_kinds: Sequence[str] = KEYWORD_ITEM_KINDS,
     batch_size: int = 32,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, str]:

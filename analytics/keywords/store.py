@@ -25,7 +25,7 @@ from analytics.workspace import ModelKeys, Workspace, model_keys, now
 
 from ._base import KeywordTable
 
-ITEM_KINDS = ("target", "background")
+KEYWORD_ITEM_KINDS = ("target", "background")
 LABELS_KEY = "_labels_hash"
 LIST_COLUMNS = ["name", "backend", "item_kind", "n_items", "n_keywords", "source", "vocabulary", "present_hash", "created", "stale"]
 VOCABULARY_PREVIEW = 4  # keywords quoted in a table's vocabulary description
@@ -57,7 +57,7 @@ def save_keyword_table(
     name : str
     """
     require_permission(workspace, "build_suites")
-    check_choice(item_kind, "item_kind", ITEM_KINDS)
+    check_choice(item_kind, "item_kind", KEYWORD_ITEM_KINDS)
     if not name or not name.strip():
         raise InvalidInputError("name of a keyword table must be a non-empty string")
     if LABELS_KEY in table.params:
@@ -218,7 +218,7 @@ def check_item_kinds(item_kinds: Sequence[str]) -> list[str]:
     if not kinds:
         raise InvalidInputError("item_kinds is empty; give 'target', 'background' or both")
     for kind in kinds:
-        check_choice(kind, "item kind", ITEM_KINDS)
+        check_choice(kind, "item kind", KEYWORD_ITEM_KINDS)
     return kinds
 
 

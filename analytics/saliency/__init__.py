@@ -18,7 +18,7 @@ from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, exp
 from .gradcam import GradCAM
 from .gradcam_plus_plus import GradCAMPlusPlus
 from .guided_backprop import GuidedBackprop
-from .heatmap import heat_overlay
+from .heatmap import OVERLAY_ALPHA, heat_colours, heat_overlay
 from .input_x_gradient import InputXGradient
 from .integrated_gradients import IntegratedGradients
 from .metrics import BASELINES, THRESHOLD_MODES, AlignmentScores, FaithfulnessScores, alignment, binarize, faithfulness
@@ -33,6 +33,7 @@ __all__ = [
     "CLEAREST_FIRST",
     "METHODS",
     "NORMALIZATIONS",
+    "OVERLAY_ALPHA",
     "REDUCTIONS",
     "RISE",
     "THRESHOLD_MODES",
@@ -54,6 +55,7 @@ __all__ = [
     "explain",
     "explainer",
     "faithfulness",
+    "heat_colours",
     "heat_overlay",
     "logits_module",
     "normalize_maps",

@@ -21,6 +21,15 @@ def add_workspace_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The one help text of ``--device``: every subcommand that runs a model takes the same values.
+DEVICE_HELP = "cpu, cuda or cuda:N (default: CUDA when available)"
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device`` spelled and explained the same in every subcommand that runs a model."""
+    parser.add_argument("--device", default=None, help=DEVICE_HELP)
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
 

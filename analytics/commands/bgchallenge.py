@@ -13,7 +13,7 @@ from pathlib import Path
 
 from analytics.workspace import to_csv
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="ImageNet->IN-9 map: official (default: the challenge's in_to_in9.json, built in), wordnet (WordNet hyponyms, 16 classes more), or a JSON FILE in that format",
     )  # fmt: skip
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when available)")
+    add_device_option(parser)
     parser.add_argument("--csv", metavar="FILE", help="write every prediction (one row per model and image) to this CSV")
     add_workspace_option(parser)
     add_json_option(parser)

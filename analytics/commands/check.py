@@ -15,7 +15,7 @@ import time
 
 from analytics.workspace import to_json
 
-from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 from .models import add_registration_options, register_from_args
 
 EXIT_RULE_FAILED = 1
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--suite", default=None, help="suite id, label or name (default: the policy's [suite])")
     parser.add_argument("--out", default="backdrop-check", metavar="DIR", help="folder for junit.xml, summary.md, report.html (default backdrop-check)")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
-    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    add_device_option(parser)
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     registration = parser.add_argument_group("registering the candidate on the fly (as add-model)")
     add_registration_options(registration, arch_required=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import to_csv
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--imagenet-val", default=None, metavar="DIR", help="folder of ImageNet validation images (ILSVRC2012_val_00000001.JPEG …)")
     parser.add_argument("--out", default=None, metavar="FILE.csv", help="write the model's predictions there, in the imagenet-x CSV format")
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    add_device_option(parser)
     add_workspace_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run_factors)

@@ -16,7 +16,7 @@ import argparse
 
 from analytics.judging import LABELS
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threshold", type=float, default=0.5, help="covered when the scaled activation exceeds this, in [0, 1) (default 0.5)"
     )
     coverage.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    coverage.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    add_device_option(coverage)
     coverage.set_defaults(handler=run_coverage)
 
     for parser in (judge, agreement, coverage):

@@ -22,7 +22,7 @@ import sys
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import VOCABULARIES
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 PATCH, FILE, SCENES = "classifier-patch", "precomputed", "scene-models"
 BACKEND_CHOICES = (PATCH, FILE, SCENES)
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--items", choices=list(ITEMS), default="both", help="which items get a table (default both)")
     parser.add_argument("--threshold", type=float, default=None, help="presence threshold: classifier-patch probability (default 0.1); precomputed scores (present when > THRESHOLD)")
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    add_device_option(parser)
     patch = parser.add_argument_group(PATCH)
     patch.add_argument("--model", metavar="NAME", help="registered ImageNet classifier (default: first EfficientNet-Lite)")
     patch.add_argument("--grid", type=int, default=None, help="patches per side (default 3)")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
-from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 
 if TYPE_CHECKING:
     from analytics.models import ModelSpec
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also compute the authors' last-conv-map signals for stored images that lack them (runs made before Backdrop stored them; other values are kept)",
     )  # fmt: skip
     for parser in (evaluate, run):
-        parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+        add_device_option(parser)
     evaluate.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     run.add_argument("--batch-size", type=int, default=None, help="images per batch (default: 256 on a GPU, 32 on a CPU)")
     for parser in (add, listing, evaluate, run):

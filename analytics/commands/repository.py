@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ._options import ProgressBar, add_json_option, add_workspace_option, open_workspace
+from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action.add_argument("--name", required=True, help="repository name")
         action.add_argument("--suite", required=True, help="suite id, label or name")
         action.add_argument("--top-k", type=int, default=3, help="embedding top-k of the runs (default 3)")
-    run.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when available)")
+    add_device_option(run)
     run.add_argument("--batch-size", type=int, default=None, help="images per batch (default: 256 on a GPU, 32 on a CPU)")
     run.add_argument("--ray", default=None, metavar="ADDRESS", help="run on a Ray cluster: 'local' (this machine), 'auto' or host:port / ray://host:10001")
     run.add_argument("--gpus-per-model", type=float, default=0, help="with --ray: GPUs each task (a group of models) asks for (default 0)")

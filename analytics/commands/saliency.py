@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from analytics.exceptions import InvalidInputError
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 REPORTED = ("iou", "pointing_game", "inside_share", "insertion_auc", "deletion_auc")
 
@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=int, default=16, help="steps of the insertion/deletion curves (default 16)")
     parser.add_argument("--baseline", default="blank", help="insertion/deletion baseline: blank or blur (default blank)")
     parser.add_argument("--batch-size", type=int, default=8, help="images attributed together (default 8)")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: CUDA when available)")
+    add_device_option(parser)
     add_workspace_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run_saliency)

@@ -14,7 +14,7 @@ from pathlib import Path
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import to_csv
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--baseline-model", default=None, help="the regression's reference model (default: the first of --models)")
     parser.add_argument("--csv", metavar="FILE", default=None, help="write the per-image predictions to FILE")
-    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    add_device_option(parser)
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     add_workspace_option(parser)
     add_json_option(parser)

@@ -29,7 +29,7 @@ import sys
 from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics.suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORERS, SAMPLERS
 
-from ._options import ProgressBar, add_json_option, add_workspace_option, comma_list, open_workspace
+from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, comma_list, open_workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--batch-size", type=int, default=None,
         help="images per forward pass (default: keywords and screening 256 on a GPU, 32 on a CPU; distances 32)",
     )  # fmt: skip
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    add_device_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run_suite)
     listing = subparsers.add_parser("suites", help="list the saved suites by label (name, or method, N, seed and targets) with their ids")

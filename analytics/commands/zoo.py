@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_json_option, add_workspace_option, open_workspace
+from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 LABEL_SOURCES = ("human", "construction")
 
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     zoo.add_argument("--n-train-per-class", type=int, default=36, help="object composites per class (default 36)")
     zoo.add_argument("--replace", action="store_true", help="retrain heads registered with another construction")
     zoo.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    zoo.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    add_device_option(zoo)
     zoo.set_defaults(handler=run_zoo)
 
     assess = subparsers.add_parser(
@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     assess.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
     assess.add_argument("--batch-size", type=int, default=32, help="images per forward pass when models must be run (default 32)")
-    assess.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)")
+    add_device_option(assess)
     assess.set_defaults(handler=run_assess)
 
     for parser in (zoo, assess):

@@ -3,6 +3,7 @@ error as one line on stderr with exit status 2 and nothing written."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from analytics.cli import main
+from analytics.cli import build_parser, main
 from analytics.models import read_state_dict
 from analytics.repository import list_repositories
 from analytics.workspace import to_json
@@ -163,3 +164,24 @@ def test_a_torchscript_that_is_no_image_classifier_is_one_line(tiny_workspace, t
     line = cli_error([*argv, "--input-size", "64", "--workspace", str(tiny_workspace.root)], capsys)
     assert str(path) in line and "its forward fails on a (1, 3, 64, 64) image batch" in line and "mat1 and mat2 shapes" in line
     assert workspace_state(tiny_workspace) == before
+
+
+def _subparsers(parser: argparse.ArgumentParser, name: str = "") -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                found += _subparsers(sub, f"{name} {command}".strip())
+    return found
+
+
+def test_every_device_option_is_the_one_helper():
+    """``--device`` comes from ``add_device_option`` in every subcommand (issue 39): one spelling, one help."""
+    helps = {
+        command: action.help
+        for command, parser in _subparsers(build_parser())
+        for action in parser._actions
+        if "--device" in action.option_strings
+    }
+    assert len(helps) >= 12, sorted(helps)
+    assert len(set(helps.values())) == 1, helps

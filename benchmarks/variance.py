@@ -25,7 +25,7 @@ and ``square``); ``seconds`` / ``meets_goal`` at the top are the circle's.
 - ``max_abs_difference_circle_square``: the largest change of a cell between the two windows on the
   full cloud.
 
-The clouds come from :func:`analytics.variance.point_clouds` (one per signal, sharing the points)
+The clouds come from :func:`analytics.variance.signal_point_clouds` (one per signal, sharing the points)
 on random distances and signals of targets with 32 backgrounds each: the fewest whole targets
 with at least ``--points`` points.
 """
@@ -42,12 +42,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from analytics.variance import (
-    DEFAULT_GRID,
+    DEFAULT_MATRIX_GRID,
     DEFAULT_K,
     PRESETS,
     WINDOW_SHAPES,
     cloud_matrices,
-    point_clouds,
+    signal_point_clouds,
     variance_matrix,
 )
 from tests.analytics.variance.test_variance import naive_variance_matrix
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=1_800_000, help="least points in the cloud (whole targets of 32 backgrounds)")
     parser.add_argument("--naive-points", type=int, default=10_000, help="points the naive path is timed on (0: all)")
-    parser.add_argument("--grid", type=int, default=DEFAULT_GRID, help=f"cells per axis (default {DEFAULT_GRID})")
+    parser.add_argument("--grid", type=int, default=DEFAULT_MATRIX_GRID, help=f"cells per axis (default {DEFAULT_MATRIX_GRID})")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="smooth", help="(window, sigma)")
     parser.add_argument("--repeat", type=int, default=3, help="timings of each path; the median is kept")
     parser.add_argument("--seed", type=int, default=0)
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     distances = rng.gamma(4.0, 0.1, size=(n_targets, N_BACKGROUNDS + 1))
     distances[:, 0] = 0.0
     start = time.perf_counter()
-    clouds = point_clouds(distances, {signal: rng.random((n_targets, N_BACKGROUNDS + 1)) for signal in SIGNALS})
+    clouds = signal_point_clouds(distances, {signal: rng.random((n_targets, N_BACKGROUNDS + 1)) for signal in SIGNALS})
     cloud_seconds = (time.perf_counter() - start) / len(SIGNALS)
     first = clouds[SIGNALS[0]]
     points, values = first.points, first.values
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     one = {SIGNALS[0]: first}
     n_naive = values.size if not args.naive_points else min(args.naive_points, values.size)
     sub_points, sub_values = points[:n_naive], values[:n_naive]
-    warm = point_clouds(distances[:2], {SIGNALS[0]: first.signals[:2]})
+    warm = signal_point_clouds(distances[:2], {SIGNALS[0]: first.signals[:2]})
     windows, matrices = {}, {}
     for shape in WINDOW_SHAPES:
         shaped = {**settings, "window_shape": shape}

@@ -19,7 +19,7 @@ from analytics.assessor import (
     FEATURE_SETS,
     MAX_EXACT_FEATURES,
     SHAP_PERMUTATIONS,
-    explain,
+    shapley_values,
     feature_columns,
     human_labels,
     predict,
@@ -151,7 +151,7 @@ def show_predictions(features: pd.DataFrame, labels: pd.Series, feature_set: str
         st.caption("Every model with a run on this suite is labelled; explanations below show what the assessor learnt.")
     model = st.selectbox("Explain the prediction for", [*unlabelled, *labels.index.intersection(features.index)], key=KEY + "explain")
     try:
-        explanation = explain(fitted, features.loc[[model]])
+        explanation = shapley_values(fitted, features.loc[[model]])
     except BackdropError as err:
         st.warning(escape_markdown(err))
         return

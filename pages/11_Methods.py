@@ -17,9 +17,9 @@ import streamlit as st
 from analytics.comparison import (
     DEFAULT_METHODS,
     DEFAULT_N,
-    DEFAULT_SEEDS,
+    DEFAULT_SEED_COUNT,
     DEFAULT_TARGETS,
-    DEFAULT_THRESHOLD,
+    DEFAULT_COVERAGE_THRESHOLD,
     PAPER_TABLE,
     estimate_seconds,
     method_requirements,
@@ -65,7 +65,7 @@ def request_form(workspace: Workspace) -> dict | None:
     )  # fmt: skip
     recall_layers = right.radio("Coverage (recall) over", list(LAYER_NAMES), format_func=LAYER_NAMES.__getitem__, key=KEY + "recall")
     left, middle, right, last = st.columns([2, 2, 2, 2])
-    seeds = left.number_input("Seeds per method", 1, 10, DEFAULT_SEEDS, key=KEY + "seeds", help="Consistency compares the seeds' matrices; it needs at least two.")
+    seeds = left.number_input("Seeds per method", 1, 10, DEFAULT_SEED_COUNT, key=KEY + "seeds", help="Consistency compares the seeds' matrices; it needs at least two.")
     n = middle.number_input("Backgrounds per target", 1, max(1, pool), min(DEFAULT_N, max(1, pool)), key=KEY + "n")
     targets = right.number_input(
         "Targets", 1, max(1, n_targets), min(DEFAULT_TARGETS, max(1, n_targets)), key=KEY + "targets",
@@ -76,7 +76,7 @@ def request_form(workspace: Workspace) -> dict | None:
         help="'All activation layers' needs a network with activation modules (not every TorchScript model has them).",
     )  # fmt: skip
     threshold = st.slider(
-        "Coverage threshold", 0.0, 0.95, DEFAULT_THRESHOLD, 0.05, key=KEY + "threshold",
+        "Coverage threshold", 0.0, 0.95, DEFAULT_COVERAGE_THRESHOLD, 0.05, key=KEY + "threshold",
         help="A neuron is covered when its min-max scaled activation exceeds this for some composite (DeepXplore).",
     )  # fmt: skip
     layers = list(LAYER_NAMES) if both else [recall_layers]
@@ -182,7 +182,7 @@ def main() -> None:
         st.stop()
     job = job_view.show_job(workspace, job.id, key=KEY)
     if job.status == "done":
-        defaults = {"seeds": DEFAULT_SEEDS, "n": DEFAULT_N, "targets": DEFAULT_TARGETS, "threshold": DEFAULT_THRESHOLD, "recall_layers": "embedding"}
+        defaults = {"seeds": DEFAULT_SEED_COUNT, "n": DEFAULT_N, "targets": DEFAULT_TARGETS, "threshold": DEFAULT_COVERAGE_THRESHOLD, "recall_layers": "embedding"}
         show_table(result_table(job), {**defaults, **job.params}, suite_labels_of(workspace))
 
 

@@ -56,7 +56,7 @@ def models_view(workspace: Workspace, name: str, suite_id: str) -> None:
     """The repository's models on the suite: counts, filters, the table, its CSV and the way to the matrices."""
     table, assessor_note = view.models_table(workspace, name, suite_id)
     counts = table["Status"].value_counts()
-    st.caption(" · ".join(f"{counts.get(s, 0)} {s}" for s in view.STATUSES) + f" of {len(table)} models")
+    st.caption(" · ".join(f"{counts.get(s, 0)} {s}" for s in view.REPOSITORY_STATUSES) + f" of {len(table)} models")
     text, statuses, verdicts = view.filters(table)
     shown = view.filter_table(table, text, statuses, verdicts)
     st.dataframe(shown, hide_index=True, width="stretch", column_config=view.COLUMNS, key=view.KEY + "table")

@@ -296,3 +296,77 @@ def _all_names(init: Path) -> set[str]:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
             return {element.value for element in node.value.elts}
     return set()
+
+
+def _package_imports(path: Path, package: str) -> dict[str, tuple[str, str]]:
+    """Bound name -> (absolute module, imported name) of the ``from ... import`` statements in ``path``."""
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                found[alias.asname or alias.name] = (base, alias.name)
+    return found
+
+
+def shared_export_names(library: Path = LIBRARY) -> dict[str, list[str]]:
+    """Names two packages export (``__all__``) with different meanings: name -> the packages that define them.
+
+    A package re-exporting another's name (``from analytics.variance import DEFAULT_SETTINGS``) does not
+    give it a second meaning, nor does one wrapping it (a module of the package imports that name from
+    the other package, as ``analytics.api``'s ``check`` calls :func:`analytics.gate.check`)."""
+    root = library.parent
+    packages = {".".join(init.parent.relative_to(root).parts): init for init in sorted(library.rglob("__init__.py"))}
+    imports = {package: _package_imports(init, package) for package, init in packages.items()}
+
+    def owner(module: str) -> str | None:
+        while module and module not in packages:
+            module = module.rpartition(".")[0]
+        return module or None
+
+    def origin(package: str, name: str) -> str:
+        source = imports[package].get(name)
+        if source is None or owner(source[0]) in (None, package):
+            return package
+        return origin(owner(source[0]), source[1])
+
+    wraps = {  # (package, name, the package that name comes from): a module of the package imports it
+        (package, name, origin(owner(module), name))
+        for package in packages
+        for path in (root / package.replace(".", "/")).glob("*.py")
+        for module, name in _package_imports(path, package).values()
+        if owner(module) not in (None, package)
+    }
+    meanings: dict[str, set[str]] = {}
+    for package, init in packages.items():
+        for name in _all_names(init):
+            meanings.setdefault(name, set()).add(origin(package, name))
+    clashes = {}
+    for name, defined_in in meanings.items():
+        kept = {p for p in defined_in if not any((p, name, other) in wraps for other in defined_in - {p})}
+        if len(kept) > 1:
+            clashes[name] = sorted(kept)
+    return clashes
+
+
+def test_a_name_has_one_meaning_across_packages():
+    """Issue 39 ("one concept, several names"): two packages never export one name for two things
+    (``DEFAULT_GRID`` was 3 in suites and 128 in variance); a package may re-export another's name."""
+    assert shared_export_names() == {}
+
+
+def test_names_exported_with_two_meanings_are_found(tmp_path):
+    files = {
+        "lib/__init__.py": "",
+        "lib/a/__init__.py": "from .m import GRID, shared\n__all__ = ['GRID', 'shared']\n",
+        "lib/b/__init__.py": "from lib.a import shared\nfrom .m import GRID\n__all__ = ['GRID', 'shared']\n",  # shared: re-exported
+        "lib/c/__init__.py": "from .m import shared\n__all__ = ['shared']\n",
+        "lib/c/m.py": "from lib.a import shared as a_shared\n\ndef shared():\n    return a_shared()\n",  # wraps a's
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert shared_export_names(tmp_path / "lib") == {"GRID": ["lib.a", "lib.b"]}

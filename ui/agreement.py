@@ -25,8 +25,8 @@ from analytics.assessor import (
     fit_assessor,
 )
 from analytics.judging import (
-    BOOTSTRAP_RESAMPLES,
-    CONFIDENCE,
+    AGREEMENT_BOOTSTRAP_RESAMPLES,
+    AGREEMENT_CONFIDENCE,
     LABELS,
     MIN_SHARED_MODELS,
     Agreement,
@@ -60,7 +60,7 @@ ALPHA_EXPLAINED = (
     "Krippendorff suggests α ≥ 0.80 for conclusions, ≥ 0.67 for tentative ones."
 )
 INTERVAL_EXPLAINED = (
-    f"Intervals: {CONFIDENCE:.0%} bootstrap (the models resampled with replacement {BOOTSTRAP_RESAMPLES} times, seeded, "
+    f"Intervals: {AGREEMENT_CONFIDENCE:.0%} bootstrap (the models resampled with replacement {AGREEMENT_BOOTSTRAP_RESAMPLES} times, seeded, "
     f"percentiles). Below {MIN_SHARED_MODELS} shared models a statistic is an indication, not a measurement."
 )
 
@@ -87,7 +87,7 @@ def format_interval(estimate: Estimate) -> str:
 def estimate_caption(estimate: Estimate) -> str:
     """What backs a statistic: '8 shared models (fewer than 10) · 95% CI 0.12 to 0.80'."""
     few = f" (fewer than {MIN_SHARED_MODELS})" if estimate.below_minimum else ""
-    return f"{estimate.n_models} shared models{few} · {CONFIDENCE:.0%} CI {format_interval(estimate)}"
+    return f"{estimate.n_models} shared models{few} · {AGREEMENT_CONFIDENCE:.0%} CI {format_interval(estimate)}"
 
 
 @st.cache_data(max_entries=16, show_spinner="Bootstrapping the agreement intervals…")
@@ -107,7 +107,7 @@ def cohen_table(agreement: Agreement) -> pd.DataFrame:
         (first, second, e.n_models, e.value, format_interval(e), kappa_words(e.value) + (" (few models)" if e.below_minimum else ""))
         for (first, second), e in agreement.cohen.items()
     ]
-    return pd.DataFrame(rows, columns=["Annotator A", "Annotator B", "Shared models", "Cohen's κ", f"{CONFIDENCE:.0%} CI", "Strength"])
+    return pd.DataFrame(rows, columns=["Annotator A", "Annotator B", "Shared models", "Cohen's κ", f"{AGREEMENT_CONFIDENCE:.0%} CI", "Strength"])
 
 
 def majority_table(agreement: Agreement) -> pd.DataFrame:
@@ -122,7 +122,7 @@ def majority_table(agreement: Agreement) -> pd.DataFrame:
          shares["with_all"].value, format_interval(shares["with_all"]))
         for name, shares in agreement.with_majority.items()
     ]  # fmt: skip
-    ci = f"{CONFIDENCE:.0%} CI"
+    ci = f"{AGREEMENT_CONFIDENCE:.0%} CI"
     columns = ["Annotator", "Shared models", "With the others' majority", f"{ci} (others)", "With everyone's majority", f"{ci} (everyone)"]
     return pd.DataFrame(rows, columns=columns)
 

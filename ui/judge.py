@@ -20,7 +20,7 @@ from analytics.exceptions import BackdropError
 from analytics.figures import suite_scale_heatmaps
 from analytics.judging import judgeable_runs, judgeable_suites
 from analytics.runs import REFERENCE_PERCENTILE, ColourScale, run_matrices, suite_colour_scale
-from analytics.variance import DEFAULT_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
+from analytics.variance import DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import state, widgets
 from ui.agreement import LABEL_COLOURS
@@ -38,8 +38,8 @@ LABEL_BUTTONS: dict[str, tuple[str, str, str]] = {
 #: Help of the interpolation choice: the presets and their units.
 PRESET_HELP = (
     "The paper's presets (circular window's diameter, σ) in cells of the "
-    f"{DEFAULT_GRID}-cell grid, one cell = 1/{DEFAULT_GRID} of the largest distance: "
-    + ", ".join(f"{name} ({w}, {s:g}) = ±{w / 2 / DEFAULT_GRID:.3g} and σ {s / DEFAULT_GRID:.3g} of the axis" for name, (w, s) in PRESETS.items())
+    f"{DEFAULT_MATRIX_GRID}-cell grid, one cell = 1/{DEFAULT_MATRIX_GRID} of the largest distance: "
+    + ", ".join(f"{name} ({w}, {s:g}) = ±{w / 2 / DEFAULT_MATRIX_GRID:.3g} and σ {s / DEFAULT_MATRIX_GRID:.3g} of the axis" for name, (w, s) in PRESETS.items())
     + "."
 )
 #: How the colour scale is chosen, under the heatmaps.

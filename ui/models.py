@@ -20,7 +20,7 @@ import streamlit as st
 from analytics.inference import Evaluation, evaluate
 from analytics.models import LITE_VARIANTS, ModelSpec, list_models
 from analytics.workspace import Workspace
-from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
+from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_ZOO_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
 from ui import cache, state
 
 TABLE_COLUMNS = {
@@ -111,7 +111,7 @@ def zoo_form(workspace: Workspace) -> dict | None:
         "Background strengths s", list(DEFAULT_STRENGTHS), default=list(DEFAULT_STRENGTHS), format_func=lambda s: f"{s:g}", key=ZOO_KEY + "strengths",
         help="How strongly a class predicts its background in a head's training set: 0 = independent, 1 = always its home scenes.",
     )  # fmt: skip
-    seeds = int(right.number_input("Seeds", 1, 10, len(DEFAULT_SEEDS), key=ZOO_KEY + "seeds"))
+    seeds = int(right.number_input("Seeds", 1, 10, len(DEFAULT_ZOO_SEEDS), key=ZOO_KEY + "seeds"))
     left, middle, right = st.columns(3)
     augment = left.checkbox("Augmented heads too", value=True, key=ZOO_KEY + "augment", help="Also train each head with random-background composites, which lowers its reliance.")
     family = middle.checkbox(

@@ -22,7 +22,7 @@ from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, human_labels, suite_
 from analytics.exceptions import BackdropError
 from analytics.judging import LABELS, judging_progress, label_counts, latest_judgments
 from analytics.models import list_models
-from analytics.repository import STATUSES, create_repository, get_repository, repository_status
+from analytics.repository import REPOSITORY_STATUSES, create_repository, get_repository, repository_status
 from analytics.runs import list_runs
 from analytics.suites import suite_labels_of
 from analytics.workspace import Workspace, to_csv
@@ -202,7 +202,7 @@ def filters(table: pd.DataFrame) -> tuple[str, list[str], list[str]]:
     """The text filter, the status filter and the verdict filter (empty: every verdict)."""
     left, middle, right = st.columns([2, 3, 2])
     text = left.text_input("Filter", key=KEY + "filter", placeholder="model name or metadata, e.g. adam")
-    statuses = middle.multiselect("Status", list(STATUSES), default=list(STATUSES), key=KEY + "statuses")
+    statuses = middle.multiselect("Status", list(REPOSITORY_STATUSES), default=list(REPOSITORY_STATUSES), key=KEY + "statuses")
     trained = bool(set(table["Verdict"]) & set(LABELS))  # fixed options: a choice stays valid when the table changes
     verdicts = right.multiselect("Verdict", list(LABELS), key=KEY + "verdicts", placeholder="every verdict", disabled=not trained)
     return text, statuses, verdicts if trained else []  # a choice left from another suite must not hide every row

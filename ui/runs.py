@@ -24,7 +24,7 @@ import streamlit as st
 from analytics import runs
 from analytics.data import background_label
 from analytics.figures import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
-from analytics.variance import CUSTOM, DEFAULT_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
+from analytics.variance import CUSTOM, DEFAULT_MATRIX_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
 from ui import state
 
@@ -153,11 +153,11 @@ def interpolation_controls(key: str = INTERP) -> MatrixSettings:
         format_func=lambda n: f"{n} ({PRESETS[n][0]}, σ {PRESETS[n][1]:g})" if n in PRESETS else "free settings",
         help=(
             "The paper's presets: Gaussian RBF over a circular window (diameter in cells) with σ in cells; K nearest points give every cell a base value. "
-            f"One cell = 1/grid of the largest distance (default grid {DEFAULT_GRID}: smooth reaches ±1/8 of the axis with σ ≈ 0.08 of it)."
+            f"One cell = 1/grid of the largest distance (default grid {DEFAULT_MATRIX_GRID}: smooth reaches ±1/8 of the axis with σ ≈ 0.08 of it)."
         ),
     )  # fmt: skip
     window, sigma = PRESETS.get(preset, PRESETS["smooth"])
-    grid, k, shape = DEFAULT_GRID, DEFAULT_K, WINDOW_SHAPES[0]
+    grid, k, shape = DEFAULT_MATRIX_GRID, DEFAULT_K, WINDOW_SHAPES[0]
     if preset == CUSTOM:
         columns = st.columns(4)
         window = columns[0].slider("Window (cells)", 2, 64, window, key=f"{key}.window")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analytics.exceptions import BackdropError
-from analytics.suites import DEFAULT_THRESHOLD, exclusion_summary, screening_gaps
+from analytics.suites import DEFAULT_SCREENING_THRESHOLD, exclusion_summary, screening_gaps
 from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
 
@@ -17,7 +17,7 @@ def show_exclusions(workspace: Workspace) -> None:
     st.subheader("Backgrounds kept out of each class's suites")
     st.caption(
         "A suite never gives a target a background that shows the target's class (an ImageNet classifier, the "
-        f"workspace's keyword model, finds the class's summed probability above {DEFAULT_THRESHOLD} on the whole "
+        f"workspace's keyword model, finds the class's summed probability above {DEFAULT_SCREENING_THRESHOLD} on the whole "
         "background or one of its 3x3 patches) or a crop of the photo the target was cut from."
     )
     try:

@@ -58,11 +58,11 @@ __all__ = [
     "AccuracyForest",
     "AdaBoost",
     "Assessor",
-    "Explanation",
+    "ShapleyValues",
     "FittedAssessor",
     "RandomForest",
     "WorstCaseBaseline",
-    "explain",
+    "shapley_values",
     "feature_columns",
     "fit_assessor",
     "predict",
@@ -183,7 +183,7 @@ def feature_columns(columns: Iterable[str], kind: str) -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class FittedAssessor:
-    """An assessor trained on every judged model, ready for :func:`predict` and :func:`explain`.
+    """An assessor trained on every judged model, ready for :func:`predict` and :func:`shapley_values`.
 
     ``background`` (ndarray of shape (n_rows, n_features), float64) holds up to 100 training rows,
     the reference distribution for Shapley values of kinds TreeSHAP cannot explain; ``seed`` (the
@@ -199,7 +199,7 @@ class FittedAssessor:
 
 
 @dataclass(frozen=True, eq=False)
-class Explanation:
+class ShapleyValues:
     """Shapley values of each model's explained class probability.
 
     ``values`` (models × features) plus ``base_value`` (per model) sum to the probability the assessor
@@ -274,7 +274,7 @@ def predict(assessor: FittedAssessor, features: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def explain(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | None = None) -> Explanation:
+def shapley_values(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | None = None) -> ShapleyValues:
     """Per-model Shapley values of the features for the probability of ``target``.
 
     Parameters
@@ -286,7 +286,7 @@ def explain(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | N
 
     Returns
     -------
-    Explanation
+    ShapleyValues
     """
     x = _columns_for(assessor, features)
     if target is not None:
@@ -297,7 +297,7 @@ def explain(assessor: FittedAssessor, features: pd.DataFrame, *, target: str | N
         np.full(len(x), assessor.classes.index(target)) if target is not None else probabilities.argmax(axis=1)
     )
     rows = np.arange(len(x))
-    return Explanation(
+    return ShapleyValues(
         values=pd.DataFrame(result.values[rows, :, columns], index=features.index, columns=list(assessor.feature_names)),
         base_value=pd.Series(result.base_values[rows, columns], index=features.index, name="base_value"),
         target=pd.Series(np.asarray(assessor.classes, dtype=object)[columns], index=features.index, name="target"),

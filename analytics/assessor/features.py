@@ -21,7 +21,7 @@ from analytics.runs import (
 )
 from analytics.variance import (
     DEFAULT_SETTINGS,
-    DEFAULT_THRESHOLD,
+    DEFAULT_ERROR_THRESHOLD,
     MatrixSettings,
     sensitivity,
 )
@@ -108,9 +108,9 @@ def _features(
         if threshold is not None:
             cut = float(threshold)
         elif signal in PROBABILITY_SIGNALS:
-            cut = DEFAULT_THRESHOLD
+            cut = DEFAULT_ERROR_THRESHOLD
         else:
-            cut = DEFAULT_THRESHOLD * peaks[signal]
+            cut = DEFAULT_ERROR_THRESHOLD * peaks[signal]
         features.update({f"{signal}.{name}": value for name, value in chosen.compute(matrix.matrix, threshold=cut, **extra).items()})
         if chosen.subsample:
             features[f"{signal}.sstv"] = sensitivity(matrix.matrix, subsample[signal].matrix)

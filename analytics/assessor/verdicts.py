@@ -21,12 +21,12 @@ from .assessors import fit_assessor, predict
 from .features import features_table
 from .inputs import MIN_MODELS, human_labels
 
-__all__ = ["VERDICT_ASSESSOR", "VERDICT_COLUMNS", "VERDICT_PRESET", "VERDICT_SEED", "held_out_verdicts", "suite_verdicts"]
+__all__ = ["VERDICT_ASSESSOR", "ASSESSOR_VERDICT_COLUMNS", "VERDICT_PRESET", "VERDICT_SEED", "held_out_verdicts", "suite_verdicts"]
 
 #: The assessor that gives verdicts: the paper's best, a seeded random forest on the smooth matrices' features.
 VERDICT_ASSESSOR, VERDICT_SEED, VERDICT_PRESET = "random_forest", 0, "smooth"
 #: Columns of :func:`held_out_verdicts`.
-VERDICT_COLUMNS = ["label", *(f"p_{label}" for label in LABELS), "confidence", "trained_on", "reason"]
+ASSESSOR_VERDICT_COLUMNS = ["label", *(f"p_{label}" for label in LABELS), "confidence", "trained_on", "reason"]
 
 
 def held_out_verdicts(
@@ -49,7 +49,7 @@ def held_out_verdicts(
     Returns
     -------
     DataFrame
-        Index = the candidates, columns :data:`VERDICT_COLUMNS`: ``label`` (str, '' without a verdict),
+        Index = the candidates, columns :data:`ASSESSOR_VERDICT_COLUMNS`: ``label`` (str, '' without a verdict),
         ``p_<label>`` and ``confidence`` (float in [0, 1], the probability of the verdict; NaN without
         one), ``trained_on`` (int64: labelled models it learned from, 0 without a verdict), ``reason``
         (str: why a labelled candidate has no verdict, e.g. too few labels left without it; '' otherwise).
@@ -74,7 +74,7 @@ def held_out_verdicts(
             **row.to_dict(), "confidence": float(row[[f"p_{label}" for label in LABELS]].max()),
             "trained_on": len(known) - (model in known.index), "reason": "",
         }  # fmt: skip
-    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=candidates.index, columns=VERDICT_COLUMNS)
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=candidates.index, columns=ASSESSOR_VERDICT_COLUMNS)
     return table.fillna({"label": "", "reason": "", "trained_on": 0}).astype({"trained_on": "int64"}).rename_axis(candidates.index.name)
 
 

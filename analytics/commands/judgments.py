@@ -78,13 +78,13 @@ def run_judge(args: argparse.Namespace) -> dict:
 
 def run_agreement(args: argparse.Namespace) -> dict:
     from analytics.exceptions import NotFoundError
-    from analytics.judging import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, latest_judgments, measure_agreement
+    from analytics.judging import AGREEMENT_BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, latest_judgments, measure_agreement
 
 
     workspace = open_workspace(args)
     if args.suite_id is not None and workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:
         raise NotFoundError(f"--suite: no suite {args.suite_id!r} in workspace {workspace.root}; list them with `python -m analytics suites`")
-    resamples = BOOTSTRAP_RESAMPLES if args.resamples is None else args.resamples
+    resamples = AGREEMENT_BOOTSTRAP_RESAMPLES if args.resamples is None else args.resamples
     seed = BOOTSTRAP_SEED if args.seed is None else args.seed
     agreement = measure_agreement(latest_judgments(workspace, args.suite_id), resamples=resamples, seed=seed)
     return {"suite": args.suite_id, **agreement.to_dict()}

@@ -17,7 +17,7 @@ import argparse
 import math
 
 from analytics.runs import MATRIX_SIGNALS, SIGNALS
-from analytics.variance import DEFAULT_GRID, DEFAULT_K, PRESETS, WINDOW_SHAPES, MatrixSettings
+from analytics.variance import DEFAULT_MATRIX_GRID, DEFAULT_K, PRESETS, WINDOW_SHAPES, MatrixSettings
 
 from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     presets = ", ".join(f"{name} = window {w}, sigma {s:g}" for name, (w, s) in PRESETS.items())
     matrices.add_argument("--preset", choices=list(PRESETS), default="smooth", help=f"interpolation preset in cells (default smooth; {presets})")
     matrices.add_argument(
-        "--grid", type=int, default=DEFAULT_GRID, help=f"cells per axis (default {DEFAULT_GRID}); one cell = d_max / grid in semantic distance"
+        "--grid", type=int, default=DEFAULT_MATRIX_GRID, help=f"cells per axis (default {DEFAULT_MATRIX_GRID}); one cell = d_max / grid in semantic distance"
     )
     matrices.add_argument("--window", type=int, default=None, help="kernel window diameter in cells (overrides the preset)")
     matrices.add_argument(

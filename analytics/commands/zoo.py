@@ -19,12 +19,12 @@ LABEL_SOURCES = ("human", "construction")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
+    from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_ZOO_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
 
 
     zoo = subparsers.add_parser("zoo", help="train the model zoo: heads with a controlled background reliance, and the figure-8 family")
     zoo.add_argument("--strengths", type=float, nargs="+", default=list(DEFAULT_STRENGTHS), metavar="S", help="background-class strengths in [0, 1] (default 0 0.25 0.5 0.75 1)")
-    zoo.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), metavar="K", help="training seeds (default 0 1 2)")
+    zoo.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_ZOO_SEEDS), metavar="K", help="training seeds (default 0 1 2)")
     zoo.add_argument("--augment", choices=("both", "yes", "no"), default="both", help="train with background augmentation, without, or both (default both)")
     zoo.add_argument("--backbone", default=DEFAULT_BACKBONE, help=f"registered model whose embedding the heads read (default {DEFAULT_BACKBONE}; registered when missing)")
     zoo.add_argument(

@@ -39,7 +39,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
 LAYER_CHOICES = ("embedding", "all")
-DEFAULT_THRESHOLD = 0.5
+DEFAULT_COVERAGE_THRESHOLD = 0.5
 
 ACTIVATION_TYPES: tuple[type[nn.Module], ...] = (
     nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.PReLU, nn.RReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
@@ -94,7 +94,7 @@ class CoverageResult:
         }
 
 
-def neuron_coverage(activations: Mapping[str, np.ndarray], *, threshold: float = DEFAULT_THRESHOLD) -> CoverageResult:
+def neuron_coverage(activations: Mapping[str, np.ndarray], *, threshold: float = DEFAULT_COVERAGE_THRESHOLD) -> CoverageResult:
     """Neuron coverage of a set of inputs from their raw layer outputs.
 
     Parameters
@@ -128,7 +128,7 @@ def neuron_coverage(activations: Mapping[str, np.ndarray], *, threshold: float =
     return coverage_from_maxima(maxima, threshold=threshold)
 
 
-def coverage_from_maxima(maxima: Mapping[str, np.ndarray], *, threshold: float = DEFAULT_THRESHOLD) -> CoverageResult:
+def coverage_from_maxima(maxima: Mapping[str, np.ndarray], *, threshold: float = DEFAULT_COVERAGE_THRESHOLD) -> CoverageResult:
     """Coverage from per-neuron maxima of scaled activations (see :func:`collect_activations`).
 
     Parameters
@@ -230,7 +230,7 @@ def suite_coverage(
     suite_id: str,
     *,
     layers: str = "embedding",
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = DEFAULT_COVERAGE_THRESHOLD,
     device: str | torch.device | None = None,
     batch_size: int = 32,
 ) -> CoverageResult:

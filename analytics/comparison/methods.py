@@ -55,7 +55,7 @@ from analytics.suites import SAMPLERS
 from analytics.variance import PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace, content_id, count_rows
 
-from .coverage import DEFAULT_THRESHOLD, LAYER_CHOICES, CoverageResult, _check_threshold, coverage_from_maxima, suite_coverage
+from .coverage import DEFAULT_COVERAGE_THRESHOLD, LAYER_CHOICES, CoverageResult, _check_threshold, coverage_from_maxima, suite_coverage
 
 if TYPE_CHECKING:
     from analytics.models import ModelSpec
@@ -67,7 +67,7 @@ ProgressFn = Callable[[str, int, int], None]
 # 5 methods x 3 seeds x N=8 over every target, both layer sets, took ~50 minutes on the demo): the
 # baseline and the paper's method, two seeds (consistency needs two), N=4, 12 targets, embedding layer.
 DEFAULT_METHODS: tuple[str, ...] = ("random", "ontology")
-DEFAULT_SEEDS = 2
+DEFAULT_SEED_COUNT = 2
 DEFAULT_N = 4
 DEFAULT_TARGETS = 12
 DEFAULT_LAYERS: tuple[str, ...] = ("embedding",)
@@ -150,10 +150,10 @@ def method_comparison(
     *,
     model: str,
     methods: Sequence[str] | None = None,
-    seeds: int | Sequence[int] = DEFAULT_SEEDS,
+    seeds: int | Sequence[int] = DEFAULT_SEED_COUNT,
     n: int = DEFAULT_N,
     targets: int | None = DEFAULT_TARGETS,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = DEFAULT_COVERAGE_THRESHOLD,
     layers: Sequence[str] = DEFAULT_LAYERS,
     recall_layers: str = "embedding",
     preset: str = "smooth",
@@ -316,7 +316,7 @@ def params_estimate_seconds(workspace: Workspace, params: Mapping) -> float:
 def _size(workspace: Workspace, params: Mapping) -> tuple[int, int]:
     """Steps of the comparison ``params`` and the images of each of its suites (targets × (n + 1))."""
     methods = params.get("methods") or [name for name, missing in method_requirements(workspace).items() if not missing]
-    seeds = params.get("seeds", DEFAULT_SEEDS)
+    seeds = params.get("seeds", DEFAULT_SEED_COUNT)
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
     targets = params.get("targets", DEFAULT_TARGETS)
     n_targets = len(comparison_targets(workspace, targets)) if targets else count_rows(workspace, ["targets"])["targets"]

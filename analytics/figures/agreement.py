@@ -152,7 +152,7 @@ def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None, 
     Parameters
     ----------
     values : Series of float
-        Index = feature name; one model's Shapley values (``Explanation.values.loc[model]``).
+        Index = feature name; one model's Shapley values (``ShapleyValues.values.loc[model]``).
     top : int, default=10
     title : str, optional
     feature_set : str, default='authors'

@@ -8,9 +8,9 @@ from .baseline import (
     paired_test,
 )
 from .failures import (
-    BOOTSTRAP_RESAMPLES,
+    FAILURE_BOOTSTRAP_RESAMPLES,
     COMPOSITE_COLUMNS,
-    CONFIDENCE,
+    FAILURE_CONFIDENCE,
     KEYWORD_COLUMNS,
     LEVEL_COLUMNS,
     FailureTable,
@@ -42,10 +42,10 @@ from .report import (
 )
 
 __all__ = [
-    "BOOTSTRAP_RESAMPLES",
+    "FAILURE_BOOTSTRAP_RESAMPLES",
     "CHANGE_COLUMNS",
     "COMPOSITE_COLUMNS",
-    "CONFIDENCE",
+    "FAILURE_CONFIDENCE",
     "KEYWORD_COLUMNS",
     "LEVEL_COLUMNS",
     "SECTIONS",

@@ -18,7 +18,7 @@ from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
-from .failures import CONFIDENCE, composite_table
+from .failures import FAILURE_CONFIDENCE, composite_table
 
 __all__ = ["CHANGE_COLUMNS", "PairedTest", "keyword_changes", "paired_test"]
 
@@ -94,8 +94,8 @@ def keyword_changes(
         pairs = group.set_index(["target_id", "position"])
         test = paired_test(pairs["correct_baseline"], pairs["correct"])
         n, errors, base_errors = len(group), int((~group["correct"]).sum()), int((~group["correct_baseline"]).sum())
-        low, high = proportion_confint(errors, n, alpha=1 - CONFIDENCE, method="wilson")
-        base_low, base_high = proportion_confint(base_errors, n, alpha=1 - CONFIDENCE, method="wilson")
+        low, high = proportion_confint(errors, n, alpha=1 - FAILURE_CONFIDENCE, method="wilson")
+        base_low, base_high = proportion_confint(base_errors, n, alpha=1 - FAILURE_CONFIDENCE, method="wilson")
         rows.append({
             "keyword": keyword, "count": n, "error_rate": errors / n, "error_low": float(low), "error_high": float(high),
             "baseline_error_rate": base_errors / n, "baseline_low": float(base_low), "baseline_high": float(base_high),

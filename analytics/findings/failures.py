@@ -11,7 +11,7 @@ its original's minus its own (positive = the background hurt). :func:`failure_ta
 
 Each group gets its count, error rate with a 95 % Wilson interval
 (:func:`statsmodels.stats.proportion.proportion_confint`, ``method="wilson"``) and mean drop with a
-95 % percentile bootstrap interval (:func:`scipy.stats.bootstrap`, :data:`BOOTSTRAP_RESAMPLES`
+95 % percentile bootstrap interval (:func:`scipy.stats.bootstrap`, :data:`FAILURE_BOOTSTRAP_RESAMPLES`
 resamples, seeded, so the same run always gives the same interval). Rows are sorted by effect:
 error rate, then mean drop, then count, all descending.
 
@@ -41,9 +41,9 @@ from analytics.runs import check_run_classes, image_table
 from analytics.workspace import Workspace
 
 __all__ = [
-    "BOOTSTRAP_RESAMPLES",
+    "FAILURE_BOOTSTRAP_RESAMPLES",
     "COMPOSITE_COLUMNS",
-    "CONFIDENCE",
+    "FAILURE_CONFIDENCE",
     "KEYWORD_COLUMNS",
     "LEVEL_COLUMNS",
     "FailureTable",
@@ -55,10 +55,10 @@ __all__ = [
 ]
 
 #: Confidence level of every interval.
-CONFIDENCE = 0.95
+FAILURE_CONFIDENCE = 0.95
 #: Bootstrap resamples of a mean drop's interval (percentile method); with 2000 the interval ends
 #: move by well under 1 % of the spread between seeds.
-BOOTSTRAP_RESAMPLES = 2000
+FAILURE_BOOTSTRAP_RESAMPLES = 2000
 #: Seed of the bootstrap (each group starts from it, so a row does not depend on the others).
 BOOTSTRAP_SEED = 0
 _BATCH = 250  # resamples drawn at once: bounds memory on large groups
@@ -195,7 +195,7 @@ def composite_table(workspace: Workspace, run_id: str, *, table: str | None = No
     return out
 
 
-def group_statistics(correct: np.ndarray, drop: np.ndarray, *, seed: int = BOOTSTRAP_SEED, n_resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, float]:
+def group_statistics(correct: np.ndarray, drop: np.ndarray, *, seed: int = BOOTSTRAP_SEED, n_resamples: int = FAILURE_BOOTSTRAP_RESAMPLES) -> dict[str, float]:
     """Count, error rate with its Wilson interval and mean drop with its bootstrap interval of one group.
 
     Parameters
@@ -217,13 +217,13 @@ def group_statistics(correct: np.ndarray, drop: np.ndarray, *, seed: int = BOOTS
     n, errors = int(correct.size), int((~correct).sum())
     if n == 0 or drop.shape != correct.shape:
         raise InvalidInputError(f"a group needs at least one composite and one drop per composite; got {n} and {drop.size}")
-    low, high = proportion_confint(errors, n, alpha=1 - CONFIDENCE, method="wilson")
+    low, high = proportion_confint(errors, n, alpha=1 - FAILURE_CONFIDENCE, method="wilson")
     mean = float(drop.mean())
     if np.ptp(drop) == 0:  # no spread: every resample has the same mean (scipy would warn, degenerate)
         drop_low = drop_high = mean
     else:
         result = bootstrap(
-            (drop,), np.mean, n_resamples=n_resamples, confidence_level=CONFIDENCE, method="percentile",
+            (drop,), np.mean, n_resamples=n_resamples, confidence_level=FAILURE_CONFIDENCE, method="percentile",
             rng=np.random.default_rng(seed), batch=_BATCH, vectorized=True,
         )  # fmt: skip
         drop_low, drop_high = float(result.confidence_interval.low), float(result.confidence_interval.high)

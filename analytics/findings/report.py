@@ -22,7 +22,7 @@ sections :data:`SECTIONS`:
 6. ``judgments``: the judgments and consensus labels of the reported models;
 7. ``assessor``: a random forest trained on the suite's labelled models
    (:func:`analytics.assessor.fit_assessor` on :func:`analytics.assessor.human_labels`), its verdict
-   on each reported model and the Shapley values that explain it (:func:`analytics.assessor.explain`);
+   on each reported model and the Shapley values that explain it (:func:`analytics.assessor.shapley_values`);
    too few labelled models: the section says how many are needed;
 8. ``provenance`` (an appendix, collapsed until opened): the suite's method, n, the seeds (sampling, bootstrap, assessor, challenge pairings),
    the ontology settings and keyword tables, every recorded parameter, warnings, the runs, and the id,
@@ -53,7 +53,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from analytics._validation import check_positive_int
-from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, explain, features_table, fit_assessor, human_labels, predict
+from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, shapley_values, features_table, fit_assessor, human_labels, predict
 from analytics.data import background_label
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.figures import keyword_heatmap, variance_heatmap
@@ -486,7 +486,7 @@ def _assessor_html(assessed: tuple[Any, pd.DataFrame, pd.Series] | str, models: 
         return _note(assessed)
     fitted, features, labels = assessed
     verdicts = predict(fitted, features.loc[models])
-    explanation = explain(fitted, features.loc[models])
+    explanation = shapley_values(fitted, features.loc[models])
     verdicts.insert(0, "human label", [labels.get(m, "") for m in models])
     parts = [
         (

@@ -5,17 +5,17 @@ rule measures, read from the stages that compute it), :mod:`.rules` (the rule ki
 paired test), :mod:`.junit`, :mod:`.summary` and :mod:`.table` (JUnit XML, Markdown and a DataFrame of the verdicts), :mod:`.check` (the whole check).
 """
 
-from .check import FILES, CheckResult, check, preflight, resolve_suite
+from .check import FILES, CheckResult, check, preflight, suite_to_check
 from .junit import CLASSNAME, junit_xml
-from .measures import Measures, Verdict, assessor_verdict, challenge_loader, training_labels
+from .measures import Measures, Verdict, assessor_verdict, challenge_loader, verdict_training_labels
 from .policy import BASELINE_KEYS, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
 from .rules import BASELINE_RULES, RULES, RuleResult, evaluate_rules
 from .summary import markdown_summary
-from .table import VERDICT_COLUMNS, verdict_table
+from .table import VERDICT_TABLE_COLUMNS, verdict_table
 
 __all__ = [
     "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
-    "SUITE_KEYS", "VERDICT_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
+    "SUITE_KEYS", "VERDICT_TABLE_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
     "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
-    "preflight", "resolve_suite", "training_labels", "verdict_table",
+    "preflight", "suite_to_check", "verdict_training_labels", "verdict_table",
 ]  # fmt: skip

@@ -28,12 +28,12 @@ from analytics.suites import build_suite, suite_exists, suite_labels_of
 from analytics.workspace import Workspace, now
 
 from .junit import junit_xml
-from .measures import Measures, challenge_loader, training_labels
+from .measures import Measures, challenge_loader, verdict_training_labels
 from .policy import Policy
 from .rules import RuleResult, evaluate_rules
 from .summary import markdown_summary
 
-__all__ = ["FILES", "CheckResult", "check", "preflight", "resolve_suite"]
+__all__ = ["FILES", "CheckResult", "check", "preflight", "suite_to_check"]
 
 #: The files a check writes into its output folder.
 FILES = {"junit": "junit.xml", "summary": "summary.md", "report": "report.html"}
@@ -125,7 +125,7 @@ def check(
     """
     started = time.perf_counter()
     out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out)
-    suite_id = resolve_suite(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "suite"))
+    suite_id = suite_to_check(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "suite"))
     models = list(dict.fromkeys([candidate, *([baseline] if baseline else [])]))
     run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "runs"))))
     shared = challenge_loader(workspace)
@@ -177,13 +177,13 @@ def _check_assessor_labels(workspace: Workspace, policy: Policy, candidate: str,
     after the suite and the runs, minutes later)."""
     labels = policy.settings["assessor_labels"]
     if suite_id is not None or labels != "human":
-        training_labels(workspace, suite_id or "", candidate, labels=labels)
+        verdict_training_labels(workspace, suite_id or "", candidate, labels=labels)
         return
     recipe = policy.suite
     saved = [row["id"] for row in workspace.query("SELECT id FROM suites WHERE method = ? AND n = ? AND seed = ?", (recipe.method, recipe.n, recipe.seed))]
     for saved_id in saved:
         try:
-            training_labels(workspace, saved_id, candidate, labels=labels)
+            verdict_training_labels(workspace, saved_id, candidate, labels=labels)
             return
         except InvalidInputError:
             continue
@@ -194,7 +194,7 @@ def _check_assessor_labels(workspace: Workspace, policy: Policy, candidate: str,
     )
 
 
-def resolve_suite(
+def suite_to_check(
     workspace: Workspace, policy: Policy, suite_id: str | None, *, device: str | None = None, batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
 ) -> str:  # fmt: skip

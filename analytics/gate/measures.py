@@ -27,7 +27,7 @@ from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 from analytics.zoo import assessment_input, construction_labels
 
-__all__ = ["Measures", "Verdict", "assessor_verdict", "challenge_loader", "training_labels"]
+__all__ = ["Measures", "Verdict", "assessor_verdict", "challenge_loader", "verdict_training_labels"]
 
 Progress = Callable[[int, int], None]
 
@@ -162,14 +162,14 @@ def assessor_verdict(
     InvalidInputError
         Too few labelled models (:func:`analytics.assessor.fit_assessor` says how many).
     """
-    known = training_labels(workspace, suite_id, model, labels=labels)
+    known = verdict_training_labels(workspace, suite_id, model, labels=labels)
     training = assessment_input(workspace, list(known.index), suite_id=suite_id, preset=VERDICT_PRESET, device=device, batch_size=batch_size).features
     candidate = features_table(workspace, [run_id], settings=MatrixSettings.of(VERDICT_PRESET))
     row = held_out_verdicts(training, known.loc[training.index], candidate).iloc[0]
     return Verdict(label=str(row["label"]), p_variant=float(row["p_variant"]), trained_on=int(row["trained_on"]))
 
 
-def training_labels(workspace: Workspace, suite_id: str, model: str, *, labels: str = "human") -> pd.Series:
+def verdict_training_labels(workspace: Workspace, suite_id: str, model: str, *, labels: str = "human") -> pd.Series:
     """The labels the assessor learns from for a verdict on ``model``: every labelled model but ``model`` itself.
 
     Raises

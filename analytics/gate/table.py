@@ -8,10 +8,10 @@ import pandas as pd
 
 from .rules import RuleResult
 
-__all__ = ["VERDICT_COLUMNS", "verdict_table"]
+__all__ = ["VERDICT_TABLE_COLUMNS", "verdict_table"]
 
 #: Columns of :func:`verdict_table`.
-VERDICT_COLUMNS = ("rule", "passed", "measured", "limit", "message")
+VERDICT_TABLE_COLUMNS = ("rule", "passed", "measured", "limit", "message")
 
 
 def verdict_table(results: Sequence[RuleResult]) -> pd.DataFrame:
@@ -24,8 +24,8 @@ def verdict_table(results: Sequence[RuleResult]) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns :data:`VERDICT_COLUMNS`: the rule's name, whether it holds (bool), the measured value
+        Columns :data:`VERDICT_TABLE_COLUMNS`: the rule's name, whether it holds (bool), the measured value
         and its limit (float; NaN where the rule has no number) and the one-line message.
     """
     rows = [(r.name, bool(r.passed), float(r.value), float(r.limit), r.message) for r in results]
-    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS)).astype({"passed": bool, "measured": float, "limit": float})
+    return pd.DataFrame(rows, columns=list(VERDICT_TABLE_COLUMNS)).astype({"passed": bool, "measured": float, "limit": float})

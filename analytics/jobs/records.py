@@ -12,7 +12,7 @@ import pandas as pd
 from analytics.exceptions import NotFoundError
 from analytics.workspace import Workspace, now
 
-STATUSES = ("queued", "running", "cancelling", "cancelled", "done", "failed")
+JOB_STATUSES = ("queued", "running", "cancelling", "cancelled", "done", "failed")
 ACTIVE = ("queued", "running", "cancelling")
 RESUMABLE = ("cancelled", "failed")
 INTERRUPTED = "interrupted"  # the message of a job whose worker vanished

@@ -29,7 +29,7 @@ other annotator judged too (models judged by one annotator alone say nothing abo
 
 Sample size and uncertainty: every κ, α and agreement share is an :class:`Estimate` carrying the
 number of models it was computed on and a bootstrap percentile interval (Efron & Tibshirani 1993;
-``scipy.stats.bootstrap``): the models are resampled with replacement :data:`BOOTSTRAP_RESAMPLES`
+``scipy.stats.bootstrap``): the models are resampled with replacement :data:`AGREEMENT_BOOTSTRAP_RESAMPLES`
 times from a generator seeded with :data:`BOOTSTRAP_SEED`, the statistic is recomputed on each
 resample, resamples where it is undefined (e.g. every label the same) are dropped, and the 2.5th and
 97.5th percentiles bound the 95 % interval. The interval is NaN (``null`` in JSON) when the statistic
@@ -72,11 +72,11 @@ PER_MODEL_COLUMNS: list[str] = ["model", "n_judgments", *LABELS, "majority", "ag
 MIN_SHARED_MODELS = 10
 #: Bootstrap resamples per interval: 1000 keeps the Monte-Carlo error of a 2.5 % percentile at about
 #: ±0.5 percentage points of coverage while costing well under a second for a typical suite.
-BOOTSTRAP_RESAMPLES = 1000
+AGREEMENT_BOOTSTRAP_RESAMPLES = 1000
 #: Seed of the bootstrap generator: the same judgments always give the same intervals.
 BOOTSTRAP_SEED = 0
 #: Coverage of the bootstrap intervals.
-CONFIDENCE = 0.95
+AGREEMENT_CONFIDENCE = 0.95
 #: Krippendorff's levels of measurement offered: ordinal (the labels' order counts; the default) and nominal.
 ALPHA_LEVELS: tuple[str, ...] = ("ordinal", "nominal")
 
@@ -93,7 +93,7 @@ class Estimate:
         How many models it was computed on (shared models for a pair, models judged by at least two
         annotators for Fleiss' κ and α).
     low, high : float
-        Bounds of the bootstrap :data:`CONFIDENCE` interval; NaN when it cannot be computed (module notes).
+        Bounds of the bootstrap :data:`AGREEMENT_CONFIDENCE` interval; NaN when it cannot be computed (module notes).
     """
 
     value: float
@@ -162,7 +162,7 @@ class Agreement:
     per_model: pd.DataFrame = field(repr=False)
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    resamples: int = BOOTSTRAP_RESAMPLES
+    resamples: int = AGREEMENT_BOOTSTRAP_RESAMPLES
     seed: int = BOOTSTRAP_SEED
 
     @property
@@ -195,13 +195,13 @@ class Agreement:
             },
             "majority": self.majority.to_dict(),
             "min_shared_models": MIN_SHARED_MODELS,
-            "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": CONFIDENCE},
+            "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": AGREEMENT_CONFIDENCE},
             "notes": list(self.notes),
             "warnings": list(self.warnings),
         }
 
 
-def measure_agreement(judgments: pd.DataFrame, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Agreement:
+def measure_agreement(judgments: pd.DataFrame, *, resamples: int = AGREEMENT_BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Agreement:
     """Fleiss' κ, pairwise Cohen's κ, Krippendorff's α, agreement with the majority, per-model table
     and majority vote in one result, each statistic with its sample size and bootstrap interval.
 
@@ -210,7 +210,7 @@ def measure_agreement(judgments: pd.DataFrame, *, resamples: int = BOOTSTRAP_RES
     judgments : DataFrame
         Columns ``annotator, model, label``; one row per (annotator, model) — pass
         :func:`analytics.judging.judgments.latest_judgments` of one suite.
-    resamples : int, default=BOOTSTRAP_RESAMPLES
+    resamples : int, default=AGREEMENT_BOOTSTRAP_RESAMPLES
         Bootstrap resamples per interval; 0 skips the intervals (NaN), e.g. where only κ is wanted.
     seed : int, default=BOOTSTRAP_SEED
         Seed of the bootstrap generator.
@@ -495,7 +495,7 @@ def _estimate(statistic: Callable[[np.ndarray], np.ndarray], rows: np.ndarray, r
             lambda picks, axis: statistic(rows[picks]),
             n_resamples=resamples,
             vectorized=True,
-            confidence_level=CONFIDENCE,
+            confidence_level=AGREEMENT_CONFIDENCE,
             method="percentile",
             rng=np.random.default_rng(seed),
         )
@@ -505,7 +505,7 @@ def _estimate(statistic: Callable[[np.ndarray], np.ndarray], rows: np.ndarray, r
         return Estimate(value, n)
     low, high = result.confidence_interval
     if not defined.all():
-        low, high = quantile(draws[defined], [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+        low, high = quantile(draws[defined], [(1 - AGREEMENT_CONFIDENCE) / 2, (1 + AGREEMENT_CONFIDENCE) / 2])
     return Estimate(value, n, float(low), float(high))
 
 

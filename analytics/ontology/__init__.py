@@ -6,7 +6,7 @@ rules with mlxtend, the graph, :class:`Ontology`), ``paths`` (shortest paths, ag
 
 from .expansion import (
     DEFAULT_MAXITS,
-    LEVEL_COLUMNS,
+    EXPANSION_LEVEL_COLUMNS,
     ExpandedKeyword,
     Expansion,
     class_keywords,
@@ -70,7 +70,7 @@ __all__ = [
     "Expansion",
     "ITEMSET_COLUMNS",
     "KeywordPath",
-    "LEVEL_COLUMNS",
+    "EXPANSION_LEVEL_COLUMNS",
     "Ontology",
     "OntologyParams",
     "RULE_COLUMNS",

@@ -44,7 +44,7 @@ from .paths import (
 
 logger = logging.getLogger(__name__)
 
-LEVEL_COLUMNS = ["level", "min", "mean", "max"]
+EXPANSION_LEVEL_COLUMNS = ["level", "min", "mean", "max"]
 DEFAULT_MAXITS = 5
 
 
@@ -292,10 +292,10 @@ def level_statistics(expansions: Sequence[Expansion], *, maxits: int) -> pd.Data
     """
     maxits = check_positive_int(maxits, "maxits", minimum=0)
     if not expansions:
-        return pd.DataFrame(columns=LEVEL_COLUMNS)
+        return pd.DataFrame(columns=EXPANSION_LEVEL_COLUMNS)
     sizes = np.array([expansion.sizes(maxits) for expansion in expansions])
     return pd.DataFrame(
         {"level": np.arange(maxits + 1), "min": sizes.min(axis=0), "mean": sizes.mean(axis=0), "max": sizes.max(axis=0)},
-        columns=LEVEL_COLUMNS,
+        columns=EXPANSION_LEVEL_COLUMNS,
     )
 

@@ -9,8 +9,8 @@ from .ledger import (
 )
 from .manifest import (
     META_PREFIX,
-    OPTIONAL_COLUMNS,
-    REQUIRED_COLUMNS,
+    OPTIONAL_MANIFEST_COLUMNS,
+    REQUIRED_MANIFEST_COLUMNS,
     AddReport,
     RepositoryEntry,
     add_repository,
@@ -30,7 +30,7 @@ from .ray_backend import (
 )
 from .run import (
     STATUS_COLUMNS,
-    STATUSES,
+    REPOSITORY_STATUSES,
     repository_status,
     run_repository,
 )
@@ -38,12 +38,12 @@ from .run import (
 __all__ = [
     "AddReport",
     "META_PREFIX",
-    "OPTIONAL_COLUMNS",
-    "REQUIRED_COLUMNS",
+    "OPTIONAL_MANIFEST_COLUMNS",
+    "REQUIRED_MANIFEST_COLUMNS",
     "RepositoryEntry",
     "RepositoryProgress",
     "RunLedger",
-    "STATUSES",
+    "REPOSITORY_STATUSES",
     "STATUS_COLUMNS",
     "TARGETS_PER_TASK",
     "WAIT_S",

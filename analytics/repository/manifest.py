@@ -42,9 +42,9 @@ from analytics.team import require_permission
 from analytics.workspace import Workspace
 
 #: Manifest columns every row must fill.
-REQUIRED_COLUMNS = ("name", "architecture", "checkpoint", "label_space")
+REQUIRED_MANIFEST_COLUMNS = ("name", "architecture", "checkpoint", "label_space")
 #: Optional manifest columns that are not metadata.
-OPTIONAL_COLUMNS = ("input_size",)
+OPTIONAL_MANIFEST_COLUMNS = ("input_size",)
 #: Meta key prefix of a repository's record.
 META_PREFIX = "repository:"
 
@@ -132,10 +132,10 @@ def read_manifest(path: str | os.PathLike) -> list[RepositoryEntry]:
 def _parse_manifest(path: Path) -> tuple[list[RepositoryEntry], dict[str, str]]:
     """The good entries and, per bad row (``row N``), what is wrong with it."""
     table = _read_csv(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    missing = [c for c in REQUIRED_MANIFEST_COLUMNS if c not in table.columns]
     if missing:
         raise InvalidInputError(
-            f"{path}: the manifest lacks the column(s) {', '.join(missing)}; its header must name {', '.join(REQUIRED_COLUMNS)} "
+            f"{path}: the manifest lacks the column(s) {', '.join(missing)}; its header must name {', '.join(REQUIRED_MANIFEST_COLUMNS)} "
             "(plus optional input_size and metadata columns)"
         )
     entries, problems, seen = [], {}, set()
@@ -167,9 +167,9 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 def _entry(record: Mapping[str, str], folder: Path, line: int) -> RepositoryEntry:
     values = {key: str(value).strip() for key, value in record.items()}
-    empty = [c for c in REQUIRED_COLUMNS if not values[c]]
+    empty = [c for c in REQUIRED_MANIFEST_COLUMNS if not values[c]]
     if empty:
-        raise InvalidInputError(f"empty {', '.join(empty)}; fill every one of {', '.join(REQUIRED_COLUMNS)}")
+        raise InvalidInputError(f"empty {', '.join(empty)}; fill every one of {', '.join(REQUIRED_MANIFEST_COLUMNS)}")
     input_size = None
     if values.get("input_size"):
         try:
@@ -177,7 +177,7 @@ def _entry(record: Mapping[str, str], folder: Path, line: int) -> RepositoryEntr
         except ValueError:
             raise InvalidInputError(f"input_size {values['input_size']!r} is not a whole number >= 16; leave it empty for the default") from None
     label = values["label_space"]
-    metadata = {k: _scalar(v) for k, v in values.items() if k not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS and v}
+    metadata = {k: _scalar(v) for k, v in values.items() if k not in REQUIRED_MANIFEST_COLUMNS + OPTIONAL_MANIFEST_COLUMNS and v}
     return RepositoryEntry(
         name=values["name"],
         architecture=values["architecture"],

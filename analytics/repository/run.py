@@ -35,7 +35,7 @@ from .ray_backend import run_on_ray
 #: Columns of :func:`repository_status`.
 STATUS_COLUMNS = ["model", "status", "accuracy", "worst_case_accuracy", "images", "expected_images", "run_id", "reason"]
 #: Values of its ``status`` column.
-STATUSES = ("done", "running", "failed", "pending")
+REPOSITORY_STATUSES = ("done", "running", "failed", "pending")
 
 
 def run_repository(

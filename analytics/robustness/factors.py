@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from analytics.models import LoadedModel
 
 #: Columns of the package's predictions CSV; the probability is optional.
-REQUIRED_COLUMNS = ("file_name", "predicted_class")
+PREDICTIONS_FILE_COLUMNS = ("file_name", "predicted_class")
 PROBABILITY = "predicted_probability"
 #: Largest predictions file read (the full validation set is about 2.4 MB).
 MAX_PREDICTIONS_BYTES = 64 * 2**20
@@ -141,7 +141,7 @@ def check_predictions(frame: pd.DataFrame, *, name: str = "predictions") -> pd.D
         As :func:`load_predictions`.
     """
     frame = frame.rename(columns=lambda column: str(column).strip())
-    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
+    missing = [column for column in PREDICTIONS_FILE_COLUMNS if column not in frame.columns]
     if missing:
         raise InvalidInputError(
             f"predictions file {name}: no column {', '.join(map(repr, missing))} (it has {', '.join(map(str, frame.columns[:6])) or 'none'}); "

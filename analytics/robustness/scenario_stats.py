@@ -113,7 +113,7 @@ def scenario_accuracy(predictions: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     predictions : DataFrame
-        Columns :data:`analytics.robustness.scenarios.PREDICTION_COLUMNS` (``evaluate_scenarios``);
+        Columns :data:`analytics.robustness.scenarios.SCENARIO_PREDICTION_COLUMNS` (``evaluate_scenarios``);
         ``model``, ``scenario`` (str) and ``correct`` (bool) are read.
 
     Returns
@@ -131,7 +131,7 @@ def class_accuracy(predictions: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     predictions : DataFrame
-        Columns :data:`analytics.robustness.scenarios.PREDICTION_COLUMNS`; ``model``, ``scenario``,
+        Columns :data:`analytics.robustness.scenarios.SCENARIO_PREDICTION_COLUMNS`; ``model``, ``scenario``,
         ``class`` (str) and ``correct`` (bool) are read.
 
     Returns
@@ -151,7 +151,7 @@ def robustness_scores(predictions: pd.DataFrame, *, scenario_set: str = DEFAULT_
     Parameters
     ----------
     predictions : DataFrame
-        Columns :data:`analytics.robustness.scenarios.PREDICTION_COLUMNS`; ``model``, ``scenario``,
+        Columns :data:`analytics.robustness.scenarios.SCENARIO_PREDICTION_COLUMNS`; ``model``, ``scenario``,
         ``class`` (str) and ``correct`` (bool) are read.
     scenario_set : {'table3', 'all'}, default='table3'
         Which evaluated scenarios the score spans (:data:`analytics.robustness.scenarios.SCENARIO_SETS`):
@@ -289,7 +289,7 @@ def scenario_regression(predictions: pd.DataFrame, *, baseline_model: str | None
     Parameters
     ----------
     predictions : DataFrame
-        Columns :data:`analytics.robustness.scenarios.PREDICTION_COLUMNS` (see :func:`class_accuracy`).
+        Columns :data:`analytics.robustness.scenarios.SCENARIO_PREDICTION_COLUMNS` (see :func:`class_accuracy`).
     baseline_model : str, optional
 
     Returns

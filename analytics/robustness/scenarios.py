@@ -357,7 +357,7 @@ def apply_scenario(
 
 # -- evaluation over a workspace ------------------------------------------------------------------
 #: Columns of :func:`evaluate_scenarios`' predictions (one row per model, scenario and target).
-PREDICTION_COLUMNS = ["model", "scenario", "target", "class", "predicted", "true_prob", "correct"]
+SCENARIO_PREDICTION_COLUMNS = ["model", "scenario", "target", "class", "predicted", "true_prob", "correct"]
 #: Bumped when a scenario's pixels change in a way its parameters do not show (invalidates caches).
 CACHE_VERSION = 1
 
@@ -461,7 +461,7 @@ def evaluate_scenarios(
     Returns
     -------
     predictions : DataFrame
-        One row per (model, scenario, target), columns :data:`PREDICTION_COLUMNS`: model, scenario,
+        One row per (model, scenario, target), columns :data:`SCENARIO_PREDICTION_COLUMNS`: model, scenario,
         target, class (str), predicted (str: output name), true_prob (float64, summed probability of
         the class's outputs), correct (bool).
 
@@ -521,7 +521,7 @@ def evaluate_scenarios(
                 "true_prob": values[:, 1],
                 "correct": values[:, 0].astype(bool),
             }))
-    return pd.concat(frames, ignore_index=True)[PREDICTION_COLUMNS]
+    return pd.concat(frames, ignore_index=True)[SCENARIO_PREDICTION_COLUMNS]
 
 
 class _Counter:

@@ -17,7 +17,7 @@ from analytics.variance import (
     PointCloud,
     VarianceMatrix,
     cloud_matrices,
-    point_clouds,
+    signal_point_clouds,
 )
 from analytics.workspace import Workspace, content_id
 
@@ -84,7 +84,7 @@ def run_point_clouds(
             f"suite {data.suite_id!r} of run {run_id!r} has no semantic distance for {missing} of {data.distances.size} images, "
             "so there is no point cloud; register a model (EfficientNet-Lite works offline) and build the suite again"
         )
-    return point_clouds(data.distances, {signal: data.signals[signal] for signal in signals})
+    return signal_point_clouds(data.distances, {signal: data.signals[signal] for signal in signals})
 
 
 def _check_signals(signals: Sequence[str]) -> tuple[str, ...]:
@@ -277,7 +277,7 @@ def subsample_matrices(
     data = load_run(workspace, run_id) if data is None else data
     d_max = next(iter(run_matrices(workspace, run_id, settings=settings, data=data).values())).d_max
     kept = subsample_targets(len(data.target_ids), share=share, seed=seed)
-    clouds = point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
+    clouds = signal_point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
     matrices = cloud_matrices(clouds, **settings.key(), d_max=d_max)
     workspace.cache_put(key, _pack(matrices))
     return matrices

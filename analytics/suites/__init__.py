@@ -21,8 +21,8 @@ from .sampling import (
     SeamHarmony,
 )
 from .screening import (
-    DEFAULT_GRID,
-    DEFAULT_THRESHOLD,
+    DEFAULT_SCREENING_GRID,
+    DEFAULT_SCREENING_THRESHOLD,
     SUMMARY_COLUMNS,
     PoolExclusions,
     PoolScreening,
@@ -68,10 +68,10 @@ from .store import (
 )
 
 __all__ = [
-    "DEFAULT_GRID",
+    "DEFAULT_SCREENING_GRID",
     "DEFAULT_REALISM",
     "DEFAULT_REALISM_THRESHOLD",
-    "DEFAULT_THRESHOLD",
+    "DEFAULT_SCREENING_THRESHOLD",
     "FALLBACK_TOP",
     "ITEM_COLUMNS",
     "ITEM_KINDS",

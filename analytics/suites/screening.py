@@ -8,7 +8,7 @@ Two rules decide which pool backgrounds a target may not use:
   cells of a 3 x 3 grid, the views of the classifier-patch keyword backend. A class's score on a
   view is the *summed* softmax probability of its ImageNet indices (``cattle`` = ox + water buffalo
   + bison), and a background is excluded from the suites of a class when that score exceeds
-  :data:`DEFAULT_THRESHOLD` on any view. A background holding a zebra says nothing about a zebra
+  :data:`DEFAULT_SCREENING_THRESHOLD` on any view. A background holding a zebra says nothing about a zebra
   classifier's background invariance; a small zebra in one corner is what the patches are for.
   Classes without ImageNet indices cannot be screened and are listed as such, and every suite built
   without screening a class carries a warning saying so (:func:`screening_warning`; the Data page:
@@ -22,7 +22,7 @@ Two rules decide which pool backgrounds a target may not use:
   background's photo is its ``origin`` (every crop of one photo shares it). See
   ``analytics.data.on_home`` / ``source_photo``.
 
-**Threshold.** 0.2 of summed probability on some view (see :data:`DEFAULT_THRESHOLD` for how it
+**Threshold.** 0.2 of summed probability on some view (see :data:`DEFAULT_SCREENING_THRESHOLD` for how it
 was checked). Excluding a clean background by mistake costs the pool one scene; missing an object
 costs the suite its meaning, so the bar sits low, just above what clean scenes reach.
 
@@ -64,8 +64,8 @@ from .sampling import SampledBackground, Sampler, SamplingContext, SamplingResul
 #: 40 above 0.2, 35 above 0.3, 26 above 0.5 (the misses are mostly stamps Lite0 does not recognise
 #: at that size: guitar, chicken). 0.2 catches most pasted objects at a false exclusion rate of
 #: about 0.4 % of (background, class) pairs.
-DEFAULT_THRESHOLD = 0.2
-DEFAULT_GRID = 3  # the keyword backend's grid: patches of a third of the side
+DEFAULT_SCREENING_THRESHOLD = 0.2
+DEFAULT_SCREENING_GRID = 3  # the keyword backend's grid: patches of a third of the side
 SUMMARY_COLUMNS = ["class", "excluded_by_classifier", "excluded_as_own_photo"]
 
 
@@ -131,8 +131,8 @@ def screen_pool(
     pool_ids: Sequence[str] | None = None,
     classes: Mapping[str, Sequence[int]] | None = None,
     model: str | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    grid: int = DEFAULT_GRID,
+    threshold: float = DEFAULT_SCREENING_THRESHOLD,
+    grid: int = DEFAULT_SCREENING_GRID,
     batch_size: int | None = None,
     device: str | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -149,7 +149,7 @@ def screen_pool(
         Class -> ImageNet-1k indices; None = ``analytics.data.list_classes(workspace)``.
     model : str or None
         A registered classifier; None = :func:`default_screening_model`.
-    threshold : float in (0, 1], default=DEFAULT_THRESHOLD
+    threshold : float in (0, 1], default=DEFAULT_SCREENING_THRESHOLD
     grid : int, default=3
     batch_size : int or None, default=None
         Backgrounds per step and views per forward pass; None: 256 on a GPU, 32 on a CPU
@@ -313,7 +313,7 @@ def pool_exclusions(
     pool_ids: Sequence[str],
     *,
     model: str | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = DEFAULT_SCREENING_THRESHOLD,
     batch_size: int | None = None,
     device: str | None = None,
     compute: bool = True,
@@ -360,7 +360,7 @@ def _exclusions(
     }
     record: dict[str, Any] = {
         "threshold": threshold,
-        "grid": DEFAULT_GRID,
+        "grid": DEFAULT_SCREENING_GRID,
         "model": None if screening is None else screening.model,
         "unscreened": list(wanted) if screening is None else screening.unscreened,
         "classes": per_class,
@@ -496,7 +496,7 @@ def _gap_message(classes: list[str], no_classifier: str) -> str:
 
 # -- what the Data page shows ----------------------------------------------------------------------
 def exclusion_summary(
-    workspace: Workspace, *, model: str | None = None, threshold: float = DEFAULT_THRESHOLD, compute: bool = False
+    workspace: Workspace, *, model: str | None = None, threshold: float = DEFAULT_SCREENING_THRESHOLD, compute: bool = False
 ) -> pd.DataFrame:
     """How many pool backgrounds each class's suites exclude, and why (the whole pool, all targets).
 

@@ -19,7 +19,7 @@ from .authors import (
     squared_mean,
 )
 from .features import (
-    DEFAULT_THRESHOLD,
+    DEFAULT_ERROR_THRESHOLD,
     FEATURE_NAMES,
     GRADIENT_DIRECTIONS,
     asymmetry,
@@ -33,7 +33,7 @@ from .features import (
 )
 from .matrix import (
     CUSTOM,
-    DEFAULT_GRID,
+    DEFAULT_MATRIX_GRID,
     DEFAULT_K,
     DEFAULT_SETTINGS,
     PRESETS,
@@ -46,17 +46,17 @@ from .matrix import (
 from .point_cloud import (
     PointCloud,
     point_cloud,
-    point_clouds,
+    signal_point_clouds,
 )
 
 __all__ = [
     "AUTHORS_FEATURE_NAMES",
     "AUTHORS_GRADIENT_STATS",
     "CUSTOM",
-    "DEFAULT_GRID",
+    "DEFAULT_MATRIX_GRID",
     "DEFAULT_K",
     "DEFAULT_SETTINGS",
-    "DEFAULT_THRESHOLD",
+    "DEFAULT_ERROR_THRESHOLD",
     "FEATURE_NAMES",
     "GRADIENT_DIRECTIONS",
     "PRESETS",
@@ -81,7 +81,7 @@ __all__ = [
     "matrix_mean",
     "matrix_std",
     "point_cloud",
-    "point_clouds",
+    "signal_point_clouds",
     "sensitivity",
     "squared_mean",
     "variance_matrix",

@@ -28,7 +28,7 @@ import numpy as np
 from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
 
-from .features import DEFAULT_THRESHOLD, GRADIENT_DIRECTIONS, _check_matrix, _relative
+from .features import DEFAULT_ERROR_THRESHOLD, GRADIENT_DIRECTIONS, _check_matrix, _relative
 
 __all__ = [
     "AUTHORS_FEATURE_NAMES",
@@ -74,7 +74,7 @@ def squared_mean(matrix: np.ndarray) -> float:
     return float(np.mean(_check_matrix(matrix) ** 2))
 
 
-def authors_error_rate(matrix: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD) -> float:
+def authors_error_rate(matrix: np.ndarray, *, threshold: float = DEFAULT_ERROR_THRESHOLD) -> float:
     """Share of cells strictly above ``threshold`` (the authors' ``robusterror``: ``> 0.15``).
 
     Parameters
@@ -215,7 +215,7 @@ def _whole(m: np.ndarray, threshold: float) -> dict[str, float]:
     return features
 
 
-def authors_features(matrix: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD, crops: Sequence[int] = ()) -> dict[str, float]:
+def authors_features(matrix: np.ndarray, *, threshold: float = DEFAULT_ERROR_THRESHOLD, crops: Sequence[int] = ()) -> dict[str, float]:
     """The authors' features of one matrix (:data:`AUTHORS_FEATURE_NAMES`), optionally on nested centre crops too.
 
     Parameters

@@ -13,7 +13,7 @@ from analytics._validation import check_choice, check_finite
 from analytics.exceptions import InvalidInputError
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
+    "DEFAULT_ERROR_THRESHOLD",
     "FEATURE_NAMES",
     "GRADIENT_DIRECTIONS",
     "asymmetry",
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: Error-rate threshold: ML4ML [25] (the paper's source of the feature) counts cells above 0.15.
-DEFAULT_THRESHOLD = 0.15
+DEFAULT_ERROR_THRESHOLD = 0.15
 #: Directions of :func:`gradient_mean` / :func:`gradient_max`.
 GRADIENT_DIRECTIONS = ("vertical", "horizontal", "diagonal")
 #: Keys of :func:`matrix_features`, in order (the assessor's feature columns).
@@ -72,7 +72,7 @@ def matrix_std(matrix: np.ndarray) -> float:
     return float(_check_matrix(matrix).std())
 
 
-def error_rate(matrix: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD) -> float:
+def error_rate(matrix: np.ndarray, *, threshold: float = DEFAULT_ERROR_THRESHOLD) -> float:
     """Share of cells whose value is >= ``threshold`` (the paper's "percentage of pixels >= thres").
 
     Parameters
@@ -179,7 +179,7 @@ def gradient_max(matrix: np.ndarray, *, direction: str) -> float:
     return float(_differences(matrix, direction).max())
 
 
-def matrix_features(matrix: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD) -> dict[str, float]:
+def matrix_features(matrix: np.ndarray, *, threshold: float = DEFAULT_ERROR_THRESHOLD) -> dict[str, float]:
     """All features of one variance matrix, keyed by :data:`FEATURE_NAMES` (in that order).
 
     Parameters

@@ -23,7 +23,7 @@ from analytics.exceptions import InvalidInputError
 from .point_cloud import PointCloud
 
 __all__ = [
-    "CUSTOM", "DEFAULT_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "WINDOW_SHAPES", "MatrixSettings", "VarianceMatrix",
+    "CUSTOM", "DEFAULT_MATRIX_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "WINDOW_SHAPES", "MatrixSettings", "VarianceMatrix",
     "cloud_matrices", "variance_matrix",
 ]  # fmt: skip
 
@@ -32,7 +32,7 @@ PRESETS: dict[str, tuple[int, float]] = {"fine": (32, 2.0), "medium": (16, 5.0),
 #: Cells per axis. The paper gives its kernel sizes in pixels of the matrix image; on 128 cells the
 #: widest window (32) spans a quarter of each axis (+-0.125 d_max) and sigma 10 is 0.078 d_max, so
 #: every preset is local (on 32 cells the window covered the whole matrix and blurred failure bands).
-DEFAULT_GRID = 128
+DEFAULT_MATRIX_GRID = 128
 #: Number of nearest points averaged into u(e).
 DEFAULT_K = 32
 #: Preset name of free interpolation settings (a window / sigma of no preset).
@@ -78,7 +78,7 @@ class MatrixSettings:
     """
 
     preset: str = "smooth"
-    grid: int = DEFAULT_GRID
+    grid: int = DEFAULT_MATRIX_GRID
     window: int = PRESETS["smooth"][0]
     sigma: float = PRESETS["smooth"][1]
     k: int = DEFAULT_K
@@ -140,7 +140,7 @@ class MatrixSettings:
         return {name: value for name, value in asdict(self).items() if name != "preset"}
 
 
-#: The smooth preset on :data:`DEFAULT_GRID` cells: what every matrix view starts with.
+#: The smooth preset on :data:`DEFAULT_MATRIX_GRID` cells: what every matrix view starts with.
 DEFAULT_SETTINGS = MatrixSettings()
 
 
@@ -248,7 +248,7 @@ def variance_matrix(
     points: np.ndarray,
     values: np.ndarray,
     *,
-    grid: int = DEFAULT_GRID,
+    grid: int = DEFAULT_MATRIX_GRID,
     window: int = 32,
     sigma: float = 10.0,
     k: int = DEFAULT_K,
@@ -298,7 +298,7 @@ def variance_matrix(
     values : array-like of shape (n_points,), float
         Value of every point (``PointCloud.values``).
     grid : int, default=128
-        Cells per axis (:data:`DEFAULT_GRID`); a cell is ``d_max / grid`` wide.
+        Cells per axis (:data:`DEFAULT_MATRIX_GRID`); a cell is ``d_max / grid`` wide.
     window : int, default=32
         Diameter of the circular window (side of the square one), in cells (see above). Presets in :data:`PRESETS`.
     sigma : float, default=10.0
@@ -355,7 +355,7 @@ def variance_matrix(
 def cloud_matrices(
     clouds: Mapping[str, PointCloud],
     *,
-    grid: int = DEFAULT_GRID,
+    grid: int = DEFAULT_MATRIX_GRID,
     window: int = 32,
     sigma: float = 10.0,
     k: int = DEFAULT_K,
@@ -405,7 +405,7 @@ def cloud_matrices(
         raise InvalidInputError("clouds is empty; pass the run's point clouds (analytics.runs.run_point_clouds)")
     (first_name, first), *rest = clouds.items()
     for name, cloud in rest:
-        if cloud.distances is not first.distances and not np.array_equal(cloud.distances, first.distances):  # shared by point_clouds
+        if cloud.distances is not first.distances and not np.array_equal(cloud.distances, first.distances):  # shared by signal_point_clouds
             raise InvalidInputError(
                 f"cloud {name!r} has other distances than cloud {first_name!r}; cloud_matrices takes the clouds of one run "
                 "(one per signal): call it once per run, or variance_matrix on each cloud"

@@ -12,7 +12,7 @@ import numpy as np
 from analytics._validation import check_finite
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["PointCloud", "point_cloud", "point_clouds"]
+__all__ = ["PointCloud", "point_cloud", "signal_point_clouds"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,7 +96,7 @@ def point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
     return _point_clouds(distances, {"": _check_signals(signals, distances.shape, "signals")})[""]
 
 
-def point_clouds(distances: np.ndarray, signals: Mapping[str, np.ndarray]) -> dict[str, PointCloud]:
+def signal_point_clouds(distances: np.ndarray, signals: Mapping[str, np.ndarray]) -> dict[str, PointCloud]:
     """:func:`point_cloud` of several signals over the same distances (a run's signals).
 
     The clouds share one read-only array each of points, targets and pairs (they depend on the

@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_BACKBONE = "efficientnet-lite0"
 DEFAULT_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 DEFAULT_AUGMENT = (False, True)
-DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_ZOO_SEEDS = (0, 1, 2)
 DEFAULT_HIDDEN = 128
 DEFAULT_TEMPERATURES = (0.25, 1.0, 4.0)
 DEFAULT_FAMILY_STRENGTH = 0.5
@@ -93,7 +93,7 @@ def build_zoo(
     *,
     strengths: Sequence[float] = DEFAULT_STRENGTHS,
     augment: Sequence[bool] = DEFAULT_AUGMENT,
-    seeds: Sequence[int] = DEFAULT_SEEDS,
+    seeds: Sequence[int] = DEFAULT_ZOO_SEEDS,
     backbone: str = DEFAULT_BACKBONE,
     n_train_per_class: int = 36,
     n_augment_per_class: int = 12,
@@ -259,7 +259,7 @@ def zoo_step(workspace: Workspace, *, progress: ProgressFn | None = None) -> Non
 def zoo_built(workspace: Workspace) -> bool:
     """Whether every head of the default zoo (grid and figure-8 family) is registered."""
     names = set(list_zoo(workspace)["name"])
-    grid = [(s, a, k) for s in DEFAULT_STRENGTHS for a in DEFAULT_AUGMENT for k in DEFAULT_SEEDS]
+    grid = [(s, a, k) for s in DEFAULT_STRENGTHS for a in DEFAULT_AUGMENT for k in DEFAULT_ZOO_SEEDS]
     return all(plan.name in names for plan in _plans(grid, list(DEFAULT_TEMPERATURES), DEFAULT_FAMILY_STRENGTH))
 
 

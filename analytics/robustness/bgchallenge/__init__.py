@@ -9,8 +9,8 @@ Recognition", 2020) on Backdrop's targets or a downloaded IN-9 release.
 """
 
 from .adversarial import AdversarialResult, prediction_matrix, score_search, search_backgrounds
-from .evaluation import Release, class_outputs, evaluate_release, evaluate_variants, read_release, release_data, workspace_data
-from .metrics import CATEGORIES, PREDICTION_COLUMNS, category_counts, gaps, image_categories, per_class_accuracy, summary, variant_accuracy
+from .evaluation import Release, model_class_outputs, evaluate_release, evaluate_variants, read_release, release_data, workspace_data
+from .metrics import CATEGORIES, CHALLENGE_PREDICTION_COLUMNS, category_counts, gaps, image_categories, per_class_accuracy, summary, variant_accuracy
 from .variants import (
     MIXED,
     VARIANT_NAMES,
@@ -30,8 +30,8 @@ from .variants import (
 )
 
 __all__ = [
-    "AdversarialResult", "CATEGORIES", "ChallengeData", "MIXED", "PREDICTION_COLUMNS", "Release", "VARIANTS", "VARIANT_NAMES",
-    "VariantPlan", "bounding_boxes", "category_counts", "challenge_data", "class_outputs", "evaluate_release", "evaluate_variants",
+    "AdversarialResult", "CATEGORIES", "ChallengeData", "MIXED", "CHALLENGE_PREDICTION_COLUMNS", "Release", "VARIANTS", "VARIANT_NAMES",
+    "VariantPlan", "bounding_boxes", "category_counts", "challenge_data", "model_class_outputs", "evaluate_release", "evaluate_variants",
     "gaps", "image_categories", "no_fg", "only_bg_b", "only_bg_t", "only_fg", "pair_backgrounds", "paste", "per_class_accuracy",
     "plan_variant", "prediction_matrix", "read_release", "release_data", "render", "score_search", "search_backgrounds", "summary",
     "variant_accuracy", "workspace_data",

@@ -34,7 +34,7 @@ from analytics.models import LoadedModel, load_model, resize_images
 from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
-from .evaluation import class_outputs, data_key
+from .evaluation import model_class_outputs, data_key
 from .variants import ChallengeData, only_bg_t
 
 
@@ -116,7 +116,7 @@ def search_backgrounds(
     data : ChallengeData
         The targets: foregrounds and (as Only-BG-T) the pool.
     in9_mapping : {'official', 'wordnet'} or path-like, optional
-        See :func:`analytics.robustness.bgchallenge.evaluation.class_outputs`.
+        See :func:`analytics.robustness.bgchallenge.model_class_outputs`.
     include_own : bool, default=True
         Search each foreground's own Only-BG-T background too, as the official evaluation does;
         False searches only the other targets' backgrounds.
@@ -138,7 +138,7 @@ def search_backgrounds(
     check_positive_int(batch_size, "batch_size")
     model = load_model(workspace, model_name, device=device)
     known = list_class_mappings(workspace)
-    outputs = class_outputs(model, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
+    outputs = model_class_outputs(model, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
     key = "bgchallenge-adv/" + content_id(model_keys(workspace).keys[model_name], data_key(data), outputs, "own" if include_own else "others")
     predictions = prediction_matrix(model, data, include_own=include_own, batch_size=batch_size, progress=progress, cache=(workspace, key))
     return score_search(predictions, data, outputs)

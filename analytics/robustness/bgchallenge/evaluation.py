@@ -40,7 +40,7 @@ from analytics.models import LoadedModel, load_model, resize_images
 from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
-from .metrics import PREDICTION_COLUMNS
+from .metrics import CHALLENGE_PREDICTION_COLUMNS
 from .variants import VARIANTS, ChallengeData, challenge_data, plan_variant, render
 
 CHUNK = 64  # images per cached chunk: the unit an interrupted evaluation resumes from
@@ -60,7 +60,7 @@ class Release:
 
 
 # -- class outputs -------------------------------------------------------------------------------
-def class_outputs(model: LoadedModel, mappings: dict[str, ClassMapping], *, in9_mapping: str | os.PathLike | None = None) -> dict[str, list[int]]:
+def model_class_outputs(model: LoadedModel, mappings: dict[str, ClassMapping], *, in9_mapping: str | os.PathLike | None = None) -> dict[str, list[int]]:
     """Model outputs that count as each class (``in9_mapping`` replaces the default ImageNet→IN-9 map).
 
     Parameters
@@ -149,7 +149,7 @@ def _table(variant: str, ids: Sequence[str], classes: Sequence[str], bg_ids: Seq
     correct = [int(p) in outputs[c] for p, c in zip(predicted, classes)]
     to_background = [b != c and b in outputs and int(p) in outputs[b] for p, c, b in zip(predicted, classes, bg_classes)]
     return pd.DataFrame(
-        dict(zip(PREDICTION_COLUMNS, [variant, list(ids), list(bg_ids), list(classes), list(bg_classes), predicted, predicted_class, correct, to_background]))
+        dict(zip(CHALLENGE_PREDICTION_COLUMNS, [variant, list(ids), list(bg_ids), list(classes), list(bg_classes), predicted, predicted_class, correct, to_background]))
     )
 
 
@@ -207,7 +207,7 @@ def evaluate_variants(
     blend : bool, default=False
         Mixed-*: Backdrop's blended compositing instead of the paper's hard paste.
     in9_mapping : {'official', 'wordnet'} or path-like, optional
-        See :func:`class_outputs`.
+        See :func:`model_class_outputs`.
     batch_size : int, default=32
     device : str or torch.device, optional
     progress : callable, optional
@@ -218,7 +218,7 @@ def evaluate_variants(
     Returns
     -------
     predictions : DataFrame or None
-        :data:`analytics.robustness.bgchallenge.metrics.PREDICTION_COLUMNS`, one row per image; None only with
+        :data:`analytics.robustness.bgchallenge.metrics.CHALLENGE_PREDICTION_COLUMNS`, one row per image; None only with
         ``cached_only``. ``predicted`` (int64: the top output), ``correct`` and ``to_background`` (bool), the others str.
 
     Raises
@@ -236,7 +236,7 @@ def evaluate_variants(
         raise InvalidInputError(f"unknown variants {bad}; choose from {', '.join(VARIANTS)}")
     model = load_model(workspace, model_name, device=device)
     known = list_class_mappings(workspace)
-    outputs = class_outputs(model, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
+    outputs = model_class_outputs(model, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
     owner = _output_classes(outputs, model.spec.n_outputs)
     plans = [plan_variant(data, v, seed=seed) for v in variants]
     total, done, tables = sum(len(p.sources) for p in plans), 0, []
@@ -344,7 +344,7 @@ def evaluate_release(
     Returns
     -------
     predictions : DataFrame
-        :data:`analytics.robustness.bgchallenge.metrics.PREDICTION_COLUMNS`, one row per image:
+        :data:`analytics.robustness.bgchallenge.metrics.CHALLENGE_PREDICTION_COLUMNS`, one row per image:
         ``predicted`` (int64: the top output), ``correct`` and ``to_background`` (bool), the others str.
 
     Raises
@@ -356,7 +356,7 @@ def evaluate_release(
     check_positive_int(batch_size, "batch_size")
     model = load_model(workspace, model_name, device=device)
     names = sorted({c for classes in release.classes.values() for c in classes})
-    outputs = class_outputs(model, {c: ClassMapping(in9=c) if c in IN9_CLASSES else resolve_class(c) for c in names}, in9_mapping=in9_mapping)
+    outputs = model_class_outputs(model, {c: ClassMapping(in9=c) if c in IN9_CLASSES else resolve_class(c) for c in names}, in9_mapping=in9_mapping)
     owner = _output_classes(outputs, model.spec.n_outputs)
     size = model.spec.input_size
     total, done, tables = sum(len(f) for f in release.files.values()), 0, []

@@ -1,6 +1,6 @@
 """Backgrounds Challenge metrics on a prediction table (one row per generated or published image).
 
-The table has the columns of :data:`PREDICTION_COLUMNS`: ``variant``, ``source_id`` (the target
+The table has the columns of :data:`CHALLENGE_PREDICTION_COLUMNS`: ``variant``, ``source_id`` (the target
 whose object or scene the image shows), ``background_id`` (whose background; the source itself
 outside Mixed-*, ``''`` when unknown), ``class_name``, ``background_class``, ``predicted`` (the
 model's top output index), ``predicted_class`` (the class that output counts as, ``''`` for none),
@@ -24,7 +24,7 @@ from analytics.exceptions import InvalidInputError
 
 from .variants import VARIANT_NAMES, VARIANTS
 
-PREDICTION_COLUMNS = (
+CHALLENGE_PREDICTION_COLUMNS = (
     "variant", "source_id", "background_id", "class_name", "background_class", "predicted", "predicted_class", "correct", "to_background",
 )  # fmt: skip
 CATEGORIES = ("BG Irrelevant", "BG Required", "BG+FG Required", "BG Fools", "BG+FG Fools")
@@ -43,14 +43,14 @@ def check_predictions(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : DataFrame
-        Columns :data:`PREDICTION_COLUMNS`: ``predicted`` (int64: the top output), ``correct`` and ``to_background`` (bool), the others str.
+        Columns :data:`CHALLENGE_PREDICTION_COLUMNS`: ``predicted`` (int64: the top output), ``correct`` and ``to_background`` (bool), the others str.
 
     Returns
     -------
     DataFrame
         ``table`` itself.
     """
-    missing = [c for c in PREDICTION_COLUMNS if c not in table.columns]
+    missing = [c for c in CHALLENGE_PREDICTION_COLUMNS if c not in table.columns]
     if missing:
         raise InvalidInputError(f"prediction table lacks the columns {missing}; build it with analytics.robustness.bgchallenge.evaluate_model")
     unknown = sorted(set(table["variant"]) - set(VARIANTS))
@@ -65,7 +65,7 @@ def variant_accuracy(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : DataFrame
-        Predictions (:data:`PREDICTION_COLUMNS`, see :func:`check_predictions`).
+        Predictions (:data:`CHALLENGE_PREDICTION_COLUMNS`, see :func:`check_predictions`).
 
     Returns
     -------
@@ -89,7 +89,7 @@ def gaps(table: pd.DataFrame) -> dict[str, float]:
     Parameters
     ----------
     table : DataFrame
-        Predictions (:data:`PREDICTION_COLUMNS`, see :func:`check_predictions`).
+        Predictions (:data:`CHALLENGE_PREDICTION_COLUMNS`, see :func:`check_predictions`).
     """
     accuracy = variant_accuracy(table).set_index("variant")["accuracy"]
     return {
@@ -104,7 +104,7 @@ def per_class_accuracy(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : DataFrame
-        Predictions (:data:`PREDICTION_COLUMNS`, see :func:`check_predictions`).
+        Predictions (:data:`CHALLENGE_PREDICTION_COLUMNS`, see :func:`check_predictions`).
 
     Returns
     -------
@@ -122,7 +122,7 @@ def image_categories(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : DataFrame
-        Predictions (:data:`PREDICTION_COLUMNS`); one row per source and variant for the three variants.
+        Predictions (:data:`CHALLENGE_PREDICTION_COLUMNS`); one row per source and variant for the three variants.
 
     Returns
     -------
@@ -164,7 +164,7 @@ def summary(table: pd.DataFrame) -> dict:
     Parameters
     ----------
     table : DataFrame
-        Predictions (:data:`PREDICTION_COLUMNS`, see :func:`check_predictions`).
+        Predictions (:data:`CHALLENGE_PREDICTION_COLUMNS`, see :func:`check_predictions`).
     """
     accuracy = variant_accuracy(table)
     per_class = per_class_accuracy(table)

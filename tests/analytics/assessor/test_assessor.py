@@ -11,7 +11,7 @@ from analytics.assessor import (
     SHAP_PERMUTATIONS,
     WORST_CASE,
     evaluate_assessors,
-    explain,
+    shapley_values,
     feature_columns,
     fit_assessor,
     predict,
@@ -147,7 +147,7 @@ def test_predict_gives_a_label_and_probabilities():
 def test_shapley_values_of_the_driving_feature_dominate():
     features, labels = synthetic()
     forest = fit_assessor(features, labels)
-    explanation = explain(forest, features)
+    explanation = shapley_values(forest, features)
     magnitude = explanation.values.abs().mean()
     assert magnitude.idxmax() == "mean"
     assert magnitude["mean"] > 3 * magnitude.drop("mean").max()
@@ -161,13 +161,13 @@ def test_shapley_values_of_the_driving_feature_dominate():
 def test_explain_a_chosen_label_and_adaboost_by_exact_shapley():
     features, labels = synthetic(12, seed=3)
     ada = fit_assessor(features, labels, kind="adaboost")
-    explanation = explain(ada, features.head(3), target="variant")
+    explanation = shapley_values(ada, features.head(3), target="variant")
     assert set(explanation.target) == {"variant"}
     probability = predict(ada, features.head(3))["p_variant"]
     np.testing.assert_allclose(explanation.values.sum(axis=1) + explanation.base_value, probability, atol=1e-6)
     assert explanation.method == "exact enumeration of coalitions"
     with pytest.raises(InvalidInputError, match="target must be one of"):
-        explain(ada, features.head(1), target="sideways")
+        shapley_values(ada, features.head(1), target="sideways")
 
 
 def test_adaboost_is_explained_on_48_matrix_features():
@@ -175,7 +175,7 @@ def test_adaboost_is_explained_on_48_matrix_features():
     ada = fit_assessor(features, labels, kind="adaboost")
     assert len(ada.feature_names) == 48
     models = features.head(3)
-    explanation = explain(ada, models)
+    explanation = shapley_values(ada, models)
     assert explanation.values.shape == (3, 48) and list(explanation.values.columns) == list(ada.feature_names)
     assert np.isfinite(explanation.values.to_numpy()).all() and np.isfinite(explanation.base_value.to_numpy()).all()
     assert f"{SHAP_PERMUTATIONS} antithetic permutations" in explanation.method
@@ -187,7 +187,7 @@ def test_adaboost_is_explained_on_48_matrix_features():
     assert explanation.values.abs().mean().idxmax() == "mean"
     # deterministic, and numpy's global generator is left as it was
     state = np.random.get_state()[1].copy()
-    again = explain(ada, models)
+    again = shapley_values(ada, models)
     np.testing.assert_array_equal(np.random.get_state()[1], state)
     pd.testing.assert_frame_equal(explanation.values, again.values)
 

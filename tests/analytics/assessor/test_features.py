@@ -28,11 +28,11 @@ from analytics.runs import (
 from analytics.runs import read as runs_read
 from analytics.variance import (
     AUTHORS_FEATURE_NAMES,
-    DEFAULT_THRESHOLD,
+    DEFAULT_ERROR_THRESHOLD,
     FEATURE_NAMES,
     authors_error_rate,
     cloud_matrices,
-    point_clouds,
+    signal_point_clouds,
     worst_case_accuracy,
 )
 
@@ -65,7 +65,7 @@ def test_sensitivity_compares_the_matrix_with_a_subsample_of_targets(run_workspa
     np.testing.assert_array_equal(subsample_matrices(run_workspace, run_id)["true_prob"].matrix, part["true_prob"].matrix)  # seeded
     data = load_run(run_workspace, run_id)
     kept = subsample_targets(len(data.target_ids))
-    clouds = point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
+    clouds = signal_point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
     expected = cloud_matrices(clouds, d_max=full["true_prob"].d_max)
     np.testing.assert_allclose(part["true_prob"].matrix, expected["true_prob"].matrix, rtol=0, atol=1e-12)  # those targets
 
@@ -105,9 +105,9 @@ def test_features_of_a_completed_run_read_stored_numbers_not_every_image(run_wor
     assert features["original_accuracy"] == pytest.approx(data.correct[:, 0].mean())
     assert features["worst_case_accuracy"] == pytest.approx(worst_case_accuracy(data.correct))
     for signal in ("emb_max", "emb_mean", "emb_topk_mean"):  # thresholds scaled by the signal's largest magnitude
-        cut = DEFAULT_THRESHOLD * np.abs(data.signals[signal]).max()
+        cut = DEFAULT_ERROR_THRESHOLD * np.abs(data.signals[signal]).max()
         assert features[f"{signal}.error_rate"] == pytest.approx(authors_error_rate(matrices[signal].matrix, threshold=cut))
-    assert features["true_prob.error_rate"] == pytest.approx(authors_error_rate(matrices["true_prob"].matrix, threshold=DEFAULT_THRESHOLD))
+    assert features["true_prob.error_rate"] == pytest.approx(authors_error_rate(matrices["true_prob"].matrix, threshold=DEFAULT_ERROR_THRESHOLD))
 
 
 def test_features_are_cached_until_the_run_changes(run_workspace, run_ids, monkeypatch):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analytics.assessor import VERDICT_COLUMNS, fit_assessor, held_out_verdicts, predict
+from analytics.assessor import ASSESSOR_VERDICT_COLUMNS, fit_assessor, held_out_verdicts, predict
 from analytics.exceptions import InvalidInputError
 from tests.analytics.assessor.test_assessor import synthetic
 
@@ -17,7 +17,7 @@ def test_a_labelled_models_verdict_comes_from_the_others_and_an_unlabelled_ones_
     labels["model00"] = "variant" if truth != "variant" else "invariant"  # a label its features contradict
     candidates = pd.concat([features.loc[["model00"]], features.loc[["model01"]].rename(index={"model01": "new"})])
     verdicts = held_out_verdicts(features, labels, candidates)
-    assert list(verdicts.columns) == VERDICT_COLUMNS and list(verdicts.index) == ["model00", "new"]
+    assert list(verdicts.columns) == ASSESSOR_VERDICT_COLUMNS and list(verdicts.index) == ["model00", "new"]
     held_out = predict(fit_assessor(features.drop(index="model00"), labels.drop(index="model00")), features.loc[["model00"]])
     assert verdicts.at["model00", "label"] == held_out.at["model00", "label"] == truth  # not its own (wrong) label restated
     assert verdicts.at["model00", "trained_on"] == 29 and verdicts.at["new", "trained_on"] == 30

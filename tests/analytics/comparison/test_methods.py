@@ -274,7 +274,7 @@ def test_precision_counts_each_model_on_each_suite_of_the_method(judged_workspac
 # -- the default size and the estimate (issue 19.1) ---------------------------------------------------
 def test_the_default_comparison_is_small():
     """The default is the baseline and the paper's method, 2 seeds, N=4, 12 targets, one layer set."""
-    assert methods.comparison_steps(len(methods.DEFAULT_METHODS), methods.DEFAULT_SEEDS, len(methods.DEFAULT_LAYERS)) == 16
+    assert methods.comparison_steps(len(methods.DEFAULT_METHODS), methods.DEFAULT_SEED_COUNT, len(methods.DEFAULT_LAYERS)) == 16
     assert methods.DEFAULT_N * methods.DEFAULT_TARGETS < 8 * 60 / 4  # a quarter of the issue's demo suites or less
 
 

@@ -23,7 +23,7 @@ from analytics.figures import (
     shapley_bars,
     verdict_figure,
 )
-from analytics.gate import VERDICT_COLUMNS, RuleResult, verdict_table
+from analytics.gate import VERDICT_TABLE_COLUMNS, RuleResult, verdict_table
 from analytics.judging import confusion, measure_agreement
 
 #: Three annotators on four models: A and B agree on all four, C differs on two.
@@ -96,7 +96,7 @@ def test_verdict_table_and_figure_list_every_rule_in_order():
         RuleResult("assessor_label", False, math.nan, math.nan, "the assessor says variant"),
     ]
     table = verdict_table(results)
-    assert tuple(table.columns) == VERDICT_COLUMNS
+    assert tuple(table.columns) == VERDICT_TABLE_COLUMNS
     assert list(table["rule"]) == ["worst_case_accuracy_min", "assessor_label"] and list(table["passed"]) == [True, False]
     figure = verdict_figure(table)
     (trace,) = figure.data

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
 
-from analytics.assessor import explain, features_table, fit_assessor, human_labels, predict
+from analytics.assessor import shapley_values, features_table, fit_assessor, human_labels, predict
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.findings import SECTIONS, build_report, failure_table, flips, fooling_backgrounds, thumbnail_uri
@@ -159,7 +159,7 @@ def test_report_content_sections_galleries_flips_and_assessor(report_workspace, 
     assert f"trained on the {len(labels)} labelled models" in assessor
     for model in models:
         assert f"<h3>Why {model} is {expected[model]}</h3>" in assessor
-    top = explain(fitted, features.loc[["net6"]]).values.loc["net6"].abs().idxmax()
+    top = shapley_values(fitted, features.loc[["net6"]]).values.loc["net6"].abs().idxmax()
     assert f"<td>{top}</td>" in assessor[assessor.index("<h3>Why net6") :]  # the strongest feature is listed
     # issue 27.7: the summary leads (verdicts, accuracy drop, worst scenes, one picture); provenance is a collapsed appendix
     assert next(iter(SECTIONS)) == "summary" and text.index("<section id='summary'>") < text.index("<section id='accuracy'>")

@@ -12,7 +12,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.judging import (
-    BOOTSTRAP_RESAMPLES,
+    AGREEMENT_BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     LABELS,
     MIN_SHARED_MODELS,
@@ -307,7 +307,7 @@ def test_bootstrap_interval_resamples_models_with_the_documented_seed():
     data = random_judgments(3, 25, seed=5)
     result = measure_agreement(data)
     counts = label_counts(data).to_numpy()
-    chosen = np.random.default_rng(BOOTSTRAP_SEED).integers(len(counts), size=(BOOTSTRAP_RESAMPLES, len(counts)))
+    chosen = np.random.default_rng(BOOTSTRAP_SEED).integers(len(counts), size=(AGREEMENT_BOOTSTRAP_RESAMPLES, len(counts)))
     draws = [hand_fleiss(counts[rows]) for rows in chosen]
     assert (result.fleiss.low, result.fleiss.high) == pytest.approx(tuple(np.percentile(draws, [2.5, 97.5])))
 
@@ -321,7 +321,7 @@ def test_bootstrap_intervals_hold_the_estimate_and_repeat_with_the_seed():
         assert estimate.low < estimate.high  # 40 models of random labels: not a degenerate interval
     assert first.to_dict() == again.to_dict()
     assert (other.fleiss.low, other.fleiss.high) != (first.fleiss.low, first.fleiss.high)
-    assert first.to_dict()["bootstrap"] == {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "confidence": 0.95}
+    assert first.to_dict()["bootstrap"] == {"resamples": AGREEMENT_BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "confidence": 0.95}
 
 
 def test_intervals_that_cannot_be_computed_are_null():

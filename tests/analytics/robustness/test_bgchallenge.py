@@ -17,7 +17,7 @@ from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDen
 from analytics.models import register_torchscript
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
-    PREDICTION_COLUMNS,
+    CHALLENGE_PREDICTION_COLUMNS,
     category_counts,
     challenge_data,
     evaluate_release,
@@ -178,7 +178,7 @@ def predictions(rows: list[tuple[str, str, bool]]) -> pd.DataFrame:
          "predicted_class": "a", "correct": ok, "to_background": False}
         for v, s, ok in rows
     ]  # fmt: skip
-    return pd.DataFrame(records, columns=list(PREDICTION_COLUMNS))
+    return pd.DataFrame(records, columns=list(CHALLENGE_PREDICTION_COLUMNS))
 
 
 def test_bg_gap_and_same_minus_next():
@@ -363,16 +363,16 @@ def test_class_outputs_reads_an_in9_mapping_file(tmp_path):
     from types import SimpleNamespace
 
     from analytics.data import ClassMapping, imagenet_label_space
-    from analytics.robustness.bgchallenge import class_outputs
+    from analytics.robustness.bgchallenge import model_class_outputs
 
     model = SimpleNamespace(spec=SimpleNamespace(label_space=imagenet_label_space()))
     mapping = tmp_path / "made_up_in_to_in9.json"
     mapping.write_text(json.dumps({"5": 0, "7": 1, "8": -1}))
-    assert class_outputs(model, {"dog": ClassMapping(in9="dog")}, in9_mapping=mapping) == {"dog": [5]}
-    built_in = class_outputs(model, {"dog": ClassMapping(in9="dog")})["dog"]
+    assert model_class_outputs(model, {"dog": ClassMapping(in9="dog")}, in9_mapping=mapping) == {"dog": [5]}
+    built_in = model_class_outputs(model, {"dog": ClassMapping(in9="dog")})["dog"]
     assert built_in == [*range(151, 171), *range(173, 269)]  # the challenge's in_to_in9.json, built in
-    assert class_outputs(model, {"dog": ClassMapping(in9="dog")}, in9_mapping="wordnet")["dog"] == list(range(151, 269))
-    assert class_outputs(model, {"x": ClassMapping((3,))}, in9_mapping=mapping) == {"x": [3]}  # ImageNet mappings win
+    assert model_class_outputs(model, {"dog": ClassMapping(in9="dog")}, in9_mapping="wordnet")["dog"] == list(range(151, 269))
+    assert model_class_outputs(model, {"x": ClassMapping((3,))}, in9_mapping=mapping) == {"x": [3]}  # ImageNet mappings win
 
 
 # -- CLI -------------------------------------------------------------------------------------------

@@ -196,7 +196,7 @@ def test_robustness_scores_from_predictions():
     rows = []
     for scenario, correct in ((ORIGINAL, [1, 1, 1, 1]), ("image_grey", [1, 1, 0, 1]), ("blur_object", [1, 0, 0, 1])):
         rows += [("m", scenario, f"t{i}", "ab"[i % 2], "", 0.5, bool(c)) for i, c in enumerate(correct)]
-    table = robustness_scores(pd.DataFrame(rows, columns=sc.PREDICTION_COLUMNS))
+    table = robustness_scores(pd.DataFrame(rows, columns=sc.SCENARIO_PREDICTION_COLUMNS))
     row = table.loc["m"]
     # scenarios 0.75 and 0.5 around μ = 1; classes a: 2/4, b: 3/4
     assert row["external"] == pytest.approx((0.0625 + 0.25) / 2) and row["internal"] == pytest.approx((0.25 + 0.0625) / 2)
@@ -209,7 +209,7 @@ def test_the_default_score_spans_table_3s_eight_scenarios():
     rows = [("m", ORIGINAL, f"t{i}", "ab"[i % 2], "", 0.5, True) for i in range(20)]
     for scenario, share in accuracy.items():
         rows += [("m", scenario, f"t{i}", "ab"[i % 2], "", 0.5, i < share * 20) for i in range(20)]
-    predictions = pd.DataFrame(rows, columns=sc.PREDICTION_COLUMNS)
+    predictions = pd.DataFrame(rows, columns=sc.SCENARIO_PREDICTION_COLUMNS)
 
     def by_hand(names):
         chosen = predictions[predictions["scenario"].isin(names)]
@@ -270,7 +270,7 @@ def test_evaluation_shapes_correctness_and_cache(tiny_model_workspace, monkeypat
     calls = []
     predictions = evaluate_scenarios(tiny_model_workspace, ["tiny", "fg-only"], scenarios=CHOSEN, batch_size=4, progress=lambda d, t: calls.append((d, t)))
     n = 2 * 4 * 6
-    assert len(predictions) == n and list(predictions.columns) == sc.PREDICTION_COLUMNS
+    assert len(predictions) == n and list(predictions.columns) == sc.SCENARIO_PREDICTION_COLUMNS
     assert calls[-1] == (n, n)
     assert predictions["correct"].equals(predictions["predicted"] == predictions["class"])  # custom labels named like the classes
     # fg-only reads only the object's centre, which the background scenarios keep

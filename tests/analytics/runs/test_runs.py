@@ -18,7 +18,7 @@ from analytics.inference import engine, run_models
 from analytics.runs import matrices as run_matrices_module
 from analytics.variance import (
     CUSTOM,
-    DEFAULT_GRID,
+    DEFAULT_MATRIX_GRID,
     DEFAULT_SETTINGS,
     PRESETS,
     MatrixSettings,
@@ -190,7 +190,7 @@ def test_foreground_only_model_gives_zero_matrices_and_background_only_does_not(
     background = runs.run_matrices(run_workspace, run_ids["bg-only"])
     assert list(foreground) == list(background) == list(runs.SIGNALS)
     for signal in runs.SIGNALS:
-        assert foreground[signal].matrix.shape == (DEFAULT_GRID, DEFAULT_GRID)
+        assert foreground[signal].matrix.shape == (DEFAULT_MATRIX_GRID, DEFAULT_MATRIX_GRID)
         assert np.abs(foreground[signal].matrix).max() < 1e-6, signal
         assert background[signal].matrix.min() > 1e-3, signal  # every cell sees the background change
 
@@ -262,7 +262,7 @@ def test_matrix_cache_hit_returns_equal_arrays_without_recomputing(run_workspace
 
 
 def test_matrix_settings_apply_presets_and_overrides():
-    assert MatrixSettings.of().as_dict() == {"preset": "smooth", "grid": DEFAULT_GRID, "window": 32, "sigma": 10.0, "k": 32, "window_shape": "circle"}
+    assert MatrixSettings.of().as_dict() == {"preset": "smooth", "grid": DEFAULT_MATRIX_GRID, "window": 32, "sigma": 10.0, "k": 32, "window_shape": "circle"}
     assert MatrixSettings.of() == MatrixSettings() == DEFAULT_SETTINGS
     assert MatrixSettings.of("smooth", sigma=3).preset == CUSTOM
     assert MatrixSettings.of(CUSTOM, window=16, sigma=5).window == 16
@@ -278,7 +278,7 @@ def test_matrix_settings_apply_presets_and_overrides():
         MatrixSettings.of(grid=0)
     square = MatrixSettings.of("medium", window_shape="square")
     assert square.preset == "medium" and square.window_shape == "square"
-    assert square.key() == {"grid": DEFAULT_GRID, "window": 16, "sigma": 5.0, "k": 32, "window_shape": "square"}
+    assert square.key() == {"grid": DEFAULT_MATRIX_GRID, "window": 16, "sigma": 5.0, "k": 32, "window_shape": "square"}
     assert square.key() != MatrixSettings.of("medium").key()  # cache keys and colour scales follow the shape
     with pytest.raises(InvalidInputError, match="window_shape must be one of"):
         MatrixSettings.of(window_shape="hexagon")
@@ -350,8 +350,8 @@ def test_export_writes_matrices_pngs_and_the_image_table(run_workspace, run_ids,
     for signal, info in result["matrices"].items():
         np.testing.assert_array_equal(np.load(info["path"]), matrices[signal].matrix)
         png = cv2.imread(info["png"])
-        assert png is not None and png.shape == (DEFAULT_GRID * 8, DEFAULT_GRID * 8, 3)
-        assert info["shape"] == [DEFAULT_GRID, DEFAULT_GRID] and info["mean"] == pytest.approx(matrices[signal].matrix.mean())
+        assert png is not None and png.shape == (DEFAULT_MATRIX_GRID * 8, DEFAULT_MATRIX_GRID * 8, 3)
+        assert info["shape"] == [DEFAULT_MATRIX_GRID, DEFAULT_MATRIX_GRID] and info["mean"] == pytest.approx(matrices[signal].matrix.mean())
     table = pd.read_csv(result["table"], keep_default_na=False)
     assert list(table.columns) == runs.IMAGE_COLUMNS and len(table) == N_TARGETS * (TINY_SUITE_N + 1)
     assert result["points"] == N_TARGETS * TINY_SUITE_N * (TINY_SUITE_N + 1)

@@ -35,7 +35,7 @@ from analytics.exceptions import NotFoundError
 from analytics.keywords import ClassifierPatchBackend, KeywordTable, compute_keywords, save_keyword_table, view_cache
 from analytics.models import load_model
 from analytics.suites import (
-    DEFAULT_THRESHOLD,
+    DEFAULT_SCREENING_THRESHOLD,
     build_suite,
     exclusion_summary,
     own_photo_backgrounds,
@@ -69,7 +69,7 @@ def test_screening_finds_the_pasted_object_on_one_patch(screening_workspace):
     result = screen_pool(screening_workspace)
     assert result.model == FAKE_CLASSIFIER and result.classes == ["apple", "zebra"] and result.unscreened == []
     zebra = result.scores[:, result.classes.index("zebra")]
-    assert zebra[result.pool_ids.index(RED_BACKGROUND)] > DEFAULT_THRESHOLD
+    assert zebra[result.pool_ids.index(RED_BACKGROUND)] > DEFAULT_SCREENING_THRESHOLD
     assert result.excluded("zebra") == [RED_BACKGROUND] and result.excluded("apple") == []
     assert screen_pool(screening_workspace, grid=1).excluded("zebra") == []  # the whole image alone
 
@@ -210,7 +210,7 @@ def test_suites_exclude_class_objects_and_own_photos_and_count_them(screening_wo
     assert used["zebra/home"] == pool - {RED_BACKGROUND, "home@0", "home@1"}
     assert RED_BACKGROUND not in used["zebra/away"] and "apple@0" not in used["apple/0"]
     record = suite.params["pool_screening"]
-    assert record["model"] == FAKE_CLASSIFIER and record["threshold"] == DEFAULT_THRESHOLD
+    assert record["model"] == FAKE_CLASSIFIER and record["threshold"] == DEFAULT_SCREENING_THRESHOLD
     assert record["classes"] == {"apple": {"classifier": 0, "own_photo": 1}, "zebra": {"classifier": 1, "own_photo": 2}}
     assert record["own_photo_pairs"] == 3
 

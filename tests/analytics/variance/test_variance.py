@@ -8,7 +8,7 @@ import pytest
 
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
-    DEFAULT_GRID,
+    DEFAULT_MATRIX_GRID,
     FEATURE_NAMES,
     PRESETS,
     WINDOW_SHAPES,
@@ -23,7 +23,7 @@ from analytics.variance import (
     matrix_mean,
     matrix_std,
     point_cloud,
-    point_clouds,
+    signal_point_clouds,
     variance_matrix,
     worst_case_accuracy,
     worst_case_correct,
@@ -117,7 +117,7 @@ def test_point_clouds_of_several_signals_equal_one_cloud_each_and_share_the_poin
     rng = np.random.default_rng(11)
     distances = rng.gamma(3.0, 0.1, size=(6, 5))
     signals = {name: rng.random((6, 5)) for name in ("a", "b")}
-    clouds = point_clouds(distances, signals)
+    clouds = signal_point_clouds(distances, signals)
     assert list(clouds) == ["a", "b"]
     for name, table in signals.items():
         alone = point_cloud(distances, table)
@@ -128,7 +128,7 @@ def test_point_clouds_of_several_signals_equal_one_cloud_each_and_share_the_poin
     bad = signals["b"].copy()
     bad[0, 1] = np.nan
     with pytest.raises(InvalidInputError, match=r"signals\['b'\] holds 1 NaN"):
-        point_clouds(distances, {"a": signals["a"], "b": bad})
+        signal_point_clouds(distances, {"a": signals["a"], "b": bad})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -236,8 +236,8 @@ def test_presets_match_naive(preset):
     window, sigma = PRESETS[preset]
     points, values = _random_cloud(1_000, 21)
     result = variance_matrix(points, values, window=window, sigma=sigma)  # the default grid
-    assert result.grid == DEFAULT_GRID
-    expected = naive_variance_matrix(points, values, grid=DEFAULT_GRID, window=window, sigma=sigma, k=32, d_max=result.d_max)
+    assert result.grid == DEFAULT_MATRIX_GRID
+    expected = naive_variance_matrix(points, values, grid=DEFAULT_MATRIX_GRID, window=window, sigma=sigma, k=32, d_max=result.d_max)
     np.testing.assert_allclose(result.matrix, expected, rtol=0, atol=1e-9)
 
 
@@ -298,7 +298,7 @@ def test_circular_window_counts_the_points_within_the_radius_by_hand(path):
     np.testing.assert_allclose(circle, expected, rtol=0, atol=1e-14)
 
 
-@pytest.mark.parametrize("grid", [32, DEFAULT_GRID])
+@pytest.mark.parametrize("grid", [32, DEFAULT_MATRIX_GRID])
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_circle_is_exact_against_brute_force_for_every_preset(preset, grid):
     window, sigma = PRESETS[preset]

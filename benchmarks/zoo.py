@@ -104,7 +104,7 @@ def main() -> None:
         marks: dict[str, float] = {}
         counts: dict[str, int] = {}
 
-        def progress(stage: str, done: int, total: int) -> None:
+        def progress(done: int, total: int, stage: str = "") -> None:
             marks[stage] = time.perf_counter()
             counts[stage] = total
 

@@ -45,7 +45,7 @@ def evaluate_with_progress(workspace: Workspace, models: Sequence[str], data: Ch
     tables = {}
     for k, name in enumerate(models):
 
-        def progress(done: int, total: int, k: int = k, name: str = name) -> None:
+        def progress(done: int, total: int, _message: str = "", k: int = k, name: str = name) -> None:
             bar.progress((k + done / max(total, 1)) / len(models), text=f"{escape_markdown(name)}: {done} of {total} variant images")
 
         tables[name] = evaluate_variants(workspace, name, data, seed=seed, blend=blend, progress=progress)
@@ -59,7 +59,7 @@ def search_with_progress(workspace: Workspace, models: Sequence[str], data: Chal
     results = {}
     for k, name in enumerate(models):
 
-        def progress(done: int, total: int, k: int = k, name: str = name) -> None:
+        def progress(done: int, total: int, _message: str = "", k: int = k, name: str = name) -> None:
             bar.progress((k + done / max(total, 1)) / len(models), text=f"{escape_markdown(name)}: foreground {done} of {total}")
 
         results[name] = search_backgrounds(workspace, name, data, include_own=include_own, progress=progress)

@@ -148,7 +148,7 @@ def run_build(workspace: Workspace, request: BuildRequest) -> dict[str, Any]:
         backend = SceneModelsBackend(*(settings[role] for role in roles), **{k: v for k, v in settings.items() if k not in roles})
     bar = st.progress(0.0, text="Scoring images…")
     tables = build_keyword_tables(
-        workspace, backend, item_kinds=request.item_kinds, progress=lambda kind, done, total: bar.progress(done / total, text=f"Scoring {kind}s… {done}/{total}")
+        workspace, backend, item_kinds=request.item_kinds, progress=lambda done, total, kind="": bar.progress(done / total, text=f"Scoring {kind}s… {done}/{total}")
     )
     return {"tables": tables, "warnings": []}
 

@@ -47,7 +47,7 @@ def evaluate_with_progress(workspace: Workspace, models: Sequence[str], scenario
     """:func:`analytics.robustness.scenarios.evaluate_scenarios` with an ``st.progress`` bar (removed when done)."""
     bar = st.progress(0.0, text="Starting…")
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, _message: str = "") -> None:
         bar.progress(done / total if total else 1.0, text=f"{done} of {total} images (cached ones count at once)")
 
     try:

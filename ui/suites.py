@@ -193,7 +193,7 @@ def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
     progress bar; None (and the reason shown) when the library refuses it."""
     bar = st.progress(0.0, text=f"Screening the pool and sampling {PREVIEW_TARGETS} targets for the preview…")
 
-    def report(done: int, total: int) -> None:
+    def report(done: int, total: int, _message: str = "") -> None:
         bar.progress(done / total if total else 0.0, text=f"Semantic distances of the preview's composites… {done}/{total}")
 
     try:

@@ -92,7 +92,7 @@ def run_challenge(args: argparse.Namespace) -> dict:
 def _updater(bar):
     """A ``progress(done, total)`` callback moving a tqdm bar."""
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int, _message: str = "") -> None:
         bar.total = total
         bar.n = done
         bar.refresh()

@@ -47,7 +47,7 @@ class StageLines:
     def __init__(self) -> None:
         self.started, self.step = time.monotonic(), None
 
-    def __call__(self, step: str, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, step: str = "") -> None:
         if step != self.step:
             self.step = step
             print(f"[backdrop check] {self._elapsed()} {STAGES.get(step, step)}", file=sys.stderr, flush=True)
@@ -86,7 +86,7 @@ def run_check(args: argparse.Namespace) -> int:
     with ProgressBar("check", unit="img", terminal_only=True) as progress:
         result = check(
             workspace, policy, args.model, out=args.out, baseline=args.baseline, suite_id=args.suite, report=not args.no_report,
-            device=args.device, batch_size=args.batch_size, progress=lambda step, done, total: (stages(step, done, total), progress(done, total)),
+            device=args.device, batch_size=args.batch_size, progress=lambda done, total, step="": (stages(done, total, step), progress(done, total)),
         )  # fmt: skip
     stages.end()
     print(to_json(result.to_dict()) if args.json else result.summary, end="" if not args.json else "\n")

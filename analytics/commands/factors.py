@@ -104,7 +104,7 @@ def _model_predictions(args: argparse.Namespace):
             args.imagenet_val,
             batch_size=args.batch_size,
             device=args.device,
-            progress=lambda done, total: bars.update(f"predict {args.model}", done, total),
+            progress=lambda done, total, _message="": bars.update(done, total, f"predict {args.model}"),
         )
     finally:
         bars.close()

@@ -136,7 +136,7 @@ def _compute(workspace, args: argparse.Namespace, kinds: tuple[str, ...]) -> dic
     bars = StepBars()
     try:
         return build_keyword_tables(
-            workspace, backend, item_kinds=kinds, batch_size=args.batch_size, progress=lambda kind, done, total: bars.update(f"{kind}s", done, total)
+            workspace, backend, item_kinds=kinds, batch_size=args.batch_size, progress=lambda done, total, kind="": bars.update(done, total, f"{kind}s")
         )
     finally:
         bars.close()

@@ -42,7 +42,7 @@ def run_report(args: argparse.Namespace) -> dict:
     with tqdm(total=len(SECTIONS), desc="report", unit="section", file=sys.stderr) as bar:
         text = build_report(
             open_workspace(args), args.model, compare=args.compare, suite_id=args.suite, min_count=args.min_count,
-            progress=lambda done, _total: bar.update(done - bar.n),
+            progress=lambda done, _total, _message="": bar.update(done - bar.n),
         )  # fmt: skip
     try:
         out.write_text(text, encoding="utf-8")

@@ -57,7 +57,7 @@ def run_scenarios(args: argparse.Namespace) -> dict:
         raise InvalidInputError(f"--csv {args.csv}: folder {Path(args.csv).parent} does not exist; create it or choose another path")
     with tqdm(total=0, unit="img", desc="scenarios", file=sys.stderr, disable=not sys.stderr.isatty()) as bar:
 
-        def progress(done: int, total: int) -> None:
+        def progress(done: int, total: int, _message: str = "") -> None:
             bar.total = total
             bar.update(done - bar.n)
 

@@ -107,7 +107,7 @@ def run_assess(args: argparse.Namespace) -> dict:
     suite_id, labels = _labels(workspace, args.labels, args.suite)
     bars = StepBars()
     try:
-        data = _assessment_input(workspace, labels, suite_id, args, lambda done, total: bars.update("run", done, total))
+        data = _assessment_input(workspace, labels, suite_id, args, lambda done, total, _message="": bars.update(done, total, "run"))
     finally:
         bars.close()
     report = evaluate_assessors(data.features, labels, repeats=args.repeats, seed=args.seed)

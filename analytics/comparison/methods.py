@@ -39,7 +39,7 @@ with a new threshold, is therefore fast, and an interrupted comparison resumes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy.interpolate import RegularGridInterpolator
 
+from analytics._progress import Progress
 from analytics._validation import check_choice, check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.judging import measure_agreement
@@ -60,8 +61,6 @@ from .coverage import DEFAULT_COVERAGE_THRESHOLD, LAYER_CHOICES, CoverageResult,
 if TYPE_CHECKING:
     from analytics.models import ModelSpec
 
-ProgressFn = Callable[[str, int, int], None]
-"""``progress(step, done, total)``: called after each step of a comparison."""
 
 # The default comparison is sized to end in about two minutes on 2 CPU cores (issue 19.1: the former
 # 5 methods x 3 seeds x N=8 over every target, both layer sets, took ~50 minutes on the demo): the
@@ -158,7 +157,7 @@ def method_comparison(
     recall_layers: str = "embedding",
     preset: str = "smooth",
     device: str | None = None,
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Coverage (recall), Fleiss' κ (precision), F1 and run-to-run consistency per sampling method.
 
@@ -187,7 +186,7 @@ def method_comparison(
         Variance-matrix interpolation preset (:data:`analytics.variance.PRESETS`) for consistency.
     device : str or None, default=None
         Where the model runs (None: CUDA when available, else CPU).
-    progress : callable (step, done, total) or None
+    progress : callable (done, total, step) or None
         Called after every step (build suite, run, coverage, matrices) of every seed, and with the
         same ``done`` during a suite's distances and a run's batches.
 
@@ -337,7 +336,7 @@ class _SeedResult:
 class _Steps:
     """Counts finished steps and reports them."""
 
-    def __init__(self, progress: ProgressFn | None, total: int) -> None:
+    def __init__(self, progress: Progress | None, total: int) -> None:
         self.progress, self.total, self.done = progress, total, 0
 
     def finished(self, step: str) -> None:
@@ -347,7 +346,7 @@ class _Steps:
     def working(self, step: str) -> None:
         """Report the current count again, during a step (a job checks for a cancel on each report)."""
         if self.progress is not None:
-            self.progress(step, self.done, self.total)
+            self.progress(self.done, self.total, step)
 
 
 def _seed_result(

@@ -22,11 +22,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from analytics._install import default_data_dir
+from analytics._progress import Progress
 from analytics.exceptions import BackdropError
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def fetch_packages(
     packages: Sequence[str],
     *,
     cache_dir: str | os.PathLike | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Path]:
     """Download and unpack Debian packages into the cache, skipping those already there.
 
@@ -77,7 +78,7 @@ def fetch_packages(
     cache_dir : path-like, default=None
         The cache; None means :func:`default_cache_dir`.
     progress : callable, default=None
-        Called with each package name once it is ready (fetched or found).
+        ``progress(ready, len(packages), package)`` as each package is ready (fetched or found).
 
     Returns
     -------
@@ -99,10 +100,10 @@ def fetch_packages(
             _unpack(debs[package], package_root(package, cache))
             debs[package].unlink()  # the unpacked copy is all we read; the .deb would double the cache
     roots = {}
-    for package in packages:
+    for ready, package in enumerate(packages, 1):
         roots[package] = package_root(package, cache)
         if progress is not None:
-            progress(package)
+            progress(ready, len(packages), package)
     return roots
 
 

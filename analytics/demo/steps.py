@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from analytics._install import project_file
+from analytics._progress import Progress, with_message
 from analytics.data import (
     Background,
     Target,
@@ -49,9 +50,6 @@ from analytics.zoo import zoo_built, zoo_runs_done, zoo_runs_step, zoo_step
 from .assets import fetch_packages, licence_of
 
 CATALOGUE_PATH = project_file("assets/demo_catalogue.json")
-
-ProgressFn = Callable[[str, int, int], None]
-"""``progress(step, done, total)``: called as a step advances."""
 
 
 # -- the catalogue ---------------------------------------------------------------------------
@@ -163,12 +161,12 @@ class DemoContext:
 
     catalogue: Catalogue
     cache_dir: Path | None = None
-    progress: ProgressFn | None = None
+    progress: Progress | None = None
     _roots: dict[str, Path] = field(default_factory=dict, repr=False)
 
-    def report(self, step: str, done: int, total: int) -> None:
+    def report(self, done: int, total: int, step: str = "") -> None:
         if self.progress is not None:
-            self.progress(step, done, total)
+            self.progress(done, total, step)
 
     def fetch(self, packages: list[str] | None = None) -> None:
         """Make sure ``packages`` (default: all of the catalogue's) are unpacked in the cache."""
@@ -177,10 +175,8 @@ class DemoContext:
             done = len(self._roots)
             total = len(self._roots) + len(wanted)
 
-            def tick(_package: str) -> None:
-                nonlocal done
-                done += 1
-                self.report("assets", done, total)
+            def tick(fetched: int, _of: int, _package: str = "") -> None:
+                self.report(done + fetched, total, "assets")
 
             self._roots.update(fetch_packages(wanted, cache_dir=self.cache_dir, progress=tick))
 
@@ -322,14 +318,14 @@ def _has_demo_models(workspace: Workspace) -> bool:
 def build_demo_suite(workspace: Workspace, context: DemoContext) -> None:
     """Keywords of targets and pool (classifier-patch on EfficientNet-Lite0), the association
     ontology, and the ontology suite with distances from the three models' ensemble."""
-    tables, _ = ensure_keyword_tables(workspace, progress=lambda d, t: context.report("keywords", d, t))
+    tables, _ = ensure_keyword_tables(workspace, progress=with_message(context.report, "keywords"))
     ontology_id, _ = ensure_ontology(workspace, tables)
     build_suite(
         workspace,
         **DEMO_SUITE,
         keyword_tables=tables,
         ontology_id=ontology_id,
-        progress=lambda d, t: context.report("suite", d, t),
+        progress=with_message(context.report, "suite"),
     )
     _mark(workspace, "suite", context)
 
@@ -345,7 +341,7 @@ def demo_suite_id(workspace: Workspace) -> str | None:
 
 def run_demo_models(workspace: Workspace, context: DemoContext) -> None:
     """Run the three classifiers over the demo suite (resumable; finished runs are reused)."""
-    start_runs(workspace, list(DEMO_MODELS), demo_suite_id(workspace), progress=lambda d, t: context.report("runs", d, t))
+    start_runs(workspace, list(DEMO_MODELS), demo_suite_id(workspace), progress=with_message(context.report, "runs"))
     _mark(workspace, "runs", context)
 
 
@@ -389,7 +385,7 @@ def build_demo(
     workspace: Workspace,
     *,
     cache_dir: str | os.PathLike | None = None,
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
     steps: list[DemoStep] | None = None,
 ) -> DemoReport:
     """Build (or complete) the demo workspace; steps already done are skipped.
@@ -400,7 +396,7 @@ def build_demo(
     cache_dir : path-like, default=None
         Where Debian packages are fetched to; None means :func:`analytics.demo.default_cache_dir`.
     progress : callable, default=None
-        ``progress(step, done, total)``, e.g. to drive a progress bar.
+        ``progress(done, total, step)``, e.g. to drive a progress bar.
     steps : list of DemoStep, default=None
         The steps to run, in order; None means :data:`DEMO_STEPS`.
 

@@ -52,6 +52,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, shapley_values, features_table, fit_assessor, human_labels, predict
 from analytics.data import background_label
@@ -94,7 +95,6 @@ TOP_FEATURES = 8
 CHALLENGE_SEED, CHALLENGE_BLENDS = 0, (False, True)
 #: Saliency methods tried in turn for the flips: Grad-CAM needs a hookable layer (not TorchScript).
 SALIENCY_METHODS = ("gradcam", "saliency")
-Progress = Callable[[int, int], None]
 _SQUARE_PX = 360
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 _CSS = """

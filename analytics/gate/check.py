@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from analytics._progress import Progress, with_message
 from analytics.exceptions import InvalidInputError
 from analytics.findings import build_report
 from analytics.models import get_model_spec
@@ -37,7 +37,6 @@ __all__ = ["FILES", "CheckResult", "check", "preflight", "suite_to_check"]
 
 #: The files a check writes into its output folder.
 FILES = {"junit": "junit.xml", "summary": "summary.md", "report": "report.html"}
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ def check(
         Also write the self-contained HTML report.
     device, batch_size
         For the forward passes.
-    progress : callable (step, done, total), optional
+    progress : callable (done, total, step), optional
         ``step`` is ``'suite'``, ``'runs'``, ``'rules'`` (measured as the rules need them) or ``'report'``.
 
     Returns
@@ -125,19 +124,19 @@ def check(
     """
     started = time.perf_counter()
     out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out)
-    suite_id = suite_to_check(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "suite"))
+    suite_id = suite_to_check(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=with_message(progress, "suite"))
     models = list(dict.fromkeys([candidate, *([baseline] if baseline else [])]))
-    run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=_step(progress, "runs"))))
+    run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=with_message(progress, "runs"))))
     shared = challenge_loader(workspace)
     measures = {m: Measures(workspace, m, run_ids[m], policy.settings, device=device, batch_size=batch_size, challenge_data=shared) for m in models}
     if progress is not None:  # the rules measure what they need now (Backgrounds Challenge, scenarios, assessor): the longest step of a cold check
-        progress("rules", 0, len(policy.rules) + len(policy.baseline))
+        progress(0, len(policy.rules) + len(policy.baseline), "rules")
     results = evaluate_rules(policy, measures[candidate], measures[baseline] if baseline else None)
     if progress is not None:
-        progress("rules", len(results), len(results))
+        progress(len(results), len(results), "rules")
     files = {key: str(out / name) for key, name in FILES.items() if key != "report" or report}
     if report:
-        html = build_report(workspace, candidate, compare=[baseline] if baseline else [], suite_id=suite_id, progress=_step(progress, "report"))
+        html = build_report(workspace, candidate, compare=[baseline] if baseline else [], suite_id=suite_id, progress=with_message(progress, "report"))
         _write(Path(files["report"]), html)
     summary = markdown_summary(
         results, candidate=candidate, baseline=baseline, suite_id=suite_id, suite_label=suite_labels_of(workspace).get(suite_id), policy=policy.path,
@@ -196,7 +195,7 @@ def _check_assessor_labels(workspace: Workspace, policy: Policy, candidate: str,
 
 def suite_to_check(
     workspace: Workspace, policy: Policy, suite_id: str | None, *, device: str | None = None, batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> str:  # fmt: skip
     """The suite to check on: ``suite_id``, else the policy's ``[suite] id``, else the suite its recipe
     builds (:func:`analytics.suites.build_suite` returns an identical saved suite instead of a new one).
@@ -226,7 +225,3 @@ def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
-
-
-def _step(progress: Progress | None, step: str) -> Callable[[int, int], None] | None:
-    return None if progress is None else (lambda done, total: progress(step, done, total))

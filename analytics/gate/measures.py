@@ -29,8 +29,6 @@ from analytics.zoo import assessment_input, construction_labels
 
 __all__ = ["Measures", "Verdict", "assessor_verdict", "challenge_loader", "verdict_training_labels"]
 
-Progress = Callable[[int, int], None]
-
 
 @dataclass(frozen=True)
 class Verdict:

@@ -49,6 +49,7 @@ from typing import Self
 
 import torch
 
+from analytics._progress import Progress
 from analytics._threads import prefetched
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
@@ -142,7 +143,7 @@ def run_models(
     device: str | torch.device | None = None,
     batch_size: int | None = None,
     top_k: int = 3,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     composites: CompositeCache | None = None,
     fill_conv: bool = False,
 ) -> list[str]:

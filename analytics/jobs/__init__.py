@@ -4,7 +4,7 @@ A job is a row of the ``jobs`` table (kind, parameters as JSON, status, done / t
 the result as JSON, the worker's pid, the owner) and a detached worker process,
 ``python -m analytics jobs work ID --workspace W`` in a session of its own, whose output goes to
 ``<workspace>/jobs/<id>.log``. The worker calls the work of the job's kind (:data:`JOB_KINDS`) with
-``progress`` = :meth:`Progress.update`, which writes the row and raises
+``progress`` = :meth:`JobProgress.update`, which writes the row and raises
 :class:`analytics.exceptions.JobCancelled` once the row says ``cancelling``, so a cancel stops the
 work at its next step. A worker that does not stop within :data:`CANCEL_GRACE_S` seconds gets
 SIGTERM (its whole process group), then SIGKILL.
@@ -29,11 +29,11 @@ Modules: :mod:`.kinds` (the registry), :mod:`.records` (the table read back), :m
 its measured pace), :mod:`.naming` (what a person reads for a job).
 """
 
-from .kinds import JOB_KINDS, JobKind, ProgressFn, Work, register_kind
+from .kinds import JOB_KINDS, JobKind, Work, register_kind
 from .naming import job_label
 from .pace import Pace, duration_text, paced
 from .process import CANCEL_GRACE_S, LEAD_PERMISSION, POLL_S, cancel, log_path, may_control, resume, start, wait, work
-from .progress import Progress
+from .progress import JobProgress
 from .records import (
     ACTIVE,
     INTERRUPTED,
@@ -60,9 +60,8 @@ __all__ = [
     "JOB_STATUSES",
     "Job",
     "JobKind",
+    "JobProgress",
     "Pace",
-    "Progress",
-    "ProgressFn",
     "Work",
     "cancel",
     "duration_text",

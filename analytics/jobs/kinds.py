@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from analytics._progress import Progress, with_message
 from analytics.comparison import method_comparison, params_estimate_seconds, record_step_cost
 from analytics.repository import run_repository
 from analytics.runs import start_runs, start_runs_that_can
@@ -25,9 +26,7 @@ from analytics.zoo import build_zoo, zoo_job
 
 from .pace import Pace, paced
 
-ProgressFn = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: what a kind's work calls before each step."""
-Work = Callable[[Workspace, dict, ProgressFn], dict]
+Work = Callable[[Workspace, dict, Progress], dict]
 """``work(workspace, params, progress) -> result``: a kind's work (the result JSON-serialisable)."""
 
 
@@ -58,31 +57,31 @@ class JobKind:
         return cls(name, work, permission, frozenset(inspect.signature(function).parameters) - {"workspace", "progress", *fixed})
 
 
-def _methods(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+def _methods(workspace: Workspace, params: dict, progress: Progress) -> dict:
     started = time.monotonic()
     report = paced(progress, Pace(prior_s=params_estimate_seconds(workspace, params)))  # the page's estimate, revised as steps finish
-    table = method_comparison(workspace, **params, progress=lambda step, done, total: report(done, total, step))
+    table = method_comparison(workspace, **params, progress=report)
     record_step_cost(workspace, params, time.monotonic() - started)
     return {"table": table.to_dict("records")}
 
 
-def _suite(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+def _suite(workspace: Workspace, params: dict, progress: Progress) -> dict:
     progress(0, 0, "screening the pool and sampling backgrounds")
-    suite = build_suite(workspace, **params, progress=lambda done, total: progress(done, total, "semantic distances"))
+    suite = build_suite(workspace, **params, progress=with_message(progress, "semantic distances"))
     # the label the suite goes by in every listing, so the job's result names it the same way
     return {"suite_id": suite.id, "suite": suite_labels_of(workspace)[suite.id], "items": len(suite.items)}
 
 
-def _runs(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+def _runs(workspace: Workspace, params: dict, progress: Progress) -> dict:
     progress(0, 0, "loading the models")
-    return start_runs_that_can(workspace, **params, progress=lambda done, total: progress(done, total, "images")).to_dict()
+    return start_runs_that_can(workspace, **params, progress=with_message(progress, "images")).to_dict()
 
 
-def _repository(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+def _repository(workspace: Workspace, params: dict, progress: Progress) -> dict:
     return run_repository(workspace, **params, progress=progress)
 
 
-def _saliency(workspace: Workspace, params: dict, progress: ProgressFn) -> dict:
+def _saliency(workspace: Workspace, params: dict, progress: Progress) -> dict:
     progress(0, 0, "loading the models")
     return object_share(workspace, **params, progress=progress)
 

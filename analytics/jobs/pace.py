@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from analytics._progress import Progress
+
 PRIOR_STEPS = 1.0  # how many finished steps the estimate made before the start is worth
 
 
@@ -66,7 +68,7 @@ def duration_text(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
-def paced(progress: Callable[[int, int, str], None], pace: Pace) -> Callable[[int, int, str], None]:
+def paced(progress: Progress, pace: Pace) -> Progress:
     """``progress(done, total, message)`` whose message ends with the time left at the measured pace,
     e.g. ``'random seed 0: run · about 4 min left'``."""
 

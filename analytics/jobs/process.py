@@ -19,7 +19,7 @@ from analytics.team import active_user, allowed, require_permission, roles_with
 from analytics.workspace import PROJECT_ROOT, Workspace, now, to_json
 
 from .kinds import JOB_KINDS
-from .progress import Progress
+from .progress import JobProgress
 from .records import ACTIVE, Job, _worker_alive, get_job
 
 logger = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ def work(workspace: Workspace, job_id: str) -> Job:
     signal.signal(signal.SIGTERM, _raise_cancelled)  # a cancel that escalates ends as 'cancelled', not a bare kill
     status, message, result = "done", "done", {}
     try:
-        progress = Progress(_as_owner(workspace, job.owner), job_id)
+        progress = JobProgress(_as_owner(workspace, job.owner), job_id)
         progress.check()
         result = JOB_KINDS[job.kind].work(progress.workspace, dict(job.params), progress.update)
     except JobCancelled:

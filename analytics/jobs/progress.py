@@ -6,7 +6,7 @@ from analytics.exceptions import JobCancelled
 from analytics.workspace import Workspace, now
 
 
-class Progress:
+class JobProgress:
     """What a job kind reports its progress to; the cancel request comes back through it.
 
     The worker hands the kind's work :meth:`update` as its ``progress(done, total, message)``.

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from analytics._progress import Progress, with_message
 from analytics._validation import check_choice, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError
@@ -38,7 +39,7 @@ def compute_keywords(
     backend: KeywordBackend,
     item_kind: str,
     batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> KeywordTable:
     """Run ``backend`` over every target (object masked out) or every background of the workspace.
 
@@ -143,7 +144,7 @@ def build_keyword_tables(
     *,
     item_kinds: Sequence[str] = KEYWORD_ITEM_KINDS,
     batch_size: int = 32,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, str]:
     """Score every item of ``item_kinds`` with ``backend`` and store one table per kind.
 
@@ -158,7 +159,7 @@ def build_keyword_tables(
     item_kinds : sequence of {'target', 'background'}, default both
     batch_size : int, default=32
         Images scored per call of ``backend.scores``.
-    progress : callable (item_kind, done, total) or None
+    progress : callable (done, total, item_kind) or None
 
     Returns
     -------
@@ -167,14 +168,13 @@ def build_keyword_tables(
     require_permission(workspace, "build_suites")
     names = {}
     for kind in check_item_kinds(item_kinds):
-        report = None if progress is None else (lambda done, total, kind=kind: progress(kind, done, total))
-        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=report)
+        table = compute_keywords(workspace, backend=backend, item_kind=kind, batch_size=batch_size, progress=with_message(progress, kind))
         names[kind] = keyword_table_name(table.backend, kind, table.ids, table.params)
     return names
 
 
 def _scores(
-    workspace: Workspace, backend: KeywordBackend, item_kind: str, ids: list[str], batch_size: int, progress: Callable[[int, int], None] | None
+    workspace: Workspace, backend: KeywordBackend, item_kind: str, ids: list[str], batch_size: int, progress: Progress | None
 ) -> np.ndarray:
     """``backend.scores`` of every item, ``batch_size`` items a call: (n, n_keywords), float32."""
     scores = []
@@ -191,7 +191,7 @@ def _scores(
 
 
 def _pool_scores(
-    workspace: Workspace, backend: ClassifierPatchBackend, ids: list[str], image_hashes: list[str], chunk: int, progress: Callable[[int, int], None] | None
+    workspace: Workspace, backend: ClassifierPatchBackend, ids: list[str], image_hashes: list[str], chunk: int, progress: Progress | None
 ) -> np.ndarray:
     """Keyword scores of pool images from their cached view probabilities (pool screening may
     have stored them first), computing and caching the views of the others (:func:`computed_views`):

@@ -2,7 +2,6 @@
 """
 
 from .ledger import (
-    RepositoryProgress,
     RunLedger,
     backbone_groups,
     group_label,
@@ -41,7 +40,6 @@ __all__ = [
     "OPTIONAL_MANIFEST_COLUMNS",
     "REQUIRED_MANIFEST_COLUMNS",
     "RepositoryEntry",
-    "RepositoryProgress",
     "RunLedger",
     "REPOSITORY_STATUSES",
     "STATUS_COLUMNS",

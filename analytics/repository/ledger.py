@@ -4,17 +4,15 @@ driver (:mod:`analytics.repository.ray_backend`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
+from analytics._progress import Progress
 from analytics.exceptions import NotFoundError
 from analytics.models import get_model_spec
 from analytics.runs import complete_runs
 from analytics.workspace import Workspace
 
 from .manifest import failure_reason, record_outcomes
-
-#: ``progress(done_models, total_models, message)``.
-RepositoryProgress = Callable[[int, int, str], None]
 
 
 class RunLedger:
@@ -37,7 +35,7 @@ class RunLedger:
     """
 
     def __init__(
-        self, workspace: Workspace, name: str, suite_id: str, models: Sequence[str], *, skipped: Sequence[str], progress: RepositoryProgress | None
+        self, workspace: Workspace, name: str, suite_id: str, models: Sequence[str], *, skipped: Sequence[str], progress: Progress | None
     ) -> None:
         self.workspace, self.name, self.suite_id, self.models = workspace, name, suite_id, list(models)
         self.skipped, self.done, self.failures = list(skipped), [], {}

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError, PermissionDeniedError
 from analytics.inference import CompositeCache, run_models
@@ -28,7 +29,7 @@ from analytics.runs import current_runs
 from analytics.team import require_permission
 from analytics.workspace import Workspace
 
-from .ledger import RepositoryProgress, RunLedger, backbone_groups, group_label
+from .ledger import RunLedger, backbone_groups, group_label
 from .manifest import get_repository
 from .ray_backend import run_on_ray
 
@@ -46,7 +47,7 @@ def run_repository(
     device: str | None = None,
     batch_size: int | None = None,
     top_k: int = 3,
-    progress: RepositoryProgress | None = None,
+    progress: Progress | None = None,
     ray_address: str | None = None,
     num_gpus_per_model: float = 0,
 ) -> dict:

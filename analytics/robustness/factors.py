@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.data import fit_square, is_image_file, read_image
 from analytics.exceptions import InvalidInputError
@@ -401,7 +402,7 @@ def predict_imagenet_val(
     *,
     batch_size: int = 32,
     device: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Predictions of a registered ImageNet-1k model on the user's ImageNet validation images.
 

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics._validation import check_choice, check_image_batch, check_mask_batch, check_positive_int
 from analytics.data import composite, list_backgrounds, list_class_mappings, list_targets, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError
@@ -433,7 +434,7 @@ def evaluate_scenarios(
     seed: int = 0,
     batch_size: int = 32,
     device: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Per-image predictions of ``models`` on every target under the original and each scenario.
 
@@ -525,7 +526,7 @@ def evaluate_scenarios(
 
 
 class _Counter:
-    def __init__(self, total: int, progress: Callable[[int, int], None] | None) -> None:
+    def __init__(self, total: int, progress: Progress | None) -> None:
         self.done, self.total, self.progress = 0, total, progress
 
     def add(self, n: int) -> None:

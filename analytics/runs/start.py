@@ -10,9 +10,10 @@ that lists runs, draws a suite's colour scale or trains the assessor only reads 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analytics._progress import Progress
 from analytics.exceptions import InvalidInputError
 from analytics.team import require_permission
 from analytics.workspace import Workspace
@@ -32,7 +33,7 @@ def start_runs(
     device: str | None = None,
     batch_size: int | None = None,
     top_k: int = 3,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     fill_conv: bool = False,
 ) -> list[str]:
     """Run models over a suite (resuming earlier attempts) and complete the runs that changed.

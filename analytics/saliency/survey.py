@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.data import composite, list_class_mappings, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError, NotFoundError
@@ -29,9 +30,6 @@ from analytics.workspace import Workspace, content_id
 
 from ._model import Explanation, available_methods, explain
 from .registry import METHODS
-
-#: ``progress(done, total, message)``: called before each step (a job's ``Progress.update``).
-ProgressFn = Callable[[int, int, str], None]
 
 
 def suite_backgrounds(workspace: Workspace, suite_id: str | None, target_id: str, limit: int) -> list[str]:
@@ -192,7 +190,7 @@ def object_share(
     n_composites: int = 5,
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     device: str | None = None,
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, list]:
     """:func:`object_share_row` for every model × method the model can run; one step per target.
 

@@ -38,7 +38,6 @@ from .screening import (
 )
 from .similarity import (
     ITEM_KINDS,
-    Progress,
     composite_distances,
     cosine_distance_matrix,
     default_distance_models,
@@ -88,7 +87,6 @@ __all__ = [
     "OntologySampler",
     "PoolExclusions",
     "PoolScreening",
-    "Progress",
     "RandomSampler",
     "RankedKeyword",
     "RealismScorer",

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics._validation import check_choice, check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.exceptions import InvalidInputError
@@ -99,7 +100,7 @@ def build_suite(
     device: str | None = None,
     save: bool = True,
     name: str = "",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Suite:
     """Sample a suite for every target of the workspace and (by default) save it.
 
@@ -422,7 +423,7 @@ def ensure_keyword_tables(
     threshold: float = 0.1,
     batch_size: int | None = None,
     device: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """Keyword tables for the targets and the pool: the newest existing one of each kind (not
     stale: its model still has the weights it was computed with), or a classifier-patch table

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics._validation import check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets, source_photo
 from analytics.exceptions import InvalidInputError, NotFoundError
@@ -135,7 +136,7 @@ def screen_pool(
     grid: int = DEFAULT_SCREENING_GRID,
     batch_size: int | None = None,
     device: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     compute: bool = True,
 ) -> PoolScreening:
     """Score every pool background for every class (cached per model, grid and image).
@@ -231,7 +232,7 @@ def _class_scores(
     grid: int,
     outputs: list[list[int]],
     batch_size: int | None,
-    progress: Callable[[int, int], None] | None,
+    progress: Progress | None,
     compute: bool,
 ) -> np.ndarray:
     """Each image's largest summed probability of each class's ``outputs`` over its views:

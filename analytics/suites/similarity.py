@@ -16,11 +16,12 @@ kind and the ids.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.metrics.pairwise import cosine_distances as _pairwise_cosine
 
+from analytics._progress import Progress
 from analytics.data import load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError
 from analytics.inference import SuiteImage, iter_composites, prefetch_for
@@ -30,7 +31,6 @@ from analytics.workspace import Workspace, content_id
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
 ITEM_KINDS = ("target", "scene", "background")
 _EPS = 1e-12
 

@@ -125,7 +125,6 @@ from .layout import (
     zoo_layout,
     zoo_model_name,
 )
-from .training import ProgressFn
 
 __all__ = [
     "CONSTRUCTION_LABEL",
@@ -140,7 +139,6 @@ __all__ = [
     "GRID_FAMILY",
     "ZOO_KIND",
     "AssessmentInput",
-    "ProgressFn",
     "ZooLayout",
     "ZooModel",
     "ZooRecipe",

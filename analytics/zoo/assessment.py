@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics.assessor import DEFAULT_FEATURE_SET, features_table
 from analytics.exceptions import NotFoundError
 from analytics.models import list_models
@@ -49,7 +50,7 @@ def assessment_input(
     run_missing: bool = True,
     device: str | None = None,
     batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> AssessmentInput:
     """Features of the latest finished run of every model on a suite, running the models that lack one.

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from numbers import Real
 
 import numpy as np
 
+from analytics._progress import Progress
 from analytics._validation import check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.models import (
@@ -37,7 +38,7 @@ from .layout import (
     _plans,
     zoo_layout,
 )
-from .training import ProgressFn, _embedding_pool, _HeadArrays, _train_head
+from .training import _embedding_pool, _HeadArrays, _train_head
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ def build_zoo(
     batch_size: int = 32,
     device: str | None = None,
     replace: bool = False,
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
 ) -> list[ZooModel]:
     """Train and register one head per (strength, augment, seed), plus the figure-8 family, on a backbone.
 
@@ -153,7 +154,7 @@ def build_zoo(
         Where the backbone computes the embeddings (None: CUDA when available).
     replace : bool, default=False
         Re-train heads whose name is registered with a different construction (else that raises).
-    progress : callable (stage, done, total) or None
+    progress : callable (done, total, stage) or None
         Stage ``'embeddings'`` counts images, ``'heads'`` counts models.
 
     Returns
@@ -200,7 +201,7 @@ def build_zoo(
         accuracy, heldout = pool.accuracies(head, layout)
         models.append(ZooModel(plan.name, plan.strength, plan.augment, plan.seed, accuracy, heldout, plan.name in pending, plan.family, plan.temperature))
         if progress is not None:
-            progress("heads", done, len(plans))
+            progress(done, len(plans), "heads")
     return models
 
 
@@ -245,14 +246,14 @@ def _pending(workspace: Workspace, plans: list[_Plan], recipe: ZooRecipe, replac
 
 
 # -- demo step ---------------------------------------------------------------------------------------
-def zoo_step(workspace: Workspace, *, progress: ProgressFn | None = None) -> None:
+def zoo_step(workspace: Workspace, *, progress: Progress | None = None) -> None:
     """Demo step: build the default zoo (30 grid heads and 9 figure-8 heads on EfficientNet-Lite0).
 
     Heads an older Backdrop registered with another recipe (e.g. linear ones) are retrained; their
     runs then turn stale (:func:`analytics.runs.current_runs`) and :func:`zoo_runs_step` runs again.
-    ``progress(step, done, total)`` hears ``'zoo embeddings'`` and ``'zoo heads'``.
+    ``progress(done, total, step)`` hears ``'zoo embeddings'`` and ``'zoo heads'``.
     """
-    report = None if progress is None else lambda stage, done, total: progress(f"zoo {stage}", done, total)
+    report = None if progress is None else lambda done, total, stage="": progress(done, total, f"zoo {stage}")
     build_zoo(workspace, replace=True, progress=report)
 
 
@@ -267,7 +268,7 @@ def zoo_built(workspace: Workspace) -> bool:
 _STAGE_TEXT = {"embeddings": "backbone embeddings (images)", "heads": "heads (trained, or kept when already built)"}
 
 
-def zoo_job(workspace: Workspace, params: dict, progress: Callable[[int, int, str], None]) -> dict:
+def zoo_job(workspace: Workspace, params: dict, progress: Progress) -> dict:
     """The job kind ``zoo`` (:mod:`analytics.jobs`): :func:`build_zoo` with ``params``, reporting each step.
 
     A cancel stops it at its next embedding chunk or head; resumed, it reads the cached embeddings
@@ -279,7 +280,7 @@ def zoo_job(workspace: Workspace, params: dict, progress: Callable[[int, int, st
     params : dict
         Keyword arguments of :func:`build_zoo` (JSON values: lists for the sequences).
     progress : callable (done, total, message)
-        Called before each step (a job's :meth:`analytics.jobs.Progress.update`, which stops the
+        Called before each step (a job's :meth:`analytics.jobs.JobProgress.update`, which stops the
         work by raising :class:`analytics.exceptions.JobCancelled`).
 
     Returns
@@ -289,5 +290,5 @@ def zoo_job(workspace: Workspace, params: dict, progress: Callable[[int, int, st
         how many this worker trained (the others were kept).
     """
     progress(0, 0, "checking the layout and the backbone")
-    models = build_zoo(workspace, **params, progress=lambda stage, done, total: progress(done, total, _STAGE_TEXT[stage]))
+    models = build_zoo(workspace, **params, progress=lambda done, total, stage="": progress(done, total, _STAGE_TEXT[stage]))
     return {"models": [model.to_dict() for model in models], "trained": sum(model.trained for model in models)}

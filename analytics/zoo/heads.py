@@ -5,11 +5,11 @@ held-out suite, and the demo step that runs the heads on it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
+from analytics._progress import Progress, with_message
 from analytics._validation import check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import class_problems
@@ -107,7 +107,7 @@ def zoo_layout_of(workspace: Workspace) -> ZooLayout:
     return ZooLayout.from_json(workspace.get_json(min(hashes)))
 
 
-def zoo_suite(workspace: Workspace, *, n: int = 16, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> Suite:
+def zoo_suite(workspace: Workspace, *, n: int = 16, seed: int = 0, progress: Progress | None = None) -> Suite:
     """A random suite over the zoo's held-out targets and backgrounds (never trained on).
 
     ``n`` is capped at the number of held-out backgrounds. Built with
@@ -122,17 +122,13 @@ def zoo_suite(workspace: Workspace, *, n: int = 16, seed: int = 0, progress: Cal
 
 
 # -- demo step ---------------------------------------------------------------------------------------
-def zoo_runs_step(workspace: Workspace, *, progress: Callable[[str, int, int], None] | None = None) -> None:
+def zoo_runs_step(workspace: Workspace, *, progress: Progress | None = None) -> None:
     """Demo step: build the held-out :func:`zoo_suite` and run every zoo head on it (one backbone pass per image).
 
-    ``progress(step, done, total)`` hears ``'zoo suite'`` and ``'zoo runs'``.
+    ``progress(done, total, step)`` hears ``'zoo suite'`` and ``'zoo runs'``.
     """
-
-    def report(step: str) -> Callable[[int, int], None] | None:
-        return None if progress is None else lambda done, total: progress(step, done, total)
-
-    suite = zoo_suite(workspace, progress=report("zoo suite"))
-    start_runs(workspace, list_zoo(workspace)["name"].tolist(), suite.id, progress=report("zoo runs"))
+    suite = zoo_suite(workspace, progress=with_message(progress, "zoo suite"))
+    start_runs(workspace, list_zoo(workspace)["name"].tolist(), suite.id, progress=with_message(progress, "zoo runs"))
 
 
 def reliance_curve(workspace: Workspace) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from analytics._progress import Progress
 from analytics.data import list_targets, load_backgrounds
 from analytics.inference import SuiteImage, iter_composites, prefetch_for
 from analytics.models import HeadLayers, LoadedModel, ModelSpec, load_model
@@ -22,9 +23,6 @@ from .layout import ZooLayout, ZooRecipe
 _TRAIN_STEPS = 200  # full-batch Adam steps per head (~5 s for 1280 -> 128 on 1260 rows, one core)
 _LEARNING_RATE = 1e-2
 _CHUNK = 128  # images per cached embedding chunk: an interrupted build loses at most one chunk
-
-ProgressFn = Callable[[str, int, int], None]
-"""``progress(stage, done, total)`` with stage ``'embeddings'`` (images) or ``'heads'`` (models)."""
 
 
 # -- embeddings --------------------------------------------------------------------------------------
@@ -86,15 +84,15 @@ def _embedding_pool(workspace, backbone: ModelSpec, layout: ZooLayout, per_targe
 
 
 class _Counter:
-    """Adds finished images and reports them to ``progress('embeddings', done, total)``."""
+    """Adds finished images and reports them to ``progress(done, total, 'embeddings')``."""
 
-    def __init__(self, total: int, progress: ProgressFn | None) -> None:
+    def __init__(self, total: int, progress: Progress | None) -> None:
         self.total, self.done, self.progress = total, 0, progress
 
     def add(self, n: int) -> None:
         self.done += n
         if self.progress is not None:
-            self.progress("embeddings", self.done, self.total)
+            self.progress(self.done, self.total, "embeddings")
 
 
 def _cached(workspace: Workspace, backbone_key: str, items: list, embed: Callable[[list], np.ndarray], counter: _Counter) -> np.ndarray:

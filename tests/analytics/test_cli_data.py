@@ -189,8 +189,8 @@ def test_demo_runs_its_steps_once_with_progress_on_stderr(capsys, tmp_path, monk
     calls = []
 
     def step(workspace, context):
-        context.report("fake", 1, 2)
-        context.report("fake", 2, 2)
+        context.report(1, 2, "fake")
+        context.report(2, 2, "fake")
         workspace.set_meta("fake_done", "yes")
         calls.append(workspace.root)
 

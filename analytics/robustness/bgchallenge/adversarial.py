@@ -19,7 +19,6 @@ the targets and the class outputs), so an interrupted search resumes at the next
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.data import list_class_mappings, resolve_class
 from analytics.inference import cpu_threads
@@ -104,7 +104,7 @@ def search_backgrounds(
     include_own: bool = True,
     batch_size: int = 32,
     device: str | torch.device | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> AdversarialResult:
     """Search every target's Only-BG-T background for one that fools the model on each foreground.
 
@@ -150,7 +150,7 @@ def prediction_matrix(
     *,
     include_own: bool = True,
     batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     cache: tuple[Workspace, str] | None = None,
 ) -> np.ndarray:
     """Top output of every foreground on every target's Only-BG-T background (or every other's).

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.data import (
     IN9_CLASSES,
@@ -44,7 +45,6 @@ from .metrics import CHALLENGE_PREDICTION_COLUMNS
 from .variants import VARIANTS, ChallengeData, challenge_data, plan_variant, render
 
 CHUNK = 64  # images per cached chunk: the unit an interrupted evaluation resumes from
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,7 @@ def test_comparison_table_on_tiny_models(suite_workspace):
         n=4,
         layers=["embedding"],
         recall_layers="embedding",
-        progress=lambda step, done, total: steps.append((step, done, total)),
+        progress=lambda done, total, step: steps.append((step, done, total)),
     )
     assert list(table.columns) == COMPARISON_COLUMNS
     assert table["method"].tolist() == ["random", "nearest", "ontology"]

@@ -91,7 +91,7 @@ def test_fetched_packages_are_not_fetched_again(tmp_path, monkeypatch):
     (tmp_path / "some-pkg" / COMPLETE_MARKER).write_text("x")
     monkeypatch.setattr(assets, "_run", lambda *a, **k: pytest.fail("nothing should be downloaded"))
     seen = []
-    assert fetch_packages(["some-pkg"], cache_dir=tmp_path, progress=seen.append) == {"some-pkg": tmp_path / "some-pkg"}
+    assert fetch_packages(["some-pkg"], cache_dir=tmp_path, progress=lambda done, total, package: seen.append(package)) == {"some-pkg": tmp_path / "some-pkg"}
     assert seen == ["some-pkg"]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from analytics import jobs
+from analytics._progress import Progress
 from analytics.cli import main as cli_main
 from analytics.comparison import method_comparison
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
@@ -30,7 +31,7 @@ from analytics.zoo import build_zoo
 WAIT_S = 120  # a worker imports numpy/pandas first: slow on a busy 2-core machine
 
 
-def sleepy(workspace: Workspace, params: dict, progress: jobs.ProgressFn) -> dict:
+def sleepy(workspace: Workspace, params: dict, progress: Progress) -> dict:
     """``steps`` steps of ``delay`` seconds; step i appends ``i`` to ``marks``; done steps are skipped."""
     marks = Path(params["marks"])
     done = len(marks.read_text().split()) if marks.exists() else 0  # idempotent: resume skips what is done
@@ -43,7 +44,7 @@ def sleepy(workspace: Workspace, params: dict, progress: jobs.ProgressFn) -> dic
     return {"steps": params["steps"]}
 
 
-def stubborn(workspace: Workspace, params: dict, progress: jobs.ProgressFn) -> dict:
+def stubborn(workspace: Workspace, params: dict, progress: Progress) -> dict:
     """Never reports progress, so only a signal stops it."""
     time.sleep(params["seconds"])
     return {}

@@ -321,7 +321,7 @@ def test_zoo_runs_step_runs_every_head_on_the_heldout_suite(zoo_workspace):
     assert not zoo_built(zoo_workspace)  # the default grid has 30 heads
     assert not zoo_runs_done(zoo_workspace)
     reports: list[tuple[str, int, int]] = []
-    zoo_runs_step(zoo_workspace, progress=lambda step, done, total: reports.append((step, done, total)))
+    zoo_runs_step(zoo_workspace, progress=lambda done, total, step: reports.append((step, done, total)))
     assert zoo_runs_done(zoo_workspace)
     assert any(step == "zoo runs" for step, _, _ in reports)
     layout = zoo_layout_of(zoo_workspace)
@@ -347,7 +347,7 @@ WAIT_S = 300  # a worker imports torch first: slow on a busy 2-core machine
 
 
 class _CancelAfter:
-    """A stand-in for a job's ``progress`` (:meth:`analytics.jobs.Progress.update`) that asks to stop once ``heads`` heads are done."""
+    """A stand-in for a job's ``progress`` (:meth:`analytics.jobs.JobProgress.update`) that asks to stop once ``heads`` heads are done."""
 
     def __init__(self, heads: int | None = None) -> None:
         self.heads, self.reports = heads, []

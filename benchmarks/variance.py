@@ -42,8 +42,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from analytics.variance import (
-    DEFAULT_MATRIX_GRID,
     DEFAULT_K,
+    DEFAULT_MATRIX_GRID,
     PRESETS,
     WINDOW_SHAPES,
     cloud_matrices,

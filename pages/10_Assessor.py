@@ -19,10 +19,10 @@ from analytics.assessor import (
     FEATURE_SETS,
     MAX_EXACT_FEATURES,
     SHAP_PERMUTATIONS,
-    shapley_values,
     feature_columns,
     human_labels,
     predict,
+    shapley_values,
 )
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.figures import assessor_bars, shapley_bars

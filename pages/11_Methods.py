@@ -15,11 +15,11 @@ import pandas as pd
 import streamlit as st
 
 from analytics.comparison import (
+    DEFAULT_COVERAGE_THRESHOLD,
     DEFAULT_METHODS,
     DEFAULT_N,
     DEFAULT_SEED_COUNT,
     DEFAULT_TARGETS,
-    DEFAULT_COVERAGE_THRESHOLD,
     PAPER_TABLE,
     estimate_seconds,
     method_requirements,

@@ -20,7 +20,7 @@ import streamlit as st
 from analytics.inference import Evaluation, evaluate
 from analytics.models import LITE_VARIANTS, ModelSpec, list_models
 from analytics.workspace import Workspace
-from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_ZOO_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
+from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES, DEFAULT_ZOO_SEEDS
 from ui import cache, state
 
 TABLE_COLUMNS = {

@@ -24,7 +24,7 @@ import streamlit as st
 from analytics import runs
 from analytics.data import background_label
 from analytics.figures import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
-from analytics.variance import CUSTOM, DEFAULT_MATRIX_GRID, DEFAULT_K, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
+from analytics.variance import CUSTOM, DEFAULT_K, DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
 from ui import state
 

@@ -58,14 +58,14 @@ __all__ = [
     "AccuracyForest",
     "AdaBoost",
     "Assessor",
-    "ShapleyValues",
     "FittedAssessor",
     "RandomForest",
+    "ShapleyValues",
     "WorstCaseBaseline",
-    "shapley_values",
     "feature_columns",
     "fit_assessor",
     "predict",
+    "shapley_values",
 ]
 
 #: What an assessor may read (its ``inputs``) -> description; :func:`feature_columns` resolves it.

@@ -20,8 +20,8 @@ from analytics.runs import (
     subsample_matrices,
 )
 from analytics.variance import (
-    DEFAULT_SETTINGS,
     DEFAULT_ERROR_THRESHOLD,
+    DEFAULT_SETTINGS,
     MatrixSettings,
     sensitivity,
 )

@@ -17,7 +17,7 @@ import argparse
 import math
 
 from analytics.runs import MATRIX_SIGNALS, SIGNALS
-from analytics.variance import DEFAULT_MATRIX_GRID, DEFAULT_K, PRESETS, WINDOW_SHAPES, MatrixSettings
+from analytics.variance import DEFAULT_K, DEFAULT_MATRIX_GRID, PRESETS, WINDOW_SHAPES, MatrixSettings
 
 from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 

@@ -19,7 +19,7 @@ LABEL_SOURCES = ("human", "construction")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_ZOO_SEEDS, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES
+    from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES, DEFAULT_ZOO_SEEDS
 
 
     zoo = subparsers.add_parser("zoo", help="train the model zoo: heads with a controlled background reliance, and the figure-8 family")

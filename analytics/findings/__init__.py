@@ -8,8 +8,8 @@ from .baseline import (
     paired_test,
 )
 from .failures import (
-    FAILURE_BOOTSTRAP_RESAMPLES,
     COMPOSITE_COLUMNS,
+    FAILURE_BOOTSTRAP_RESAMPLES,
     FAILURE_CONFIDENCE,
     KEYWORD_COLUMNS,
     LEVEL_COLUMNS,
@@ -42,9 +42,9 @@ from .report import (
 )
 
 __all__ = [
-    "FAILURE_BOOTSTRAP_RESAMPLES",
     "CHANGE_COLUMNS",
     "COMPOSITE_COLUMNS",
+    "FAILURE_BOOTSTRAP_RESAMPLES",
     "FAILURE_CONFIDENCE",
     "KEYWORD_COLUMNS",
     "LEVEL_COLUMNS",

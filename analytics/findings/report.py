@@ -54,7 +54,7 @@ from plotly.offline import get_plotlyjs
 
 from analytics._progress import Progress
 from analytics._validation import check_positive_int
-from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, shapley_values, features_table, fit_assessor, human_labels, predict
+from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, features_table, fit_assessor, human_labels, predict, shapley_values
 from analytics.data import background_label
 from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.figures import keyword_heatmap, variance_heatmap

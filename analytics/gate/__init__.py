@@ -17,5 +17,5 @@ __all__ = [
     "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
     "SUITE_KEYS", "VERDICT_TABLE_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
     "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
-    "preflight", "suite_to_check", "verdict_training_labels", "verdict_table",
+    "preflight", "suite_to_check", "verdict_table", "verdict_training_labels",
 ]  # fmt: skip

@@ -14,12 +14,12 @@ from .adjudication import (
     training_labels,
 )
 from .agreement import (
-    ALPHA_LEVELS,
     AGREEMENT_BOOTSTRAP_RESAMPLES,
+    AGREEMENT_CONFIDENCE,
+    ALPHA_LEVELS,
     BOOTSTRAP_SEED,
     CAUTION,
     CODES,
-    AGREEMENT_CONFIDENCE,
     MIN_SHARED_MODELS,
     PER_MODEL_COLUMNS,
     Agreement,

@@ -28,8 +28,8 @@ from .ray_backend import (
     target_chunks,
 )
 from .run import (
-    STATUS_COLUMNS,
     REPOSITORY_STATUSES,
+    STATUS_COLUMNS,
     repository_status,
     run_repository,
 )

@@ -9,7 +9,7 @@ Recognition", 2020) on Backdrop's targets or a downloaded IN-9 release.
 """
 
 from .adversarial import AdversarialResult, prediction_matrix, score_search, search_backgrounds
-from .evaluation import Release, model_class_outputs, evaluate_release, evaluate_variants, read_release, release_data, workspace_data
+from .evaluation import Release, evaluate_release, evaluate_variants, model_class_outputs, read_release, release_data, workspace_data
 from .metrics import CATEGORIES, CHALLENGE_PREDICTION_COLUMNS, category_counts, gaps, image_categories, per_class_accuracy, summary, variant_accuracy
 from .variants import (
     MIXED,

@@ -34,7 +34,7 @@ from analytics.models import LoadedModel, load_model, resize_images
 from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
-from .evaluation import model_class_outputs, data_key
+from .evaluation import data_key, model_class_outputs
 from .variants import ChallengeData, only_bg_t
 
 

@@ -11,10 +11,10 @@ from analytics.assessor import (
     SHAP_PERMUTATIONS,
     WORST_CASE,
     evaluate_assessors,
-    shapley_values,
     feature_columns,
     fit_assessor,
     predict,
+    shapley_values,
 )
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError

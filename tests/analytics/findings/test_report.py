@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
 
-from analytics.assessor import shapley_values, features_table, fit_assessor, human_labels, predict
+from analytics.assessor import features_table, fit_assessor, human_labels, predict, shapley_values
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.findings import SECTIONS, build_report, failure_table, flips, fooling_backgrounds, thumbnail_uri

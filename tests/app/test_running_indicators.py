@@ -33,8 +33,8 @@ def test_saliency_loads_the_model_and_explains_under_spinners(tiny_cnn_workspace
     loading = spinner_watch(ui.saliency, "runnable_methods")
     explaining = spinner_watch(ui.saliency, "explain_target")
     app = app_runner("pages/7_Saliency.py", tiny_cnn_workspace)
-    app.sidebar.selectbox(key="saliency.model").set_value("tiny-cnn").run()
-    app.sidebar.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
+    app.selectbox(key="saliency.model").set_value("tiny-cnn").run()
+    app.selectbox(key="saliency.suite").set_value(TINY_SUITE).run()
     assert not app.exception, app.exception
     assert loading and all(any(text.startswith("Loading ") for text in call) for call in loading), loading
     assert explaining and all(any(text.startswith("Explaining ") for text in call) for call in explaining), explaining

@@ -1,7 +1,8 @@
 """The assessor's two matrix feature sets and a plain label and meaning for every feature column.
 
 ``authors`` (the default) is the ML4ML authors' set (:func:`analytics.variance.authors_features`
-plus the subsample sensitivity ``sstv``), so an assessor trained here reads what theirs reads;
+plus the subsample sensitivity ``sstv``) on the matrices of the correctly classified targets, so an
+assessor trained here reads what theirs reads;
 ``backdrop`` is Backdrop's earlier set (:func:`analytics.variance.matrix_features`): scale-free
 discontinuity and asymmetry, absolute gradients with their maxima.
 """
@@ -35,6 +36,10 @@ class FeatureSet:
         The features of one matrix besides ``sstv``.
     subsample : bool
         Whether the set holds the authors' sensitivity ``sstv`` (needs matrices of a subsample).
+    targets : str
+        The targets whose matrices it measures by default (:data:`analytics.runs.MATRIX_TARGETS`):
+        ``'correct'``, those whose original image the model classifies correctly (ML4ML's assessor
+        reads only those), or ``'all'``.
     """
 
     name: str
@@ -42,11 +47,12 @@ class FeatureSet:
     names: tuple[str, ...]
     compute: Callable[..., dict[str, float]]
     subsample: bool
+    targets: str = "all"
 
 
 #: The feature sets by name; the first is the default.
 FEATURE_SETS: dict[str, FeatureSet] = {
-    "authors": FeatureSet("authors", "The ML4ML authors' features (default)", (*AUTHORS_FEATURE_NAMES, "sstv"), authors_features, True),
+    "authors": FeatureSet("authors", "The ML4ML authors' features (default)", (*AUTHORS_FEATURE_NAMES, "sstv"), authors_features, True, "correct"),
     "backdrop": FeatureSet("backdrop", "Backdrop's earlier features", FEATURE_NAMES, matrix_features, False),
 }
 DEFAULT_FEATURE_SET = "authors"

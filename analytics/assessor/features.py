@@ -1,6 +1,7 @@
 """The assessor's input table: one row per model, the matrix features of its run's variance
-matrices (a feature set of :data:`FEATURE_SETS` per signal of :data:`analytics.runs.SIGNALS`) plus
-the three accuracy statistics :data:`ACCURACY_COLUMNS` (DESIGN §1.13).
+matrices (a feature set of :data:`FEATURE_SETS` per signal of :data:`analytics.runs.SIGNALS`; the
+authors' set on the matrices of the correctly classified targets, as ML4ML's assessor) plus the
+three accuracy statistics :data:`ACCURACY_COLUMNS` over every target (DESIGN §1.13).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
 from analytics.runs import (
+    MATRIX_TARGETS,
     PROBABILITY_SIGNALS,
     run_matrices,
     run_row,
@@ -50,6 +53,7 @@ def run_features(
     threshold: float | None = None,
     feature_set: str = DEFAULT_FEATURE_SET,
     crops: Sequence[int] = (),
+    targets: str | None = None,
 ) -> dict[str, float]:
     """Features of the matrices of a run, for the assessor (DESIGN §1.13), cached in the workspace
     (keyed like the run's matrices: a resumed or redone run is computed afresh).
@@ -69,6 +73,12 @@ def run_features(
         Key of :data:`FEATURE_SETS`: the ML4ML authors' features, or Backdrop's earlier ones.
     crops : sequence of int, default=()
         Margins (cells) of nested centre crops measured too (``authors`` only).
+    targets : {'all', 'correct'}, optional
+        Whose matrices are measured (:data:`analytics.runs.MATRIX_TARGETS`); None: the feature set's
+        own (:attr:`FeatureSet.targets`: ``'correct'`` for ``authors``, as ML4ML's assessor, whose
+        ``sstv`` then compares with the correct targets among the 90 % drawn from all; ``'all'``
+        for ``backdrop``). A run with no correctly classified target reads every target
+        (:func:`analytics.runs.correct_rows`). The accuracy columns always count every target.
 
     Returns
     -------
@@ -79,27 +89,28 @@ def run_features(
     """
     columns = [*matrix_feature_columns(feature_set, crops), *ACCURACY_COLUMNS]  # checks the set and the crops' fit to it
     settings = MatrixSettings.check(settings)
+    targets = FEATURE_SETS[feature_set].targets if targets is None else check_choice(targets, "targets", MATRIX_TARGETS)
     row = run_row(workspace, run_id)
     key = _CACHE_PREFIX + content_id(
-        run_id, row["status"], row["finished"], settings.key(), threshold, feature_set, [int(c) for c in crops], _FEATURES_VERSION
+        run_id, row["status"], row["finished"], settings.key(), threshold, feature_set, [int(c) for c in crops], _FEATURES_VERSION, targets
     )
 
     def compute() -> np.ndarray:
-        features = _features(workspace, run_id, settings, threshold, feature_set, crops)
+        features = _features(workspace, run_id, settings, threshold, feature_set, crops, targets)
         return np.array([features[column] for column in columns], np.float64)
 
     return dict(zip(columns, map(float, workspace.cached(key, compute))))
 
 
 def _features(
-    workspace: Workspace, run_id: str, settings: MatrixSettings, threshold: float | None, feature_set: str, crops: Sequence[int]
+    workspace: Workspace, run_id: str, settings: MatrixSettings, threshold: float | None, feature_set: str, crops: Sequence[int], targets: str
 ) -> dict[str, float]:
     # Stored numbers only (the summary, the matrices the run's job cached, one aggregate for the
     # thresholds): reading every image of 250 paper-scale runs took minutes.
     chosen = FEATURE_SETS[feature_set]
     summary = run_summary(workspace, run_id)
-    matrices = run_matrices(workspace, run_id, settings=settings)
-    subsample = subsample_matrices(workspace, run_id, settings=settings) if chosen.subsample else {}
+    matrices = run_matrices(workspace, run_id, settings=settings, targets=targets)
+    subsample = subsample_matrices(workspace, run_id, settings=settings, targets=targets) if chosen.subsample else {}
     extra = {"crops": crops} if crops else {}
     scaled = [signal for signal in matrices if signal not in PROBABILITY_SIGNALS]
     peaks = signal_peaks(workspace, run_id, scaled) if threshold is None and scaled else {}
@@ -126,6 +137,7 @@ def features_table(
     threshold: float | None = None,
     feature_set: str = DEFAULT_FEATURE_SET,
     crops: Sequence[int] = (),
+    targets: str | None = None,
 ) -> pd.DataFrame:
     """:func:`run_features` of several runs: one row per model (index = model name).
 
@@ -135,7 +147,7 @@ def features_table(
     run_ids : sequence of str
         At most one run per model.
     settings : MatrixSettings, default=DEFAULT_SETTINGS
-    threshold, feature_set, crops
+    threshold, feature_set, crops, targets
         As in :func:`run_features`.
 
     Returns
@@ -149,5 +161,8 @@ def features_table(
     if repeated:
         raise InvalidInputError(f"run_ids must hold one run per model; models {', '.join(repeated)} appear more than once")
     columns = [*matrix_feature_columns(feature_set, crops), *ACCURACY_COLUMNS]
-    rows = [run_features(workspace, run_id, settings=settings, threshold=threshold, feature_set=feature_set, crops=crops) for run_id in run_ids]
+    rows = [
+        run_features(workspace, run_id, settings=settings, threshold=threshold, feature_set=feature_set, crops=crops, targets=targets)
+        for run_id in run_ids
+    ]
     return pd.DataFrame(rows, index=pd.Index(models, name="model"), columns=columns)

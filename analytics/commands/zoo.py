@@ -56,6 +56,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--crops", type=int, nargs="*", default=[], metavar="MARGIN",
         help="authors' features only: also measure nested centre crops, MARGIN cells in from each side (default none, as the authors' assessor)",
     )  # fmt: skip
+    assess.add_argument(
+        "--targets", choices=("correct", "all"), default=None,
+        help="whose matrices the features measure: correct = the targets whose original image the model classifies correctly "
+        "(the authors' set's default, as ML4ML's assessor), all = every target (the backdrop set's default)",
+    )  # fmt: skip
     assess.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
     assess.add_argument("--batch-size", type=int, default=32, help="images per forward pass when models must be run (default 32)")
     add_device_option(assess)
@@ -99,7 +104,7 @@ def run_zoo(args: argparse.Namespace) -> dict:
 
 
 def run_assess(args: argparse.Namespace) -> dict:
-    from analytics.assessor import evaluate_assessors
+    from analytics.assessor import FEATURE_SETS, evaluate_assessors
 
     from .data import StepBars
 
@@ -113,7 +118,7 @@ def run_assess(args: argparse.Namespace) -> dict:
     report = evaluate_assessors(data.features, labels, repeats=args.repeats, seed=args.seed)
     return {
         **report.to_dict(), "labels": args.labels, "suite": data.suite_id, "preset": args.preset, "feature_set": args.features,
-        "crops": list(args.crops), "ran": list(data.ran),
+        "crops": list(args.crops), "targets": args.targets or FEATURE_SETS[args.features].targets, "ran": list(data.ran),
     }  # fmt: skip
 
 
@@ -157,6 +162,7 @@ def _assessment_input(workspace, labels, suite_id: str | None, args: argparse.Na
         preset=args.preset,
         feature_set=args.features,
         crops=tuple(args.crops),
+        targets=args.targets,
         device=args.device,
         batch_size=args.batch_size,
         progress=progress,

@@ -22,9 +22,11 @@ from .export import (
     render_matrix,
 )
 from .matrices import (
+    MATRIX_TARGETS,
     SUBSAMPLE_SEED,
     SUBSAMPLE_SHARE,
     cached_matrices,
+    correct_rows,
     matrices_from_clouds,
     matrix_difference,
     run_matrices,
@@ -72,6 +74,7 @@ __all__ = [
     "REFERENCE_PERCENTILE",
     "RUN_COLUMNS",
     "SIGNALS",
+    "MATRIX_TARGETS",
     "SUBSAMPLE_SEED",
     "SUBSAMPLE_SHARE",
     "VARIANCE_COLOURS",
@@ -79,6 +82,7 @@ __all__ = [
     "RunData",
     "RunsStarted",
     "cached_matrices",
+    "correct_rows",
     "cell_pairs",
     "cell_quantiles",
     "check_run_classes",

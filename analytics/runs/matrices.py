@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
     DEFAULT_SETTINGS,
@@ -21,12 +22,14 @@ from analytics.variance import (
 )
 from analytics.workspace import Workspace, content_id
 
-from .read import MATRIX_SIGNALS, SIGNALS, RunData, load_run, run_of_classes, run_row
+from .read import MATRIX_SIGNALS, SIGNALS, RunData, load_run, run_of_classes, run_row, run_rows
 
 __all__ = [
+    "MATRIX_TARGETS",
     "SUBSAMPLE_SEED",
     "SUBSAMPLE_SHARE",
     "cached_matrices",
+    "correct_rows",
     "matrices_from_clouds",
     "matrix_difference",
     "run_matrices",
@@ -42,6 +45,9 @@ SUBSAMPLE_SHARE = 0.9
 SUBSAMPLE_SEED = 2
 # Part of the subsample's cache key: the draw (issue 41: the authors' legacy-NumPy draw replaced a default_rng one).
 _SUBSAMPLE_DRAW = "RandomState.choice"
+#: Which targets a run's matrices are built from: every one, or those whose original image the model
+#: classifies correctly (ML4ML's correct split, which their assessor reads; :func:`correct_rows`).
+MATRIX_TARGETS = ("all", "correct")
 
 
 def run_point_clouds(
@@ -95,7 +101,9 @@ def _check_signals(signals: Sequence[str]) -> tuple[str, ...]:
     return chosen
 
 
-def matrices_from_clouds(clouds: Mapping[str, PointCloud], *, settings: MatrixSettings) -> dict[str, VarianceMatrix]:
+def matrices_from_clouds(
+    clouds: Mapping[str, PointCloud], *, settings: MatrixSettings, d_max: float | None = None
+) -> dict[str, VarianceMatrix]:
     """One RBF variance matrix per cloud on a shared axis range (the largest distance of all clouds).
 
     Parameters
@@ -103,6 +111,8 @@ def matrices_from_clouds(clouds: Mapping[str, PointCloud], *, settings: MatrixSe
     clouds : mapping of str to PointCloud
         Keyed by signal (:func:`run_point_clouds`).
     settings : MatrixSettings
+    d_max : float, optional
+        Upper end of the axes instead of the clouds' largest distance (the whole run's, for a share of its targets).
 
     Returns
     -------
@@ -110,7 +120,7 @@ def matrices_from_clouds(clouds: Mapping[str, PointCloud], *, settings: MatrixSe
         Same keys; every ``matrix`` of shape (grid, grid), float64, on the axes ``[0, d_max]``.
     """
     settings = MatrixSettings.check(settings)
-    d_max = max(float(cloud.points.max()) for cloud in clouds.values())
+    d_max = max(float(cloud.points.max()) for cloud in clouds.values()) if d_max is None else d_max
     if d_max <= 0:
         raise InvalidInputError("every semantic distance of the run is 0, so the matrix axes have no range; check the suite's distances")
     return cloud_matrices(clouds, **settings.key(), d_max=d_max)
@@ -125,6 +135,7 @@ def run_matrices(
     classes: Sequence[str] | None = None,
     signals: Sequence[str] = tuple(SIGNALS),
     data: RunData | None = None,
+    targets: str = MATRIX_TARGETS[0],
 ) -> dict[str, VarianceMatrix]:
     """The RBF variance matrices of a run (DESIGN §1.9), one per signal, or of its targets of ``classes``, cached in the workspace.
 
@@ -139,19 +150,25 @@ def run_matrices(
         Preset, grid, window, sigma, k and window shape (default the smooth preset on 128 cells, the
         paper's circle); e.g. ``MatrixSettings.of("fine", grid=64)``, ``MatrixSettings.of(window_shape="square")``.
     clouds : mapping of str to PointCloud, optional
-        The run's clouds when already built (:func:`run_point_clouds`; of ``classes`` when given, holding ``signals``), to skip rebuilding them.
+        The run's clouds when already built (:func:`run_point_clouds`; of ``classes`` when given, holding ``signals``), to skip
+        rebuilding them (with ``targets='all'``).
     classes : sequence of str, optional
         Only the targets of these classes (:func:`analytics.runs.run_of_classes`); None = every target.
     signals : sequence of str, default=tuple(SIGNALS)
         Keys of :data:`MATRIX_SIGNALS` (:data:`CONV_SIGNALS`: the authors' conv-map reading).
     data : RunData, optional
         The run, when already loaded (read only on a cache miss without ``clouds``).
+    targets : {'all', 'correct'}, default='all'
+        :data:`MATRIX_TARGETS`: every target, or only those whose original image the model classifies
+        correctly (:func:`correct_rows`; the assessor's ``authors`` features read these, as ML4ML's
+        assessor does), on the axes of every target.
 
     Returns
     -------
     dict of str to VarianceMatrix
         Keyed by ``signals``, every ``matrix`` of shape (grid, grid), float64, all on the same
-        axes ``[0, d_max]`` (the run's largest distance, whichever signals are asked for).
+        axes ``[0, d_max]`` (the largest distance of the run, or of its targets of ``classes``, whichever
+        signals and targets are asked for).
 
     Raises
     ------
@@ -159,20 +176,32 @@ def run_matrices(
         An unknown signal, or a conv-map signal the run lacks (see :func:`run_point_clouds`).
     """
     settings, signals = MatrixSettings.check(settings), _check_signals(signals)
-    key = _matrices_key(workspace, run_id, settings, classes, signals)
+    check_choice(targets, "targets", MATRIX_TARGETS)
+    key = _matrices_key(workspace, run_id, settings, classes, signals, targets)
     cached = workspace.cache_get(key)
     if cached is not None:
         return _unpack(cached, settings, signals)
-    if clouds is None:
+    d_max = None
+    if clouds is None or targets != "all":
         data = load_run(workspace, run_id) if data is None else data
-        clouds = run_point_clouds(workspace, run_id, data=data if classes is None else run_of_classes(data, classes), signals=signals)
-    matrices = matrices_from_clouds({signal: clouds[signal] for signal in signals}, settings=settings)
+        data = data if classes is None else run_of_classes(data, classes)
+        rows = correct_rows(data) if targets == "correct" else None
+        if rows is not None:
+            d_max = float(data.distances.max())  # the axes of every target
+            data = run_rows(data, rows)
+        clouds = run_point_clouds(workspace, run_id, data=data, signals=signals)
+    matrices = matrices_from_clouds({signal: clouds[signal] for signal in signals}, settings=settings, d_max=d_max)
     workspace.cache_put(key, _pack(matrices, signals))
     return matrices
 
 
 def cached_matrices(
-    workspace: Workspace, run_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS, signals: Sequence[str] = tuple(SIGNALS)
+    workspace: Workspace,
+    run_id: str,
+    *,
+    settings: MatrixSettings = DEFAULT_SETTINGS,
+    signals: Sequence[str] = tuple(SIGNALS),
+    targets: str = MATRIX_TARGETS[0],
 ) -> dict[str, VarianceMatrix] | None:
     """The matrices :func:`run_matrices` would return if they are in the workspace cache, else None
     (so a caller can build the point clouds only when they are needed).
@@ -183,17 +212,24 @@ def cached_matrices(
         As :func:`run_matrices`: every ``matrix`` of shape (grid, grid), float64.
     """
     settings, signals = MatrixSettings.check(settings), _check_signals(signals)
-    cached = workspace.cache_get(_matrices_key(workspace, run_id, settings, None, signals))
+    cached = workspace.cache_get(_matrices_key(workspace, run_id, settings, None, signals, check_choice(targets, "targets", MATRIX_TARGETS)))
     return None if cached is None else _unpack(cached, settings, signals)
 
 
 def _matrices_key(
-    workspace: Workspace, run_id: str, settings: MatrixSettings, classes: Sequence[str] | None = None, signals: Sequence[str] = tuple(SIGNALS)
+    workspace: Workspace,
+    run_id: str,
+    settings: MatrixSettings,
+    classes: Sequence[str] | None = None,
+    signals: Sequence[str] = tuple(SIGNALS),
+    targets: str = MATRIX_TARGETS[0],
 ) -> str:
     row = run_row(workspace, run_id)
     parts = [run_id, row["status"], row["finished"], settings.key(), list(signals)]
     if classes is not None:  # only then: the whole run keeps its cached matrices
         parts.append(sorted(set(classes)))
+    if targets != MATRIX_TARGETS[0]:  # likewise
+        parts.append(targets)
     return _CACHE_PREFIX + content_id(*parts)
 
 
@@ -243,6 +279,7 @@ def subsample_matrices(
     share: float = SUBSAMPLE_SHARE,
     seed: int = SUBSAMPLE_SEED,
     data: RunData | None = None,
+    targets: str = MATRIX_TARGETS[0],
 ) -> dict[str, VarianceMatrix]:
     """The run's matrices rebuilt from a seeded random share of its targets, on the full run's axes
     (for the authors' sensitivity feature, :func:`analytics.variance.sensitivity`); cached like
@@ -258,25 +295,41 @@ def subsample_matrices(
     seed : int, default=2
     data : RunData, optional
         The run, when already loaded (read only on a cache miss).
+    targets : {'all', 'correct'}, default='all'
+        As :func:`run_matrices`. ``'correct'``: the correctly classified targets among the share drawn
+        from every target, as ML4ML draws first and splits after (:func:`correct_rows`).
 
     Returns
     -------
     dict of str to VarianceMatrix
         Keyed by :data:`SIGNALS`, on the axes ``[0, d_max]`` of :func:`run_matrices`.
+
+    Raises
+    ------
+    InvalidInputError
+        ``share`` is no fraction in (0, 1], or, with ``targets='correct'`` and another share or seed
+        than the defaults, the draw holds none of the run's correctly classified targets.
     """
     settings = MatrixSettings.check(settings)
+    check_choice(targets, "targets", MATRIX_TARGETS)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise InvalidInputError(f"share must be a fraction in (0, 1]; got {share!r}")
     row = run_row(workspace, run_id)
-    key = _SUBSAMPLE_PREFIX + content_id(
-        run_id, row["status"], row["finished"], settings.key(), list(SIGNALS), float(share), int(seed), _SUBSAMPLE_DRAW
-    )
+    parts = [run_id, row["status"], row["finished"], settings.key(), list(SIGNALS), float(share), int(seed), _SUBSAMPLE_DRAW]
+    key = _SUBSAMPLE_PREFIX + content_id(*parts, *([targets] if targets != MATRIX_TARGETS[0] else []))
     cached = workspace.cache_get(key)
     if cached is not None:
         return _unpack(cached, settings)
     data = load_run(workspace, run_id) if data is None else data
     d_max = next(iter(run_matrices(workspace, run_id, settings=settings, data=data).values())).d_max
     kept = subsample_targets(len(data.target_ids), share=share, seed=seed)
+    if targets == "correct" and correct_rows(data) is not None:
+        kept = kept[data.correct[kept, 0]]
+        if not kept.size:
+            raise InvalidInputError(
+                f"the draw of {share:g} of run {run_id!r}'s targets (seed {seed}) holds none it classifies correctly; "
+                "draw with the default share and seed, or use targets='all'"
+            )
     clouds = signal_point_clouds(data.distances[kept], {signal: data.signals[signal][kept] for signal in SIGNALS})
     matrices = cloud_matrices(clouds, **settings.key(), d_max=d_max)
     workspace.cache_put(key, _pack(matrices))
@@ -304,3 +357,22 @@ def subsample_targets(n_targets: int, *, share: float = SUBSAMPLE_SHARE, seed: i
         Row indices, sorted (the matrices sum over the targets, so their order does not matter).
     """
     return np.sort(np.random.RandomState(seed).choice(range(n_targets), max(1, int(n_targets * share)), replace=False))
+
+
+def correct_rows(data: RunData) -> np.ndarray | None:
+    """Rows of the targets whose original image the model classifies correctly: the targets of a
+    run's correct-only matrices (ML4ML's ``correct_split``: their assessor reads the matrices of
+    the correctly classified test examples only, judged on the untransformed image).
+
+    None when the run has no such target, or none among the sensitivity feature's default draw
+    (:func:`subsample_targets`): the correct-only reading then has nothing to measure (theirs would
+    be empty), and every target is read instead, for the matrices and the subsample alike.
+
+    Returns
+    -------
+    ndarray of shape (n_correct,), int64, or None
+    """
+    correct = np.asarray(data.correct[:, 0], dtype=bool)
+    if not correct.any() or not correct[subsample_targets(correct.size)].any():
+        return None
+    return np.flatnonzero(correct)

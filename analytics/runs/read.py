@@ -310,16 +310,21 @@ def run_of_classes(data: RunData, classes: Sequence[str]) -> RunData:
     """
     names = data.class_names or []
     wanted = check_run_classes(classes, names, data.run_id)
-    rows = np.array([name in wanted for name in names])
+    return run_rows(data, np.flatnonzero([name in wanted for name in names]))
+
+
+def run_rows(data: RunData, rows: np.ndarray) -> RunData:
+    """``data`` narrowed to the targets at ``rows`` (increasing row indices), in order."""
+    rows = np.asarray(rows, dtype=np.int64)
     return replace(
         data,
-        target_ids=[t for t, keep in zip(data.target_ids, rows) if keep],
+        target_ids=[data.target_ids[row] for row in rows],
         distances=data.distances[rows],
         signals={signal: values[rows] for signal, values in data.signals.items()},
         correct=data.correct[rows],
         predicted=data.predicted[rows],
         background_ids=data.background_ids[rows],
-        class_names=[name for name in names if name in wanted],
+        class_names=None if data.class_names is None else [data.class_names[row] for row in rows],
     )
 
 

@@ -2,9 +2,11 @@
 
 After the forward passes (:func:`analytics.inference.run_models`), each run that did work is
 completed here (:func:`complete_runs`): its summary (:func:`analytics.runs.summarize_run`), the
-quantiles of its matrix cells at the default settings (:func:`analytics.runs.run_cell_quantiles`)
-and the matrices of the assessor's subsample (:func:`analytics.runs.subsample_matrices`), so a page
-that lists runs, draws a suite's colour scale or trains the assessor only reads stored numbers.
+quantiles of its matrix cells at the default settings (:func:`analytics.runs.run_cell_quantiles`),
+the matrices of its correctly classified targets and those of the assessor's subsample, of every
+target and of the correct ones (:func:`analytics.runs.run_matrices`,
+:func:`analytics.runs.subsample_matrices`), so a page that lists runs, draws a suite's colour
+scale or trains the assessor only reads stored numbers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from analytics.team import require_permission
 from analytics.workspace import Workspace
 
 from .colour_scale import run_cell_quantiles
-from .matrices import cached_matrices, run_matrices, subsample_matrices
+from .matrices import MATRIX_TARGETS, cached_matrices, run_matrices, subsample_matrices
 from .read import _SUMMARY_VERSION, RunData, load_run, run_row, summarize_run
 
 __all__ = ["complete_runs", "start_runs"]
@@ -111,10 +113,11 @@ def complete_runs(workspace: Workspace, run_ids: Sequence[str]) -> None:
             data = load_run(workspace, run_id)
             summarize_run(workspace, run_id, data=data)
         try:
-            if cached_matrices(workspace, run_id) is None:
-                data = load_run(workspace, run_id) if data is None else data
-                run_matrices(workspace, run_id, data=data)
+            for targets in MATRIX_TARGETS:  # the authors' features read the correct targets' matrices
+                if cached_matrices(workspace, run_id, targets=targets) is None:
+                    data = load_run(workspace, run_id) if data is None else data
+                    run_matrices(workspace, run_id, data=data, targets=targets)
+                subsample_matrices(workspace, run_id, data=data, targets=targets)
             run_cell_quantiles(workspace, run_id)
-            subsample_matrices(workspace, run_id, data=data)
         except InvalidInputError:  # no distances, so no matrices and no scale to feed
             continue

@@ -47,6 +47,7 @@ def assessment_input(
     preset: str = "smooth",
     feature_set: str = DEFAULT_FEATURE_SET,
     crops: Sequence[int] = (),
+    targets: str | None = None,
     run_missing: bool = True,
     device: str | None = None,
     batch_size: int = 32,
@@ -68,6 +69,8 @@ def assessment_input(
         Key of :data:`analytics.assessor.FEATURE_SETS`.
     crops : sequence of int, default=()
         Nested centre-crop margins (authors' set only; :func:`analytics.assessor.features_table`).
+    targets : {'all', 'correct'}, optional
+        Whose matrices are measured; None: the feature set's own (:func:`analytics.assessor.run_features`).
     run_missing : bool, default=True
         Run the models without a finished run on the suite (heads sharing a backbone run together,
         one backbone pass per image); with False they are left out.
@@ -95,7 +98,7 @@ def assessment_input(
     elif missing:
         say(f"leaving out {len(missing)} models without a finished run on suite {suite_id}")
     run_ids = [latest[m] for m in names if m in latest]
-    features = features_table(workspace, run_ids, settings=MatrixSettings.of(preset), feature_set=feature_set, crops=crops)
+    features = features_table(workspace, run_ids, settings=MatrixSettings.of(preset), feature_set=feature_set, crops=crops, targets=targets)
     return AssessmentInput(suite_id, features, tuple(missing) if run_missing else ())
 
 

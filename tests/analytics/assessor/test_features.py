@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.runs import (
     SIGNALS,
     complete_runs,
+    correct_rows,
     load_run,
     run_matrices,
     subsample_matrices,
@@ -42,7 +45,7 @@ def test_features_cover_every_signal_and_accuracy(run_workspace, run_ids):
     assert DEFAULT_FEATURE_SET == "authors"
     assert list(features) == [*FEATURE_COLUMNS, *ACCURACY_COLUMNS]
     assert len(FEATURE_COLUMNS) == len(SIGNALS) * (len(AUTHORS_FEATURE_NAMES) + 1)  # + sstv
-    matrices = run_matrices(run_workspace, run_ids["bg-only"])
+    matrices = run_matrices(run_workspace, run_ids["bg-only"], targets="correct")  # the authors' set reads the correct targets
     assert features["emb_max.mean"] == pytest.approx(matrices["emb_max"].matrix.mean())
     assert features["max_prob.s_mean"] == pytest.approx(np.mean(matrices["max_prob"].matrix ** 2))
     assert run_features(run_workspace, run_ids["bg-only"], threshold=-1.0)["emb_mean.error_rate"] == 1.0
@@ -57,7 +60,7 @@ def test_sensitivity_compares_the_matrix_with_a_subsample_of_targets(run_workspa
     run_id = run_ids["bg-only"]
     full, part = run_matrices(run_workspace, run_id), subsample_matrices(run_workspace, run_id)
     assert [m.d_max for m in part.values()] == pytest.approx([m.d_max for m in full.values()])  # same axes
-    features = run_features(run_workspace, run_id)
+    features = run_features(run_workspace, run_id, targets="all")
     for signal in SIGNALS:
         expected = np.abs(full[signal].matrix - part[signal].matrix).sum()
         assert features[f"{signal}.sstv"] == pytest.approx(expected)
@@ -88,12 +91,52 @@ def test_sensitivity_subsample_is_the_authors_draw():
     assert subsample_targets(1).tolist() == [0]  # at least one target
 
 
+def test_authors_features_read_the_correctly_classified_targets_matrices(run_workspace, run_ids):
+    """Issue 41: ML4ML's assessor reads the matrices of the correctly classified examples only (their
+    correct split, judged on the untransformed image); every target is one option away."""
+    run_id = run_ids["bg-only"]
+    data = load_run(run_workspace, run_id)
+    rows = correct_rows(data)
+    assert 0 < rows.size < len(data.target_ids) and rows.tolist() == np.flatnonzero(data.correct[:, 0]).tolist()
+    every, correct = run_matrices(run_workspace, run_id), run_matrices(run_workspace, run_id, targets="correct")
+    d_max = every["true_prob"].d_max
+    expected = cloud_matrices(signal_point_clouds(data.distances[rows], {s: data.signals[s][rows] for s in SIGNALS}), d_max=d_max)
+    # their sensitivity: draw 90 % of every example first, then keep the correct ones among them
+    kept = subsample_targets(len(data.target_ids))
+    kept = kept[data.correct[kept, 0]]
+    part = cloud_matrices(signal_point_clouds(data.distances[kept], {s: data.signals[s][kept] for s in SIGNALS}), d_max=d_max)
+    features, all_targets = run_features(run_workspace, run_id), run_features(run_workspace, run_id, targets="all")
+    backdrop = run_features(run_workspace, run_id, feature_set="backdrop")
+    for signal in SIGNALS:
+        np.testing.assert_allclose(correct[signal].matrix, expected[signal].matrix, rtol=0, atol=1e-12)
+        assert correct[signal].d_max == d_max  # the axes of every target
+        assert features[f"{signal}.mean"] == pytest.approx(correct[signal].matrix.mean())
+        assert features[f"{signal}.sstv"] == pytest.approx(np.abs(expected[signal].matrix - part[signal].matrix).sum())
+        assert all_targets[f"{signal}.mean"] == pytest.approx(every[signal].matrix.mean())
+        assert backdrop[f"{signal}.mean"] == pytest.approx(every[signal].matrix.mean())  # Backdrop's set: every target
+    assert features["true_prob.mean"] != pytest.approx(all_targets["true_prob.mean"])
+    assert features["accuracy"] == all_targets["accuracy"]  # the accuracies count every target either way
+    with pytest.raises(InvalidInputError, match="targets must be one of 'all', 'correct'"):
+        run_features(run_workspace, run_id, targets="wrong")
+
+
+def test_a_run_without_correct_targets_reads_every_target(run_workspace, run_ids):
+    data = load_run(run_workspace, run_ids["tiny"])
+    assert correct_rows(replace(data, correct=np.zeros_like(data.correct))) is None
+    # ten targets, the only correct one outside the sensitivity's draw: nothing to compare with either
+    ten = replace(data, correct=np.zeros((10, data.correct.shape[1]), bool))
+    ten.correct[np.setdiff1d(np.arange(10), subsample_targets(10)), 0] = True
+    assert correct_rows(ten) is None
+    ten.correct[subsample_targets(10)[0], 0] = True
+    assert correct_rows(ten).size == 2
+
+
 def test_features_of_a_completed_run_read_stored_numbers_not_every_image(run_workspace, run_ids, monkeypatch):
     # Issue 28: the assessor over 250 paper-scale runs read every image of each (minutes); the run's job
     # now stores what the features need, and they must equal what the images give.
     run_id = run_ids["bg-only"]
     data = load_run(run_workspace, run_id)
-    matrices = run_matrices(run_workspace, run_id)
+    matrices = run_matrices(run_workspace, run_id, targets="correct")
     complete_runs(run_workspace, [run_id])
 
     def every_image(*args, **kwargs):
@@ -135,7 +178,7 @@ def test_backdrop_set_and_crops_are_named_alternatives(run_workspace, run_ids):
     assert "true_prob.sstv" not in backdrop and "true_prob.gradient_vertical_max" in backdrop
     cropped = features_table(run_workspace, [run_ids["bg-only"]], crops=(8,))
     assert "true_prob.mean_crop8" in cropped.columns and "true_prob.sstv_crop8" not in cropped.columns
-    matrix = run_matrices(run_workspace, run_ids["bg-only"])["true_prob"].matrix
+    matrix = run_matrices(run_workspace, run_ids["bg-only"], targets="correct")["true_prob"].matrix
     assert cropped.loc["bg-only", "true_prob.mean_crop8"] == pytest.approx(matrix[8:-8, 8:-8].mean())
     with pytest.raises(InvalidInputError, match="feature_set"):
         run_features(run_workspace, run_ids["bg-only"], feature_set="paper")

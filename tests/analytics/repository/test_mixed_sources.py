@@ -1,6 +1,7 @@
 """One repository holding a model of every source (TorchScript, timm, transformers, ONNX) runs over
-one suite like any other: each model reads the suite's composites through its own preprocessing
-and gets a finished run."""
+one suite like any other: each model reads the suite's composites through its own preprocessing,
+gets a finished run with variance matrices, explains a target with the methods it can run (ONNX:
+the perturbation methods only) and passes through the release gate."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ import numpy as np
 import torch
 import torchvision
 
-from analytics.data import custom_label_space
-from analytics.models import IMAGENET_MEAN, IMAGENET_STD, register_onnx, register_timm, register_transformers
+from analytics.cli import main
+from analytics.data import custom_label_space, list_targets
+from analytics.models import IMAGENET_MEAN, IMAGENET_STD, load_model, register_onnx, register_timm, register_transformers
 from analytics.repository import create_repository, repository_status, run_repository
-from analytics.runs import list_runs
+from analytics.runs import SIGNALS, list_runs, run_matrices
+from analytics.saliency import available_methods
+from analytics.saliency.survey import explain_target
 from tests.analytics.models.test_onnx import export
 from tests.analytics.models.test_timm import team_model
 from tests.analytics.models.test_transformers import save_vit
 from tests.fixtures.models import CLASSES, SIZE, TINY_SUITE, write_labels
 
 
-def test_a_repository_of_every_source_runs_over_one_suite(tiny_model_workspace, tmp_path):
+def test_a_repository_of_every_source_runs_over_one_suite(tiny_model_workspace, tmp_path, capsys):
     workspace = tiny_model_workspace  # the TorchScript model 'tiny' and the suite 'tiny-suite'
     labels = custom_label_space(write_labels(tmp_path / "labels.txt"))
     timm_path = tmp_path / "timm.pth"
@@ -36,3 +40,20 @@ def test_a_repository_of_every_source_runs_over_one_suite(tiny_model_workspace, 
     assert (status.loc[members, "status"] == "done").all() and status.loc[members, "images"].nunique() == 1
     runs = list_runs(workspace, suite_id=TINY_SUITE).set_index("model")
     assert set(members) <= set(runs.index) and np.isfinite(runs.loc[members, "accuracy"].astype(float)).all()
+    target = list_targets(workspace)["id"].iloc[0]
+    for member in members:
+        matrices = run_matrices(workspace, runs.loc[member, "id"])
+        assert set(matrices) == set(SIGNALS) and all(np.isfinite(m.matrix).all() for m in matrices.values()), member
+        model = load_model(workspace, member, device="cpu")
+        methods = available_methods(model)
+        if member == "onnx-r18":  # ONNX Runtime computes no gradients
+            assert sorted(methods) == ["occlusion", "rise"]
+        _, masks, explanation = explain_target(workspace, model, target, method=methods[0], settings={"n_masks": 8} if methods[0] == "rise" else None)
+        assert explanation.maps.shape[0] == 1 and explanation.maps.shape[1:] == masks.shape[1:], member
+    # the gate takes each source's model as its candidate, against the TorchScript baseline
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[rules]\naccuracy_drop_max = 1.0\n")
+    for member in members[1:]:
+        gate = ["check", "--workspace", str(workspace.root), "--policy", str(policy), "--suite", TINY_SUITE, "--model", member,
+                "--baseline", "tiny", "--out", str(tmp_path / f"gate-{member}"), "--device", "cpu", "--no-report"]  # fmt: skip
+        assert main(gate) == 0, (member, capsys.readouterr())

@@ -194,9 +194,9 @@ def finding(runs: pd.DataFrame) -> Finding | None:
 
 def show_start_here(workspace: Workspace) -> None:
     """On a workspace with finished runs (a built demo): the finding, a link to the Matrices page's
-    comparison of the suite's models (the headline's model first), and the story view (:mod:`ui.story`:
-    what breaks each model). Not for annotators of team mode: they judge blind, so they see no model's
-    results by name."""
+    comparison of the suite's models (the headline's model first), the zoo's known reliance against what
+    Backdrop measured (where zoo heads ran) and the story view (:mod:`ui.story`: what breaks each model).
+    Not for annotators of team mode: they judge blind, so they see no model's results by name."""
     from ui import story  # heavy: see home()
 
     if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
@@ -213,6 +213,7 @@ def show_start_here(workspace: Workspace) -> None:
             path, label="See the variance matrices, models side by side", icon=":material/arrow_forward:",
             query_params={"run": found.run_id, "tab": "compare"},
         )  # fmt: skip
+        story.show_reliance(workspace)
         story.show_story(workspace, runs, matrices_page=path, failures_page=page_path("Failures"))
 
 
@@ -280,7 +281,7 @@ def home() -> None:
     active_jobs(workspace, key="home.jobs.")
     counts = table_counts(workspace)
     if counts["Runs"]:
-        with st.spinner("Reading the finding on the main suite: accuracies, worst scenes, a matrix and flips…", show_time=True):
+        with st.spinner("Reading the finding on the main suite: accuracies, the zoo's curve, worst scenes, a matrix and flips…", show_time=True):
             show_start_here(workspace)
     show_overview(workspace, counts)
     left, right = st.columns(2, gap="large")

@@ -8,7 +8,10 @@ are; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds:
 its worst scene keywords (:func:`analytics.findings.failures.failure_table`), one variance matrix on the
 suite's fixed colour scale (the signal that fills most of that scale, :func:`analytics.findings.telling_signal`) and two flips (composites
 whose background changed the prediction, :func:`analytics.findings.galleries.flips`), each with a link to
-the full view on the Matrices or Failures page. The tabs are lazy (``on_change="rerun"``): only the
+the full view on the Matrices or Failures page. Before the tabs, where the workspace holds zoo runs
+(the demo does), the zoo's point (issue 42.12): its heads were built with a known reliance on the
+background, and their worst-case accuracy against that strength shows Backdrop measures it
+(:func:`show_reliance`). The tabs are lazy (``on_change="rerun"``): only the
 open tab's model is read, so Home stays fast with many models.
 
 Caching: the keyword table and the matrices are the Failures and Matrices pages' own caches
@@ -27,11 +30,12 @@ import streamlit as st
 
 from analytics.data import background_label
 from analytics.exceptions import BackdropError
-from analytics.figures import variance_heatmap
+from analytics.figures import reliance_chart, variance_heatmap
 from analytics.findings import GalleryItem, flips, item_images, largest_losses, telling_signal
 from analytics.runs import SIGNALS
 from analytics.variance import DEFAULT_SETTINGS
 from analytics.workspace import Workspace
+from analytics.zoo import RelianceEnds, reliance_curve, reliance_ends
 from ui import colour_scale, state
 from ui import failures as failure_view
 from ui import runs as run_view
@@ -74,6 +78,29 @@ def flip_images(workspace_path: str, run_id: str, finished: str, limit: int) -> 
     ``finished`` keys a redone run afresh."""
     workspace = state.open_workspace(workspace_path)
     return [(item, *item_images(workspace, item)) for item in flips(workspace, run_id, limit=limit)]
+
+
+def reliance_sentence(ends: list[RelianceEnds]) -> str:
+    """The zoo's finding in words: the first line of ``ends`` (:func:`analytics.zoo.reliance_ends`:
+    plain heads first) read at its two ends, then the other line's ends after a semicolon."""
+    main, *others = ends
+    kind = "augmented heads" if main.augment else "plain heads"
+    if main.falls:
+        measured = (
+            f"Backdrop measures it: the worst-case accuracy of the {kind} (targets right under every background, mean over the "
+            f"seeds, {main.heads} heads) falls from **{main.at_weakest:.0%}** at strength {main.weakest:g} to **{main.at_strongest:.0%}** at strength {main.strongest:g}"
+        )
+    else:  # never claim what the runs do not show: a zoo trained on too few images may not lean on its backgrounds
+        measured = (
+            f"Here the runs do not show it: the worst-case accuracy of the {kind} (mean over the seeds, {main.heads} heads) is {main.at_weakest:.0%} at "
+            f"strength {main.weakest:g} and {main.at_strongest:.0%} at strength {main.strongest:g}"
+        )
+    others_text = "".join(f"; heads also trained on random backgrounds: {other.at_weakest:.0%} → {other.at_strongest:.0%}" for other in others)
+    return (
+        f"The model zoo's heads were trained with a known reliance on the background: with strength s the training "
+        f"background predicts the class (0: never, 1: always), so the higher s, the more new backgrounds should break a head. "
+        f"{measured}{others_text}."
+    )
 
 
 # -- layout ------------------------------------------------------------------------------------------
@@ -167,3 +194,18 @@ def show_flips(workspace_path: str, run: Mapping, finished: str) -> None:
             second.image(composite, caption=escape_markdown(f"on {background_label(item.background_id)}: {item.predicted} · p(true) {item.true_prob:.2f}"), width="stretch")
             if item.keywords:
                 st.caption("Scene: " + escape_markdown(", ".join(item.keywords[:6])))
+
+
+def show_reliance(workspace: Workspace) -> None:
+    """The zoo's point: :func:`reliance_sentence` and :func:`analytics.figures.reliance_chart` of
+    :func:`analytics.zoo.reliance_curve` (stored run summaries only); nothing without zoo runs at two
+    strengths or more."""
+    curve = reliance_curve(workspace)
+    ends = reliance_ends(curve)
+    if not ends:
+        return
+    st.subheader("Known reliance, measured", anchor=False)
+    left, right = st.columns([2, 3], gap="large")
+    left.markdown(reliance_sentence(ends))
+    left.caption("Each point: the heads of one strength, their mean and (bar) their range over the seeds. How the heads were built: Models page.")
+    right.plotly_chart(reliance_chart(curve), key=KEY + "reliance", config={"displayModeBar": False})

@@ -5,8 +5,9 @@ No Streamlit: a page passes a figure to ``st.plotly_chart``, a notebook calls ``
 ``write_html``. Modules: :mod:`.layout` (shared sizes), :mod:`.matrices` (variance heatmaps, the
 difference of two models, point clouds, distance histograms), :mod:`.failures` (the keyword x model
 heat map), :mod:`.agreement` (κ, confusion, assessors, Shapley values, sampling methods),
-:mod:`.models` (accuracy per class), :mod:`.robustness` (Backgrounds Challenge, ImageNet-X factors) and
-:mod:`.verdicts` (the release gate's verdict).
+:mod:`.models` (accuracy per class), :mod:`.robustness` (Backgrounds Challenge, ImageNet-X factors),
+:mod:`.verdicts` (the release gate's verdict) and :mod:`.zoo` (the zoo's worst-case accuracy against
+the reliance built in).
 
 Example
 -------
@@ -46,12 +47,13 @@ from .matrices import (
 from .models import per_class_accuracy_chart
 from .robustness import challenge_categories_chart, error_ratio_chart, factor_label, prevalence_chart, variant_accuracy_chart
 from .verdicts import verdict_figure
+from .zoo import RELIANCE_LINE_NAMES, reliance_chart
 
 __all__ = [
-    "DENSITY_COLORSCALE", "KAPPA_COLORSCALE", "MARGIN", "MAX_HEATMAP_KEYWORDS", "METHOD_MEASURES", "MIN_HEIGHT", "SQUARE_HEIGHT",
+    "DENSITY_COLORSCALE", "KAPPA_COLORSCALE", "MARGIN", "MAX_HEATMAP_KEYWORDS", "METHOD_MEASURES", "MIN_HEIGHT", "RELIANCE_LINE_NAMES", "SQUARE_HEIGHT",
     "TITLE_MARGIN", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE", "Y_SYMBOL", "Y_TITLE", "assessor_bars",
     "challenge_categories_chart", "colour_ticks", "confusion_heatmap", "difference_heatmap", "distance_histogram", "error_ratio_chart",
     "factor_label", "format_kappa", "kappa_heatmap", "keyword_heatmap", "method_bars", "per_class_accuracy_chart", "point_scatter",
-    "prevalence_chart", "shapley_bars", "suite_scale_heatmaps", "top_margin", "value_colorbar", "variance_heatmap",
+    "prevalence_chart", "reliance_chart", "shapley_bars", "suite_scale_heatmaps", "top_margin", "value_colorbar", "variance_heatmap",
     "variant_accuracy_chart", "verdict_figure",
 ]  # fmt: skip

@@ -5,6 +5,7 @@ held-out suite, and the demo step that runs the heads on it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -157,6 +158,68 @@ def reliance_curve(workspace: Workspace) -> pd.DataFrame:
     curve = measured.groupby(["augment", "strength"])["worst_case_accuracy"].agg(["mean", "min", "max", "size"]).reset_index()
     curve = curve.rename(columns={"mean": "worst_case_accuracy", "min": "lowest", "max": "highest", "size": "heads"})
     return curve[columns].astype({"strength": float, "augment": bool, "heads": int}).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class RelianceEnds:
+    """One line of :func:`reliance_curve` (plain or augmented heads) read at its two ends: the finding
+    Home states in numbers.
+
+    Attributes
+    ----------
+    augment : bool
+        Whether the line's heads were also trained on objects over random backgrounds.
+    weakest, strongest : float
+        The lowest and highest construction strength with a measured head.
+    at_weakest, at_strongest : float
+        Mean worst-case accuracy over the seeds at those strengths.
+    heads : int
+        Heads measured on the line, every strength together.
+    """
+
+    augment: bool
+    weakest: float
+    strongest: float
+    at_weakest: float
+    at_strongest: float
+    heads: int
+
+    @property
+    def falls(self) -> bool:
+        """Whether worst-case accuracy is lower at the strongest reliance than at the weakest: what the
+        zoo was built to show (a sentence must not claim a fall the measurement does not see)."""
+        return self.at_strongest < self.at_weakest
+
+
+def reliance_ends(curve: pd.DataFrame) -> list[RelianceEnds]:
+    """Each line of a reliance curve read at its ends, plain heads first.
+
+    Parameters
+    ----------
+    curve : DataFrame
+        :func:`reliance_curve`.
+
+    Returns
+    -------
+    list of RelianceEnds
+        One per augmentation with heads measured at two strengths or more (one strength draws no
+        curve); empty when there is none.
+    """
+    missing = {"strength", "augment", "worst_case_accuracy", "heads"} - set(curve.columns)
+    if missing:
+        raise InvalidInputError(f"curve must be a reliance_curve table; columns {sorted(missing)} are missing; pass reliance_curve(workspace)")
+    ends = []
+    for augment, line in curve.sort_values(["augment", "strength"]).groupby("augment", sort=True):
+        if len(line) < 2:
+            continue
+        first, last = line.iloc[0], line.iloc[-1]
+        ends.append(
+            RelianceEnds(
+                bool(augment), float(first["strength"]), float(last["strength"]),
+                float(first["worst_case_accuracy"]), float(last["worst_case_accuracy"]), int(line["heads"].sum()),
+            )
+        )  # fmt: skip
+    return ends
 
 
 def zoo_runs_done(workspace: Workspace) -> bool:

@@ -25,6 +25,7 @@ from analytics.zoo import (
     default_suite,
     list_zoo,
     reliance_curve,
+    reliance_ends,
     zoo_built,
     zoo_family_name,
     zoo_job,
@@ -184,6 +185,28 @@ def test_strong_background_class_link_makes_heads_follow_the_background(zoo_work
     for strength, row in curve.set_index("strength").iterrows():
         seeds = [runs[zoo_model_name(strength, False, k)] for k in (0, 1)]
         assert row["worst_case_accuracy"] == pytest.approx(np.mean(seeds)) and (row["lowest"], row["highest"]) == (min(seeds), max(seeds))
+
+
+
+def test_reliance_ends_read_each_line_at_its_ends_plain_first():
+    curve = pd.DataFrame(
+        {
+            "strength": [0.0, 1.0, 0.0, 0.5, 1.0, 0.5],
+            "augment": [True, True, False, False, False, False],
+            "worst_case_accuracy": [0.7, 0.6, 0.8, 0.5, 0.27, 0.4],
+            "lowest": [0.6, 0.5, 0.7, 0.4, 0.2, 0.3],
+            "highest": [0.8, 0.7, 0.9, 0.6, 0.3, 0.5],
+            "heads": [3, 3, 3, 3, 3, 3],
+        }
+    ).drop(index=5)  # rows in any order
+    plain, augmented = reliance_ends(curve)
+    assert (plain.augment, plain.weakest, plain.strongest, plain.at_weakest, plain.at_strongest, plain.heads) == (False, 0.0, 1.0, 0.8, 0.27, 9)
+    assert (augmented.augment, augmented.at_weakest, augmented.at_strongest, augmented.heads) == (True, 0.7, 0.6, 6)
+    assert plain.falls and augmented.falls
+    assert reliance_ends(curve[curve["augment"] | (curve["strength"] == 0)]) == [augmented]  # one strength draws no line
+    assert reliance_ends(curve.iloc[:0]) == []
+    with pytest.raises(InvalidInputError, match="reliance_curve"):
+        reliance_ends(curve.drop(columns="heads"))
 
 
 # -- each head's own embedding ---------------------------------------------------------------------

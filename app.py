@@ -84,9 +84,15 @@ def page_files() -> list[Path]:
     return sorted(found, key=lambda p: int(PAGE_FILE.match(p.name).group(1)))
 
 
+def may_open(name: str) -> bool:
+    """Whether the signed-in account's role may open page ``name`` (always in solo mode): the sidebar
+    and Home's links offer only those; the others stay at their URL, where they refuse the role."""
+    return auth.may(auth.signed_in_user(), navigation.page_permission(name))
+
+
 def page_path(*names: str) -> str | None:
-    """The first existing page among ``names`` as a path relative to this file, or None."""
-    by_name = {PAGE_FILE.match(p.name).group(2): p for p in page_files()}
+    """The first existing page among ``names`` that the session may open, as a path relative to this file, or None."""
+    by_name = {PAGE_FILE.match(p.name).group(2): p for p in page_files() if may_open(PAGE_FILE.match(p.name).group(2))}
     found = next((by_name[n] for n in names if n in by_name), None)
     return None if found is None else str(found.relative_to(ROOT))
 
@@ -294,8 +300,12 @@ def home() -> None:
 def main() -> None:
     st.set_page_config(page_title="Backdrop", page_icon=":material/layers:", layout="wide")
     files = {PAGE_FILE.match(path.name).group(2): path for path in page_files()}
-    sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True)]}
-    for title, names in navigation.group_pages(list(files)).items():
+    # a signed-in account's sidebar lists only the pages its role may open (an annotator: Home and
+    # Judge); the others stay in the navigation, hidden, so their URLs still answer with the refusal
+    shown = [name for name in files if may_open(name)]
+    hidden = [st.Page(str(files[name].relative_to(ROOT)), visibility="hidden") for name in files if name not in shown]
+    sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True), *hidden]}
+    for title, names in navigation.group_pages(shown).items():
         sections[title] = [st.Page(str(files[name].relative_to(ROOT))) for name in names]
     pages = [page for section in sections.values() for page in section]
     # before init_state: from here on Streamlit uses this navigation (hidden until a team member signs in)

@@ -31,7 +31,7 @@ from analytics.team import (
     sso_config_path,
     team_mode,
 )
-from analytics.workspace import Workspace
+from analytics.workspace import Workspace, default_workspace_path
 from ui import session, state
 from ui.markdown import escape_markdown
 
@@ -116,7 +116,15 @@ def signed_in_user() -> User | None:
     """The account this session signed in as (team mode), read without drawing or signing out
     anything: for the sidebar's page list, which is built before :func:`require_sign_in` runs."""
     name = st.session_state.get(state.SIGNED_IN) if team_mode() else None
-    return active_user(_server_workspace(), name) if name else None
+    if not name:
+        return None
+    # team mode's workspace is always the server's; not through state.workspace_path(), whose
+    # init_state may switch to app.py, and app.py calls this before its st.navigation (an endless loop)
+    try:
+        return active_user(state.open_workspace(default_workspace_path().expanduser()), name)
+    except BackdropError as err:
+        st.error(escape_markdown(err))
+        st.stop()
 
 
 def sign_in_pending() -> bool:

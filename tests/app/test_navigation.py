@@ -50,3 +50,30 @@ def test_each_pages_permission_is_the_one_its_gate_asks_for():
         (call,) = calls
         asked = call.args[0].value if call.args else "browse"
         assert page_permission(re.sub(r"^\d+_", "", path.stem)) == asked, path.name
+
+
+def test_an_annotator_sees_only_the_pages_the_role_may_open(team_workspace, monkeypatch):
+    """Issue 42.11: annotators saw every page in the sidebar and were refused on them (the README said hidden)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.fixtures.app import APP_TIMEOUT_S
+    from tests.fixtures.team import TEAM_PASSWORD
+    from ui import auth
+
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(team_workspace.root))
+    given = []
+    real = st.navigation
+    monkeypatch.setattr(st, "navigation", lambda pages, **options: given.append(pages) or real(pages, **options))
+    seen = {}
+    for name in ("ann", "ada"):  # the annotator, then the admin
+        app = AppTest.from_file(str(PROJECT_ROOT / "app.py"), default_timeout=APP_TIMEOUT_S).run()
+        app.text_input(key=f"{auth.FORM}.name").input(name)
+        app.text_input(key=f"{auth.FORM}.password").input(TEAM_PASSWORD)
+        app = app.button[0].click().run()
+        assert not app.exception
+        pages = [page for section in given[-1].values() for page in section if page.url_path]  # Home's url_path is ''
+        seen[name] = sorted(page.url_path for page in pages if page.visibility == "visible")
+        assert sorted(page.url_path for page in pages) == PAGE_PATHS  # every URL still answers (with the refusal)
+    assert seen["ann"] == ["Judge"]
+    assert seen["ada"] == PAGE_PATHS

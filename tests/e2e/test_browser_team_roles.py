@@ -66,6 +66,11 @@ def test_annotator_cannot_open_model_registration(page, team_server):
     expect(page.get_by_role("heading", name="Models")).to_have_count(0)
     expect(page.get_by_role("tab")).to_have_count(0)
     expect(page.get_by_test_id("stSidebar").get_by_text("Signed in as ann (annotator)")).to_be_visible()
+    # issue 42.11: the sidebar lists only what the role may open (Home and Judge), not pages that refuse it
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar.get_by_role("link", name="Judge")).to_be_visible()
+    for other in ("Data", "Models", "Matrices", "Adjudication"):
+        expect(sidebar.get_by_role("link", name=other, exact=True)).to_have_count(0)
 
 
 def test_viewer_cannot_judge(page, team_server):

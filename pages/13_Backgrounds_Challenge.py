@@ -104,25 +104,52 @@ def main() -> None:
         st.session_state[RESULTS] = (tuple(models), seed, blend, adversarial)
     request = st.session_state.get(RESULTS)
     if request is None:
-        st.info("Pick models and press **Evaluate** (results are cached in the workspace; a repeat is fast).")
-        st.stop()
+        show_stored(workspace, models, seed, blend, adversarial)
+        return
     models, seed, blend, adversarial = list(request[0]), *request[1:]
     try:
         data = workspace_data(workspace)
         tables = view.evaluate_with_progress(workspace, models, data, seed=seed, blend=blend)
-        show_accuracy(tables)
-        show_categories(tables)
-        show_examples(data, tables, seed, blend)
-        everything = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
-        st.download_button(
-            f"Download every prediction ({len(everything)} rows, CSV)", to_csv(everything).encode(),
-            file_name="bgchallenge.csv", mime="text/csv", icon=":material/download:", key="bgchallenge.download",
-        )  # fmt: skip
-        if adversarial:
-            show_adversarial(workspace, models, data)
+        show_results(workspace, data, tables, seed, blend, adversarial=adversarial)
     except BackdropError as err:
         st.error(escape_markdown(err))
         st.stop()
+
+
+def show_stored(workspace, models: list[str], seed: int, blend: bool, adversarial: bool) -> None:
+    """Before Evaluate in this session: the stored evaluation of the chosen models with these settings,
+    so a revisit shows the results without a click (issue 42.11c); nothing runs."""
+    try:
+        data = workspace_data(workspace)
+    except BackdropError:  # e.g. no targets yet: Evaluate says why
+        data = None
+    tables = {} if data is None else view.stored_tables(workspace, models, data, seed=seed, blend=blend)
+    if not tables:
+        st.info("Pick models and press **Evaluate** (results are cached in the workspace; a repeat is fast).")
+        st.stop()
+    notes = [escape_markdown(f"Stored results of {', '.join(tables)} with these settings.")]
+    if missing := [name for name in models if name not in tables]:
+        notes.append(escape_markdown(f"Not evaluated with them yet: {', '.join(missing)}.") + " Press **Evaluate** for those.")
+    if adversarial:
+        notes.append("The adversarial search runs after **Evaluate**.")
+    st.caption(" ".join(notes))
+    try:
+        show_results(workspace, data, tables, seed, blend, adversarial=False)  # the search runs models: after Evaluate only
+    except BackdropError as err:
+        st.error(escape_markdown(err))
+
+
+def show_results(workspace, data, tables: dict[str, pd.DataFrame], seed: int, blend: bool, *, adversarial: bool) -> None:
+    show_accuracy(tables)
+    show_categories(tables)
+    show_examples(data, tables, seed, blend)
+    everything = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
+    st.download_button(
+        f"Download every prediction ({len(everything)} rows, CSV)", to_csv(everything).encode(),
+        file_name="bgchallenge.csv", mime="text/csv", icon=":material/download:", key="bgchallenge.download",
+    )  # fmt: skip
+    if adversarial:
+        show_adversarial(workspace, list(tables), data)
 
 
 main()

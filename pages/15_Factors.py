@@ -14,8 +14,7 @@ import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.figures import error_ratio_chart, prevalence_chart
-from analytics.robustness import MAX_PREDICTIONS_BYTES
-from analytics.team import server_paths_offered
+from analytics.team import MAX_CSV_UPLOAD_MB, server_paths_offered
 from analytics.workspace import to_csv
 from ui import factors as view
 from ui import state
@@ -26,8 +25,9 @@ from ui.markdown import escape_markdown
 def predictions(user) -> dict:
     """``{name: predictions}`` from the uploads and, when requested, the workspace model."""
     uploads = st.file_uploader(
-        f"Predictions CSVs (one per model, up to {MAX_PREDICTIONS_BYTES // 2**20} MiB each)", type=["csv"],
+        f"Predictions CSVs (one per model, up to {MAX_CSV_UPLOAD_MB} MB each)", type=["csv"],
         accept_multiple_files=True, key=view.KEY + "upload", help=view.FORMAT_TEXT,
+        max_upload_size=MAX_CSV_UPLOAD_MB,  # the widget's own "Limit … per file" then agrees with the reader's cap
     )  # fmt: skip
     models = view.uploaded_predictions(uploads or [])
     workspace = state.current_workspace()

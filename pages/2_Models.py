@@ -46,6 +46,7 @@ FROM_MODEL = "From the model (config.json's id2label)"  # transformers only
 #: Checkpoint file types per kind (after EfficientNet-Lite, which needs none).
 CHECKPOINT_TYPES = (["pt", "pth", "bin", "safetensors"], ["pt", "pth", "ts"], ["pt", "pth", "safetensors"], ["zip"], ["onnx"])
 LAST_REGISTERED = "models.last_registered"
+TAB = "models.tab"  # the open tab (its label)
 
 
 def show_registry(workspace: Workspace) -> None:
@@ -207,7 +208,9 @@ def main() -> None:
     # registering loads model files (TorchScript and ONNX are code): admins only; the library refuses others too
     registering, training = may(user, "register_models"), may(user, "run_models")
     names = ["Registered", *(["Register"] if registering else []), *(["Zoo"] if training else []), "Accuracy"]
-    tabs = dict(zip(names, st.tabs(names)))
+    # a stateful tab bar: the chosen tab is kept in session state, so the rerun after an action (the
+    # "Registered …" message above shifts the page) reopens it instead of "Registered" (issue 42.11b)
+    tabs = dict(zip(names, st.tabs(names, key=TAB, on_change="rerun")))
     with tabs["Registered"]:
         show_registry(workspace)
     if registering:

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.data import background_label
+from analytics.exceptions import BackdropError
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
     VARIANT_NAMES,
@@ -50,6 +51,21 @@ def evaluate_with_progress(workspace: Workspace, models: Sequence[str], data: Ch
 
         tables[name] = evaluate_variants(workspace, name, data, seed=seed, blend=blend, progress=progress)
     bar.empty()
+    return tables
+
+
+def stored_tables(workspace: Workspace, models: Sequence[str], data: ChallengeData, *, seed: int, blend: bool) -> dict[str, pd.DataFrame]:
+    """The prediction tables of the ``models`` whose evaluation with these settings the workspace holds
+    (nothing runs: ``cached_only``); a model that cannot be read (e.g. a class without an output) is left
+    out, for Evaluate to report."""
+    tables = {}
+    for name in models:
+        try:
+            table = evaluate_variants(workspace, name, data, seed=seed, blend=blend, cached_only=True)
+        except BackdropError:
+            continue
+        if table is not None:
+            tables[name] = table
     return tables
 
 

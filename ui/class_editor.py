@@ -82,14 +82,19 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
             st.dataframe(found, hide_index=True, width="stretch")
         else:
             st.caption(f"No ImageNet-1k class matches {escape_markdown(repr(query.strip()))}.")
-    # per-class keys: switching the class shows that class's stored mapping
+    # per-class keys: switching the class shows that class's stored mapping. Typing "207" + Enter must add
+    # class 207 alone (issue 42.11a): the default fuzzy filter matched 85 labels and Enter took the
+    # "Select 85 matches" entry on top. With substring matching on "index · name" labels in index order
+    # and no bulk entry, the typed index is the first match (a number containing "207" is at least 207).
     indices = st.multiselect(
         "ImageNet-1k indices",
         range(len(imagenet_classes())),
         default=list(current.imagenet),
-        format_func=_imagenet_label,
+        format_func=imagenet_option_label,
         key=f"data.class_imagenet.{name}",
-        help="Type to filter by name, WordNet id or index.",
+        filter_mode="contains",
+        select_all=False,
+        help="Type an index (Enter adds that class) or part of a name; the search above also finds WordNet ids.",
     )
     choices = [NO_IN9, *IN9_CLASSES]
     in9 = st.selectbox("IN-9 class", choices, index=choices.index(current.in9 or NO_IN9), key=f"data.class_in9.{name}")
@@ -132,6 +137,7 @@ def confirm_replacement(workspace: Workspace, name: str, current: ClassMapping) 
     )
 
 
-def _imagenet_label(index: int) -> str:
-    item = imagenet_classes()[index]
-    return f"{item.index} · {item.name}" + (f" · {item.wnid}" if item.wnid else "")
+def imagenet_option_label(index: int) -> str:
+    """``"207 · golden retriever"``: the index first, no WordNet id (its digits, e.g. n0207…, would make a
+    typed index match other classes' labels)."""
+    return f"{index} · {imagenet_classes()[index].name}"

@@ -94,7 +94,9 @@ class ImportRequest:
 def ask_import(workspace: Workspace) -> ImportRequest:
     st.caption("Add a target set or a background pool; every file is checked and rejected files are listed with the reason.")
     kind_column, from_column = st.columns(2)
-    kind = kind_column.radio("What to import", ["Target set", "Background pool"], horizontal=True, key="data.import_kind")
+    kind = kind_column.radio(
+        "What to import", ["Target set", "Background pool"], horizontal=True, key="data.import_kind", on_change=forget_last_import,
+    )  # fmt: skip
     sources = ["Folder on the server", "Uploaded zip"] if server_paths_offered(workspace) else ["Uploaded zip"]
     origin = from_column.radio("From", sources, horizontal=True, key="data.import_from")
     options: dict = {"targets": kind == "Target set", "from_upload": origin == "Uploaded zip"}
@@ -228,6 +230,13 @@ def unmapped_classes(workspace: Workspace, records: list) -> list[str]:
     """Classes of the imported targets among ``records`` that have no mapping yet (none for backgrounds)."""
     names = {item.class_name for item in records if isinstance(item, Target)}
     return [name for name, mapping in list_class_mappings(workspace).items() if name in names and not mapping.mapped]
+
+
+def forget_last_import() -> None:
+    """Drop the result of the latest import: after a switch of import kind, a target import's result
+    under the background form reads as the result of the background import (issue 42.11e). The
+    photos awaiting mask review stay (:data:`PROPOSED`): ``ui.mask_review`` shows them on its own."""
+    st.session_state.pop(LAST_IMPORT, None)
 
 
 def show_last_import() -> None:

@@ -29,7 +29,7 @@ from analytics.keywords import (
     read_row_names,
 )
 from analytics.models import list_models
-from analytics.team import resolve_server_path, server_paths_offered
+from analytics.team import MAX_CSV_UPLOAD_MB, resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
 from ui import cache
 from ui.markdown import escape_markdown
@@ -87,7 +87,8 @@ def _patch_settings(workspace: Workspace) -> dict[str, Any]:
 
 def _file_settings(workspace: Workspace) -> dict[str, Any]:
     st.caption(CSV_HELP)
-    upload = st.file_uploader("Keyword CSV", type=["csv"], key=BUILD_KEY + "upload")
+    # the reader's cap, not the server's larger one: the widget's "Limit … per file" then tells the truth
+    upload = st.file_uploader(f"Keyword CSV (up to {MAX_CSV_UPLOAD_MB} MB)", type=["csv"], key=BUILD_KEY + "upload", max_upload_size=MAX_CSV_UPLOAD_MB)
     path = row_names = ""
     if server_paths_offered(workspace):
         path = st.text_input("…or a keyword file on the server (reference HDF5, Backdrop HDF5 or CSV)", key=BUILD_KEY + "path").strip()

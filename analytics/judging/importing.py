@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from analytics.exceptions import BackdropError, InvalidInputError, NotFoundError, PermissionDeniedError
-from analytics.team import allowed, require_permission
+from analytics.team import MAX_CSV_UPLOAD_MB, allowed, require_permission
 from analytics.workspace import Workspace, restore_formula
 
 from .adjudication import EXPORT_COLUMNS
@@ -40,7 +40,7 @@ from .assignments import may_judge
 from .judgments import LABELS
 
 #: Largest file :func:`import_judgments` reads (bytes): far above any team's judgments, far below a memory problem.
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
+MAX_IMPORT_BYTES = MAX_CSV_UPLOAD_MB * 2**20
 #: Longest cell (characters): a note or reason longer than this is not a judgment.
 MAX_CELL_CHARS = 100_000
 #: Columns that belong to the exporting workspace and are not imported.

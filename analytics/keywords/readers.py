@@ -49,6 +49,7 @@ import pandas as pd
 
 from analytics._validation import check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError
+from analytics.team import MAX_CSV_UPLOAD_MB
 
 from ._base import KeywordTable
 from .precomputed import PrecomputedBackend, PresenceRule, apply_rules
@@ -58,7 +59,7 @@ SCENE_NAMES_FILE = "categories_places365.txt"
 REFERENCE_DATASET = "val/data"
 EXPORT_FORMAT = "backdrop-keywords"
 EXPORT_VERSION = 1
-MAX_CSV_BYTES = 64 * 2**20  # ~ 2 million long-format rows; larger keyword files belong in HDF5
+MAX_CSV_BYTES = MAX_CSV_UPLOAD_MB * 2**20  # ~ 2 million long-format rows; larger keyword files belong in HDF5
 ID_COLUMNS = ("image", "id")  # the column naming each image of a CSV (either spelling)
 
 

@@ -34,6 +34,7 @@ from analytics._progress import Progress
 from analytics._validation import check_positive_int
 from analytics.data import fit_square, is_image_file, read_image
 from analytics.exceptions import InvalidInputError
+from analytics.team import MAX_CSV_UPLOAD_MB
 from analytics.workspace import Workspace, content_id
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 PREDICTIONS_FILE_COLUMNS = ("file_name", "predicted_class")
 PROBABILITY = "predicted_probability"
 #: Largest predictions file read (the full validation set is about 2.4 MB).
-MAX_PREDICTIONS_BYTES = 64 * 2**20
+MAX_PREDICTIONS_BYTES = MAX_CSV_UPLOAD_MB * 2**20
 N_IMAGENET_CLASSES = 1000
 #: Images per cached chunk when predicting: an interrupted run resumes from the last whole chunk.
 CHUNK = 256

@@ -42,6 +42,7 @@ from .roles import (
     roles_with,
 )
 from .server import (
+    MAX_CSV_UPLOAD_MB,
     MAX_UPLOAD_ENV_VAR,
     MAX_UPLOAD_MB,
     SOLO_ADDRESS,
@@ -67,6 +68,7 @@ __all__ = [
     "DATA_ROOTS_ENV_VAR",
     "LOCK_AFTER_FAILURES",
     "LOCK_MINUTES",
+    "MAX_CSV_UPLOAD_MB",
     "MAX_UPLOAD_ENV_VAR",
     "MAX_UPLOAD_MB",
     "MIN_PASSWORD_LENGTH",

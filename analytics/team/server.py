@@ -21,9 +21,13 @@ SOLO_ADDRESS = "127.0.0.1"
 TEAM_ADDRESS = "0.0.0.0"
 # Largest upload in MB (Streamlit's server.maxUploadSize; also in .streamlit/config.toml). Streamlit holds
 # every upload in memory, from any browser session, signed in or not (README "Serve a team"), so this
-# covers the workflows and no more: keyword and predictions CSVs (64 MiB caps), image zips, and
+# covers the workflows and no more: keyword and predictions CSVs (MAX_CSV_UPLOAD_MB), image zips, and
 # checkpoints up to ViT-B/16, ConvNeXt-Base or EfficientNet-V2-L; larger files: a server path.
 MAX_UPLOAD_MB = 512
+# Largest CSV a reader takes (keyword tables, model predictions, judgment imports), in MB of 2**20 bytes:
+# the one source of those readers' caps and of the limit their uploaders show (`max_upload_size`),
+# so the page, the widget and the error agree (issue 42.11d). ~2 million long-format keyword rows.
+MAX_CSV_UPLOAD_MB = 64
 MAX_UPLOAD_ENV_VAR = "BACKDROP_MAX_UPLOAD_MB"
 
 

@@ -51,6 +51,26 @@ def test_page_evaluates_several_models(tiny_model_workspace, app_runner):
     assert f"on every other target's Only-BG-T background ({n - 1} per foreground" in texts(app)
 
 
+def test_a_revisit_shows_the_stored_evaluation_without_pressing_evaluate(tiny_model_workspace, app_runner, monkeypatch):
+    # the page showed nothing on a revisit until Evaluate was pressed again (issue 42.11c)
+    data = workspace_data(tiny_model_workspace)
+    stored = {name: evaluate_variants(tiny_model_workspace, name, data, seed=0, device="cpu") for name in ["fg-only", "bg-only"]}
+    monkeypatch.setattr("analytics.robustness.bgchallenge.evaluation.load_model", lambda *a, **k: pytest.fail("showing stored results loads no model"))
+    app = app_runner(PAGE, tiny_model_workspace)  # a new session: nothing pressed
+    app.multiselect(key="bgchallenge.models").set_value(["fg-only", "bg-only", "tiny"]).run()
+    assert not app.exception, app.exception
+    assert "Pick models and press" not in texts(app)
+    assert "Stored results of fg-only, bg-only with these settings." in as_shown(texts(app))
+    assert "Not evaluated with them yet: tiny." in as_shown(texts(app))  # tiny's evaluation is not stored
+    table = app.dataframe[0].value.set_index("Model")
+    assert list(table.index) == ["fg-only", "bg-only"]
+    assert table.loc["bg-only", "BG-Gap"] == pytest.approx(gaps(stored["bg-only"])["bg_gap"])
+    assert len(app.get("download_button")) == 1
+    app.toggle(key="bgchallenge.blend").set_value(True).run()  # other settings: nothing stored for them
+    assert not app.exception, app.exception
+    assert "press **Evaluate**" in texts(app) and not app.dataframe
+
+
 def test_page_shows_library_errors(tiny_model_files, tmp_path, app_runner):
     workspace = Workspace(tmp_path / "empty")
     labels = custom_label_space(tiny_model_files["labels"])

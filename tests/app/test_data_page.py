@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
+from streamlit.proto.SelectWidgetFilterMode_pb2 import SelectWidgetFilterMode
 
 from analytics.data import ClassMapping, list_backgrounds, list_class_mappings, list_classes, list_targets
 from analytics.workspace import Workspace, class_mapping_key
@@ -130,6 +131,18 @@ def test_import_folder_reports_accepted_and_rejected(tiny_workspace, target_fold
     assert "coin/good" in image_captions(app)  # the grid was redrawn with the new target
 
 
+def test_switching_the_import_kind_clears_the_last_import_result(tiny_workspace, target_folder, app_runner):
+    # a target import's result under the background form read as the background import's (issue 42.11e)
+    app = import_targets(app_runner(DATA, tiny_workspace), target_folder)
+    assert "1 new of 1 accepted" in texts(app)
+    app.radio(key="data.import_kind").set_value("Background pool").run()
+    assert not app.exception, app.exception
+    assert "1 new of 1 accepted" not in texts(app) and not [t for t in app.get("table")]
+    assert "The result of an import shows here" in texts(app)
+    app.radio(key="data.import_kind").set_value("Target set").run()
+    assert "1 new of 1 accepted" not in texts(app)  # gone, not hidden: switching back does not bring it back
+
+
 def test_import_with_nothing_valid_leaves_workspace_unchanged(tiny_workspace, target_folder, app_runner):
     (target_folder / "images" / "coin" / "good.png").unlink()
     before = list_targets(tiny_workspace)
@@ -245,6 +258,46 @@ def test_class_editor_maps_a_class_to_imagenet_indices_found_by_search(tiny_work
     assert class_mapping_key(tiny_workspace, ["disc"]) != key  # runs of the old mapping become stale
     assert r"Saved disc: ImageNet \[852\]\." in texts(app)
     assert class_table(app).loc["disc", "ImageNet"] == "852 tennis ball"
+
+
+def typed_then_enter(widget, typed: str) -> list[str]:
+    """The option labels the browser adds when ``typed`` is typed into ``widget`` (an AppTest multiselect)
+    and Enter pressed, as Streamlit's frontend filters (``filter_mode``: fuzzy = in-order subsequence,
+    contains, prefix; case-insensitive) and puts a "Select N matches" entry first when ``select_all``
+    allows (unset: up to 1000 matches; 0: never), which Enter then takes."""
+    proto, text = widget.proto, typed.lower()
+    mode = SelectWidgetFilterMode.Name(proto.filter_mode)
+    unselected = [label for label in proto.options if label not in widget.value]
+
+    def matches(label: str) -> bool:
+        label = label.lower()
+        if mode == "FILTER_MODE_CONTAINS":
+            return text in label
+        if mode == "FILTER_MODE_PREFIX":
+            return label.startswith(text)
+        found = 0
+        for char in text:  # fuzzy
+            found = label.find(char, found) + 1
+            if not found:
+                return False
+        return True
+
+    found = [label for label in unselected if matches(label)]
+    threshold = proto.select_all if proto.HasField("select_all") else 1000
+    if len(found) >= 2 and (threshold == -1 or 0 < threshold and len(found) <= threshold):
+        return found  # the bulk entry
+    assert mode != "FILTER_MODE_FUZZY" or len(found) <= 1, "fuzzy matches are sorted by a score this helper does not model"
+    return found[:1]
+
+
+def test_typing_an_imagenet_index_and_enter_adds_that_class_only(tiny_workspace, app_runner):
+    # typing 207 + Enter added 85 classes: the fuzzy filter's "Select 85 matches" entry (issue 42.11a)
+    app = app_runner(DATA, tiny_workspace)
+    app.selectbox(key="data.class_edit").set_value("disc").run()
+    widget = app.multiselect(key="data.class_imagenet.disc")
+    assert typed_then_enter(widget, "207") == ["207 · golden retriever"]
+    assert all(typed_then_enter(widget, str(index)) == [widget.proto.options[index]] for index in range(1000))
+    assert typed_then_enter(widget, "tennis") == ["852 · tennis ball"]  # names still filter
 
 
 def test_class_editor_maps_to_in9_or_a_label_and_refuses_an_empty_mapping(tiny_workspace, app_runner):

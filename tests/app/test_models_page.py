@@ -105,6 +105,31 @@ def test_register_form_adds_a_torchscript_model(tiny_model_workspace, tiny_model
     assert "tiny-again" in app.dataframe[0].value["Model"].tolist()
 
 
+def open_tab(app) -> str:
+    """The label of the tab the browser shows: the tab bar's ``default_tab_index`` (a stateful tab bar sends the chosen one)."""
+
+    def tab_bars(node):
+        for child in getattr(node, "children", {}).values():
+            proto = getattr(child, "proto", None)
+            if getattr(proto, "HasField", None) and hasattr(proto, "tab_container") and proto.HasField("tab_container"):
+                yield child
+            yield from tab_bars(child)
+
+    (bar,) = tab_bars(app._tree)
+    return [tab.label for tab in bar.children.values()][bar.proto.tab_container.default_tab_index]
+
+
+def test_the_chosen_tab_stays_open_after_registering(tiny_model_workspace, tiny_model_files, app_runner):
+    # the rerun after an action reopened "Registered" (issue 42.11b)
+    app = app_runner(MODELS, tiny_model_workspace)
+    assert open_tab(app) == "Registered"
+    app.session_state["models.tab"] = "Register"  # the user opens the Register tab
+    app = _fill_torchscript_form(app, "tiny-again", tiny_model_files["tiny"], tiny_model_files["labels"])
+    assert not app.exception, app.exception
+    assert "Registered 'tiny\\-again'" in texts(app)  # the action ran and the page reran
+    assert open_tab(app) == "Register"
+
+
 def test_register_form_reports_a_bad_file(tiny_model_workspace, tiny_model_files, app_runner):
     before = [spec.name for spec in list_models(tiny_model_workspace)]
     app = _fill_torchscript_form(app_runner(MODELS, tiny_model_workspace), "broken", tiny_model_files["labels"], tiny_model_files["labels"])

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import tomllib
 
+from analytics.judging import MAX_IMPORT_BYTES
+from analytics.keywords.readers import MAX_CSV_BYTES
+from analytics.robustness import MAX_PREDICTIONS_BYTES
+from analytics.team import MAX_CSV_UPLOAD_MB, MAX_UPLOAD_MB
 from analytics.workspace import PROJECT_ROOT
 
 
@@ -12,3 +16,26 @@ def test_server_does_not_watch_its_files():
     text = (PROJECT_ROOT / ".streamlit" / "config.toml").read_text()
     assert tomllib.loads(text)["server"]["fileWatcherType"] == "none"
     assert "--server.fileWatcherType auto" in text  # how to turn it back on for development
+
+
+def test_upload_limits_are_told_from_one_constant_each(tiny_workspace, app_runner):
+    """Issue 42.11d: the limits read differently in different places. The server's cap is
+    ``MAX_UPLOAD_MB``, the CSV readers' cap ``MAX_CSV_UPLOAD_MB``; config, README, readers and the
+    CSV uploaders (their own "Limit … per file" and their labels) all follow them."""
+    server = tomllib.loads((PROJECT_ROOT / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["maxUploadSize"] == MAX_UPLOAD_MB
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text().split())
+    assert f"The largest upload is **{MAX_UPLOAD_MB} MB**" in readme and f"each upload is capped at {MAX_UPLOAD_MB} MB" in readme
+    assert f"refuse more than {MAX_CSV_UPLOAD_MB} MB" in readme
+    assert MAX_CSV_BYTES == MAX_PREDICTIONS_BYTES == MAX_IMPORT_BYTES == MAX_CSV_UPLOAD_MB * 2**20
+
+    factors = app_runner("pages/15_Factors.py", tiny_workspace)
+    (predictions,) = factors.get("file_uploader")
+    assert predictions.proto.max_upload_size_mb == MAX_CSV_UPLOAD_MB
+    assert f"up to {MAX_CSV_UPLOAD_MB} MB each" in predictions.proto.label
+
+    ontology = app_runner("pages/3_Ontology.py", tiny_workspace)
+    ontology.radio(key="ontology.kw.backend").set_value("precomputed").run()
+    keywords = ontology.file_uploader(key="ontology.kw.upload")
+    assert keywords.proto.max_upload_size_mb == MAX_CSV_UPLOAD_MB
+    assert f"up to {MAX_CSV_UPLOAD_MB} MB" in keywords.proto.label

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from analytics.data import (
 )
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import cpu_threads
-from analytics.models import LoadedModel, load_model, resize_images
+from analytics.models import LoadedModel, ModelSpec, get_model_spec, load_model, resize_images
 from analytics.team import require_permission
 from analytics.workspace import Workspace, content_id, model_keys
 
@@ -60,12 +61,15 @@ class Release:
 
 
 # -- class outputs -------------------------------------------------------------------------------
-def model_class_outputs(model: LoadedModel, mappings: dict[str, ClassMapping], *, in9_mapping: str | os.PathLike | None = None) -> dict[str, list[int]]:
+def model_class_outputs(
+    model: LoadedModel | ModelSpec, mappings: dict[str, ClassMapping], *, in9_mapping: str | os.PathLike | None = None,
+) -> dict[str, list[int]]:
     """Model outputs that count as each class (``in9_mapping`` replaces the default ImageNet→IN-9 map).
 
     Parameters
     ----------
-    model : LoadedModel
+    model : LoadedModel or ModelSpec
+        Only its label space is read: a spec does without loading the network.
     mappings : dict of str to ClassMapping
     in9_mapping : {'official', 'wordnet'} or path-like, optional
         For ImageNet models and classes mapped only to IN-9: a built-in map
@@ -76,7 +80,7 @@ def model_class_outputs(model: LoadedModel, mappings: dict[str, ClassMapping], *
     -------
     outputs : dict of str to list of int
     """
-    space = model.spec.label_space
+    space = (model if isinstance(model, ModelSpec) else model.spec).label_space
     if in9_mapping is not None and space.kind == "imagenet":
         table = in9_label_space(in9_mapping).in9_table()
         by_in9 = {name: [i for i, t in enumerate(table) if t == k] for k, name in enumerate(IN9_CLASSES)}
@@ -94,7 +98,7 @@ def _output_classes(outputs: dict[str, list[int]], n_outputs: int) -> np.ndarray
 
 # -- prediction ----------------------------------------------------------------------------------
 def predict_chunked(
-    workspace: Workspace, model: LoadedModel, key: str, n: int, images_of: Callable[[slice], np.ndarray], *, batch_size: int,
+    workspace: Workspace, model: LoadedModel | None, key: str, n: int, images_of: Callable[[slice], np.ndarray], *, batch_size: int,
     progress: Progress | None = None, cached_only: bool = False,
 ) -> np.ndarray | None:
     """Top output of ``n`` images rendered chunk by chunk, each chunk cached under ``key``.
@@ -102,7 +106,8 @@ def predict_chunked(
     Parameters
     ----------
     workspace : Workspace
-    model : LoadedModel
+    model : LoadedModel or None
+        None only with ``cached_only`` (nothing runs).
     key : str
         Cache key prefix (covers the model, the data and the settings).
     n : int
@@ -120,7 +125,7 @@ def predict_chunked(
         None only with ``cached_only`` and a chunk missing.
     """
     parts = []
-    with cpu_threads(model.device):
+    with nullcontext() if model is None else cpu_threads(model.device):
         for start in range(0, n, CHUNK):
             rows = slice(start, min(n, start + CHUNK))
             cached = workspace.cache_get(f"{key}/{start}")
@@ -234,10 +239,13 @@ def evaluate_variants(
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
         raise InvalidInputError(f"unknown variants {bad}; choose from {', '.join(VARIANTS)}")
-    model = load_model(workspace, model_name, device=device)
+    spec = get_model_spec(workspace, model_name)
+    # reading stored predictions needs only the spec (the cache key): a page showing them on load
+    # loads no network
+    model = None if cached_only else load_model(workspace, model_name, device=device)
     known = list_class_mappings(workspace)
-    outputs = model_class_outputs(model, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
-    owner = _output_classes(outputs, model.spec.n_outputs)
+    outputs = model_class_outputs(spec, {c: known.get(c) or resolve_class(c) for c in sorted(set(data.classes))}, in9_mapping=in9_mapping)
+    owner = _output_classes(outputs, spec.n_outputs)
     plans = [plan_variant(data, v, seed=seed) for v in variants]
     total, done, tables = sum(len(p.sources) for p in plans), 0, []
     base = content_id(model_keys(workspace).keys[model_name], data_key(data), outputs, seed, blend)

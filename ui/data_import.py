@@ -19,6 +19,7 @@ from analytics.data import (
     DEFAULT_MIN_AREA,
     LAYOUT_PATTERNS,
     TARGET_LAYOUTS,
+    VOC,
     Background,
     ClassMapping,
     ImportResult,
@@ -33,6 +34,7 @@ from analytics.data import (
     on_home,
     read_coco,
     read_targets,
+    read_voc,
     resolve_class,
     stream_backgrounds,
 )
@@ -83,9 +85,10 @@ class ImportRequest:
     layout: str = "folder"
     home_id: str | None = None
     propose_masks: bool = False
-    min_area: float = DEFAULT_MIN_AREA  # coco: the smallest instance kept, every instance or the largest, the categories
+    min_area: float = DEFAULT_MIN_AREA  # coco, voc: the smallest instance kept, every instance or the largest, the categories
     all_instances: bool = False
     classes: tuple[str, ...] | None = None
+    split: str | None = None  # voc: the ids of ImageSets/Segmentation/<split>.txt (None: every mask)
     crops_per_photo: int = 1
     package: str = ""
     licence: str = ""
@@ -104,15 +107,22 @@ def ask_import(workspace: Workspace) -> ImportRequest:
         options["layout"] = st.selectbox(
             "Layout", TARGET_LAYOUTS, format_func=layout_label, key="data.import_layout",
             help="At the top of the zip or folder, or inside one enclosing folder; cut-outs are RGBA PNGs (alpha = mask); "
-            "coco: the instance segmentation JSON that CVAT, Label Studio, FiftyOne or Roboflow export, with its images.",
+            "coco: the instance segmentation JSON that CVAT, Label Studio, FiftyOne or Roboflow export, with its images; "
+            "voc: a Pascal VOC tree (JPEGImages, SegmentationObject and SegmentationClass palette PNGs).",
         )  # fmt: skip
-        if options["layout"] == COCO:
-            options.update(ask_coco())
+        if options["layout"] in (COCO, VOC):
+            options.update(ask_instances())
+        if options["layout"] == VOC:
+            split = st.text_input(
+                "Split (optional)", key="data.import_split", placeholder="e.g. val",
+                help="Import the ids listed in ImageSets/Segmentation/<split>.txt; empty imports every mask.",
+            )  # fmt: skip
+            options["split"] = split.strip() or None
         elif options["layout"] == "cutouts":
             homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
             home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
             options["home_id"] = None if home == GREY_HOME else home
-        options["propose_masks"] = options["layout"] != COCO and st.checkbox(
+        options["propose_masks"] = options["layout"] not in (COCO, VOC) and st.checkbox(
             "Propose GrabCut masks for photos without one", key="data.import_propose",
             help="Ordinary photos (no mask file, no transparency): GrabCut outlines the object from a centred box; "
             "review every mask below (accept, redraw or drop) before the targets are stored.",
@@ -125,8 +135,8 @@ def ask_import(workspace: Workspace) -> ImportRequest:
     return ImportRequest(**options)
 
 
-def ask_coco() -> dict:
-    """The COCO import's choices: the smallest instance kept, every instance or the largest, the categories."""
+def ask_instances() -> dict:
+    """The choices of an instance-mask import (COCO, VOC): the smallest instance kept, every instance or the largest, the categories."""
     area_column, classes_column = st.columns(2)
     min_area = area_column.number_input(
         "Smallest instance (share of its image)", 0.0, 1.0, DEFAULT_MIN_AREA, step=0.005, format="%.3f", key="data.import_min_area",
@@ -141,7 +151,8 @@ def import_files(workspace: Workspace, request: ImportRequest, source: Path, ann
     """Read, check and store the files; stored records carry the source and licence the user gave.
 
     Targets are read, then stored at once (the masks proposed for mask-less photos wait for review);
-    a COCO import reads ``annotations`` over the images in ``source`` (:func:`analytics.data.read_coco`).
+    a COCO import reads ``annotations`` over the images in ``source`` (:func:`analytics.data.read_coco`), a VOC
+    import the tree in ``source`` (:func:`analytics.data.read_voc`).
     Backgrounds stream as the CLI's ``add-backgrounds`` does (:func:`analytics.data.stream_backgrounds`
     into :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in
     batches, so a large pool never sits decoded in the server's memory.
@@ -160,6 +171,8 @@ def import_files(workspace: Workspace, request: ImportRequest, source: Path, ann
         home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
         if request.layout == COCO:
             result = read_coco(annotations, source, size=size, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
+        elif request.layout == VOC:
+            result = read_voc(source, size=size, split=request.split, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
         else:
             result = read_targets(source, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
         if request.home_id is not None:  # the origin names the home photo: none of its crops becomes the target's background

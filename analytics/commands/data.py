@@ -13,8 +13,11 @@ exist is not created.
 segmentation (:func:`analytics.data.read_coco`): one target per instance kept (the largest of each
 image, or ``--all-instances``; ``--min-area``, ``--classes``), what was skipped counted by reason
 under ``skipped``; a bad entry fails the whole import with one line naming it.
+``add-targets --layout voc --path DIR`` reads Pascal VOC instance masks the same way
+(:func:`analytics.data.read_voc`: ``JPEGImages/`` with palette PNGs in ``SegmentationObject/`` and
+``SegmentationClass/``; ``--split NAME`` takes the ids of ``ImageSets/Segmentation/NAME.txt``).
 
-Classes of ``add-targets`` come from the class folder names (coco: the category names). A new class is mapped by the resolver
+Classes of ``add-targets`` come from the class folder names (coco: the category names; voc: the class of each instance). A new class is mapped by the resolver
 the Data page uses too (:func:`analytics.data.classes.resolve_class`): ImageNet-1k indices from
 ``--imagenet-map FILE`` (JSON ``{"class": index or [indices]}``), else from an exact ImageNet-1k
 category name or WordNet id (case-insensitive, ``_`` read as a space, e.g. ``tennis_ball``), else
@@ -33,7 +36,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from analytics.data import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, TARGET_LAYOUTS
+from analytics.data import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, TARGET_LAYOUTS, VOC
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
@@ -54,13 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     targets.add_argument("--path", default=None, help="folder or .zip (every layout but coco)")
     targets.add_argument("--layout", required=True, choices=TARGET_LAYOUTS, help="folder: images/<class>/* + masks/<class>/*; "
                          "bgchallenge: original/val/<class>/* + fg_mask/val/<class>/*.npy; cutouts: <class>/*.png with alpha; "
-                         "coco: a COCO instance segmentation JSON (--annotations) over its images (--images)")
+                         "coco: a COCO instance segmentation JSON (--annotations) over its images (--images); "
+                         "voc: Pascal VOC JPEGImages/* + SegmentationObject/*.png + SegmentationClass/*.png (palette PNGs)")
     targets.add_argument("--annotations", default=None, help="coco only: the COCO JSON (instances.json) of CVAT, Label Studio, FiftyOne, Roboflow")
     targets.add_argument("--images", default=None, help="coco only: folder or .zip holding the images the JSON names")
     targets.add_argument("--min-area", type=float, default=DEFAULT_MIN_AREA,
-                         help=f"coco only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA})")
-    targets.add_argument("--all-instances", action="store_true", help="coco only: a target per instance (default: the largest of each image)")
-    targets.add_argument("--classes", default=None, metavar="A,B", help="coco only: import these categories alone (comma-separated names)")
+                         help=f"coco and voc only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA})")
+    targets.add_argument("--all-instances", action="store_true", help="coco and voc only: a target per instance (default: the largest of each image)")
+    targets.add_argument("--classes", default=None, metavar="A,B", help="coco and voc only: import these categories alone (comma-separated names)")
+    targets.add_argument("--split", default=None, metavar="NAME", help="voc only: the ids of ImageSets/Segmentation/NAME.txt (default: every mask)")
     targets.add_argument("--home", default=None, help="cutouts only: photo the cut-outs are pasted on (default: neutral grey)")
     targets.add_argument("--imagenet-map", default=None, help='JSON file {"class": index or [indices]} for new classes')
     targets.add_argument("--existing-classes-only", action="store_true", help="reject files of classes the workspace lacks")
@@ -185,8 +190,8 @@ def run_add_targets(args: argparse.Namespace) -> dict:
     known = list_classes(workspace) if workspace is not None else {}
     mapping = read_imagenet_map(Path(args.imagenet_map)) if args.imagenet_map else {}
     size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
-    if args.layout == COCO:
-        result = _read_coco(args, size, known)
+    if args.layout in INSTANCE_LAYOUTS:
+        result = _read_instances(args, size, known)
     else:
         result = read_targets(
             args.path,
@@ -209,32 +214,52 @@ def run_add_targets(args: argparse.Namespace) -> dict:
         "new_class_mappings": {name: m.to_dict() for name, m in new_classes.items()},
         "classes_without_imagenet": sorted(name for name, m in new_classes.items() if not m.imagenet),
         "unmapped_classes": sorted(name for name, m in new_classes.items() if not m.mapped),
-        **({"skipped": result.skip_report()} if args.layout == COCO else {}),
+        **({"skipped": result.skip_report()} if args.layout in INSTANCE_LAYOUTS else {}),
     }
 
 
+#: The layouts read instance by instance (a target per chosen instance, the others skipped by reason).
+INSTANCE_LAYOUTS = (COCO, VOC)
+
+
 def _check_sources(args: argparse.Namespace) -> None:
-    """--path for the folder layouts; --annotations and --images (and the coco options) for coco."""
+    """--path for every layout but coco; --annotations and --images for coco; the instance options
+    (--classes, --all-instances, --min-area) for coco and voc; --split for voc."""
     from analytics.exceptions import InvalidInputError
 
-    coco_only = {"--annotations": args.annotations, "--images": args.images, "--classes": args.classes}
-    coco_only |= {"--all-instances": args.all_instances or None, "--min-area": None if args.min_area == DEFAULT_MIN_AREA else args.min_area}
+    instance_options = {"--classes": args.classes, "--all-instances": args.all_instances or None}
+    instance_options["--min-area"] = None if args.min_area == DEFAULT_MIN_AREA else args.min_area
+    fitting = {  # option -> (its value, None when not given; the layouts it goes with)
+        "--annotations": (args.annotations, (COCO,)),
+        "--images": (args.images, (COCO,)),
+        **{name: (value, INSTANCE_LAYOUTS) for name, value in instance_options.items()},
+        "--split": (args.split, (VOC,)),
+    }
+    misplaced: dict[tuple[str, ...], list[str]] = {}
+    for name, (value, layouts) in fitting.items():
+        if value is not None and args.layout not in layouts:
+            misplaced.setdefault(layouts, []).append(name)
+    if misplaced:
+        parts = [f"{', '.join(names)} only go with --layout {' or '.join(layouts)}" for layouts, names in misplaced.items()]
+        raise InvalidInputError(f"{'; '.join(parts)}; got --layout {args.layout}")
     if args.layout != COCO:
-        given = [name for name, value in coco_only.items() if value is not None]
-        if given:
-            raise InvalidInputError(f"{', '.join(given)} only go with --layout coco; got --layout {args.layout}")
         if args.path is None:
             raise InvalidInputError(f"--layout {args.layout} reads --path FOLDER (or .zip); give it")
     elif args.path is not None or args.annotations is None or args.images is None:
         raise InvalidInputError("--layout coco reads --annotations instances.json and --images FOLDER (or .zip), not --path; give both")
 
 
-def _read_coco(args: argparse.Namespace, size: int, known: dict):
-    """The COCO instances of ``--annotations``; with --existing-classes-only, a class the workspace lacks is rejected."""
-    from analytics.data import read_coco
+def _read_instances(args: argparse.Namespace, size: int, known: dict):
+    """The COCO instances of ``--annotations`` or the VOC instances of ``--path``; with
+    --existing-classes-only, a class the workspace lacks is rejected."""
+    from analytics.data import read_coco, read_voc
 
     classes = None if args.classes is None else [name for name in args.classes.split(",") if name.strip()]
-    result = read_coco(args.annotations, args.images, size=size, classes=classes, min_area=args.min_area, all_instances=args.all_instances)
+    choice = {"size": size, "classes": classes, "min_area": args.min_area, "all_instances": args.all_instances}
+    if args.layout == COCO:
+        result = read_coco(args.annotations, args.images, **choice)
+    else:
+        result = read_voc(args.path, split=args.split, **choice)
     if args.existing_classes_only:
         for target in [t for t in result.accepted if t.class_name not in known]:
             result.reject(target.origin, f"{target.id}: unknown class {target.class_name!r}; known: {', '.join(sorted(known))}")

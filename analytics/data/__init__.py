@@ -80,6 +80,7 @@ from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
 from .naming import background_label, crop_id
 from .results import ImportResult, Rejected
 from .sources import IMPORTED, NOT_RECORDED, SOURCE_COLUMNS, image_sources
+from .voc import VOC, VOC_CLASSES, read_voc
 
 __all__ = [
     "Background",
@@ -115,6 +116,8 @@ __all__ = [
     "N_IMAGENET",
     "NOT_RECORDED",
     "TARGET_LAYOUTS",
+    "VOC",
+    "VOC_CLASSES",
     "Rejected",
     "SOURCE_COLUMNS",
     "Target",
@@ -158,6 +161,7 @@ __all__ = [
     "read_image_rgba",
     "read_mask",
     "read_targets",
+    "read_voc",
     "resize_square",
     "resolve_class",
     "search_imagenet",

@@ -23,11 +23,13 @@ from .images import IMAGE_SUFFIXES, is_image_file
 
 LAYOUTS = ("folder", "bgchallenge", "cutouts")
 POOL = "pool"  # layout_root's name for a background pool: photos directly in the folder
+VOC = "voc"  # Pascal VOC instance masks (analytics.data.voc), found by layout_root like the folder layouts
 LAYOUT_PATTERNS = {
     "folder": "images/<class>/<photo> (with masks/<class>/<photo stem>.png)",
     "bgchallenge": "original/val/<class>/<photo> (with fg_mask/val/<class>/<photo stem>.npy)",
     "cutouts": "<class>/<cut-out>.png",
     "coco": "a COCO instances JSON (polygons or RLE; CVAT, Label Studio, FiftyOne, Roboflow) + its images folder or zip",
+    VOC: "Pascal VOC: JPEGImages/<id>.jpg with palette PNGs SegmentationObject/<id>.png and SegmentationClass/<id>.png",
     POOL: f"{', '.join(IMAGE_SUFFIXES)} files directly in the folder",
 }
 # A zip is extracted to a temporary folder (removed after reading); larger archives are refused so a
@@ -82,12 +84,13 @@ def _check_archive(path: Path, members: list[zipfile.ZipInfo]) -> None:
 
 
 def layout_root(folder: Path, layout: str) -> Path:
-    """The folder of ``folder``'s tree that holds ``layout`` (one of :data:`LAYOUTS`, or :data:`POOL`).
+    """The folder of ``folder``'s tree that holds ``layout`` (one of :data:`LAYOUTS`, :data:`VOC` or :data:`POOL`).
 
     ``folder`` itself when it fits, else the first fitting folder down the chain of folders that are
     each the only visible entry of their parent (at most :data:`MAX_ENCLOSING` deep): a set zipped
     with or without an enclosing folder reads the same. ``cutouts`` fits a folder with images one
-    level down (``my_ball/*.png``: class ``my_ball``).
+    level down (``my_ball/*.png``: class ``my_ball``); ``voc`` a folder with ``JPEGImages/`` and PNGs in
+    ``SegmentationObject/`` (the VOC2012 download holds it two folders down, ``VOCdevkit/VOC2012``).
 
     Raises
     ------
@@ -98,7 +101,8 @@ def layout_root(folder: Path, layout: str) -> Path:
     found = _fitting(folder, layout)
     if found is not None:
         return found
-    others = [other for other in (*LAYOUTS, POOL) if other != layout and _fitting(folder, other) is not None]
+    # VOC first: its JPEGImages/*.jpg also fit ``cutouts`` (images one level down), which would be a wrong hint
+    others = [other for other in (VOC, *LAYOUTS, POOL) if other != layout and _fitting(folder, other) is not None]
     hint = f" It looks like {_layout_name(others[0], targets=layout != POOL)}: choose that instead." if others else ""
     what = "background photos" if layout == POOL else f"targets for layout {layout!r}"
     raise InvalidInputError(
@@ -122,6 +126,9 @@ def _fitting(folder: Path, layout: str) -> Path | None:
 def _fits(folder: Path, layout: str) -> bool:
     if layout == POOL:
         return any(is_image_file(p) for p in _visible(folder))
+    if layout == VOC:
+        objects = folder / "SegmentationObject"
+        return (folder / "JPEGImages").is_dir() and objects.is_dir() and any(p.suffix.lower() == ".png" for p in _visible(objects))
     if layout == "cutouts":
         return any(is_image_file(p) for child in _visible(folder) if child.is_dir() for p in _visible(child))
     root = folder / "images" if layout == "folder" else folder / "original" / "val"

@@ -27,14 +27,15 @@ from pycocotools import mask as coco_mask
 from analytics._validation import check_fraction
 from analytics.exceptions import InvalidInputError
 
-from .archives import LAYOUTS, extracted, is_hidden
+from .archives import LAYOUTS, VOC, extracted, is_hidden
 from .datasets import DEFAULT_IMAGE_SIZE, Target
 from .images import fit_target, read_image
 from .results import ImportResult
 
 COCO = "coco"
-#: Every target layout a user picks from: the folder layouts of :func:`read_targets`, then COCO.
-TARGET_LAYOUTS = (*LAYOUTS, COCO)
+#: Every target layout a user picks from: the folder layouts of :func:`read_targets`, then COCO and
+#: Pascal VOC instance masks (:func:`analytics.data.voc.read_voc`).
+TARGET_LAYOUTS = (*LAYOUTS, COCO, VOC)
 DEFAULT_MIN_AREA = 0.01
 #: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
 EDGE_TOLERANCE = 0.5

@@ -71,3 +71,24 @@ def test_an_uploaded_export_with_a_bad_annotation_is_refused_in_one_line(tiny_wo
     (error,) = [as_shown(e.value) for e in app.error]
     assert error.startswith("instances.json: annotation 2: image_id 99 is not in the file's images") and "/tmp" not in error
     assert list_targets(tiny_workspace).equals(before)
+
+
+def test_a_voc_tree_on_the_server_is_imported_with_its_split(tiny_workspace, tmp_path, app_runner):
+    """Layout ``voc`` on the Data page: the tree's folder, a split, the instance choices of COCO; no GrabCut offer."""
+    from tests.analytics.data.test_voc import FIRST, write_voc
+
+    voc = write_voc(tmp_path / "VOCdevkit" / "VOC2012")
+    split = voc.root / "ImageSets" / "Segmentation" / "val.txt"
+    split.parent.mkdir(parents=True)
+    split.write_text(f"{FIRST}\n")
+    app = app_runner(DATA, tiny_workspace)
+    app.radio(key="data.import_kind").set_value("Target set")
+    app = app.selectbox(key="data.import_layout").set_value("voc").run()
+    assert not [box for box in app.checkbox if box.key == "data.import_propose"]
+    app.checkbox(key="data.import_all_instances").check()
+    app.text_input(key="data.import_split").set_value("val")
+    app.text_input(key="data.import_source.path").set_value(str(tmp_path / "VOCdevkit")).run()
+    app.button(key="data.import_go").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert "2 new of 2 accepted, 0 rejected, 1 skipped" in texts(app)  # the person and the cat of the split's one image; the bottle is too small
+    assert {f"person/{FIRST}-1", f"cat/{FIRST}-2"} <= set(list_targets(tiny_workspace)["id"])

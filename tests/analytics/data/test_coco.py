@@ -42,7 +42,7 @@ def stored(workspace: Workspace, result) -> dict[str, tuple[np.ndarray, np.ndarr
 
 
 def test_coco_is_a_target_layout():
-    assert TARGET_LAYOUTS[-1] == "coco" and "folder" in TARGET_LAYOUTS
+    assert "coco" in TARGET_LAYOUTS and "folder" in TARGET_LAYOUTS
 
 
 def test_the_largest_instance_of_each_image_is_imported_pixel_exact(coco_export, workspace):

@@ -1,0 +1,361 @@
+"""Pascal VOC instance masks as targets: ``JPEGImages/<id>.jpg`` with two palette PNGs per image,
+``SegmentationObject/<id>.png`` (index k > 0 is instance k, 0 background, 255 the void border) and
+``SegmentationClass/<id>.png`` (the class index of each pixel, 255 void), in a folder or a zip (the
+VOC2012 download's ``VOCdevkit/VOC2012`` is found below its enclosing folders).
+
+An instance's class is the most common class index under its pixels, named by the 20 VOC classes
+(index 1 aeroplane ... 20 tvmonitor), or by a ``labelmap.txt`` beside the folders (CVAT and
+Datumaro write one: ``name:colour:parts:actions`` a line, background first; a plain list of names,
+background first, reads the same). ``ImageSets/Segmentation/<split>.txt`` picks the images when a
+split is given; else every ``SegmentationObject`` PNG is read.
+
+The choice of instances follows the COCO import (:mod:`analytics.data.coco`): every instance is
+checked before any photo is decoded, and a bad file stops the import with one line naming it (a
+mask with no photo or no class mask, sizes that differ, a PNG that is not a palette PNG, a class
+index without a name): the caller stores nothing. Instances left out by choice are counted in
+``ImportResult.skipped`` under the COCO reasons: classes not chosen, below ``min_area`` of the image
+and, unless ``all_instances``, every instance but the largest of its image. The void border is not
+part of any instance. Each chosen instance becomes a :class:`~analytics.data.datasets.Target`
+through the same checks and square fit as a ``folder`` import (:func:`analytics.data.images.fit_target`).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from analytics._validation import check_fraction
+from analytics.exceptions import InvalidInputError
+
+from .archives import VOC, extracted, is_hidden, layout_root
+from .coco import DEFAULT_MIN_AREA, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from .datasets import DEFAULT_IMAGE_SIZE, Target
+from .images import _header_size, fit_target, is_image_file, max_image_pixels, read_image
+from .results import ImportResult
+
+#: The classes of palette indices 1..20 in VOC's ``SegmentationClass`` PNGs (0 is background).
+VOC_CLASSES = (
+    "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
+    "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa", "train", "tvmonitor",
+)  # fmt: skip
+BACKGROUND = 0
+VOID = 255  # the border VOC draws around every object: neither object nor background
+IMAGES, OBJECTS, CLASS_MASKS = "JPEGImages", "SegmentationObject", "SegmentationClass"
+SPLITS = "ImageSets/Segmentation"
+LABELMAP = "labelmap.txt"
+
+
+@dataclass(frozen=True)
+class _Instance:
+    image_id: str
+    index: int  # its value in SegmentationObject/<image_id>.png
+    category: str
+    area: float  # share of the image, 0..1
+
+    @property
+    def entry(self) -> str:
+        """How a skipped instance is listed: ``instance 2 (2007_000032)``."""
+        return f"instance {self.index} ({self.image_id})"
+
+
+@dataclass(frozen=True)
+class _Files:
+    """Where one image's files are: the actual paths, and the paths shown in messages and origins."""
+
+    image_id: str
+    photo: Path
+    objects: Path
+    classes: Path
+    shown_photo: Path
+    shown_objects: Path
+    shown_classes: Path
+
+
+def read_voc(
+    path: str | os.PathLike,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    split: str | None = None,
+    classes: Iterable[str] | None = None,
+    min_area: float = DEFAULT_MIN_AREA,
+    all_instances: bool = False,
+    class_names: Sequence[str] | None = None,
+) -> ImportResult:
+    """Read Pascal VOC instance masks as targets: one target per chosen instance.
+
+    Parameters
+    ----------
+    path : path-like
+        Folder or .zip holding ``JPEGImages/``, ``SegmentationObject/`` and ``SegmentationClass/``
+        (at the top or below enclosing folders: :func:`analytics.data.archives.layout_root`).
+    size : int, default=256
+        Side of the stored square images.
+    split : str or None
+        Import the ids listed in ``ImageSets/Segmentation/<split>.txt`` (``train``, ``val``); None
+        imports every ``SegmentationObject`` PNG.
+    classes : iterable of str or None
+        Class names to import (instances of others are skipped); None imports every class.
+    min_area : float, default=0.01
+        Instances covering less than this share of their image are skipped.
+    all_instances : bool, default=False
+        One target per instance; by default only the largest chosen instance of each image.
+    class_names : sequence of str or None
+        The names of class indices 1, 2, ...; None reads the folder's ``labelmap.txt`` if it has one,
+        else :data:`VOC_CLASSES`.
+
+    Returns
+    -------
+    result : ImportResult
+        ``accepted``: :class:`Target` records with id ``<class>/<image id>-<instance index>``, an
+        image of shape (size, size, 3), uint8 and a mask of shape (size, size), bool; ``rejected``:
+        instances whose mask the fit refuses (nearly the whole image, or nothing left at ``size``);
+        ``skipped``: instances by reason.
+
+    Raises
+    ------
+    InvalidInputError
+        A bad file (one line naming it and the fix), ``classes`` naming no class, or ``min_area``
+        outside [0, 1].
+    """
+    min_area = check_fraction(min_area, "min_area", low_open=False)
+    with extracted(Path(path)) as (folder, shown):
+        root = layout_root(folder, VOC)
+        shown_root = shown / root.relative_to(folder)
+        names = _class_names(root, shown_root, class_names)
+        chosen = None if classes is None else _chosen(shown_root, classes, names)
+        files = _files(root, shown_root, split)
+        result = ImportResult()
+        instances = [instance for entry in files for instance in _instances(entry, names)]  # every mask checked first
+        kept = _kept(instances, chosen, min_area, result)
+        picked = kept if all_instances else _largest(kept, result)
+        by_image: dict[str, list[_Instance]] = {}
+        for instance in picked:
+            by_image.setdefault(instance.image_id, []).append(instance)
+        for entry in files:
+            if entry.image_id in by_image:
+                _store(entry, by_image[entry.image_id], size, result)
+    return result
+
+
+# -- names and files ---------------------------------------------------------------------------
+def _class_names(root: Path, shown_root: Path, given: Sequence[str] | None) -> dict[int, str]:
+    """Class index -> name: ``given`` (indices 1, 2, ...), else the labelmap, else the VOC classes."""
+    source = "class_names"
+    if given is None and (root / LABELMAP).is_file():
+        given, source = _labelmap(root / LABELMAP, shown_root / LABELMAP), str(shown_root / LABELMAP)
+    names = {index: name.strip() for index, name in enumerate(VOC_CLASSES if given is None else given, start=1)}
+    if len(names) >= VOID:
+        raise InvalidInputError(f"{source}: {len(names)} classes do not fit in indices 1..{VOID - 1} ({VOID} is the void border); keep at most {VOID - 1}")
+    for index, name in names.items():
+        if not name or "/" in name:
+            raise InvalidInputError(f"{source}: class {index} {name!r} is empty or holds a '/', which class names cannot; rename it")
+    repeated = sorted({name for name in names.values() if list(names.values()).count(name) > 1})
+    if repeated:
+        raise InvalidInputError(f"{source}: class names {', '.join(map(repr, repeated))} appear twice; give each index its own name")
+    return names
+
+
+def _labelmap(path: Path, shown: Path) -> list[str]:
+    """The class names of a CVAT/Datumaro ``labelmap.txt`` after its first line, the background."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InvalidInputError(f"{shown}: not a readable text file ({err}); write one class name a line, background first") from err
+    labels = [line.split(":", 1)[0].strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not labels or labels[0].lower() != "background":
+        first = repr(labels[0]) if labels else "nothing"
+        raise InvalidInputError(
+            f"{shown}: the first label must be background (index {BACKGROUND}), as CVAT and Datumaro write it; got {first}; "
+            "add a line 'background' at the top"
+        )
+    return labels[1:]
+
+
+def _chosen(shown_root: Path, classes: Iterable[str], names: dict[int, str]) -> set[str]:
+    chosen = {name.strip() for name in classes if name.strip()}
+    unknown = sorted(chosen - set(names.values()))
+    if unknown:
+        raise InvalidInputError(f"{shown_root}: no class named {', '.join(map(repr, unknown))}; its classes are {', '.join(sorted(names.values()))}")
+    return chosen
+
+
+def _files(root: Path, shown_root: Path, split: str | None) -> list[_Files]:
+    """Each chosen image's three files, every one checked to exist before anything is decoded."""
+    masks = {p.stem: p for p in sorted((root / OBJECTS).iterdir()) if p.suffix.lower() == ".png" and not is_hidden(p, root)}
+    photos: dict[str, list[Path]] = {}
+    for photo in sorted((root / IMAGES).iterdir()):
+        if is_image_file(photo) and not is_hidden(photo, root):
+            photos.setdefault(photo.stem, []).append(photo)
+    ids = list(masks) if split is None else _split_ids(root, shown_root, split, masks)
+    found = []
+    for image_id in ids:
+        objects = masks[image_id]
+        shown_objects = shown_root / OBJECTS / objects.name
+        matches = photos.get(image_id, [])
+        if len(matches) != 1:
+            named = f"several photos named {image_id} ({', '.join(p.name for p in matches)})" if matches else f"no photo {image_id}.jpg"
+            raise InvalidInputError(f"{shown_objects}: {IMAGES}/ holds {named}; give each mask exactly one photo of its name")
+        class_mask = root / CLASS_MASKS / objects.name
+        if not class_mask.is_file():
+            raise InvalidInputError(
+                f"{shown_objects}: no {CLASS_MASKS}/{objects.name} beside it, where the class of each instance is read; add it"
+            )
+        shown = shown_root / IMAGES / matches[0].name
+        found.append(_Files(image_id, matches[0], objects, class_mask, shown, shown_objects, shown_root / CLASS_MASKS / objects.name))
+    return found
+
+
+def _split_ids(root: Path, shown_root: Path, split: str, masks: dict[str, Path]) -> list[str]:
+    """The ids of ``ImageSets/Segmentation/<split>.txt`` (the first word of each line), each with a mask."""
+    folder = root / SPLITS
+    path, shown = folder / f"{split}.txt", shown_root / SPLITS / f"{split}.txt"
+    if not path.is_file():
+        offered = sorted(p.stem for p in folder.glob("*.txt")) if folder.is_dir() else []
+        raise InvalidInputError(f"{shown}: split {split!r} not found; splits there: {', '.join(offered) or 'none'}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InvalidInputError(f"{shown}: not a readable text file ({err}); list one image id a line") from err
+    ids = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        image_id = line.split()[0]
+        if image_id not in masks:
+            raise InvalidInputError(f"{shown}: line {number}: image {image_id!r} has no {OBJECTS}/{image_id}.png; add the mask or drop the line")
+        ids.append(image_id)
+    if not ids:
+        raise InvalidInputError(f"{shown}: lists no image ids; write one id a line, or import without a split")
+    return list(dict.fromkeys(ids))  # an id listed twice is one image
+
+
+# -- masks -------------------------------------------------------------------------------------
+def _read_indices(path: Path, shown: Path) -> np.ndarray:
+    """The palette indices of a palette PNG, not its colours (VOC's masks store an index per pixel).
+
+    Returns
+    -------
+    indices : ndarray of shape (height, width), uint8
+    """
+    data = np.fromfile(path, dtype=np.uint8)
+    limit = max_image_pixels()  # also Pillow's own limit, so opening it below warns of nothing
+    pixels, declared, note = _header_size(data) if data.size else (None, "", "")
+    if pixels is None:
+        raise InvalidInputError(f"{shown}: not a readable PNG{f' ({note})' if note else ''}; export the masks again")
+    if pixels > limit:
+        raise InvalidInputError(f"{shown}: mask is {declared}, past the limit of {limit} pixels; shrink it or raise BACKDROP_MAX_IMAGE_PIXELS")
+    with Image.open(io.BytesIO(data.tobytes())) as image:  # the header read above: opening it succeeds
+        if image.format != "PNG" or image.mode != "P":
+            raise InvalidInputError(
+                f"{shown}: a {image.format} image in mode {image.mode}, not a palette PNG; VOC masks hold an index per pixel: "
+                "export them as indexed (palette) PNGs, not as colours or grey levels"
+            )
+        try:
+            return np.asarray(image, dtype=np.uint8)
+        except (OSError, SyntaxError, ValueError) as err:  # a header that reads but pixel data that does not
+            raise InvalidInputError(f"{shown}: not a readable PNG ({err}); export the masks again") from err
+
+
+def _photo_size(files: _Files) -> tuple[int, int]:
+    """(height, width) of the photo, from its header alone."""
+    data = np.fromfile(files.photo, dtype=np.uint8)
+    pixels, _, _ = _header_size(data) if data.size else (None, "", "")
+    if pixels is None or pixels > max_image_pixels():
+        read_image(files.photo)  # refuses it on the same header check, saying why (unreadable, past the pixel limit)
+    with Image.open(io.BytesIO(data.tobytes())) as image:
+        return image.height, image.width
+
+
+def _instances(files: _Files, names: dict[int, str]) -> list[_Instance]:
+    """Every instance of one image with its class and area; its masks and photo size checked."""
+    objects = _read_indices(files.objects, files.shown_objects)
+    classes = _read_indices(files.classes, files.shown_classes)
+    if classes.shape != objects.shape:
+        raise InvalidInputError(
+            f"{files.shown_classes}: is {classes.shape[1]}x{classes.shape[0]} but {OBJECTS}/{files.objects.name} is "
+            f"{objects.shape[1]}x{objects.shape[0]}; export both masks at the image's size"
+        )
+    height, width = _photo_size(files)
+    if (height, width) != objects.shape:
+        raise InvalidInputError(
+            f"{files.shown_objects}: mask is {objects.shape[1]}x{objects.shape[0]} but its photo {files.shown_photo.name} is "
+            f"{width}x{height}; export the masks at the image's size"
+        )
+    found = []
+    for index in np.unique(objects):
+        if index in (BACKGROUND, VOID):
+            continue
+        pixels = objects == index
+        votes = np.bincount(classes[pixels], minlength=256)
+        votes[[BACKGROUND, VOID]] = 0  # an instance's class is what it lies on, never background or the border
+        if not votes.any():
+            raise InvalidInputError(
+                f"{files.shown_classes}: instance {index} of {OBJECTS}/{files.objects.name} lies on background or void only; "
+                "give its pixels their class"
+            )
+        class_index = int(votes.argmax())  # the most common class; a tie goes to the lower index
+        if class_index not in names:
+            raise InvalidInputError(
+                f"{files.shown_classes}: class index {class_index} under instance {index} has no name (known: 1..{len(names)}); "
+                f"add a {LABELMAP} naming every class, background first"
+            )
+        found.append(_Instance(files.image_id, int(index), names[class_index], float(pixels.mean())))
+    return found
+
+
+def _kept(instances: list[_Instance], chosen: set[str] | None, min_area: float, result: ImportResult) -> list[_Instance]:
+    """The instances of chosen classes and at least ``min_area``; the others counted in ``result.skipped``."""
+    kept = []
+    for instance in instances:
+        reason = (
+            OTHER_CATEGORY if chosen is not None and instance.category not in chosen
+            else TOO_SMALL if instance.area < min_area
+            else None
+        )  # fmt: skip
+        if reason is None:
+            kept.append(instance)
+        else:
+            result.skipped.setdefault(reason, []).append(instance.entry)
+    return kept
+
+
+def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance]:
+    """The largest instance of each image (the lowest index on a tie); the others skipped."""
+    best: dict[str, _Instance] = {}
+    for instance in instances:
+        current = best.get(instance.image_id)
+        if current is None or (instance.area, -instance.index) > (current.area, -current.index):
+            best[instance.image_id] = instance
+    for instance in instances:
+        if best[instance.image_id] is not instance:
+            result.skipped.setdefault(NOT_LARGEST, []).append(instance.entry)
+    return [instance for instance in instances if best[instance.image_id] is instance]
+
+
+def _store(files: _Files, instances: list[_Instance], size: int, result: ImportResult) -> None:
+    """Decode the photo once, fit each instance's mask with it and add the targets (or refusals) to ``result``."""
+    try:  # the file was found: a decoding failure is a bad input like a missing file
+        photo = read_image(files.photo)
+    except InvalidInputError as err:
+        raise InvalidInputError(f"{files.shown_photo}: {str(err).removeprefix(f'{files.photo}: ')}") from err
+    objects = _read_indices(files.objects, files.shown_objects)
+    if photo.shape[:2] != objects.shape:  # its header said otherwise (checked before): a file that lies
+        raise InvalidInputError(
+            f"{files.shown_photo}: decodes to {photo.shape[1]}x{photo.shape[0]} though its header says "
+            f"{objects.shape[1]}x{objects.shape[0]}, its masks' size; save the photo again"
+        )
+    for instance in instances:
+        origin = f"{files.shown_photo} instance {instance.index}"
+        try:  # a mask over (nearly) the whole image is refused as in a folder import
+            image, mask = fit_target(photo, objects == instance.index, size, origin=origin)
+        except InvalidInputError as err:
+            result.reject(files.shown_photo, str(err))
+            continue
+        target_id = f"{instance.category}/{instance.image_id}-{instance.index}"
+        result.accepted.append(Target(target_id, instance.category, image, mask, origin=str(files.shown_photo)))

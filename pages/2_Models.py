@@ -20,6 +20,7 @@ from analytics.models import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     LITE_VARIANTS,
+    RESIZE_FILTERS,
     ModelSpec,
     list_models,
     register_efficientnet_lite,
@@ -43,6 +44,7 @@ KINDS = (
 )  # fmt: skip
 LABEL_CHOICES = {"ImageNet-1k": "imagenet", "IN-9": "in9", "Custom class list": "custom"}
 FROM_MODEL = "From the model (config.json's id2label)"  # transformers only
+OWN_INTERPOLATION = "the model's own"  # timm and ONNX: no --interpolation
 #: Checkpoint file types per kind (after EfficientNet-Lite, which needs none).
 CHECKPOINT_TYPES = (["pt", "pth", "bin", "safetensors"], ["pt", "pth", "ts"], ["pt", "pth", "safetensors"], ["zip"], ["onnx"])
 LAST_REGISTERED = "models.last_registered"
@@ -95,6 +97,20 @@ def register_form(workspace: Workspace) -> None:
     if kind == KINDS[5]:
         mean = st.text_input("Mean (R,G,B of [0, 1] pixels)", ",".join(map(str, IMAGENET_MEAN)), key="models.mean")
         std = st.text_input("Std (R,G,B)", ",".join(map(str, IMAGENET_STD)), key="models.std")
+    crop_pct, interpolation = None, None
+    if kind in (KINDS[3], KINDS[5]):  # timm and ONNX resize and crop; the CLI's --crop-pct and --interpolation
+        crop_column, filter_column = st.columns(2)
+        crop = crop_column.number_input(
+            "Centre-crop fraction (0: the model's own)", 0.0, 1.0, 0.0, step=0.025, format="%.3f", key="models.crop_pct",
+            help="The image is resized to input size / fraction, then its centre cropped to the input size; 1 crops nothing. "
+            "0 keeps timm's pretrained_cfg crop_pct (ONNX: no crop).",
+        )  # fmt: skip
+        crop_pct = float(crop) or None
+        chosen = filter_column.selectbox(
+            "Resize interpolation", [OWN_INTERPOLATION, *RESIZE_FILTERS], key="models.interpolation",
+            help="timm: its pretrained_cfg interpolation by default; ONNX: Backdrop's area resize by default.",
+        )  # fmt: skip
+        interpolation = None if chosen == OWN_INTERPOLATION else chosen
     if st.button("Register", key="models.register"):
         if not name or not (upload or path) or (kind in (KINDS[1], KINDS[3]) and not arch) or (labels == "custom" and not (label_upload or label_path)):
             st.warning("Fill in the name, the architecture, the checkpoint and (for custom labels) the class list.")
@@ -109,12 +125,18 @@ def register_form(workspace: Workspace) -> None:
                     option = str(stack.enter_context(ui_models.uploaded_file(label_upload)) if label_upload else resolve_server_path(workspace, label_path))
                 space = None if labels == "model" else parse_label_space(option)
                 if kind == KINDS[3]:
-                    return register_timm(workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size) or None)
+                    return register_timm(
+                        workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size) or None,
+                        crop_pct=crop_pct, interpolation=interpolation,
+                    )  # fmt: skip
                 if kind == KINDS[4]:
                     return register_transformers(workspace, name, folder=checkpoint, label_space=space)
                 if kind == KINDS[5]:
                     numbers = [tuple(part.strip() for part in text.split(",")) for text in (mean, std)]
-                    return register_onnx(workspace, name, checkpoint=checkpoint, label_space=space, input_size=int(input_size) or None, mean=numbers[0], std=numbers[1])
+                    return register_onnx(
+                        workspace, name, checkpoint=checkpoint, label_space=space, input_size=int(input_size) or None, mean=numbers[0],
+                        std=numbers[1], crop_pct=crop_pct, interpolation=interpolation,
+                    )  # fmt: skip
                 if arch:
                     return register_torchvision(workspace, name, arch=arch, checkpoint=checkpoint, label_space=space, input_size=int(input_size))
                 return register_torchscript(workspace, name, checkpoint=checkpoint, label_space=space, input_size=int(input_size))

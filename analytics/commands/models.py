@@ -58,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: bool) -> None:
     """The options of ``add-model`` that say what to register (``check`` registers its candidate with them)."""
+    from analytics.models import RESIZE_FILTERS
+
     parser.add_argument(
         "--arch", required=arch_required,
         help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture), 'transformers', 'onnx' or 'torchscript'",
@@ -80,7 +82,7 @@ def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: 
     parser.add_argument("--std", type=_three_numbers, default=None, metavar="R,G,B", help="timm, transformers, ONNX (required): normalisation std (default: the model's own)")
     parser.add_argument("--crop-pct", type=float, default=None, help="timm, ONNX: centre-crop fraction, 1 for none (default: the model's own; ONNX: none)")
     parser.add_argument(
-        "--interpolation", default=None, choices=("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming"),
+        "--interpolation", default=None, choices=RESIZE_FILTERS,
         help="timm, ONNX: resize interpolation (default: the model's own; ONNX: Backdrop's area resize)",
     )  # fmt: skip
     parser.add_argument("--replace", action="store_true", help="overwrite a model of the same name")

@@ -51,7 +51,7 @@ from .spec import (
     get_model_spec,
     list_models,
 )
-from .transforms import INTERPOLATIONS, RESAMPLERS, ImageTransform, resize_images
+from .transforms import INTERPOLATIONS, RESAMPLERS, RESIZE_FILTERS, ImageTransform, resize_images
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -60,6 +60,7 @@ __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "INTERPOLATIONS",
+    "RESIZE_FILTERS",
     "LABEL_KINDS",
     "LITE_VARIANTS",
     "PREPROCESSING",

@@ -31,10 +31,9 @@ from analytics.workspace import Workspace
 
 from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
 from .spec import ModelSpec
-from .transforms import ImageTransform
+from .transforms import RESIZE_FILTERS, ImageTransform
 
 #: timm's eval-transform interpolations that Backdrop reproduces (Pillow's filters).
-_INTERPOLATIONS = ("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming")
 
 
 class _TimmClassifier(nn.Module):
@@ -134,9 +133,9 @@ def read_timm_transform(
     _, height, width = config["input_size"]
     if height != width:
         raise InvalidInputError(f"timm's input size is {height}x{width}; Backdrop feeds square images: give --input-size N")
-    if config["interpolation"] not in _INTERPOLATIONS:
+    if config["interpolation"] not in RESIZE_FILTERS:
         raise InvalidInputError(
-            f"timm's interpolation {config['interpolation']!r} is not one Backdrop reproduces; give --interpolation {'|'.join(_INTERPOLATIONS)}"
+            f"timm's interpolation {config['interpolation']!r} is not one Backdrop reproduces; give --interpolation {'|'.join(RESIZE_FILTERS)}"
         )
     crop = float(config["crop_pct"])
     if not 0 < crop <= 1:

@@ -36,6 +36,9 @@ from analytics.exceptions import InvalidInputError
 RESAMPLERS = ("pil", "torchvision", "opencv")
 #: Interpolations by name (``'area'``: OpenCV's area averaging, the ``'opencv'`` resampler only).
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming", "area")
+#: The resize filters a user may name for a timm or ONNX model (PIL's; ``add-model --interpolation``,
+#: the Models page), timm's default first; ``'area'`` is Backdrop's own resize, not a model's.
+RESIZE_FILTERS = ("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming")
 _PIL_FILTERS = {
     "nearest": Image.Resampling.NEAREST, "bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC,
     "lanczos": Image.Resampling.LANCZOS, "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING,

@@ -54,3 +54,21 @@ def test_register_form_offers_timm_transformers_and_onnx(tiny_model_workspace, t
     assert not app.exception and not app.error, [e.value for e in app.error]
     spec = get_model_spec(tiny_model_workspace, "ox")
     assert spec.source == "onnx" and spec.transform.std == (0.5, 0.5, 0.5) and spec.input_size == SIZE
+
+
+def test_the_form_overrides_crop_and_interpolation_as_the_cli_does(tiny_model_workspace, tiny_model_files, app_runner, tmp_path):
+    """Issue 40: the page offers what ``add-model --crop-pct --interpolation`` does, for timm and ONNX."""
+    path = tmp_path / "r18.pth"
+    torch.save(team_model("resnet18", len(CLASSES)).state_dict(), path)
+    app = _fill(app_runner(MODELS, tiny_model_workspace), "timm architecture + checkpoint", "t18", path, **{"models.timm_arch": "resnet18", "models.own_input_size": SIZE})
+    assert app.selectbox(key="models.interpolation").value == "the model's own"
+    app.number_input(key="models.crop_pct").set_value(1.0)
+    app.selectbox(key="models.interpolation").set_value("bilinear")
+    app.radio(key="models.labels").set_value("Custom class list").run()
+    app.text_input(key="models.label_file.path").set_value(str(tiny_model_files["labels"]))
+    app.button(key="models.register").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    transform = get_model_spec(tiny_model_workspace, "t18").transform
+    assert (transform.resize, transform.crop_offset, transform.interpolation) == (SIZE, 0, "bilinear")  # no crop (timm's own: 67)
+    app.radio(key="models.kind").set_value("TorchScript file").run()  # TorchScript has no such options
+    assert not [box for box in app.selectbox if box.key == "models.interpolation"]

@@ -34,17 +34,18 @@ PER_MODEL_NAMES = {
 
 def show_summary(agreement: Agreement) -> None:
     kappa, alpha = agreement.fleiss, agreement.alpha["ordinal"]
-    columns = st.columns(3)  # rows of three wide cards: at 1400 px a row of five cut "Krippendorff's α (ordinal)" and "substantial"
+    # one row of four cards; κ's strength in words sits under its number (a card of its own cut
+    # "worse than chance" at 1400 px, a row of five cut "Krippendorff's α (ordinal)" and "substantial")
+    columns = st.columns(4)
     columns[0].metric(
-        "Fleiss' κ", format_kappa(kappa.value), border=True, help="Across all annotators, over the models judged by at least two."
-    )
+        "Fleiss' κ", format_kappa(kappa.value), delta=view.kappa_words(kappa.value), delta_color="off", delta_arrow="off", border=True,
+        help="Across all annotators, over the models judged by at least two. In words: Landis & Koch's (1977) bands.",
+    )  # fmt: skip
     columns[0].caption(view.estimate_caption(kappa))
     columns[1].metric("Krippendorff's α", format_kappa(alpha.value), border=True, help="Ordinal (invariant < borderline < variant). " + view.ALPHA_EXPLAINED)
     columns[1].caption(view.estimate_caption(alpha))
-    columns[2].metric("Strength of κ", view.kappa_words(kappa.value), border=True, help="Landis & Koch (1977) bands.")
-    counts = st.columns(3)
-    counts[0].metric("Annotators", len(agreement.annotators), border=True)
-    counts[1].metric("Models in κ and α", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
+    columns[2].metric("Models in κ and α", f"{len(agreement.fleiss_models)} of {len(agreement.models)}", border=True)
+    columns[3].metric("Annotators", len(agreement.annotators), border=True)
     for warning in agreement.warnings:
         st.warning(warning, icon=":material/warning:")
     nominal = agreement.alpha["nominal"]
@@ -58,17 +59,10 @@ def show_summary(agreement: Agreement) -> None:
 
 def show_pairs(agreement: Agreement) -> None:
     st.subheader("Pairs of annotators")
-    table = view.cohen_table(agreement)
-    left, right = st.columns([3, 2], gap="large")
-    with left:
-        st.dataframe(
-            table,
-            hide_index=True,
-            width="stretch",
-            column_config={"Cohen's κ": st.column_config.NumberColumn(format="%.2f")},
-        )
-        st.caption("Cohen's κ of each pair, on the models both judged; 'few models': fewer than the minimum shared.")
-    right.plotly_chart(kappa_heatmap(agreement), width="stretch")
+    # the table the whole width: beside the heatmap (3/5 of the row) it cut "Strength" to "slight (few mod"
+    st.dataframe(view.cohen_table(agreement), hide_index=True, width="stretch", column_config={"Cohen's κ": st.column_config.NumberColumn(format="%.2f")})
+    st.caption("Cohen's κ of each pair, on the models both judged; 'few models': fewer than the minimum shared.")
+    st.columns(2)[0].plotly_chart(kappa_heatmap(agreement), width="stretch")
 
 
 def show_annotators(agreement: Agreement) -> None:

@@ -22,6 +22,7 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from analytics.exceptions import BackdropError
+from analytics.figures import apply_style
 from analytics.keywords import (
     KEYWORD_ITEM_KINDS,
     KeywordTable,
@@ -415,7 +416,7 @@ def level_figure(stats: pd.DataFrame) -> go.Figure:
     for column, dash in (("max", "dot"), ("mean", "solid"), ("min", "dot")):
         figure.add_trace(go.Scatter(x=stats["level"], y=stats[column], mode="lines+markers", name=column, line={"dash": dash}))
     figure.update_layout(xaxis_title="ontology level i", yaxis_title="|OL_x[i]| keywords per item", height=350, margin={"t": 20})
-    return figure
+    return apply_style(figure)
 
 
 def default_table_name(path: str) -> str:

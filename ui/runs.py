@@ -194,12 +194,7 @@ def clickable_heatmap(
             hovertemplate=f"{X_SYMBOL} ≈ %{{x:.3f}}<br>{Y_SYMBOL} ≈ %{{y:.3f}}<br>value %{{customdata:.4f}}<extra>click for pairs</extra>",
         )
     )  # fmt: skip
-    figure.update_layout(
-        height=height, title={"font": {"size": 13}},
-        xaxis={"title": {"font": {"size": 11}, "standoff": 4}}, yaxis={"title": {"font": {"size": 11}, "standoff": 4}},
-        clickmode="event+select",
-        dragmode=False,
-    )  # fmt: skip
+    figure.update_layout(height=height, title={"font": {"size": 13}}, clickmode="event+select", dragmode=False)  # axes: variance_heatmap's shared style
     return figure
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics.figures import apply_style
 from analytics.saliency import METHODS, NORMALIZATIONS, OVERLAY_ALPHA, REDUCTIONS, Explanation, available_methods, binarize, heat_colours, heat_overlay, survey
 from analytics.workspace import Workspace
 from ui import cache, state
@@ -229,4 +230,4 @@ def comparison_chart(table: pd.DataFrame) -> go.Figure:
         margin={"t": 30, "b": 10},
         legend={"orientation": "h"},
     )
-    return figure
+    return apply_style(figure)

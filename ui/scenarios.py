@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.figures import MIN_HEIGHT
+from analytics.figures import MIN_HEIGHT, apply_style
 from analytics.robustness import ORIGINAL, Regression, evaluate_scenarios
 from analytics.workspace import Workspace
 
@@ -138,4 +138,4 @@ def class_heatmap(cells: pd.DataFrame, model: str) -> go.Figure:
         yaxis={"autorange": "reversed"},
         margin={"l": 10, "r": 10, "b": 60},
     )
-    return figure
+    return apply_style(figure)

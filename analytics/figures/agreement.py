@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 from analytics.assessor import DEFAULT_FEATURE_SET, INPUTS, describe_feature
 from analytics.judging import Agreement
 
+from .layout import apply_style
+
 __all__ = [
     "KAPPA_COLORSCALE", "METHOD_MEASURES", "assessor_bars", "confusion_heatmap", "format_kappa", "kappa_heatmap", "method_bars", "shapley_bars",
 ]  # fmt: skip
@@ -74,7 +76,7 @@ def kappa_heatmap(agreement: Agreement) -> go.Figure:
         margin=_MARGIN,
         height=320 + 30 * len(names),
     )
-    return figure
+    return apply_style(figure)
 
 
 def confusion_heatmap(table: pd.DataFrame) -> go.Figure:
@@ -109,7 +111,7 @@ def confusion_heatmap(table: pd.DataFrame) -> go.Figure:
         margin=_MARGIN,
         height=380,
     )
-    return figure
+    return apply_style(figure)
 
 
 def assessor_bars(table: pd.DataFrame) -> go.Figure:
@@ -143,7 +145,7 @@ def assessor_bars(table: pd.DataFrame) -> go.Figure:
         margin=_MARGIN,
         height=360,
     )
-    return figure
+    return apply_style(figure)
 
 
 def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None, feature_set: str = DEFAULT_FEATURE_SET) -> go.Figure:
@@ -182,7 +184,7 @@ def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None, 
         margin={**_MARGIN, "t": 50 if title else 20},
         height=120 + 28 * len(shown),
     )
-    return figure
+    return apply_style(figure)
 
 
 def method_bars(table: pd.DataFrame) -> go.Figure:
@@ -212,4 +214,4 @@ def method_bars(table: pd.DataFrame) -> go.Figure:
         margin=_MARGIN,
         height=380,
     )
-    return figure
+    return apply_style(figure)

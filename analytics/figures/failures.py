@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import MIN_HEIGHT
+from .layout import MIN_HEIGHT, apply_style
 
 __all__ = ["MAX_HEATMAP_KEYWORDS", "keyword_heatmap"]
 
@@ -38,7 +38,6 @@ def keyword_heatmap(matrix: pd.DataFrame) -> go.Figure:
             colorbar={"title": {"text": "error rate", "side": "right"}}, hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>",
         )
     )  # fmt: skip
-    figure.update_yaxes(autorange="reversed", title="keyword (composites)", automargin=True)  # long keywords stay whole
-    figure.update_xaxes(automargin=True)
+    figure.update_yaxes(autorange="reversed", title="keyword (composites)")  # long keywords stay whole: apply_style's automargin
     figure.update_layout(height=max(MIN_HEIGHT, _ROW_PX * len(shown) + 140), margin={"l": 10, "r": 10, "t": 20, "b": 40})
-    return figure
+    return apply_style(figure)

@@ -17,7 +17,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.runs import SIGNALS, VARIANCE_COLOURS, ColourScale
 from analytics.variance import VarianceMatrix
 
-from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, top_margin
+from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_SIZE, apply_style, top_margin
 
 __all__ = [
     "DENSITY_COLORSCALE", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE", "Y_SYMBOL", "Y_TITLE", "colour_ticks",
@@ -30,9 +30,11 @@ VARIANCE_COLORSCALE = [[stop, "#{:02x}{:02x}{:02x}".format(*rgb)] for stop, rgb 
 DENSITY_COLORSCALE = [[0.0, "rgba(80,80,80,0)"], [1.0, "rgba(80,80,80,0.55)"]]
 X_SYMBOL = "d(y_ij, x_i)"
 Y_SYMBOL = "d(y_ik, x_i)"
-#: Matrix axes: plain words first, the paper's symbol beside them (two lines, so a square chart fits them).
+#: Matrix axes: plain words first, the paper's symbol below them. The y title runs along a square plot
+#: as short as ~200 px (a narrow column, a wide colour bar), so it takes three short lines: as two it
+#: was longer than the plot and clipped at the figure's top and bottom.
 X_TITLE = f"distance of background j from the original<br>{X_SYMBOL}"
-Y_TITLE = f"distance of background k from the original<br>{Y_SYMBOL}"
+Y_TITLE = f"distance of background k<br>from the original<br>{Y_SYMBOL}"
 VALUE_TITLE = "change of the signal |S(y_ij) − S(y_ik)|"
 
 
@@ -41,6 +43,7 @@ def value_colorbar(title: str = VALUE_TITLE) -> dict:
 
     A title above a narrow bar was clipped at the figure's edge; along the bar it stays whole, and
     ``len`` 0.9 of the plot height keeps the bar beside the square plot rather than the full figure.
+    Its title has the axis titles' size: Plotly's default, 1.2 x the figure's font, ran past a short plot.
 
     Parameters
     ----------
@@ -49,21 +52,21 @@ def value_colorbar(title: str = VALUE_TITLE) -> dict:
     Returns
     -------
     dict
-        Plotly ``colorbar`` properties (title text and side, len, lenmode, thickness).
+        Plotly ``colorbar`` properties (title text, side and size, len, lenmode, thickness).
     """
-    return {"title": {"text": title, "side": "right"}, "len": 0.9, "lenmode": "fraction", "thickness": 14}
+    return {"title": {"text": title, "side": "right", "font": {"size": TEXT_SIZE}}, "len": 0.9, "lenmode": "fraction", "thickness": 14}
 
 
 def _square_layout(figure: go.Figure, *, title: str | None, d_max: float) -> go.Figure:
-    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left; readable size."""
+    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left; readable size and style."""
     figure.update_layout(
         title=title,
         height=SQUARE_HEIGHT,
-        xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain", "automargin": True},
-        yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain", "automargin": True},
+        xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain"},
+        yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain"},
         margin={**MARGIN, "t": top_margin(title)},
     )
-    return figure
+    return apply_style(figure)
 
 
 def variance_heatmap(
@@ -271,7 +274,7 @@ def distance_histogram(
         height=MIN_HEIGHT,
         barmode="overlay",
         margin={**MARGIN, "t": top_margin(title)},
-        xaxis={"title": {"text": f"semantic distance of a background from the original, {X_SYMBOL}"}, "automargin": True},
-        yaxis={"title": {"text": "share of composites"}, "automargin": True},
+        xaxis={"title": {"text": f"semantic distance of a background from the original, {X_SYMBOL}"}},
+        yaxis={"title": {"text": "share of composites"}},
     )
-    return figure
+    return apply_style(figure)

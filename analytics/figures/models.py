@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from analytics.inference import Evaluation
 
-from .layout import MIN_HEIGHT
+from .layout import MIN_HEIGHT, apply_style
 
 __all__ = ["per_class_accuracy_chart"]
 
@@ -30,4 +30,4 @@ def per_class_accuracy_chart(result: Evaluation) -> go.Figure:
     )
     figure.add_hline(y=result.accuracy, line_dash="dash", annotation_text=f"overall {result.accuracy:.1%}")
     figure.update_layout(yaxis={"title": "accuracy", "range": [0, 1.05], "tickformat": ".0%"}, xaxis_title="class", height=MIN_HEIGHT, margin={"t": 30})
-    return figure
+    return apply_style(figure)

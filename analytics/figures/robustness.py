@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from analytics.robustness import factor_names
 from analytics.robustness.bgchallenge import CATEGORIES
 
-from .layout import MIN_HEIGHT
+from .layout import MIN_HEIGHT, apply_style
 
 __all__ = ["challenge_categories_chart", "error_ratio_chart", "factor_label", "prevalence_chart", "variant_accuracy_chart"]
 
@@ -29,7 +29,7 @@ def variant_accuracy_chart(table: pd.DataFrame, model: str) -> go.Figure:
     """
     figure = go.Figure(go.Bar(x=table["name"], y=table["accuracy"], text=[f"{a:.0%}" if a == a else "–" for a in table["accuracy"]], name=model))
     figure.update_layout(title=model, yaxis={"title": "Accuracy", "range": [0, 1], "tickformat": ".0%"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 45})
-    return figure
+    return apply_style(figure)
 
 
 def challenge_categories_chart(counts: pd.DataFrame) -> go.Figure:
@@ -43,7 +43,7 @@ def challenge_categories_chart(counts: pd.DataFrame) -> go.Figure:
     """
     figure = go.Figure([go.Bar(x=list(CATEGORIES), y=row[list(CATEGORIES)].tolist(), name=row["Model"]) for _, row in counts.iterrows()])
     figure.update_layout(barmode="group", yaxis={"title": "Images"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 20})
-    return figure
+    return apply_style(figure)
 
 
 def factor_label(factor: str) -> str:
@@ -78,7 +78,7 @@ def error_ratio_chart(summary: pd.DataFrame, *, log: bool = False) -> go.Figure:
         margin=_FACTOR_MARGIN,
         height=max(MIN_HEIGHT, _FACTOR_CHART_HEIGHT),
     )
-    return figure
+    return apply_style(figure)
 
 
 def prevalence_chart(details: pd.DataFrame) -> go.Figure:
@@ -119,4 +119,4 @@ def prevalence_chart(details: pd.DataFrame) -> go.Figure:
         margin=_FACTOR_MARGIN,
         height=max(MIN_HEIGHT, _FACTOR_CHART_HEIGHT),
     )
-    return figure
+    return apply_style(figure)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import MARGIN, MIN_HEIGHT
+from .layout import MARGIN, MIN_HEIGHT, apply_style
 
 __all__ = ["RELIANCE_LINE_NAMES", "reliance_chart"]
 
@@ -49,4 +49,4 @@ def reliance_chart(curve: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h", "y": 1.12, "x": 0},
         height=MIN_HEIGHT, margin={**MARGIN, "t": 40},
     )  # fmt: skip
-    return figure
+    return apply_style(figure)

@@ -96,7 +96,7 @@ def test_page_shows_the_top_up_share_and_what_a_suite_came_from(suite_workspace,
     app = submit(app_runner(PAGE, suite_workspace), "ontology", 8, suite_workspace)
     assert not app.exception
     metrics = {metric.label: metric.value for metric in app.metric}
-    assert metrics["Topped up at random"] == "25%"
+    assert metrics["Topped up"] == "25%"
     assert any("ontology `" in caption.value and "tiny-targets" in caption.value for caption in app.caption)
     saved = app.dataframe[0].value
     assert saved.set_index("method").loc["ontology", "topup_share"] == 0.25

@@ -108,7 +108,7 @@ def register_form(workspace: Workspace) -> None:
         crop_pct = float(crop) or None
         chosen = filter_column.selectbox(
             "Resize interpolation", [OWN_INTERPOLATION, *RESIZE_FILTERS], key="models.interpolation",
-            help="timm: its pretrained_cfg interpolation by default; ONNX: Backdrop's area resize by default.",
+            help="timm: its pretrained_cfg interpolation by default; ONNX: Backdrop's area resize, or bilinear when a crop fraction is given.",
         )  # fmt: skip
         interpolation = None if chosen == OWN_INTERPOLATION else chosen
     if st.button("Register", key="models.register"):

@@ -58,10 +58,12 @@ def save_vit(folder, *, size: int = 64, labels: dict = LABELS, seed: int = 0):
     return folder
 
 
-def save_convnext(folder, *, seed: int = 0):
+def save_convnext(folder, *, labels: dict = LABELS, seed: int = 0):
     """A tiny ConvNeXt (4 stages of 1 block) and its processor (shortest edge 64 / crop_pct 0.875 = 73, crop 64, bicubic)."""
     torch.manual_seed(seed)
-    config = ConvNextConfig(hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 1, 1], num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+    config = ConvNextConfig(
+        hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 1, 1], num_labels=len(labels), id2label=labels, label2id={v: k for k, v in labels.items()}
+    )
     with quiet():
         ConvNextForImageClassification(config).save_pretrained(folder, safe_serialization=True)
     ConvNextImageProcessor(size={"shortest_edge": 64}).save_pretrained(folder)

@@ -1,7 +1,8 @@
-"""One repository holding a model of every source (TorchScript, timm, transformers, ONNX) runs over
-one suite like any other: each model reads the suite's composites through its own preprocessing,
-gets a finished run with variance matrices, explains a target with the methods it can run (ONNX:
-the perturbation methods only) and passes through the release gate."""
+"""One repository holding a model of every source (TorchScript; timm ResNet and ViT; transformers ViT
+and ConvNeXt; an ONNX export) runs over one suite like any other: each model reads the suite's
+composites through its own preprocessing, gets a finished run with variance matrices, explains a
+target with the methods it can run (ONNX: the perturbation methods only) and passes through the
+release gate (issue 40's done-when)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from analytics.saliency import available_methods
 from analytics.saliency.survey import explain_target
 from tests.analytics.models.test_onnx import export
 from tests.analytics.models.test_timm import team_model
-from tests.analytics.models.test_transformers import save_vit
+from tests.analytics.models.test_transformers import save_convnext, save_vit
 from tests.fixtures.models import CLASSES, SIZE, TINY_SUITE, write_labels
 
 
@@ -28,11 +29,15 @@ def test_a_repository_of_every_source_runs_over_one_suite(tiny_model_workspace, 
     timm_path = tmp_path / "timm.pth"
     torch.save(team_model("resnet18", len(CLASSES)).state_dict(), timm_path)
     register_timm(workspace, "timm-r18", arch="resnet18", checkpoint=timm_path, label_space=labels, input_size=SIZE)
+    vit_path = tmp_path / "vit.pth"
+    torch.save(team_model("vit_tiny_patch16_224", len(CLASSES)).state_dict(), vit_path)
+    register_timm(workspace, "timm-vit", arch="vit_tiny_patch16_224", checkpoint=vit_path, label_space=labels)  # timm's own 224 px, crop 0.9
     register_transformers(workspace, "hf-vit", folder=save_vit(tmp_path / "vit", size=SIZE, labels=dict(enumerate(CLASSES))))
+    register_transformers(workspace, "hf-convnext", folder=save_convnext(tmp_path / "convnext", labels=dict(enumerate(CLASSES))))
     torch.manual_seed(1)
     onnx_path = export(torchvision.models.resnet18(weights=None, num_classes=len(CLASSES)), tmp_path / "r18.onnx", torch.zeros(1, 3, SIZE, SIZE))
     register_onnx(workspace, "onnx-r18", checkpoint=onnx_path, label_space=labels, mean=IMAGENET_MEAN, std=IMAGENET_STD)
-    members = ["tiny", "timm-r18", "hf-vit", "onnx-r18"]
+    members = ["tiny", "timm-r18", "timm-vit", "hf-vit", "hf-convnext", "onnx-r18"]
     create_repository(workspace, "sources", members)
     report = run_repository(workspace, "sources", TINY_SUITE, device="cpu", batch_size=8)
     assert sorted(report["done"]) == sorted(members) and not report["failed"]

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from analytics.data import LAYOUT_PATTERNS, TARGET_LAYOUTS, VOC_CLASSES, add_targets, fit_square, list_targets, load_targets, read_image, read_voc, resolve_class
+from analytics.data import LAYOUT_PATTERNS, TARGET_LAYOUTS, VOC_CLASSES, fit_square, list_targets, load_targets, read_image, read_voc
 from analytics.data.coco import NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
+from tests.analytics.data.test_coco import SIZE, stored, workspace  # noqa: F401 (the fixture)
 from tests.analytics.test_cli_data import run, snapshot
 
-SIZE = 36  # the first photo is 36x36: stored as it is, so its masks compare with no fitting at all
+# the first photo is 36x36, test_cocos SIZE: stored as it is, so its masks compare with no fitting at all
 FIRST, SECOND = "2007_000001", "2007_000002"
 PERSON, CAT, DOG, BOTTLE, AEROPLANE = (VOC_CLASSES.index(name) + 1 for name in ("person", "cat", "dog", "bottle", "aeroplane"))
 VOID = 255
@@ -101,21 +102,6 @@ def write_voc(root: Path) -> VocFolder:
 @pytest.fixture
 def voc(tmp_path) -> VocFolder:
     return write_voc(tmp_path / "VOC2012")
-
-
-@pytest.fixture
-def workspace(tmp_path) -> Workspace:
-    workspace = Workspace(tmp_path / "ws")
-    workspace.set_meta("image_size", str(SIZE))
-    return workspace
-
-
-def stored(workspace: Workspace, result) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Store the accepted targets (new classes mapped as an import maps them) and read them back."""
-    add_targets(workspace, result.accepted, classes={t.class_name: resolve_class(t.class_name) for t in result.accepted})
-    ids = list(list_targets(workspace)["id"])
-    images, masks = load_targets(workspace, ids)
-    return {target_id: (image, mask) for target_id, image, mask in zip(ids, images, masks)}
 
 
 def test_voc_is_a_target_layout_with_its_pattern():

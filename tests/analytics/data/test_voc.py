@@ -21,7 +21,7 @@ from analytics.workspace import Workspace
 from tests.analytics.data.test_coco import SIZE, stored, workspace  # noqa: F401 (the fixture)
 from tests.analytics.test_cli_data import run, snapshot
 
-# the first photo is 36x36, test_cocos SIZE: stored as it is, so its masks compare with no fitting at all
+# the first photo is 36x36, test_coco's SIZE: stored as it is, so its masks compare with no fitting at all
 FIRST, SECOND = "2007_000001", "2007_000002"
 PERSON, CAT, DOG, BOTTLE, AEROPLANE = (VOC_CLASSES.index(name) + 1 for name in ("person", "cat", "dog", "bottle", "aeroplane"))
 VOID = 255

@@ -217,11 +217,20 @@ def browser(chromium):
         launched.close()
 
 
+@contextmanager
+def browser_tab(browser, viewport: dict = VIEWPORT) -> Iterator:
+    """A new tab in its own browser context (a fresh Streamlit session) of ``viewport``'s size."""
+    context = browser.new_context(viewport=viewport)
+    tab = context.new_page()
+    tab.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
 @pytest.fixture
 def page(browser):
     """A new tab in its own browser context (a fresh Streamlit session)."""
-    context = browser.new_context(viewport=VIEWPORT)
-    tab = context.new_page()
-    tab.set_default_timeout(PAGE_TIMEOUT_MS)
-    yield tab
-    context.close()
+    with browser_tab(browser) as tab:
+        yield tab

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from analytics.workspace import Workspace
-from tests.e2e.conftest import PAGE_TIMEOUT_MS
+from tests.e2e.conftest import browser_tab
 from tests.e2e.test_browser_judge import COLD_START_MS, settle, workspace_with_runs
 
 VIEWPORT = {"width": 1400, "height": 900}
@@ -52,11 +52,8 @@ def server_url(app_server_factory, tmp_path_factory) -> str:
 
 @pytest.fixture
 def tab(browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT_MS)
-    yield page
-    context.close()
+    with browser_tab(browser, VIEWPORT) as page:
+        yield page
 
 
 def inside(inner: dict, outer: dict) -> bool:

@@ -84,15 +84,18 @@ def page_files() -> list[Path]:
     return sorted(found, key=lambda p: int(PAGE_FILE.match(p.name).group(1)))
 
 
-def may_open(name: str) -> bool:
-    """Whether the signed-in account's role may open page ``name`` (always in solo mode): the sidebar
-    and Home's links offer only those; the others stay at their URL, where they refuse the role."""
-    return auth.may(auth.signed_in_user(), navigation.page_permission(name))
+def openable(names: list[str]) -> list[str]:
+    """The pages among ``names`` the signed-in account's role may open (all of them in solo mode): the
+    sidebar and Home's links offer only those; the others stay at their URL, where they refuse the role.
+    The account is read once (a query in team mode), not once per page."""
+    user = auth.signed_in_user()
+    return [name for name in names if auth.may(user, navigation.page_permission(name))]
 
 
 def page_path(*names: str) -> str | None:
     """The first existing page among ``names`` that the session may open, as a path relative to this file, or None."""
-    by_name = {PAGE_FILE.match(p.name).group(2): p for p in page_files() if may_open(PAGE_FILE.match(p.name).group(2))}
+    files = {PAGE_FILE.match(p.name).group(2): p for p in page_files()}
+    by_name = {name: files[name] for name in openable(list(files))}
     found = next((by_name[n] for n in names if n in by_name), None)
     return None if found is None else str(found.relative_to(ROOT))
 
@@ -302,7 +305,7 @@ def main() -> None:
     files = {PAGE_FILE.match(path.name).group(2): path for path in page_files()}
     # a signed-in account's sidebar lists only the pages its role may open (an annotator: Home and
     # Judge); the others stay in the navigation, hidden, so their URLs still answer with the refusal
-    shown = [name for name in files if may_open(name)]
+    shown = openable(list(files))
     hidden = [st.Page(str(files[name].relative_to(ROOT)), visibility="hidden") for name in files if name not in shown]
     sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True), *hidden]}
     for title, names in navigation.group_pages(shown).items():

@@ -35,9 +35,12 @@ def test_clicking_a_cell_shows_its_image_pairs(page, run_server):
     expect(page.get_by_role("combobox", name="Run")).to_have_value(server.run_label(run_id))
     heatmap = page.locator(".js-plotly-plot").first
     expect(heatmap).to_be_visible(timeout=60_000)  # 128 x 128 cells and the suite's colour scale on first view
-    area = heatmap.locator(".nsewdrag").first.bounding_box()
     pairs = page.get_by_role("heading", name="Image pairs behind the cell")
-    for _ in range(3):  # under load a click can land before the chart takes clicks (a whole-suite run lost one)
+    for _ in range(3):  # under load a click can land before the chart takes clicks (whole-suite runs lost one)
+        # Click only once the script is idle, at the chart's box as it is now: captions and metrics drawn
+        # after the first chart can move it, and a box read earlier then points past the heatmap.
+        expect(page.get_by_test_id("stStatusWidgetRunningIcon")).to_have_count(0, timeout=60_000)
+        area = heatmap.locator(".nsewdrag").first.bounding_box()
         page.mouse.click(area["x"] + area["width"] * 0.55, area["y"] + area["height"] * 0.45)
         try:
             expect(pairs).to_be_visible(timeout=20_000)

@@ -5,6 +5,7 @@ Fixture modules import one another, so rewriting is registered for the whole pac
 """
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,14 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped, but BACKDROP_REQUIRE_ASSETS=1 requires it to run: {reason}"
+
+
+@pytest.fixture(autouse=True)
+def _pytest_main_module():
+    """Give ``__main__`` back after each test: Streamlit's script runner (``AppTest``) installs the page
+    it ran as ``sys.modules["__main__"]`` and leaves it there, so a later ``multiprocessing`` spawn in
+    the same process re-ran that page in the child (seen when a page test preceded the concurrent
+    judgment writers)."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main

@@ -2,7 +2,7 @@
 # Backdrop set-up and entry points. Two commands cover a fresh machine:
 #   bash backdrop.sh serve   install, build the demo workspace, start the dashboard on 127.0.0.1:8501
 #                            (serve --team: every interface, sign-in required; see README "Serve a team")
-#   bash backdrop.sh test    install (with test tools and the browser), run the whole test suite
+#   bash backdrop.sh test    install (with test tools and the browser), lint, type check, run the whole test suite
 #   bash backdrop.sh check   the release gate: `python -m analytics check ARGS` (exit 0 pass, 1 a rule fails, 2 bad input)
 # Both are idempotent: a second run reuses the virtual environment, the asset cache and the workspace.
 set -euo pipefail
@@ -61,15 +61,30 @@ case "${1:-}" in
     # sign-in on every page, and it refuses to start without an enabled admin account. --data-root
     # (repeatable) is a folder whose files paths typed in the browser may name (BACKDROP_DATA_ROOTS).
     # --dry-run prints the streamlit command instead of running it (no install, no demo build).
-    dry_run=0
-    for option in "${@:2}"; do [ "$option" = --dry-run ] && dry_run=1; done
-    [ "$dry_run" = 1 ] || install_python_packages "$ROOT/requirements.txt"
-    serve=("$PY" -m analytics serve --workspace "$BACKDROP_WORKSPACE" --port "$PORT" "${@:2}")
+    # --smoke (CI's check of this command, .ci/run): everything serve does, then, once the server answers,
+    # Home is opened in headless chromium and must show the demo's runs; then the server stops
+    # (tools/smoke.py). It installs the test tools too, for Playwright and chromium.
+    dry_run=0 smoke=0 options=()
+    for option in "${@:2}"; do
+      case "$option" in
+        --dry-run) dry_run=1; options+=("$option") ;;
+        --smoke) smoke=1 ;;
+        *) options+=("$option") ;;
+      esac
+    done
+    if [ "$smoke" = 1 ]; then
+      install_python_packages "$ROOT/requirements-dev.txt"
+      install_browser
+    elif [ "$dry_run" = 0 ]; then
+      install_python_packages "$ROOT/requirements.txt"
+    fi
+    serve=("$PY" -m analytics serve --workspace "$BACKDROP_WORKSPACE" --port "$PORT" ${options[@]+"${options[@]}"})
     # the checks (team mode's admin, the data roots) come before the slow demo build
     "${serve[@]}" --dry-run >/dev/null
     [ "$dry_run" = 1 ] && exec "${serve[@]}"
     log "building the demo workspace in $BACKDROP_WORKSPACE (idempotent)"
     "$PY" -m analytics demo --workspace "$BACKDROP_WORKSPACE"
+    [ "$smoke" = 1 ] && exec "$PY" "$ROOT/tools/smoke.py" "$BACKDROP_WORKSPACE" "$PORT" -- "${serve[@]}"
     exec "${serve[@]}"
     ;;
   test)
@@ -86,6 +101,8 @@ case "${1:-}" in
     cd "$ROOT"
     log "ruff check (the lint rules in pyproject.toml)"
     "$PY" -m ruff check .
+    log "type check (mypy against tools/mypy-baseline.txt, which may only shrink)"
+    "$PY" tools/typecheck.py
     exec "$PY" -m pytest -q "${@:2}"
     ;;
   check)
@@ -95,7 +112,7 @@ case "${1:-}" in
     exec "$PY" -m analytics check "${@:2}"
     ;;
   *)
-    echo "usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run] | test [pytest args] | check [check args]" >&2
+    echo "usage: bash backdrop.sh serve [--team] [--data-root DIR]... [--dry-run] [--smoke] | test [pytest args] | check [check args]" >&2
     exit 64
     ;;
 esac

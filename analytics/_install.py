@@ -40,6 +40,18 @@ def project_file(relative: str) -> Path:
     return (root if root is not None else SHIPPED_DIR) / relative
 
 
+#: The environment variable naming the workspace used when none is given.
+ENV_VAR = "BACKDROP_WORKSPACE"
+
+
+def default_workspace_path() -> Path:
+    """The workspace used when none is given: ``$BACKDROP_WORKSPACE``, else the checkout's
+    ``workspace/`` (installed: ``./workspace``; :func:`default_data_dir`). Defined here, beside the
+    other default folders, so that the command line's help names it without importing the workspace
+    (:mod:`analytics.workspace` re-exports it)."""
+    return Path(os.environ.get(ENV_VAR) or default_data_dir("workspace"))
+
+
 def default_data_dir(name: str) -> Path:
     """A folder for what Backdrop writes when no option names one: ``<checkout>/<name>`` in a
     checkout; installed, ``./workspace`` for the workspace and ``$XDG_CACHE_HOME/backdrop`` (or

@@ -6,6 +6,10 @@ with ``--json``) or an exit code. A :class:`BackdropError` becomes a one-line me
 exit status 2, and so does a usage error (:class:`OneLineParser`); anything else is a bug and shows
 its traceback. Output is strict JSON: NaN and
 infinities (an undefined κ, a suite without distances) are printed as ``null``.
+
+Building the parser imports no stage (no torch, pandas or scipy: ``--help`` starts at once): the
+choices and defaults it shows come from :mod:`analytics._choices`, and each handler imports its stage,
+and :func:`analytics.workspace.to_json` here, when it runs (``tests/analytics/test_cli_startup.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from analytics import commands
-from analytics.workspace import to_json
 
 from .exceptions import BackdropError
 
@@ -63,6 +66,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     if isinstance(result, int):
         return result
     if result is not None:
+        from analytics.workspace import to_json
+
         if getattr(args, "json", False):
             print(to_json(result))
         else:
@@ -76,7 +81,9 @@ def console() -> NoReturn:
     raise SystemExit(main(prog=CONSOLE_PROG))
 
 
-def _human(result) -> str:
+def _human(result: object) -> str:
+    from analytics.workspace import to_json
+
     if isinstance(result, dict):
         return "\n".join(f"{key}: {to_json(value)}" for key, value in result.items())
     return to_json(result, indent=2)

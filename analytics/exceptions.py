@@ -38,3 +38,8 @@ class PermissionDeniedError(BackdropError, PermissionError):
 
 class JobCancelled(BackdropError):
     """Raised inside a background job's work once the job was asked to stop (:mod:`analytics.jobs`)."""
+
+
+class MissingDependencyError(BackdropError, ImportError):
+    """An optional library a feature needs is not installed; the message names it and the command
+    that installs it (:func:`analytics._optional.import_optional`)."""

@@ -6,8 +6,8 @@ Run from the repository root::
     python -m benchmarks.home_story            # 3 models, 6 targets x 4 backgrounds, 64 px
     python -m benchmarks.home_story --models 6
 
-The workspace is the tests' tiny one (``tests/fixtures``): two classes of three targets, twelve
-backgrounds with the suite fixtures' keyword table, a random suite of 4 backgrounds per target and
+The workspace is the tests' tiny one (``benchmarks/_tiny.py``): two classes of three targets, twelve
+backgrounds with the suite fixture's keyword table, a random suite of 4 backgrounds per target and
 ``--models`` tiny TorchScript networks, each run over it. Prints one JSON object: the first Home run
 of a fresh process (imports, matrices, colour scale, keyword statistics and flips computed and
 cached), the best of ``--repeat`` later runs (caches warm), and the same warm time with the story
@@ -32,9 +32,23 @@ from analytics.keywords import save_keyword_table
 from analytics.models import register_torchscript
 from analytics.runs import start_runs
 from analytics.workspace import PROJECT_ROOT, Workspace
-from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, TINY_SUITE, RegionNet, TinyNet, insert_suite, save_torchscript, write_labels
-from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
-from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
+from benchmarks._tiny import (
+    BACKGROUND_KEYWORDS,
+    BACKGROUND_TABLE,
+    CENTRE_BOX,
+    CLASSES,
+    CORNER_BOXES,
+    SIZE,
+    TINY_SUITE,
+    RegionNet,
+    TinyNet,
+    insert_suite,
+    make_background,
+    make_target,
+    onehot_table,
+    save_torchscript,
+    write_labels,
+)
 from ui import story
 from ui.state import WORKSPACE_PATH
 

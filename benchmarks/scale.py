@@ -6,9 +6,8 @@ Run from the repository root::
     python -m benchmarks.scale                                  # T 200, B 2,000, N 32, 3 runs
     python -m benchmarks.scale --targets 1712 --pool 20000 --runs 5
 
-The workspace is made of the tests' synthetic images (``tests/fixtures/workspace.py``: discs and
-squares on noise, 64 px) written as files in the import layouts, and tiny TorchScript networks
-(``tests/fixtures/models.py``). Untimed set-up writes the files and registers the networks. Each
+The workspace is made of the tests' synthetic images (``benchmarks/_tiny.py``: discs and squares
+on noise, 64 px) written as files in the import layouts, and its tiny TorchScript networks. Untimed set-up writes the files and registers the networks. Each
 stage then runs in a fresh Python process of its own, so its ``peak_rss_mib`` is its own
 (including the ~300 MiB of imports); ``db_mib`` is the database (with its WAL) after the stage.
 
@@ -70,7 +69,7 @@ MODELS = ("tiny", "fg-only", "bg-only")  # cycled for --runs > 3
 # -- set-up (untimed) ------------------------------------------------------------------------------
 def write_files(folder: Path, n_targets: int, n_pool: int) -> None:
     """Targets in the folder layout (``images/<class>/*``, ``masks/<class>/*``) and a flat pool folder."""
-    from tests.fixtures.workspace import CLASSES, make_background, make_target
+    from benchmarks._tiny import CLASSES, make_background, make_target
 
     rng = np.random.default_rng(0)
     for i in range(n_targets):
@@ -89,7 +88,7 @@ def register_models(workspace_path: Path, folder: Path, n_runs: int) -> list[str
     from analytics.data import custom_label_space
     from analytics.models import register_torchscript
     from analytics.workspace import Workspace
-    from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, SIZE, RegionNet, TinyNet, save_torchscript, write_labels
+    from benchmarks._tiny import CENTRE_BOX, CORNER_BOXES, SIZE, RegionNet, TinyNet, save_torchscript, write_labels
 
     workspace = Workspace(workspace_path)
     labels = custom_label_space(write_labels(folder / "labels.txt"))
@@ -242,7 +241,7 @@ def stage_synthetic_runs(ws: Path, opts: dict) -> dict:
     from analytics.models import register_head
     from analytics.runs import complete_runs
     from analytics.workspace import Workspace
-    from tests.fixtures.workspace import CLASSES
+    from benchmarks._tiny import CLASSES
 
     workspace = Workspace(ws)
     suite_id = _random_suite(workspace)
@@ -408,7 +407,7 @@ def stage_repository_heads(ws: Path, opts: dict) -> dict:
     from analytics.models import register_head
     from analytics.repository import create_repository, run_repository
     from analytics.workspace import Workspace
-    from tests.fixtures.workspace import CLASSES
+    from benchmarks._tiny import CLASSES
 
     workspace = Workspace(ws)
     rng = np.random.default_rng(3)

@@ -18,10 +18,10 @@ and ``square``); ``seconds`` / ``meets_goal`` at the top are the circle's.
 - ``point_path_seconds``: :func:`analytics.variance.variance_matrix` on the same points and values
   (kernel sums per point, for clouds of any shape), timed once; ``max_abs_difference_point_path``
   compares the two.
-- The naive reference (``tests/analytics/variance/test_variance.py``: a Python loop over cells,
-  brute-force distances and K nearest) runs on the first ``--naive-points`` points (on 128 x 128
-  cells it visits 16,384 cells, so the full cloud would take hours), is extrapolated linearly, and
-  is compared with the point path on those points.
+- The naive reference (``benchmarks/_naive.py``, the one the tests check the library against: a
+  Python loop over cells, brute-force distances and K nearest) runs on the first ``--naive-points``
+  points (on 128 x 128 cells it visits 16,384 cells, so the full cloud would take hours), is
+  extrapolated linearly, and is compared with the point path on those points.
 - ``max_abs_difference_circle_square``: the largest change of a cell between the two windows on the
   full cloud.
 
@@ -50,7 +50,7 @@ from analytics.variance import (
     signal_point_clouds,
     variance_matrix,
 )
-from tests.analytics.variance.test_variance import naive_variance_matrix
+from benchmarks._naive import naive_variance_matrix
 
 N_BACKGROUNDS = 32
 GOAL_SECONDS = 1.0

@@ -18,7 +18,7 @@ LIBRARY = ROOT / "analytics"
 MAX_LINES = 600
 
 #: Shared modules every layer may use.
-SHARED = ("exceptions", "_validation", "_threads", "_streams", "_install", "_progress")
+SHARED = ("exceptions", "_validation", "_threads", "_streams", "_install", "_progress", "_optional", "_choices")
 #: Stage packages, lowest first; then the CLI on top.
 LAYERS = (
     "workspace", "team", "data", "models", "inference", "keywords", "ontology", "suites", "variance", "runs",

@@ -19,6 +19,10 @@ placeholder or pattern (``<``, ``*``, ``$``, ``{``), a query or an elision (``?`
 ``…``), or alternatives (``|``); absolute and home paths (``/usr/bin/chromium``, ``~/.cache/…``),
 which are outside the checkout by definition. What the docs name on purpose outside the repository
 is listed, with its reason, in :data:`NOT_IN_THE_REPOSITORY` and :data:`ELSEWHERE`.
+
+The project is self-contained: no text file of the checkout cites design notes that live outside it
+(a ``DESIGN`` file or its numbered sections) or a path beside the checkout other than the optional
+reference data (:data:`OUTSIDE`); what the method needs is written in ``docs/method.md``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,7 +45,7 @@ SUFFIXES = (".py", ".md", ".toml", ".json", ".txt", ".sh", ".ipynb", ".csv", ".y
 #: Places outside the repository, or made only at run time, that the docs name on purpose; a path
 #: passes when it is one of them or lies inside one (``./`` and a trailing ``/`` ignored).
 NOT_IN_THE_REPOSITORY = {
-    "../shared",  # the design notes and reference data beside the checkout, in development only
+    "../shared/reference",  # real reference data beside the checkout: tests and benchmarks read it, or skip
     "workspace",  # the default workspace, made by the first run (gitignored)
     "arrays",  # a workspace's array store, `<workspace>/arrays/`
     "backdrop-check",  # what `check` writes by default (`--out`)
@@ -203,3 +208,52 @@ def test_a_stale_path_or_module_is_reported(tmp_path):
         "stale.md:5: `benchmarks.nope` names no module (looked under the repository root)",
     ]
 
+
+#: Text files the self-containment check reads (tracked, or new and not ignored).
+TEXT_SUFFIXES = (".py", ".md", ".toml", ".sh", ".ipynb", ".txt", ".cfg", ".ini", ".json")
+
+#: What points outside the repository: the design notes' name (``DESIGN`` then ``.md``), a section of
+#: them (``DESIGN`` and a section sign, in either order), or a path into the folder beside the checkout
+#: other than its reference data (``NOT_IN_THE_REPOSITORY``).
+OUTSIDE = re.compile(r"\bDESIGN(?:\.md\b|\s*§)|§\s*[\d.]+\s+of\s+DESIGN\b|\.\./shared\b(?![/\\]reference\b)")
+
+
+def outside_references(path: Path) -> list[str]:
+    """``line: text`` of each line of ``path`` that points at notes or folders outside the repository."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [f"{number}: {line.strip()}" for number, line in enumerate(lines, start=1) if OUTSIDE.search(line)]
+
+
+def project_text_files() -> list[Path]:
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT, capture_output=True, check=True, text=True,
+        ).stdout.split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the project's files cannot be listed")
+    return [ROOT / name for name in listed if name.endswith(TEXT_SUFFIXES) and (ROOT / name).is_file()]  # a deleted file is still listed
+
+
+def test_no_file_points_outside_the_repository():
+    files = project_text_files()
+    assert len(files) > 100  # the listing found the project
+    found = {path.relative_to(ROOT).as_posix(): lines for path in files if (lines := outside_references(path))}
+    assert found == {}
+
+
+def test_references_outside_the_repository_are_found(tmp_path):
+    design, beside = "DESIGN", "../" + "shared"  # built from parts, so this file names none of them
+    module = tmp_path / "m.py"
+    module.write_text(
+        f'"""Signals ({design} §1.6)."""\n'
+        f"# see {design}.md\n"
+        f"# ({design}  §4)\n"
+        f"# (§1.6 of {design})\n"
+        f"# {beside}/{design}.md\n"
+        f"# {beside}\n"
+        f"REFERENCE = ROOT / '{beside}/reference/bgtest'  # the reference data: allowed\n"
+        f"# {design}S.md, DESIGNER §2, docs/method.md, 'Signals', {beside}_cache: not references\n"
+        f"# {beside}/references\n"
+    )
+    assert [int(line.split(":")[0]) for line in outside_references(module)] == [1, 2, 3, 4, 5, 6, 9]

@@ -2,7 +2,9 @@
 fresh virtual environment outside the checkout, used from folders that know nothing of Backdrop.
 
 The fresh environment gets the wheel alone (``--no-deps``); its dependencies are read from the test
-environment through a ``.pth`` file, so the test needs no network and no second torch. Every command
+environment through a ``.pth`` file, so the test needs no network and no second torch. A second
+``.pth`` hides the modules named in ``BACKDROP_TEST_HIDDEN`` (a ``None`` in ``sys.modules``, so
+importing one fails as if it were not installed): an extra's library is then missing for one command. Every command
 runs with a working folder outside the checkout, and the test asserts that ``analytics`` is imported
 from the fresh environment, not from here.
 """
@@ -26,6 +28,14 @@ from tests.fixtures.workspace import CLASSES, make_background, make_target
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE_SIDE = 256  # a new workspace's image size (analytics.data.DEFAULT_IMAGE_SIZE)
+HIDDEN = "BACKDROP_TEST_HIDDEN"  # comma-separated modules the fresh environment cannot import
+TIMM_ARCH = "test_resnet"  # timm's own tiny test network (0.4 M parameters, 160 px)
+TIMM_EXTRA_MET = (  # the installed wheel's [timm] extra asks for timm once, in a range the visible timm meets
+    "import importlib.metadata as m\n"
+    "from packaging.requirements import Requirement\n"
+    "asked = [r for r in map(Requirement, m.requires('backdrop-invariance')) if r.name == 'timm' and r.marker and r.marker.evaluate({'extra': 'timm'})]\n"
+    "print(len(asked) == 1 and asked[0].specifier.contains(m.version('timm')))\n"
+)
 PASSING_POLICY = '[suite]\nmethod = "random"\nn = 4\nseed = 0\n\n[rules]\nworst_case_accuracy_min = 0.0\naccuracy_drop_max = 0.5\n'
 
 
@@ -46,6 +56,7 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
     (site / "backdrop-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "backdrop-test-hidden.pth").write_text(f"import os, sys; sys.modules.update(dict.fromkeys(filter(None, os.environ.get({HIDDEN!r}, '').split(',')), None))\n")
     done = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return {"python": python, "backdrop": venv / "bin" / "backdrop", "site": site}
@@ -57,8 +68,9 @@ def _env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in dropped}
 
 
-def _run(argv, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+def _run(argv, cwd: Path, timeout: int = 600, *, hidden: str = "") -> subprocess.CompletedProcess:
+    env = {**_env(), HIDDEN: hidden}
+    return subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_backdrop_command_works_from_an_empty_folder(installed, tmp_path):
@@ -149,3 +161,27 @@ def test_the_gate_runs_from_a_teams_own_repository(installed, tmp_path):
     assert "worst_case_accuracy_min" in failure.get("name")
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True).stdout
     assert status.split() == ["??", "strict.toml"]  # the workspace and the check's files stay out of the team's tree
+
+
+def test_a_timm_model_needs_the_timm_extra(installed, tmp_path):
+    """Without timm, registering a timm model is one line naming the extra (exit 2); with it (the
+    wheel's ``[timm]`` extra asks for timm, and the timm the environment sees meets the range) the
+    same command registers the model. The extra is read from the installed metadata, not resolved by
+    pip: pip would check every dependency against this mixed environment and may fetch a second torch."""
+    import timm
+    import torch
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        torch.save(timm.create_model(TIMM_ARCH, num_classes=len(CLASSES)).state_dict(), tmp_path / "model.pt")
+    write_labels(tmp_path / "labels.txt")
+    add = [installed["backdrop"], "add-model", "--workspace", "workspace", "--arch", f"timm:{TIMM_ARCH}", "--name", "candidate",
+           "--checkpoint", "model.pt", "--labels", "labels.txt", "--json"]  # fmt: skip
+    missing = _run(add, tmp_path, hidden="timm")
+    assert missing.returncode == 2 and missing.stdout == "", missing.stdout + missing.stderr
+    assert missing.stderr.count("\n") == 1 and "`timm`" in missing.stderr and "pip install 'backdrop-invariance[timm]'" in missing.stderr
+    extra = _run([installed["python"], "-c", TIMM_EXTRA_MET], tmp_path)
+    assert extra.stdout.strip() == "True", extra.stdout + extra.stderr
+    added = _run(add, tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["source"] == "timm"

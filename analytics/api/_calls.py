@@ -28,7 +28,7 @@ __all__ = [
 MIN_COUNT = 3
 
 
-def open_workspace(path: str | os.PathLike | None = None, *, create: bool = False) -> Workspace:
+def open_workspace(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Workspace:
     """The workspace folder at ``path``, as the CLI's ``--workspace`` opens it.
 
     Parameters
@@ -118,7 +118,7 @@ def accuracies(workspace: Workspace, run_id: str, *, classes: Sequence[str] | No
 def colour_scale(workspace: Workspace, suite: str, *, settings: MatrixSettings = DEFAULT_SETTINGS) -> ColourScale:
     """The suite's fixed colour range per signal (:func:`analytics.runs.suite_colour_scale`, never freezing it),
     for comparable heatmaps: ``variance_heatmap(m, zmin=0, zmax=scale.tops[signal])``."""
-    return suite_colour_scale(workspace, _suite_id(workspace, suite), settings=settings)
+    return suite_colour_scale(workspace, resolve_suite(workspace, suite), settings=settings)
 
 
 def failures(workspace: Workspace, run_id: str, *, min_count: int = MIN_COUNT, classes: Sequence[str] | None = None) -> FailureTable:
@@ -161,10 +161,10 @@ def check(
     workspace: Workspace,
     *,
     model: str,
-    policy: str | os.PathLike | Policy,
+    policy: str | os.PathLike[str] | Policy,
     baseline: str | None = None,
     suite: str | None = None,
-    out: str | os.PathLike = "backdrop-check",
+    out: str | os.PathLike[str] = "backdrop-check",
     report: bool = True,
     device: str | None = None,
     batch_size: int = 32,

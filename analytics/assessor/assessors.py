@@ -1,5 +1,5 @@
 """The automated assessor family: learn the analysts' decision from features of a model's variance
-matrices (DESIGN §1.13), and check that the matrices tell more than the accuracy statistics do.
+matrices (docs/method.md, 'Automated assessor'), and check that the matrices tell more than the accuracy statistics do.
 
 Which columns an assessor reads is decided in one place, :func:`feature_columns`, from its
 ``inputs`` (:data:`INPUTS`); the CLI (``assess``) and the Assessor page both pass the whole table,

@@ -1,4 +1,4 @@
-"""Evaluation of the assessors (DESIGN §1.13), as in the paper.
+"""Evaluation of the assessors (docs/method.md, 'Automated assessor'), as in the paper.
 
 A stratified random split, 2/3 train and 1/3 test, repeated 10 times; accuracy mean ± standard
 deviation and Cohen's κ against the label on the test models. Every assessor sees the same splits.

@@ -1,7 +1,7 @@
 """The assessor's input table: one row per model, the matrix features of its run's variance
 matrices (a feature set of :data:`FEATURE_SETS` per signal of :data:`analytics.runs.SIGNALS`; the
 authors' set on the matrices of the correctly classified targets, as ML4ML's assessor) plus the
-three accuracy statistics :data:`ACCURACY_COLUMNS` over every target (DESIGN §1.13).
+three accuracy statistics :data:`ACCURACY_COLUMNS` over every target (docs/method.md, 'Automated assessor').
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def run_features(
     crops: Sequence[int] = (),
     targets: str | None = None,
 ) -> dict[str, float]:
-    """Features of the matrices of a run, for the assessor (DESIGN §1.13), cached in the workspace
+    """Features of the matrices of a run, for the assessor (docs/method.md, 'Automated assessor'), cached in the workspace
     (keyed like the run's matrices: a resumed or redone run is computed afresh).
 
     Parameters

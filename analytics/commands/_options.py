@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from analytics.suites import resolve_suite
-from analytics.workspace import Workspace, default_workspace_path
+from analytics._install import default_workspace_path
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from analytics._progress import Progress
+    from analytics.workspace import Workspace
 
 #: The attributes every ``--suite`` option is parsed into.
 _SUITE_OPTIONS = ("suite", "suite_id")
@@ -37,6 +43,9 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 def open_workspace(args: argparse.Namespace, *, create: bool = False) -> Workspace:
     """The workspace ``--workspace`` names; a ``--suite`` given by its label or user name is turned
     into the suite's id here (:func:`analytics.suites.resolve_suite`), so every subcommand takes all three."""
+    from analytics.suites import resolve_suite
+    from analytics.workspace import Workspace
+
     workspace = Workspace(args.workspace, create=create)
     for option in _SUITE_OPTIONS:
         reference = getattr(args, option, None)
@@ -65,9 +74,10 @@ class ProgressBar:
     """
 
     def __init__(self, label: str, *, unit: str = "it", terminal_only: bool = False) -> None:
-        self.label, self.unit, self.terminal_only, self.bar = label, unit, terminal_only, None
+        self.label, self.unit, self.terminal_only = label, unit, terminal_only
+        self.bar: tqdm[None] | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self.update
 
     def update(self, done: int, total: int, message: str | None = None) -> None:
@@ -80,6 +90,6 @@ class ProgressBar:
         if message is not None:
             self.bar.set_postfix_str(message, refresh=True)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import getpass
+from typing import Any
 
-from analytics.judging import LABELS
+from analytics._choices import LABELS
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     consensus = subparsers.add_parser("consensus", help="consensus labels a lead records where annotators disagree: add, list")
     actions = consensus.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -55,9 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_json_option(parser)
 
 
-def run_consensus_add(args: argparse.Namespace) -> dict:
+def run_consensus_add(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.judging import add_consensus
-
 
     adjudicator = args.adjudicator if args.adjudicator is not None else getpass.getuser()
     consensus = add_consensus(
@@ -66,7 +66,7 @@ def run_consensus_add(args: argparse.Namespace) -> dict:
     return consensus.to_dict()
 
 
-def run_consensus_list(args: argparse.Namespace) -> dict:
+def run_consensus_list(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.judging import consensus_history, current_consensus
 
     workspace = _workspace_with_suite(args)
@@ -75,14 +75,14 @@ def run_consensus_list(args: argparse.Namespace) -> dict:
     return {"suite": args.suite_id, "consensus": current.to_dict("records"), "history": history.to_dict("records")}
 
 
-def run_disagreements(args: argparse.Namespace) -> dict:
+def run_disagreements(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.judging import disagreements
 
     table = disagreements(_workspace_with_suite(args), args.suite_id)
     return {"suite": args.suite_id, "n_models": len(table), "models": table.to_dict("records")}
 
 
-def run_export(args: argparse.Namespace) -> dict:
+def run_export(args: argparse.Namespace) -> dict[str, Any]:
     import io
     from pathlib import Path
 
@@ -90,7 +90,6 @@ def run_export(args: argparse.Namespace) -> dict:
 
     from analytics.exceptions import InvalidInputError
     from analytics.judging import export_judgments_csv
-
 
     workspace = _workspace_with_suite(args) if args.suite_id is not None else open_workspace(args)
     out = Path(args.out).expanduser()
@@ -102,16 +101,15 @@ def run_export(args: argparse.Namespace) -> dict:
     return {"out": str(out), "suite": args.suite_id, "judgments": int(records.get("judgment", 0)), "consensus": int(records.get("consensus", 0))}
 
 
-def run_import(args: argparse.Namespace) -> dict:
+def run_import(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.judging import import_judgments
 
     return import_judgments(open_workspace(args), args.file).to_dict()
 
 
-def _workspace_with_suite(args: argparse.Namespace):
+def _workspace_with_suite(args: argparse.Namespace) -> Any:
     """The workspace, after checking that ``--suite`` names one of its suites."""
     from analytics.exceptions import NotFoundError
-
 
     workspace = open_workspace(args)
     if workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:

@@ -9,11 +9,12 @@ the plan, the judgments per model (so far / wanted) and per annotator (done / as
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     assign = subparsers.add_parser(
         "assign", help="assign models of a suite to annotators, or let everyone judge everything with k judgments wanted per model"
@@ -39,10 +40,9 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def run_assign(args: argparse.Namespace) -> dict:
+def run_assign(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.exceptions import InvalidInputError
     from analytics.judging import assign, set_plan, unassign
-
 
     workspace = open_workspace(args)
     if args.everyone:
@@ -58,9 +58,8 @@ def run_assign(args: argparse.Namespace) -> dict:
     return {"suite": args.suite_id, "assignments": [a.to_dict() for a in made]}
 
 
-def run_assignments(args: argparse.Namespace) -> dict:
+def run_assignments(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.judging import annotator_progress, get_plan, judging_progress
-
 
     workspace = open_workspace(args)
     models = judging_progress(workspace, args.suite_id)

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-from analytics.workspace import to_csv
+from typing import TYPE_CHECKING, Any
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+    from analytics._progress import Progress
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("bgchallenge", help="Backgrounds Challenge: accuracy on the 8 IN-9 variants, BG-Gap, adversarial backgrounds")
     parser.add_argument("--models", required=True, help="comma-separated registered model names")
@@ -37,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_challenge)
 
 
-def run_challenge(args: argparse.Namespace) -> dict:
+def run_challenge(args: argparse.Namespace) -> dict[str, Any]:
     import pandas as pd
     from tqdm import tqdm
 
@@ -51,7 +55,7 @@ def run_challenge(args: argparse.Namespace) -> dict:
         summary,
         workspace_data,
     )
-
+    from analytics.workspace import to_csv
 
     workspace = open_workspace(args)
     names = [name.strip() for name in args.models.split(",") if name.strip()]
@@ -69,6 +73,7 @@ def run_challenge(args: argparse.Namespace) -> dict:
             if release:
                 table = evaluate_release(workspace, name, release, **options)
             else:
+                assert data is not None  # read above whenever there is no release
                 table = evaluate_variants(workspace, name, data, seed=args.seed, blend=args.blend, **options)
         results[name] = summary(table)
         tables.append(table.assign(model=name))
@@ -85,11 +90,11 @@ def run_challenge(args: argparse.Namespace) -> dict:
         path = Path(args.csv)
         path.parent.mkdir(parents=True, exist_ok=True)
         to_csv(pd.concat(tables, ignore_index=True), path)
-    source = {"in9_root": str(args.in9_root)} if release else {"targets": len(data.ids), "seed": args.seed, "blend": args.blend}
+    source = {"in9_root": str(args.in9_root)} if data is None else {"targets": len(data.ids), "seed": args.seed, "blend": args.blend}
     return {"source": source, "models": results, "csv": args.csv}
 
 
-def _updater(bar):
+def _updater(bar: tqdm[None]) -> Progress:
     """A ``progress(done, total)`` callback moving a tqdm bar."""
 
     def update(done: int, total: int, _message: str = "") -> None:

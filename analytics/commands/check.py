@@ -13,15 +13,13 @@ import argparse
 import sys
 import time
 
-from analytics.workspace import to_json
-
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 from .models import add_registration_options, register_from_args
 
 EXIT_RULE_FAILED = 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``check`` subcommand."""
 
     parser = subparsers.add_parser("check", help="release gate: check a model against a policy and a baseline (exit 0 pass, 1 fail, 2 bad input)")
@@ -45,7 +43,8 @@ class StageLines:
     there is no terminal for the bar (a cold check on the demo printed nothing for 27 minutes)."""
 
     def __init__(self) -> None:
-        self.started, self.step = time.monotonic(), None
+        self.started = time.monotonic()
+        self.step: str | None = None
 
     def __call__(self, done: int, total: int, step: str = "") -> None:
         if step != self.step:
@@ -73,6 +72,7 @@ def run_check(args: argparse.Namespace) -> int:
     """Run the check; print the summary (or JSON) and return the exit status."""
     from analytics.exceptions import InvalidInputError
     from analytics.gate import check, load_policy, preflight
+    from analytics.workspace import to_json
 
     policy = load_policy(args.policy)  # a bad policy stops here, before anything is registered or run
     workspace = open_workspace(args)
@@ -83,10 +83,14 @@ def run_check(args: argparse.Namespace) -> int:
     if registering:
         register_from_args(workspace, args.model, args, flag="--model")
     stages = StageLines()
-    with ProgressBar("check", unit="img", terminal_only=True) as progress:
+    with ProgressBar("check", unit="img", terminal_only=True) as bar:
+        def progress(done: int, total: int, step: str = "", /) -> None:  # a line per stage, and the bar
+            stages(done, total, step)
+            bar(done, total)
+
         result = check(
             workspace, policy, args.model, out=args.out, baseline=args.baseline, suite_id=args.suite, report=not args.no_report,
-            device=args.device, batch_size=args.batch_size, progress=lambda done, total, step="": (stages(done, total, step), progress(done, total)),
+            device=args.device, batch_size=args.batch_size, progress=progress,
         )  # fmt: skip
     stages.end()
     print(to_json(result.to_dict()) if args.json else result.summary, end="" if not args.json else "\n")

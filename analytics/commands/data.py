@@ -35,13 +35,18 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from analytics.data import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, TARGET_LAYOUTS, VOC
+from analytics._choices import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, TARGET_LAYOUTS, VOC
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
+if TYPE_CHECKING:
+    from analytics.data import ImportResult
+    from analytics.workspace import Workspace
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     demo = subparsers.add_parser("demo", help="build the demo workspace from Debian packages (idempotent)")
     fetch = subparsers.add_parser("fetch-assets", help="download and unpack the demo's Debian packages into the cache")
@@ -113,9 +118,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 # -- demo ------------------------------------------------------------------------------------
-def run_demo(args: argparse.Namespace) -> dict:
+def run_demo(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.demo import build_demo
-
 
     bars = StepBars()
     try:
@@ -125,7 +129,7 @@ def run_demo(args: argparse.Namespace) -> dict:
     return report.to_dict()
 
 
-def run_fetch_assets(args: argparse.Namespace) -> dict:
+def run_fetch_assets(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.demo import default_cache_dir, fetch_packages, load_catalogue
 
     packages = list(load_catalogue().packages)
@@ -141,7 +145,7 @@ class StepBars:
     """One tqdm bar on stderr per demo step, driven by ``progress(done, total, step)``."""
 
     def __init__(self) -> None:
-        self._bars: dict = {}
+        self._bars: dict[str, Any] = {}
 
     def update(self, done: int, total: int, step: str = "") -> None:
         from tqdm import tqdm
@@ -161,7 +165,7 @@ class StepBars:
 
 
 # -- info ------------------------------------------------------------------------------------
-def run_info(args: argparse.Namespace) -> dict:
+def run_info(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.data import class_target_counts, image_size, list_classes
     from analytics.workspace import count_rows
 
@@ -179,7 +183,7 @@ def run_info(args: argparse.Namespace) -> dict:
 
 
 # -- imports ---------------------------------------------------------------------------------
-def run_add_targets(args: argparse.Namespace) -> dict:
+def run_add_targets(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.data import DEFAULT_IMAGE_SIZE, add_targets, image_size, list_classes, on_home, read_image, read_targets, resolve_class
     from analytics.exceptions import InvalidInputError
 
@@ -249,7 +253,7 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise InvalidInputError("--layout coco reads --annotations instances.json and --images FOLDER (or .zip), not --path; give both")
 
 
-def _read_instances(args: argparse.Namespace, size: int, known: dict):
+def _read_instances(args: argparse.Namespace, size: int, known: dict[str, Any]) -> ImportResult:
     """The COCO instances of ``--annotations`` or the VOC instances of ``--path``; with
     --existing-classes-only, a class the workspace lacks is rejected."""
     from analytics.data import read_coco, read_voc
@@ -267,7 +271,7 @@ def _read_instances(args: argparse.Namespace, size: int, known: dict):
     return result
 
 
-def run_add_backgrounds(args: argparse.Namespace) -> dict:
+def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:
     """Stream the photos into the workspace (:func:`analytics.data.stream_backgrounds` into
     :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in batches."""
     from analytics._validation import check_positive_int
@@ -280,7 +284,9 @@ def run_add_backgrounds(args: argparse.Namespace) -> dict:
     with stream_backgrounds(args.path, result, size=size, crops_per_photo=crops, seed=args.seed) as backgrounds:
         fresh = (replace(b, package=args.package, licence=args.licence) for b in backgrounds if not _already_stored(b, stored, result))
         first = next(fresh, None)
-        _require_some(args.path, [first] if first else [], result.rejected, what="background photos")
+        if first is None:
+            _require_some(args.path, [], result.rejected, what="background photos")  # raises: nothing to add
+            return {"added": 0, "rejected": []}
         workspace = workspace or _create_workspace(args)
         added = add_backgrounds(workspace, itertools.chain([first], fresh))
     return {"added": added, "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected]}
@@ -306,9 +312,8 @@ def read_imagenet_map(path: Path) -> dict[str, list[int]]:
 
 
 # -- class mappings --------------------------------------------------------------------------
-def run_classes(args: argparse.Namespace) -> dict:
+def run_classes(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.data import class_target_counts, list_class_mappings, search_imagenet
-
 
     if args.search is not None:
         matches = search_imagenet(args.search, limit=args.limit)
@@ -320,10 +325,9 @@ def run_classes(args: argparse.Namespace) -> dict:
     }
 
 
-def run_set_class(args: argparse.Namespace) -> dict:
+def run_set_class(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.data import set_class_mapping
     from analytics.workspace import class_mapping_key
-
 
     workspace = open_workspace(args)
     imagenet = None if args.imagenet is None else parse_indices(args.imagenet)
@@ -341,33 +345,32 @@ def parse_indices(text: str) -> list[int]:
         raise InvalidInputError(f"--imagenet must be comma-separated ImageNet-1k indices such as 852,853; got {text!r}") from err
 
 
-def _existing_workspace(args: argparse.Namespace):
+def _existing_workspace(args: argparse.Namespace) -> Workspace | None:
     """The workspace if it exists, else None (it is created only once there is something to add)."""
     from analytics.workspace import DB_NAME, default_workspace_path
-
 
     root = Path(args.workspace) if args.workspace else default_workspace_path()
     return open_workspace(args) if (root / DB_NAME).exists() else None
 
 
-def _create_workspace(args: argparse.Namespace):
+def _create_workspace(args: argparse.Namespace) -> Workspace:
 
     return open_workspace(args, create=True)
 
 
-def _drop_stored(workspace, table: str, result) -> list:
+def _drop_stored(workspace: Workspace | None, table: str, result: ImportResult) -> list[Any]:
     """Accepted records whose id the workspace already holds move to the rejected list."""
     stored = _stored_ids(workspace, table, [item.id for item in result.accepted])
     return [item for item in result.accepted if not _already_stored(item, stored, result)]
 
 
-def _stored_ids(workspace, table: str, ids: list[str] | None) -> set[str]:
+def _stored_ids(workspace: Workspace | None, table: str, ids: list[str] | None) -> set[str]:
     """Those of ``ids`` (None: all) that ``table`` of the workspace holds (none without a workspace)."""
     if workspace is None:
         return set()
     if ids is None:
         return {row["id"] for row in workspace.query(f"SELECT id FROM {table}")}
-    stored = set()
+    stored: set[str] = set()
     for start in range(0, len(ids), 500):  # SQLite caps the number of ? placeholders
         chunk = ids[start : start + 500]
         rows = workspace.query(f"SELECT id FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk)
@@ -375,14 +378,14 @@ def _stored_ids(workspace, table: str, ids: list[str] | None) -> set[str]:
     return stored
 
 
-def _already_stored(item, stored: set[str], result) -> bool:
+def _already_stored(item: Any, stored: set[str], result: ImportResult) -> bool:
     """True (and ``item`` listed as rejected) when the workspace holds its id."""
     if item.id in stored:
         result.reject(item.origin, f"id {item.id!r} is already in the workspace; rename the file to add it as a new one")
     return item.id in stored
 
 
-def _require_some(path: str, accepted: list, rejected: list, *, what: str, skipped: dict | None = None) -> None:
+def _require_some(path: str, accepted: list[Any], rejected: list[Any], *, what: str, skipped: dict[str, Any] | None = None) -> None:
     from analytics.exceptions import InvalidInputError
 
     if accepted:

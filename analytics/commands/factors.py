@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from analytics.exceptions import InvalidInputError
-from analytics.workspace import to_csv
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser(
         "factors",
@@ -39,8 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_factors)
 
 
-def run_factors(args: argparse.Namespace) -> dict:
+def run_factors(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.robustness import analyse_models
+    from analytics.workspace import to_csv
 
     if (args.out or args.imagenet_val) and args.model is None:
         raise InvalidInputError("--imagenet-val and --out go with --model: give --model M --imagenet-val DIR [--out FILE.csv]")
@@ -72,7 +73,7 @@ def run_factors(args: argparse.Namespace) -> dict:
     }
 
 
-def _file_predictions(paths: list[str], names: list[str] | None) -> dict:
+def _file_predictions(paths: list[str], names: list[str] | None) -> dict[str, Any]:
     """``{name: predictions}`` of the --predictions files, named by --names or their stems."""
     from analytics.robustness import load_predictions
 
@@ -88,7 +89,7 @@ def _first_twice(names: list[str]) -> str:
     return next(name for i, name in enumerate(names) if name in names[:i])
 
 
-def _model_predictions(args: argparse.Namespace):
+def _model_predictions(args: argparse.Namespace) -> Any:
     """The predictions of --model over --imagenet-val (a DataFrame), with a tqdm bar on stderr."""
     from analytics.robustness import predict_imagenet_val
 

@@ -6,11 +6,12 @@ See :mod:`analytics.findings.failures` for what is counted and how the 95 % inte
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``failures`` subcommand."""
 
     parser = subparsers.add_parser("failures", help="error rate and true-class probability drop of a run per scene keyword and ontology level")
@@ -23,9 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_failures)
 
 
-def run_failures(args: argparse.Namespace) -> dict:
+def run_failures(args: argparse.Namespace) -> dict[str, Any]:
     """The failure table of ``--run`` (:meth:`analytics.findings.failures.FailureTable.to_dict`)."""
     from analytics.findings import failure_table
-
 
     return failure_table(open_workspace(args), args.run, min_count=args.min_count, table=args.table, classes=args.classes).to_dict()

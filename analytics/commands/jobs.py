@@ -11,11 +11,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from typing import TYPE_CHECKING, Any
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
+if TYPE_CHECKING:
+    from analytics.jobs import Job
+    from analytics.workspace import Workspace
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("jobs", help="background jobs: list, start, cancel, resume")
     actions = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
@@ -40,18 +45,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_json_option(action)
 
 
-def list_command(args: argparse.Namespace) -> dict:
+def list_command(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.jobs import list_jobs
-
 
     table = list_jobs(open_workspace(args), active_only=args.active)
     return {"jobs": table.to_dict("records")}
 
 
-def start_command(args: argparse.Namespace) -> dict:
+def start_command(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.exceptions import InvalidInputError
     from analytics.jobs import start
-
 
     try:
         params = json.loads(args.params)
@@ -64,30 +67,27 @@ def start_command(args: argparse.Namespace) -> dict:
     return _record(_follow(workspace, job.id) if args.wait else job)
 
 
-def cancel_command(args: argparse.Namespace) -> dict:
+def cancel_command(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.jobs import cancel
-
 
     return _record(cancel(open_workspace(args), args.job_id))
 
 
-def resume_command(args: argparse.Namespace) -> dict:
+def resume_command(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.jobs import resume
-
 
     return _record(resume(open_workspace(args), args.job_id))
 
 
-def work_command(args: argparse.Namespace) -> dict:
+def work_command(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.jobs import work
-
 
     if args.kind_module:
         importlib.import_module(args.kind_module)
     return _record(work(open_workspace(args), args.job_id))
 
 
-def _follow(workspace, job_id: str):
+def _follow(workspace: Workspace, job_id: str) -> Job:
     """Show the job's progress with tqdm until it ends; returns the ended job."""
     import time
 
@@ -103,7 +103,7 @@ def _follow(workspace, job_id: str):
     return job
 
 
-def _record(job) -> dict:
+def _record(job: Job) -> dict[str, Any]:
     from dataclasses import asdict
 
     return asdict(job)

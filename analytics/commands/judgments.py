@@ -13,13 +13,14 @@ building the parser for another command stays fast; ``..cli`` is imported late t
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from analytics.judging import LABELS
+from analytics._choices import LABELS
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     judge = subparsers.add_parser("judge", help="store one judgment: a model is invariant, borderline or variant")
     judge.add_argument("--annotator", required=True, help="who judges")
@@ -59,9 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_json_option(parser)
 
 
-def run_judge(args: argparse.Namespace) -> dict:
+def run_judge(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.judging import add_judgment
-
 
     judgment = add_judgment(
         open_workspace(args),
@@ -76,10 +76,9 @@ def run_judge(args: argparse.Namespace) -> dict:
     return judgment.to_dict()
 
 
-def run_agreement(args: argparse.Namespace) -> dict:
+def run_agreement(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.exceptions import NotFoundError
     from analytics.judging import AGREEMENT_BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, latest_judgments, measure_agreement
-
 
     workspace = open_workspace(args)
     if args.suite_id is not None and workspace.query_one("SELECT 1 FROM suites WHERE id = ?", (args.suite_id,)) is None:
@@ -90,9 +89,8 @@ def run_agreement(args: argparse.Namespace) -> dict:
     return {"suite": args.suite_id, **agreement.to_dict()}
 
 
-def run_coverage(args: argparse.Namespace) -> dict:
+def run_coverage(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.comparison import suite_coverage
-
 
     result = suite_coverage(
         open_workspace(args),

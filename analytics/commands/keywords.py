@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
+from analytics._choices import VOCABULARIES
 from analytics.exceptions import InvalidInputError
-from analytics.keywords import VOCABULARIES
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
+
+if TYPE_CHECKING:
+    from analytics.workspace import Workspace
 
 PATCH, FILE, SCENES = "classifier-patch", "precomputed", "scene-models"
 BACKEND_CHOICES = (PATCH, FILE, SCENES)
@@ -47,7 +51,7 @@ BACKEND_OPTIONS = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("keywords", help="build keyword tables of the targets and the pool (classifier, keyword file or scene models)")
     add_workspace_option(parser)
@@ -80,14 +84,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_keywords)
 
 
-def run_keywords(args: argparse.Namespace) -> dict:
+def run_keywords(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.keywords import load_keyword_table, table_summary
-
 
     _check_options(args)
     workspace = open_workspace(args)
     kinds = ITEMS[args.items]
-    result: dict = {"backend": args.backend}
+    result: dict[str, Any] = {"backend": args.backend}
     if args.backend == FILE:
         report = _import_file(workspace, args, kinds)
         tables, warnings = report.tables, report.warnings
@@ -113,7 +116,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise InvalidInputError(f"{', '.join(foreign)} do not apply to --backend {args.backend}; drop them or pick the backend they belong to")
 
 
-def _import_file(workspace, args: argparse.Namespace, kinds: tuple[str, ...]):
+def _import_file(workspace: Workspace, args: argparse.Namespace, kinds: tuple[str, ...]) -> Any:
     from analytics.keywords import import_keyword_table, read_keyword_file, read_row_names
 
     if not args.file:
@@ -127,22 +130,24 @@ def _import_file(workspace, args: argparse.Namespace, kinds: tuple[str, ...]):
     return import_keyword_table(workspace, table, item_kinds=kinds, row_names=read_row_names(args.row_names) if args.row_names else None)
 
 
-def _compute(workspace, args: argparse.Namespace, kinds: tuple[str, ...]) -> dict[str, str]:
+def _compute(workspace: Workspace, args: argparse.Namespace, kinds: tuple[str, ...]) -> dict[str, str]:
     from analytics.keywords import build_keyword_tables
 
     from .data import StepBars
 
     backend = _patch_backend(workspace, args) if args.backend == PATCH else _scene_backend(args)
     bars = StepBars()
+
+    def progress(done: int, total: int, kind: str = "", /) -> None:  # one bar per item kind: "targets", "backgrounds"
+        bars.update(done, total, f"{kind}s")
+
     try:
-        return build_keyword_tables(
-            workspace, backend, item_kinds=kinds, batch_size=args.batch_size, progress=lambda done, total, kind="": bars.update(done, total, f"{kind}s")
-        )
+        return build_keyword_tables(workspace, backend, item_kinds=kinds, batch_size=args.batch_size, progress=progress)
     finally:
         bars.close()
 
 
-def _patch_backend(workspace, args: argparse.Namespace):
+def _patch_backend(workspace: Workspace, args: argparse.Namespace) -> Any:
     from analytics.data import list_classes
     from analytics.keywords import ClassifierPatchBackend
     from analytics.models import load_model
@@ -154,7 +159,7 @@ def _patch_backend(workspace, args: argparse.Namespace):
     return ClassifierPatchBackend(model, batch_size=args.batch_size, exclude_classes=list_classes(workspace), **options)
 
 
-def _scene_backend(args: argparse.Namespace):
+def _scene_backend(args: argparse.Namespace) -> Any:
     from analytics.keywords import SceneModelsBackend
 
     missing = [flag for flag, value in (("--ade20k-encoder", args.ade20k_encoder), ("--ade20k-decoder", args.ade20k_decoder), ("--places365", args.places365)) if not value]
@@ -170,6 +175,6 @@ def _scene_backend(args: argparse.Namespace):
     return SceneModelsBackend(args.ade20k_encoder, args.ade20k_decoder, args.places365, device=args.device, batch_size=args.batch_size, **options)
 
 
-def _given(**options) -> dict:
+def _given(**options: Any) -> dict[str, Any]:
     """The options the user gave (None = not given: the backend's own default applies)."""
     return {key: value for key, value in options.items() if value is not None}

@@ -13,21 +13,22 @@ subcommands start fast.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from analytics._choices import RESIZE_FILTERS
 from analytics.exceptions import InvalidInputError
-from analytics.workspace import Workspace
 
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 
 if TYPE_CHECKING:
     from analytics.models import ModelSpec
+    from analytics.workspace import Workspace
 
 LITE_ARCHS = {f"efficientnet-lite{v}": v for v in (0, 1, 2)}
 TIMM_PREFIX = "timm:"  # --arch timm:resnet18 (timm and torchvision share names such as resnet18)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     add = subparsers.add_parser("add-model", help="register a model (EfficientNet-Lite, torchvision or timm + checkpoint, transformers folder, ONNX, TorchScript)")
     add.add_argument("--name", help="name in the registry (default: the architecture for EfficientNet-Lite)")
@@ -56,10 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_run)
 
 
-def add_registration_options(parser: argparse.ArgumentParser, *, arch_required: bool) -> None:
+def add_registration_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, arch_required: bool) -> None:
     """The options of ``add-model`` that say what to register (``check`` registers its candidate with them)."""
-    from analytics.models import RESIZE_FILTERS
-
     parser.add_argument(
         "--arch", required=arch_required,
         help="efficientnet-lite0/1/2, a torchvision architecture (resnet18, vit_b_16, …), timm:NAME (a timm architecture), 'transformers', 'onnx' or 'torchscript'",
@@ -96,10 +95,10 @@ def _three_numbers(text: str) -> tuple[float, float, float]:
         values = ()
     if len(values) != 3:
         raise argparse.ArgumentTypeError(f"expected three numbers R,G,B such as 0.485,0.456,0.406; got {text!r}")
-    return values  # type: ignore[return-value]
+    return values
 
 
-def run_add_model(args: argparse.Namespace) -> dict:
+def run_add_model(args: argparse.Namespace) -> dict[str, Any]:
     return register_from_args(open_workspace(args, create=True), args.name, args).summary()
 
 
@@ -154,23 +153,20 @@ def register_from_args(workspace: Workspace, name: str | None, args: argparse.Na
     )
 
 
-def run_list_models(args: argparse.Namespace) -> list[dict]:
+def run_list_models(args: argparse.Namespace) -> list[dict[str, Any]]:
     from analytics.models import list_models
-
 
     return [spec.summary() for spec in list_models(open_workspace(args))]
 
 
-def run_evaluate(args: argparse.Namespace) -> dict:
+def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.inference import evaluate
-
 
     return evaluate(open_workspace(args), args.model, device=args.device, batch_size=args.batch_size).to_dict()
 
 
-def run_run(args: argparse.Namespace) -> dict | list[dict]:
+def run_run(args: argparse.Namespace) -> dict[str, Any] | list[dict[str, Any]]:
     from analytics.runs import list_runs, start_runs
-
 
     workspace = open_workspace(args)
     with ProgressBar("run", unit="img") as progress:

@@ -12,26 +12,18 @@ paper's Figure 9 on its keyword file: keywords per image grow for four levels, t
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
+from analytics._choices import ALGORITHM_NAMES, DEFAULT_ALGORITHM, DEFAULT_MAX_LEN, DEFAULT_MAXITS, DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics.exceptions import InvalidInputError
-from analytics.keywords import KeywordTable, list_keyword_tables, load_keyword_table, read_keyword_file
-from analytics.ontology import (
-    ALGORITHMS,
-    DEFAULT_ALGORITHM,
-    DEFAULT_MAX_LEN,
-    DEFAULT_MAXITS,
-    DEFAULT_MIN_CONFIDENCE,
-    DEFAULT_MIN_SUPPORT,
-    build_ontology,
-    expand_table,
-    level_statistics,
-    save_ontology,
-)
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
+if TYPE_CHECKING:
+    from analytics.keywords import KeywordTable
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     ontology = subparsers.add_parser("ontology", help="mine frequent itemsets, rules and the keyword ontology")
     expand = subparsers.add_parser("expand", help="keyword expansion statistics per level (paper Figure 9)")
@@ -55,7 +47,7 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_mining_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--algorithm", choices=sorted(ALGORITHMS), default=DEFAULT_ALGORITHM, help=f"frequent-itemset miner (default {DEFAULT_ALGORITHM})")
+    parser.add_argument("--algorithm", choices=sorted(ALGORITHM_NAMES), default=DEFAULT_ALGORITHM, help=f"frequent-itemset miner (default {DEFAULT_ALGORITHM})")
     parser.add_argument(
         "--min-support",
         type=float,
@@ -77,17 +69,20 @@ def _add_mining_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_ontology(args: argparse.Namespace) -> dict:
+def run_ontology(args: argparse.Namespace) -> dict[str, Any]:
+    from analytics.ontology import build_ontology, save_ontology
+
     tables, names = _tables(args)
     ontology = build_ontology(tables, **_mining(args))
-    result = dict(ontology.summary)
+    result: dict[str, Any] = dict(ontology.summary)
     if names:
-
         result["ontology"] = save_ontology(open_workspace(args), ontology, tables=names)
     return result
 
 
-def run_expand(args: argparse.Namespace) -> list[dict]:
+def run_expand(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from analytics.ontology import build_ontology, expand_table, level_statistics
+
     tables, _ = _tables(args)
     ontology = build_ontology(tables, **_mining(args))
     expansions = [e for table in tables for e in expand_table(ontology, table, maxits=args.maxits, minkws=args.minkws)]
@@ -98,7 +93,7 @@ def run_expand(args: argparse.Namespace) -> list[dict]:
     ]
 
 
-def _mining(args: argparse.Namespace) -> dict:
+def _mining(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "algorithm": args.algorithm,
         "min_support": args.min_support,
@@ -109,6 +104,8 @@ def _mining(args: argparse.Namespace) -> dict:
 
 def _tables(args: argparse.Namespace) -> tuple[list[KeywordTable], list[str]]:
     """The keyword tables to mine, and their workspace names (empty for a file)."""
+    from analytics.keywords import list_keyword_tables, load_keyword_table, read_keyword_file
+
     if args.keywords:
         if args.workspace or args.table:
             raise InvalidInputError("give --keywords FILE or --workspace DIR [--table NAME], not both")

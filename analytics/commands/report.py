@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``report`` subcommand."""
 
     parser = subparsers.add_parser(
@@ -28,13 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_report)
 
 
-def run_report(args: argparse.Namespace) -> dict:
+def run_report(args: argparse.Namespace) -> dict[str, Any]:
     """Write the report to ``--out`` (a tqdm bar over the sections on stderr); returns out, bytes, model and compare."""
     from tqdm import tqdm
 
     from analytics.exceptions import InvalidInputError
     from analytics.findings import SECTIONS, build_report
-
 
     out = Path(args.out)
     if out.is_dir():

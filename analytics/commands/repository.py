@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("repository", help="a model repository: register a manifest of checkpoints, run it over a suite, follow it")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -44,9 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_json_option(action)
 
 
-def repository_add(args: argparse.Namespace) -> dict:
+def repository_add(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.repository import add_repository
-
 
     return add_repository(open_workspace(args), args.manifest, name=args.name, replace=args.replace).as_dict()
 
@@ -58,17 +58,15 @@ def _model_list(text: str) -> list[str]:
     return names
 
 
-def repository_create(args: argparse.Namespace) -> dict:
+def repository_create(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.repository import create_repository
-
 
     record = create_repository(open_workspace(args), args.name, args.models)
     return {"repository": args.name, "models": record["models"]}
 
 
-def repository_run(args: argparse.Namespace) -> dict:
+def repository_run(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.repository import run_repository
-
 
     with ProgressBar(f"repository {args.name}", unit="model") as progress:
         return run_repository(
@@ -77,9 +75,8 @@ def repository_run(args: argparse.Namespace) -> dict:
         )  # fmt: skip
 
 
-def repository_status(args: argparse.Namespace) -> dict:
+def repository_status(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.repository import repository_status as status_table
-
 
     table = status_table(open_workspace(args), args.name, args.suite, top_k=args.top_k)
     records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in table.to_dict("records")]

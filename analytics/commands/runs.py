@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
-from analytics.runs import MATRIX_SIGNALS, SIGNALS
-from analytics.variance import DEFAULT_K, DEFAULT_MATRIX_GRID, PRESETS, WINDOW_SHAPES, MatrixSettings
+from analytics._choices import DEFAULT_K, DEFAULT_MATRIX_GRID, MATRIX_SIGNALS, PRESETS, SIGNALS, WINDOW_SHAPES
 
 from ._options import add_json_option, add_workspace_option, comma_list, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     listing = subparsers.add_parser("runs", help="list test runs with accuracy, worst-case accuracy and whether they are stale")
     listing.add_argument("--model", help="only runs of this model")
@@ -58,18 +58,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     matrices.set_defaults(handler=run_export)
 
 
-def run_list(args: argparse.Namespace) -> list[dict]:
+def run_list(args: argparse.Namespace) -> list[dict[str, Any]]:
     from analytics.runs import list_runs
-
 
     table = list_runs(open_workspace(args), model=args.model, suite_id=args.suite)
     return [{key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in record.items()} for record in table.to_dict("records")]
 
 
-def run_export(args: argparse.Namespace) -> dict:
+def run_export(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.exceptions import NotFoundError
     from analytics.runs import export_run, run_matrices, suite_colour_scale
-
+    from analytics.variance import MatrixSettings
 
     workspace = open_workspace(args)
     settings = MatrixSettings.of(args.preset, grid=args.grid, window=args.window, sigma=args.sigma, k=args.k, window_shape=args.window_shape)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from analytics.exceptions import InvalidInputError
 
@@ -22,7 +23,7 @@ from ._options import add_device_option, add_json_option, add_workspace_option, 
 REPORTED = ("iou", "pointing_game", "inside_share", "insertion_auc", "deletion_auc")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("saliency", help="attribution maps of a model on the first N targets, scored against their masks")
     parser.add_argument("--model", required=True, help="registered model name")
@@ -43,12 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_saliency)
 
 
-def run_saliency(args: argparse.Namespace) -> dict:
+def run_saliency(args: argparse.Namespace) -> dict[str, Any]:
     from analytics._validation import check_choice, check_positive_int
     from analytics.data import list_class_mappings, list_targets, load_targets
     from analytics.models import load_model
     from analytics.saliency import METHODS, explain
-
 
     method = check_choice(args.method, "--method", METHODS)
     settings = parse_settings(method, args.settings)
@@ -76,12 +76,12 @@ def run_saliency(args: argparse.Namespace) -> dict:
     return {"method": method, **{key: summary[key] for key in REPORTED}}
 
 
-def parse_settings(method: str, pairs: Sequence[str]) -> dict:
+def parse_settings(method: str, pairs: Sequence[str]) -> dict[str, Any]:
     """``["n_steps=16", "reduce=sum"]`` → ``{"n_steps": 16, "reduce": "sum"}``, typed by the method's settings."""
     from analytics.saliency import METHODS
 
     numeric = {s.name: s for s in METHODS[method].settings}
-    settings: dict = {}
+    settings: dict[str, Any] = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
         if not sep or name not in {*numeric, "reduce", "normalize"}:

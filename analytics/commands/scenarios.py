@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from analytics.exceptions import InvalidInputError
-from analytics.workspace import to_csv
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("scenarios", help="XIMAGENET-12 scenarios: accuracy, robustness score and regression per model")
     parser.add_argument("--models", required=True, metavar="A,B", help="registered model names, comma-separated")
@@ -45,18 +45,17 @@ def _names(text: str | None, flag: str) -> list[str] | None:
     return names
 
 
-def run_scenarios(args: argparse.Namespace) -> dict:
+def run_scenarios(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
     from analytics.robustness import evaluate_scenarios, robustness_scores, scenario_accuracy, scenario_regression
-
+    from analytics.workspace import to_csv
 
     workspace = open_workspace(args)
-    models = _names(args.models, "--models")
+    models = _names(args.models, "--models") or []  # required: argparse never leaves it None
     if args.csv and not Path(args.csv).parent.is_dir():
         raise InvalidInputError(f"--csv {args.csv}: folder {Path(args.csv).parent} does not exist; create it or choose another path")
     with tqdm(total=0, unit="img", desc="scenarios", file=sys.stderr, disable=not sys.stderr.isatty()) as bar:
-
         def progress(done: int, total: int, _message: str = "") -> None:
             bar.total = total
             bar.update(done - bar.n)

@@ -25,18 +25,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
-from analytics.ontology import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
-from analytics.suites import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORERS, SAMPLERS
+from analytics._choices import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORER_NAMES, SAMPLER_NAMES
 
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, comma_list, open_workspace
 
+if TYPE_CHECKING:
+    from analytics.workspace import Workspace
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = subparsers.add_parser("suite", help="sample and save N backgrounds per target (a test suite)")
     add_workspace_option(parser)
-    parser.add_argument("--method", choices=list(SAMPLERS), required=True, help="sampling method")
+    parser.add_argument("--method", choices=list(SAMPLER_NAMES), required=True, help="sampling method")
     parser.add_argument("--n", type=int, default=32, help="backgrounds per target (default 32)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--name", default="", metavar="TEXT", help="a name to call the suite by (default: method, N, seed and targets)")
@@ -47,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--background-table", metavar="NAME", help="keyword table of the pool (default: the newest)")
     parser.add_argument("--ontology", metavar="ID", help="ontology id for --method ontology (default: the newest mined from the keyword tables, mined now if none)")
     parser.add_argument("--keyword-model", metavar="NAME", help="ImageNet classifier for keywords computed on the fly (default: first EfficientNet-Lite)")
-    parser.add_argument("--realism", choices=list(REALISM_SCORERS), default=DEFAULT_REALISM, help=f"realism scorer (default {DEFAULT_REALISM})")
+    parser.add_argument("--realism", choices=list(REALISM_SCORER_NAMES), default=DEFAULT_REALISM, help=f"realism scorer (default {DEFAULT_REALISM})")
     parser.add_argument("--realism-threshold", type=float, default=DEFAULT_REALISM_THRESHOLD, help=f"minimum realism score in [0, 1] (default {DEFAULT_REALISM_THRESHOLD}; 0 accepts all)")
     parser.add_argument("--no-top-up", action="store_true", help="keyword methods: leave a target's suite short instead of topping it up at random")
     parser.add_argument(
@@ -63,9 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.set_defaults(handler=run_list)
 
 
-def run_suite(args: argparse.Namespace) -> dict:
-    from analytics.suites import build_suite, check_suite_name, ensure_ontology, screening_warning, suite_labels_of, suite_stats
-
+def run_suite(args: argparse.Namespace) -> dict[str, Any]:
+    from analytics.suites import SAMPLERS, build_suite, check_suite_name, ensure_ontology, screening_warning, suite_labels_of, suite_stats
 
     workspace = open_workspace(args)
     name = check_suite_name(args.name)  # before any slow step
@@ -74,6 +76,7 @@ def run_suite(args: argparse.Namespace) -> dict:
     if sampler.needs_keywords:
         tables = _keyword_tables(workspace, args)
     if sampler.needs_ontology and args.ontology is None:
+        assert tables is not None  # a sampler that needs the ontology needs keywords (analytics.suites.SAMPLERS)
         ontology, built = ensure_ontology(workspace, tables)
         if built:
             _say(
@@ -125,15 +128,16 @@ def run_suite(args: argparse.Namespace) -> dict:
     }
 
 
-def run_list(args: argparse.Namespace) -> list[dict]:
+def run_list(args: argparse.Namespace) -> list[dict[str, Any]]:
     from analytics.suites import list_suites
 
     table = list_suites(open_workspace(args))
     table["classes"] = [list(c) for c in table["classes"]]
-    return table.to_dict("records")
+    records: list[dict[str, Any]] = table.to_dict("records")
+    return records
 
 
-def _keyword_tables(workspace, args: argparse.Namespace) -> dict[str, str]:
+def _keyword_tables(workspace: Workspace, args: argparse.Namespace) -> dict[str, str]:
     from analytics.suites import ensure_keyword_tables
 
     given = {kind: name for kind, name in (("target", args.target_table), ("background", args.background_table)) if name}

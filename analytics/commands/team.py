@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from typing import Any
+
+from analytics._choices import ROLES
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    from analytics.team import ROLES
-
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     user = subparsers.add_parser("user", help="team-mode accounts: add, list, passwd, disable, enable, role")
     actions = user.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -82,53 +83,47 @@ def read_password(args: argparse.Namespace) -> str:
     return first
 
 
-def run_add(args: argparse.Namespace) -> dict:
+def run_add(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.team import add_user
-
 
     password = read_password(args)
     user = add_user(open_workspace(args, create=True), args.name, args.role, password)
     return {"user": user.name, "role": user.role}
 
 
-def run_passwd(args: argparse.Namespace) -> dict:
+def run_passwd(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.team import set_password
-
 
     password = read_password(args)
     set_password(open_workspace(args), args.name, password)
     return {"user": args.name, "password_changed": True}
 
 
-def run_disable(args: argparse.Namespace) -> dict:
+def run_disable(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.team import disable_user
-
 
     disable_user(open_workspace(args), args.name)
     return {"user": args.name, "disabled": True}
 
 
-def run_enable(args: argparse.Namespace) -> dict:
+def run_enable(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.team import enable_user
-
 
     enable_user(open_workspace(args), args.name)
     return {"user": args.name, "disabled": False}
 
 
-def run_role(args: argparse.Namespace) -> dict:
+def run_role(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.team import set_role
-
 
     user = set_role(open_workspace(args), args.name, args.role)
     return {"user": user.name, "role": user.role}
 
 
-def run_list(args: argparse.Namespace) -> dict:
+def run_list(args: argparse.Namespace) -> dict[str, Any]:
     from dataclasses import asdict
 
     from analytics.team import list_users
-
 
     return {"users": [asdict(user) for user in list_users(open_workspace(args))]}
 
@@ -152,7 +147,7 @@ def run_serve(args: argparse.Namespace) -> int:
     os.execve(plan.command[0], plan.command, os.environ | plan.env)
 
 
-def run_serve_check(args: argparse.Namespace) -> dict | int:
+def run_serve_check(args: argparse.Namespace) -> dict[str, Any] | int:
     from analytics.team import check_team_ready, streamlit_arguments, team_mode
     from analytics.workspace import default_workspace_path
 

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
+
+from analytics._choices import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES, DEFAULT_ZOO_SEEDS
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analytics._progress import Progress
+    from analytics.workspace import Workspace
 
 LABEL_SOURCES = ("human", "construction")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    from analytics.zoo import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES, DEFAULT_ZOO_SEEDS
-
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     zoo = subparsers.add_parser("zoo", help="train the model zoo: heads with a controlled background reliance, and the figure-8 family")
     zoo.add_argument("--strengths", type=float, nargs="+", default=list(DEFAULT_STRENGTHS), metavar="S", help="background-class strengths in [0, 1] (default 0 0.25 0.5 0.75 1)")
@@ -71,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_json_option(parser)
 
 
-def run_zoo(args: argparse.Namespace) -> dict:
+def run_zoo(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.zoo import build_zoo
 
     from .data import StepBars
@@ -103,7 +110,7 @@ def run_zoo(args: argparse.Namespace) -> dict:
     }
 
 
-def run_assess(args: argparse.Namespace) -> dict:
+def run_assess(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.assessor import FEATURE_SETS, evaluate_assessors
 
     from .data import StepBars
@@ -122,7 +129,7 @@ def run_assess(args: argparse.Namespace) -> dict:
     }  # fmt: skip
 
 
-def _labels(workspace, source: str, suite_id: str | None):
+def _labels(workspace: Workspace, source: str, suite_id: str | None) -> tuple[str | None, pd.Series]:
     """(suite, labels): human labels (consensus, else majority) on the suite (default: the most judged one), or the
     zoo's construction labels (suite left to :func:`analytics.zoo.assessment_input`), as a Series
     indexed by model."""
@@ -152,7 +159,7 @@ def _labels(workspace, source: str, suite_id: str | None):
     return suite_id, labels
 
 
-def _assessment_input(workspace, labels, suite_id: str | None, args: argparse.Namespace, progress):
+def _assessment_input(workspace: Workspace, labels: pd.Series, suite_id: str | None, args: argparse.Namespace, progress: Progress | None) -> Any:
     from analytics.zoo import assessment_input
 
     return assessment_input(

@@ -1,4 +1,4 @@
-"""Neuron coverage of a suite on a model: how diverse are its images (DESIGN §1.11)?
+"""Neuron coverage of a suite on a model: how diverse are its images (docs/method.md, 'Neuron coverage')?
 
 Neuron coverage (Pei et al., "DeepXplore", SOSP 2017): for each input, a layer's output is min-max
 scaled to [0, 1] *within that layer for that input*; a neuron is covered when its scaled activation

@@ -1,5 +1,5 @@
 """Which sampling method makes the best test suites? Diversity, agreement and consistency per method
-(DESIGN §1.11–§1.12; Liao & Chen, Table 1).
+(docs/method.md, 'Method comparison'; Liao & Chen, Table 1).
 
 For one model, every compared method gets suites built with several seeds (``n`` backgrounds per
 target, seeds ``seeds``); the model runs on each suite. Per method the table reports:

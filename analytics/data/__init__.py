@@ -2,6 +2,8 @@
 classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a background).
 """
 
+from analytics._choices import COCO, TARGET_LAYOUTS
+
 from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, extracted, layout_root
 from .classes import (
     N_IMAGENET,
@@ -15,7 +17,7 @@ from .classes import (
     set_class_mapping,
     targets_stamp,
 )
-from .coco import COCO, DEFAULT_MIN_AREA, TARGET_LAYOUTS, read_coco
+from .coco import DEFAULT_MIN_AREA, read_coco
 from .compose import (
     Cutout,
     composite,

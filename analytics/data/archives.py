@@ -17,13 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from analytics._choices import LAYOUTS, VOC
 from analytics.exceptions import InvalidInputError
 
 from .images import IMAGE_SUFFIXES, is_image_file
 
-LAYOUTS = ("folder", "bgchallenge", "cutouts")
 POOL = "pool"  # layout_root's name for a background pool: photos directly in the folder
-VOC = "voc"  # Pascal VOC instance masks (analytics.data.voc), found by layout_root like the folder layouts
 LAYOUT_PATTERNS = {
     "folder": "images/<class>/<photo> (with masks/<class>/<photo stem>.png)",
     "bgchallenge": "original/val/<class>/<photo> (with fg_mask/val/<class>/<photo stem>.npy)",

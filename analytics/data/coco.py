@@ -24,19 +24,15 @@ from pathlib import Path
 import numpy as np
 from pycocotools import mask as coco_mask
 
+from analytics._choices import DEFAULT_MIN_AREA
 from analytics._validation import check_fraction
 from analytics.exceptions import InvalidInputError
 
-from .archives import LAYOUTS, VOC, extracted, is_hidden
+from .archives import extracted, is_hidden
 from .datasets import DEFAULT_IMAGE_SIZE, Target
 from .images import fit_target, read_image
 from .results import ImportResult
 
-COCO = "coco"
-#: Every target layout a user picks from: the folder layouts of :func:`read_targets`, then COCO and
-#: Pascal VOC instance masks (:func:`analytics.data.voc.read_voc`).
-TARGET_LAYOUTS = (*LAYOUTS, COCO, VOC)
-DEFAULT_MIN_AREA = 0.01
 #: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
 EDGE_TOLERANCE = 0.5
 

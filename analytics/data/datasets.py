@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -370,7 +370,7 @@ def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
 
 
 # -- workspace tables ------------------------------------------------------------------------
-def add_classes(workspace: Workspace, classes: dict[str, ClassMapping | Sequence[int]], *, conn=None) -> None:
+def add_classes(workspace: Workspace, classes: Mapping[str, ClassMapping | Sequence[int]], *, conn=None) -> None:
     """Register classes with their mappings (see :mod:`analytics.data.classes`), or just ImageNet-1k indices.
 
     An empty mapping (``ClassMapping()`` or ``[]``) registers an unmapped class.
@@ -398,7 +398,7 @@ def list_classes(workspace: Workspace) -> dict[str, list[int]]:
 
 
 def add_targets(
-    workspace: Workspace, targets: Sequence[Target], *, classes: dict[str, ClassMapping | Sequence[int]] | None = None
+    workspace: Workspace, targets: Sequence[Target], *, classes: Mapping[str, ClassMapping | Sequence[int]] | None = None
 ) -> int:
     """Store targets (and any new classes with their mappings, see :func:`add_classes`) in one transaction.
 

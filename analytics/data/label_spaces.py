@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from analytics._choices import IN9_CLASSES
 from analytics.exceptions import InvalidInputError
 
-# IN-9 (Xiao et al., "Noise or Signal", 2020): the 9 super-classes and the WordNet synsets that
-# define them, in the order of their output index.
-IN9_CLASSES = ("dog", "bird", "vehicle", "reptile", "carnivore", "insect", "instrument", "primate", "fish")
+# IN-9 (Xiao et al., "Noise or Signal", 2020): the WordNet synsets that define the 9 super-classes
+# (analytics._choices.IN9_CLASSES), in the order of their output index.
 IN9_SYNSETS = ("n02084071", "n01503061", "n04576211", "n01661091", "n02075296", "n02159955", "n03800933", "n02469914", "n02512053")
 
 # ImageNet-1k index ranges (inclusive) of each IN-9 class in the Backgrounds Challenge's published

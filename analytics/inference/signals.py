@@ -1,4 +1,4 @@
-"""The per-image signals of one batch (§1.6 of DESIGN), from a model's outputs to ``run_images`` rows.
+"""The per-image signals of one batch (docs/method.md, 'Signals'), from a model's outputs to ``run_images`` rows.
 
 :class:`BatchSignals` computes them on the model's device and, on CUDA, copies them to the host
 asynchronously, so :mod:`~analytics.inference.engine` builds and stores one batch's rows while the

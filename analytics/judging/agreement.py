@@ -1,4 +1,4 @@
-"""How far annotators agree about models (DESIGN §1.10).
+"""How far annotators agree about models (docs/method.md, 'Judgments and agreement').
 
 Every function takes the judgments that count — one row per (annotator, model), as returned by
 :func:`analytics.judging.judgments.latest_judgments` for one suite (judgments are made per suite: the same

@@ -1,4 +1,4 @@
-"""Judgments: an analyst's decision that a model is invariant, borderline or variant (DESIGN §1.10).
+"""Judgments: an analyst's decision that a model is invariant, borderline or variant (docs/method.md, 'Judgments and agreement').
 
 Judgments live in the workspace table ``judgments`` and keep their history: changing a judgment
 adds a new row. A judgment belongs to a suite (the suite whose matrices were judged; given, or the
@@ -21,15 +21,13 @@ from typing import Any
 
 import pandas as pd
 
+from analytics._choices import LABELS
 from analytics._validation import check_choice, check_fraction
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.team import allowed, require_permission
 from analytics.workspace import Workspace, model_keys, now
 
 from .assignments import may_judge
-
-LABELS: tuple[str, ...] = ("invariant", "borderline", "variant")
-"""The labels, ordered from least to most background reliance."""
 
 COLUMNS: list[str] = ["id", "annotator", "model", "run_id", "suite_id", "label", "confidence", "note", "created", "model_key"]
 

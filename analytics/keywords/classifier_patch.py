@@ -38,6 +38,7 @@ import cv2
 import numpy as np
 import torch
 
+from analytics._choices import VOCABULARIES
 from analytics._threads import cpu_count, cv2_single_threaded, prefetched
 from analytics._validation import check_choice, check_fraction, check_image_batch, check_positive_int
 from analytics.data import LabelSpace
@@ -96,9 +97,6 @@ SCENE_GROUPS: dict[str, dict[int, str]] = {
 }  # fmt: skip
 #: All classes of :data:`SCENE_GROUPS` (index -> name).
 SCENE_CLASSES: dict[int, str] = {index: name for group in SCENE_GROUPS.values() for index, name in group.items()}
-#: ``vocabulary`` options of :class:`ClassifierPatchBackend`: ``scene`` (:data:`SCENE_CLASSES`),
-#: ``all`` (every output), ``auto`` (``scene`` for an ImageNet-1k label space, else ``all``).
-VOCABULARIES = ("auto", "scene", "all")
 IMAGENET_CLASSES = 1000
 FILL_DILATION = 0.02  # share of the image side by which the object mask grows before filling
 MAX_FILL_SHARE = 0.5  # patch views with more fill than this are dropped

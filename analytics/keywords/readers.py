@@ -5,7 +5,7 @@ Three file formats are read by :func:`read_keyword_file`:
 * **reference HDF5** (the paper's ``bgdb_items_val.hdf5``): dataset ``val/data``, float32 of shape
   (n, 1 + 150 + 365) = [label, 150 ADE20K pixel shares, 365 Places365 logits]. Keyword names come
   from ``object150_info.csv`` (column ``Name``, first synonym before ``;``) and
-  ``categories_places365.txt`` found next to the file (or passed explicitly). Presence (DESIGN §1.1):
+  ``categories_places365.txt`` found next to the file (or passed explicitly). Presence (docs/method.md, 'Scene keywords'):
   an ADE20K object is present when its pixel share exceeds ``min_share`` (1 %; the shares may be
   stored as fractions or percentages, detected from their range); a Places365 scene is present when
   it is among the ``places_top_k`` largest logits (the softmax is monotone, so top-k of the logits

@@ -1,6 +1,6 @@
 """ADE20K + Places365 keywords from the published checkpoints (the paper's reference setup).
 
-Liao & Chen describe each image by a scene-understanding model's keywords (DESIGN §1.1): the 150
+Liao & Chen describe each image by a scene-understanding model's keywords (docs/method.md, 'Scene keywords'): the 150
 ADE20K classes of a semantic-segmentation network, present when they cover more than 1 % of the
 pixels, plus the 365 Places365 scene categories of a scene classifier, present when among the top
 k of its softmax (the paper keeps the arg-max, its code the top 5). No such weights exist in any

@@ -8,6 +8,8 @@ statistics), :mod:`.loaded` (running a model), :mod:`.registry` (registering, re
 :mod:`.libraries` (registering timm, transformers and ONNX models).
 """
 
+from analytics._choices import RESIZE_FILTERS
+
 from .checkpoints import (
     CHECKPOINT_DIR,
     read_state_dict,
@@ -51,7 +53,7 @@ from .spec import (
     get_model_spec,
     list_models,
 )
-from .transforms import INTERPOLATIONS, RESAMPLERS, RESIZE_FILTERS, ImageTransform, resize_images
+from .transforms import INTERPOLATIONS, RESAMPLERS, ImageTransform, resize_images
 
 __all__ = [
     "CHECKPOINT_DIR",

@@ -24,6 +24,7 @@ import warnings
 import torch
 from torch import nn
 
+from analytics._optional import import_optional
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
@@ -157,7 +158,7 @@ def conv_map_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
 
 
 def _timm_problem(spec: ModelSpec) -> str | None:
-    import timm  # heavy: only for timm specs
+    timm = import_optional("timm", extra="timm")  # heavy: only for timm specs
 
     with torch.device("meta"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

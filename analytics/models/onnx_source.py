@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from analytics._optional import import_optional
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
@@ -78,7 +79,7 @@ def read_onnx_graph(path: Path) -> OnnxGraph:
         Not an ONNX file, external weights, operators of another domain, not one float image input
         of shape (n, 3, s, s) or (n, s, s, 3), or a first output that is not (n, classes).
     """
-    import onnx  # imported only when an ONNX model is read
+    onnx = import_optional("onnx", extra="onnx")  # imported only when an ONNX model is read
 
     if not path.is_file():
         raise InvalidInputError(f"{path}: ONNX file not found")
@@ -141,7 +142,7 @@ class _OnnxClassifier(nn.Module):
         self._sessions: dict[str, object] = {}
 
     def _session(self, device: torch.device):
-        import onnxruntime as ort  # imported only when an ONNX model runs
+        ort = import_optional("onnxruntime", extra="onnx")  # imported only when an ONNX model runs
 
         provider = "CUDAExecutionProvider" if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers() else "CPUExecutionProvider"
         if provider not in self._sessions:

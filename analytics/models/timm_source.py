@@ -26,12 +26,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from analytics._choices import RESIZE_FILTERS
+from analytics._optional import import_optional
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
 from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
 from .spec import ModelSpec
-from .transforms import RESIZE_FILTERS, ImageTransform
+from .transforms import ImageTransform
 
 #: timm's eval-transform interpolations that Backdrop reproduces (Pillow's filters).
 
@@ -61,7 +63,7 @@ def build_timm(arch: str, state: Mapping[str, torch.Tensor], path: Path, input_s
     """``timm.create_model(arch, pretrained=False)`` sized for the checkpoint, its weights loaded:
     (network in eval mode, classifier name). ``input_size`` other than the architecture's is passed
     as ``img_size`` to models that take one (ViT's position embedding)."""
-    import timm  # heavy: imported only when a timm model is built
+    timm = import_optional("timm", extra="timm")  # heavy and optional: imported only when a timm model is built
 
     check_timm_arch(arch, path)
     with torch.device("meta"):  # names and configuration only: no memory, no initialisation
@@ -92,7 +94,7 @@ def build_timm(arch: str, state: Mapping[str, torch.Tensor], path: Path, input_s
 
 def check_timm_arch(arch: str, where: object) -> None:
     """Raise :class:`InvalidInputError` unless timm knows ``arch`` (``resnet18``, ``vit_tiny_patch16_224``, …)."""
-    import timm
+    timm = import_optional("timm", extra="timm")
 
     if not isinstance(arch, str) or not timm.is_model(arch):
         close = difflib.get_close_matches(str(arch), timm.list_models(), n=3)
@@ -119,7 +121,7 @@ def read_timm_transform(
         The config lacks a value and no flag gives it; a non-square input; an interpolation
         Backdrop does not reproduce.
     """
-    from timm.data import resolve_data_config
+    resolve_data_config = import_optional("timm.data", extra="timm").resolve_data_config
 
     cfg = getattr(net, "pretrained_cfg", None) or {}
     given = {"input_size": input_size, "mean": mean, "std": std}
@@ -152,7 +154,7 @@ def read_timm_transform(
 def check_timm_transform(input_size: int, transform: ImageTransform, config: Mapping, where: object) -> None:
     """Registration's check: Backdrop's preprocessing equals ``timm.data.create_transform(**config)`` on a probe image."""
     from PIL import Image
-    from timm.data import create_transform
+    create_transform = import_optional("timm.data", extra="timm").create_transform
 
     image = np.random.default_rng(0).integers(0, 256, (1, 256, 256, 3), dtype=np.uint8)
     expected = create_transform(**config)(Image.fromarray(image[0]))

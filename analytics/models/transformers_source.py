@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from analytics._optional import import_optional
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
@@ -130,15 +131,15 @@ def config_labels(config: Mapping, folder: Path) -> tuple[str, ...]:
 
 def load_transformers(folder: Path) -> nn.Module:
     """``AutoModelForImageClassification`` from a checked folder: float32, eval mode, no download, no remote code."""
-    from transformers import AutoModelForImageClassification  # heavy: only for transformers models
-    from transformers.utils import logging as hf_logging
+    transformers = import_optional("transformers", extra="transformers")  # heavy: only for transformers models
+    hf_logging = import_optional("transformers.utils.logging", extra="transformers")
 
     check_folder(folder)
     shown, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()  # "Loading weights" bars and config notices would fill a terminal or a job log
     hf_logging.set_verbosity_error()
     try:
-        model = AutoModelForImageClassification.from_pretrained(
+        model = transformers.AutoModelForImageClassification.from_pretrained(
             folder, local_files_only=True, use_safetensors=True, trust_remote_code=False, dtype=torch.float32
         )
     except (ValueError, OSError, KeyError, RuntimeError) as err:
@@ -238,7 +239,7 @@ def _processor_geometry(config: Mapping, path: Path) -> tuple[int, ImageTransfor
 def check_processor_transform(folder: Path, input_size: int, transform: ImageTransform) -> None:
     """Registration's check: Backdrop's preprocessing equals ``AutoImageProcessor.from_pretrained(folder)`` on a probe image."""
     from PIL import Image
-    from transformers import AutoImageProcessor
+    AutoImageProcessor = import_optional("transformers", extra="transformers").AutoImageProcessor
 
     try:
         processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
@@ -279,12 +280,12 @@ def transformers_feature_layer(network: _TransformersClassifier) -> nn.Module:
 def feature_map_problem(folder: Path) -> str | None:
     """Why a registered transformers model has no last convolutional map (None when it has one),
     read from its config alone (the network is built on the meta device: no memory, no weights)."""
-    from transformers import AutoConfig, AutoModelForImageClassification
+    transformers = import_optional("transformers", extra="transformers")
 
     try:
-        config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
         with torch.device("meta"):
-            model = AutoModelForImageClassification.from_config(config)
+            model = transformers.AutoModelForImageClassification.from_config(config)
         transformers_feature_layer(_TransformersClassifier(model, classifier_name(model, int(config.num_labels), folder)))
     except InvalidInputError as err:
         return str(err)

@@ -1,7 +1,7 @@
 """A model's own image transform (:class:`ImageTransform`): how the library a model comes from turns
 an image into the network's input, stored with the model's spec and reproduced by Backdrop.
 
-The sources that bring their own preprocessing (timm, transformers, ONNX; DESIGN §1.6) all do the
+The sources that bring their own preprocessing (timm, transformers, ONNX) all do the
 same four steps on a square image, each library with its own resampling code:
 
 1. resize the image to ``resize`` x ``resize`` pixels with ``interpolation``, as ``resampler`` does it:
@@ -36,9 +36,6 @@ from analytics.exceptions import InvalidInputError
 RESAMPLERS = ("pil", "torchvision", "opencv")
 #: Interpolations by name (``'area'``: OpenCV's area averaging, the ``'opencv'`` resampler only).
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming", "area")
-#: The resize filters a user may name for a timm or ONNX model (PIL's; ``add-model --interpolation``,
-#: the Models page), timm's default first; ``'area'`` is Backdrop's own resize, not a model's.
-RESIZE_FILTERS = ("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming")
 _PIL_FILTERS = {
     "nearest": Image.Resampling.NEAREST, "bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC,
     "lanczos": Image.Resampling.LANCZOS, "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING,

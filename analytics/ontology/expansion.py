@@ -1,4 +1,4 @@
-"""Keyword expansion through the ontology, level by level (DESIGN §1.3; Liao & Chen, Appendix A5).
+"""Keyword expansion through the ontology, level by level (docs/method.md, 'Keyword expansion'; Liao & Chen, Appendix A5).
 
 ::
 
@@ -28,6 +28,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from analytics._choices import DEFAULT_MAXITS
 from analytics._validation import check_choice, check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import KeywordTable
@@ -45,7 +46,6 @@ from .paths import (
 logger = logging.getLogger(__name__)
 
 EXPANSION_LEVEL_COLUMNS = ["level", "min", "mean", "max"]
-DEFAULT_MAXITS = 5
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Association ontology over scene keywords: frequent itemsets and rules with mlxtend, the graph
-and the :class:`Ontology` record (DESIGN §1.2; Liao & Chen, "Background Invariance Testing According
+and the :class:`Ontology` record (docs/method.md, 'Association ontology'; Liao & Chen, "Background Invariance Testing According
 to Semantic Proximity", §4.1.2 and Appendix A).
 
 Pipeline, one small function per step over mlxtend's shared formats::
@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from mlxtend.frequent_patterns import apriori, association_rules, fpgrowth
 
+from analytics._choices import DEFAULT_ALGORITHM, DEFAULT_MAX_LEN, DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics._validation import check_choice, check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import KeywordTable, transactions_digest
@@ -56,10 +57,6 @@ from analytics.workspace import content_id
 ALGORITHMS: dict[str, Callable[..., pd.DataFrame]] = {"apriori": apriori, "fpgrowth": fpgrowth}
 ITEMSET_COLUMNS = ["support", "itemsets"]
 RULE_COLUMNS = ["antecedents", "consequents", "antecedent support", "consequent support", "support", "confidence", "lift"]
-DEFAULT_ALGORITHM = "fpgrowth"
-DEFAULT_MIN_SUPPORT = 0.005
-DEFAULT_MIN_CONFIDENCE = 0.1
-DEFAULT_MAX_LEN = 2
 
 
 # -- parameters and result ------------------------------------------------------------------

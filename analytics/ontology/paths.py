@@ -1,4 +1,4 @@
-"""Paths in the ontology graph and their aggregated weights (DESIGN §1.3; Liao & Chen, Appendix A).
+"""Paths in the ontology graph and their aggregated weights (docs/method.md, 'Association ontology'; Liao & Chen, Appendix A).
 
 Decisions (the paper leaves them open):
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from analytics._optional import import_optional
 from analytics.exceptions import InvalidInputError
 from analytics.inference import GroupPlan, RunPlan, SuiteImage, cpu_count, finish_runs, group_rows, plan_runs, set_run_status, write_rows
 from analytics.workspace import Workspace
@@ -119,13 +120,12 @@ def connect(address: str) -> Iterator[ModuleType]:
 
     Raises
     ------
+    MissingDependencyError
+        ``ray`` is not installed (the ``[ray]`` extra).
     InvalidInputError
-        ``ray`` is not installed, or the address cannot be reached.
+        The address cannot be reached.
     """
-    try:
-        import ray  # heavy and optional: imported only when a Ray run starts
-    except ImportError:
-        raise InvalidInputError("the Ray backend needs the `ray` package: `.venv/bin/pip install -r requirements.txt`") from None
+    ray = import_optional("ray", extra="ray")  # heavy and optional: imported only when a Ray run starts
     if ray.is_initialized():
         yield ray
         return

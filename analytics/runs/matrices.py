@@ -1,5 +1,5 @@
 """The point clouds and RBF variance matrices of a run, one per signal of :data:`SIGNALS`
-(DESIGN §1.8, §1.9), or of the signals asked for (the authors' :data:`CONV_SIGNALS` among them);
+(docs/method.md, 'Point cloud' and 'RBF variance matrix'), or of the signals asked for (the authors' :data:`CONV_SIGNALS` among them);
 matrices are cached in the workspace.
 """
 
@@ -53,7 +53,7 @@ MATRIX_TARGETS = ("all", "correct")
 def run_point_clouds(
     workspace: Workspace, run_id: str, *, data: RunData | None = None, signals: Sequence[str] = tuple(SIGNALS)
 ) -> dict[str, PointCloud]:
-    """The point cloud of each signal of a run (DESIGN §1.8), keyed by ``signals`` (default :data:`SIGNALS`).
+    """The point cloud of each signal of a run (docs/method.md, 'Point cloud'), keyed by ``signals`` (default :data:`SIGNALS`).
 
     Point ``t * n(n+1) + p`` is the p-th ordered pair (j, k) of target ``data.target_ids[t]``
     (see :class:`analytics.variance.PointCloud`).
@@ -137,7 +137,7 @@ def run_matrices(
     data: RunData | None = None,
     targets: str = MATRIX_TARGETS[0],
 ) -> dict[str, VarianceMatrix]:
-    """The RBF variance matrices of a run (DESIGN §1.9), one per signal, or of its targets of ``classes``, cached in the workspace.
+    """The RBF variance matrices of a run (docs/method.md, 'RBF variance matrix'), one per signal, or of its targets of ``classes``, cached in the workspace.
 
     The cache key names the run (id and finishing time) and the settings, so a resumed or redone
     run is computed afresh.

@@ -1,7 +1,7 @@
 """Runs: one model over one suite, read back as arrays and summarised.
 
 :func:`analytics.inference.run_models` writes the ``runs`` / ``run_images`` rows; this module reads
-them (DESIGN §1.6–1.7, §1.14):
+them (docs/method.md, 'Signals', 'Semantic distance' and 'Worst-case accuracy'):
 
 * :func:`load_run` gives a finished run as rectangular arrays (:class:`RunData`): one row per
   target, column 0 its original, columns 1..n its composites;
@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics._choices import CONV_SIGNALS, MATRIX_SIGNALS, SIGNALS
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.suites import suite_labels_of
 from analytics.variance import accuracy_summary, worst_case_correct
@@ -67,24 +68,6 @@ __all__ = [
     "target_table",
 ]
 
-#: The signals of a run (``run_images`` columns), in display order, with their labels. ``max_prob`` is
-#: the authors' "confidence" (the largest softmax probability, whatever the class).
-SIGNALS: dict[str, str] = {
-    "true_prob": "True-class probability",
-    "max_prob": "Max probability (confidence)",
-    "emb_topk_mean": "Embedding: top-k (by foreground) mean",
-    "emb_max": "Embedding: max",
-    "emb_mean": "Embedding: mean",
-}
-#: The authors' embedding signals (their code, not the paper): statistics of the last convolutional map
-#: (:mod:`analytics.models.conv_map`). Offered beside :data:`SIGNALS`, never in their place: the
-#: assessor, the Judge page and the colour scales read :data:`SIGNALS` alone.
-CONV_SIGNALS: dict[str, str] = {
-    "conv_max": "Last conv map (authors'): max",
-    "conv_max_mean": "Last conv map (authors'): mean of channel maxima",
-}
-#: Every signal a matrix can be built from.
-MATRIX_SIGNALS: dict[str, str] = {**SIGNALS, **CONV_SIGNALS}
 #: Columns of :func:`list_runs`.
 RUN_COLUMNS = [
     "id", "label", "model", "suite_id", "suite", "status", "images", "expected_images", "accuracy", "original_accuracy",

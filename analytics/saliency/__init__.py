@@ -1,4 +1,4 @@
-"""Attribution maps and how much of them falls on the object (DESIGN §2, Saliency-Bench).
+"""Attribution maps and how much of them falls on the object (the methods and metrics of the Saliency-Bench XAI benchmark).
 
 One base class (:class:`AttributionMethod`, captum-style: model in the constructor, one
 ``attribute(inputs, target)`` call returning (n, H, W) maps), one file per method, and the registry

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from analytics._choices import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD
 from analytics._progress import Progress
 from analytics._validation import check_choice, check_fraction, check_positive_int
 from analytics.data import list_backgrounds, list_classes, list_targets
@@ -71,8 +72,6 @@ from .store import ITEM_COLUMNS, ITEM_TYPES, Suite, load_suite, name_suite, save
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REALISM = "seam-harmony"
-DEFAULT_REALISM_THRESHOLD = 0.25
 #: Decoded images the realism scorer keeps (least recently used go first). A sampler works target by
 #: target, so a few targets suffice; backgrounds recur among the nearest of a class's targets.
 REALISM_TARGETS = 4

@@ -1,4 +1,4 @@
-"""Background samplers (Liao & Chen §4.2.1, DESIGN §1.4) and the realism scorers they consult.
+"""Background samplers (Liao & Chen §4.2.1; docs/method.md, 'Background sampling') and the realism scorers they consult.
 
 Every sampler chooses, for each target, up to ``n`` distinct backgrounds of a pool. They share one
 call shape, ``SAMPLERS[name]().sample(target_ids, pool_ids, n=..., seed=..., context=...)``, and one

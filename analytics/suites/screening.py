@@ -1,5 +1,5 @@
-"""Backgrounds free of the object under test (DESIGN §1.4: "background pools must never contain
-foreground-class objects").
+"""Backgrounds free of the object under test (docs/method.md, 'Background sampling': a suite never uses a background
+that shows its target's class).
 
 Two rules decide which pool backgrounds a target may not use:
 

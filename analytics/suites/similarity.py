@@ -1,4 +1,4 @@
-"""Semantic distance between a composite and its original (DESIGN §1.7).
+"""Semantic distance between a composite and its original (docs/method.md, 'Semantic distance').
 
 d_ij = mean over the models m of an ensemble of the cosine distance between the embeddings
 e_m(x_i) of the original target image and e_m(y_ij) of its composite on background b_j; d_i0 = 0.
@@ -213,7 +213,7 @@ def composite_distances(
     batch_size: int = 32,
     progress: Progress | None = None,
 ) -> np.ndarray:
-    """Exact semantic distance of each job's image to its target's original (DESIGN §1.7).
+    """Exact semantic distance of each job's image to its target's original (docs/method.md, 'Semantic distance').
 
     Composites are streamed once (:func:`analytics.inference.iter_composites`) and every model of
     the ensemble embeds each batch; d = mean over models of the cosine distance to the original's

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from analytics._choices import ROLES
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
-
-ROLES = ("admin", "analyst", "annotator", "viewer")
 
 #: Permission -> what it allows, as the end of "may not ...".
 ACTIONS = {

@@ -1,4 +1,4 @@
-"""Worst-case accuracy (DESIGN §1.14): the statistic the paper argues is not enough on its own.
+"""Worst-case accuracy (docs/method.md, 'Worst-case accuracy'): the statistic the paper argues is not enough on its own.
 
 The one place it is computed: run summaries (:func:`analytics.runs.summarize_run`), a run's
 class subsets (:func:`analytics.runs.run_accuracies`, the Matrices page's Classes filter) and the
@@ -42,7 +42,7 @@ def worst_case_correct(correct: np.ndarray, *, include_original: bool = False) -
 
 
 def worst_case_accuracy(correct: np.ndarray, *, include_original: bool = False) -> float:
-    """Mean over targets of the accuracy under each target's worst background (DESIGN §1.14).
+    """Mean over targets of the accuracy under each target's worst background (docs/method.md, 'Worst-case accuracy').
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Features of a variance matrix for the automated assessor (DESIGN §1.13; ML4ML [25]):
+"""Features of a variance matrix for the automated assessor (docs/method.md, 'Automated assessor'; ML4ML [25]):
 :func:`matrix_features` and one function per feature.
 """
 

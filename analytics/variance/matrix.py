@@ -1,4 +1,4 @@
-"""RBF variance matrices (DESIGN §1.9): a point cloud resampled onto a grid with the paper's adjusted
+"""RBF variance matrices (docs/method.md, 'RBF variance matrix'): a point cloud resampled onto a grid with the paper's adjusted
 Gaussian RBF (kernel sums inside a circular window, or a square one as an option, plus a
 K-nearest-neighbour value at every cell).
 
@@ -17,6 +17,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from threadpoolctl import threadpool_limits
 
+from analytics._choices import DEFAULT_K, DEFAULT_MATRIX_GRID, PRESETS, WINDOW_SHAPES
 from analytics._validation import check_choice, check_finite, check_positive_int
 from analytics.exceptions import InvalidInputError
 
@@ -27,20 +28,8 @@ __all__ = [
     "cloud_matrices", "variance_matrix",
 ]  # fmt: skip
 
-#: The paper's three interpolants (Appendix B2, Table 3) as ``name: (window, sigma)`` in cells; all use K = 32.
-PRESETS: dict[str, tuple[int, float]] = {"fine": (32, 2.0), "medium": (16, 5.0), "smooth": (32, 10.0)}
-#: Cells per axis. The paper gives its kernel sizes in pixels of the matrix image; on 128 cells the
-#: widest window (32) spans a quarter of each axis (+-0.125 d_max) and sigma 10 is 0.078 d_max, so
-#: every preset is local (on 32 cells the window covered the whole matrix and blurred failure bands).
-DEFAULT_MATRIX_GRID = 128
-#: Number of nearest points averaged into u(e).
-DEFAULT_K = 32
 #: Preset name of free interpolation settings (a window / sigma of no preset).
 CUSTOM = "custom"
-#: Shapes of the kernel window, the default first: the paper's circle (Appendix D: "an RBF defines a
-#: circular area in 2D"; diameter ``window`` cells), or a square of side ``window`` (Backdrop's
-#: reading before issue 41: separable, so its sums are matrix products, and faster).
-WINDOW_SHAPES = ("circle", "square")
 
 # Points per block of the kernel sums: (cells reached x block) float64 weights stay in the CPU cache.
 _BLOCK = 4096
@@ -255,7 +244,7 @@ def variance_matrix(
     d_max: float | None = None,
     window_shape: str = WINDOW_SHAPES[0],
 ) -> VarianceMatrix:
-    """Resample a point cloud onto a grid with the paper's adjusted Gaussian RBF (DESIGN §1.9).
+    """Resample a point cloud onto a grid with the paper's adjusted Gaussian RBF (docs/method.md, 'RBF variance matrix').
 
     For each cell e of a ``grid x grid`` grid over ``[0, d_max]^2``::
 

@@ -1,4 +1,4 @@
-"""Point clouds of a run (DESIGN §1.8): p = (d_ij, d_ik), v = |S_ij - S_ik| over every ordered pair
+"""Point clouds of a run (docs/method.md, 'Point cloud'): p = (d_ij, d_ik), v = |S_ij - S_ik| over every ordered pair
 (j, k), j != k, of each target's n + 1 images (the original at column 0, then its n composites).
 """
 
@@ -60,7 +60,7 @@ class PointCloud:
 
 
 def point_cloud(distances: np.ndarray, signals: np.ndarray) -> PointCloud:
-    """Build the point cloud of a run for one signal (DESIGN §1.8).
+    """Build the point cloud of a run for one signal (docs/method.md, 'Point cloud').
 
     For every target i and every ordered pair (j, k), j != k, of its n + 1 images the cloud holds the
     point ``(d_ij, d_ik)`` with value ``|S_ij - S_ik|``: ``n_targets * n * (n + 1)`` points, computed

@@ -2,6 +2,8 @@
 migrations, the provenance keys results record, the JSON rules of stored results and the CSV rule of exports.
 """
 
+from analytics._install import ENV_VAR, PROJECT_ROOT, default_workspace_path
+
 from .encoding import (
     FORMULA_PREFIXES,
     neutralise_formula,
@@ -18,12 +20,9 @@ from .provenance import (
 )
 from .store import (
     DB_NAME,
-    ENV_VAR,
-    PROJECT_ROOT,
     Workspace,
     content_id,
     count_rows,
-    default_workspace_path,
     now,
 )
 

@@ -30,33 +30,26 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from analytics._install import PROJECT_ROOT, default_data_dir
+from analytics._install import default_workspace_path
 from analytics._threads import load_npy
 from analytics.exceptions import InvalidInputError, NotFoundError, WorkspaceError
 
 from ._schema import MIGRATIONS, SCHEMA_VERSION
 
 DB_NAME = "backdrop.sqlite"
-ENV_VAR = "BACKDROP_WORKSPACE"
 #: Threads that write the arrays of one :meth:`Workspace.staged_arrays` call.
 ARRAY_WRITERS = 8
 
 
-def default_workspace_path() -> Path:
-    """The workspace used when none is given: ``$BACKDROP_WORKSPACE``, else the checkout's
-    ``workspace/`` (installed: ``./workspace``; :func:`analytics._install.default_data_dir`)."""
-    return Path(os.environ.get(ENV_VAR) or default_data_dir("workspace"))
-
-
 def now() -> str:
     """The current UTC time as ISO-8601 text (what every ``created``/``added`` column holds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Workspace:

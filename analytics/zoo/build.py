@@ -13,6 +13,7 @@ from numbers import Real
 
 import numpy as np
 
+from analytics._choices import DEFAULT_BACKBONE, DEFAULT_HIDDEN, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES, DEFAULT_ZOO_SEEDS
 from analytics._progress import Progress
 from analytics._validation import check_fraction, check_positive_int
 from analytics.exceptions import InvalidInputError, NotFoundError
@@ -42,12 +43,7 @@ from .training import _embedding_pool, _HeadArrays, _train_head
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BACKBONE = "efficientnet-lite0"
-DEFAULT_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 DEFAULT_AUGMENT = (False, True)
-DEFAULT_ZOO_SEEDS = (0, 1, 2)
-DEFAULT_HIDDEN = 128
-DEFAULT_TEMPERATURES = (0.25, 1.0, 4.0)
 DEFAULT_FAMILY_STRENGTH = 0.5
 
 

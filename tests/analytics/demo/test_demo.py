@@ -12,6 +12,7 @@ import torchvision
 import analytics.demo as demo
 import analytics.demo.assets as assets
 import analytics.demo.steps as steps
+from analytics.commands.data import StepBars
 from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.demo import COMPLETE_MARKER, AssetError, DemoStep, build_demo, crop_square, fetch_packages, licence_of, load_catalogue
 from analytics.exceptions import InvalidInputError
@@ -171,8 +172,21 @@ def test_small_demo_from_the_real_assets(tmp_path, monkeypatch):
     workspace.set_meta("image_size", "64")
 
     data_steps = demo.DEMO_STEPS[:3]  # the analysis steps (models, suites, runs) have their own tests
-    report = build_demo(workspace, steps=data_steps)
+    # through the CLI's own progress bars (`python -m analytics demo`): a step that calls the callback
+    # with its arguments out of order fails here, as it failed `bash backdrop.sh serve` once
+    bars, seen = StepBars(), []
+
+    def progress(done: int, total: int, step: str = "") -> None:
+        seen.append((done, total, step))
+        bars.update(done, total, step)
+
+    try:
+        report = build_demo(workspace, steps=data_steps, progress=progress)
+    finally:
+        bars.close()
     assert report.steps_run == ("assets", "targets", "backgrounds")
+    assert all(isinstance(done, int) and isinstance(total, int) and isinstance(step, str) for done, total, step in seen)
+    assert (2, 2, "targets") in seen and (len(photos), len(photos), "backgrounds") in seen
     assert report.targets == 2 and report.classes == 2 and report.backgrounds >= 4
     assert list_classes(workspace) == small.classes
     table = list_targets(workspace)

@@ -1,4 +1,4 @@
-"""A batch's rows (the per-image signals of DESIGN §1.6) and the memory its images are made in."""
+"""A batch's rows (the per-image signals of docs/method.md, 'Signals') and the memory its images are made in."""
 
 from __future__ import annotations
 

@@ -1,0 +1,159 @@
+"""The code in README.md and docs/*.md is what users copy, so it must fit the code it names.
+
+* Every command line of a shell block that calls Backdrop (``python -m analytics …``, ``backdrop …``,
+  ``bash backdrop.sh serve|check …``) parses with the command line's own parser: no stale
+  subcommand, flag or choice. Placeholders such as ``SUITE`` are values, as a user would type them.
+* Every Python block compiles, and each call it makes into ``analytics.api`` (``bd.name(...)``,
+  ``bd.figures.name(...)``) names a function that exists and binds to its signature (the positional
+  arguments and keyword names it passes).
+
+What this does not do yet: run the blocks against a workspace (the README's Python block is written
+for the demo workspace; see the README's *Use it from Python*).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import io
+import re
+import shlex
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from analytics import api
+from analytics.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.S | re.M)  # also fences indented in a list item
+SHELLS = {"bash", "sh", "shell", "console"}
+#: The ways a block calls the command line, and the arguments that follow them.
+PROGRAMS = (
+    re.compile(r"^(?:\S*/)?python3? -m analytics(?:\s+(?P<args>.*))?$"),
+    re.compile(r"^backdrop(?:\s+(?P<args>.*))?$"),
+    re.compile(r"^bash backdrop\.sh (?P<args>(?:serve|check)\b.*)$"),
+)
+#: ``bash backdrop.sh serve``'s own switches, which it does not pass to ``python -m analytics serve``.
+SCRIPT_ONLY = {"--smoke"}
+
+
+def blocks(document: Path) -> list[tuple[int, str, str]]:
+    """(line, language, text) of every fenced block of ``document``."""
+    text = document.read_text()
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1), textwrap.dedent(m.group(2))) for m in FENCE.finditer(text)]
+
+
+def command_lines(text: str) -> list[tuple[int, list[str]]]:
+    """(line offset, arguments) of each Backdrop command line in a shell block; ``$VAR`` of an
+    assignment earlier in the block is replaced by its value, a comment dropped."""
+    variables: dict[str, str] = {}
+    found = []
+    for offset, raw in enumerate(text.splitlines()):
+        words = shlex.split(raw, comments=True)
+        if not words:
+            continue
+        if len(words) == 1 and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
+            name, _, value = words[0].partition("=")
+            variables[name] = value
+            continue
+        line = " ".join(words)
+        for name, value in variables.items():
+            line = line.replace(f"${name}", value)
+        for program in PROGRAMS:
+            match = program.match(line)
+            if match:
+                found.append((offset, [word for word in shlex.split(match.group("args") or "") if word not in SCRIPT_ONLY]))
+                break
+    return found
+
+
+def parse_problem(arguments: list[str]) -> str | None:
+    """None when the parser takes ``arguments`` (``--help`` included), else what it said."""
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(errors):
+            build_parser().parse_args(arguments or ["--help"])
+    except SystemExit as stop:
+        if stop.code not in (0, None):
+            return errors.getvalue().strip() or f"exit status {stop.code}"
+    return None
+
+
+def _cases(languages: set[str]) -> list[tuple[Path, int, str]]:
+    return [(doc, line, text) for doc in DOCUMENTS for line, language, text in blocks(doc) if language in languages]
+
+
+def _id(case: tuple[Path, int, str]) -> str:
+    return f"{case[0].relative_to(ROOT)}:{case[1]}"
+
+
+SHELL_BLOCKS = _cases(SHELLS)
+PYTHON_BLOCKS = _cases({"python"})
+
+
+@pytest.mark.parametrize("case", SHELL_BLOCKS, ids=[_id(c) for c in SHELL_BLOCKS])
+def test_every_command_line_in_the_docs_parses(case):
+    document, line, text = case
+    problems = [
+        f"{document.name}:{line + 1 + offset}: {' '.join(arguments)}: {problem}"
+        for offset, arguments in command_lines(text)
+        if (problem := parse_problem(arguments)) is not None
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def api_calls(tree: ast.AST, alias: str) -> list[tuple[int, list[str], ast.Call]]:
+    """(line, attribute path after ``alias``, call) of every ``alias.a.b(...)`` call."""
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            path, target = [], node.func
+            while isinstance(target, ast.Attribute):
+                path.insert(0, target.attr)
+                target = target.value
+            if isinstance(target, ast.Name) and target.id == alias and path:
+                calls.append((node.lineno, path, node))
+    return calls
+
+
+def call_problem(path: list[str], call: ast.Call) -> str | None:
+    """Why ``api.<path>(...)`` as written cannot be called, or None."""
+    target: object = api
+    for name in path:
+        if not hasattr(target, name):
+            return f"analytics.api has no {'.'.join(path)}"
+        target = getattr(target, name)
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        return None  # *args / **kwargs: the names are not in the text
+    try:
+        inspect.signature(target).bind(*call.args, **{k.arg: k.value for k in call.keywords if k.arg})  # type: ignore[arg-type]
+    except TypeError as err:
+        return f"{'.'.join(path)}(...): {err}"
+    return None
+
+
+@pytest.mark.parametrize("case", PYTHON_BLOCKS, ids=[_id(c) for c in PYTHON_BLOCKS])
+def test_every_python_block_in_the_docs_calls_the_api_as_it_is(case):
+    document, line, text = case
+    tree = ast.parse(text, f"{document.name}:{line}")
+    aliases = [a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "analytics" for a in node.names if a.name == "api"]
+    assert aliases, f"{document.name}:{line}: the block does not import analytics.api (from analytics import api as bd)"
+    problems = [f"{document.name}:{line + n}: {problem}" for n, path, call in api_calls(tree, aliases[0]) if (problem := call_problem(path, call))]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_stale_flag_or_api_call_is_reported():
+    assert command_lines("W=ws\npython -m analytics info --workspace $W  # x\npip install x\n") == [(1, ["info", "--workspace", "ws"])]
+    assert command_lines("bash backdrop.sh serve --smoke --team\n") == [(0, ["serve", "--team"])]
+    assert parse_problem(["info", "--no-such-flag"]) is not None
+    assert parse_problem(["no-such-command"]) is not None
+    assert parse_problem(["info", "--workspace", "ws"]) is None and parse_problem([]) is None
+    tree = ast.parse("from analytics import api as bd\nbd.accuracies(1, 2)\nbd.nope()\nbd.check(1, model='m', policy='p', baseine='b')\n")
+    found = {tuple(path): call_problem(path, call) for _, path, call in api_calls(tree, "bd")}
+    assert found[("accuracies",)] is None
+    assert "has no nope" in found[("nope",)]
+    assert "baseine" in found[("check",)]

@@ -78,6 +78,9 @@ def test_the_backdrop_command_works_from_an_empty_folder(installed, tmp_path):
     empty.mkdir()
     where = _run([installed["python"], "-c", "import analytics; print(analytics.__file__)"], empty)
     assert Path(where.stdout.strip()).is_relative_to(installed["site"]), where.stdout + where.stderr
+    # the README's `bd.check(..., policy=bd.EXAMPLE_POLICY)`: the example policy ships in the wheel
+    policy = _run([installed["python"], "-c", "from analytics.gate import EXAMPLE_POLICY, load_policy; load_policy(EXAMPLE_POLICY); print(EXAMPLE_POLICY)"], empty)
+    assert policy.returncode == 0 and Path(policy.stdout.strip()).is_relative_to(installed["site"]), policy.stdout + policy.stderr
     help_text = _run([installed["backdrop"], "--help"], empty)
     assert help_text.returncode == 0 and help_text.stdout.startswith("usage: backdrop")
     for command in ("serve", "demo", "check", "add-targets", "run"):

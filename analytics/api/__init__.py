@@ -15,13 +15,13 @@ Example
 >>> bd.accuracies(ws, run_id)                            # accuracy, original, worst case  # doctest: +SKIP
 >>> bd.failures(ws, run_id).keywords                     # the Failures page's table  # doctest: +SKIP
 >>> bd.figures.kappa_heatmap(bd.agreement(ws, "random-16")).show()  # doctest: +SKIP
->>> result = bd.check(ws, model="candidate", policy="examples/policy.toml", out="check")  # doctest: +SKIP
+>>> result = bd.check(ws, model="candidate", baseline="release", policy=bd.EXAMPLE_POLICY, out="check")  # doctest: +SKIP
 >>> bd.verdict_table(result.results)                     # one row per rule  # doctest: +SKIP
 """
 
 from analytics import figures
 from analytics.exceptions import BackdropError
-from analytics.gate import load_policy, verdict_table
+from analytics.gate import EXAMPLE_POLICY, load_policy, verdict_table
 from analytics.runs import SIGNALS
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings
 from analytics.workspace import Workspace
@@ -46,7 +46,7 @@ from ._calls import (
 )
 
 __all__ = [
-    "DEFAULT_SETTINGS", "MIN_COUNT", "SIGNALS", "BackdropError", "MatrixSettings", "Workspace", "accuracies", "agreement", "check",
+    "DEFAULT_SETTINGS", "EXAMPLE_POLICY", "MIN_COUNT", "SIGNALS", "BackdropError", "MatrixSettings", "Workspace", "accuracies", "agreement", "check",
     "colour_scale", "failures", "figures", "judgments", "keyword_error_rates", "latest_run", "load_policy", "matrices", "models",
     "open_workspace", "point_clouds", "report", "runs", "suites", "verdict_table",
 ]  # fmt: skip

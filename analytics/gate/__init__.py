@@ -8,13 +8,13 @@ paired test), :mod:`.junit`, :mod:`.summary` and :mod:`.table` (JUnit XML, Markd
 from .check import FILES, CheckResult, check, preflight, suite_to_check
 from .junit import CLASSNAME, junit_xml
 from .measures import Measures, Verdict, assessor_verdict, challenge_loader, verdict_training_labels
-from .policy import BASELINE_KEYS, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
+from .policy import BASELINE_KEYS, EXAMPLE_POLICY, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
 from .rules import BASELINE_RULES, RULES, RuleResult, evaluate_rules
 from .summary import markdown_summary
 from .table import VERDICT_TABLE_COLUMNS, verdict_table
 
 __all__ = [
-    "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
+    "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "EXAMPLE_POLICY", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
     "SUITE_KEYS", "VERDICT_TABLE_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
     "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
     "preflight", "suite_to_check", "verdict_table", "verdict_training_labels",

@@ -30,9 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analytics._install import project_file
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["BASELINE_KEYS", "RULE_KEYS", "SETTING_KEYS", "SUITE_KEYS", "Policy", "SuiteRecipe", "load_policy", "parse_policy"]
+__all__ = ["BASELINE_KEYS", "EXAMPLE_POLICY", "RULE_KEYS", "SETTING_KEYS", "SUITE_KEYS", "Policy", "SuiteRecipe", "load_policy", "parse_policy"]
+
+#: The example policy, every key documented: ``examples/policy.toml`` of a checkout, shipped inside the
+#: wheel too. Its ``[baseline]`` rules need a baseline model (``check(..., baseline=...)``).
+EXAMPLE_POLICY = project_file("examples/policy.toml")
 
 # key -> (kind, example): kind 'fraction' = number in [0, 1], 'score' = any finite number,
 # 'gap' = number in [-1, 1] (a difference of accuracies), 'margin' = number in [0, 1], 'count' = integer >= 1, 'seed' = integer >= 0, 'bool', or a tuple of choices.

@@ -11,10 +11,10 @@ from tests.fixtures.judging import JUDGMENTS, TINY_SUITE
 AGREEMENT = "pages/9_Agreement.py"
 
 
-def test_page_shows_fleiss_and_cohen_kappa(judged_workspace, app_runner):
-    app = app_runner(AGREEMENT, judged_workspace)
+def test_page_shows_fleiss_and_cohen_kappa(judged_workspace_to_read, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace_to_read)
     assert not app.exception, app.exception
-    expected = measure_agreement(latest_judgments(judged_workspace, TINY_SUITE))
+    expected = measure_agreement(latest_judgments(judged_workspace_to_read, TINY_SUITE))
     metrics = {metric.label: metric.value for metric in app.metric}
     assert metrics["Fleiss' κ"] == f"{expected.fleiss_kappa:.2f}"
     assert metrics["Annotators"] == "2"
@@ -26,8 +26,8 @@ def test_page_shows_fleiss_and_cohen_kappa(judged_workspace, app_runner):
     assert len(app.get("plotly_chart")) == 2  # Cohen heatmap and confusion
 
 
-def test_per_model_table_and_majority(judged_workspace, app_runner):
-    app = app_runner(AGREEMENT, judged_workspace)
+def test_per_model_table_and_majority(judged_workspace_to_read, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace_to_read)
     table = app.dataframe[-1].value.set_index("Model")
     assert table.loc["net2", "Majority vote"] == "variant"  # variant vs borderline: the cautious label
     assert table.loc["net5", "Share agreeing"] == pytest.approx(0.5)
@@ -82,10 +82,10 @@ def test_agreement_is_per_suite(judged_workspace, app_runner):
     assert "at least two annotators" in app.info[0].value
 
 
-def test_statistics_show_their_sample_size_interval_and_a_warning(judged_workspace, app_runner):
-    app = app_runner(AGREEMENT, judged_workspace)
+def test_statistics_show_their_sample_size_interval_and_a_warning(judged_workspace_to_read, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace_to_read)
     assert not app.exception, app.exception
-    expected = measure_agreement(latest_judgments(judged_workspace, TINY_SUITE))
+    expected = measure_agreement(latest_judgments(judged_workspace_to_read, TINY_SUITE))
     metrics = {metric.label: metric.value for metric in app.metric}
     assert metrics["Krippendorff's α"] == f"{expected.alpha['ordinal'].value:.2f}"
     captions = "\n".join(caption.value for caption in app.caption)
@@ -99,8 +99,8 @@ def test_statistics_show_their_sample_size_interval_and_a_warning(judged_workspa
     assert pairs["95% CI"].iloc[0] == f"{low:.2f} to {high:.2f}"
 
 
-def test_each_annotator_against_the_majority(judged_workspace, app_runner):
-    app = app_runner(AGREEMENT, judged_workspace)
+def test_each_annotator_against_the_majority(judged_workspace_to_read, app_runner):
+    app = app_runner(AGREEMENT, judged_workspace_to_read)
     table = app.dataframe[1].value.set_index("Annotator")
     # two annotators: the others' majority is the other one's label, so both agree on 6 of 8 models
     assert table.loc["ana", "With the others' majority"] == pytest.approx(6 / 8)

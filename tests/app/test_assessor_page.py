@@ -35,8 +35,8 @@ def mark_zoo(workspace, strengths: dict[str, float]) -> None:
         conn.executemany("UPDATE runs SET model_key = ? WHERE model = ?", [(keys[name], name) for name in strengths])
 
 
-def test_human_labels_evaluate_predict_and_explain(judged_workspace, app_runner):
-    app = app_runner(ASSESSOR, judged_workspace, timeout=TIMEOUT_S)
+def test_human_labels_evaluate_predict_and_explain(judged_workspace_to_read, app_runner):
+    app = app_runner(ASSESSOR, judged_workspace_to_read, timeout=TIMEOUT_S)
     assert not app.exception, app.exception
     report = app.dataframe[0].value
     assert report["Assessor"].tolist() == [
@@ -79,10 +79,10 @@ def test_construction_labels_are_labelled_as_such(judging_workspace, app_runner)
     assert app.dataframe[3].value["model"].tolist() == [JUDGING_MODELS[-1]]  # the one model outside the zoo
 
 
-def test_page_and_cli_assess_read_the_same_columns_and_agree(judged_workspace, app_runner, capsys):
-    assert main(["assess", "--workspace", str(judged_workspace.root), "--labels", "human", "--json"]) == 0
+def test_page_and_cli_assess_read_the_same_columns_and_agree(judged_workspace_to_read, app_runner, capsys):
+    assert main(["assess", "--workspace", str(judged_workspace_to_read.root), "--labels", "human", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
-    app = app_runner(ASSESSOR, judged_workspace, timeout=TIMEOUT_S)
+    app = app_runner(ASSESSOR, judged_workspace_to_read, timeout=TIMEOUT_S)
     assert not app.exception, app.exception
     shown = app.dataframe[2].value.set_index("Assessor")["Columns"]
     page = {name: shown[kind.title].split(", ") for name, kind in ASSESSORS.items()}
@@ -97,8 +97,8 @@ def test_page_and_cli_assess_read_the_same_columns_and_agree(judged_workspace, a
         assert report.loc[kind.title, "± std"] == pytest.approx(cli[f"{kind.short}_accuracy_std"])
 
 
-def test_adaboost_on_the_matrices_is_explained_with_its_sample_budget(judged_workspace, app_runner):
-    app = app_runner(ASSESSOR, judged_workspace, timeout=TIMEOUT_S)
+def test_adaboost_on_the_matrices_is_explained_with_its_sample_budget(judged_workspace_to_read, app_runner):
+    app = app_runner(ASSESSOR, judged_workspace_to_read, timeout=TIMEOUT_S)
     app.selectbox(key="assessor.kind").set_value("adaboost").run(timeout=TIMEOUT_S)
     assert not app.exception, app.exception
     assert not app.warning  # the old exact explainer refused 48 features here
@@ -106,9 +106,9 @@ def test_adaboost_on_the_matrices_is_explained_with_its_sample_budget(judged_wor
     assert f"{SHAP_PERMUTATIONS} antithetic permutations" in "\n".join(c.value for c in app.caption)
 
 
-def test_feature_ids_are_explained_in_plain_words(judged_workspace, app_runner):
+def test_feature_ids_are_explained_in_plain_words(judged_workspace_to_read, app_runner):
     """Issues 19.7 and 27.16: every feature gets a plain label and a one-line meaning, in both feature sets."""
-    app = app_runner(ASSESSOR, judged_workspace, timeout=TIMEOUT_S)
+    app = app_runner(ASSESSOR, judged_workspace_to_read, timeout=TIMEOUT_S)
     assert not app.exception, app.exception
     glossary = app.dataframe[1].value.set_index("Column")
     assert list(glossary.index) == FEATURE_COLUMNS and glossary["Meaning"].str.len().gt(0).all()

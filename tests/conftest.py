@@ -6,6 +6,7 @@ Fixture modules import one another, so rewriting is registered for the whole pac
 
 import os
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,38 @@ def _pytest_main_module():
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
+
+
+# -- the suite's time by folder ---------------------------------------------------------------------
+# The suite has a time budget (docs/benchmarks.md, "The test suite's time"): every run ends with the
+# seconds spent per folder and in the slowest files (setup + call + teardown), so CI's own log shows
+# where the time goes without a second run with --durations.
+_SECONDS_BY_FILE: dict[str, float] = defaultdict(float)
+SLOWEST_FILES = 15
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _SECONDS_BY_FILE[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def folder_of(path: str) -> str:
+    """The folder a test file's time is summed under: ``tests/e2e``, ``tests/app``, ``tests/analytics/<package>``, or ``tests`` itself."""
+    parts = Path(path).parts
+    depth = 3 if parts[:2] == ("tests", "analytics") and len(parts) > 3 else 2
+    return "/".join(parts[:depth]) if len(parts) > depth else "/".join(parts[:-1]) or "."
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not _SECONDS_BY_FILE:
+        return
+    by_folder: dict[str, float] = defaultdict(float)
+    for path, seconds in _SECONDS_BY_FILE.items():
+        by_folder[folder_of(path)] += seconds
+    write = terminalreporter.write_line
+    terminalreporter.section("time by folder (setup + call + teardown, seconds)")
+    for folder, seconds in sorted(by_folder.items(), key=lambda item: -item[1]):
+        write(f"{seconds:8.1f}  {folder}")
+    write(f"{sum(by_folder.values()):8.1f}  in all")
+    terminalreporter.section(f"the {SLOWEST_FILES} slowest files")
+    for path, seconds in sorted(_SECONDS_BY_FILE.items(), key=lambda item: -item[1])[:SLOWEST_FILES]:
+        write(f"{seconds:8.1f}  {path}")

@@ -1,5 +1,6 @@
 """Kernel sums over the paper's circular window (Appendix D: "an RBF defines a circular area in 2D"),
-compiled with Numba: imported only when a circle is asked for (``analytics.variance.matrix``).
+compiled with Numba: imported only for large clouds (``analytics.variance._circle_sums``; small ones
+go to the NumPy twin ``analytics.variance._circle_numpy``, which applies the same criterion).
 
 A Gaussian over a circle does not factorise into one-axis weights the way the square does, so the
 square's matrix products do not apply. Both paths here are exact (every point within the radius of a

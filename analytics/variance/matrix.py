@@ -21,6 +21,7 @@ from analytics._choices import DEFAULT_K, DEFAULT_MATRIX_GRID, PRESETS, WINDOW_S
 from analytics._validation import check_choice, check_finite, check_positive_int
 from analytics.exceptions import InvalidInputError
 
+from ._circle_sums import circle_cloud_sums, circle_point_sums
 from .point_cloud import PointCloud
 
 __all__ = [
@@ -271,7 +272,8 @@ def variance_matrix(
     medium (16, 5) +-0.0625 with 0.039, fine (32, 2) +-0.125 with 0.016.
 
     The circle's sums visit, for every point, the run of columns of each row its circle crosses
-    (compiled, ``analytics.variance._circle``). Because a Gaussian over a square window factorises,
+    (``analytics.variance._circle_sums``: NumPy for small clouds, compiled with Numba for large
+    ones, the same points and weights either way). Because a Gaussian over a square window factorises,
     ``phi = wx * wy`` with one-axis weights, the square's sums are exact matrix products
     ``Wy @ diag(v) @ Wx.T`` and ``Wy @ Wx.T`` (cells x points times points x cells); points are grouped
     into tiles of 8 x 8 cells and each tile's product covers only the rows and columns its windows
@@ -327,14 +329,12 @@ def variance_matrix(
     grid, window, sigma, k, d_max = _check_settings(grid, window, sigma, k, d_max, points)
     check_choice(window_shape, "window_shape", WINDOW_SHAPES)
     cells = points / (d_max / grid)  # coordinates in cell units: cell c spans [c, c + 1)
-    # The k-d tree build releases the GIL (so do the compiled circle sums): overlap it with the kernel sums to use a second core.
+    # The k-d tree build releases the GIL (so do the compiled circle sums and most NumPy operations): overlap it with the kernel sums to use a second core.
     with ThreadPoolExecutor(max_workers=1) as pool:
         nearest_job = pool.submit(_nearest_indices, cells, grid, k)
         if window_shape == "square":
             weighted, total = _kernel_sums(cells, values, grid, half=window / 2, sigma=sigma)
         else:
-            from ._circle import circle_point_sums  # Numba: imported (and compiled) on first use
-
             weighted, total = circle_point_sums(cells, values, grid, half=window / 2, sigma=sigma)
         nearest = nearest_job.result()
     nearest_mean = values[nearest].mean(axis=1).reshape(grid, grid)
@@ -364,7 +364,7 @@ def cloud_matrices(
       images, (n + 1) x grid per target, not with the points, (n + 1)² x window². Circle: in the row
       of image k at cell row r, the images j inside the circle at column c are a run of the target's
       images sorted by distance, so two prefix sums per (k, c) give the row's share
-      (``analytics.variance._circle``); the work grows with (n + 1) x rows x columns reached.
+      (``analytics.variance._circle_sums``, as in :func:`variance_matrix`); the work grows with (n + 1) x rows x columns reached.
     - **One k-d tree over half the points.** The clouds share their points, so the K nearest points
       of every cell centre are found once for all signals. A cloud is symmetric: point (j, k) at
       (a, b) has its mirror (k, j) at (b, a) with the same value, so the K nearest of centre (x, y)
@@ -402,10 +402,7 @@ def cloud_matrices(
     grid, window, sigma, k, d_max = _check_settings(grid, window, sigma, k, d_max, first.points)
     check_choice(window_shape, "window_shape", WINDOW_SHAPES)
     scale = d_max / grid
-    if window_shape == "square":
-        table_sums = _table_kernel_sums
-    else:
-        from ._circle import circle_cloud_sums as table_sums  # Numba: imported (and compiled) on first use
+    table_sums = _table_kernel_sums if window_shape == "square" else circle_cloud_sums
     with ThreadPoolExecutor(max_workers=1) as pool:  # the tree overlaps the sums, as in variance_matrix
         nearest_job = pool.submit(_cloud_nearest, first, scale, grid, k)
         *weighted, total = table_sums(first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma)

@@ -12,6 +12,7 @@ from analytics.variance import (
     FEATURE_NAMES,
     PRESETS,
     WINDOW_SHAPES,
+    _circle_sums,
     accuracy_summary,
     asymmetry,
     cloud_matrices,
@@ -276,9 +277,12 @@ def test_circular_window_counts_the_points_within_the_radius_by_hand(path):
     np.testing.assert_allclose(circle, expected, rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "numba"])
 @pytest.mark.parametrize("grid", [32, DEFAULT_MATRIX_GRID])
 @pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_circle_is_exact_against_brute_force_for_every_preset(preset, grid):
+def test_circle_is_exact_against_brute_force_for_every_preset(preset, grid, compiled, monkeypatch):
+    if compiled:  # this small cloud takes the NumPy path (analytics.variance._circle_sums) unless told otherwise
+        monkeypatch.setattr(_circle_sums, "NUMPY_MAX_WORK", 0)
     window, sigma = PRESETS[preset]
     rng = np.random.default_rng(41)
     distances = rng.gamma(3.0, 0.1, size=(24, 9))

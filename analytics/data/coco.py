@@ -4,6 +4,16 @@ Roboflow export (polygons and RLE, compressed or not, in one file) over a folder
 The whole file is checked before any image is decoded, and a bad entry stops the import with one
 line naming the file and the entry (unreadable JSON, an annotation pointing at an unknown image or
 category, a polygon or RLE outside its image, a missing image file): the caller stores nothing.
+
+Sizes the JSON declares are never trusted: no mask is rasterised and no image decoded until the
+header of each image file that an instance may come from (not a crowd region, of a chosen category,
+with a mask) has been read, nothing decoded, and found within the pixel limit
+(:func:`~analytics.data.images.max_image_pixels`) and equal to the entry's ``width`` and ``height``;
+a file past the limit or of another size stops the import with one line naming it, its size and the
+limit or the size declared. Polygons (within :data:`EDGE_TOLERANCE`) and RLE sizes are checked
+against the declared size, hence against the real one, so pycocotools never sees a size larger than
+the image file: a 1 KB JSON declaring a 20,000,000-pixel side cannot exhaust the memory.
+
 Entries left out by choice are counted in ``ImportResult.skipped`` by reason: crowd regions
 (``iscrowd``), boxes without a mask, categories not chosen, instances below ``min_area`` of their
 image and, unless ``all_instances``, every instance but the largest of its image. Each chosen
@@ -30,7 +40,7 @@ from analytics.exceptions import InvalidInputError
 
 from .archives import extracted, is_hidden
 from .datasets import DEFAULT_IMAGE_SIZE, Target
-from .images import fit_target, read_image
+from .images import fit_target, read_image, read_image_size
 from .results import ImportResult
 
 #: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
@@ -44,11 +54,22 @@ NOT_LARGEST = "not the largest instance of its image (import with all instances 
 
 
 @dataclass(frozen=True)
+class _Candidate:
+    """An annotation that may be imported, checked against its image's declared size, nothing rasterised."""
+
+    number: int  # its place in the file's annotations
+    id: int
+    image: dict  # the image entry: id, file_name, width, height
+    category: str
+    segmentation: list | dict  # polygons of floats, or an RLE {"size", "counts"} (a list of runs, or bytes)
+
+
+@dataclass(frozen=True)
 class _Instance:
     id: int
     image: dict  # the image entry: id, file_name, width, height
     category: str
-    rle: dict  # pycocotools RLE of the whole instance at the image's size
+    rle: dict  # pycocotools RLE of the whole instance at the size of its image file's header
     area: float  # share of the image, 0..1
 
     @property
@@ -100,8 +121,10 @@ def read_coco(
     Raises
     ------
     InvalidInputError
-        A bad file or entry (one line naming the file and the entry), ``classes`` naming no
-        category, or ``min_area`` outside [0, 1].
+        A bad file or entry (one line naming the file and the entry), an image file of another size
+        than its entry declares or past :func:`~analytics.data.images.max_image_pixels` (read from
+        its header before any mask is made), ``classes`` naming no category, or ``min_area`` outside
+        [0, 1].
     """
     annotations = Path(annotations)
     min_area = check_fraction(min_area, "min_area", low_open=False)
@@ -110,10 +133,14 @@ def read_coco(
     categories = _categories(annotations, data["categories"])
     chosen = None if classes is None else _chosen(annotations, classes, categories)
     result = ImportResult()
-    instances = _instances(annotations, data["annotations"], image_entries, categories, chosen, min_area, result)
-    picked = instances if all_instances else _largest(instances, result)
+    candidates, skips = _instances(annotations, data["annotations"], image_entries, categories, chosen)
     with extracted(Path(images)) as (folder, shown):
-        files = _find_images(annotations, Path(images), folder, picked)
+        files = _find_images(annotations, Path(images), folder, candidates)
+        sizes = _real_sizes(annotations, candidates, files, folder, shown)  # before anything is rasterised or decoded
+        instances = _measured(annotations, candidates, sizes, min_area, skips)
+        for _, reason, entry in sorted(skips):  # in the file's order, as listed
+            result.skipped.setdefault(reason, []).append(entry)
+        picked = instances if all_instances else _largest(instances, result)
         for instance in picked:
             path = files[instance.image["id"]]
             _store(annotations, instance, path, shown / path.relative_to(folder), size, result)
@@ -128,10 +155,10 @@ def _store(annotations: Path, instance: _Instance, path: Path, shown: Path, size
     except InvalidInputError as err:
         raise InvalidInputError(f"{entry}: {err}") from err
     width, height = instance.image["width"], instance.image["height"]
-    if image.shape[:2] != (height, width):
+    if image.shape[:2] != (height, width):  # its header said otherwise (checked before): a file that lies
         raise InvalidInputError(
-            f"{entry}: image {shown} is {image.shape[1]}x{image.shape[0]} but the file says {width}x{height} "
-            f"(image {instance.image['id']}); export the annotations for these images"
+            f"{entry}: image {shown} decodes to {image.shape[1]}x{image.shape[0]} though its header says {width}x{height} "
+            f"(image {instance.image['id']}); save the image again"
         )
     mask = _bitmap(instance.rle, height, width)
     try:  # a mask over (nearly) the whole image is refused as in a folder import
@@ -201,10 +228,11 @@ def _chosen(path: Path, classes: Iterable[str], categories: dict[int, str]) -> s
 
 
 def _instances(
-    path: Path, entries: list, images: dict[int, dict], categories: dict[int, str], chosen: set[str] | None, min_area: float, result: ImportResult
-) -> list[_Instance]:
-    """The annotations to import, every entry checked; the others counted in ``result.skipped``."""
-    instances, seen = [], set()
+    path: Path, entries: list, images: dict[int, dict], categories: dict[int, str], chosen: set[str] | None
+) -> tuple[list[_Candidate], list[tuple[int, str, str]]]:
+    """The annotations that may be imported, every entry checked and nothing rasterised (the image
+    files' sizes are not known yet); and the others as ``(number, reason, entry)``."""
+    instances, skips, seen = [], [], set()
     for number, entry in enumerate(entries):
         if not (isinstance(entry, dict) and _whole(entry.get("id"))):
             raise InvalidInputError(f"{path}: annotations[{number}] needs an integer id; got {str(entry)[:120]}")
@@ -218,22 +246,60 @@ def _instances(
         category = categories.get(entry.get("category_id"))
         if category is None:
             raise InvalidInputError(f"{where}: category_id {entry.get('category_id')!r} is not in the file's categories; fix the id or remove the annotation")
-        rle = _rle(where, entry.get("segmentation"), image["height"], image["width"])
+        segmentation = _segmentation(where, entry.get("segmentation"), image["height"], image["width"])
         if entry.get("iscrowd") not in (None, 0, 1, False, True):
             raise InvalidInputError(f"{where}: iscrowd must be 0 or 1; got {entry['iscrowd']!r}")
-        area = 0.0 if rle is None else float(coco_mask.area(rle)) / (image["height"] * image["width"])
         reason = (
             CROWD if entry.get("iscrowd")
             else OTHER_CATEGORY if chosen is not None and category not in chosen
-            else NO_MASK if rle is None
-            else TOO_SMALL if area < min_area
+            else NO_MASK if segmentation is None
             else None
         )  # fmt: skip
-        if reason is not None:
-            result.skipped.setdefault(reason, []).append(_entry(entry["id"], image))
+        if reason is not None or segmentation is None:
+            skips.append((number, reason or NO_MASK, _entry(entry["id"], image)))
             continue
-        instances.append(_Instance(entry["id"], image, category, rle, area))
-    return instances
+        instances.append(_Candidate(number, entry["id"], image, category, segmentation))
+    return instances, skips
+
+
+def _real_sizes(annotations: Path, candidates: list[_Candidate], files: dict[int, Path], folder: Path, shown: Path) -> dict[int, tuple[int, int]]:
+    """``{image id: (height, width)}`` from each needed image file's header (nothing decoded), within
+    the pixel limit and equal to its entry's declared size: masks are made at the files' sizes, never
+    at the JSON's alone."""
+    first: dict[int, _Candidate] = {}
+    for candidate in candidates:
+        first.setdefault(candidate.image["id"], candidate)
+    sizes = {}
+    for image_id, instance in first.items():
+        path, image = files[image_id], instance.image
+        entry = f"{annotations}: annotation {instance.id}"
+        try:
+            width, height = read_image_size(path)
+        except InvalidInputError as err:
+            raise InvalidInputError(f"{entry}: {err}") from err
+        if (width, height) != (image["width"], image["height"]):
+            raise InvalidInputError(
+                f"{entry}: image {shown / path.relative_to(folder)} is {width}x{height} pixels but the JSON declares "
+                f"{image['width']}x{image['height']} for image {image_id}; export the annotations again for these image files"
+            )
+        sizes[image_id] = (height, width)
+    return sizes
+
+
+def _measured(annotations: Path, candidates: list[_Candidate], sizes: dict[int, tuple[int, int]], min_area: float, skips: list[tuple[int, str, str]]) -> list[_Instance]:
+    """The candidates as instances, their masks made at their image files' ``sizes`` (:func:`_real_sizes`);
+    those below ``min_area`` added to ``skips``."""
+    kept = []
+    for candidate in candidates:
+        height, width = sizes[candidate.image["id"]]
+        rle = _rle(f"{annotations}: annotation {candidate.id}", candidate.segmentation, height, width)
+        area = float(coco_mask.area(rle)) / (height * width)
+        instance = _Instance(candidate.id, candidate.image, candidate.category, rle, area)
+        if area < min_area:
+            skips.append((candidate.number, TOO_SMALL, instance.entry))
+            continue
+        kept.append(instance)
+    return kept
 
 
 def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance]:
@@ -251,13 +317,14 @@ def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance
 
 
 # -- masks -------------------------------------------------------------------------------------
-def _rle(where: str, segmentation, height: int, width: int) -> dict | None:
-    """A checked segmentation as one pycocotools RLE of the image's size; None for none (a box only)."""
+def _segmentation(where: str, segmentation, height: int, width: int) -> list | dict | None:
+    """A segmentation checked against the image's declared size, nothing rasterised: polygons as
+    lists of floats, or an RLE ``{"size", "counts"}`` (a list of runs, or compressed bytes); None for
+    none (a box only)."""
     if segmentation is None or segmentation == []:
         return None
     if isinstance(segmentation, list):
-        polygons = [_polygon(where, number, polygon, height, width) for number, polygon in enumerate(segmentation)]
-        return coco_mask.merge(coco_mask.frPyObjects(polygons, height, width))
+        return [_polygon(where, number, polygon, height, width) for number, polygon in enumerate(segmentation)]
     if not isinstance(segmentation, dict) or not {"size", "counts"} <= set(segmentation):
         raise InvalidInputError(
             f"{where}: segmentation must be a list of polygons [[x1, y1, x2, y2, ...]] or an RLE "
@@ -274,9 +341,21 @@ def _rle(where: str, segmentation, height: int, width: int) -> dict | None:
             f"{where}: RLE counts cover {sum(runs)} pixels but the image has {height}x{width} = {height * width}; "
             "the mask does not match its image"
         )
-    if isinstance(counts, list):  # uncompressed (crowd regions): pycocotools compresses it
-        return coco_mask.frPyObjects({"size": [height, width], "counts": counts}, height, width)
+    if isinstance(counts, list):
+        return {"size": [height, width], "counts": counts}
     return {"size": [height, width], "counts": counts.encode("ascii")}
+
+
+def _rle(where: str, segmentation: list | dict, height: int, width: int) -> dict:
+    """One pycocotools RLE of a checked segmentation (:func:`_segmentation`) at its image file's size
+    (read from the header, and equal to the declared size the segmentation was checked against)."""
+    if isinstance(segmentation, list):
+        return coco_mask.merge(coco_mask.frPyObjects(segmentation, height, width))
+    if segmentation["size"] != [height, width]:  # never: checked against the declared size, found equal to the file's
+        raise InvalidInputError(f"{where}: RLE size {segmentation['size']!r} is not its image file's [height, width] = [{height}, {width}]")
+    if isinstance(segmentation["counts"], list):  # uncompressed (crowd regions): pycocotools compresses it
+        return coco_mask.frPyObjects(segmentation, height, width)
+    return segmentation
 
 
 def _polygon(where: str, number: int, polygon, height: int, width: int) -> list[float]:
@@ -333,7 +412,7 @@ def _string_counts(text: str) -> list[int] | None:
 
 
 # -- image files -------------------------------------------------------------------------------
-def _find_images(annotations: Path, images: Path, folder: Path, instances: list[_Instance]) -> dict[int, Path]:
+def _find_images(annotations: Path, images: Path, folder: Path, instances: list[_Candidate]) -> dict[int, Path]:
     """The file of each image the instances need; a missing or ambiguous one is an error."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not is_hidden(p, folder))
     by_path = {p.relative_to(folder).as_posix(): p for p in files}

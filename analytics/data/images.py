@@ -136,11 +136,7 @@ def _read_checked(path: Path, data: np.ndarray, flags: int, unreadable: str) -> 
     if pixels is None:  # Pillow cannot read the header: its size is unknown, so it is not decoded
         raise InvalidInputError(f"{path}: " + unreadable.format(detail=f"; {note}" if note else ""))
     if pixels > limit:
-        raise InvalidInputError(
-            f"{path}: image is {shown} ({pixels / 1e6:.1f} megapixels), past the limit of {limit} pixels "
-            f"({limit / 1e6:.1f} megapixels); shrink it, or raise the limit with the environment variable "
-            f"{MAX_IMAGE_PIXELS_ENV_VAR}={pixels}"
-        )
+        raise _too_large(path, pixels, shown, limit)
     try:
         decoded, note = _decode(data, flags)
     except (cv2.error, MemoryError) as err:
@@ -148,6 +144,39 @@ def _read_checked(path: Path, data: np.ndarray, flags: int, unreadable: str) -> 
     if decoded is None:
         raise InvalidInputError(f"{path}: " + unreadable.format(detail=f"; {note}" if note else ""))
     return decoded
+
+
+def read_image_size(path: str | os.PathLike) -> tuple[int, int]:
+    """(width, height) of an image file from its header alone: nothing is decoded, and a file past
+    :func:`max_image_pixels` is refused as :func:`read_image` refuses it, so a size declared elsewhere
+    (a COCO JSON) can be checked against the file before anything of that size is made.
+
+    Raises
+    ------
+    InvalidInputError
+        The file is missing, its header unreadable, or it holds more pixels than the limit (the
+        message names the file, its size and the limit).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: file not found")
+    limit = max_image_pixels()
+    sides, pixels, shown, note = _header(path)
+    if pixels is None:
+        raise InvalidInputError(
+            f"{path}: not a readable image (corrupt or unsupported format{f'; {note}' if note else ''}); re-export it as PNG or JPEG"
+        )
+    if sides is None or pixels > limit:  # no sides: Pillow refused the size itself, past twice the limit
+        raise _too_large(path, pixels, shown, limit)
+    return sides
+
+
+def _too_large(path: Path, pixels: int, shown: str, limit: int) -> InvalidInputError:
+    return InvalidInputError(
+        f"{path}: image is {shown} ({pixels / 1e6:.1f} megapixels), past the limit of {limit} pixels "
+        f"({limit / 1e6:.1f} megapixels); shrink it, or raise the limit with the environment variable "
+        f"{MAX_IMAGE_PIXELS_ENV_VAR}={pixels}"
+    )
 
 
 def _header_size(data: np.ndarray) -> tuple[int | None, str, str]:
@@ -163,23 +192,29 @@ def _header_size(data: np.ndarray) -> tuple[int | None, str, str]:
     note : str
         Why the header is unreadable (``''`` if it is readable or Pillow does not know the format).
     """
+    return _header(io.BytesIO(data.tobytes()))[1:]
+
+
+def _header(source: Path | IO[bytes]) -> tuple[tuple[int, int] | None, int | None, str, str]:
+    """``(sides, pixels, shown, note)`` of the image ``source`` (a file, opened lazily, or its bytes):
+    ``sides`` is (width, height), None when unknown; the rest as :func:`_header_size` returns them."""
     with _HEADER_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
-            with Image.open(io.BytesIO(data.tobytes())) as image:
+            with Image.open(source) as image:
                 width, height = image.size
-            return width * height, f"{width}x{height} pixels", ""
+            return (width, height), width * height, f"{width}x{height} pixels", ""
         except Image.DecompressionBombError as err:
             found = re.search(r"\((\d+) pixels\)", str(err))
             if found:
-                return int(found.group(1)), f"{found.group(1)} pixels", ""
+                return None, int(found.group(1)), f"{found.group(1)} pixels", ""
             past = 2 * Image.MAX_IMAGE_PIXELS
-            return past + 1, f"over {past} pixels", ""
+            return None, past + 1, f"over {past} pixels", ""
         except Image.UnidentifiedImageError:
-            return None, "", ""
+            return None, None, "", ""
         except Exception as err:  # noqa: BLE001 - a plugin's SyntaxError, OSError, struct.error ... on a broken header
             lines = str(err).strip().splitlines()
-            return None, "", lines[0] if lines else type(err).__name__
+            return None, None, "", lines[0] if lines else type(err).__name__
 
 
 def _decode_failure(path: Path, err: BaseException) -> InvalidInputError:

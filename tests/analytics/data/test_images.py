@@ -23,6 +23,7 @@ from analytics.data import (
     is_image_file,
     read_image,
     read_image_rgba,
+    read_image_size,
     read_mask,
     square_crops,
 )
@@ -271,6 +272,26 @@ def test_the_environment_variable_sets_the_limit(tmp_path, pixel_limit, limit):
     pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", "400000000")  # raised past it: decoded, found broken
     with pytest.raises(InvalidInputError, match="bomb.png: not a readable image"):
         read_image(tmp_path / "bomb.png")
+
+
+def test_the_size_of_an_image_is_read_from_its_header_alone(tmp_path, pixel_limit):
+    write_rgb(tmp_path / "photo.png", np.zeros((30, 50, 3), np.uint8))
+    (tmp_path / "bomb.png").write_bytes(png_declaring(20000, 20000))
+    pixel_limit.setattr(images.cv2, "imdecode", lambda *a: pytest.fail("decoded an image to read its size"))
+    assert read_image_size(tmp_path / "photo.png") == (50, 30)  # (width, height)
+    with pytest.raises(InvalidInputError, match=rf"bomb.png: image is .* limit of {images.MAX_IMAGE_PIXELS} pixels") as info:
+        read_image_size(tmp_path / "bomb.png")
+    assert "\n" not in str(info.value)
+    pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", "700")  # past twice Pillow's limit: it names the count alone
+    with pytest.raises(InvalidInputError, match=r"photo.png: image is 1500 pixels .* limit of 700 pixels"):
+        read_image_size(tmp_path / "photo.png")
+    pixel_limit.setenv("BACKDROP_MAX_IMAGE_PIXELS", "400000000")
+    assert read_image_size(tmp_path / "bomb.png") == (20000, 20000)  # its pixel data is broken: never read
+    (tmp_path / "notes.png").write_text("not a png")
+    with pytest.raises(InvalidInputError, match="notes.png: not a readable image"):
+        read_image_size(tmp_path / "notes.png")
+    with pytest.raises(InvalidInputError, match="gone.png: file not found"):
+        read_image_size(tmp_path / "gone.png")
 
 
 @pytest.mark.parametrize("value", ["lots", "0", "-5"])

@@ -22,7 +22,7 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from analytics.exceptions import BackdropError
-from analytics.figures import apply_style
+from analytics.figures import apply_style, plain_text
 from analytics.keywords import (
     KEYWORD_ITEM_KINDS,
     KeywordTable,
@@ -339,7 +339,7 @@ def _arrow_trace(edges, positions, low: float, high: float) -> go.Scatter:
             "showscale": True,
             "colorbar": {"title": {"text": "confidence", "side": "right"}, "len": 0.6, "thickness": 14},
         },
-        text=[f"{a} → {c}<br>confidence {w:.3f}" for a, c, w in edges],
+        text=[f"{plain_text(a)} → {plain_text(c)}<br>confidence {w:.3f}" for a, c, w in edges],
         hoverinfo="text",
     )
 
@@ -357,13 +357,13 @@ def _node_trace(graph: nx.DiGraph, positions: dict[str, np.ndarray], *, labelled
         x=xy[:, 0],
         y=xy[:, 1],
         name="keywords",
-        customdata=[n for n, _ in nodes],
+        customdata=[n for n, _ in nodes],  # the keywords as they are (never drawn): matched against the centre
         mode="markers+text",
         marker={"size": sizes, "color": "#f4a261", "line": {"width": 1, "color": "#6d3b14"}},
-        text=[n if n in labelled else "" for n, _ in nodes],
+        text=[plain_text(n) if n in labelled else "" for n, _ in nodes],
         textposition=sides,
         textfont={"size": 13},
-        hovertext=[f"{n}<br>support {s:.3f}<br>{graph.in_degree(n)} edges in, {graph.out_degree(n)} out" for n, s in nodes],
+        hovertext=[f"{plain_text(n)}<br>support {s:.3f}<br>{graph.in_degree(n)} edges in, {graph.out_degree(n)} out" for n, s in nodes],
         hoverinfo="text",
     )
 

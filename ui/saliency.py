@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.figures import apply_style
+from analytics.figures import apply_style, plain_text
 from analytics.saliency import METHODS, NORMALIZATIONS, OVERLAY_ALPHA, REDUCTIONS, Explanation, available_methods, binarize, heat_colours, heat_overlay, survey
 from analytics.workspace import Workspace
 from ui import cache, state
@@ -217,7 +217,7 @@ def comparison_table(rows: list[dict]) -> pd.DataFrame:
 
 def comparison_chart(table: pd.DataFrame) -> go.Figure:
     """Grouped bars: mean inside share on originals vs composites, one group per model × method."""
-    groups = table["Model"] + " · " + table["Method"]
+    groups = [f"{plain_text(model)} · {plain_text(method)}" for model, method in zip(table["Model"], table["Method"])]
     figure = go.Figure(
         [
             go.Bar(name="Originals", x=groups, y=table["Inside share (originals)"]),

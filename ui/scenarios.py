@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analytics.figures import MIN_HEIGHT, apply_style
+from analytics.figures import MIN_HEIGHT, apply_style, plain_text
 from analytics.robustness import ORIGINAL, Regression, evaluate_scenarios
 from analytics.workspace import Workspace
 
@@ -119,8 +119,8 @@ def class_heatmap(cells: pd.DataFrame, model: str) -> go.Figure:
     figure = go.Figure(
         go.Heatmap(
             z=grid.to_numpy(),
-            x=[str(c) for c in grid.columns],
-            y=[label(name) for name in grid.index],
+            x=[plain_text(c) for c in grid.columns],
+            y=[plain_text(label(name)) for name in grid.index],
             zmin=0.0,
             zmax=1.0,
             colorscale=ACCURACY_COLORSCALE,
@@ -132,7 +132,7 @@ def class_heatmap(cells: pd.DataFrame, model: str) -> go.Figure:
         )
     )
     figure.update_layout(
-        title=f"{model}: accuracy per class and scenario",
+        title=f"{plain_text(model)}: accuracy per class and scenario",
         height=max(MIN_HEIGHT, 40 * len(grid) + 140),
         xaxis_title="Class",
         yaxis={"autorange": "reversed"},

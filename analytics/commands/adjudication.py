@@ -96,7 +96,7 @@ def run_export(args: argparse.Namespace) -> dict[str, Any]:
     if not out.parent.is_dir():
         raise InvalidInputError(f"--out: folder {out.parent} does not exist; create it or write the CSV elsewhere")
     text = export_judgments_csv(workspace, args.suite_id)
-    out.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8", newline="")  # as exported: a note's line breaks are not translated
     records = pd.read_csv(io.StringIO(text))["record"].value_counts()
     return {"out": str(out), "suite": args.suite_id, "judgments": int(records.get("judgment", 0)), "consensus": int(records.get("consensus", 0))}
 

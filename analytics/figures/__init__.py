@@ -2,8 +2,9 @@
 library data (matrices, DataFrames, dataclasses) that return a ``plotly.graph_objects.Figure``.
 
 No Streamlit: a page passes a figure to ``st.plotly_chart``, a notebook calls ``.show()``, a script
-``write_html``. Modules: :mod:`.layout` (shared sizes, and :func:`apply_style`: the readable axis
-style every builder ends with), :mod:`.matrices` (variance heatmaps, the difference of two models,
+``write_html``. Modules: :mod:`.layout` (shared sizes; :func:`apply_style`, the readable axis
+style every builder ends with; :func:`plain_text`, through which every builder passes user strings
+such as model and class names, so Plotly never reads them as HTML), :mod:`.matrices` (variance heatmaps, the difference of two models,
 point clouds, distance histograms), :mod:`.failures` (the keyword x model heat map), :mod:`.agreement`
 (κ, confusion, assessors, Shapley values, sampling methods), :mod:`.models` (accuracy per class),
 :mod:`.robustness` (Backgrounds Challenge, ImageNet-X factors), :mod:`.verdicts` (the release gate's
@@ -27,7 +28,7 @@ from .agreement import (
     shapley_bars,
 )
 from .failures import MAX_HEATMAP_KEYWORDS, keyword_heatmap
-from .layout import AXIS_FONT, MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_COLOUR, TEXT_SIZE, TITLE_MARGIN, TITLE_STANDOFF, apply_style, top_margin
+from .layout import AXIS_FONT, MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_COLOUR, TEXT_SIZE, TITLE_MARGIN, TITLE_STANDOFF, apply_style, plain_text, top_margin
 from .matrices import (
     DENSITY_COLORSCALE,
     VALUE_TITLE,
@@ -54,7 +55,7 @@ __all__ = [
     "SQUARE_HEIGHT", "TEXT_COLOUR", "TEXT_SIZE", "TITLE_MARGIN", "TITLE_STANDOFF", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE",
     "Y_SYMBOL", "Y_TITLE", "apply_style", "assessor_bars",
     "challenge_categories_chart", "colour_ticks", "confusion_heatmap", "difference_heatmap", "distance_histogram", "error_ratio_chart",
-    "factor_label", "format_kappa", "kappa_heatmap", "keyword_heatmap", "method_bars", "per_class_accuracy_chart", "point_scatter",
+    "factor_label", "format_kappa", "kappa_heatmap", "keyword_heatmap", "method_bars", "per_class_accuracy_chart", "plain_text", "point_scatter",
     "prevalence_chart", "reliance_chart", "shapley_bars", "suite_scale_heatmaps", "top_margin", "value_colorbar", "variance_heatmap",
     "variant_accuracy_chart", "verdict_figure",
 ]  # fmt: skip

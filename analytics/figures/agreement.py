@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from analytics.assessor import DEFAULT_FEATURE_SET, INPUTS, describe_feature
 from analytics.judging import Agreement
 
-from .layout import apply_style
+from .layout import apply_style, plain_text
 
 __all__ = [
     "KAPPA_COLORSCALE", "METHOD_MEASURES", "assessor_bars", "confusion_heatmap", "format_kappa", "kappa_heatmap", "method_bars", "shapley_bars",
@@ -48,6 +48,7 @@ def kappa_heatmap(agreement: Agreement) -> go.Figure:
     """
     names = list(agreement.annotators)
     index = {name: i for i, name in enumerate(names)}
+    labels = [plain_text(name) for name in names]
     values = np.full((len(names), len(names)), np.nan)
     shared = np.zeros((len(names), len(names)), dtype=int)
     for (first, second), estimate in agreement.cohen.items():
@@ -57,8 +58,8 @@ def kappa_heatmap(agreement: Agreement) -> go.Figure:
     figure = go.Figure(
         go.Heatmap(
             z=values,
-            x=names,
-            y=names,
+            x=labels,
+            y=labels,
             zmin=-1,
             zmax=1,
             colorscale=KAPPA_COLORSCALE,
@@ -92,16 +93,17 @@ def confusion_heatmap(table: pd.DataFrame) -> go.Figure:
     plotly.graph_objects.Figure
         One ``heatmap`` trace.
     """
-    first, second = table.index.name, table.columns.name
+    first, second = plain_text(table.index.name), plain_text(table.columns.name)
+    first_key, second_key = plain_text(table.index.name, template=True), plain_text(table.columns.name, template=True)
     figure = go.Figure(
         go.Heatmap(
             z=table.to_numpy(),
-            x=list(table.columns),
-            y=list(table.index),
+            x=[plain_text(label) for label in table.columns],
+            y=[plain_text(label) for label in table.index],
             colorscale="Blues",
             texttemplate="%{z}",
             colorbar={"title": {"text": "models"}},
-            hovertemplate=f"{first}: %{{y}}<br>{second}: %{{x}}<br>%{{z}} models<extra></extra>",
+            hovertemplate=f"{first_key}: %{{y}}<br>{second_key}: %{{x}}<br>%{{z}} models<extra></extra>",
         )
     )
     figure.update_layout(
@@ -131,7 +133,7 @@ def assessor_bars(table: pd.DataFrame) -> go.Figure:
     """
     figure = go.Figure(
         go.Bar(
-            x=[f"{name}<br>κ {format_kappa(k)}" for name, k in zip(table["assessor"], table["kappa_mean"])],
+            x=[f"{plain_text(name)}<br>κ {format_kappa(k)}" for name, k in zip(table["assessor"], table["kappa_mean"])],
             y=table["accuracy_mean"],
             error_y={"type": "data", "array": table["accuracy_std"], "visible": True},
             marker_color=[_INPUT_COLOURS[inputs] for inputs in table["inputs"]],
@@ -171,15 +173,15 @@ def shapley_bars(values: pd.Series, *, top: int = 10, title: str | None = None, 
     figure = go.Figure(
         go.Bar(
             x=shown.to_numpy(),
-            y=[label for label, _ in described],
-            customdata=[meaning for _, meaning in described],
+            y=[plain_text(label) for label, _ in described],
+            customdata=[plain_text(meaning) for _, meaning in described],
             orientation="h",
             marker_color=["#1a9850" if v >= 0 else "#d73027" for v in shown],
             hovertemplate="%{y}: %{x:+.3f}<br>%{customdata}<extra></extra>",
         )
     )
     figure.update_layout(
-        title=title,
+        title=plain_text(title),
         xaxis={"title": {"text": "contribution to the predicted probability (Shapley value)"}, "zeroline": True},
         margin={**_MARGIN, "t": 50 if title else 20},
         height=120 + 28 * len(shown),
@@ -202,7 +204,7 @@ def method_bars(table: pd.DataFrame) -> go.Figure:
     """
     figure = go.Figure(
         [
-            go.Bar(name=name, x=table["method"], y=table[column], hovertemplate=f"%{{x}}<br>{name} %{{y:.3f}}<extra></extra>")
+            go.Bar(name=name, x=[plain_text(method) for method in table["method"]], y=table[column], hovertemplate=f"%{{x}}<br>{name} %{{y:.3f}}<extra></extra>")
             for column, name in METHOD_MEASURES.items()
         ]
     )

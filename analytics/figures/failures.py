@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import MIN_HEIGHT, apply_style
+from .layout import MIN_HEIGHT, apply_style, plain_text
 
 __all__ = ["MAX_HEATMAP_KEYWORDS", "keyword_heatmap"]
 
@@ -31,10 +31,10 @@ def keyword_heatmap(matrix: pd.DataFrame) -> go.Figure:
     """
     shown = matrix.head(MAX_HEATMAP_KEYWORDS)
     counts = matrix.attrs.get("counts", {})
-    labels = [f"{keyword} ({counts.get(keyword, '?')})" for keyword in shown.index]
+    labels = [f"{plain_text(keyword)} ({counts.get(keyword, '?')})" for keyword in shown.index]
     figure = go.Figure(
         go.Heatmap(
-            z=shown.to_numpy(float), x=list(shown.columns), y=labels, zmin=0.0, zmax=1.0, colorscale="Reds",
+            z=shown.to_numpy(float), x=[plain_text(model) for model in shown.columns], y=labels, zmin=0.0, zmax=1.0, colorscale="Reds",
             colorbar={"title": {"text": "error rate", "side": "right"}}, hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>",
         )
     )  # fmt: skip

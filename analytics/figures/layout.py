@@ -1,12 +1,16 @@
-"""What every figure shares: chart heights, margins, and the readable axis style (:func:`apply_style`)."""
+"""What every figure shares: chart heights, margins, the readable axis style (:func:`apply_style`) and
+:func:`plain_text`, through which every builder passes the strings it did not write itself."""
 
 from __future__ import annotations
+
+import html
+from typing import overload
 
 import plotly.graph_objects as go
 
 __all__ = [
     "AXIS_FONT", "MARGIN", "MIN_HEIGHT", "SQUARE_HEIGHT", "TEXT_COLOUR", "TEXT_SIZE", "TITLE_MARGIN", "TITLE_STANDOFF", "apply_style",
-    "top_margin",
+    "plain_text", "top_margin",
 ]  # fmt: skip
 
 #: Height (px) of a square chart (matrix, point cloud). Pages lay them out two per row: at a 1400 px
@@ -61,3 +65,41 @@ def apply_style(figure: go.Figure) -> go.Figure:
     figure.update_xaxes(**axis)
     figure.update_yaxes(**axis)
     return figure
+
+
+@overload
+def plain_text(text: None, *, template: bool = False) -> None: ...
+
+
+@overload
+def plain_text(text: object, *, template: bool = False) -> str: ...
+
+
+def plain_text(text: object, *, template: bool = False) -> str | None:
+    """``text`` (a model, class, annotator, keyword name...) as Plotly shows it: as the characters typed.
+
+    Plotly draws titles, axis titles and tick labels, legend entries, hover text, annotations and table
+    cells as a subset of HTML: ``<a href=...>`` becomes a link, ``<b>`` bold, ``<br>`` a line break. A
+    name from the user's data must never be read as markup, so every builder passes such strings
+    through here (once: escaping twice would show ``&amp;lt;``) and joins the escaped parts with its
+    own markup (``f"{plain_text(model)}<br>accuracy"``). Plotly turns the entities back into ``&``,
+    ``<`` and ``>`` on screen.
+
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``; ``None`` stays ``None`` (a figure without a title).
+    template : bool, default=False
+        ``text`` goes into a ``hovertemplate`` or ``texttemplate``: ``%`` is escaped too, so a name
+        holding ``%{y}`` is shown as typed rather than replaced by a value.
+
+    Returns
+    -------
+    str or None
+        ``&``, ``<`` and ``>`` as ``&amp;``, ``&lt;`` and ``&gt;`` (quotes are harmless outside tags
+        and kept); with ``template``, ``%`` as ``&#37;``.
+    """
+    if text is None:
+        return None
+    escaped = html.escape(str(text), quote=False)
+    return escaped.replace("%", "&#37;") if template else escaped

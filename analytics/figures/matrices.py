@@ -17,7 +17,7 @@ from analytics.exceptions import InvalidInputError
 from analytics.runs import SIGNALS, VARIANCE_COLOURS, ColourScale
 from analytics.variance import VarianceMatrix
 
-from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_SIZE, apply_style, top_margin
+from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_SIZE, apply_style, plain_text, top_margin
 
 __all__ = [
     "DENSITY_COLORSCALE", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE", "Y_SYMBOL", "Y_TITLE", "colour_ticks",
@@ -58,9 +58,10 @@ def value_colorbar(title: str = VALUE_TITLE) -> dict:
 
 
 def _square_layout(figure: go.Figure, *, title: str | None, d_max: float) -> go.Figure:
-    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left; readable size and style."""
+    """Shared axes: both distances from 0 to d_max, equal scale, origin bottom left; readable size and style.
+    ``title`` is plain text (:func:`plain_text`), as every builder's."""
     figure.update_layout(
-        title=title,
+        title=plain_text(title),
         height=SQUARE_HEIGHT,
         xaxis={"title": {"text": X_TITLE}, "range": [0, d_max], "constrain": "domain"},
         yaxis={"title": {"text": Y_TITLE}, "range": [0, d_max], "scaleanchor": "x", "constrain": "domain"},
@@ -261,7 +262,7 @@ def distance_histogram(
         [
             go.Histogram(
                 x=d,
-                name=name,
+                name=plain_text(name),
                 xbins={"start": 0.0, "end": top + size, "size": size},
                 histnorm="probability",
                 opacity=0.6,
@@ -270,7 +271,7 @@ def distance_histogram(
         ]
     )
     figure.update_layout(
-        title=title,
+        title=plain_text(title),
         height=MIN_HEIGHT,
         barmode="overlay",
         margin={**MARGIN, "t": top_margin(title)},

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from analytics.inference import Evaluation
 
-from .layout import MIN_HEIGHT, apply_style
+from .layout import MIN_HEIGHT, apply_style, plain_text
 
 __all__ = ["per_class_accuracy_chart"]
 
@@ -22,7 +22,7 @@ def per_class_accuracy_chart(result: Evaluation) -> go.Figure:
     classes = list(result.per_class)
     figure = go.Figure(
         go.Bar(
-            x=classes,
+            x=[plain_text(c) for c in classes],
             y=[result.per_class[c] for c in classes],
             text=[f"{result.per_class[c]:.0%} of {result.per_class_n[c]}" for c in classes],
             marker_color="#2e7d32",

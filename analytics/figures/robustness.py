@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from analytics.robustness import factor_names
 from analytics.robustness.bgchallenge import CATEGORIES
 
-from .layout import MIN_HEIGHT, apply_style
+from .layout import MIN_HEIGHT, apply_style, plain_text
 
 __all__ = ["challenge_categories_chart", "error_ratio_chart", "factor_label", "prevalence_chart", "variant_accuracy_chart"]
 
@@ -25,10 +25,13 @@ def variant_accuracy_chart(table: pd.DataFrame, model: str) -> go.Figure:
     table : DataFrame
         :func:`analytics.robustness.bgchallenge.variant_accuracy` (columns ``name, accuracy``).
     model : str
-        The chart's title.
+        The chart's title (plain text, never markup: :func:`~analytics.figures.plain_text`).
     """
-    figure = go.Figure(go.Bar(x=table["name"], y=table["accuracy"], text=[f"{a:.0%}" if a == a else "–" for a in table["accuracy"]], name=model))
-    figure.update_layout(title=model, yaxis={"title": "Accuracy", "range": [0, 1], "tickformat": ".0%"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 45})
+    bars = go.Bar(
+        x=[plain_text(name) for name in table["name"]], y=table["accuracy"], text=[f"{a:.0%}" if a == a else "–" for a in table["accuracy"]], name=plain_text(model)
+    )
+    figure = go.Figure(bars)
+    figure.update_layout(title=plain_text(model), yaxis={"title": "Accuracy", "range": [0, 1], "tickformat": ".0%"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 45})
     return apply_style(figure)
 
 
@@ -41,7 +44,7 @@ def challenge_categories_chart(counts: pd.DataFrame) -> go.Figure:
         A ``Model`` column and one column of image counts per category of
         :data:`analytics.robustness.bgchallenge.CATEGORIES` (:func:`analytics.robustness.bgchallenge.category_counts` per model).
     """
-    figure = go.Figure([go.Bar(x=list(CATEGORIES), y=row[list(CATEGORIES)].tolist(), name=row["Model"]) for _, row in counts.iterrows()])
+    figure = go.Figure([go.Bar(x=list(CATEGORIES), y=row[list(CATEGORIES)].tolist(), name=plain_text(row["Model"])) for _, row in counts.iterrows()])
     figure.update_layout(barmode="group", yaxis={"title": "Images"}, height=MIN_HEIGHT, margin={"l": 60, "r": 10, "b": 60, "t": 20})
     return apply_style(figure)
 
@@ -65,7 +68,10 @@ def error_ratio_chart(summary: pd.DataFrame, *, log: bool = False) -> go.Figure:
     labels = [factor_label(f) for f in factors]
     figure = go.Figure(
         [
-            go.Bar(name=str(model), x=labels, y=row[factors].astype(float).tolist(), hovertemplate=f"{model}<br>%{{x}}: error ratio %{{y:.2f}}<extra></extra>")
+            go.Bar(
+                name=plain_text(model), x=labels, y=row[factors].astype(float).tolist(),
+                hovertemplate=f"{plain_text(model, template=True)}<br>%{{x}}: error ratio %{{y:.2f}}<extra></extra>",
+            )  # fmt: skip
             for model, row in summary.iterrows()
         ]
     )
@@ -93,18 +99,18 @@ def prevalence_chart(details: pd.DataFrame) -> go.Figure:
     models = list(dict.fromkeys(details["model"]))
     bars = [
         go.Bar(
-            name=model,
-            x=[factor_label(f) for f in rows["factor"]],
+            name=plain_text(model),
+            x=[plain_text(factor_label(f)) for f in rows["factor"]],
             y=rows["share_of_errors"].tolist(),
             customdata=rows["shift"].tolist(),
-            hovertemplate=f"{model}<br>%{{x}}: %{{y:.1%}} of errors (shift %{{customdata:+.2f}})<extra></extra>",
+            hovertemplate=f"{plain_text(model, template=True)}<br>%{{x}}: %{{y:.1%}} of errors (shift %{{customdata:+.2f}})<extra></extra>",
         )
         for model, rows in details.groupby("model", sort=False)
     ]
     first = details[details["model"] == models[0]]
     overall = go.Scatter(
-        name=f"share of all images ({models[0]})",
-        x=[factor_label(f) for f in first["factor"]],
+        name=f"share of all images ({plain_text(models[0])})",
+        x=[plain_text(factor_label(f)) for f in first["factor"]],
         y=first["share_of_images"].tolist(),
         mode="markers",
         marker={"symbol": "line-ew-open", "size": 28, "line": {"width": 3, "color": "#222"}},

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import MIN_HEIGHT
+from .layout import MIN_HEIGHT, plain_text
 
 __all__ = ["verdict_figure"]
 
@@ -38,11 +38,11 @@ def verdict_figure(table: pd.DataFrame) -> go.Figure:
             header={"values": ["rule", "result", "measured", "limit", "message"], "align": "left", "font": {"size": 13}},
             cells={
                 "values": [
-                    list(table["rule"]),
+                    [plain_text(rule) for rule in table["rule"]],
                     ["pass" if passed else "FAIL" for passed in table["passed"]],
                     [_number(v) for v in table["measured"]],
                     [_number(v) for v in table["limit"]],
-                    list(table["message"]),
+                    [plain_text(message) for message in table["message"]],
                 ],
                 "fill_color": [colours] * 5,
                 "align": "left",

@@ -136,7 +136,8 @@ def _read(source: Path) -> list[tuple[int, dict[str, str]]]:
             f"{source} is {size / 2**20:.0f} MiB, over the {MAX_IMPORT_BYTES // 2**20} MiB an import reads; split it or check it is the right file"
         )
     try:
-        text = source.read_text(encoding="utf-8-sig")
+        with source.open(encoding="utf-8-sig", newline="") as handle:  # newline="": a note's \r\n or lone \r stays as typed
+            text = handle.read()
     except UnicodeDecodeError as err:
         raise InvalidInputError(f"{source} is not UTF-8 text (byte {err.start}); export it again with `export-judgments`") from err
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)

@@ -32,6 +32,12 @@ def to_csv(frame: pd.DataFrame, path_or_buffer: str | PathLike | IO[str] | None 
     numeric, boolean and datetime columns, numbers inside object columns and missing values are
     written as :meth:`pandas.DataFrame.to_csv` writes them (``-0.5`` as a float stays ``-0.5``).
 
+    A text cell holding a line break is quoted, so every reader gets it back whole: ``\\n`` always, and
+    a carriage return too, which Python's CSV writer quotes only when the line terminator holds it
+    (a lone ``\\r`` left unquoted split its row). So a table with a ``\\r`` in any text cell or label
+    is written with ``\\r\\n`` line ends (RFC 4180's), every other table as before (``\\n`` on Linux).
+    Read the file with ``newline=""`` (the :mod:`csv` module's rule) to keep ``\\r\\n`` inside a cell.
+
     Parameters
     ----------
     frame : DataFrame of shape (n_rows, n_columns)
@@ -46,7 +52,8 @@ def to_csv(frame: pd.DataFrame, path_or_buffer: str | PathLike | IO[str] | None 
     str or None
         The CSV text when ``path_or_buffer`` is None, else None.
     """
-    return _neutralised(frame, index=index).to_csv(path_or_buffer, index=index)
+    out = _neutralised(frame, index=index)
+    return out.to_csv(path_or_buffer, index=index, lineterminator="\r\n" if _holds_carriage_return(out, index=index) else None)
 
 
 def neutralise_formula(value: object) -> object:
@@ -81,6 +88,13 @@ def _neutralised(frame: pd.DataFrame, *, index: bool) -> pd.DataFrame:
     if index and out.index.dtype.kind == "O":
         out.index = out.index.map(neutralise_formula)
     return out
+
+
+def _holds_carriage_return(frame: pd.DataFrame, *, index: bool) -> bool:
+    """Whether a text cell or label that :func:`to_csv` writes holds ``\\r``."""
+    labels = [frame.columns, frame.index] if index else [frame.columns]
+    cells = (frame.iloc[:, position] for position in range(frame.shape[1]) if frame.iloc[:, position].dtype.kind == "O")
+    return any(isinstance(value, str) and "\r" in value for values in (*labels, *cells) for value in values)
 
 
 def _plain(value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -233,3 +234,45 @@ def test_a_blind_annotator_imports_only_assigned_models(tmp_path):
     with pytest.raises(PermissionDeniedError, match="row 2: ana \\(annotator\\) may judge only the models assigned to them"):
         import_judgments(target.acting_as(person("ana", "annotator")), path)
     assert counts(target) == (0, 0)
+
+
+# -- every note survives export -> import exactly (a lone \r split its row; \r\n came back as \n) -----------------------
+#: Pieces of the random notes: line breaks of every kind, CSV's own characters, the formula prefixes and
+#: the quote that neutralises them, NUL (a note may hold one: nothing refuses it), spaces and non-ASCII text.
+NOTE_PIECES = (
+    "\r", "\n", "\r\n", "\n\r", '"', '""', ",", ";", "\t", "\x00", "'", "=", "+", "-", "@", " ", "  ", "a", "Zz 9", "é", "漢字", "🐟",
+    "\u2028", "\u0085", "\x0b", "\x0c", "\ufeff", "\\", "=HYPERLINK(\"x\")",
+)  # fmt: skip
+
+
+def random_notes(count: int, seed: int = 0) -> list[str]:
+    """``count`` notes of 0 to 12 random :data:`NOTE_PIECES` (hypothesis is not a dependency: numpy's RNG)."""
+    rng = np.random.default_rng(seed)
+    notes = ["\r", "\r\n", "x\ry", "a\r\nb", "\r=1", " lead and trail ", "\x00"]  # the reported cases first
+    while len(notes) < count:
+        notes.append("".join(NOTE_PIECES[i] for i in rng.integers(0, len(NOTE_PIECES), size=rng.integers(0, 13))))
+    return notes
+
+
+def test_every_note_comes_back_exactly_from_the_workspaces_own_export(tmp_path):
+    notes = random_notes(300)
+    source = fresh(tmp_path, "source")
+    for index, note in enumerate(notes):  # an annotator per note: no two rows alike, whatever the notes
+        add_judgment(source, annotator=f"a{index}", model=MODEL_NAMES[index % len(MODEL_NAMES)], label="variant", suite_id=SUITE, note=note)
+    reasons = [reason for reason in random_notes(40, seed=1) if reason.strip()][:8]
+    for reason in reasons:
+        add_consensus(source, model="model0", suite_id=SUITE, label="variant", reason=reason, adjudicator="lee")
+    stored = source.query("SELECT annotator, note FROM judgments")
+    assert {row["annotator"]: row["note"] for row in stored} == {f"a{index}": note for index, note in enumerate(notes)}  # as typed
+    path = tmp_path / "own.csv"
+    path.write_text(export_judgments_csv(source), encoding="utf-8", newline="")
+
+    again = import_judgments(source, path)  # its own export adds nothing: every row is recognised
+    assert (again.judgments, again.consensus, again.skipped) == (0, 0, len(notes) + len(reasons))
+    target = fresh(tmp_path, "target")
+    summary = import_judgments(target, path)
+    assert (summary.judgments, summary.consensus) == (len(notes), len(reasons))
+    assert {row["annotator"]: row["note"] for row in target.query("SELECT annotator, note FROM judgments")} == {row["annotator"]: row["note"] for row in stored}
+    assert sorted(row["reason"] for row in target.query("SELECT reason FROM consensus")) == sorted(row["reason"] for row in source.query("SELECT reason FROM consensus"))
+    cells = pd.read_csv(path, dtype=str, keep_default_na=False)["note"]  # pandas reads it too, and it is still safe in a spreadsheet
+    assert len(cells) == len(notes) + len(reasons) and not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in cells)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 
 import numpy as np
@@ -60,3 +61,22 @@ def test_labels_paths_buffers_and_the_index(tmp_path):
     assert to_csv(frame, path) is None and path.read_text() == to_csv(frame)
     buffer = io.StringIO()
     assert to_csv(frame, buffer) is None and buffer.getvalue() == to_csv(frame)
+
+
+@pytest.mark.parametrize("dtype", [object, "str", "category"])
+def test_a_carriage_return_anywhere_is_quoted_and_read_back_exactly(dtype, tmp_path):
+    """A lone ``\\r`` went unquoted (Python's CSV writer quotes only the line terminator's characters) and
+    split its row; ``\\r\\n`` must come back as ``\\r\\n``, not ``\\n``."""
+    notes = ["x\ry", "a\r\nb", "p\nq", "\r", 'say "hi"\r', "plain"]
+    frame = pd.DataFrame({"note": notes, "n": range(len(notes))}).astype({"note": dtype})
+    text = to_csv(frame)
+    assert text.endswith("\r\n") and '"x\ry"' in text
+    rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    assert [row[0] for row in rows[1:]] == ["x\ry", "a\r\nb", "p\nq", "'\r", 'say "hi"\r', "plain"]  # a leading \r is a formula prefix
+    assert read_back(text)["note"].tolist()[:3] == notes[:3]
+    path = tmp_path / "notes.csv"
+    to_csv(frame.set_index("note"), path, index=True)  # the index's labels count too
+    with open(path, encoding="utf-8", newline="") as handle:
+        assert [row[0] for row in csv.reader(handle, strict=True)][1:3] == ["x\ry", "a\r\nb"]
+    # a table without a carriage return is written as before
+    assert to_csv(pd.DataFrame({"note": ["p\nq", "plain"]})) == 'note\n"p\nq"\nplain\n'

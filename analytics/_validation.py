@@ -1,10 +1,15 @@
 """Checks shared by every public function: they raise :class:`InvalidInputError` with a message
-that names the parameter, the rule and the value found."""
+that names the parameter, the rule and the value found. Also the one place a typed path's ``~`` is
+expanded (:func:`user_path`) and a user's JSON file is parsed (:func:`read_json`)."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable
 from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,3 +73,50 @@ def check_finite(array: np.ndarray, name: str) -> np.ndarray:
         bad = int((~np.isfinite(array)).sum())
         raise InvalidInputError(f"{name} holds {bad} NaN or infinite values; clean or drop those rows")
     return array
+
+
+def user_path(text: str | os.PathLike, name: str = "path") -> Path:
+    """``Path(text).expanduser()``: a path a user typed, ``~`` and ``~user`` expanded.
+
+    Raises
+    ------
+    InvalidInputError
+        ``~user`` names no account on this machine (or ``~`` has no home folder): pathlib's
+        RuntimeError as one line naming ``name``, the value and the fix.
+    """
+    try:
+        return Path(text).expanduser()
+    except RuntimeError as err:  # "Could not determine home directory."
+        head = str(text).split("/", 1)[0].split(os.sep, 1)[0]
+        raise InvalidInputError(
+            f"{name} {str(text)!r}: {head!r} names no home folder on this machine (no such user); type the full path without '~'"
+        ) from err
+
+
+def parse_json(text: str, shown: object, what: str, fix: str) -> Any:
+    """``json.loads(text)`` of a user's file; a failure is one line naming ``shown``, ``what`` it should be and ``fix``.
+
+    Raises
+    ------
+    InvalidInputError
+        Not JSON; nested too deeply for Python's parser (its RecursionError, e.g. ``[[[...]]]``
+        100 000 deep, would otherwise end in a traceback).
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:  # a RuntimeError: no traceback for a file a user gave
+        raise InvalidInputError(f"{shown}: {what} nested too deeply to read (arrays or objects inside each other past Python's limit); {fix}") from None
+    except ValueError as err:
+        raise InvalidInputError(f"{shown}: not a readable {what} ({err}); {fix}") from err
+
+
+def read_json(path: Path, what: str, fix: str, *, shown: object = None) -> Any:
+    """The parsed content of a user's JSON file (UTF-8) by :func:`parse_json`; a missing or unreadable file is one line too."""
+    shown = path if shown is None else shown
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInputError(f"{shown}: not found; {fix}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InvalidInputError(f"{shown}: not a readable {what} ({err}); {fix}") from err
+    return parse_json(text, shown, what, fix)

@@ -7,7 +7,6 @@ A thin view: reading, validating, fitting and storing images is :mod:`analytics.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import cv2
@@ -30,6 +29,7 @@ from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, mask_review, screening, state, widgets
 from ui.auth import may, require_page
 from ui.markdown import escape_markdown
+from ui.uploads import saved_upload
 
 PAGE_SIZE = 24
 GRABCUT_MAX_SIDE = 512  # px; GrabCut's cost grows with pixels, and the target is stored at 256 anyway
@@ -163,9 +163,7 @@ def grabcut_target(workspace: Workspace) -> None:
 
 def read_upload(upload) -> np.ndarray:
     """An uploaded image as RGB, shrunk to at most :data:`GRABCUT_MAX_SIDE` px on its long side."""
-    with tempfile.TemporaryDirectory(prefix="backdrop-grabcut-") as folder:
-        saved = Path(folder) / Path(upload.name).name
-        saved.write_bytes(upload.getvalue())
+    with saved_upload(upload) as saved:  # a refusal names the upload, not its temporary copy
         image = read_image(saved)
     factor = GRABCUT_MAX_SIDE / max(image.shape[:2])
     if factor >= 1:

@@ -37,6 +37,7 @@ from ui import jobs as job_view
 from ui import models as ui_models
 from ui.auth import may, require_page
 from ui.markdown import escape_markdown
+from ui.uploads import saved_upload
 
 KINDS = (
     "EfficientNet-Lite (bundled ImageNet weights)", "torchvision architecture + checkpoint", "TorchScript file",
@@ -119,10 +120,10 @@ def register_form(workspace: Workspace) -> None:
         def register():
             with ExitStack() as stack:
                 # a typed path is read by the server: only inside the data roots (analytics.team.paths)
-                checkpoint = stack.enter_context(ui_models.uploaded_file(upload)) if upload else resolve_server_path(workspace, path)
+                checkpoint = stack.enter_context(saved_upload(upload)) if upload else resolve_server_path(workspace, path)
                 option = labels
                 if labels == "custom":
-                    option = str(stack.enter_context(ui_models.uploaded_file(label_upload)) if label_upload else resolve_server_path(workspace, label_path))
+                    option = str(stack.enter_context(saved_upload(label_upload)) if label_upload else resolve_server_path(workspace, label_path))
                 space = None if labels == "model" else parse_label_space(option)
                 if kind == KINDS[3]:
                     return register_timm(

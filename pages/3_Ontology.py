@@ -24,10 +24,13 @@ from ui.markdown import escape_markdown
 
 def workspace_or_none() -> Workspace | None:
     """The session's workspace (acting as the signed-in account), or None: a keyword file on the server still works without one."""
+    path = None
     try:
-        return state.open_workspace(state.workspace_path())
-    except BackdropError:
-        st.info(f"No workspace at `{state.workspace_path()}`: only keyword files can be used, and nothing can be saved.")
+        path = state.workspace_path()
+        return state.open_workspace(path)
+    except BackdropError as err:  # no workspace there, or a path that does not expand (~user of no user)
+        where = f"No workspace at `{path}`" if path is not None else escape_markdown(err)
+        st.info(f"{where}: only keyword files can be used, and nothing can be saved.")
         return None
 
 

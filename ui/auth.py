@@ -18,6 +18,7 @@ import time
 
 import streamlit as st
 
+from analytics._validation import user_path
 from analytics.exceptions import BackdropError, SignInError
 from analytics.team import (
     SSOConfig,
@@ -121,7 +122,7 @@ def signed_in_user() -> User | None:
     # team mode's workspace is always the server's; not through state.workspace_path(), whose
     # init_state may switch to app.py, and app.py calls this before its st.navigation (an endless loop)
     try:
-        return active_user(state.open_workspace(default_workspace_path().expanduser()), name)
+        return active_user(state.open_workspace(user_path(default_workspace_path(), "workspace")), name)
     except BackdropError as err:
         st.error(escape_markdown(err))
         st.stop()

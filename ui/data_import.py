@@ -5,7 +5,6 @@ Streamlit-side only; reading and checking files is :mod:`analytics.data.datasets
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
@@ -42,6 +41,7 @@ from analytics.exceptions import BackdropError
 from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
+from ui.uploads import as_uploaded, saved_upload
 
 LAST_IMPORT = "data.last_import"  # summary of the latest import (plain values) shown after the rerun
 PROPOSED = "data.proposed_masks"  # the latest import's photos with GrabCut masks, handed to ui.mask_review
@@ -64,15 +64,13 @@ def import_source(
     """The folder or zip (or ``types`` of file) to import: a server path, or an upload saved to a temporary folder."""
     if not from_upload:
         text = st.text_input(f"{what} on the server", key=f"{key}.path", placeholder=placeholder)
-        yield Path(text).expanduser() if text.strip() else None
+        yield Path(text.strip()) if text.strip() else None  # as typed: resolve_server_path expands '~' (one line if it cannot)
         return
     upload = st.file_uploader(uploaded, type=list(types), key=f"{key}.upload")
     if upload is None:
         yield None
         return
-    with tempfile.TemporaryDirectory(prefix="backdrop-upload-") as folder:
-        saved = Path(folder) / Path(upload.name).name
-        saved.write_bytes(upload.getvalue())
+    with saved_upload(upload) as saved:  # an error raised inside names the upload, not its temporary copy
         yield saved
 
 
@@ -115,7 +113,7 @@ def ask_import(workspace: Workspace) -> ImportRequest:
         if options["layout"] == VOC:
             split = st.text_input(
                 "Split (optional)", key="data.import_split", placeholder="e.g. val",
-                help="Import the ids listed in ImageSets/Segmentation/<split>.txt; empty imports every mask.",
+                help="Import the ids listed in ImageSets/Segmentation/<split>.txt (a name such as val, not a path); empty imports every mask.",
             )  # fmt: skip
             options["split"] = split.strip() or None
         elif options["layout"] == "cutouts":
@@ -197,30 +195,30 @@ def import_data(workspace: Workspace) -> None:
     request = ask_import(workspace)
     coco = request.targets and request.layout == COCO
     json_source = import_source(request.from_upload, key="data.import_coco", **COCO_JSON) if coco else nullcontext()
-    with json_source as annotations, import_source(request.from_upload, key="data.import_source", **(COCO_IMAGES if coco else {})) as source:
-        if not st.button("Import", type="primary", disabled=source is None or (coco and annotations is None), key="data.import_go"):
-            return
-        try:
+    try:  # an error leaves through import_source, which names an upload as the user knows it (ui.uploads)
+        with json_source as annotations, import_source(request.from_upload, key="data.import_source", **(COCO_IMAGES if coco else {})) as source:
+            if not st.button("Import", type="primary", disabled=source is None or (coco and annotations is None), key="data.import_go"):
+                return
             if not request.from_upload:  # read by the server: only inside the data roots (analytics.team.paths)
                 source = resolve_server_path(workspace, str(source))
                 annotations = annotations and resolve_server_path(workspace, str(annotations))
             with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
                 result, accepted, added = import_files(workspace, request, source, annotations)
-        except BackdropError as err:  # an upload is named as the user knows it, not by its temporary copy
-            shown = str(err)
-            for upload in filter(None, (source, annotations) if request.from_upload else ()):
-                shown = shown.replace(str(upload), upload.name)
-            st.error(escape_markdown(shown))
-            return
-    st.session_state[LAST_IMPORT] = {
-        "source": " over ".join(str(p.name if request.from_upload else p) for p in (annotations, source) if p),
-        "added": added,
-        "accepted": accepted,
-        "rejected": [(short_path(r.file, source), r.reason) for r in result.rejected],
-        "unmapped": unmapped_classes(workspace, result.accepted),
-        "proposed": len(result.proposed),
-        "skipped": result.skip_report(),
-    }
+            uploads = [p for p in (annotations, source) if p] if request.from_upload else []
+            st.session_state[LAST_IMPORT] = {
+                "source": " over ".join(str(p.name if request.from_upload else p) for p in (annotations, source) if p),
+                "added": added,
+                "accepted": accepted,
+                "rejected": [(as_uploaded(short_path(r.file, source), *uploads), as_uploaded(r.reason, *uploads)) for r in result.rejected],
+                "unmapped": unmapped_classes(workspace, result.accepted),
+                "proposed": len(result.proposed),
+                "skipped": {
+                    reason: {**item, "examples": [as_uploaded(str(e), *uploads) for e in item["examples"]]} for reason, item in result.skip_report().items()
+                },
+            }
+    except BackdropError as err:
+        st.error(escape_markdown(err))
+        return
     st.session_state[PROPOSED] = result.proposed
     st.rerun()  # so the grids and counts include the new images
 

@@ -1,4 +1,4 @@
-"""Streamlit helpers of the Models page: cached evaluations and predictions, tables, uploads,
+"""Streamlit helpers of the Models page: cached evaluations and predictions, tables,
 and the form that trains the zoo of heads with known background reliance (:mod:`analytics.zoo`).
 
 Loaded models come from :func:`ui.cache.load_model` (``st.cache_resource``: one shared object per
@@ -9,10 +9,7 @@ covers its backbone), so a re-registered model is evaluated afresh.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
@@ -75,15 +72,6 @@ def top_predictions(workspace_path: str, model_name: str, spec_key: str, image_h
     """The model's ``k`` most probable outputs on one stored image: columns output, probability."""
     top = cache.load_model(workspace_path, model_name).top_outputs(cache.load_array(workspace_path, image_hash), k=k)
     return pd.DataFrame(top, columns=["output", "probability"])
-
-
-@contextmanager
-def uploaded_file(upload) -> Iterator[Path]:
-    """An ``st.file_uploader`` file saved under its own name in a temporary folder (removed after)."""
-    with tempfile.TemporaryDirectory(prefix="backdrop-upload-") as folder:
-        path = Path(folder) / Path(upload.name).name
-        path.write_bytes(upload.getvalue())
-        yield path
 
 
 def zoo_backbones(workspace: Workspace) -> list[str]:

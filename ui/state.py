@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from analytics.exceptions import WorkspaceError
+from analytics._validation import user_path
+from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.team import User, active_user, team_mode
 from analytics.workspace import Workspace, default_workspace_path
 from ui.markdown import escape_markdown
@@ -56,11 +57,19 @@ def init_state() -> None:
 
 
 def workspace_path() -> Path:
-    """The workspace folder chosen in this session (``~`` expanded); in team mode always the server's."""
+    """The workspace folder chosen in this session (``~`` expanded); in team mode always the server's.
+
+    Raises
+    ------
+    WorkspaceError
+        ``~user`` names no user on the server (:func:`analytics._validation.user_path`'s one line).
+    """
     init_state()
-    if team_mode():  # accounts live in the server's workspace: a typed path must not lead around them
-        return default_workspace_path().expanduser()
-    return Path(str(st.session_state[WORKSPACE_PATH]).strip()).expanduser()
+    typed = default_workspace_path() if team_mode() else str(st.session_state[WORKSPACE_PATH]).strip()
+    try:  # team mode: accounts live in the server's workspace, so a typed path must not lead around them
+        return user_path(typed, "workspace")
+    except InvalidInputError as err:  # a workspace that cannot be used as typed: shown as such by current_workspace
+        raise WorkspaceError(str(err)) from err
 
 
 def annotator() -> str:
@@ -113,12 +122,13 @@ def current_workspace() -> Workspace:
         The workspace at :func:`workspace_path` (a cheap object holding paths, no connection); in
         team mode it acts as the signed-in account, so library calls check that account's role.
     """
-    path = workspace_path()
+    path: Path | str = str(st.session_state.get(WORKSPACE_PATH, "")).strip()  # as typed, should it not expand
     try:
+        path = workspace_path()
         workspace = open_workspace(path)
     except WorkspaceError as err:
         st.error(escape_markdown(err), icon=":material/folder_off:")
-        if not team_mode():  # team mode's workspace is the server's, fixed
+        if not team_mode() and isinstance(path, Path):  # team mode's workspace is the server's, fixed
             offer_new_workspace(path)
         st.info(
             "To get started, " + ("" if team_mode() else "create an empty workspace here and import your images on the Data page, or ")

@@ -84,15 +84,15 @@ def run_disagreements(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_export(args: argparse.Namespace) -> dict[str, Any]:
     import io
-    from pathlib import Path
 
     import pandas as pd
 
+    from analytics._validation import user_path
     from analytics.exceptions import InvalidInputError
     from analytics.judging import export_judgments_csv
 
     workspace = _workspace_with_suite(args) if args.suite_id is not None else open_workspace(args)
-    out = Path(args.out).expanduser()
+    out = user_path(args.out, "--out")
     if not out.parent.is_dir():
         raise InvalidInputError(f"--out: folder {out.parent} does not exist; create it or write the CSV elsewhere")
     text = export_judgments_csv(workspace, args.suite_id)

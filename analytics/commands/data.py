@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -70,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          help=f"coco and voc only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA})")
     targets.add_argument("--all-instances", action="store_true", help="coco and voc only: a target per instance (default: the largest of each image)")
     targets.add_argument("--classes", default=None, metavar="A,B", help="coco and voc only: import these categories alone (comma-separated names)")
-    targets.add_argument("--split", default=None, metavar="NAME", help="voc only: the ids of ImageSets/Segmentation/NAME.txt (default: every mask)")
+    targets.add_argument("--split", default=None, metavar="NAME", help="voc only: the ids of ImageSets/Segmentation/NAME.txt (a name, not a path; default: every mask)")
     targets.add_argument("--home", default=None, help="cutouts only: photo the cut-outs are pasted on (default: neutral grey)")
     targets.add_argument("--imagenet-map", default=None, help='JSON file {"class": index or [indices]} for new classes')
     targets.add_argument("--existing-classes-only", action="store_true", help="reject files of classes the workspace lacks")
@@ -294,12 +293,10 @@ def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:
 
 def read_imagenet_map(path: Path) -> dict[str, list[int]]:
     """Read ``{"class": index or [indices]}`` and check every index is an ImageNet-1k index (0..999)."""
+    from analytics._validation import read_json
     from analytics.exceptions import InvalidInputError
 
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise InvalidInputError(f"{path}: not a readable JSON file ({err}); write {{\"class\": index or [indices]}}") from err
+    raw = read_json(path, "JSON file", 'write {"class": index or [indices]}')
     if not isinstance(raw, dict):
         raise InvalidInputError(f"{path}: must hold a JSON object {{\"class\": index or [indices]}}; got {type(raw).__name__}")
     mapping = {}

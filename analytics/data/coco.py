@@ -23,7 +23,6 @@ the same checks and square fit as a ``folder`` import (:func:`analytics.data.ima
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable
@@ -35,7 +34,7 @@ import numpy as np
 from pycocotools import mask as coco_mask
 
 from analytics._choices import DEFAULT_MIN_AREA
-from analytics._validation import check_fraction
+from analytics._validation import check_fraction, read_json
 from analytics.exceptions import InvalidInputError
 
 from .archives import extracted, is_hidden
@@ -173,10 +172,7 @@ def _store(annotations: Path, instance: _Instance, path: Path, shown: Path, size
 
 # -- the JSON ----------------------------------------------------------------------------------
 def _load(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InvalidInputError(f"{path}: not a readable COCO JSON file ({err}); export the annotations again as COCO") from err
+    data = read_json(path, "COCO JSON file", "export the annotations again as COCO")
     if not isinstance(data, dict) or not all(isinstance(data.get(key), list) for key in ("images", "annotations", "categories")):
         found = ", ".join(map(repr, data)) if isinstance(data, dict) else type(data).__name__
         raise InvalidInputError(

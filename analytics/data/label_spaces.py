@@ -16,7 +16,6 @@ saved results and any new run of the model agree. Re-register such a model to mo
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from analytics._choices import IN9_CLASSES
+from analytics._validation import parse_json
 from analytics.exceptions import InvalidInputError
 
 # IN-9 (Xiao et al., "Noise or Signal", 2020): the WordNet synsets that define the 9 super-classes
@@ -241,20 +241,21 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
     if mapping in IN9_MAPS:  # stored in full, so a model registered with it keeps it
         return LabelSpace("in9", IN9_CLASSES, in9_table(str(mapping)), origin=_IN9_MAP_ORIGINS[str(mapping)], in9_map=str(mapping))
     path = Path(mapping)
+    fix = f"expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}} or a built-in map: {', '.join(IN9_MAPS)}"
     try:
         text = path.read_text()
-        raw = json.loads(text)
+    except (OSError, ValueError) as err:
+        raise InvalidInputError(f"{path}: not an IN-9 mapping ({err}); {fix}") from err
+    raw = parse_json(text, path, "IN-9 mapping", fix)
+    try:
         table = [-1] * 1000
         for key, value in raw.items():
             index, target = int(key), int(value)
             if not (0 <= index < 1000 and -1 <= target < len(IN9_CLASSES)):
                 raise ValueError(f"entry {key!r}: {value!r} out of range")
             table[index] = target
-    except (OSError, ValueError, AttributeError, TypeError) as err:
-        raise InvalidInputError(
-            f"{path}: not an IN-9 mapping ({err}); expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}} "
-            f"or a built-in map: {', '.join(IN9_MAPS)}"
-        ) from err
+    except (ValueError, AttributeError, TypeError) as err:
+        raise InvalidInputError(f"{path}: not an IN-9 mapping ({err}); {fix}") from err
     name = "file:" + hashlib.sha256(text.encode()).hexdigest()[:16]
     return LabelSpace("in9", IN9_CLASSES, tuple(table), origin=str(path), in9_map=name)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ VOID = 255  # the border VOC draws around every object: neither object nor backg
 IMAGES, OBJECTS, CLASS_MASKS = "JPEGImages", "SegmentationObject", "SegmentationClass"
 SPLITS = "ImageSets/Segmentation"
 LABELMAP = "labelmap.txt"
+SPLIT_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # with no '..' (check_split): a name, never a path
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ def read_voc(
         outside [0, 1].
     """
     min_area = check_fraction(min_area, "min_area", low_open=False)
+    if split is not None:
+        check_split(split)
     with extracted(Path(path)) as (folder, shown):
         root = layout_root(folder, VOC)
         shown_root = shown / root.relative_to(folder)
@@ -144,6 +148,24 @@ def read_voc(
 
 
 # -- names and files ---------------------------------------------------------------------------
+def check_split(split: object) -> str:
+    """``split`` if it is a split's name: only letters, digits, ``_``, ``.`` and ``-`` (no path
+    separator, no ``..``), so ``ImageSets/Segmentation/<split>.txt`` is a file of that folder and
+    never a path that leads elsewhere on the server.
+
+    Raises
+    ------
+    InvalidInputError
+        Anything else, before any file is opened: one line naming the value and the rule.
+    """
+    if not isinstance(split, str) or not SPLIT_NAME.fullmatch(split) or ".." in split:
+        raise InvalidInputError(
+            f"split {split!r} refused: a split is a name such as train or val (letters, digits, '_', '.' and '-'; "
+            f"no path separators, no '..'), read from {SPLITS}/<split>.txt in the VOC folder; give the name alone"
+        )
+    return split
+
+
 def _class_names(root: Path, shown_root: Path, given: Sequence[str] | None) -> dict[int, str]:
     """Class index -> name: ``given`` (indices 1, 2, ...), else the labelmap, else the VOC classes."""
     source = "class_names"
@@ -214,7 +236,9 @@ def _files(root: Path, shown_root: Path, split: str | None) -> list[_Files]:
 def _split_ids(root: Path, shown_root: Path, split: str, masks: dict[str, Path]) -> list[str]:
     """The ids of ``ImageSets/Segmentation/<split>.txt`` (the first word of each line), each with a mask."""
     folder = root / SPLITS
-    path, shown = folder / f"{split}.txt", shown_root / SPLITS / f"{split}.txt"
+    path, shown = folder / f"{check_split(split)}.txt", shown_root / SPLITS / f"{split}.txt"  # a name: a file of this folder
+    if path.exists() and not path.resolve().is_relative_to(root.resolve()):
+        raise InvalidInputError(f"{shown}: a symlink leading outside the VOC folder; copy the split file itself into {SPLITS}/")
     if not path.is_file():
         offered = sorted(p.stem for p in folder.glob("*.txt")) if folder.is_dir() else []
         raise InvalidInputError(f"{shown}: split {split!r} not found; splits there: {', '.join(offered) or 'none'}")

@@ -31,6 +31,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from analytics._validation import user_path
 from analytics.exceptions import BackdropError, InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.team import MAX_CSV_UPLOAD_MB, allowed, require_permission
 from analytics.workspace import Workspace, restore_formula
@@ -97,7 +98,7 @@ def import_judgments(workspace: Workspace, path: str | PathLike) -> ImportSummar
     PermissionDeniedError
         The actor may not write a row (another annotator's judgment, a consensus without ``adjudicate``).
     """
-    source = Path(path).expanduser()
+    source = user_path(path, "path")
     rows = _read(source)
     if any(row["record"] == "judgment" for _, row in rows):
         require_permission(workspace, "judge")

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from analytics.data import LabelSpace
@@ -55,10 +55,32 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         try:
             raw = load_file(path, device="cpu")
         except (SafetensorError, OSError, ValueError) as err:
-            raise InvalidInputError(f"{path}: not a readable safetensors file ({err}); re-export it") from err
+            raise _bad_safetensors(path, err) from err
     else:
         raw = _torch_load(path)
     return _as_state_dict(raw, path)
+
+
+def check_safetensors(path: Path) -> None:
+    """Read a safetensors file's header only (no tensor is loaded): a header length past the file or
+    safetensors' own limit, a tensor whose shape overflows or whose bytes lie outside the file is
+    refused before a library (transformers) loads it and raises its own error.
+
+    Raises
+    ------
+    InvalidInputError
+        The header cannot be read; the message names the file and the library's reason.
+    """
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as handle:
+            handle.keys()
+    except (SafetensorError, OSError, ValueError) as err:
+        raise _bad_safetensors(path, err) from err
+
+
+def _bad_safetensors(path: Path, err: Exception) -> InvalidInputError:
+    reason = " ".join(str(err).split())[:200] or type(err).__name__
+    return InvalidInputError(f"{path}: not a readable safetensors file ({reason}); re-export it (safetensors.torch.save_file or save_pretrained)")
 
 
 def _torch_load(path: Path):

@@ -208,7 +208,7 @@ def register_onnx(
     path = Path(checkpoint).resolve()
     graph = read_onnx_graph(path)
     size, transform = onnx_transform(graph, path, input_size=input_size, mean=mean, std=std, crop_pct=crop_pct, interpolation=interpolation)
-    network = _OnnxClassifier(path, graph)
+    network = _OnnxClassifier(path, graph, f"{path} (model {name!r})")
     logits, embedding = network(torch.zeros(max(graph.batch or 1, 1), 3, size, size))
     if logits.shape[1] != len(label_space.names):
         raise InvalidInputError(

@@ -19,6 +19,7 @@ external files. ONNX Runtime computes no gradients: saliency offers the perturba
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,9 +136,10 @@ class _OnnxClassifier(nn.Module):
 
     freezable = False
 
-    def __init__(self, path: Path, graph: OnnxGraph) -> None:
+    def __init__(self, path: Path, graph: OnnxGraph, shown: str | None = None) -> None:
         super().__init__()
         self.path, self.graph = path, graph
+        self.shown = shown or str(path)  # what a message of a failed run names
         self.n_params = graph.n_params
         self._sessions: dict[str, object] = {}
 
@@ -147,8 +149,10 @@ class _OnnxClassifier(nn.Module):
         provider = "CUDAExecutionProvider" if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers() else "CPUExecutionProvider"
         if provider not in self._sessions:
             providers = [provider, "CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [provider]
+            options = ort.SessionOptions()
+            options.log_severity_level = 4  # fatal only: a failure reaches the user as one line (_run), not as runtime log lines on stderr
             try:
-                self._sessions[provider] = ort.InferenceSession(str(self.path), ort.SessionOptions(), providers=providers)
+                self._sessions[provider] = ort.InferenceSession(str(self.path), options, providers=providers)
             except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
                 raise InvalidInputError(f"{self.path}: ONNX Runtime cannot load it ({type(err).__name__}: {str(err)[:200]})") from err
         return self._sessions[provider]
@@ -164,17 +168,39 @@ class _OnnxClassifier(nn.Module):
         for start in range(0, len(array), step):
             chunk = array[start : start + step]
             padded = np.concatenate([chunk, np.zeros((step - len(chunk), *chunk.shape[1:]), np.float32)]) if len(chunk) < step else chunk
-            outputs = session.run(None, {self.graph.input_name: padded})
+            outputs = self._run(session, padded)
             parts.append([np.asarray(o)[: len(chunk)] for o in outputs[: 2 if self.graph.embedding else 1]])
         logits = torch.from_numpy(np.concatenate([p[0] for p in parts])).float().to(x.device)
         embedding = torch.from_numpy(np.concatenate([p[1] for p in parts])).float().to(x.device) if self.graph.embedding else logits
         return logits, embedding.flatten(1)
 
+    def _run(self, session, batch: np.ndarray) -> list:
+        """``session.run`` on one batch; ONNX Runtime's own errors (a shape that does not fit, an
+        allocation that fails: ``Fail``, ``RuntimeException``, ``InvalidArgument``…) as one line naming the model."""
+        try:
+            return session.run(None, {self.graph.input_name: batch})
+        except Exception as err:  # noqa: BLE001 - onnxruntime's pybind exceptions share no base class but Exception
+            if not type(err).__module__.startswith("onnxruntime"):
+                raise
+            shape = "x".join(map(str, batch.shape))
+            raise InvalidInputError(
+                f"{self.shown}: ONNX Runtime failed running it on a batch of shape {shape} ({type(err).__name__}: {_runtime_reason(err)}); "
+                "check the graph runs in onnxruntime on such a batch, then export it again"
+            ) from err
+
+
+def _runtime_reason(err: Exception) -> str:
+    """ONNX Runtime's message on one line, without its ``[ONNXRuntimeError] : 1 : FAIL :`` prefix or its source file and function."""
+    text = " ".join(str(err).split())
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = re.sub(r"\s*/\S+\.(?:h|cc|cpp|hpp):\d+ [^()]*\([^()]*\)", "", text)  # "/onnxruntime_src/…/reshape_helper.h:91 onnxruntime::…(…)"
+    return text[:300] or type(err).__name__
+
 
 def onnx_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     """The registered ONNX model as a ``(logits, embedding)`` module."""
     path = _checkpoint_path(workspace, spec)
-    return _OnnxClassifier(path, read_onnx_graph(path))
+    return _OnnxClassifier(path, read_onnx_graph(path), f"model {spec.name!r} ({path.name})")
 
 
 def onnx_transform(

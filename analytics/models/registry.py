@@ -111,6 +111,8 @@ def _check_forward(network: nn.Module, spec: ModelSpec) -> None:
     where = spec.origin or spec.checkpoint
     try:
         logits, embedding = loaded.run_batch(loaded.preprocess(images))
+    except InvalidInputError:  # already one line naming the model and why (an ONNX graph that fails to run)
+        raise
     except (RuntimeError, ValueError, IndexError, TypeError) as err:
         raise InvalidInputError(
             f"{where}: the model fails on a batch of shape (2, 3, {spec.input_size}, {spec.input_size}) "

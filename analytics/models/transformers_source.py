@@ -22,19 +22,20 @@ signals read the last of a network's ``stages`` (else its last convolution); att
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from torch import nn
 
 from analytics._optional import import_optional
+from analytics._validation import read_json
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
-from .checkpoints import _checkpoint_path
+from .checkpoints import _checkpoint_path, check_safetensors
 from .spec import ModelSpec
 from .transforms import ImageTransform
 
@@ -94,6 +95,8 @@ def check_folder(folder: Path) -> dict:
         )
     if not any(p.suffix == ".safetensors" for p in files):
         raise InvalidInputError(f"{folder}: no model.safetensors; save the model with model.save_pretrained(folder, safe_serialization=True)")
+    for weights in (p for p in files if p.suffix == ".safetensors"):  # headers checked here, not by transformers' own errors
+        check_safetensors(weights)
     config = _read_json(folder / "config.json", "save the model with model.save_pretrained(folder)")
     if config.get("auto_map"):
         raise InvalidInputError(f"{folder / 'config.json'}: names custom code (auto_map); Backdrop never sets trust_remote_code: use a model transformers ships")
@@ -101,12 +104,7 @@ def check_folder(folder: Path) -> dict:
 
 
 def _read_json(path: Path, fix: str) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InvalidInputError(f"{path}: not found; {fix}") from None
-    except (OSError, ValueError) as err:
-        raise InvalidInputError(f"{path}: not readable JSON ({err}); {fix}") from err
+    data = read_json(path, "JSON file", fix)
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path}: not a JSON object; {fix}")
     return data
@@ -142,7 +140,7 @@ def load_transformers(folder: Path) -> nn.Module:
         model = transformers.AutoModelForImageClassification.from_pretrained(
             folder, local_files_only=True, use_safetensors=True, trust_remote_code=False, dtype=torch.float32
         )
-    except (ValueError, OSError, KeyError, RuntimeError) as err:
+    except (ValueError, OSError, KeyError, RuntimeError, SafetensorError) as err:
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
         raise InvalidInputError(f"{folder}: transformers cannot build an image classifier from it ({reason})") from err
     finally:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analytics._validation import check_positive_int
+from analytics._validation import check_positive_int, user_path
 from analytics.data import LabelSpace, parse_label_space
 from analytics.exceptions import BackdropError, InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.models import list_models, register_torchvision
@@ -190,7 +190,7 @@ def _entry(record: Mapping[str, str], folder: Path, line: int) -> RepositoryEntr
 
 
 def _resolve(text: str, folder: Path) -> Path:
-    path = Path(text).expanduser()
+    path = user_path(text, "manifest path")
     return (path if path.is_absolute() else folder / path).resolve()
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analytics._install import dashboard_dir
+from analytics._validation import user_path
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import ENV_VAR
 
@@ -59,11 +60,11 @@ def serve_plan(*, team: bool, port: int, workspace: str | os.PathLike, data_root
     """
     folders = []
     for root in data_roots:
-        folder = Path(root).expanduser()
+        folder = user_path(root, "--data-root")
         if not folder.is_dir():
             raise InvalidInputError(f"--data-root {root}: no such folder; create it or give an existing one")
         folders.append(str(folder.resolve()))
-    workspace_path = Path(workspace).expanduser().resolve()
+    workspace_path = user_path(workspace, "--workspace").resolve()
     if team:
         check_team_ready(workspace_path)
     dashboard = dashboard_dir()

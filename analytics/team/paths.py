@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from analytics._validation import user_path
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
 
 from .roles import allowed, require_permission
@@ -36,7 +37,7 @@ def data_roots() -> list[Path]:
         Each root with ``~`` expanded and symlinks resolved; empty when the variable is unset or blank.
     """
     text = os.environ.get(DATA_ROOTS_ENV_VAR, "")
-    return [Path(part.strip()).expanduser().resolve() for part in text.split(os.pathsep) if part.strip()]
+    return [user_path(part.strip(), f"${DATA_ROOTS_ENV_VAR} entry").resolve() for part in text.split(os.pathsep) if part.strip()]
 
 
 def server_paths_offered(workspace: Any) -> bool:
@@ -90,7 +91,7 @@ def resolve_server_path(workspace: Any, text: str) -> Path:
         raise InvalidInputError("server path is empty; type the path of a file or folder on the server")
     if "\0" in typed:  # the OS refuses it with a ValueError (and a traceback on the page)
         raise InvalidInputError(f"server path {typed!r} holds a NUL byte (\\0), which no file name can; type the path without it")
-    path = Path(typed).expanduser()
+    path = user_path(typed, "server path")
     roots = data_roots()
     if not roots:
         if team_mode():

@@ -9,8 +9,8 @@ interface, every page asks for sign-in first, and the workspace is fixed to the 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from analytics._validation import user_path
 from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.workspace import Workspace
 
@@ -83,7 +83,7 @@ def check_team_ready(workspace_path: str | os.PathLike) -> None:
     WorkspaceError
         No workspace at ``workspace_path``, or no enabled admin in it; the message gives the command to add one.
     """
-    path = Path(workspace_path).expanduser()
+    path = user_path(workspace_path, "workspace")
     fix = f"create one with `python -m analytics user add NAME --role admin --workspace {path}`, then start again"
     try:
         workspace = Workspace(path, create=False)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analytics._validation import user_path
 from analytics.exceptions import InvalidInputError, SignInError
 from analytics.workspace import Workspace
 
@@ -63,7 +64,7 @@ class SSOConfig:
 def sso_config_path(workspace_root: str | os.PathLike) -> Path:
     """Where the roles file is read from: ``$BACKDROP_SSO_ROLES``, else ``sso-roles.toml`` in the workspace."""
     configured = os.environ.get(SSO_ROLES_ENV_VAR, "").strip()
-    return Path(configured).expanduser() if configured else Path(workspace_root) / SSO_ROLES_FILE
+    return user_path(configured, f"${SSO_ROLES_ENV_VAR}") if configured else Path(workspace_root) / SSO_ROLES_FILE
 
 
 def load_sso_config(path: str | os.PathLike) -> SSOConfig | None:

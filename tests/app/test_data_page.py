@@ -498,3 +498,39 @@ def test_class_to_map_moves_to_a_class_imported_while_the_page_is_open(tiny_work
     assert app.selectbox(key="data.class_edit").value == "my_ball"
     app.selectbox(key="data.class_edit").set_value("square").run()
     assert app.run().selectbox(key="data.class_edit").value == "square"  # the user's pick is kept
+
+
+NO_USER = "~nosuchuser-backdrop"  # '~' of an account the machine does not have: pathlib raises a RuntimeError
+
+
+def test_a_path_of_no_users_home_is_one_error_box(tiny_workspace, app_runner):
+    app = app_runner(DATA, tiny_workspace)
+    app.radio(key="data.import_kind").set_value("Target set")
+    app.text_input(key="data.import_source.path").set_value(f"{NO_USER}/targets").run()
+    assert not app.exception and not app.button(key="data.import_go").disabled  # the form is drawn, Import included
+    app.button(key="data.import_go").click().run()
+    assert not app.exception
+    assert [as_shown(e.value) for e in app.error] == [
+        f"server path '{NO_USER}/targets': '{NO_USER}' names no home folder on this machine (no such user); type the full path without '~'"
+    ]
+
+
+def test_a_workspace_path_of_no_users_home_is_one_error_box(app_runner):
+    app = app_runner(DATA, Path(f"{NO_USER}/ws"))
+    assert not app.exception
+    assert [as_shown(e.value) for e in app.error] == [
+        f"workspace '{NO_USER}/ws': '{NO_USER}' names no home folder on this machine (no such user); type the full path without '~'"
+    ]
+    assert CREATE_WORKSPACE not in [button.key for button in app.button]  # nothing to create at a path that does not expand
+
+
+def test_an_uploaded_zips_rejections_name_the_upload_not_its_temporary_copy(tiny_workspace, app_runner):
+    image, mask = disc_image(96, 0)
+    files = {"images/coin/good.png": image, "masks/coin/good.png": mask, "images/coin/blank.png": image, "masks/coin/blank.png": np.zeros_like(mask)}
+    app = upload_targets(app_runner(DATA, tiny_workspace), "folder", files, name="coins.zip")
+    assert "1 new of 1 accepted, 1 rejected" in texts(app)
+    (rejected,) = [t.value for t in app.get("table")]
+    reasons = {as_shown(file): as_shown(reason) for file, reason in rejected["reason"].items()}
+    assert list(reasons) == ["images/coin/blank.png"]
+    assert reasons["images/coin/blank.png"].startswith("coins.zip/masks/coin/blank.png: mask is empty"), reasons
+    assert "backdrop-upload" not in str(reasons) + texts(app)

@@ -170,6 +170,38 @@ def test_a_split_picks_the_images(voc):
         read_voc(voc.root, split="val")
 
 
+SPLIT_RULE = (
+    "refused: a split is a name such as train or val (letters, digits, '_', '.' and '-'; no path separators, no '..'), "
+    "read from ImageSets/Segmentation/<split>.txt in the VOC folder; give the name alone"
+)
+
+
+@pytest.mark.parametrize("split", ["../../secret", "{secret}", "ImageSets/../../secret", "a/b", "..", "", "val\n", "v al", "a\\b"])
+def test_a_split_is_a_name_never_a_path(voc, tmp_path, monkeypatch, split):
+    """A split names a file of ImageSets/Segmentation: anything that could name another file on the
+    server is refused before any file is opened, and no word of that file is shown."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET line\n")
+    split = split.format(secret=tmp_path / "secret")  # an absolute path, '.txt' added by the reader
+    splits = voc.root / "ImageSets" / "Segmentation"
+    splits.mkdir(parents=True)
+    (splits / "val.txt").write_text(f"{SECOND}\n")
+    monkeypatch.setattr("analytics.data.voc.extracted", lambda path: pytest.fail(f"{path} opened for split {split!r}"))
+    with pytest.raises(InvalidInputError) as caught:
+        read_voc(voc.root, split=split)
+    assert str(caught.value) == f"split {split!r} {SPLIT_RULE}" and "TOPSECRET" not in str(caught.value)
+
+
+def test_a_split_file_linked_outside_the_folder_is_refused(voc, tmp_path):
+    (tmp_path / "secret.txt").write_text("TOPSECRET line\n")
+    splits = voc.root / "ImageSets" / "Segmentation"
+    splits.mkdir(parents=True)
+    (splits / "val.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(InvalidInputError, match=r"Segmentation/val.txt: a symlink leading outside the VOC folder") as caught:
+        read_voc(voc.root, split="val")
+    assert "TOPSECRET" not in str(caught.value)
+
+
 def test_a_zip_of_the_voc_download_below_its_enclosing_folders(voc, tmp_path):
     archive = tmp_path / "voc.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
@@ -275,6 +307,15 @@ def test_a_split_and_a_class_from_the_cli(capsys, tiny_workspace, voc):
     assert code == 0, err
     assert out["added"] == 1 and set(out["skipped"]) == {OTHER_CATEGORY, NOT_LARGEST}
     assert f"person/{FIRST}-1" in set(list_targets(tiny_workspace)["id"])
+
+
+@pytest.mark.parametrize("split", ["../../secret", "/etc/secret"])
+def test_a_split_path_from_the_cli_is_one_line_and_imports_nothing(capsys, tiny_workspace, voc, tmp_path, split):
+    (tmp_path / "secret.txt").write_text("TOPSECRET line\n")
+    before = snapshot(tiny_workspace)
+    code, _, err = run(capsys, *voc_args(voc, tiny_workspace, "--split", split))
+    assert code == 2 and err == f"error: split {split!r} {SPLIT_RULE}\n"
+    assert snapshot(tiny_workspace) == before
 
 
 def test_everything_skipped_is_one_line_with_the_counts(capsys, tiny_workspace, voc):

@@ -17,7 +17,7 @@ from torch import nn
 
 from analytics.cli import main
 from analytics.data import custom_label_space
-from analytics.exceptions import PermissionDeniedError
+from analytics.exceptions import InvalidInputError, PermissionDeniedError
 from analytics.models import IMAGENET_MEAN, IMAGENET_STD, conv_map_problem, get_model_spec, load_model, register_onnx, register_torchvision
 from analytics.saliency import available_methods, explain, unavailable_methods
 from analytics.team import User
@@ -169,3 +169,38 @@ def test_only_admins_register_onnx(tiny_workspace, team_files):
         register_onnx(analyst, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"], mean=IMAGENET_MEAN, std=IMAGENET_STD)
     admin = tiny_workspace.acting_as(User("someone-admin", "admin", False, "", ""))
     assert register_onnx(admin, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"], mean=IMAGENET_MEAN, std=IMAGENET_STD).source == "onnx"
+
+
+def _reshaping(path, shape: list[int]):
+    """A tiny graph (pixels n x 3 x 16 x 16 -> mean per channel -> Reshape to ``shape``) that ONNX
+    Runtime loads but fails to run where ``shape`` does not hold the batch's n x 3 values."""
+    helper, tensor = onnx.helper, onnx.TensorProto
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["pixels"], ["means"], axes=[2, 3], keepdims=0), helper.make_node("Reshape", ["means", "shape"], ["logits"])],
+        "reshaping", [helper.make_tensor_value_info("pixels", tensor.FLOAT, ["n", 3, 16, 16])], [helper.make_tensor_value_info("logits", tensor.FLOAT, ["n", 3])],
+        initializer=[helper.make_tensor("shape", tensor.INT64, [len(shape)], shape)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_graph_that_fails_to_run_is_one_line_naming_the_model(tmp_path, capsys):
+    workspace = Workspace(tmp_path / "ws")
+    (tmp_path / "l.txt").write_text("a\nb\nc\n")
+    broken = _reshaping(tmp_path / "broken.onnx", [7, 5])  # never fits: refused at registration, by the CLI and the library
+    before = workspace_state(workspace)
+    argv = ["add-model", "--workspace", str(workspace.root), "--name", "m", "--arch", "onnx", "--checkpoint", str(broken), "--labels", str(tmp_path / "l.txt"), *IMAGENET]
+    line = cli_error(argv, capsys)
+    assert f"{broken} (model 'm'): ONNX Runtime failed running it on a batch of shape 1x3x16x16 (Fail: " in line
+    assert "cannot be reshaped to the requested shape" in line and "onnxruntime_src" not in line and "export it again" in line
+    assert workspace_state(workspace) == before
+    # at run time: a registered graph's stored copy swapped for the broken one (as a graph failing only on some input would)
+    spec = register_onnx(workspace, "one", checkpoint=_reshaping(tmp_path / "one.onnx", [-1, 3]), label_space=custom_label_space(tmp_path / "l.txt"),
+                         mean=IMAGENET_MEAN, std=IMAGENET_STD)  # fmt: skip
+    (workspace.root / spec.checkpoint).write_bytes(broken.read_bytes())
+    model = load_model(workspace, "one", device="cpu")
+    with pytest.raises(InvalidInputError, match=r"^model 'one' \([0-9a-f]+\.onnx\): ONNX Runtime failed running it on a batch of shape 2x3x16x16 \(") as caught:
+        model.run_batch(model.preprocess(np.zeros((2, 16, 16, 3), np.uint8)))
+    assert "\n" not in str(caught.value)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -178,6 +180,41 @@ def test_refused_folders_are_one_line_and_change_nothing(tmp_path, capsys, damag
     if damage in ("bin", "py", "auto_map"):  # the library refuses them too, not only the CLI
         with pytest.raises(InvalidInputError, match=words.split(" (")[0]):
             register_transformers(workspace, "hf", folder=folder)
+
+
+def _safetensors(header: bytes, length: int | None = None) -> bytes:
+    """A safetensors file: the 8-byte little-endian header length (``length`` to lie about it), the JSON header, 4 data bytes."""
+    return struct.pack("<Q", len(header) if length is None else length) + header + bytes(4)
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("header length", "model.safetensors: not a readable safetensors file (Error while deserializing header: header too large)"),
+        ("huge tensor", "model.safetensors: not a readable safetensors file (Error while deserializing header: overflow computing buffer size"),
+        ("deep config", "config.json: JSON file nested too deeply to read (arrays or objects inside each other past Python's limit)"),
+        ("deep processor config", "preprocessor_config.json: JSON file nested too deeply to read"),
+    ],
+)
+def test_hostile_files_are_one_line_naming_the_file(tmp_path, capsys, damage, words):
+    """Files made to break a reader (a header length of 2**62, a tensor of 2**31 x 2**31 floats, JSON
+    nested 100 000 deep) are refused in one line naming the file, by the CLI and the library."""
+    folder = save_vit(tmp_path / "vit")
+    if damage == "header length":
+        (folder / "model.safetensors").write_bytes(_safetensors(b"{}", length=2**62))
+    elif damage == "huge tensor":
+        header = json.dumps({"weight": {"dtype": "F32", "shape": [2**31, 2**31], "data_offsets": [0, 4]}}).encode()
+        (folder / "model.safetensors").write_bytes(_safetensors(header))
+    else:
+        name = "config.json" if damage == "deep config" else "preprocessor_config.json"
+        (folder / name).write_text("[" * 100_000 + "]" * 100_000)
+    workspace = Workspace(tmp_path / "ws")
+    before = workspace_state(workspace)
+    line = cli_error(["add-model", "--workspace", str(workspace.root), "--name", "hf", "--arch", "transformers", "--checkpoint", str(folder)], capsys)
+    assert line.startswith(f"error: {folder}/") and words in line
+    assert workspace_state(workspace) == before
+    with pytest.raises(InvalidInputError, match=re.escape(words)):
+        register_transformers(workspace, "hf", folder=folder)
 
 
 def test_a_zip_of_the_folder_registers_as_the_folder(tmp_path, folders, photos):

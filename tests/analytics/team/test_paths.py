@@ -163,3 +163,26 @@ def test_a_nul_byte_is_refused_in_one_line(layout, workspace, monkeypatch, team)
     monkeypatch.setenv("BACKDROP_TEAM", "1" if team else "0")
     with pytest.raises(InvalidInputError, match="NUL byte"):
         resolve_server_path(workspace, f"{layout[0]}/x\0")
+
+
+NO_USER = "~nosuchuser-backdrop"  # pathlib's expanduser raises a RuntimeError for an account the machine lacks
+NO_USER_LINE = f"'{NO_USER}' names no home folder on this machine (no such user); type the full path without '~'"
+
+
+@pytest.mark.parametrize("roots", [False, True])
+def test_a_tilde_of_no_user_is_one_line(layout, workspace, monkeypatch, roots):
+    if not roots:
+        monkeypatch.delenv(DATA_ROOTS_ENV_VAR)
+    with pytest.raises(InvalidInputError) as caught:
+        resolve_server_path(workspace, f"{NO_USER}/x")
+    assert str(caught.value) == f"server path '{NO_USER}/x': {NO_USER_LINE}"
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, f"{NO_USER}/data")  # the server's own setting: named by its variable
+    with pytest.raises(InvalidInputError, match=f"^\\${DATA_ROOTS_ENV_VAR} entry '{NO_USER}/data': "):
+        data_roots()
+
+
+def test_a_tilde_of_no_user_from_the_cli_is_one_line(tiny_workspace, capsys):
+    from tests.fixtures.cli import cli_error
+
+    line = cli_error(["export-judgments", "--workspace", str(tiny_workspace.root), "--out", f"{NO_USER}/judgments.csv"], capsys)
+    assert line == f"error: --out '{NO_USER}/judgments.csv': {NO_USER_LINE}"

@@ -29,14 +29,14 @@ BASELINE = ROOT / "tools" / "mypy-baseline.txt"
 FINDING = re.compile(r"^(?P<path>[^:\s]+\.py):\d+(?::\d+)?: error: (?P<message>.*?)\s*(?P<code>\[[a-z0-9-]+\])?$")
 
 
-def findings(output: str) -> Counter[str]:
-    """The findings in mypy's output, as ``path: message [code]`` keys with their counts."""
-    found: Counter[str] = Counter()
+def findings(output: str) -> dict[str, list[str]]:
+    """The findings in mypy's output: ``path: message [code]`` key -> mypy's own lines of it (with line numbers)."""
+    found: dict[str, list[str]] = {}
     for line in output.splitlines():
         match = FINDING.match(line.strip())
         if match:
             code = f" {match['code']}" if match["code"] else ""
-            found[f"{match['path']}: {match['message']}{code}"] += 1
+            found.setdefault(f"{match['path']}: {match['message']}{code}", []).append(line.strip())
     return found
 
 
@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     output, _ = run_mypy()
-    found, allowed = findings(output), read_baseline()
+    lines = findings(output)
+    found, allowed = Counter({key: len(where) for key, where in lines.items()}), read_baseline()
     new = found - allowed
     fixed = allowed - found
     if args.update:
@@ -78,13 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"typecheck: baseline rewritten with {sum(found.values())} finding(s)", file=sys.stderr)
         return 0
     seconds = time.monotonic() - started
-    if new:
-        lines = [line for line in output.splitlines() if FINDING.match(line.strip()) and any(line.startswith(key.split(":")[0]) for key in new)]
+    if new:  # every line of a key that has more findings than allowed (which of them is new, mypy cannot say)
         print(f"typecheck: {sum(new.values())} new finding(s) (mypy, {seconds:.0f} s); the code must fit its own signatures:", file=sys.stderr)
-        for key in sorted(new.elements()):
-            path, _, rest = key.partition(": ")
-            where = [line for line in lines if line.startswith(f"{path}:") and rest.split(" [")[0] in line]
-            print(f"  {where[0] if where else key}", file=sys.stderr)
+        print("".join(f"  {line}\n" for key in sorted(new) for line in lines[key]), file=sys.stderr, end="")
         return 1
     if fixed:  # the baseline is shrunk in the commit that fixes: a fixed finding must not come back unseen
         print(f"typecheck: {sum(fixed.values())} baseline finding(s) fixed; shrink the baseline with `python tools/typecheck.py --update`:", file=sys.stderr)

@@ -122,17 +122,18 @@ def current_workspace() -> Workspace:
         The workspace at :func:`workspace_path` (a cheap object holding paths, no connection); in
         team mode it acts as the signed-in account, so library calls check that account's role.
     """
-    path: Path | str = str(st.session_state.get(WORKSPACE_PATH, "")).strip()  # as typed, should it not expand
+    typed = str(st.session_state.get(WORKSPACE_PATH, "")).strip()
+    path: Path | None = None  # stays None when the typed path cannot be expanded (~user of no one)
     try:
         path = workspace_path()
         workspace = open_workspace(path)
     except WorkspaceError as err:
         st.error(escape_markdown(err), icon=":material/folder_off:")
-        if not team_mode() and isinstance(path, Path):  # team mode's workspace is the server's, fixed
+        if not team_mode() and path is not None:  # team mode's workspace is the server's, fixed
             offer_new_workspace(path)
         st.info(
             "To get started, " + ("" if team_mode() else "create an empty workspace here and import your images on the Data page, or ")
-            + f"build the demo with `{DEMO_COMMAND} --workspace {path}` (or `bash backdrop.sh serve`), then reload this page. To use "
+            + f"build the demo with `{DEMO_COMMAND} --workspace {path or typed}` (or `bash backdrop.sh serve`), then reload this page. To use "
             "another workspace, enter its folder under **Workspace** in the sidebar of the Home page."
         )
         st.stop()

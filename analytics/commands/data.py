@@ -283,9 +283,8 @@ def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:
     with stream_backgrounds(args.path, result, size=size, crops_per_photo=crops, seed=args.seed) as backgrounds:
         fresh = (replace(b, package=args.package, licence=args.licence) for b in backgrounds if not _already_stored(b, stored, result))
         first = next(fresh, None)
-        if first is None:
-            _require_some(args.path, [], result.rejected, what="background photos")  # raises: nothing to add
-            return {"added": 0, "rejected": []}
+        _require_some(args.path, [first] if first else [], result.rejected, what="background photos")
+        assert first is not None  # _require_some raised: nothing to add
         workspace = workspace or _create_workspace(args)
         added = add_backgrounds(workspace, itertools.chain([first], fresh))
     return {"added": added, "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected]}

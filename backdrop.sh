@@ -107,7 +107,7 @@ case "${1:-}" in
     ;;
   check)
     # check --model M --policy FILE [--baseline B] [...]: `backdrop check` from this checkout; everything after `check` goes to the CLI
-    # unchanged, and so does its exit status (0 every rule holds, 1 a rule fails, 2 bad input).
+    # unchanged, and so does its exit status (0 every rule holds, 1 a rule fails or has nothing to measure, 2 bad input).
     install_python_packages "$ROOT/requirements.txt"
     exec "$PY" -m analytics check "${@:2}"
     ;;

@@ -18,7 +18,15 @@ COCO = "coco"
 #: Every target layout a user picks from: the folder layouts of :func:`analytics.data.read_targets`,
 #: then COCO and Pascal VOC instance masks (:func:`analytics.data.voc.read_voc`).
 TARGET_LAYOUTS = (*LAYOUTS, COCO, VOC)
+#: An instance import (COCO, VOC) skips instances below this share of their image (``--min-area``).
 DEFAULT_MIN_AREA = 0.01
+#: The smallest share of its image a target's object may cover (0.2 %; an instance import's smaller
+#: ``min_area`` lowers it): :data:`analytics.data.images.MIN_MASK_SHARE`.
+MIN_MASK_SHARE = 0.002
+#: An instance import (COCO, VOC) of more targets than this is refused before any image is decoded
+#: (``--max-instances``, ``$BACKDROP_MAX_INSTANCES``): each target takes 0.25 MB of disk at 256 px.
+MAX_INSTANCES = 10_000
+MAX_INSTANCES_ENV_VAR = "BACKDROP_MAX_INSTANCES"
 # IN-9 (Xiao et al., "Noise or Signal", 2020): the 9 super-classes, in the order of their output index
 # (their WordNet synsets: analytics.data.label_spaces.IN9_SYNSETS).
 IN9_CLASSES = ("dog", "bird", "vehicle", "reptile", "carnivore", "insect", "instrument", "primate", "fish")

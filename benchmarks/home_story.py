@@ -58,7 +58,7 @@ def build_workspace(folder: Path, n_models: int) -> Workspace:
     rng = np.random.default_rng(0)
     workspace = Workspace(folder / "ws")
     workspace.set_meta("image_size", str(SIZE))
-    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
+    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes={name: [] for name in CLASSES})  # a custom label space
     add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     backgrounds = [row["id"] for row in workspace.query("SELECT id FROM backgrounds ORDER BY id")]
     save_keyword_table(workspace, onehot_table(backgrounds, BACKGROUND_KEYWORDS), name=BACKGROUND_TABLE, item_kind="background")

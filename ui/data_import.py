@@ -17,6 +17,9 @@ from analytics.data import (
     COCO,
     DEFAULT_MIN_AREA,
     LAYOUT_PATTERNS,
+    MAX_INSTANCES,
+    MAX_INSTANCES_ENV_VAR,
+    MIN_MASK_SHARE,
     TARGET_LAYOUTS,
     VOC,
     Background,
@@ -31,11 +34,11 @@ from analytics.data import (
     list_classes,
     load_backgrounds,
     on_home,
-    read_coco,
-    read_targets,
-    read_voc,
     resolve_class,
     stream_backgrounds,
+    stream_coco,
+    stream_targets,
+    stream_voc,
 )
 from analytics.exceptions import BackdropError
 from analytics.team import resolve_server_path, server_paths_offered
@@ -136,59 +139,71 @@ def ask_import(workspace: Workspace) -> ImportRequest:
 def ask_instances() -> dict:
     """The choices of an instance-mask import (COCO, VOC): the smallest instance kept, every instance or the largest, the categories."""
     area_column, classes_column = st.columns(2)
-    min_area = area_column.number_input(
-        "Smallest instance (share of its image)", 0.0, 1.0, DEFAULT_MIN_AREA, step=0.005, format="%.3f", key="data.import_min_area",
-        help="Instances covering less of their image are skipped (and counted); crowd regions always are.",
+    min_area = area_column.number_input(  # four decimals: the floor it can lower is 0.002
+        "Smallest instance (share of its image)", 0.0, 1.0, DEFAULT_MIN_AREA, step=0.001, format="%.4f", key="data.import_min_area",
+        help="Instances covering less of their image are skipped (and counted); crowd regions always are. "
+        f"A target's object must cover {MIN_MASK_SHARE * 100:g} % of its image, or it is rejected; a smaller value here "
+        "lowers that floor too (0 keeps every instance with a pixel left at the stored size).",
     )  # fmt: skip
     names = classes_column.text_input("Categories (optional)", key="data.import_classes", placeholder="e.g. dog, cat", help="Comma-separated category names; empty imports every category.")
-    every = st.checkbox("Every instance", key="data.import_all_instances", help="A target per instance; otherwise the largest instance of each image.")
+    every = st.checkbox(
+        "Every instance", key="data.import_all_instances",
+        help=f"A target per instance; otherwise the largest instance of each image. An import makes at most {MAX_INSTANCES:,} targets "
+        f"unless the server sets another limit (`{MAX_INSTANCES_ENV_VAR}`); a larger one is refused before any image is decoded.",
+    )  # fmt: skip
     return {"min_area": float(min_area), "all_instances": every, "classes": tuple(n.strip() for n in names.split(",") if n.strip()) or None}
 
 
-def import_files(workspace: Workspace, request: ImportRequest, source: Path, annotations: Path | None = None) -> tuple[ImportResult, list[str], int]:
+def import_files(
+    workspace: Workspace, request: ImportRequest, source: Path, annotations: Path | None = None
+) -> tuple[ImportResult, list[str], int, list[str]]:
     """Read, check and store the files; stored records carry the source and licence the user gave.
 
-    Targets are read, then stored at once (the masks proposed for mask-less photos wait for review);
-    a COCO import reads ``annotations`` over the images in ``source`` (:func:`analytics.data.read_coco`), a VOC
-    import the tree in ``source`` (:func:`analytics.data.read_voc`).
-    Backgrounds stream as the CLI's ``add-backgrounds`` does (:func:`analytics.data.stream_backgrounds`
-    into :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in
-    batches, so a large pool never sits decoded in the server's memory.
+    Both kinds stream as the CLI's ``add-targets`` and ``add-backgrounds`` do: one file (or COCO /
+    VOC instance) decoded at a time into :func:`analytics.data.add_targets` (every row committed at
+    the end or none) or :func:`analytics.data.add_backgrounds` (rows committed in batches), so an
+    import never sits decoded in the server's memory. A COCO import reads ``annotations`` over the
+    images in ``source`` (:func:`analytics.data.stream_coco`), a VOC import the tree in ``source``
+    (:func:`analytics.data.stream_voc`); the masks proposed for mask-less photos wait for review.
 
     Returns
     -------
     result : ImportResult
-        The rejected files (and for targets, the accepted records and the proposed masks).
+        The rejected files, the proposed masks and the skipped instances (``accepted`` stays empty).
     accepted : list of str
         Ids of the accepted images.
     added : int
         How many of them were new to the workspace.
+    classes : list of str
+        The classes of the accepted targets (none for backgrounds), in the order met.
     """
-    size = image_size(workspace)
-    if request.targets:
+    size, result, accepted = image_size(workspace), ImportResult(), []
+    classes: dict[str, None] = {}  # the accepted targets' classes, in the order met
+
+    def tagged(records: Iterable[Target | Background], home_photo: str | None = None) -> Iterator:
+        for record in records:
+            accepted.append(record.id)
+            if isinstance(record, Target):
+                classes.setdefault(record.class_name)
+            # a cut-out's origin names its home photo: none of that photo's crops becomes its background
+            origin = record.origin if home_photo is None else on_home(record.origin, home_photo)
+            yield replace(record, origin=origin, package=request.package, licence=request.licence)
+
+    if not request.targets:
+        with stream_backgrounds(source, result, size=size, crops_per_photo=request.crops_per_photo) as photos:
+            return result, accepted, add_backgrounds(workspace, tagged(photos)), []
+    if request.layout == COCO:
+        assert annotations is not None  # the form asks for the JSON with a COCO layout
+        reading = stream_coco(annotations, source, result, size=size, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
+    elif request.layout == VOC:
+        reading = stream_voc(source, result, size=size, split=request.split, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
+    else:
         home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
-        if request.layout == COCO:
-            result = read_coco(annotations, source, size=size, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
-        elif request.layout == VOC:
-            result = read_voc(source, size=size, split=request.split, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
-        else:
-            result = read_targets(source, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
-        if request.home_id is not None:  # the origin names the home photo: none of its crops becomes the target's background
-            photo = list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"]
-            result.accepted = [replace(t, origin=on_home(t.origin, photo)) for t in result.accepted]
-        result.accepted = [replace(item, package=request.package, licence=request.licence) for item in result.accepted]
-        added = add_targets(workspace, result.accepted, classes=new_classes(workspace, [t.class_name for t in result.accepted])) if result.accepted else 0
-        return result, [t.id for t in result.accepted], added
-    result, accepted = ImportResult(), []
-
-    def tagged(photos: Iterable[Background]) -> Iterator[Background]:
-        for background in photos:
-            accepted.append(background.id)
-            yield replace(background, package=request.package, licence=request.licence)
-
-    with stream_backgrounds(source, result, size=size, crops_per_photo=request.crops_per_photo) as photos:
-        added = add_backgrounds(workspace, tagged(photos))
-    return result, accepted, added
+        reading = stream_targets(source, result, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
+    home_photo = None if request.home_id is None else str(list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"])
+    with reading as targets:
+        added = add_targets(workspace, tagged(targets, home_photo), classes=resolve_class)
+    return result, accepted, added, list(classes)
 
 
 def import_data(workspace: Workspace) -> None:
@@ -203,14 +218,14 @@ def import_data(workspace: Workspace) -> None:
                 source = resolve_server_path(workspace, str(source))
                 annotations = annotations and resolve_server_path(workspace, str(annotations))
             with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
-                result, accepted, added = import_files(workspace, request, source, annotations)
+                result, accepted, added, classes = import_files(workspace, request, source, annotations)
             uploads = [p for p in (annotations, source) if p] if request.from_upload else []
             st.session_state[LAST_IMPORT] = {
                 "source": " over ".join(str(p.name if request.from_upload else p) for p in (annotations, source) if p),
                 "added": added,
                 "accepted": accepted,
                 "rejected": [(as_uploaded(short_path(r.file, source), *uploads), as_uploaded(r.reason, *uploads)) for r in result.rejected],
-                "unmapped": unmapped_classes(workspace, result.accepted),
+                "unmapped": unmapped_classes(workspace, classes),
                 "proposed": len(result.proposed),
                 "skipped": {
                     reason: {**item, "examples": [as_uploaded(str(e), *uploads) for e in item["examples"]]} for reason, item in result.skip_report().items()
@@ -237,9 +252,9 @@ def new_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, ClassMa
     return {name: resolve_class(name) for name in dict.fromkeys(names) if name not in known}
 
 
-def unmapped_classes(workspace: Workspace, records: list) -> list[str]:
-    """Classes of the imported targets among ``records`` that have no mapping yet (none for backgrounds)."""
-    names = {item.class_name for item in records if isinstance(item, Target)}
+def unmapped_classes(workspace: Workspace, classes: Iterable[str]) -> list[str]:
+    """Those of the imported targets' ``classes`` that have no mapping yet."""
+    names = set(classes)
     return [name for name, mapping in list_class_mappings(workspace).items() if name in names and not mapping.mapped]
 
 

@@ -1,7 +1,8 @@
 """``check``: the release gate. A candidate model against a policy file (and the last release), in any CI.
 
-Exit status 0 when every rule holds, 1 when a rule fails, 2 when the input is bad (one line on
-stderr naming the file or value and the fix; nothing saved is changed). Writes ``junit.xml``,
+Exit status 0 when every rule holds, 1 when a rule fails or has nothing to measure (an error
+verdict), 2 when the input is bad (one line on stderr naming the file or value and the fix; nothing
+saved is changed). Writes ``junit.xml``,
 ``summary.md`` and ``report.html`` into ``--out`` and prints the Markdown summary (``--json``: the
 results as one JSON object). ``--checkpoint`` registers the candidate first, with the checks of
 ``add-model``. See :mod:`analytics.gate`.

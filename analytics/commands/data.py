@@ -1,18 +1,21 @@
 """``demo``, ``fetch-assets``, ``info``, ``add-targets``, ``add-backgrounds``, ``classes`` and ``set-class``.
 
-``add-targets`` is all-or-nothing: every file is read and checked first, then the accepted ones
-are stored in one transaction. ``add-backgrounds`` streams: each photo is decoded, its crops'
-arrays written and its rows committed in batches of ``analytics.data.BACKGROUND_BATCH``, so memory
-holds a batch, not the pool (a 20,000-photo pool held 5.3 GB). An interrupted import keeps the
-batches it committed and no array of the one it was writing; running it again adds the rest (ids
-already stored are listed as rejected). With nothing valid to add either command fails (exit
-status 2, one line on stderr) and the workspace is left as it was; a workspace folder that did not
-exist is not created.
+``add-targets`` and ``add-backgrounds`` stream (``analytics.data.batched_writes``): each file (or
+COCO / VOC instance) is decoded and its arrays written as it is read, so memory holds a few images,
+not the set (a 20,000-photo pool held 5.3 GB, 40,000 COCO instances 4 GB). ``add-targets`` is
+all-or-nothing: its rows commit in one transaction at the end, and a failure removes every array it
+wrote. ``add-backgrounds`` commits its rows in batches of ``analytics.data.BACKGROUND_BATCH``: an
+interrupted import keeps the batches it committed and no array of the one it was writing; running
+it again adds the rest (ids already stored are listed as rejected, by either command). With nothing
+valid to add either command fails (exit status 2, one line on stderr) and the workspace is left as
+it was; a workspace folder that did not exist is not created.
 
 ``add-targets --layout coco --annotations instances.json --images DIR`` reads COCO instance
 segmentation (:func:`analytics.data.read_coco`): one target per instance kept (the largest of each
 image, or ``--all-instances``; ``--min-area``, ``--classes``), what was skipped counted by reason
-under ``skipped``; a bad entry fails the whole import with one line naming it.
+under ``skipped``; a bad entry fails the whole import with one line naming it, and so does an
+import of more than ``--max-instances`` targets (default ``$BACKDROP_MAX_INSTANCES``, else 10,000),
+before any image is decoded.
 ``add-targets --layout voc --path DIR`` reads Pascal VOC instance masks the same way
 (:func:`analytics.data.read_voc`: ``JPEGImages/`` with palette PNGs in ``SegmentationObject/`` and
 ``SegmentationClass/``; ``--split NAME`` takes the ids of ``ImageSets/Segmentation/NAME.txt``).
@@ -32,17 +35,21 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from analytics._choices import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, TARGET_LAYOUTS, VOC
+from analytics._choices import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR, MIN_MASK_SHARE, TARGET_LAYOUTS, VOC
 
 from ._options import add_json_option, add_workspace_option, open_workspace
 
 if TYPE_CHECKING:
-    from analytics.data import ImportResult
+    from analytics.data import ImportResult, Target
     from analytics.workspace import Workspace
+
+Record = TypeVar("Record")  # a streamed import's records: Target or Background
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,9 +73,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     targets.add_argument("--annotations", default=None, help="coco only: the COCO JSON (instances.json) of CVAT, Label Studio, FiftyOne, Roboflow")
     targets.add_argument("--images", default=None, help="coco only: folder or .zip holding the images the JSON names")
     targets.add_argument("--min-area", type=float, default=DEFAULT_MIN_AREA,
-                         help=f"coco and voc only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA})")
+                         help=f"coco and voc only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA}); "
+                         f"below {MIN_MASK_SHARE} it also lowers the floor every target's mask must reach ({MIN_MASK_SHARE * 100:g} %% of the image)")
     targets.add_argument("--all-instances", action="store_true", help="coco and voc only: a target per instance (default: the largest of each image)")
     targets.add_argument("--classes", default=None, metavar="A,B", help="coco and voc only: import these categories alone (comma-separated names)")
+    targets.add_argument("--max-instances", type=int, default=None, metavar="N",
+                         help=f"coco and voc only: refuse, before decoding anything, an import of more than N targets "
+                         f"(default ${MAX_INSTANCES_ENV_VAR}, else {MAX_INSTANCES})")
     targets.add_argument("--split", default=None, metavar="NAME", help="voc only: the ids of ImageSets/Segmentation/NAME.txt (a name, not a path; default: every mask)")
     targets.add_argument("--home", default=None, help="cutouts only: photo the cut-outs are pasted on (default: neutral grey)")
     targets.add_argument("--imagenet-map", default=None, help='JSON file {"class": index or [indices]} for new classes')
@@ -183,7 +194,9 @@ def run_info(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- imports ---------------------------------------------------------------------------------
 def run_add_targets(args: argparse.Namespace) -> dict[str, Any]:
-    from analytics.data import DEFAULT_IMAGE_SIZE, add_targets, image_size, list_classes, on_home, read_image, read_targets, resolve_class
+    """Stream the targets into the workspace (:func:`_read_targets` into :func:`analytics.data.add_targets`):
+    one file or instance decoded at a time, every row committed at the end or none."""
+    from analytics.data import DEFAULT_IMAGE_SIZE, ImportResult, add_targets, image_size, list_classes, on_home, resolve_class
     from analytics.exceptions import InvalidInputError
 
     if args.home is not None and args.layout != "cutouts":
@@ -193,23 +206,21 @@ def run_add_targets(args: argparse.Namespace) -> dict[str, Any]:
     known = list_classes(workspace) if workspace is not None else {}
     mapping = read_imagenet_map(Path(args.imagenet_map)) if args.imagenet_map else {}
     size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
-    if args.layout in INSTANCE_LAYOUTS:
-        result = _read_instances(args, size, known)
-    else:
-        result = read_targets(
-            args.path,
-            layout=args.layout,
-            size=size,
-            home=read_image(args.home) if args.home else None,
-            classes=known if args.existing_classes_only else None,
-        )
-    accepted = _drop_stored(workspace, "targets", result)
-    _require_some(args.path or args.annotations, accepted, result.rejected, what="targets", skipped=result.skipped)
-    new_classes = {t.class_name: resolve_class(t.class_name, mapping) for t in accepted if t.class_name not in known}
-    workspace = workspace or _create_workspace(args)
-    # a cut-out's origin names its home photo, so no crop of that photo becomes its background
-    homed = [replace(t, origin=on_home(t.origin, args.home)) for t in accepted] if args.home else accepted
-    added = add_targets(workspace, [replace(t, package=args.package, licence=args.licence) for t in homed], classes=new_classes)
+    stored, result, new_classes = _stored_ids(workspace, "targets"), ImportResult(), {}
+
+    def new_class(name: str) -> Any:  # add_targets asks for each class the workspace lacks, as it meets it
+        new_classes[name] = resolve_class(name, mapping)
+        return new_classes[name]
+
+    with _read_targets(args, size, known, result) as targets:
+        # a cut-out's origin names its home photo, so no crop of that photo becomes its background
+        fresh = (
+            replace(t, origin=on_home(t.origin, args.home) if args.home else t.origin, package=args.package, licence=args.licence)
+            for t in targets if not _already_stored(t, stored, result)
+        )  # fmt: skip
+        some = _some(fresh, args.path or args.annotations, result, what="targets")
+        workspace = workspace or _create_workspace(args)
+        added = add_targets(workspace, some, classes=new_class)
     return {
         "added": added,
         "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected],
@@ -227,10 +238,10 @@ INSTANCE_LAYOUTS = (COCO, VOC)
 
 def _check_sources(args: argparse.Namespace) -> None:
     """--path for every layout but coco; --annotations and --images for coco; the instance options
-    (--classes, --all-instances, --min-area) for coco and voc; --split for voc."""
+    (--classes, --all-instances, --min-area, --max-instances) for coco and voc; --split for voc."""
     from analytics.exceptions import InvalidInputError
 
-    instance_options = {"--classes": args.classes, "--all-instances": args.all_instances or None}
+    instance_options = {"--classes": args.classes, "--all-instances": args.all_instances or None, "--max-instances": args.max_instances}
     instance_options["--min-area"] = None if args.min_area == DEFAULT_MIN_AREA else args.min_area
     fitting = {  # option -> (its value, None when not given; the layouts it goes with)
         "--annotations": (args.annotations, (COCO,)),
@@ -252,22 +263,29 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise InvalidInputError("--layout coco reads --annotations instances.json and --images FOLDER (or .zip), not --path; give both")
 
 
-def _read_instances(args: argparse.Namespace, size: int, known: dict[str, Any]) -> ImportResult:
-    """The COCO instances of ``--annotations`` or the VOC instances of ``--path``; with
-    --existing-classes-only, a class the workspace lacks is rejected."""
-    from analytics.data import read_coco, read_voc
+@contextmanager
+def _read_targets(args: argparse.Namespace, size: int, known: dict[str, Any], result: ImportResult) -> Iterator[Iterator[Target]]:
+    """The targets of ``--path`` (or COCO's ``--annotations``), read one at a time, rejections and
+    skips going to ``result``; with --existing-classes-only, a class the workspace lacks is rejected."""
+    from analytics.data import read_image, stream_coco, stream_targets, stream_voc
 
+    if args.layout not in INSTANCE_LAYOUTS:
+        home = read_image(args.home) if args.home else None
+        with stream_targets(args.path, result, layout=args.layout, size=size, home=home, classes=known if args.existing_classes_only else None) as targets:
+            yield targets
+        return
     classes = None if args.classes is None else [name for name in args.classes.split(",") if name.strip()]
-    choice = {"size": size, "classes": classes, "min_area": args.min_area, "all_instances": args.all_instances}
-    if args.layout == COCO:
-        result = read_coco(args.annotations, args.images, **choice)
-    else:
-        result = read_voc(args.path, split=args.split, **choice)
-    if args.existing_classes_only:
-        for target in [t for t in result.accepted if t.class_name not in known]:
-            result.reject(target.origin, f"{target.id}: unknown class {target.class_name!r}; known: {', '.join(sorted(known))}")
-        result.accepted = [t for t in result.accepted if t.class_name in known]
-    return result
+    choice = {"size": size, "classes": classes, "min_area": args.min_area, "all_instances": args.all_instances, "max_instances": args.max_instances}
+    reading = stream_coco(args.annotations, args.images, result, **choice) if args.layout == COCO else stream_voc(args.path, result, split=args.split, **choice)
+    with reading as instances:
+        yield (target for target in instances if not args.existing_classes_only or _known_class(target, known, result))
+
+
+def _known_class(target: Target, known: dict[str, Any], result: ImportResult) -> bool:
+    """True when the workspace has ``target``'s class, else False and the target listed as rejected."""
+    if target.class_name not in known:
+        result.reject(target.origin, f"{target.id}: unknown class {target.class_name!r}; known: {', '.join(sorted(known))}")
+    return target.class_name in known
 
 
 def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,14 +297,12 @@ def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:
     crops = check_positive_int(args.crops, "--crops")
     workspace = _existing_workspace(args)
     size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
-    stored, result = _stored_ids(workspace, "backgrounds", None), ImportResult()
+    stored, result = _stored_ids(workspace, "backgrounds"), ImportResult()
     with stream_backgrounds(args.path, result, size=size, crops_per_photo=crops, seed=args.seed) as backgrounds:
         fresh = (replace(b, package=args.package, licence=args.licence) for b in backgrounds if not _already_stored(b, stored, result))
-        first = next(fresh, None)
-        _require_some(args.path, [first] if first else [], result.rejected, what="background photos")
-        assert first is not None  # _require_some raised: nothing to add
+        some = _some(fresh, args.path, result, what="background photos")
         workspace = workspace or _create_workspace(args)
-        added = add_backgrounds(workspace, itertools.chain([first], fresh))
+        added = add_backgrounds(workspace, some)
     return {"added": added, "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected]}
 
 
@@ -354,24 +370,11 @@ def _create_workspace(args: argparse.Namespace) -> Workspace:
     return open_workspace(args, create=True)
 
 
-def _drop_stored(workspace: Workspace | None, table: str, result: ImportResult) -> list[Any]:
-    """Accepted records whose id the workspace already holds move to the rejected list."""
-    stored = _stored_ids(workspace, table, [item.id for item in result.accepted])
-    return [item for item in result.accepted if not _already_stored(item, stored, result)]
-
-
-def _stored_ids(workspace: Workspace | None, table: str, ids: list[str] | None) -> set[str]:
-    """Those of ``ids`` (None: all) that ``table`` of the workspace holds (none without a workspace)."""
+def _stored_ids(workspace: Workspace | None, table: str) -> set[str]:
+    """The ids ``table`` of the workspace holds (none without a workspace): a streamed import checks each record against them."""
     if workspace is None:
         return set()
-    if ids is None:
-        return {row["id"] for row in workspace.query(f"SELECT id FROM {table}")}
-    stored: set[str] = set()
-    for start in range(0, len(ids), 500):  # SQLite caps the number of ? placeholders
-        chunk = ids[start : start + 500]
-        rows = workspace.query(f"SELECT id FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        stored.update(row["id"] for row in rows)
-    return stored
+    return {row["id"] for row in workspace.query(f"SELECT id FROM {table}")}
 
 
 def _already_stored(item: Any, stored: set[str], result: ImportResult) -> bool:
@@ -379,6 +382,21 @@ def _already_stored(item: Any, stored: set[str], result: ImportResult) -> bool:
     if item.id in stored:
         result.reject(item.origin, f"id {item.id!r} is already in the workspace; rename the file to add it as a new one")
     return item.id in stored
+
+
+def _some(records: Iterator[Record], path: str, result: ImportResult, *, what: str) -> Iterator[Record]:
+    """``records`` again once one is read, else the one-line error of :func:`_require_some` (before a
+    workspace is created). The first record is read ahead and not kept once passed on: a streamed
+    import holds no more than its batch."""
+    ahead = list(itertools.islice(records, 1))
+    _require_some(path, ahead, result.rejected, what=what, skipped=result.skipped)
+    return _then(ahead, records)
+
+
+def _then(ahead: list[Record], rest: Iterator[Record]) -> Iterator[Record]:
+    while ahead:
+        yield ahead.pop()
+    yield from rest
 
 
 def _require_some(path: str, accepted: list[Any], rejected: list[Any], *, what: str, skipped: dict[str, Any] | None = None) -> None:

@@ -5,6 +5,7 @@ classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a
 from analytics._choices import COCO, TARGET_LAYOUTS
 
 from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, extracted, layout_root
+from .batched_writes import BACKGROUND_BATCH, TARGET_BATCH, add_backgrounds, add_targets
 from .classes import (
     N_IMAGENET,
     ImageNetClass,
@@ -17,21 +18,18 @@ from .classes import (
     set_class_mapping,
     targets_stamp,
 )
-from .coco import DEFAULT_MIN_AREA, read_coco
+from .coco import DEFAULT_MIN_AREA, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR, instance_limit, read_coco, stream_coco
 from .compose import (
     Cutout,
     composite,
     foreground_only,
 )
 from .datasets import (
-    BACKGROUND_BATCH,
     DEFAULT_IMAGE_SIZE,
     HOME_SEPARATOR,
     Background,
     Target,
-    add_backgrounds,
     add_classes,
-    add_targets,
     image_size,
     list_backgrounds,
     list_classes,
@@ -44,6 +42,7 @@ from .datasets import (
     read_targets,
     source_photo,
     stream_backgrounds,
+    stream_targets,
 )
 from .images import (
     IMAGE_SUFFIXES,
@@ -83,7 +82,7 @@ from .masking import DEFAULT_MARGIN, MAX_MARGIN, centred_box, propose_mask
 from .naming import background_label, crop_id
 from .results import ImportResult, Rejected
 from .sources import IMPORTED, NOT_RECORDED, SOURCE_COLUMNS, image_sources
-from .voc import VOC, VOC_CLASSES, read_voc
+from .voc import VOC, VOC_CLASSES, read_voc, stream_voc
 
 __all__ = [
     "Background",
@@ -113,6 +112,8 @@ __all__ = [
     "LAYOUT_PATTERNS",
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_MEMBERS",
+    "MAX_INSTANCES",
+    "MAX_INSTANCES_ENV_VAR",
     "MAX_MASK_SHARE",
     "MIN_MASK_SHARE",
     "IMPORTED",
@@ -123,6 +124,7 @@ __all__ = [
     "VOC_CLASSES",
     "Rejected",
     "SOURCE_COLUMNS",
+    "TARGET_BATCH",
     "Target",
     "add_backgrounds",
     "add_classes",
@@ -144,6 +146,7 @@ __all__ = [
     "imagenet_classes",
     "imagenet_label_space",
     "in9_imagenet_indices",
+    "instance_limit",
     "in9_label_space",
     "in9_table",
     "is_image_file",
@@ -173,5 +176,8 @@ __all__ = [
     "source_photo",
     "square_crops",
     "stream_backgrounds",
+    "stream_coco",
+    "stream_targets",
+    "stream_voc",
     "targets_stamp",
 ]

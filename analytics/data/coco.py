@@ -18,14 +18,23 @@ Entries left out by choice are counted in ``ImportResult.skipped`` by reason: cr
 (``iscrowd``), boxes without a mask, categories not chosen, instances below ``min_area`` of their
 image and, unless ``all_instances``, every instance but the largest of its image. Each chosen
 instance becomes a :class:`~analytics.data.datasets.Target` of class = its category name, through
-the same checks and square fit as a ``folder`` import (:func:`analytics.data.images.fit_target`).
+the same checks and square fit as a ``folder`` import (:func:`analytics.data.images.fit_target`),
+whose floor of 0.2 % of the image (:data:`~analytics.data.images.MIN_MASK_SHARE`) is lowered to
+``min_area`` where that is smaller.
+
+An import makes at most :func:`instance_limit` targets (:data:`MAX_INSTANCES`, 10,000; the
+``max_instances`` argument, ``--max-instances``, ``$BACKDROP_MAX_INSTANCES``): more are refused in
+one line, before any image or mask is decoded (:func:`check_instance_count`). The chosen instances
+are decoded one at a time (:func:`stream_coco`), so an import into
+:func:`~analytics.data.add_targets` holds a few targets in memory, not thousands (0.25 MB each).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Real
 from pathlib import Path
@@ -33,13 +42,13 @@ from pathlib import Path
 import numpy as np
 from pycocotools import mask as coco_mask
 
-from analytics._choices import DEFAULT_MIN_AREA
+from analytics._choices import DEFAULT_MIN_AREA, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
 from analytics._validation import check_fraction, read_json
 from analytics.exceptions import InvalidInputError
 
 from .archives import extracted, is_hidden
 from .datasets import DEFAULT_IMAGE_SIZE, Target
-from .images import fit_target, read_image, read_image_size
+from .images import LOWER_FLOOR_FIX, MIN_MASK_SHARE, fit_target, read_image, read_image_size
 from .results import ImportResult
 
 #: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
@@ -89,8 +98,10 @@ def read_coco(
     classes: Iterable[str] | None = None,
     min_area: float = DEFAULT_MIN_AREA,
     all_instances: bool = False,
+    max_instances: int | None = None,
 ) -> ImportResult:
-    """Read COCO instance segmentation as targets: one target per chosen instance.
+    """Read COCO instance segmentation as targets: one target per chosen instance (holding them all:
+    stream a large import with :func:`stream_coco`).
 
     Parameters
     ----------
@@ -106,32 +117,63 @@ def read_coco(
     classes : iterable of str or None
         Category names to import (others are skipped); None imports every category.
     min_area : float, default=0.01
-        Instances covering less than this share of their image are skipped.
+        Instances covering less than this share of their image are skipped. Below
+        :data:`~analytics.data.images.MIN_MASK_SHARE` (0.2 %) it also lowers the floor every stored
+        target's mask must reach (before and after the square fit), which otherwise refuses them.
     all_instances : bool, default=False
         One target per instance; by default only the largest chosen instance of each image.
+    max_instances : int or None
+        Refuse the import, before any image is decoded, when it would make more targets than this;
+        None: :func:`instance_limit` (``$BACKDROP_MAX_INSTANCES``, else :data:`MAX_INSTANCES`, 10,000).
 
     Returns
     -------
     result : ImportResult
         ``accepted``: :class:`Target` records with id ``<category>/<image stem>-<annotation id>``, an
         image of shape (size, size, 3), uint8 and a mask of shape (size, size), bool; ``rejected``:
-        instances whose mask the fit refuses (nearly the whole image); ``skipped``: entries by reason.
+        instances whose mask the fit refuses (below the floor, or nearly the whole image);
+        ``skipped``: entries by reason.
 
     Raises
     ------
     InvalidInputError
         A bad file or entry (one line naming the file and the entry), an image file of another size
         than its entry declares or past :func:`~analytics.data.images.max_image_pixels` (read from
-        its header before any mask is made), ``classes`` naming no category, or ``min_area`` outside
-        [0, 1].
+        its header before any mask is made), ``classes`` naming no category, ``min_area`` outside
+        [0, 1], or more targets to make than ``max_instances`` (:func:`check_instance_count`).
     """
+    result = ImportResult()
+    reading = stream_coco(annotations, images, result, size=size, classes=classes, min_area=min_area, all_instances=all_instances, max_instances=max_instances)
+    with reading as targets:
+        result.accepted = list(targets)
+    return result
+
+
+@contextmanager
+def stream_coco(
+    annotations: str | os.PathLike,
+    images: str | os.PathLike,
+    result: ImportResult,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    classes: Iterable[str] | None = None,
+    min_area: float = DEFAULT_MIN_AREA,
+    all_instances: bool = False,
+    max_instances: int | None = None,
+) -> Iterator[Iterator[Target]]:
+    """:func:`read_coco` one target at a time: on entering the block the whole file is checked, the
+    instances chosen (``result.skipped`` filled) and counted against the limit, nothing decoded; the
+    block gets an iterator of :class:`Target` that decodes an instance only when advanced (an image
+    once for consecutive instances of it), rejections added to ``result`` as they are met
+    (``result.accepted`` is left alone). Into :func:`~analytics.data.add_targets`, memory holds a few
+    targets whatever the count. Parameters and errors as :func:`read_coco`."""
     annotations = Path(annotations)
     min_area = check_fraction(min_area, "min_area", low_open=False)
+    limit = instance_limit(max_instances)
     data = _load(annotations)
     image_entries = _images(annotations, data["images"])
     categories = _categories(annotations, data["categories"])
     chosen = None if classes is None else _chosen(annotations, classes, categories)
-    result = ImportResult()
     candidates, skips = _instances(annotations, data["annotations"], image_entries, categories, chosen)
     with extracted(Path(images)) as (folder, shown):
         files = _find_images(annotations, Path(images), folder, candidates)
@@ -140,14 +182,74 @@ def read_coco(
         for _, reason, entry in sorted(skips):  # in the file's order, as listed
             result.skipped.setdefault(reason, []).append(entry)
         picked = instances if all_instances else _largest(instances, result)
-        for instance in picked:
-            path = files[instance.image["id"]]
-            _store(annotations, instance, path, shown / path.relative_to(folder), size, result)
-    return result
+        check_instance_count(annotations, len(picked), len({i.image["id"] for i in instances}), limit=limit, all_instances=all_instances)
+        yield _targets(annotations, picked, files, folder, shown, size, min(min_area, MIN_MASK_SHARE), result)
 
 
-def _store(annotations: Path, instance: _Instance, path: Path, shown: Path, size: int, result: ImportResult) -> None:
-    """Decode ``instance``'s image and mask, fit them and add the target (or the refusal) to ``result``."""
+def instance_limit(max_instances: int | None = None) -> int:
+    """The most targets one instance import may make: ``max_instances``, else ``$BACKDROP_MAX_INSTANCES``,
+    else :data:`MAX_INSTANCES`.
+
+    Raises
+    ------
+    InvalidInputError
+        ``max_instances`` or the environment variable is not a positive whole number.
+    """
+    if max_instances is not None:
+        if isinstance(max_instances, bool) or not isinstance(max_instances, int) or max_instances <= 0:
+            raise InvalidInputError(f"max_instances (--max-instances) must be a positive whole number of targets; got {max_instances!r}")
+        return max_instances
+    raw = os.environ.get(MAX_INSTANCES_ENV_VAR, "").strip()
+    limit = int(raw) if raw.isdigit() else 0 if raw else MAX_INSTANCES
+    if limit <= 0:
+        raise InvalidInputError(f"{MAX_INSTANCES_ENV_VAR} must be a positive whole number of targets; got {raw!r}; unset it for the default {MAX_INSTANCES}")
+    return limit
+
+
+def check_instance_count(source: str | os.PathLike, count: int, images: int, *, limit: int, all_instances: bool) -> None:
+    """Refuse an instance import of ``count`` targets (from ``images`` images) past ``limit``, before
+    anything is decoded: each target is 0.25 MB of disk at 256 px, and seconds of work on a server.
+
+    Raises
+    ------
+    InvalidInputError
+        One line naming the source, the count, the limit and the ways out: the largest instance of
+        each image (when that fits), fewer categories or a higher minimum area, or a higher limit.
+    """
+    if count <= limit:
+        return
+    largest = f"import the largest instance of each image instead of every instance ({images} targets), " if all_instances and images <= limit else ""
+    raise InvalidInputError(
+        f"{source}: {count} instances to import, past the limit of {limit} targets per import; {largest}choose fewer categories "
+        f"or a higher minimum area, or raise the limit: --max-instances {count} (Python: max_instances={count}; "
+        f"the Data page: {MAX_INSTANCES_ENV_VAR}={count} where the server starts)"
+    )
+
+
+def _targets(
+    annotations: Path, picked: list[_Instance], files: dict[int, Path], folder: Path, shown: Path, size: int, floor: float, result: ImportResult
+) -> Iterator[Target]:
+    """The picked instances as targets, in order, one at a time; an image is decoded once for the
+    instances of it that follow each other (exports list annotations image by image)."""
+    decoded: tuple[int, np.ndarray] | None = None
+    for instance in picked:
+        path = files[instance.image["id"]]
+        shown_path = shown / path.relative_to(folder)
+        if decoded is None or decoded[0] != instance.image["id"]:
+            decoded = None  # the previous image is freed before the next is decoded
+            decoded = (instance.image["id"], _image(annotations, instance, path, shown_path))
+        target = _target(instance, decoded[1], shown_path, size, floor, result)
+        if target is not None:
+            yield target
+
+
+def _image(annotations: Path, instance: _Instance, path: Path, shown: Path) -> np.ndarray:
+    """The decoded image of ``instance``, checked to be the size its header gave.
+
+    Returns
+    -------
+    image : ndarray of shape (height, width, 3), uint8
+    """
     entry = f"{annotations}: annotation {instance.id}"
     try:  # the file was found: a decoding failure is a bad input like a missing file
         image = read_image(path)
@@ -159,15 +261,19 @@ def _store(annotations: Path, instance: _Instance, path: Path, shown: Path, size
             f"{entry}: image {shown} decodes to {image.shape[1]}x{image.shape[0]} though its header says {width}x{height} "
             f"(image {instance.image['id']}); save the image again"
         )
-    mask = _bitmap(instance.rle, height, width)
-    try:  # a mask over (nearly) the whole image is refused as in a folder import
-        image, mask = fit_target(image, mask, size, origin=f"{shown} annotation {instance.id}")
+    return image
+
+
+def _target(instance: _Instance, image: np.ndarray, shown: Path, size: int, floor: float, result: ImportResult) -> Target | None:
+    """``instance``'s mask made and fitted with its ``image`` as a target; None (the refusal added to ``result``) when the fit refuses it."""
+    mask = _bitmap(instance.rle, *image.shape[:2])
+    try:  # refused as in a folder import, below a floor min_area may lower
+        image, mask = fit_target(image, mask, size, origin=f"{shown} annotation {instance.id}", min_share=floor, fix=LOWER_FLOOR_FIX)
     except InvalidInputError as err:
         result.reject(shown, str(err))
-        return
+        return None
     stem = Path(instance.image["file_name"].replace("\\", "/")).stem
-    target_id = f"{instance.category}/{stem}-{instance.id}"
-    result.accepted.append(Target(target_id, instance.category, image, mask, origin=str(shown)))
+    return Target(f"{instance.category}/{stem}-{instance.id}", instance.category, image, mask, origin=str(shown))
 
 
 # -- the JSON ----------------------------------------------------------------------------------

@@ -1,20 +1,19 @@
 """Target sets (images + foreground masks + labels) and background pools, and their workspace tables.
 
 Readers turn a folder into :class:`Target` / :class:`Background` records plus a list of rejected
-files with the reason; ``add_targets`` stores the accepted ones in one transaction,
-``add_backgrounds`` in batches (a pool streamed from its files, :func:`stream_backgrounds`). All
-images are fitted to the workspace's square ``image_size`` (default 256 px) so that any target
-can be composited onto any background.
+files with the reason, streamed one file at a time (:func:`stream_targets`, :func:`stream_backgrounds`)
+into ``add_targets`` (all or nothing) and ``add_backgrounds`` (in batches) of
+:mod:`analytics.data.batched_writes`. All images are fitted to
+the workspace's square ``image_size`` (default 256 px) so that any target can be composited onto any background.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
@@ -23,7 +22,7 @@ import pandas as pd
 
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.team import require_permission
-from analytics.workspace import Workspace, now
+from analytics.workspace import Workspace
 
 from .archives import LAYOUTS, POOL, extracted, is_hidden, layout_root
 from .images import (
@@ -41,11 +40,9 @@ from .images import (
 from .label_spaces import ClassMapping, as_mapping, in9_imagenet_indices
 from .masking import propose_mask
 from .naming import crop_id
-from .results import ImportResult, Rejected
+from .results import ImportResult
 
 DEFAULT_IMAGE_SIZE = 256
-#: Background rows per transaction of :func:`add_backgrounds` (~40 commits for a 20,000 pool).
-BACKGROUND_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -131,33 +128,61 @@ def read_targets(
         Unknown layout, no file of the layout (the message says what the folder holds and which
         layout it looks like), or a zip over :data:`MAX_ARCHIVE_BYTES` / :data:`MAX_ARCHIVE_MEMBERS`.
     """
+    result = ImportResult()
+    with stream_targets(path, result, layout=layout, size=size, home=home, classes=classes, propose_masks=propose_masks) as targets:
+        result.accepted = list(targets)
+    return result
+
+
+@contextmanager
+def stream_targets(
+    path: str | os.PathLike,
+    result: ImportResult,
+    *,
+    layout: str,
+    size: int = DEFAULT_IMAGE_SIZE,
+    home: np.ndarray | None = None,
+    classes: Iterable[str] | None = None,
+    propose_masks: bool = False,
+) -> Iterator[Iterator[Target]]:
+    """:func:`read_targets` one file at a time: the block gets an iterator of :class:`Target` that decodes
+    a file only when advanced; rejected files and proposed masks go to ``result`` as they are met
+    (``accepted`` is left alone). A zip stays extracted while the block runs. As :func:`read_targets`."""
     if layout not in LAYOUTS:
         raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     with extracted(Path(path)) as (folder, shown):
         root = layout_root(folder, layout)
         allowed = None if classes is None else set(classes)
-        return _shown_as(_read_targets(root, layout, size, home, allowed, propose_masks), folder, shown)
+        yield _targets(root, layout, size, home, allowed, propose_masks, result, _renamer(folder, shown))
 
 
-def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None, propose: bool) -> ImportResult:
-    result = ImportResult()
-    pairs = _target_files(path, layout, result, propose)
+def _targets(
+    path: Path, layout: str, size: int, home: np.ndarray | None, allowed: set[str] | None, propose: bool, result: ImportResult, shown: Callable[[str], str]
+) -> Iterator[Target]:
+    """The accepted targets of a layout, one decoded at a time; rejections and proposals go to
+    ``result``, every path written as ``shown`` gives it (a zip's temporary folder as the zip)."""
+
+    def reject(file: Path, reason: str) -> None:
+        result.reject(shown(str(file)), shown(reason))
+
+    pairs = _target_files(path, layout, reject, propose)
     seen: dict[str, str] = {}
     for class_name, image_path, mask_path in pairs:
         if allowed is not None and class_name not in allowed:
-            result.reject(image_path, f"unknown class {class_name!r}; known: {', '.join(sorted(allowed))}")
+            reject(image_path, f"unknown class {class_name!r}; known: {', '.join(sorted(allowed))}")
             continue
         target_id = f"{class_name}/{image_path.stem}"
         if target_id in seen:
-            result.reject(image_path, f"duplicate id {target_id!r} (also {seen[target_id]}); rename one file")
+            reject(image_path, f"duplicate id {target_id!r} (also {seen[target_id]}); rename one file")
             continue
+        origin = shown(str(image_path))
         try:
             rgba = read_image_rgba(image_path) if layout == "cutouts" else None
             if mask_path is None and (rgba is None or (propose and (rgba[..., 3] == 255).all())):  # a photo without a mask
                 image = fit_square(read_image(image_path), None, size)[0]
-                mask = propose_mask(image, origin=str(image_path))
-                seen[target_id] = str(image_path)
-                result.proposed.append(Target(target_id, class_name, image, mask, origin=str(image_path)))
+                mask = propose_mask(image, origin=origin)
+                seen[target_id] = origin
+                result.proposed.append(Target(target_id, class_name, image, mask, origin=origin))
                 continue
             if rgba is not None:
                 image, mask = paste_cutout(rgba, home, size=size)
@@ -166,14 +191,13 @@ def _read_targets(path: Path, layout: str, size: int, home: np.ndarray | None, a
                 image = read_image(image_path)
                 image, mask = fit_target(image, read_mask(mask_path, image.shape[:2]), size, origin=str(image_path), mask_origin=str(mask_path))
         except InvalidInputError as err:
-            result.reject(image_path, str(err))
+            reject(image_path, str(err))
             continue
-        seen[target_id] = str(image_path)
-        result.accepted.append(Target(target_id, class_name, image, mask, origin=str(image_path)))
-    return result
+        seen[target_id] = origin
+        yield Target(target_id, class_name, image, mask, origin=origin)
 
 
-def _target_files(path: Path, layout: str, result: ImportResult, propose: bool) -> list[tuple[str, Path, Path | None]]:
+def _target_files(path: Path, layout: str, reject: Callable[[Path, str], None], propose: bool) -> list[tuple[str, Path, Path | None]]:
     """(class, image file, mask file) triples of a layout; a missing mask is rejected on the way, or
     (``propose``) left None for GrabCut."""
     if layout == "cutouts":
@@ -187,7 +211,7 @@ def _target_files(path: Path, layout: str, result: ImportResult, propose: bool) 
         candidates = [mask_root / image_path.parent.name / (image_path.stem + s) for s in mask_suffixes]
         mask_path = next((c for c in candidates if c.is_file()), None)
         if mask_path is None and not propose:
-            result.reject(
+            reject(
                 image_path,
                 f"no mask found (looked for {candidates[0].relative_to(path)}); add one, or import again with "
                 "'Propose GrabCut masks' ticked to review a mask for each photo",
@@ -357,18 +381,6 @@ def _renamer(folder: Path, shown: Path) -> Callable[[str], str]:
     return (lambda text: text) if folder == shown else (lambda text: text.replace(old, new))
 
 
-def _shown_as(result: ImportResult, folder: Path, shown: Path) -> ImportResult:
-    """``result`` with paths under a temporary ``folder`` written as under ``shown`` (no-op for folders)."""
-    if folder == shown:
-        return result
-    rename = _renamer(folder, shown)
-    return ImportResult(
-        [replace(item, origin=rename(item.origin)) for item in result.accepted],
-        [Rejected(rename(r.file), rename(r.reason)) for r in result.rejected],
-        [replace(item, origin=rename(item.origin)) for item in result.proposed],
-    )
-
-
 # -- workspace tables ------------------------------------------------------------------------
 def add_classes(workspace: Workspace, classes: Mapping[str, ClassMapping | Sequence[int]], *, conn=None) -> None:
     """Register classes with their mappings (see :mod:`analytics.data.classes`), or just ImageNet-1k indices.
@@ -395,106 +407,6 @@ def list_classes(workspace: Workspace) -> dict[str, list[int]]:
     """
     rows = workspace.query("SELECT name, imagenet_indices, in9 FROM classes ORDER BY name")
     return {row["name"]: json.loads(row["imagenet_indices"]) or list(in9_imagenet_indices(row["in9"] or "")) for row in rows}
-
-
-def add_targets(
-    workspace: Workspace, targets: Sequence[Target], *, classes: Mapping[str, ClassMapping | Sequence[int]] | None = None
-) -> int:
-    """Store targets (and any new classes with their mappings, see :func:`add_classes`) in one transaction.
-
-    Parameters
-    ----------
-    workspace : Workspace
-    targets : sequence of Target
-        Each with an image of shape (size, size, 3), uint8 and a mask of shape (size, size), bool,
-        size = :func:`image_size` of the workspace.
-    classes : dict of str to ClassMapping or sequence of int, optional
-
-    Returns
-    -------
-    int
-        How many targets were new.
-
-    Raises
-    ------
-    InvalidInputError
-        An image is not the workspace's size, or a class is unknown and not given in ``classes``.
-    WorkspaceError
-        The workspace cannot be written (disk full, no permission); nothing of this call is kept.
-    """
-    require_permission(workspace, "import_data")
-    size = image_size(workspace)
-    known = set(list_classes(workspace)) | set(classes or {})
-    for target in targets:
-        if target.image.shape != (size, size, 3) or target.mask.shape != (size, size):
-            raise InvalidInputError(f"{target.origin}: image is {target.image.shape}, the workspace stores {size}x{size}x3")
-        if target.class_name not in known:
-            raise InvalidInputError(f"{target.origin}: unknown class {target.class_name!r}; register it first")
-    with workspace.staged_arrays(a for t in targets for a in (t.image, t.mask)) as digests, workspace.transaction() as conn:
-        hashes = list(zip(digests[0::2], digests[1::2]))
-        if classes:
-            add_classes(workspace, classes, conn=conn)
-        before = conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0]
-        conn.executemany(
-            "INSERT OR IGNORE INTO targets(id, class_name, image_hash, mask_hash, height, width, origin, package, licence, added)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (t.id, t.class_name, ih, mh, size, size, t.origin, t.package, t.licence, now())
-                for t, (ih, mh) in zip(targets, hashes)
-            ],
-        )
-        return conn.execute("SELECT COUNT(*) FROM targets").fetchone()[0] - before
-
-
-def add_backgrounds(workspace: Workspace, backgrounds: Iterable[Background], *, batch_size: int | None = None) -> int:
-    """Store backgrounds, committing their rows every ``batch_size``; returns how many were new.
-
-    Each image is written to the array store as the iterable yields it, and only the rows of the
-    current batch wait for their commit: memory holds one image and a batch of rows, whatever the
-    pool's size (give an iterator, e.g. :func:`stream_backgrounds`, to read the files the same way).
-    A batch is all-or-nothing: when writing fails, its rows do not commit and the arrays it created
-    are removed, while the batches before it stay stored; ids already stored are left as they are,
-    so running the same import again adds the rest.
-
-    Parameters
-    ----------
-    workspace : Workspace
-    backgrounds : iterable of Background
-        Each with an image of shape (size, size, 3), uint8, size = :func:`image_size` of the workspace.
-    batch_size : int or None, default=None
-        Rows per transaction; None = :data:`BACKGROUND_BATCH`.
-
-    Raises
-    ------
-    InvalidInputError
-        An image is not the workspace's size (its batch is not stored).
-    WorkspaceError
-        The workspace cannot be written (disk full, no permission); the failing batch is not kept.
-    """
-    require_permission(workspace, "import_data")
-    size, batch_size = image_size(workspace), batch_size or BACKGROUND_BATCH
-    stream, added = iter(backgrounds), 0
-    while True:
-        rows: list[tuple] = []
-
-        def images(rows: list[tuple] = rows) -> Iterator[np.ndarray]:  # the batch's images; rows (no hash) to ``rows``
-            for bg in itertools.islice(stream, batch_size):
-                if bg.image.shape != (size, size, 3):
-                    raise InvalidInputError(f"{bg.origin}: image is {bg.image.shape}, the workspace stores {size}x{size}x3")
-                rows.append((bg.id, size, size, bg.origin, json.dumps(bg.crop) if bg.crop else "", bg.package, bg.licence, now()))
-                yield bg.image
-
-        with workspace.staged_arrays(images()) as hashes:
-            if not rows:
-                return added
-            with workspace.transaction() as conn:
-                before = conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0]
-                conn.executemany(
-                    "INSERT OR IGNORE INTO backgrounds(id, image_hash, height, width, origin, crop, package, licence, added)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(row[0], digest, *row[1:]) for row, digest in zip(rows, hashes)],
-                )
-                added += conn.execute("SELECT COUNT(*) FROM backgrounds").fetchone()[0] - before
 
 
 def list_targets(workspace: Workspace, *, class_name: str | None = None) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from analytics._choices import MIN_MASK_SHARE
 from analytics.exceptions import InvalidInputError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
@@ -41,9 +42,15 @@ MAX_IMAGE_PIXELS = 64_000_000
 MAX_IMAGE_PIXELS_ENV_VAR = "BACKDROP_MAX_IMAGE_PIXELS"
 _HEADER_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide state
 
-# Masks must leave some object and some background to test; shares outside these bounds are refused.
-MIN_MASK_SHARE = 0.002
+#: The smallest share of its image a target's object may cover (:data:`MIN_MASK_SHARE`, 0.2 %, from
+#: :mod:`analytics._choices`), and the largest (98 %): a smaller object leaves the model next to
+#: nothing of it to recognise, a larger one no background to replace. Instance imports (COCO, VOC)
+#: lower the floor to their ``min_area`` where it is smaller.
 MAX_MASK_SHARE = 0.98
+#: What to do about a mask below the floor, for images with their own mask files.
+REDRAW_FIX = "crop the image closer to the object or draw a larger mask"
+#: The same for an instance import, whose ``min_area`` lowers the floor.
+LOWER_FLOOR_FIX = "import with a smaller minimum area (--min-area; the Data page's 'Smallest instance'), which lowers this floor"
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -311,29 +318,47 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     return raw > threshold
 
 
-def check_mask_share(mask: np.ndarray, origin: str) -> None:
-    """Refuse a mask that is empty or covers (nearly) the whole image.
+def check_mask_share(mask: np.ndarray, origin: str, *, min_share: float = MIN_MASK_SHARE, fix: str = REDRAW_FIX) -> None:
+    """Refuse a mask that is empty, smaller than ``min_share`` of the image, or covers (nearly) the whole image.
 
     Parameters
     ----------
     mask : ndarray of shape (height, width), bool
     origin : str
         The file or record named in the error.
+    min_share : float, default=MIN_MASK_SHARE
+        The floor (0.2 %); an instance import passes its smaller ``min_area``. A mask without a
+        single object pixel is refused whatever the floor.
+    fix : str, default=REDRAW_FIX
+        What the error tells the user to do about a mask below the floor.
     """
     share = float(mask.mean())
-    if share < MIN_MASK_SHARE:
-        raise InvalidInputError(f"{origin}: mask is empty ({share:.2%} of the image); draw the object or use GrabCut")
+    if not mask.any():
+        raise InvalidInputError(f"{origin}: mask is empty (no object pixel); draw the object or use GrabCut")
+    if share < min_share:
+        raise InvalidInputError(
+            f"{origin}: mask covers {percent(share)} of the image, smaller than {percent(min_share)} of the image "
+            f"(the smallest object a target may have); {fix}"
+        )
     if share > MAX_MASK_SHARE:
         raise InvalidInputError(
             f"{origin}: mask covers {share:.1%} of the image, leaving no background to replace; check it is not inverted"
         )
 
 
-def fit_target(image: np.ndarray, mask: np.ndarray, size: int, *, origin: str, mask_origin: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def percent(share: float) -> str:
+    """A share as a percentage with two significant digits, never rounded to nothing: ``0.0016%``, ``0.2%``, ``45%``."""
+    return np.format_float_positional(share * 100, precision=2, unique=True, fractional=False, trim="-") + "%"
+
+
+def fit_target(
+    image: np.ndarray, mask: np.ndarray, size: int, *, origin: str, mask_origin: str | None = None,
+    min_share: float = MIN_MASK_SHARE, fix: str = REDRAW_FIX,
+) -> tuple[np.ndarray, np.ndarray]:
     """An image with its object mask as a target is stored: the mask checked (:func:`check_mask_share`,
     naming ``mask_origin``), both fitted to a square (:func:`fit_square`), the fitted mask checked
     again (naming ``origin``). The one path of every import of an image with a mask (``folder``,
-    ``bgchallenge``, COCO instances).
+    ``bgchallenge``, COCO and VOC instances).
 
     Parameters
     ----------
@@ -345,15 +370,17 @@ def fit_target(image: np.ndarray, mask: np.ndarray, size: int, *, origin: str, m
         The image file (or record) named in an error.
     mask_origin : str or None
         The mask file (or annotation) named when the mask itself is refused; None: ``origin``.
+    min_share, fix : float, str
+        The floor and the advice of :func:`check_mask_share`.
 
     Returns
     -------
     image : ndarray of shape (size, size, 3), uint8
     mask : ndarray of shape (size, size), bool
     """
-    check_mask_share(mask, origin if mask_origin is None else mask_origin)
+    check_mask_share(mask, origin if mask_origin is None else mask_origin, min_share=min_share, fix=fix)
     image, mask = fit_square(image, mask, size)
-    check_mask_share(mask, origin)
+    check_mask_share(mask, origin, min_share=min_share, fix=fix)
     return image, mask
 
 
@@ -398,7 +425,8 @@ def fit_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tuple[n
 
 
 def resize_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Resize a square image (area interpolation when shrinking) and its mask (nearest).
+    """Resize a square image (area interpolation when shrinking) and its mask (nearest; where that
+    leaves no object pixel, every pixel the object touches).
 
     Parameters
     ----------
@@ -415,7 +443,12 @@ def resize_square(image: np.ndarray, mask: np.ndarray | None, size: int) -> tupl
     shrink = image.shape[0] > size
     image = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_CUBIC)
     if mask is not None:
-        mask = cv2.resize(mask.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST).astype(bool)
+        resized = cv2.resize(mask.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST).astype(bool)
+        if shrink and not resized.any() and mask.any():
+            # an object thinner than the sampling step falls between the sampled pixels: keep every
+            # pixel it touches instead, so a tiny instance the import's floor lets in is not lost
+            resized = cv2.resize(mask.astype(np.float32), (size, size), interpolation=cv2.INTER_AREA) > 0
+        mask = resized
     return image, mask
 
 

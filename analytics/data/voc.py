@@ -24,7 +24,8 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +36,9 @@ from analytics._validation import check_fraction
 from analytics.exceptions import InvalidInputError
 
 from .archives import VOC, extracted, is_hidden, layout_root
-from .coco import DEFAULT_MIN_AREA, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from .coco import DEFAULT_MIN_AREA, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL, check_instance_count, instance_limit
 from .datasets import DEFAULT_IMAGE_SIZE, Target
-from .images import _header_size, fit_target, is_image_file, max_image_pixels, read_image
+from .images import LOWER_FLOOR_FIX, MIN_MASK_SHARE, _header_size, fit_target, is_image_file, max_image_pixels, read_image
 from .results import ImportResult
 
 #: The classes of palette indices 1..20 in VOC's ``SegmentationClass`` PNGs (0 is background).
@@ -88,8 +89,10 @@ def read_voc(
     min_area: float = DEFAULT_MIN_AREA,
     all_instances: bool = False,
     class_names: Sequence[str] | None = None,
+    max_instances: int | None = None,
 ) -> ImportResult:
-    """Read Pascal VOC instance masks as targets: one target per chosen instance.
+    """Read Pascal VOC instance masks as targets: one target per chosen instance (holding them all:
+    stream a large import with :func:`stream_voc`).
 
     Parameters
     ----------
@@ -104,28 +107,60 @@ def read_voc(
     classes : iterable of str or None
         Class names to import (instances of others are skipped); None imports every class.
     min_area : float, default=0.01
-        Instances covering less than this share of their image are skipped.
+        Instances covering less than this share of their image are skipped; below 0.2 % it also
+        lowers the floor of every stored target's mask (:func:`analytics.data.read_coco`).
     all_instances : bool, default=False
         One target per instance; by default only the largest chosen instance of each image.
     class_names : sequence of str or None
         The names of class indices 1, 2, ...; None reads the folder's ``labelmap.txt`` if it has one,
         else :data:`VOC_CLASSES`.
+    max_instances : int or None
+        Refuse the import, before any photo is decoded, when it would make more targets than this;
+        None: :func:`analytics.data.coco.instance_limit` (as for COCO).
 
     Returns
     -------
     result : ImportResult
         ``accepted``: :class:`Target` records with id ``<class>/<image id>-<instance index>``, an
         image of shape (size, size, 3), uint8 and a mask of shape (size, size), bool; ``rejected``:
-        instances whose mask the fit refuses (nearly the whole image, or nothing left at ``size``);
+        instances whose mask the fit refuses (below the floor, or nearly the whole image);
         ``skipped``: instances by reason.
 
     Raises
     ------
     InvalidInputError
-        A bad file (one line naming it and the fix), ``classes`` naming no class, or ``min_area``
-        outside [0, 1].
+        A bad file (one line naming it and the fix), ``classes`` naming no class, ``min_area``
+        outside [0, 1], or more targets to make than ``max_instances``.
     """
+    result = ImportResult()
+    reading = stream_voc(
+        path, result, size=size, split=split, classes=classes, min_area=min_area, all_instances=all_instances, class_names=class_names, max_instances=max_instances
+    )
+    with reading as targets:
+        result.accepted = list(targets)
+    return result
+
+
+@contextmanager
+def stream_voc(
+    path: str | os.PathLike,
+    result: ImportResult,
+    *,
+    size: int = DEFAULT_IMAGE_SIZE,
+    split: str | None = None,
+    classes: Iterable[str] | None = None,
+    min_area: float = DEFAULT_MIN_AREA,
+    all_instances: bool = False,
+    class_names: Sequence[str] | None = None,
+    max_instances: int | None = None,
+) -> Iterator[Iterator[Target]]:
+    """:func:`read_voc` one photo at a time: on entering the block every mask is checked, the
+    instances chosen (``result.skipped`` filled) and counted against the limit, no photo decoded; the
+    block gets an iterator of :class:`Target` that decodes a photo only when advanced, rejections
+    added to ``result`` as they are met (``result.accepted`` is left alone). Parameters and errors as
+    :func:`read_voc`."""
     min_area = check_fraction(min_area, "min_area", low_open=False)
+    limit = instance_limit(max_instances)
     if split is not None:
         check_split(split)
     with extracted(Path(path)) as (folder, shown):
@@ -134,17 +169,15 @@ def read_voc(
         names = _class_names(root, shown_root, class_names)
         chosen = None if classes is None else _chosen(shown_root, classes, names)
         files = _files(root, shown_root, split)
-        result = ImportResult()
         instances = [instance for entry in files for instance in _instances(entry, names)]  # every mask checked first
         kept = _kept(instances, chosen, min_area, result)
         picked = kept if all_instances else _largest(kept, result)
+        check_instance_count(shown_root, len(picked), len({i.image_id for i in kept}), limit=limit, all_instances=all_instances)
         by_image: dict[str, list[_Instance]] = {}
         for instance in picked:
             by_image.setdefault(instance.image_id, []).append(instance)
-        for entry in files:
-            if entry.image_id in by_image:
-                _store(entry, by_image[entry.image_id], size, result)
-    return result
+        floor = min(min_area, MIN_MASK_SHARE)
+        yield (target for entry in files if entry.image_id in by_image for target in _targets(entry, by_image[entry.image_id], size, floor, result))
 
 
 # -- names and files ---------------------------------------------------------------------------
@@ -362,8 +395,8 @@ def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance
     return [instance for instance in instances if best[instance.image_id] is instance]
 
 
-def _store(files: _Files, instances: list[_Instance], size: int, result: ImportResult) -> None:
-    """Decode the photo once, fit each instance's mask with it and add the targets (or refusals) to ``result``."""
+def _targets(files: _Files, instances: list[_Instance], size: int, floor: float, result: ImportResult) -> Iterator[Target]:
+    """Decode the photo once, fit each instance's mask with it and yield the targets (refusals added to ``result``)."""
     try:  # the file was found: a decoding failure is a bad input like a missing file
         photo = read_image(files.photo)
     except InvalidInputError as err:
@@ -376,10 +409,10 @@ def _store(files: _Files, instances: list[_Instance], size: int, result: ImportR
         )
     for instance in instances:
         origin = f"{files.shown_photo} instance {instance.index}"
-        try:  # a mask over (nearly) the whole image is refused as in a folder import
-            image, mask = fit_target(photo, objects == instance.index, size, origin=origin)
+        try:  # refused as in a folder import, below a floor min_area may lower
+            image, mask = fit_target(photo, objects == instance.index, size, origin=origin, min_share=floor, fix=LOWER_FLOOR_FIX)
         except InvalidInputError as err:
             result.reject(files.shown_photo, str(err))
             continue
         target_id = f"{instance.category}/{instance.image_id}-{instance.index}"
-        result.accepted.append(Target(target_id, instance.category, image, mask, origin=str(files.shown_photo)))
+        yield Target(target_id, instance.category, image, mask, origin=str(files.shown_photo))

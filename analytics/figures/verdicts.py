@@ -1,4 +1,4 @@
-"""The release gate's verdict as a figure: one row per rule, green where it holds, red where it fails."""
+"""The release gate's verdict as a figure: one row per rule, green where it holds, red where it fails, orange where it had nothing to measure."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .layout import MIN_HEIGHT, plain_text
 
 __all__ = ["verdict_figure"]
 
-_PASS, _FAIL = "#d9f0d3", "#f4cccc"  # row colours: light green, light red
+_COLOURS = {"pass": "#d9f0d3", "fail": "#f4cccc", "error": "#fce5cd"}  # row colours: light green, light red, light orange
 _ROW_PX = 30
 
 
@@ -21,17 +21,20 @@ def verdict_figure(table: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     table : DataFrame
-        :func:`analytics.gate.verdict_table` of a check's results (columns ``rule, passed, measured,
-        limit, message``).
+        :func:`analytics.gate.verdict_table` of a check's results (columns ``rule, passed, result,
+        measured, limit, message``; without ``result``, ``passed`` decides pass or fail).
 
     Returns
     -------
     plotly.graph_objects.Figure
         One ``table`` trace; the title says whether every rule holds.
     """
-    failed = int((~table["passed"].astype(bool)).sum())
+    outcomes = list(table["result"]) if "result" in table else ["pass" if passed else "fail" for passed in table["passed"]]
+    failed, errors = sum(outcome != "pass" for outcome in outcomes), outcomes.count("error")
     title = "passed: every rule holds" if not failed else f"FAILED: {failed} of {len(table)} rules"
-    colours = [_PASS if passed else _FAIL for passed in table["passed"]]
+    if errors:
+        title += f" ({errors} with nothing to measure)"
+    colours = [_COLOURS[outcome] for outcome in outcomes]
     figure = go.Figure(
         go.Table(
             columnwidth=[2, 1, 1, 1, 6],
@@ -39,7 +42,7 @@ def verdict_figure(table: pd.DataFrame) -> go.Figure:
             cells={
                 "values": [
                     [plain_text(rule) for rule in table["rule"]],
-                    ["pass" if passed else "FAIL" for passed in table["passed"]],
+                    [outcome if outcome == "pass" else outcome.upper() for outcome in outcomes],
                     [_number(v) for v in table["measured"]],
                     [_number(v) for v in table["limit"]],
                     [plain_text(message) for message in table["message"]],

@@ -5,7 +5,7 @@ rule measures, read from the stages that compute it), :mod:`.rules` (the rule ki
 paired test), :mod:`.junit`, :mod:`.summary` and :mod:`.table` (JUnit XML, Markdown and a DataFrame of the verdicts), :mod:`.check` (the whole check).
 """
 
-from .check import FILES, CheckResult, check, preflight, suite_to_check
+from .check import FILES, CheckResult, SuiteModels, check, preflight, suite_models, suite_to_check
 from .junit import CLASSNAME, junit_xml
 from .measures import Measures, Verdict, assessor_verdict, challenge_loader, verdict_training_labels
 from .policy import BASELINE_KEYS, EXAMPLE_POLICY, RULE_KEYS, SETTING_KEYS, SUITE_KEYS, Policy, SuiteRecipe, load_policy, parse_policy
@@ -15,7 +15,7 @@ from .table import VERDICT_TABLE_COLUMNS, verdict_table
 
 __all__ = [
     "BASELINE_KEYS", "BASELINE_RULES", "CLASSNAME", "EXAMPLE_POLICY", "FILES", "RULES", "RULE_KEYS", "SETTING_KEYS",
-    "SUITE_KEYS", "VERDICT_TABLE_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteRecipe", "Verdict", "assessor_verdict",
+    "SUITE_KEYS", "VERDICT_TABLE_COLUMNS", "CheckResult", "Measures", "Policy", "RuleResult", "SuiteModels", "SuiteRecipe", "Verdict", "assessor_verdict",
     "challenge_loader", "check", "evaluate_rules", "junit_xml", "load_policy", "markdown_summary", "parse_policy",
-    "preflight", "suite_to_check", "verdict_table", "verdict_training_labels",
+    "preflight", "suite_models", "suite_to_check", "verdict_table", "verdict_training_labels",
 ]  # fmt: skip

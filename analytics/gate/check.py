@@ -10,6 +10,11 @@ three files into ``out``: ``junit.xml`` (:func:`analytics.gate.junit.junit_xml`)
 Everything that can be wrong with the input (an unknown model or suite, baseline rules without a
 baseline, an output folder that is a file) is checked before the first write, so a refused check
 changes nothing saved.
+
+A suite the policy's recipe builds never depends on the candidate (:func:`suite_models`): its
+semantic distances and its pool screening come from models that stay the same from one candidate
+checkpoint to the next, so every checkpoint is gated on the same suite and the baseline's run over
+it is computed once.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from analytics._choices import DEFAULT_REALISM_THRESHOLD
 from analytics._progress import Progress, with_message
 from analytics.exceptions import InvalidInputError
 from analytics.findings import build_report
-from analytics.models import get_model_spec
+from analytics.models import get_model_spec, list_models
 from analytics.runs import start_runs
 from analytics.suites import build_suite, suite_exists, suite_labels_of
 from analytics.workspace import Workspace, now
@@ -33,7 +39,7 @@ from .policy import Policy
 from .rules import RuleResult, evaluate_rules
 from .summary import markdown_summary
 
-__all__ = ["FILES", "CheckResult", "check", "preflight", "suite_to_check"]
+__all__ = ["FILES", "CheckResult", "SuiteModels", "check", "preflight", "suite_models", "suite_to_check"]
 
 #: The files a check writes into its output folder.
 FILES = {"junit": "junit.xml", "summary": "summary.md", "report": "report.html"}
@@ -73,7 +79,7 @@ class CheckResult:
         return {
             "passed": self.passed, "candidate": self.candidate, "baseline": self.baseline, "suite": self.suite_id, "seconds": self.seconds,
             "files": self.files,
-            "rules": [{"name": r.name, "passed": r.passed, "value": r.value, "limit": r.limit, "message": r.message, "details": list(r.details)}
+            "rules": [{"name": r.name, "passed": r.passed, "result": r.outcome, "value": r.value, "limit": r.limit, "message": r.message, "details": list(r.details)}
                       for r in self.results],
         }  # fmt: skip
 
@@ -124,7 +130,9 @@ def check(
     """
     started = time.perf_counter()
     out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out)
-    suite_id = suite_to_check(workspace, policy, suite_id, device=device, batch_size=batch_size, progress=with_message(progress, "suite"))
+    suite_id = suite_to_check(
+        workspace, policy, suite_id, candidate=candidate, baseline=baseline, device=device, batch_size=batch_size, progress=with_message(progress, "suite")
+    )
     models = list(dict.fromkeys([candidate, *([baseline] if baseline else [])]))
     run_ids = dict(zip(models, start_runs(workspace, models, suite_id, device=device, batch_size=batch_size, progress=with_message(progress, "runs"))))
     shared = challenge_loader(workspace)
@@ -194,19 +202,82 @@ def _check_assessor_labels(workspace: Workspace, policy: Policy, candidate: str,
 
 
 def suite_to_check(
-    workspace: Workspace, policy: Policy, suite_id: str | None, *, device: str | None = None, batch_size: int = 32,
-    progress: Progress | None = None,
+    workspace: Workspace, policy: Policy, suite_id: str | None, *, candidate: str, baseline: str | None = None, device: str | None = None,
+    batch_size: int = 32, progress: Progress | None = None,
 ) -> str:  # fmt: skip
     """The suite to check on: ``suite_id``, else the policy's ``[suite] id``, else the suite its recipe
-    builds (:func:`analytics.suites.build_suite` returns an identical saved suite instead of a new one).
+    builds (:func:`analytics.suites.build_suite` returns an identical saved suite instead of a new one)
+    with the models :func:`suite_models` picks, so that it is the same suite for every candidate.
     :func:`preflight` has checked that one of them is there."""
     chosen = suite_id or policy.suite.id
     if chosen:
         return chosen
     recipe = policy.suite
-    options = {} if recipe.realism_threshold is None else {"realism_threshold": recipe.realism_threshold}
-    suite = build_suite(workspace, method=recipe.method, n=recipe.n, seed=recipe.seed, device=device, batch_size=batch_size, progress=progress, **options)
+    assert recipe.method is not None, "preflight refuses a policy with neither a suite id nor a recipe"
+    realism_threshold = DEFAULT_REALISM_THRESHOLD if recipe.realism_threshold is None else recipe.realism_threshold
+    models = suite_models(workspace, candidate, baseline)
+    suite = build_suite(
+        workspace, method=recipe.method, n=recipe.n, seed=recipe.seed, distance_models=list(models.distances), screening_model=models.screening,
+        realism_threshold=realism_threshold, device=device, batch_size=batch_size, progress=progress,
+    )  # fmt: skip
     return suite.id
+
+
+@dataclass(frozen=True)
+class SuiteModels:
+    """The models that shape a suite the gate builds: the distance ensemble and the pool's screening classifier (None: no ImageNet classifier, no screening)."""
+
+    distances: tuple[str, ...]
+    screening: str | None
+
+
+def suite_models(workspace: Workspace, candidate: str, baseline: str | None = None) -> SuiteModels:
+    """The models whose outputs go into a suite the gate builds from its policy's recipe: never the
+    candidate while any other model is registered.
+
+    A suite's id covers its semantic distances (the embeddings of its distance ensemble) and its pool
+    screening. The library's default ensemble is every registered EfficientNet-Lite, else *every*
+    registered model, and the default screening classifier the first ImageNet classifier by name; a
+    candidate among them would make each new checkpoint a new suite with the same backgrounds, and
+    the baseline would be run again on every one of them. A candidate that
+    shapes its own suite could also pick its own test (``nearest`` / ``interval`` rank the pool by these
+    distances). So the gate picks, in this order:
+
+    * **distances**: the registered EfficientNet-Lite models other than the candidate (fixed ImageNet
+      weights that embed scenes well, and the suite the Suites page builds from the same recipe);
+      without one, the baseline (the last release, the same for every candidate checkpoint); without a
+      baseline, every registered model but the candidate; only when nothing else is registered the
+      candidate itself (then each checkpoint builds its own suite: register EfficientNet-Lite0, which
+      needs no checkpoint, or pass a baseline);
+    * **screening**: the first ImageNet classifier in the same order (EfficientNet-Lite, the baseline,
+      the others by name, the candidate last); None when no ImageNet classifier is registered.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    candidate : str
+        The model under test.
+    baseline : str, optional
+        The last release.
+
+    Returns
+    -------
+    SuiteModels
+    """
+    specs = list_models(workspace)
+    others = [spec for spec in specs if spec.name != candidate]
+    lite = [spec.name for spec in others if spec.source == "efficientnet-lite"]
+    if lite:
+        distances = lite
+    elif baseline and baseline != candidate:
+        distances = [baseline]
+    else:
+        distances = [spec.name for spec in others] or [candidate]
+    classifiers = sorted(
+        (spec for spec in specs if spec.label_space.kind == "imagenet"),
+        key=lambda spec: (spec.name == candidate, spec.source != "efficientnet-lite", spec.name != baseline, spec.name),
+    )
+    return SuiteModels(tuple(distances), classifiers[0].name if classifiers else None)
 
 
 def _output_folder(out: str | os.PathLike) -> Path:

@@ -2,8 +2,10 @@
 
 One ``<testsuite>`` with one ``<testcase>`` per rule (``classname`` ``backdrop.check``, ``name`` the
 policy key); a failing rule holds a ``<failure>`` whose ``message`` has the measured value and the
-limit, with the details (e.g. the keywords that got worse) as its text; a passing rule has the same
-line in ``<system-out>``. Written with :mod:`xml.etree.ElementTree`, so names are escaped.
+limit, with the details (e.g. the keywords that got worse) as its text; a rule with nothing to
+measure holds an ``<error>`` (type ``NothingToMeasure``) whose message names the missing step, counted
+in ``errors``, not ``failures``; a passing rule has its line in ``<system-out>``. Written with
+:mod:`xml.etree.ElementTree`, so names are escaped.
 """
 
 from __future__ import annotations
@@ -33,11 +35,10 @@ def junit_xml(results: Sequence[RuleResult], *, title: str, properties: dict[str
     timestamp : str
         ISO 8601 time of the check.
     """
-    failures = sum(not r.passed for r in results)
-    root = ET.Element("testsuites", name="backdrop check", tests=str(len(results)), failures=str(failures), errors="0", time=f"{seconds:.3f}")
-    suite = ET.SubElement(
-        root, "testsuite", name=title, tests=str(len(results)), failures=str(failures), errors="0", skipped="0", time=f"{seconds:.3f}", timestamp=timestamp
-    )
+    failures, errors = sum(r.outcome == "fail" for r in results), sum(r.outcome == "error" for r in results)
+    counts = {"tests": str(len(results)), "failures": str(failures), "errors": str(errors)}
+    root = ET.Element("testsuites", {"name": "backdrop check", **counts, "time": f"{seconds:.3f}"})
+    suite = ET.SubElement(root, "testsuite", {"name": title, **counts, "skipped": "0", "time": f"{seconds:.3f}", "timestamp": timestamp})
     listed = ET.SubElement(suite, "properties")
     for key, value in properties.items():
         ET.SubElement(listed, "property", name=key, value=str(value))
@@ -46,7 +47,8 @@ def junit_xml(results: Sequence[RuleResult], *, title: str, properties: dict[str
         if result.passed:
             ET.SubElement(case, "system-out").text = result.message
         else:
-            failure = ET.SubElement(case, "failure", message=result.message, type="RuleFailed")
+            kind, label = ("error", "NothingToMeasure") if result.error else ("failure", "RuleFailed")
+            failure = ET.SubElement(case, kind, message=result.message, type=label)
             failure.text = "\n".join([result.message, *result.details])
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

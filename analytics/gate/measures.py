@@ -19,8 +19,8 @@ import pandas as pd
 
 from analytics.assessor import VERDICT_PRESET, features_table, held_out_verdicts, human_labels
 from analytics.exceptions import InvalidInputError
-from analytics.findings import FailureTable, composite_table, failure_table
-from analytics.robustness import evaluate_scenarios, robustness_scores
+from analytics.findings import FailureTable, background_keywords, composite_table, failure_table
+from analytics.robustness import DEFAULT_SCENARIO_SET, ORIGINAL, SCENARIO_SETS, evaluate_scenarios, robustness_scores
 from analytics.robustness.bgchallenge import ChallengeData, evaluate_variants, gaps, variant_accuracy, workspace_data
 from analytics.runs import image_table, load_run, run_row, target_table
 from analytics.variance import MatrixSettings
@@ -98,6 +98,12 @@ class Measures:
         return failure_table(self.workspace, self.run_id, min_count=min_count)
 
     @cached_property
+    def keyword_source(self) -> str:
+        """Where the suite's background keywords come from: ``'table NAME'``, or ``'suite items'`` when the
+        workspace has no background keyword table (:func:`analytics.findings.background_keywords`)."""
+        return background_keywords(self.workspace, self.suite_id)[0]
+
+    @cached_property
     def keyword_composites(self) -> pd.DataFrame:
         """:func:`analytics.findings.composite_table` with one row per (composite, keyword)."""
         return composite_table(self.workspace, self.run_id).explode("keywords").dropna(subset=["keywords"])
@@ -127,10 +133,27 @@ class Measures:
 
     # -- XIMAGENET-12 scenarios --------------------------------------------------------------------
     @cached_property
+    def scenario_predictions(self) -> pd.DataFrame:
+        """Per-image predictions on the originals and every scenario (:func:`analytics.robustness.evaluate_scenarios`, cached per scenario)."""
+        return evaluate_scenarios(self.workspace, [self.model], seed=self.settings["scenario_seed"], batch_size=self.batch_size, device=self.device)
+
+    @cached_property
     def robustness_score(self) -> float:
         """The XIMAGENET-12 robustness score S in the policy's form (``paper``: §4, ``table3``: Table 3)."""
-        predictions = evaluate_scenarios(self.workspace, [self.model], seed=self.settings["scenario_seed"], batch_size=self.batch_size, device=self.device)
-        return float(robustness_scores(predictions).at[self.model, f"score_{self.settings['robustness_form']}"])
+        return float(robustness_scores(self.scenario_predictions).at[self.model, f"score_{self.settings['robustness_form']}"])
+
+    @cached_property
+    def scenario_correct(self) -> pd.Series:
+        """Correct or not per image the robustness score reads (the originals and the scored scenarios'
+        images), indexed by (scenario, target): the same images for every model of a scenario seed."""
+        predictions = self.scenario_predictions
+        scored = predictions[predictions["scenario"].isin([ORIGINAL, *SCENARIO_SETS[DEFAULT_SCENARIO_SET]])]
+        return scored.set_index(["scenario", "target"])["correct"].astype(bool)
+
+    @property
+    def scenario_accuracy(self) -> float:
+        """Accuracy over the images the robustness score reads (:attr:`scenario_correct`)."""
+        return float(self.scenario_correct.mean())
 
     # -- the assessor ------------------------------------------------------------------------------
     @cached_property

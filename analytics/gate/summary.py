@@ -1,7 +1,8 @@
 """The gate's results as short Markdown, fit for a pull-request comment.
 
-A headline (pass or how many rules failed), a table of every rule (result, measured value, limit,
-the one-line message) and, per failing rule, its details (the keywords that failed or got worse,
+A headline (pass or how many rules failed, and how many of those had nothing to measure), a table
+of every rule (result: pass, FAIL or ERROR; measured value, limit, the one-line message) and, per
+failing rule, its details (the keywords that failed or got worse,
 with 95 % Wilson intervals). Names come from the workspace, so they are shown inside code spans
 (whose fence is longer than any run of backticks in the name) and table pipes are escaped.
 """
@@ -16,13 +17,18 @@ from .rules import RuleResult
 
 __all__ = ["markdown_summary"]
 
+_OUTCOME = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**"}
+
 
 def markdown_summary(
     results: Sequence[RuleResult], *, candidate: str, baseline: str | None, suite_id: str, policy: str, report: str | None, suite_label: str | None = None
 ) -> str:
     """The Markdown summary of one check; the suite by ``suite_label`` (as every listing shows it) when given, with its id."""
     failed = [r for r in results if not r.passed]
+    errors = sum(r.error for r in failed)
     verdict = "passed: every rule holds" if not failed else f"FAILED: {len(failed)} of {len(results)} rules"
+    if errors:
+        verdict += f" ({errors} with nothing to measure)"
     against = f" against baseline {_code(baseline)}" if baseline else ""
     lines = [
         f"### Backdrop check {verdict}",
@@ -33,7 +39,7 @@ def markdown_summary(
         "| --- | --- | --- | --- | --- |",
     ]
     for r in results:
-        lines.append(f"| {_code(r.name)} | {'pass' if r.passed else '**FAIL**'} | {_number(r.value)} | {_number(r.limit)} | {_cell(r.message)} |")
+        lines.append(f"| {_code(r.name)} | {_OUTCOME[r.outcome]} | {_number(r.value)} | {_number(r.limit)} | {_cell(r.message)} |")
     for r in failed:
         if r.details:
             lines += ["", f"**{_cell(r.name)}**:", "", *(f"- {_cell(line)}" for line in r.details)]

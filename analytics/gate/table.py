@@ -11,7 +11,7 @@ from .rules import RuleResult
 __all__ = ["VERDICT_TABLE_COLUMNS", "verdict_table"]
 
 #: Columns of :func:`verdict_table`.
-VERDICT_TABLE_COLUMNS = ("rule", "passed", "measured", "limit", "message")
+VERDICT_TABLE_COLUMNS = ("rule", "passed", "result", "measured", "limit", "message")
 
 
 def verdict_table(results: Sequence[RuleResult]) -> pd.DataFrame:
@@ -24,8 +24,9 @@ def verdict_table(results: Sequence[RuleResult]) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns :data:`VERDICT_TABLE_COLUMNS`: the rule's name, whether it holds (bool), the measured value
-        and its limit (float; NaN where the rule has no number) and the one-line message.
+        Columns :data:`VERDICT_TABLE_COLUMNS`: the rule's name, whether it holds (bool), its result
+        (``'pass'``, ``'fail'`` or ``'error'``: nothing to measure), the measured value and its limit
+        (float; NaN where the rule has no number) and the one-line message.
     """
-    rows = [(r.name, bool(r.passed), float(r.value), float(r.limit), r.message) for r in results]
+    rows = [(r.name, bool(r.passed), r.outcome, float(r.value), float(r.limit), r.message) for r in results]
     return pd.DataFrame(rows, columns=list(VERDICT_TABLE_COLUMNS)).astype({"passed": bool, "measured": float, "limit": float})

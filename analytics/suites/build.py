@@ -91,6 +91,7 @@ def build_suite(
     keyword_tables: Mapping[str, str] | None = None,
     ontology_id: str | None = None,
     distance_models: Sequence[str] | None = None,
+    screening_model: str | None = None,
     realism: str = DEFAULT_REALISM,
     realism_threshold: float = DEFAULT_REALISM_THRESHOLD,
     top_up: bool = True,
@@ -131,6 +132,10 @@ def build_suite(
         Ensemble for distances; None = :func:`analytics.suites.default_distance_models`.
         Without any registered model, ``nearest``/``interval`` fail and the other methods save
         NaN distances with a warning.
+    screening_model : str or None
+        The ImageNet classifier that screens the pool for backgrounds showing a target's class
+        (:func:`analytics.suites.pool_exclusions`); None = :func:`analytics.suites.default_screening_model`.
+        Recorded in ``params['pool_screening']``, so it is part of the suite's id.
     realism : str, default='seam-harmony'
         Realism scorer (:data:`analytics.suites.REALISM_SCORERS`).
     realism_threshold : float in [0, 1], default=0.25
@@ -201,7 +206,7 @@ def build_suite(
     if ontology is not None:
         params["maxits"] = check_positive_int(maxits, "maxits", minimum=0)
     # backgrounds showing a target's class or cut from its own photo (analytics.suites.screening)
-    exclusions = pool_exclusions(workspace, targets, pool, batch_size=batch_size, device=device)
+    exclusions = pool_exclusions(workspace, targets, pool, model=screening_model, batch_size=batch_size, device=device)
     params["pool_screening"] = exclusions.record
     notes += [warning for warning in [screening_warning(exclusions.record)] if warning]  # never skipped silently
     suite_id = content_id(method, n, seed, params, targets, pool)

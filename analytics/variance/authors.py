@@ -16,6 +16,13 @@ diagonal holds pairs of different backgrounds at equal distance, real values, so
 is and no row is skipped. Their diagonal gradient's statistics read the vertical gradient (the
 diagonal differences are computed, then the vertical ones are summarised); here they summarise the
 diagonal differences. docs/ARCHITECTURE.md lists both.
+
+Kept finite, on purpose: a ratio whose denominator is 0 is 0 here (``_relative``), where the authors'
+code divides anyway. A fully background-invariant model draws a constant, often all-zero, matrix:
+theirs gives NaN for discontinuity and asymmetry (all-zero: the level is 0) and for
+``grad_overall`` (each gradient's mean over a spread of 0), and ±inf for a gradient whose spread
+alone is 0. The assessor's learners need finite inputs (scikit-learn's AdaBoost refuses NaN, as its
+random forest did before 1.4), and 0 reads as "no pattern" (docs/method.md, differences table).
 """
 
 from __future__ import annotations

@@ -265,6 +265,7 @@ class Workspace:
         # (keyword views of a GPU-sized batch are hundreds of small arrays). At most 2 x
         # ARRAY_WRITERS arrays are held at once, so a stream of decoded images stays a stream.
         futures: list[Future] = []
+        created: list[str] = []  # once every write is done: the digests of the files this call wrote
         try:
             with ThreadPoolExecutor(ARRAY_WRITERS, thread_name_prefix="backdrop-arrays") as pool:
                 for array in arrays:
@@ -274,11 +275,18 @@ class Workspace:
             for future in futures:
                 if future.exception() is not None:
                     raise future.exception()
-            yield [future.result()[0] for future in futures]
+            digests = [future.result()[0] for future in futures]
+            created = [digest for future, digest in zip(futures, digests) if future.result()[1]]
+            # plain digests from here on, not futures (1.6 KB each): an import keeps the blocks of
+            # all its batches open until its one commit (analytics.data.batched_writes)
+            futures = []
+            yield digests
         except BaseException:
             for future in futures:  # all done: the pool waited for them
                 if future.exception() is None and future.result()[1]:
                     self._array_path(future.result()[0]).unlink(missing_ok=True)
+            for digest in created:
+                self._array_path(digest).unlink(missing_ok=True)
             raise
 
     def _put_array(self, array: np.ndarray) -> tuple[str, bool]:

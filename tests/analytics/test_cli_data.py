@@ -255,10 +255,10 @@ def test_add_backgrounds_streams_in_batches_and_an_interrupted_import_resumes(ca
     no array of the batch it was writing; running the import again adds the rest."""
     import weakref
 
-    from analytics.data import datasets
+    from analytics.data import batched_writes, datasets
 
     folder, root = photo_folder(tmp_path / "pool", n=9), str(tiny_workspace.root)
-    monkeypatch.setattr(datasets, "BACKGROUND_BATCH", 2)
+    monkeypatch.setattr(batched_writes, "BACKGROUND_BATCH", 2)
     before = snapshot(tiny_workspace)
     alive, most, made, resize = [0], [0], [], datasets.resize_square
 

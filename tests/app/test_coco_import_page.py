@@ -92,3 +92,19 @@ def test_a_voc_tree_on_the_server_is_imported_with_its_split(tiny_workspace, tmp
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert "2 new of 2 accepted, 0 rejected, 1 skipped" in texts(app)  # the person and the cat of the split's one image; the bottle is too small
     assert {f"person/{FIRST}-1", f"cat/{FIRST}-2"} <= set(list_targets(tiny_workspace)["id"])
+
+
+def test_a_smaller_instance_area_lowers_the_mask_floor(tiny_workspace, coco_export, app_runner):
+    """Issue 48: the 4-pixel instance (0.17 %, under the 0.2 % floor of a target's mask) imports once
+    the form's smallest instance is below it, as ``--min-area`` does."""
+    app = choose_coco(app_runner(DATA, tiny_workspace))
+    area = app.number_input(key="data.import_min_area")
+    assert "0.2 %" in area.help
+    area.set_value(0.0)
+    app.checkbox(key="data.import_all_instances").check()
+    app.text_input(key="data.import_coco.path").set_value(str(coco_export.annotations))
+    app.text_input(key="data.import_source.path").set_value(str(coco_export.images)).run()
+    app.button(key="data.import_go").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert "5 new of 5 accepted, 0 rejected, 1 skipped" in texts(app)
+    assert "widget/a-4" in set(list_targets(tiny_workspace)["id"])

@@ -131,6 +131,26 @@ def test_a_run_without_correct_targets_reads_every_target(run_workspace, run_ids
     assert correct_rows(ten).size == 2
 
 
+def test_fallbacks_where_the_authors_draw_holds_no_correct_target(run_workspace, run_ids):
+    """Issue 48 pins two departures from ML4ML (docs/method.md, differences table, 'correct targets
+    outside the draw'). n = 17: their draw (seed 2, 15 of 17) leaves out targets 8 and 15; with only
+    those correct, theirs measures {8, 15} and gets NaN for sstv (an empty subsample), Backdrop reads
+    every target for both. n = 1: int(0.9) = 0, their draw is empty; Backdrop keeps target 0, so sstv is 0."""
+    data = load_run(run_workspace, run_ids["tiny"])
+    assert sorted(set(range(17)) - set(subsample_targets(17).tolist())) == [8, 15]
+    assert np.random.RandomState(2).choice(range(17), int(17 * 0.9), replace=False).size == 15
+    seventeen = replace(data, correct=np.zeros((17, data.correct.shape[1]), bool))
+    seventeen.correct[[8, 15], 0] = True
+    assert correct_rows(seventeen) is None  # every target, not theirs {8, 15}
+    seventeen.correct[0, 0] = True
+    assert correct_rows(seventeen).tolist() == [0, 8, 15]  # one correct target in the draw: the correct split again
+
+    assert np.random.RandomState(2).choice(range(1), int(1 * 0.9), replace=False).size == 0  # theirs: empty
+    assert subsample_targets(1).tolist() == [0]
+    one = replace(data, correct=np.ones((1, data.correct.shape[1]), bool))
+    assert correct_rows(one).tolist() == [0]  # the subsample is the whole run: sstv = 0
+
+
 def test_features_of_a_completed_run_read_stored_numbers_not_every_image(run_workspace, run_ids, monkeypatch):
     # Issue 28: the assessor over 250 paper-scale runs read every image of each (minutes); the run's job
     # now stores what the features need, and they must equal what the images give.

@@ -19,6 +19,7 @@ from PIL import Image
 from analytics.data import (
     check_mask_share,
     fit_square,
+    fit_target,
     images,
     is_image_file,
     read_image,
@@ -114,6 +115,26 @@ def test_empty_and_full_masks_are_refused():
     half = np.zeros((20, 20), bool)
     half[:10] = True
     check_mask_share(half, "c.png")
+
+
+def test_a_mask_below_the_floor_is_refused_with_its_share_and_the_fix():
+    """Issue 48: a 5-pixel object on 640 x 480 was refused as "mask is empty (0.00%)"; the message now
+    gives its share, the floor (0.2 %) and what to do; a lower floor (an instance import's min_area) lets it through."""
+    tiny = np.zeros((480, 640), bool)
+    tiny[100, 100:105] = True
+    with pytest.raises(InvalidInputError) as refused:
+        check_mask_share(tiny, "a.png")
+    assert str(refused.value) == (
+        "a.png: mask covers 0.0016% of the image, smaller than 0.2% of the image (the smallest object a target may have); "
+        "crop the image closer to the object or draw a larger mask"
+    )
+    check_mask_share(tiny, "a.png", min_share=0)
+    image = np.zeros((480, 640, 3), np.uint8)
+    with pytest.raises(InvalidInputError, match=r"^a.png: mask covers 0.0016% .* smaller than 0.2% of the image"):
+        fit_target(image, tiny, 64, origin="a.png")
+    # row 100 falls between the rows a nearest resize to 256 samples: the pixels the line touches are kept instead
+    fitted = fit_target(image, tiny, 256, origin="a.png", min_share=0)[1]
+    assert np.argwhere(fitted).tolist() == [[53, 53], [53, 54], [53, 55]]
 
 
 @pytest.mark.parametrize("left", [0, 70, 180])

@@ -9,6 +9,7 @@ it is the candidate "made worse on purpose" against the strength-0 head.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import xml.etree.ElementTree as ET
@@ -20,13 +21,13 @@ import torch
 from analytics.cli import main
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError
-from analytics.gate import BASELINE_KEYS, BASELINE_RULES, RULE_KEYS, RULES, check, parse_policy
+from analytics.gate import BASELINE_KEYS, BASELINE_RULES, RULE_KEYS, RULES, check, parse_policy, suite_models
 from analytics.keywords import save_keyword_table
-from analytics.models import get_model_spec, register_torchscript
+from analytics.models import get_model_spec, register_efficientnet_lite, register_torchscript
 from analytics.suites import suite_labels_of
 from analytics.zoo import build_zoo, zoo_model_name
 from tests.fixtures.cli import cli_error, workspace_state
-from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, SIZE, RegionNet, insert_suite, save_torchscript, write_labels
+from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, SIZE, TINY_SUITE, RegionNet, insert_suite, save_torchscript, write_labels
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table
 from tests.fixtures.workspace import build_tiny_workspace
 
@@ -288,3 +289,90 @@ def test_the_cli_prints_a_line_per_stage_and_names_the_suite_by_its_label(tiny_m
     assert stages == ["suite", "runs", "rules", "done"]  # capsys is no terminal: lines, no bar
     label, suite_id = re.search(r"on suite `([^`]+)` \(id `([0-9a-f]+)`\)", captured.out).groups()
     assert label == suite_labels_of(tiny_model_workspace)[suite_id] and label.startswith("random, N = 4")
+
+
+# -- issue 47.5a: the suite a recipe builds does not depend on the candidate ------------------------------------
+def _baseline_runs(workspace, suite_id: str) -> list[tuple]:
+    return [tuple(row) for row in workspace.query("SELECT id, created, finished FROM runs WHERE model = ? AND suite_id = ?", (PLAIN, suite_id))]
+
+
+def test_two_candidate_checkpoints_gate_on_one_suite_and_reuse_the_baselines_run(gate_workspace, tmp_path):
+    """As a CI job does: each new checkpoint is registered under one name with --replace. The suite's
+    distances come from the baseline, not from every registered model (the candidate included), so
+    the second checkpoint finds the first one's suite and the baseline's finished run on it."""
+    files, labels = tmp_path / "files", custom_label_space(write_labels(tmp_path / "labels.txt"))
+    files.mkdir()
+    policy = parse_policy('[suite]\nmethod = "random"\nn = 5\nseed = 3\n\n[baseline]\naccuracy_margin = 1.0\n', "policy.toml")
+    checks, runs = [], []
+    for seed in (5, 6):  # two checkpoints of the candidate: different weights, one name
+        checkpoint = save_torchscript(RegionNet((CENTRE_BOX, *CORNER_BOXES)), files / f"candidate-{seed}.pt", seed=seed)
+        register_torchscript(gate_workspace, "candidate", checkpoint=checkpoint, label_space=labels, input_size=SIZE, replace=True)
+        checks.append(check(gate_workspace, policy, "candidate", baseline=PLAIN, out=tmp_path / f"out-{seed}", report=False, device="cpu"))
+        runs.append(_baseline_runs(gate_workspace, checks[-1].suite_id))
+    first, second = checks
+    assert second.suite_id == first.suite_id
+    assert len(runs[0]) == 1 and runs[1] == runs[0]  # the same run, its created and finished times untouched: not run again
+    (params,) = [json.loads(row["params"]) for row in gate_workspace.query("SELECT params FROM suites WHERE id = ?", (first.suite_id,))]
+    assert list(params["distance_models"]) == [PLAIN]  # the baseline's embeddings, never the candidate's
+
+
+def test_suite_models_never_pick_the_candidate_while_another_model_is_registered(tiny_model_workspace):
+    assert suite_models(tiny_model_workspace, "tiny", "fg-only").distances == ("fg-only",)  # no EfficientNet-Lite: the baseline
+    without_baseline = suite_models(tiny_model_workspace, "tiny")
+    assert set(without_baseline.distances) == {"fg-only", "bg-only"} and without_baseline.screening is None  # no ImageNet classifier
+    register_efficientnet_lite(tiny_model_workspace, 0)
+    assert suite_models(tiny_model_workspace, "tiny", "fg-only") == suite_models(tiny_model_workspace, "bg-only", "fg-only")
+    assert suite_models(tiny_model_workspace, "tiny", "fg-only").distances == ("efficientnet-lite0",)
+    assert suite_models(tiny_model_workspace, "tiny", "fg-only").screening == "efficientnet-lite0"
+    assert suite_models(tiny_model_workspace, "efficientnet-lite0", "fg-only").distances == ("fg-only",)  # a Lite candidate is left out
+
+
+# -- issue 47.5b: a keyword rule with nothing to measure is an error, never a pass -------------------------------
+KEYWORD_RULES = "[rules]\nkeyword_error_rate_below = 0.6\n\n[baseline]\nkeyword_error_rate_margin = 0.1\n"
+
+
+def test_keyword_rules_without_a_keyword_table_are_errors_that_name_the_keywords_command(tiny_model_workspace, tmp_path, capsys):
+    policy = _policy(tmp_path, KEYWORD_RULES)
+    argv = ["check", "--workspace", str(tiny_model_workspace.root), "--policy", policy, "--model", "fg-only", "--baseline", "bg-only",
+            "--suite", TINY_SUITE, "--out", str(tmp_path / "out"), "--no-report", "--device", "cpu", "--json"]  # fmt: skip
+    assert main(argv) == 1  # failing, as a failed rule: CI stops
+    rules = json.loads(capsys.readouterr().out)["rules"]
+    command = f"python -m analytics keywords --workspace {tiny_model_workspace.root} --items backgrounds"
+    assert [(r["name"], r["passed"], r["result"]) for r in rules] == [
+        ("keyword_error_rate_below", False, "error"), ("baseline.keyword_error_rate_margin", False, "error")
+    ]
+    assert all("no background keyword table" in r["message"] and command in r["message"] for r in rules)
+    suite = ET.parse(tmp_path / "out" / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("errors"), suite.get("failures")) == ("2", "0")
+    errors = suite.findall("testcase/error")
+    assert len(errors) == 2 and all(e.get("type") == "NothingToMeasure" and command in e.get("message") for e in errors)
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert summary.startswith("### Backdrop check FAILED: 2 of 2 rules (2 with nothing to measure)") and summary.count("| **ERROR** |") == 2
+
+
+def test_a_keyword_rule_whose_keywords_are_all_too_rare_is_an_error_that_says_so(gate_workspace, tmp_path):
+    (result,) = _check(gate_workspace, "[rules]\nkeyword_error_rate_below = 0.6\nkeyword_min_composites = 100\n", WORSE, tmp_path).results
+    assert result.error and not result.passed and result.outcome == "error"
+    assert "no scene keyword is on >= 100 composites of the suite (the most: 36)" in result.message and "keyword_min_composites" in result.message
+
+
+# -- issue 47.2: the robustness score is held beside accuracy -----------------------------------------------------
+SCORE_RULES_POLICY = "[rules]\nrobustness_score_min = 0.4\n\n[baseline]\nrobustness_score_margin = 0.05\n"
+
+
+def test_a_higher_robustness_score_with_significantly_lower_accuracy_fails_and_says_why(gate_workspace, tmp_path):
+    """``fg-bg`` (the zoo's untrained backbone) is right on half of the scored images and the
+    background follower on 40 of 54; fg-bg's accuracies spread less, so it scores higher."""
+    minimum, margin = _check(gate_workspace, SCORE_RULES_POLICY, "fg-bg", tmp_path, baseline=WORSE).results
+    assert margin.value > 0 and minimum.value >= minimum.limit  # the score alone would pass both
+    for rule in (minimum, margin):
+        assert not rule.passed and not rule.error, rule.message
+        assert "accuracy on the 54 scored images 0.500 vs baseline 0.741, McNemar p = 0.00443 (16 worse, 3 better), alpha 0.05" in rule.message
+        assert "significantly lower, so the rule fails" in rule.message
+
+
+def test_the_robustness_rules_show_accuracy_and_pass_when_it_is_not_significantly_lower(gate_workspace, tmp_path):
+    minimum, margin = _check(gate_workspace, SCORE_RULES_POLICY, PLAIN, tmp_path, baseline=WORSE).results
+    assert minimum.passed and margin.passed and "vs baseline 0.741" in margin.message and "significantly" not in margin.message
+    (alone,) = _check(gate_workspace, "[rules]\nrobustness_score_min = 0.4\n", "fg-bg", tmp_path).results  # no baseline: shown, not tested
+    assert alone.passed and alone.message.endswith("; accuracy on the 54 scored images 0.500")

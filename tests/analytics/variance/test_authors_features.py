@@ -99,3 +99,21 @@ def test_nested_centre_crops_and_sensitivity():
     assert sensitivity(M, M - 0.5) == pytest.approx(4.5)  # nine cells, 0.5 each
     with pytest.raises(InvalidInputError, match="shape"):
         sensitivity(M, framed)
+
+
+@pytest.mark.parametrize("level", [0.0, 0.3])
+def test_a_flat_matrix_measures_0_where_the_authors_divide_by_0(level):
+    """Issue 48: a fully background-invariant model draws a constant (often all-zero) matrix. The
+    authors' code divides 0 by 0 there: NaN for discontinuity, asymmetry (all-zero only: their
+    level, sum / (n*n - n), is 0) and grad_overall (each gradient's mean over its spread). Backdrop
+    keeps 0 for each (docs/method.md, differences table): every feature stays finite, as the
+    assessor's learners need (scikit-learn's AdaBoost refuses NaN)."""
+    flat = np.full((6, 6), level)
+    features = authors_features(flat, crops=(1,))
+    assert all(math.isfinite(value) for value in features.values())
+    for name in ("discontinuity", "asymmetry", "gradient_overall", "discontinuity_crop1", "gradient_overall_crop1"):
+        assert features[name] == 0.0, name
+    assert authors_discontinuity(flat) == authors_asymmetry(flat) == 0.0
+    for direction in ("vertical", "horizontal", "diagonal"):
+        assert authors_gradient(flat, direction=direction) == {"mean": 0.0, "std": 0.0, "wstd": 0.0, "overall": 0.0}
+    assert features["mean"] == pytest.approx(level) and features["std"] == pytest.approx(0.0, abs=1e-12)

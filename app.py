@@ -157,20 +157,23 @@ def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
 
 @dataclass(frozen=True)
 class Finding:
-    """Home's headline: the main suite, the run of the model that varies most, and a sentence."""
+    """Home's headline: the main suite, the run of the model the backgrounds hit hardest (or, where no model
+    is set apart, of the lowest composite accuracy), and a sentence."""
 
     suite_id: str
     run_id: str
     sentence: str
 
 
-def finding(runs: pd.DataFrame) -> Finding | None:
+def finding(workspace_path: str, runs: pd.DataFrame) -> Finding | None:
     """On the main suite (:func:`analytics.findings.headline`: the one most registered real models ran over), a
-    sentence on how far its real models fall from their original accuracy to their worst case (zoo
-    heads only where no real model ran; stored run summaries only).
+    sentence on its real models by composite accuracy, naming the one the backgrounds hit hardest and least only
+    where McNemar's test on the paired composites sets them apart (zoo heads only where no real model ran;
+    :func:`ui.story.headline_sentence`).
 
     Parameters
     ----------
+    workspace_path : str
     runs : DataFrame
         :func:`analytics.runs.list_runs`.
 
@@ -180,25 +183,12 @@ def finding(runs: pd.DataFrame) -> Finding | None:
         None while no suite has a finished current run.
     """
     from analytics.findings import headline  # heavy: see home()
+    from ui import story
 
-    found = headline(runs)
+    found = headline(runs, story.outcomes(workspace_path, runs))
     if found is None:
         return None
-    suite_id, suite, worst, best = found.suite_id, escape_markdown(found.suite), found.most, found.least
-    n, n_zoo, mixed = found.n_models, found.n_zoo, found.mixed
-    scope = f"{n} real model{'s' * (n > 1)} and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if mixed else f"{n} models"
-    if n == 1:
-        return Finding(suite_id, worst["id"], (
-            f"On suite {suite}{f' ({scope})' if mixed else ''}, **{escape_markdown(worst['model'])}** recognises {worst['original_accuracy']:.0%} of the "
-            f"targets on their own photos but only {worst['worst_case_accuracy']:.0%} under every one of their backgrounds."
-        ))  # fmt: skip
-    return Finding(suite_id, worst["id"], (
-        f"On suite {suite} ({scope}), "
-        f"**{escape_markdown(worst['model'])}** varies most with the background: "
-        f"{worst['original_accuracy']:.0%} of the targets right on their own photos, {worst['worst_case_accuracy']:.0%} right "
-        f"under every background; **{escape_markdown(best['model'])}** varies least ({best['original_accuracy']:.0%} → "
-        f"{best['worst_case_accuracy']:.0%}). Their variance matrices show where."
-    ))  # fmt: skip
+    return Finding(found.suite_id, str(found.lowest["id"]), story.headline_sentence(found))
 
 
 def show_start_here(workspace: Workspace) -> None:
@@ -211,7 +201,7 @@ def show_start_here(workspace: Workspace) -> None:
     if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
         return
     runs = list_runs(workspace)
-    found = finding(runs)
+    found = finding(str(workspace.root), runs)
     path = page_path("Matrices")
     if found is None or path is None:
         return

@@ -2,9 +2,10 @@
 rate and the drop of the true-class probability with 95 % intervals, after the keyword x model heat
 map of the suite's models (by default every model, or :data:`ui.failures.HEATMAP_MODELS` of them:
 the run's and the newest; the page opens on the suite most registered real models ran over); the
-galleries (per class, the backgrounds that fool the model most; the flips, with saliency overlays on
-request); the self-contained HTML report. A Classes filter (every class by default)
-narrows the tables, the heat map and the galleries to the composites of the classes picked. A thin view: numbers from
+galleries (per class, one composite per target, the background that lowers its true-class probability
+most, the targets already wrong on their original apart; the flips, with saliency overlays on request);
+the self-contained HTML report. A Classes filter (every class by default) narrows the tables, the heat
+map and the galleries to the composites of the classes picked. A thin view: numbers from
 :mod:`analytics.findings.failures` and :mod:`analytics.findings.galleries`, layout from :mod:`ui.failures`.
 
 Deep links (:mod:`ui.deeplink`): ``run``, ``class``, ``keyword`` and ``method`` live in the address.
@@ -146,8 +147,9 @@ def show_gallery(path: str, run_id: str, finished: str, ranked: list[str], picke
     the chosen class and keyword."""
     st.subheader("Galleries")
     st.caption(
-        "The composites that lower the true-class probability most (biggest drop first), each after its original, "
-        "with the predicted class, the true-class probability before → after and the background's keywords."
+        "One composite per target: the background that lowers its true-class probability most, biggest drop first, each after "
+        "its original, with the predicted class, the true-class probability before → after and the background's keywords. "
+        "Targets the model already gets wrong on their original are shown apart, below."
     )
     left, middle, right = st.columns(3)
     keywords = [ANY_KEYWORD, *ranked, *sorted(set(view.run_keywords(path, run_id, finished)) - set(ranked))]  # by effect, then the rare ones
@@ -155,7 +157,7 @@ def show_gallery(path: str, run_id: str, finished: str, ranked: list[str], picke
     unknown_keyword = deeplink.adopt("keyword", view.KEY + "keyword", keywords)
     chosen = middle.selectbox("Background keyword", keywords, key=view.KEY + "keyword", help="Only composites whose background carries it.")
     keyword = None if chosen == ANY_KEYWORD else chosen
-    per_class = right.slider("Backgrounds per class", 1, 24, 4, key=view.KEY + "per_class")
+    per_class = right.slider("Targets per class", 1, 24, 4, key=view.KEY + "per_class", help="In each part: right and already wrong on the original.")
     try:
         gallery = view.gallery(path, run_id, finished, per_class, keyword)
     except BackdropError as err:
@@ -168,12 +170,22 @@ def show_gallery(path: str, run_id: str, finished: str, ranked: list[str], picke
     for param, text in (("keyword", unknown_keyword), ("class", unknown_class)):
         if text:
             st.warning(f"The link names {param} {escape_markdown(repr(text))}, which this run's composites do not have; pick one above.")
-    items = gallery.get(class_name, [])
-    if not items:
+    found = gallery.get(class_name)
+    if not found:
         st.info(escape_markdown(f"No background {'with ' + repr(keyword) + ' ' if keyword else ''}lowers the true-class probability of a {class_name}."))
         return class_name, keyword
-    st.dataframe(view.gallery_table(items), hide_index=True, width="stretch", column_config=view.GALLERY_FORMAT, key=view.KEY + "gallery")
-    widgets.image_grid(*view.gallery_cards(path, items), n_columns=4)
+    if found.hurt:
+        st.dataframe(view.gallery_table(found.hurt), hide_index=True, width="stretch", column_config=view.GALLERY_FORMAT, key=view.KEY + "gallery")
+        widgets.image_grid(*view.gallery_cards(path, found.hurt), n_columns=4)
+    else:
+        st.info(escape_markdown(f"No background {'with ' + repr(keyword) + ' ' if keyword else ''}lowers the probability of a {class_name} the model gets right on its original."))
+    if found.already_wrong:
+        st.markdown("**Already wrong on the original**")
+        st.caption("Targets the model misclassifies on their own photo: a background cannot be blamed for these errors. Each with its biggest drop.")
+        st.dataframe(
+            view.gallery_table(found.already_wrong), hide_index=True, width="stretch", column_config=view.GALLERY_FORMAT, key=view.KEY + "gallery_wrong"
+        )  # fmt: skip
+        widgets.image_grid(*view.gallery_cards(path, found.already_wrong), n_columns=4)
     return class_name, keyword
 
 

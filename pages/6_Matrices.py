@@ -70,11 +70,13 @@ def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, Varianc
     matrix = matrices[signal]
     data, clouds = view.run_clouds(workspace_path, run["id"], run["finished"], classes)
     pairs = cell_pairs(state.open_workspace(workspace_path), run["id"], signal, matrix, row, col, limit=PAIRS_LISTED, data=data, cloud=clouds[signal], nearest=True)
-    e = matrix.edges
+    e, raw_mean = matrix.edges, pairs.attrs["raw_mean"]
     st.subheader("Image pairs behind the cell")
     st.caption(
         f"{SIGNALS[signal]} · d(y_ij) in [{e[col]:.3f}, {e[col + 1]:.3f}], d(y_ik) in [{e[row]:.3f}, {e[row + 1]:.3f}] · "
-        f"cell value {matrix.matrix[row, col]:.4f} · {pairs.attrs['n_points']} points in the cell (a pair and its mirror count twice)."
+        f"cell value {matrix.matrix[row, col]:.4f}, RBF-smoothed: interpolated from the points around the cell (the kernel window and "
+        f"the K nearest), so it can differ from the pairs below · {pairs.attrs['n_points']} points in the cell (a pair and its mirror count twice)"
+        + (f", raw mean {raw_mean:.4f}." if pd.notna(raw_mean) else ".")  # NaN: no point in the cell
     )
     if pairs.attrs["nearest"]:
         st.info("No point falls into this cell; its value comes from the nearest points (K nearest and the kernel). Showing the pairs nearest to its centre.")

@@ -19,6 +19,7 @@ import streamlit as st
 from analytics.data import background_label, load_targets
 from analytics.exceptions import BackdropError
 from analytics.findings import (
+    ClassGallery,
     FailureTable,
     GalleryItem,
     build_report,
@@ -96,7 +97,7 @@ def run_classes(workspace_path: str, run_id: str, finished: str) -> list[str]:
 
 
 @st.cache_data(max_entries=32, show_spinner="Finding the backgrounds that fool the model…")
-def gallery(workspace_path: str, run_id: str, finished: str, per_class: int, keyword: str | None) -> dict[str, list[GalleryItem]]:
+def gallery(workspace_path: str, run_id: str, finished: str, per_class: int, keyword: str | None) -> dict[str, ClassGallery]:
     """:func:`analytics.findings.galleries.fooling_backgrounds` of every class, cached per run."""
     return fooling_backgrounds(state.open_workspace(workspace_path), run_id, per_class=per_class, keyword=keyword)
 

@@ -24,7 +24,9 @@ from ui.markdown import escape_markdown
 
 REFRESH_S = 2.0  # seconds between two looks at a running job
 SUITES_PAGE = "pages/4_Suites.py"
-KIND_NAMES = {"methods": "Method comparison", "suite": "Suite", "runs": "Runs", "zoo": "Zoo training", "saliency": "Saliency comparison"}
+KIND_NAMES = {
+    "methods": "Method comparison", "suite": "Suite", "runs": "Runs", "zoo": "Zoo training", "saliency": "Saliency comparison", "gate": "Release gate",
+}  # fmt: skip
 ENDED = {"done": "Finished", "cancelled": "Cancelled", "failed": "Failed"}
 REFUSED = ".refused"  # suffix of a follow_job state key: a refused start, shown once by follow_job
 

@@ -13,7 +13,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "Prepare data and models": ("Data", "Models", "Ontology"),
     "Build suites and run": ("Suites", "Run", "Methods"),
     "Inspect": ("Matrices", "Saliency", "Failures"),
-    "Judge and assess": ("Judge", "Agreement", "Adjudication", "Assessor"),
+    "Judge and assess": ("Judge", "Agreement", "Adjudication", "Assessor", "Gate"),
     "Neighbouring benchmarks": ("Backgrounds_Challenge", "Scenarios", "Factors"),
     "Repository and team": ("Repository",),
 }

@@ -3,8 +3,8 @@ starts with the finding.
 
 Per model (the newest finished current run of each model over the workspace's main suite, the one
 most registered real models ran over; real models first, then zoo heads with a note on what they
-are; the :data:`MAX_MODELS` that lose most accuracy to the backgrounds:
-:func:`analytics.findings.largest_losses`), one tab:
+are; the :data:`MAX_MODELS` the backgrounds hit hardest, lowest composite accuracy first, the measure of
+Home's headline: :func:`analytics.findings.composite_ranking`), one tab:
 its worst scene keywords (:func:`analytics.findings.failures.failure_table`), one variance matrix on the
 suite's fixed colour scale (the signal that fills most of that scale, :func:`analytics.findings.telling_signal`) and two flips (composites
 whose background changed the prediction, :func:`analytics.findings.galleries.flips`), each with a link to
@@ -16,13 +16,14 @@ open tab's model is read, so Home stays fast with many models.
 
 Caching: the keyword table and the matrices are the Failures and Matrices pages' own caches
 (:func:`ui.failures.failures`, :func:`ui.runs.run_matrices`, :func:`ui.colour_scale.suite_scale`),
-so opening a link reuses them; the flips and their images are ``st.cache_data`` keyed by workspace
-path, run id and finishing time.
+so opening a link reuses them; the flips and their images, and each run's composite outcomes (the
+headline's and the tabs' ranking, :func:`run_outcomes`), are ``st.cache_data`` keyed by workspace path,
+run id and finishing time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,7 @@ import streamlit as st
 from analytics.data import background_label
 from analytics.exceptions import BackdropError
 from analytics.figures import reliance_chart, variance_heatmap
-from analytics.findings import GalleryItem, flips, item_images, largest_losses, telling_signal
+from analytics.findings import HEADLINE_ALPHA, GalleryItem, Headline, composite_outcomes, composite_ranking, flips, item_images, telling_signal
 from analytics.runs import SIGNALS
 from analytics.variance import DEFAULT_SETTINGS
 from analytics.workspace import Workspace
@@ -58,9 +59,72 @@ ZOO_NOTE = (
 )
 
 
-def story_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """:func:`analytics.findings.largest_losses` of ``runs``: the :data:`MAX_MODELS` tabs."""
-    return largest_losses(runs, limit=MAX_MODELS)
+@st.cache_data(max_entries=64, show_spinner=False)
+def run_outcomes(workspace_path: str, run_id: str, finished: str) -> pd.Series:
+    """:func:`analytics.findings.composite_outcomes` of a run; ``finished`` keys a redone run afresh."""
+    return composite_outcomes(state.open_workspace(workspace_path), run_id)
+
+
+def outcomes(workspace_path: str, runs: pd.DataFrame) -> Callable[[str], pd.Series]:
+    """Run id (of ``runs``) -> :func:`run_outcomes`: the loader :func:`analytics.findings.headline` and
+    :func:`analytics.findings.composite_ranking` take."""
+    finished = {run_id: str(done or "") for run_id, done in zip(runs["id"], runs["finished"])}
+    return lambda run_id: run_outcomes(workspace_path, run_id, finished[run_id])
+
+
+def story_runs(workspace_path: str, runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`analytics.findings.composite_ranking` of ``runs``: the :data:`MAX_MODELS` tabs, the model the
+    backgrounds hit hardest first (real models first)."""
+    return composite_ranking(runs, outcomes(workspace_path, runs), limit=MAX_MODELS)
+
+
+def headline_sentence(found: Headline) -> str:
+    """Home's first sentence on :func:`analytics.findings.headline`: the measure by name (composite
+    accuracy), the model the backgrounds hit hardest and the one they hit least where McNemar's test
+    sets them apart, else that the models lie within the uncertainty (not ranked). Names escaped."""
+    suite, low, high = escape_markdown(found.suite), found.lowest, found.highest
+    if found.n_models == 1:
+        scope = f" ({found.n_models} real model and {found.n_zoo} zoo head{'s' * (found.n_zoo > 1)})" if found.mixed else ""
+        return (
+            f"On suite {suite}{scope}, **{escape_markdown(low['model'])}** gets {low['composite_accuracy']:.0%} of the suite's composites "
+            f"right (composite accuracy: each target on a new background), against {low['original_accuracy']:.0%} of the targets on their own "
+            f"photos; {low['worst_case_accuracy']:.0%} are right under every one of their backgrounds."
+        )
+    n, n_zoo = found.n_models, found.n_zoo
+    scope = f"{n} real models and {n_zoo} zoo head{'s' * (n_zoo > 1)}" if found.mixed else f"{n} models"
+    measure = "composite accuracy (the share of the suite's composites, each target on a new background, that a model gets right)"
+    test = (
+        f"McNemar's exact test on {found.pairs:,} paired composites: p = {found.p_most:.2g}" if n == 2 else
+        f"McNemar's exact test on {found.pairs:,} paired composites, against the nearest other model: p = {found.p_most:.2g} for the lowest, "
+        f"{found.p_least:.2g} for the highest"
+    )  # fmt: skip
+    level = f"a model is named at p < {HEADLINE_ALPHA:g}"
+
+    def name(row: Mapping) -> str:
+        return f"**{escape_markdown(row['model'])}**"
+
+    def figures(row: Mapping) -> str:
+        return f"{row['composite_accuracy']:.0%} of the composites right ({row['original_accuracy']:.0%} of the targets on their own photos)"
+
+    if found.most is not None and found.least is not None:
+        return (
+            f"On suite {suite} ({scope}), by {measure}, {name(low)} is hit hardest by the backgrounds: {figures(low)}; "
+            f"{name(high)} least: {figures(high)} ({test}). Their variance matrices show where."
+        )
+    if found.most is not None:
+        return (
+            f"On suite {suite} ({scope}), by {measure}, {name(low)} is hit hardest by the backgrounds: {figures(low)}; the highest, "
+            f"{name(high)} ({high['composite_accuracy']:.0%}), is within the uncertainty of the others ({test}; {level})."
+        )
+    if found.least is not None:
+        return (
+            f"On suite {suite} ({scope}), by {measure}, {name(high)} is hit least by the backgrounds: {figures(high)}; the lowest, "
+            f"{name(low)} ({low['composite_accuracy']:.0%}), is within the uncertainty of the others ({test}; {level})."
+        )
+    return (
+        f"On suite {suite} ({scope}), {measure} does not tell the models apart: from {low['composite_accuracy']:.0%} ({name(low)}) to "
+        f"{high['composite_accuracy']:.0%} ({name(high)}) is within its uncertainty ({test}; {level})."
+    )
 
 
 def keyword_rows(keywords: pd.DataFrame) -> pd.DataFrame:
@@ -115,7 +179,7 @@ def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str |
     matrices_page, failures_page : str or None
         Page paths for the links to the full views (None: that page is not installed, no link).
     """
-    chosen = story_runs(runs)
+    chosen = story_runs(str(workspace.root), runs)
     if chosen.empty:
         return
     st.subheader("What breaks each model", anchor=False)
@@ -138,8 +202,8 @@ def show_story(workspace: Workspace, runs: pd.DataFrame, *, matrices_page: str |
 def show_model(workspace_path: str, run: Mapping, suite_run_ids: tuple[str, ...], *, matrices_page: str | None, failures_page: str | None) -> None:
     """One model's block: accuracies, worst keywords, the telling matrix, two flips, links."""
     st.caption(
-        f"Accuracy {run['accuracy']:.0%} · on their own photos {run['original_accuracy']:.0%} · "
-        f"right under every background {run['worst_case_accuracy']:.0%}"
+        f"Composites right {run['composite_accuracy']:.0%} · on their own photos {run['original_accuracy']:.0%} · "
+        f"right under every background {run['worst_case_accuracy']:.0%} · accuracy over all images {run['accuracy']:.0%}"
     )
     finished = run["finished"] or ""
     left, right = st.columns(2, gap="large")

@@ -43,14 +43,15 @@ class StageLines:
     """One line on stderr as each stage of a check starts, with the time so far: also in CI, where
     there is no terminal for the bar (a cold check on the demo printed nothing for 27 minutes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps: dict[str, str]) -> None:
         self.started = time.monotonic()
+        self.steps = steps  # analytics.gate.STEPS: what each step does
         self.step: str | None = None
 
     def __call__(self, done: int, total: int, step: str = "") -> None:
         if step != self.step:
             self.step = step
-            print(f"[backdrop check] {self._elapsed()} {STAGES.get(step, step)}", file=sys.stderr, flush=True)
+            print(f"[backdrop check] {self._elapsed()} {self.steps.get(step, step)}", file=sys.stderr, flush=True)
 
     def end(self) -> None:
         print(f"[backdrop check] {self._elapsed()} done", file=sys.stderr, flush=True)
@@ -60,19 +61,10 @@ class StageLines:
         return f"{seconds // 60:d}:{seconds % 60:02d}"
 
 
-#: What each step of :func:`analytics.gate.check` does, as the stage lines say it.
-STAGES = {
-    "suite": "suite: finding or building the policy's suite",
-    "runs": "runs: the candidate (and the baseline) over the suite",
-    "rules": "rules: measuring what they need (Backgrounds Challenge, scenarios, assessor, keywords)",
-    "report": "report: the HTML report",
-}
-
-
 def run_check(args: argparse.Namespace) -> int:
     """Run the check; print the summary (or JSON) and return the exit status."""
     from analytics.exceptions import InvalidInputError
-    from analytics.gate import check, load_policy, preflight
+    from analytics.gate import STEPS, check, load_policy, preflight
     from analytics.workspace import to_json
 
     policy = load_policy(args.policy)  # a bad policy stops here, before anything is registered or run
@@ -83,7 +75,7 @@ def run_check(args: argparse.Namespace) -> int:
     preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering)
     if registering:
         register_from_args(workspace, args.model, args, flag="--model")
-    stages = StageLines()
+    stages = StageLines(STEPS)
     with ProgressBar("check", unit="img", terminal_only=True) as bar:
         def progress(done: int, total: int, step: str = "", /) -> None:  # a line per stage, and the bar
             stages(done, total, step)

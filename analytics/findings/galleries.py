@@ -6,8 +6,10 @@ on it and on the target's original (position 0), and its background's scene keyw
 (:func:`analytics.findings.failures.composite_table`: the suite's background keyword table plus the keyword
 the sampler drew the background for).
 
-* :func:`fooling_backgrounds`: per class, the composites that lower the true-class probability most
-  (drop = original's probability - composite's, > 0 only), biggest drop first;
+* :func:`fooling_backgrounds`: per class, one composite per target, the one that lowers its true-class
+  probability most (drop = original's probability - composite's, > 0 only), biggest drop first; the
+  targets the model already misclassifies on their original apart (issue 47.4: the gallery used to
+  fill all its places with one target's composites, and with a target the background cannot be blamed for);
 * :func:`flips`: composites whose predicted output differs from the original's; those whose original
   was classified correctly first (a background broke a right answer), then biggest drop first.
 
@@ -38,7 +40,7 @@ from .failures import composite_table
 if TYPE_CHECKING:  # torch only when saliency is asked for
     from analytics.models import LoadedModel
 
-__all__ = ["GalleryItem", "flips", "fooling_backgrounds", "item_images", "item_saliency"]
+__all__ = ["ClassGallery", "GalleryItem", "flips", "fooling_backgrounds", "item_images", "item_saliency"]
 
 _ORDER = ["target_id", "position"]  # tie-breakers after the ranking keys
 
@@ -63,6 +65,8 @@ class GalleryItem:
         True-class probability on the original.
     keywords : tuple of str
         The background's scene keywords (and the keyword the suite drew it for).
+    original_correct : bool
+        Whether the model classifies the target right on its original.
     """
 
     run_id: str
@@ -75,6 +79,7 @@ class GalleryItem:
     original_predicted: str
     original_true_prob: float
     keywords: tuple[str, ...]
+    original_correct: bool
 
     @property
     def drop(self) -> float:
@@ -82,17 +87,39 @@ class GalleryItem:
         return self.original_true_prob - self.true_prob
 
 
+@dataclass(frozen=True)
+class ClassGallery:
+    """One class's gallery of :func:`fooling_backgrounds`: one composite per target, each the target's
+    composite with the biggest drop of the true-class probability, biggest drop first.
+
+    Attributes
+    ----------
+    hurt : tuple of GalleryItem
+        Targets the model classifies right on their original: what the background took away.
+    already_wrong : tuple of GalleryItem
+        Targets it misclassifies on their original already (the background is not what broke them),
+        shown apart.
+    """
+
+    hurt: tuple[GalleryItem, ...]
+    already_wrong: tuple[GalleryItem, ...]
+
+    def __len__(self) -> int:
+        """Items in both parts."""
+        return len(self.hurt) + len(self.already_wrong)
+
+
 def fooling_backgrounds(
     workspace: Workspace, run_id: str, *, per_class: int = 4, classes: Sequence[str] | None = None, keyword: str | None = None
-) -> dict[str, list[GalleryItem]]:
-    """Per class, the composites that lower the true-class probability most.
+) -> dict[str, ClassGallery]:
+    """Per class, the targets whose true-class probability a background lowers most, each with that composite.
 
     Parameters
     ----------
     workspace : Workspace
     run_id : str
     per_class : int, default=4
-        Items per class at most.
+        Targets per class at most, in each part of the gallery (:class:`ClassGallery`).
     classes : sequence of str, optional
         Classes of the run's targets to list; default all of them.
     keyword : str, optional
@@ -100,9 +127,11 @@ def fooling_backgrounds(
 
     Returns
     -------
-    dict of str to list of GalleryItem
-        Class (in ``classes`` order, else sorted by name) -> its composites with a positive drop, biggest drop first (an empty
-        list when no background lowered the class's probability).
+    dict of str to ClassGallery
+        Class (in ``classes`` order, else sorted by name) -> its gallery: per target its composite with
+        the biggest positive drop, biggest drop first (ties: target id, position), the targets right on
+        their original (``hurt``) apart from those already wrong there (``already_wrong``); both empty
+        when no background lowered the class's probability.
 
     Raises
     ------
@@ -116,7 +145,15 @@ def fooling_backgrounds(
     chosen = _check_classes(frame, run_id, classes)
     frame = _with_keyword(frame, keyword)
     hurt = frame[frame["drop"] > 0].sort_values(["drop", *_ORDER], ascending=[False, True, True], kind="stable")
-    return {name: _items(hurt[hurt["class_name"] == name].head(per_class), run_id) for name in chosen}
+    hurt = hurt.drop_duplicates("target_id", keep="first")  # one composite per target: its biggest drop
+    galleries = {}
+    for name in chosen:
+        of_class = hurt[hurt["class_name"] == name]
+        right = of_class["original_correct"].to_numpy(dtype=bool)
+        galleries[name] = ClassGallery(
+            tuple(_items(of_class[right].head(per_class), run_id)), tuple(_items(of_class[~right].head(per_class), run_id))
+        )
+    return galleries
 
 
 def flips(
@@ -251,7 +288,7 @@ def _items(frame: pd.DataFrame, run_id: str) -> list[GalleryItem]:
             run_id=run_id, target_id=str(row.target_id), class_name=str(row.class_name), position=int(row.position),
             background_id=str(row.background_id), predicted=str(row.predicted), true_prob=float(row.true_prob),
             original_predicted=str(row.original_predicted), original_true_prob=float(row.original_prob),
-            keywords=tuple(row.keywords),
+            keywords=tuple(row.keywords), original_correct=bool(row.original_correct),
         )  # fmt: skip
         for row in frame.itertuples(index=False)
     ]

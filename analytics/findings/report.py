@@ -14,8 +14,9 @@ sections :data:`SECTIONS`:
    suite's fixed colour scale (:func:`analytics.runs.colour_scale.suite_colour_scale`);
 3. ``failures``: the keyword failure table and ontology levels of the model
    (:func:`analytics.findings.failures.failure_table`) and the keyword x model heat map;
-4. ``gallery``: per class, the backgrounds that fool the model most (:func:`analytics.findings.galleries.fooling_backgrounds`),
-   original and composite side by side;
+4. ``gallery``: per class, one composite per target, the background that lowers its true-class probability most
+   (:func:`analytics.findings.galleries.fooling_backgrounds`), original and composite side by side, the
+   targets already misclassified on their original apart;
 5. ``flips``: composites whose prediction differs from the original's (:func:`analytics.findings.galleries.flips`),
    with saliency overlays of original and composite side by side (:func:`analytics.findings.galleries.item_saliency`:
    Grad-CAM, or vanilla gradients for models without a hookable layer);
@@ -405,13 +406,17 @@ def _failures_html(workspace: Workspace, runs: pd.DataFrame, table: FailureTable
 # -- galleries and flips -------------------------------------------------------------------------
 def _gallery_html(workspace: Workspace, run_id: str, per_class: int, thumb: dict[str, int]) -> str:
     intro = (
-        f"<p>Per class, up to {per_class} composites that lower the true-class probability most (biggest drop first): "
-        "original left, composite right.</p>"
+        f"<p>Per class, up to {per_class} targets, each with the composite that lowers its true-class probability most (biggest "
+        "drop first): original left, composite right. Targets the model already misclassifies on their original follow apart.</p>"
     )
     parts = []
-    for class_name, items in fooling_backgrounds(workspace, run_id, per_class=per_class).items():
-        cards = "".join(_card(item, [*item_images(workspace, item)], thumb) for item in items)
-        parts.append(f"<h3>{_e(class_name)}</h3>" + (f"<div class='gallery'>{cards}</div>" if cards else _note("No background lowered its probability.")))
+    for class_name, gallery in fooling_backgrounds(workspace, run_id, per_class=per_class).items():
+        cards = "".join(_card(item, [*item_images(workspace, item)], thumb) for item in gallery.hurt)
+        wrong = "".join(_card(item, [*item_images(workspace, item)], thumb) for item in gallery.already_wrong)
+        parts.append(
+            f"<h3>{_e(class_name)}</h3>" + (f"<div class='gallery'>{cards}</div>" if cards else _note("No background lowered its probability on a target it gets right."))
+            + (f"<h4>Already wrong on the original</h4><div class='gallery'>{wrong}</div>" if wrong else "")
+        )  # fmt: skip
     return intro + ("".join(parts) or _note("No composites."))
 
 

@@ -39,10 +39,17 @@ from .policy import Policy
 from .rules import RuleResult, evaluate_rules
 from .summary import markdown_summary
 
-__all__ = ["FILES", "CheckResult", "SuiteModels", "check", "preflight", "suite_models", "suite_to_check"]
+__all__ = ["FILES", "STEPS", "CheckResult", "SuiteModels", "check", "check_inputs", "preflight", "suite_models", "suite_to_check"]
 
 #: The files a check writes into its output folder.
 FILES = {"junit": "junit.xml", "summary": "summary.md", "report": "report.html"}
+#: What each step of :func:`check` (its progress's ``step``) does, as the CLI's stage lines and a ``gate`` job's progress say it.
+STEPS = {
+    "suite": "suite: finding or building the policy's suite",
+    "runs": "runs: the candidate (and the baseline) over the suite",
+    "rules": "rules: measuring what they need (Backgrounds Challenge, scenarios, assessor, keywords)",
+    "report": "report: the HTML report",
+}
 
 
 @dataclass(frozen=True)
@@ -78,9 +85,7 @@ class CheckResult:
         """JSON-ready form (what ``check --json`` prints)."""
         return {
             "passed": self.passed, "candidate": self.candidate, "baseline": self.baseline, "suite": self.suite_id, "seconds": self.seconds,
-            "files": self.files,
-            "rules": [{"name": r.name, "passed": r.passed, "result": r.outcome, "value": r.value, "limit": r.limit, "message": r.message, "details": list(r.details)}
-                      for r in self.results],
+            "files": self.files, "rules": [r.to_record() for r in self.results],
         }  # fmt: skip
 
 
@@ -161,9 +166,23 @@ def preflight(
     workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, out: str | os.PathLike,
     registered: bool = True,
 ) -> Path:
-    """Check the input of :func:`check` before anything is written: the candidate (unless it is about
-    to be registered, ``registered=False``) and the baseline are registered, baseline rules have a baseline, the suite exists (or the policy has a recipe), the
-    assessor rules have labels to learn from, and ``out`` is a folder (created). Returns ``out`` as a Path."""
+    """Check the input of :func:`check` before anything is written (:func:`check_inputs`), and that
+    ``out`` is a folder (created). Returns ``out`` as a Path."""
+    check_inputs(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, registered=registered)
+    return _output_folder(out)
+
+
+def check_inputs(workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, registered: bool = True) -> None:
+    """What :func:`check` can refuse, checked without writing anything (the Gate page asks before it
+    offers its start): the candidate (unless it is about to be registered, ``registered=False``) and
+    the baseline are registered, baseline rules have a baseline, the suite exists (or the policy has
+    a recipe), and the assessor rules have labels to learn from.
+
+    Raises
+    ------
+    InvalidInputError, NotFoundError
+        One line naming the model, rule or suite and the fix.
+    """
     for name in dict.fromkeys([*([candidate] if registered else []), *([baseline] if baseline else [])]):
         get_model_spec(workspace, name)  # NotFoundError naming the model
     if policy.baseline and not baseline:
@@ -175,7 +194,6 @@ def preflight(
         raise InvalidInputError(f"{policy.path}: no suite; pass --suite ID or give [suite] id = \"...\" or a recipe (method = \"random\", n = 16) in the policy")
     if any(key.startswith("assessor_") for key in policy.rules):
         _check_assessor_labels(workspace, policy, candidate, chosen)
-    return _output_folder(out)
 
 
 def _check_assessor_labels(workspace: Workspace, policy: Policy, candidate: str, suite_id: str | None) -> None:

@@ -23,9 +23,11 @@ value and the fix; unknown keys suggest the nearest known one.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +35,17 @@ from typing import Any
 from analytics._install import project_file
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["BASELINE_KEYS", "EXAMPLE_POLICY", "RULE_KEYS", "SETTING_KEYS", "SUITE_KEYS", "Policy", "SuiteRecipe", "load_policy", "parse_policy"]
+__all__ = [
+    "BASELINE_KEYS", "EXAMPLE_POLICY", "MAX_POLICY_BYTES", "MAX_POLICY_MB", "RULE_KEYS", "SETTING_KEYS", "SUITE_KEYS", "Policy", "SuiteRecipe", "load_policy",
+    "parse_policy", "parse_policy_bytes", "policy_toml",
+]  # fmt: skip
 
 #: The example policy, every key documented: ``examples/policy.toml`` of a checkout, shipped inside the
 #: wheel too. Its ``[baseline]`` rules need a baseline model (``check(..., baseline=...)``).
 EXAMPLE_POLICY = project_file("examples/policy.toml")
+#: The largest policy file :func:`parse_policy_bytes` reads (an upload on the Gate page; examples/policy.toml has under 5 kB).
+MAX_POLICY_MB = 1
+MAX_POLICY_BYTES = MAX_POLICY_MB * 2**20
 
 # key -> (kind, example): kind 'fraction' = number in [0, 1], 'score' = any finite number,
 # 'gap' = number in [-1, 1] (a difference of accuracies), 'margin' = number in [0, 1], 'count' = integer >= 1, 'seed' = integer >= 0, 'bool', or a tuple of choices.
@@ -110,6 +118,8 @@ class Policy:
         ``[settings]`` with defaults filled in.
     keyword_min_composites, baseline_min_composites : int
     alpha : float
+    text : str
+        The file's text as read (what a ``gate`` job is given, so the job checks what was read).
     """
 
     path: str
@@ -120,6 +130,7 @@ class Policy:
     keyword_min_composites: int = DEFAULT_MIN_COMPOSITES
     baseline_min_composites: int = DEFAULT_MIN_COMPOSITES
     alpha: float = DEFAULT_ALPHA
+    text: str = field(default="", repr=False)
 
     @property
     def rule_names(self) -> list[str]:
@@ -168,8 +179,48 @@ def parse_policy(text: str, path: str = "policy") -> Policy:
         path=path, suite=SuiteRecipe(**suite), rules=own, baseline=margins, settings=settings,
         keyword_min_composites=rules.get("keyword_min_composites", DEFAULT_MIN_COMPOSITES),
         baseline_min_composites=baseline.get("keyword_min_composites", DEFAULT_MIN_COMPOSITES),
-        alpha=baseline.get("alpha", DEFAULT_ALPHA),
+        alpha=baseline.get("alpha", DEFAULT_ALPHA), text=text,
     )  # fmt: skip
+
+
+def parse_policy_bytes(data: bytes, name: str = "policy") -> Policy:
+    """:func:`parse_policy` on the bytes of a file named ``name`` (an upload): refused in one line
+    above :data:`MAX_POLICY_BYTES` or when it is not UTF-8 text, before it is parsed."""
+    if len(data) > MAX_POLICY_BYTES:
+        raise InvalidInputError(
+            f"{name}: {len(data):,} bytes; a policy file may have at most {MAX_POLICY_BYTES:,} ({MAX_POLICY_MB} MB); see examples/policy.toml"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{name}: not UTF-8 text; save the policy as a UTF-8 TOML file such as examples/policy.toml") from None
+    return parse_policy(text, name)
+
+
+def policy_toml(
+    *, suite: Mapping[str, Any] | None = None, rules: Mapping[str, Any] | None = None, baseline: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> str:  # fmt: skip
+    """The text of a policy file with these sections (``key -> value``; empty ones left out), in the
+    order of examples/policy.toml: what the Gate page shows and offers for the rules edited there.
+    Keys and values are written as given; :func:`parse_policy` checks them.
+
+    Parameters
+    ----------
+    suite, rules, baseline, settings : mapping of str to bool, int, float, str or None, optional
+        ``[suite]``, ``[rules]``, ``[baseline]`` and ``[settings]``; a key whose value is None is left out.
+
+    Returns
+    -------
+    str
+        TOML, one ``key = value`` line per key, with a first comment line.
+    """
+    lines = ["# A Backdrop release gate policy (python -m analytics check --policy FILE); examples/policy.toml documents every key."]
+    for section, values in (("suite", suite), ("rules", rules), ("baseline", baseline), ("settings", settings)):
+        given = {key: value for key, value in (values or {}).items() if value is not None}
+        if given:
+            lines += ["", f"[{section}]", *(f"{key} = {_toml_value(value)}" for key, value in given.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _check(path: str, section: str, key: str, value: Any, keys: dict[str, tuple[Any, str]]) -> Any:
@@ -203,6 +254,17 @@ def _nearest(word: str, known) -> str:
 
 def _listing(known) -> str:
     return ", ".join(known)
+
+
+def _toml_value(value: Any) -> str:
+    """``value`` as TOML: true / false, an integer, a float (``repr``: ``0.05``, ``1.0``, ``inf``), a basic string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("nan" if math.isnan(value) else "inf" if value > 0 else "-inf")
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")  # a JSON string is a TOML basic string, once DEL is escaped too
 
 
 def _toml(value: Any) -> str:

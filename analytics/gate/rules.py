@@ -28,8 +28,10 @@ the step that would give it something to measure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,6 +89,26 @@ class RuleResult:
     def outcome(self) -> str:
         """``'pass'``, ``'fail'`` or ``'error'`` (nothing to measure)."""
         return "error" if self.error else "pass" if self.passed else "fail"
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-ready form: one entry of ``rules`` in ``check --json`` (and a ``gate`` job's result); no ``keywords``."""
+        return {
+            "name": self.name, "passed": self.passed, "result": self.outcome, "value": self.value, "limit": self.limit, "message": self.message,
+            "details": list(self.details),
+        }  # fmt: skip
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RuleResult:
+        """The result :meth:`to_record` gave, read back (a JSON ``null`` value or limit, NaN written as JSON, is NaN again)."""
+
+        def number(value: Any) -> float:
+            return math.nan if value is None else float(value)
+
+        error = record["result"] == "error"
+        return cls(
+            str(record["name"]), bool(record["passed"]) and not error, number(record["value"]), number(record["limit"]), str(record["message"]),
+            tuple(record.get("details", ())), error=error,
+        )  # fmt: skip
 
 
 # -- candidate rules -----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from analytics._progress import Progress, with_message
 from analytics.comparison import method_comparison, params_estimate_seconds, record_step_cost
+from analytics.gate import STEPS, check_text
 from analytics.repository import run_repository
 from analytics.runs import start_runs, start_runs_that_can
 from analytics.saliency import object_share
@@ -86,6 +87,15 @@ def _saliency(workspace: Workspace, params: dict, progress: Progress) -> dict:
     return object_share(workspace, **params, progress=progress)
 
 
+def _gate(workspace: Workspace, params: dict, progress: Progress) -> dict:
+    progress(0, 0, "checking the policy, the models and the suite")
+
+    def step(done: int, total: int, name: str = "", /) -> None:  # the check's steps, in the words of the CLI's stage lines
+        progress(done, total, STEPS.get(name, name))
+
+    return check_text(workspace, **params, progress=step).to_dict()
+
+
 #: Kind name -> :class:`JobKind`.
 JOB_KINDS: dict[str, JobKind] = {
     kind.name: kind
@@ -96,6 +106,7 @@ JOB_KINDS: dict[str, JobKind] = {
         JobKind.calling("repository", _repository, run_repository, permission="run_models", fixed={"ray_address", "num_gpus_per_model"}),  # runs locally
         JobKind.calling("saliency", _saliency, object_share, permission="run_models"),
         JobKind.calling("zoo", zoo_job, build_zoo, permission="run_models"),
+        JobKind.calling("gate", _gate, check_text, permission="run_models"),
     )
 }
 

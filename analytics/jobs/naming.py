@@ -15,7 +15,8 @@ _MODELS_SHOWN = 3  # more models than this are counted, not listed
 
 def job_label(workspace: Workspace, job: Job) -> str:
     """What ``job`` works on, plain text (not escaped), e.g. ``tiny, fg-only on random, N = 2, seed 0,
-    6 targets`` for runs, ``zoo-heads on <suite>`` for a repository, ``Cups check`` for a suite.
+    6 targets`` for runs, ``zoo-heads on <suite>`` for a repository, ``Cups check`` for a suite,
+    ``candidate against release, policy policy.toml`` for the gate.
 
     A suite job names the suite its result records (as every listing names it), else the name it
     was given, else its method; a job of a kind without a subject, or with parameters of another
@@ -37,6 +38,9 @@ def job_label(workspace: Workspace, job: Job) -> str:
             return f"{params['name']} on {suite(params['suite_id'])}"
         if job.kind == "saliency":
             return f"{_models(params['models'])}, {len(params['target_ids'])} targets"
+        if job.kind == "gate":
+            against = f" against {params['baseline']}" if params.get("baseline") else ""
+            return f"{params['candidate']}{against}, policy {params.get('policy_name') or 'policy.toml'}"
         if job.kind == "methods":
             methods = params.get("methods")
             return f"{params['model']}, " + (f"{len(methods)} methods" if methods else "every method")

@@ -63,7 +63,17 @@ def cell_pairs(
         One row per pair: target_id, j, k, background_j, background_k ('' = the original),
         distance_j, distance_k, signal_j, signal_k, value (= |signal_j - signal_k|), predicted_j,
         predicted_k, correct_j, correct_k. ``attrs["n_points"]`` holds the number of points in
-        the cell (mirrors included), ``attrs["nearest"]`` whether the rows are nearest points.
+        the cell (mirrors included), ``attrs["raw_mean"]`` (float) the plain mean of their values
+        (NaN without a point), ``attrs["nearest"]`` whether the rows are nearest points.
+
+    Notes
+    -----
+    The cell's value in ``matrix`` is not ``raw_mean``: the RBF interpolation
+    (:func:`analytics.variance.variance_matrix`) weighs every point within its window by a Gaussian of
+    its distance from the cell centre, plus the mean of the ``k`` nearest points, so neighbouring cells'
+    points pull it (issue 47.3: a cell value of 0.38 over a single pair that changes by 0.09).
+    ``raw_mean`` is the plain mean of the values of the points in the cell, each point counted once, as
+    ``n_points`` counts them.
     """
     check_choice(signal, "signal", MATRIX_SIGNALS)
     limit = check_positive_int(limit, "limit")
@@ -71,6 +81,7 @@ def cell_pairs(
     cloud = run_point_clouds(workspace, run_id, data=data, signals=(signal,))[signal] if cloud is None else cloud
     found = matrix.points_in_cell(cloud.points, row, col)
     n_points = int(found.size)
+    raw_mean = float(cloud.values[found].mean()) if n_points else float("nan")
     use_nearest = nearest and n_points == 0
     if use_nearest:  # twice the limit: mirrors are dropped below
         offsets = cloud.points - matrix.centres[[col, row]]
@@ -90,6 +101,7 @@ def cell_pairs(
         "correct_j": data.correct[t, j], "correct_k": data.correct[t, k],
     })  # fmt: skip
     table.attrs["n_points"] = n_points
+    table.attrs["raw_mean"] = raw_mean
     table.attrs["nearest"] = use_nearest
     return table
 

@@ -131,7 +131,8 @@ def test_gallery_and_flips_show_for_a_tiny_run(keyword_run_workspace, run_ids):
     app = open_page(keyword_run_workspace, {"run": run_id})
     assert not app.exception
     class_name = app.selectbox(key="failures.class").value
-    items = fooling_backgrounds(keyword_run_workspace, run_id, per_class=4)[class_name]
+    gallery = fooling_backgrounds(keyword_run_workspace, run_id, per_class=4)[class_name]
+    items = gallery.hurt
     flipped = flips(keyword_run_workspace, run_id, limit=4, class_name=class_name)
     assert items and flipped, "the fixture's bg-only run has backgrounds that fool it and flips"
     shown = gallery_table(app)
@@ -139,23 +140,32 @@ def test_gallery_and_flips_show_for_a_tiny_run(keyword_run_workspace, run_ids):
     assert list(shown["Background"]) == [item.background_id for item in items]
     assert list(shown["Drop"]) == pytest.approx([item.drop for item in items])
     assert list(shown["Background keywords"]) == [", ".join(item.keywords) for item in items]
+    assert len(set(shown["Target"])) == len(shown)  # issue 47.4: one place per target
     captions = image_captions(app)
-    assert len(captions) == 2 * len(items) + 2 * len(flipped)  # composite + original per gallery item and per flip
-    flip_captions = captions[2 * len(items) :]
+    n_gallery = len(items) + len(gallery.already_wrong)
+    assert len(captions) == 2 * n_gallery + 2 * len(flipped)  # composite + original per gallery item and per flip
+    flip_captions = captions[2 * n_gallery :]
     assert [c.split()[1] for c in flip_captions[::2]] == [item.target_id for item in flipped]
     assert all(f"on {item.background_id} · predicted {item.predicted}" in c for item, c in zip(flipped, flip_captions[1::2]))
     assert app.query_params["run"] == run_id and app.query_params["class"] == class_name
+    # issue 47.4: the targets already wrong on their original (bg-only gets its squares wrong) in a part of their own
+    wrong_class, wrong_gallery = next((name, part) for name, part in fooling_backgrounds(keyword_run_workspace, run_id).items() if part.already_wrong)
+    app.selectbox(key="failures.class").set_value(wrong_class).run()
+    assert not app.exception and "**Already wrong on the original**" in [m.value for m in app.markdown]
+    wrong = [frame.value for frame in app.dataframe if "Background keywords" in frame.value.columns][-1]
+    assert list(wrong["Target"]) == [item.target_id for item in wrong_gallery.already_wrong]
+    assert not {item.target_id for item in wrong_gallery.already_wrong} & {item.target_id for item in wrong_gallery.hurt}
 
 
 def test_keyword_narrows_the_gallery_and_goes_into_the_address(keyword_run_workspace, run_ids):
     run_id = run_ids["bg-only"]
     app = open_page(keyword_run_workspace, {"run": run_id})
     class_name = app.selectbox(key="failures.class").value
-    top = fooling_backgrounds(keyword_run_workspace, run_id, per_class=1)[class_name][0]
+    top = fooling_backgrounds(keyword_run_workspace, run_id, per_class=1)[class_name].hurt[0]
     keyword = top.keywords[-1]
     app.selectbox(key="failures.keyword").set_value(keyword).run()
     assert not app.exception
-    items = fooling_backgrounds(keyword_run_workspace, run_id, per_class=4, keyword=keyword)[class_name]
+    items = fooling_backgrounds(keyword_run_workspace, run_id, per_class=4, keyword=keyword)[class_name].hurt
     assert items[0] == top and all(keyword in item.keywords for item in items)
     assert list(gallery_table(app)["Target"]) == [item.target_id for item in items]
     assert app.query_params["keyword"] == keyword

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analytics.data import list_backgrounds, list_classes, list_targets
@@ -94,19 +95,45 @@ def test_sidebar_selects_workspace_and_keeps_annotator(tiny_workspace, tmp_path,
 
 
 # -- issue 19.4: a finished demo leads to its finding, not only to ticked steps -------------------------------
-def test_home_with_finished_runs_leads_to_the_matrices_with_the_finding(run_workspace, app_runner):
+def composite_accuracies(workspace) -> pd.Series:
+    """Model -> composite accuracy of its run (the headline's measure, issue 47.1)."""
+    from analytics.findings import composite_outcomes
     from analytics.runs import list_runs
 
+    runs = list_runs(workspace)
+    return pd.Series({run.model: composite_outcomes(workspace, run.id).mean() for run in runs.itertuples()})
+
+
+def test_home_with_finished_runs_leads_to_the_matrices_with_the_finding(run_workspace, app_runner):
     app = app_runner("app.py", run_workspace)
     assert not app.exception, app.exception
     assert "Start here" in [header.value for header in app.subheader]
-    runs = list_runs(run_workspace).assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"])
-    most, least = runs.loc[runs["drop"].idxmax()], runs.loc[runs["drop"].idxmin()]
-    sentence = next(m.value for m in app.markdown if "varies most" in m.value)
-    assert f"**{escape_markdown(most['model'])}** varies most" in sentence and f"**{escape_markdown(least['model'])}** varies least" in sentence
-    assert f"({len(runs)} models)" in sentence and f"{most['worst_case_accuracy']:.0%} right under every background" in sentence
+    # issue 47.1: the measure by name; the tiny runs' 24 composites cannot tell the three models apart, so none is ranked
+    accuracy = composite_accuracies(run_workspace).sort_values(kind="stable")
+    sentence = next(m.value for m in app.markdown if "On suite" in m.value)
+    assert "(3 models), composite accuracy (the share of the suite's composites" in sentence and "does not tell the models apart" in sentence
+    assert f"from {accuracy.iloc[0]:.0%} (**{escape_markdown(accuracy.index[0])}**) to {accuracy.iloc[-1]:.0%}" in sentence
+    assert "McNemar's exact test on 24 paired composites" in sentence and "hit hardest" not in sentence and "least" not in sentence
     links = [link.proto.page for link in app.get("page_link")]
     assert links[0] == "Matrices"  # the call to action (its URL path) comes before the workflow's steps
+
+
+def test_the_headline_sentence_names_the_measure_and_the_model_hit_hardest():
+    """Issue 47.1's two models: team-v2 (a background shortcut, lower originals) is named, by composite accuracy, with the test."""
+    from analytics.findings import headline
+    from ui.story import headline_sentence
+
+    runs = pd.DataFrame({
+        "id": ["v2", "v1"], "model": ["team-v2", "team-v1"], "suite_id": "s", "suite": "main", "status": "done", "stale": False,
+        "construction": None, "original_accuracy": [0.80, 0.90], "worst_case_accuracy": [0.40, 0.45],
+    })  # fmt: skip
+    index = pd.MultiIndex.from_tuples([(f"t{i}", 1) for i in range(100)])
+    correct = {"v1": np.arange(100) < 62, "v2": (np.arange(100) >= 30) & (np.arange(100) < 70)}
+    sentence = headline_sentence(headline(runs, lambda run_id: pd.Series(correct[run_id], index=index)))
+    assert sentence.startswith("On suite main (2 models), by composite accuracy")
+    v1, v2 = escape_markdown("team-v1"), escape_markdown("team-v2")
+    assert f"**{v2}** is hit hardest by the backgrounds: 40% of the composites right (80% of the targets on their own photos)" in sentence
+    assert f"**{v1}** least: 62% of the composites right (90%" in sentence and "McNemar's exact test on 100 paired composites: p = 0.00" in sentence
 
 
 def test_home_without_runs_has_no_start_here(tiny_workspace, app_runner):
@@ -116,23 +143,22 @@ def test_home_without_runs_has_no_start_here(tiny_workspace, app_runner):
 
 # -- issue 27.6: the real models lead, the zoo is explained, the call to action opens the comparison ----------
 def test_home_leads_with_the_real_models_and_explains_the_zoo(run_workspace, run_ids, app_runner):
-    from analytics.runs import list_runs
     from tests.fixtures.runs import mark_as_zoo_head
     from ui.story import ZOO_NOTE
 
-    runs = list_runs(run_workspace).assign(drop=lambda t: t["original_accuracy"] - t["worst_case_accuracy"]).set_index("model")
-    zoo = runs["drop"].idxmax()  # the model that varies most becomes a zoo head: the headline must not name it
+    accuracy = composite_accuracies(run_workspace)
+    zoo = accuracy.idxmin()  # the model with the fewest composites right becomes a zoo head: the headline must not name it
     mark_as_zoo_head(run_workspace, zoo)
-    real = runs.drop(index=zoo)
+    real = accuracy.drop(index=zoo).sort_values(kind="stable")
     app = app_runner("app.py", run_workspace)
     assert not app.exception, app.exception
     sentence = next(m.value for m in app.markdown if "On suite" in m.value)
     assert "(2 real models and 1 zoo head)" in sentence and f"**{escape_markdown(zoo)}**" not in sentence
-    assert f"**{escape_markdown(real['drop'].idxmax())}** varies most" in sentence
+    assert f"from {real.iloc[0]:.0%} (**{escape_markdown(real.index[0])}**)" in sentence
     assert [tab.label for tab in app.tabs][-1] == escape_markdown(zoo)  # real models' tabs first
     assert ZOO_NOTE in [c.value for c in app.caption]
     page, query = link_targets(app)[0]  # the call to action: Compare tab, the headline's model first
-    assert page == "Matrices" and query == f"run={real.at[real['drop'].idxmax(), 'id']}&tab=compare"
+    assert page == "Matrices" and query == f"run={run_ids[real.index[0]]}&tab=compare"
 
 
 # -- issue 16.3: the story view, what breaks each model, first on Home -------------------------------------
@@ -163,8 +189,9 @@ def test_home_story_shows_each_models_keywords_matrix_and_flips(keyword_run_work
     app = app_runner("app.py", keyword_run_workspace)
     assert not app.exception, app.exception
     assert "What breaks each model" in [header.value for header in app.subheader]
-    shown = story_runs(list_runs(keyword_run_workspace))
-    assert [tab.label for tab in app.tabs] == [escape_markdown(model) for model in shown["model"]]  # biggest accuracy loss first
+    shown = story_runs(str(keyword_run_workspace.root), list_runs(keyword_run_workspace))
+    assert list(shown["composite_accuracy"]) == sorted(shown["composite_accuracy"])  # the headline's measure, lowest first (issue 47.1)
+    assert [tab.label for tab in app.tabs] == [escape_markdown(model) for model in shown["model"]]
     first = shown.iloc[0]
     # the open (first) tab: the worst keywords of its run, by error rate, with counts and intervals
     expected = failure_table(keyword_run_workspace, first["id"], min_count=3).keywords.head(TOP_KEYWORDS)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analytics.figures import MIN_HEIGHT, SQUARE_HEIGHT
-from analytics.runs import SIGNALS, list_runs, run_matrices, suite_colour_scale
+from analytics.runs import SIGNALS, cell_pairs, list_runs, run_matrices, run_point_clouds, suite_colour_scale
 from analytics.suites import name_suite
 from tests.fixtures.app import as_shown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
@@ -59,11 +59,18 @@ def test_clicked_cell_shows_the_image_pairs(run_workspace, run_ids, app_runner):
     matrix = run_matrices(run_workspace, run_id)["true_prob"]
     app = app_runner(MATRICES, run_workspace)
     app.selectbox(key="runs.run").set_value(run_id).run()
-    x = y = float(matrix.centres[10])
+    x, y = map(float, run_point_clouds(run_workspace, run_id)["true_prob"].points[0])  # a cell with a point in it
     app.session_state[CELL] = {"run": run_id, "signal": "true_prob", "x": x, "y": y}
     app.run()
     assert not app.exception, app.exception
     assert "Image pairs behind the cell" in [h.value for h in app.subheader]
+    # issue 47.3: the cell value is said to be RBF-smoothed, with the raw mean of the cell's points beside it
+    row, col = matrix.cell_at(x, y)
+    expected = cell_pairs(run_workspace, run_id, "true_prob", matrix, row, col, nearest=True).attrs
+    caption = next(c.value for c in app.caption if "cell value" in c.value)
+    assert f"cell value {matrix.matrix[row, col]:.4f}, RBF-smoothed: interpolated" in caption
+    assert f"{expected['n_points']} points in the cell" in caption
+    assert expected["n_points"] > 0 and f"raw mean {expected['raw_mean']:.4f}." in caption
     pairs = app.dataframe[0].value
     assert 0 < len(pairs) <= 12
     images = app.get("image")

@@ -72,7 +72,7 @@ def caption(page: Page, text: str | re.Pattern):
 def test_home_starts_here_at_the_matrices(page, pages_server):
     page.goto(pages_server.url)
     expect(page.get_by_role("heading", name="Start here")).to_be_visible(timeout=LONG_MS)
-    expect(page.get_by_text(re.compile(r"varies most with the background"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"composite accuracy \(the share of the suite.s composites"))).to_be_visible()  # issue 47.1: the measure by name
     page.get_by_role("link", name="See the variance matrices, models side by side").click()
     expect(page.get_by_role("heading", name="Matrices", exact=True)).to_be_visible()
     expect(page).to_have_url(re.compile(r"/Matrices\?.*run="))  # the headline model's run

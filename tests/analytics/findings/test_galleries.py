@@ -5,8 +5,9 @@ The hand-made run (model ``tiny``): every target of the tiny workspace gets the 
 the true-class probabilities of :data:`PROBS` (a probability below 0.5 predicts the other class).
 Originals: 0.9 and correct, except ``disc/2``'s (0.3: predicted ``square``). So, by hand:
 
-* discs' biggest drops: disc/0 @4 (0.8), disc/1 @3 (0.7), disc/0 @2 (0.5), disc/1 @1 (0.2), ...
-* squares' only drops: square/1 @4 (0.6), square/1 @1 (0.1);
+* discs' biggest drops: disc/0 @4 (0.8), disc/1 @3 (0.7), disc/0 @2 (0.5), disc/1 @1 (0.2), ...; one per
+  target: disc/0 @4, disc/1 @3, and apart (its original is wrong) disc/2 @3 (0.15);
+* squares' only drops: square/1 @4 (0.6), square/1 @1 (0.1): one per target, square/1 @4;
 * flips: disc/0 @4, disc/1 @3, square/1 @4, disc/0 @2 (originals correct, by drop), then disc/2 @1
   (its original was wrong; the composite is right). disc/2 @3 and @4 lower the probability but keep
   the original's (wrong) prediction: no flip.
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.findings import GalleryItem, flips, fooling_backgrounds, item_images, item_saliency
+from analytics.findings import ClassGallery, GalleryItem, flips, fooling_backgrounds, item_images, item_saliency
 from analytics.runs import compose_images
 from analytics.workspace import Workspace, now
 from tests.fixtures.suites import BACKGROUND_TABLE
@@ -76,29 +77,31 @@ def keys(items: list[GalleryItem]) -> list[tuple[str, int]]:
     return [(item.target_id, item.position) for item in items]
 
 
-def test_biggest_drop_comes_first_per_class(gallery_workspace):
+def test_one_composite_per_target_biggest_drop_first_wrong_originals_apart(gallery_workspace):
+    """Issue 47.4: a target fills one place (its biggest drop), and a target already wrong on its original is shown apart."""
     gallery = fooling_backgrounds(gallery_workspace, RUN)
-    assert list(gallery) == ["disc", "square"]
-    assert keys(gallery["disc"]) == [("disc/0", 4), ("disc/1", 3), ("disc/0", 2), ("disc/1", 1)]
-    assert keys(gallery["square"]) == [("square/1", 4), ("square/1", 1)]  # only composites that lower the probability
-    top = gallery["disc"][0]
-    assert (top.run_id, top.class_name, top.background_id) == (RUN, "disc", "bg10")
+    assert list(gallery) == ["disc", "square"] and all(isinstance(part, ClassGallery) for part in gallery.values())
+    assert keys(gallery["disc"].hurt) == [("disc/0", 4), ("disc/1", 3)]  # disc/0 @2 and disc/1 @1 are the same targets again
+    assert keys(gallery["disc"].already_wrong) == [("disc/2", 3)]  # its original predicts square already
+    assert keys(gallery["square"].hurt) == [("square/1", 4)] and gallery["square"].already_wrong == ()  # only composites that lower the probability
+    top = gallery["disc"].hurt[0]
+    assert (top.run_id, top.class_name, top.background_id, top.original_correct) == (RUN, "disc", "bg10", True)
     assert (top.predicted, top.original_predicted) == ("square", "disc")
     assert (top.true_prob, top.original_true_prob, top.drop) == pytest.approx((0.1, 0.9, 0.8))
-    drops = [item.drop for item in gallery["disc"]]
-    assert drops == sorted(drops, reverse=True)
+    assert gallery["disc"].already_wrong[0].original_correct is False and len(gallery["disc"]) == 3
 
 
 def test_per_class_classes_and_keyword_narrow_the_gallery(gallery_workspace):
-    assert keys(fooling_backgrounds(gallery_workspace, RUN, per_class=1)["disc"]) == [("disc/0", 4)]
+    one = fooling_backgrounds(gallery_workspace, RUN, per_class=1)["disc"]
+    assert (keys(one.hurt), keys(one.already_wrong)) == ([("disc/0", 4)], [("disc/2", 3)])  # per_class holds in each part
     assert list(fooling_backgrounds(gallery_workspace, RUN, classes=["square"])) == ["square"]
     sea = fooling_backgrounds(gallery_workspace, RUN, keyword="sea")  # bg05 only
-    assert keys(sea["disc"]) == [("disc/1", 3), ("disc/2", 3)] and sea["square"] == []
-    assert all("sea" in item.keywords for item in sea["disc"])
+    assert (keys(sea["disc"].hurt), keys(sea["disc"].already_wrong)) == ([("disc/1", 3)], [("disc/2", 3)]) and not sea["square"]
+    assert all("sea" in item.keywords for item in sea["disc"].hurt)
 
 
 def test_background_keywords_are_attached(gallery_workspace):
-    items = fooling_backgrounds(gallery_workspace, RUN, per_class=10)["disc"]
+    items = flips(gallery_workspace, RUN)
     by_background = {item.background_id: item.keywords for item in items}
     assert by_background == {"bg10": ("tree", "grass"), "bg05": ("sea", "sand"), "bg02": ("sky", "grass"), "bg00": ("sky", "tree")}
 

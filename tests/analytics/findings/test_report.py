@@ -135,11 +135,12 @@ def test_report_content_sections_galleries_flips_and_assessor(report_workspace, 
     run_id = run_ids_by_model(report_workspace)["tiny"]
     fooling = fooling_backgrounds(report_workspace, run_id, per_class=2)
     gallery = section(text, "gallery")
-    for class_name, items in fooling.items():
+    for class_name, part in fooling.items():
         assert f"<h3>{class_name}</h3>" in gallery
-        for item in items:
+        for item in (*part.hurt, *part.already_wrong):
             assert f"{item.target_id} ({class_name}) on {item.background_id}" in gallery
-    assert gallery.count("<div class='card'>") == sum(len(items) for items in fooling.values())
+    assert gallery.count("<div class='card'>") == sum(len(part) for part in fooling.values())
+    assert gallery.count("<h4>Already wrong on the original</h4>") == sum(bool(part.already_wrong) for part in fooling.values())
     assert gallery.count("<img ") == 2 * gallery.count("<div class='card'>")  # original and composite
     flipped = flips(report_workspace, run_id, limit=3)
     assert flipped, "the tiny model flips some composites"

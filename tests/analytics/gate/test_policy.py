@@ -58,3 +58,32 @@ def test_each_bad_key_or_value_is_one_line_naming_the_file_key_and_fix(text, mes
 def test_an_unreadable_policy_names_the_file(tmp_path):
     with pytest.raises(InvalidInputError, match=r"policy .*nope.toml: cannot read it \(No such file or directory\)"):
         load_policy(tmp_path / "nope.toml")
+
+
+# -- the Gate page's policies: an upload's bytes, rules edited on the page written as TOML ------------------------------
+def test_an_uploaded_policy_is_capped_and_must_be_utf8_in_one_line():
+    from analytics.gate import MAX_POLICY_BYTES, parse_policy_bytes
+
+    text = "[rules]\nworst_case_accuracy_min = 0.5\n"
+    assert parse_policy_bytes(text.encode(), "mine.toml").text == text and parse_policy_bytes(text.encode(), "mine.toml").path == "mine.toml"
+    with pytest.raises(InvalidInputError, match=rf"^big\.toml: {MAX_POLICY_BYTES + 1:,} bytes; a policy file may have at most {MAX_POLICY_BYTES:,} \(1 MB\)"):
+        parse_policy_bytes(b"#" * (MAX_POLICY_BYTES + 1), "big.toml")
+    with pytest.raises(InvalidInputError, match=r"^latin\.toml: not UTF-8 text; save the policy as a UTF-8 TOML file"):
+        parse_policy_bytes("# café\n".encode("latin-1"), "latin.toml")
+
+
+def test_policy_toml_writes_what_parse_policy_reads_back():
+    from analytics.gate import policy_toml
+
+    text = policy_toml(
+        suite={"method": "random", "n": 8, "seed": 2, "realism_threshold": None}, rules={"worst_case_accuracy_min": 0.3, "assessor_not_variant": True},
+        baseline={"accuracy_margin": 1e-05, "alpha": 0.1}, settings={"assessor_labels": "construction"},
+    )  # fmt: skip
+    policy = parse_policy(text, "edited.toml")
+    assert (policy.suite.method, policy.suite.n, policy.suite.seed, policy.suite.realism_threshold) == ("random", 8, 2, None)
+    assert policy.rules == {"worst_case_accuracy_min": 0.3, "assessor_not_variant": True}
+    assert policy.baseline == {"accuracy_margin": 1e-05} and policy.alpha == 0.1 and policy.settings["assessor_labels"] == "construction"
+    assert text.startswith("# ") and "realism_threshold" not in text and "[settings]" in text
+    odd = 'a"b\\c\x7fé'  # quotes, a backslash, DEL, non-ASCII: a suite id survives the trip
+    assert parse_policy(policy_toml(suite={"id": odd}, rules={"accuracy_drop_max": 0.2})).suite.id == odd
+    assert "[baseline]" not in policy_toml(rules={"accuracy_drop_max": 0.2}, baseline={})

@@ -22,6 +22,7 @@ from analytics._progress import Progress
 from analytics.cli import main as cli_main
 from analytics.comparison import method_comparison
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
+from analytics.gate import check_text
 from analytics.jobs.records import _worker_alive
 from analytics.repository import run_repository
 from analytics.team import add_user
@@ -154,13 +155,15 @@ def test_cli_lists_cancels_and_resumes(tiny_workspace, tmp_path, capsys):
 
 
 def test_the_registry_reads_each_kinds_parameters_from_the_function_it_calls():
-    assert {"methods", "suite", "runs", "repository", "saliency", "zoo"} <= set(jobs.JOB_KINDS)
+    assert {"methods", "suite", "runs", "repository", "saliency", "zoo", "gate"} <= set(jobs.JOB_KINDS)
     assert all(name == kind.name for name, kind in jobs.JOB_KINDS.items())
     assert jobs.JOB_KINDS["zoo"].params == frozenset(inspect.signature(build_zoo).parameters) - {"workspace", "progress"}
     assert jobs.JOB_KINDS["methods"].params == frozenset(inspect.signature(method_comparison).parameters) - {"workspace", "progress"}
     assert "save" not in jobs.JOB_KINDS["suite"].params and "method" in jobs.JOB_KINDS["suite"].params  # a job's suite is saved
     assert jobs.JOB_KINDS["repository"].params == frozenset({"name", "suite_id", "device", "batch_size", "top_k"})
     assert "ray_address" in inspect.signature(run_repository).parameters  # left out: a repository job runs locally
+    assert jobs.JOB_KINDS["gate"].params == frozenset(inspect.signature(check_text).parameters) - {"workspace", "progress"}
+    assert jobs.JOB_KINDS["gate"].permission == "run_models"
     assert {kind.permission for kind in jobs.JOB_KINDS.values()} <= {"build_suites", "run_models"}
 
 

@@ -34,6 +34,8 @@ def test_each_kind_names_what_it_works_on(suite_workspace, suite_id):
         ("methods", {"model": "tiny", "methods": None}, "tiny, every method"),
         ("suite", {"method": "random", "n": 2}, "random, N = 2"),
         ("suite", {"name": "Mine", "method": "random"}, "Mine"),
+        ("gate", {"candidate": "tiny", "baseline": "fg-only", "policy_name": "policy.toml"}, "tiny against fg-only, policy policy.toml"),
+        ("gate", {"candidate": "tiny", "baseline": None, "policy_name": "mine.toml"}, "tiny, policy mine.toml"),
     ]
     for kind, params, expected in cases:
         assert job_label(suite_workspace, job(kind, params)) == expected, kind

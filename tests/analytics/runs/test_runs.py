@@ -308,7 +308,9 @@ def test_cell_pairs_lie_in_the_clicked_cell(run_workspace, run_ids):
     assert pairs["value"].is_monotonic_decreasing
     unordered = {(t, min(j, k), max(j, k)) for t, j, k in zip(pairs["target_id"], pairs["j"], pairs["k"])}
     assert len(unordered) == len(pairs)  # a pair and its mirror are listed once
-    assert pairs.attrs["n_points"] == len(matrix.points_in_cell(cloud.points, int(row), int(col))) >= len(pairs)
+    inside = matrix.points_in_cell(cloud.points, int(row), int(col))
+    assert pairs.attrs["n_points"] == len(inside) >= len(pairs)
+    assert pairs.attrs["raw_mean"] == pytest.approx(cloud.values[inside].mean())  # issue 47.3: beside the RBF-smoothed cell value
     assert (pairs.loc[pairs["j"] == 0, "background_j"] == "").all()
     assert len(runs.cell_pairs(run_workspace, run_id, "true_prob", matrix, int(row), int(col), limit=1)) == 1
 
@@ -320,7 +322,7 @@ def test_cell_pairs_of_an_empty_cell_fall_back_to_the_nearest_points(run_workspa
     empty = next((r, c) for r in range(64) for c in range(64) if matrix.points_in_cell(cloud.points, r, c).size == 0)
     assert runs.cell_pairs(run_workspace, run_id, "emb_mean", matrix, *empty).empty
     nearest = runs.cell_pairs(run_workspace, run_id, "emb_mean", matrix, *empty, nearest=True, limit=3)
-    assert nearest.attrs["nearest"] and nearest.attrs["n_points"] == 0 and len(nearest) == 3
+    assert nearest.attrs["nearest"] and nearest.attrs["n_points"] == 0 and len(nearest) == 3 and np.isnan(nearest.attrs["raw_mean"])
     with pytest.raises(InvalidInputError, match="signal must be one of"):
         runs.cell_pairs(run_workspace, run_id, "logits", matrix, 0, 0)
 

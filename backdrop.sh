@@ -103,7 +103,13 @@ case "${1:-}" in
     "$PY" -m ruff check .
     log "type check (mypy against tools/mypy-baseline.txt, which may only shrink)"
     "$PY" tools/typecheck.py
-    exec "$PY" -m pytest -q "${@:2}"
+    # Test files in parallel (pytest-xdist, whole files per worker so module fixtures are built once):
+    # one worker a core, at most 4 (each may hold a dashboard server and a browser: about 3 GB);
+    # BACKDROP_TEST_WORKERS=0 runs them in this process, one after another.
+    workers="${BACKDROP_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}"
+    [ "$workers" -gt 4 ] && workers=4
+    [ "$workers" -le 1 ] && exec "$PY" -m pytest -q "${@:2}"
+    exec "$PY" -m pytest -q -n "$workers" --dist loadfile "${@:2}"
     ;;
   check)
     # check --model M --policy FILE [--baseline B] [...]: `backdrop check` from this checkout; everything after `check` goes to the CLI

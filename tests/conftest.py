@@ -6,6 +6,7 @@ Fixture modules import one another, so rewriting is registered for the whole pac
 
 import os
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def _pytest_main_module():
 # where the time goes without a second run with --durations.
 _SECONDS_BY_FILE: dict[str, float] = defaultdict(float)
 SLOWEST_FILES = 15
+_STARTED = time.monotonic()  # this process's start: the wall time of the whole run, collection included
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -73,6 +75,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
     for folder, seconds in sorted(by_folder.items(), key=lambda item: -item[1]):
         write(f"{seconds:8.1f}  {folder}")
     write(f"{sum(by_folder.values()):8.1f}  in all")
+    workers = getattr(terminalreporter.config.option, "numprocesses", None) or 0
+    spread = f" on {workers} pytest-xdist workers (the sums above add the workers' times)" if workers else ""
+    write(f"{time.monotonic() - _STARTED:8.1f}  wall clock, collection included{spread}")
     terminalreporter.section(f"the {SLOWEST_FILES} slowest files")
     for path, seconds in sorted(_SECONDS_BY_FILE.items(), key=lambda item: -item[1])[:SLOWEST_FILES]:
         write(f"{seconds:8.1f}  {path}")

@@ -7,8 +7,11 @@
   ``bd.figures.name(...)``) names a function that exists and binds to its signature (the positional
   arguments and keyword names it passes).
 
-What this does not do yet: run the blocks against a workspace (the README's Python block is written
-for the demo workspace; see the README's *Use it from Python*).
+* Every Python block runs, in the order of the documents, against a copy of the demo workspace that
+  ``bash backdrop.sh serve`` builds (CI's smoke builds it first and names it in
+  ``$BACKDROP_DEMO_WORKSPACE``; the blocks are written for it, and open ``"workspace"`` from the folder
+  they run in). Without that variable the test skips, saying so; CI fails on the skip. A block that
+  cannot run says why in a ``# not run: <reason>`` line, and the test skips it with that reason.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import ast
 import contextlib
 import inspect
 import io
+import os
 import re
 import shlex
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -157,3 +162,40 @@ def test_a_stale_flag_or_api_call_is_reported():
     assert found[("accuracies",)] is None
     assert "has no nope" in found[("nope",)]
     assert "baseine" in found[("check",)]
+
+
+#: Names a folder holding a built demo workspace (``bash backdrop.sh serve``'s ``workspace/``).
+DEMO_ENV = "BACKDROP_DEMO_WORKSPACE"
+NOT_RUN = re.compile(r"^\s*# not run: (?P<reason>.+)$", re.M)
+
+
+@pytest.fixture(scope="module")
+def demo_folder(tmp_path_factory) -> Path:
+    """A folder whose ``workspace/`` is a copy of the demo workspace named by :data:`DEMO_ENV` (the
+    blocks write: the gate's runs and files, cached predictions)."""
+    source = os.environ.get(DEMO_ENV)
+    if not source:
+        pytest.skip(f"{DEMO_ENV} is not set: build the demo (bash backdrop.sh serve) and set it to its workspace folder")
+    if not (Path(source) / "backdrop.sqlite").is_file():
+        pytest.fail(f"{DEMO_ENV}={source} holds no workspace (no backdrop.sqlite)")
+    folder = tmp_path_factory.mktemp("readme-blocks")
+    shutil.copytree(source, folder / "workspace")
+    return folder
+
+
+@pytest.mark.parametrize("case", PYTHON_BLOCKS, ids=[_id(c) for c in PYTHON_BLOCKS])
+def test_every_python_block_in_the_docs_runs_on_the_demo_workspace(case, demo_folder, monkeypatch):
+    document, line, text = case
+    if reason := NOT_RUN.search(text):
+        pytest.skip(f"{document.name}:{line}: {reason.group('reason')}")
+    import plotly.basedatatypes
+
+    shown = []
+    monkeypatch.setattr(plotly.basedatatypes.BaseFigure, "show", lambda figure, *a, **k: shown.append(figure))  # no browser to open
+    monkeypatch.chdir(demo_folder)
+    namespace: dict = {"__name__": "__readme__"}
+    exec(compile(text, f"{document.relative_to(ROOT)}:{line}", "exec"), namespace)  # noqa: S102 - the docs' own code
+    if "result" in namespace:  # the gate's files, where the block said
+        out = demo_folder / "backdrop-check"
+        assert {"junit.xml", "summary.md"} <= {p.name for p in out.iterdir()}, f"{document.name}:{line}: no gate files in {out}"
+    assert all(figure.data for figure in shown), f"{document.name}:{line}: an empty figure was shown"

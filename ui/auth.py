@@ -58,6 +58,7 @@ def require_sign_in() -> User | None:
     state.init_state()
     if not team_mode():
         return None
+    session.harden_team_server()  # no clear_cache from any client, no page use in /_stcore/metrics
     user = _session_user()
     if user is None:
         _sign_in_form()

@@ -16,15 +16,35 @@ session shuts down and Streamlit collects once, which only marks its downloads; 
 came with some other session's next script run (~80 s on an idle server, while the README said
 "when the tab closes"). :func:`collect_downloads_at_shutdown` adds that second collection to the
 shutdown itself.
+
+Two server endpoints answer without any sign-in, and Streamlit has no setting to turn them off
+(issue #48.7). The websocket's ``clear_cache`` BackMsg (the developer menu's "Clear cache") empties
+every cache of the server, for all sessions; :func:`ignore_clear_cache` makes team mode ignore it
+from every session, signed in or not: Backdrop's toolbar (``client.toolbarMode = "minimal"``) has no
+such item, so only a hand-made client sends it, and no role should empty the caches of everyone.
+``/_stcore/metrics`` lists sessions, cache entries by function (which pages are in use) and session
+state; :func:`empty_metrics` makes it answer an empty metric set. :func:`harden_team_server` installs
+both, from the first page run of a team-mode server (before it nothing is cached to clear or report);
+each raises ``RuntimeError`` (shown on every page) if the Streamlit internal it patches has changed.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from unittest import mock
 
+import streamlit
 from streamlit import runtime
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.stats import Stat, StatsManager
+
+from analytics.team import team_mode
+
+_LOGGER = logging.getLogger(__name__)
 
 
 def session_id() -> str | None:
@@ -82,3 +102,76 @@ def drop_media() -> None:
     files.clear_session_refs(sid)
     files.remove_orphaned_files()
     files.remove_orphaned_files()
+
+
+def harden_team_server() -> None:
+    """Team mode: ignore the websocket's ``clear_cache`` and report nothing at ``/_stcore/metrics``.
+
+    Idempotent and cheap: every team-mode page run calls it (:func:`ui.auth.require_sign_in`).
+
+    Raises
+    ------
+    RuntimeError
+        The installed Streamlit no longer has an internal these patches rely on (tested with 1.67).
+    """
+    ignore_clear_cache()
+    empty_metrics()
+
+
+def _changed(what: str) -> RuntimeError:
+    return RuntimeError(
+        f"Streamlit {streamlit.__version__} changed {what}: Backdrop's team mode cannot close the endpoint (ui/session.py, tested with Streamlit 1.67); pin streamlit==1.67.* or update ui/session.py"
+    )
+
+
+def ignore_clear_cache() -> None:
+    """Make ``AppSession`` ignore a ``clear_cache`` BackMsg while in team mode (solo mode: Streamlit's own).
+
+    Streamlit's handler (``runtime/app_session.py`` ``_handle_clear_cache_request``) clears
+    ``st.cache_data`` and ``st.cache_resource`` for the whole server, for any session that sends it.
+    """
+    handler = getattr(AppSession, "_handle_clear_cache_request", None)
+    if getattr(handler, "ignored_in_team_mode", False):
+        return
+    if handler is None or "self._handle_clear_cache_request()" not in inspect.getsource(AppSession.handle_backmsg):
+        raise _changed("how AppSession.handle_backmsg clears the caches (_handle_clear_cache_request)")
+    streamlit_handler = handler
+
+    @functools.wraps(streamlit_handler)
+    def clear_cache(self: AppSession) -> None:
+        if not team_mode():
+            streamlit_handler(self)
+            return
+        _LOGGER.warning("team mode: ignored a clear_cache request from session %s", getattr(self, "id", "?"))
+
+    setattr(clear_cache, "ignored_in_team_mode", True)
+    setattr(AppSession, "_handle_clear_cache_request", clear_cache)
+
+
+class _NoStats(StatsManager):
+    """The stats manager of a team-mode server: no metric family, so ``/_stcore/metrics`` is empty."""
+
+    def registered_families(self) -> Sequence[str]:
+        return []
+
+    def get_stats(self, family_names: Sequence[str] | None = None) -> Mapping[str, Sequence[Stat]]:
+        return {}
+
+
+def empty_metrics() -> None:
+    """Make the server's ``/_stcore/metrics`` answer an empty metric set (no-op without a server, or under AppTest).
+
+    The endpoint (``web/server/starlette/starlette_routes.py`` ``create_metrics_routes``) reads
+    everything from ``Runtime.stats_mgr``, which nothing else reads; its class becomes one without
+    families. Streamlit has no option to turn the endpoint off (1.67).
+    """
+    if not runtime.exists() or isinstance(runtime.get_instance(), mock.Mock):  # no server; AppTest's runtime is a mock
+        return
+    stats = runtime.get_instance().stats_mgr
+    if isinstance(stats, _NoStats):
+        return
+    from streamlit.web.server.starlette import starlette_routes
+
+    if type(stats) is not StatsManager or "runtime.stats_mgr" not in inspect.getsource(starlette_routes.create_metrics_routes):
+        raise _changed("where /_stcore/metrics reads its metrics (Runtime.stats_mgr)")
+    stats.__class__ = _NoStats

@@ -52,8 +52,10 @@ def test_judge_page_shows_the_same_colour_bar_numbers_for_two_models(browser, se
         tab.get_by_role("button", name="Start judging").click()
         seen = {}
         for done in range(len(MODELS)):
-            settle(tab)
+            # the count first, then settle: the count of a rerun can show while that rerun still draws
+            # the next model, and a click before it ends is refused as a judgment of the model before
             expect(tab.get_by_text(f"{done} of {len(MODELS)} judged by ana")).to_be_visible()
+            settle(tab)
             heading = tab.get_by_role("heading", name=re.compile(r"^Model [0-9A-F]{6}$"))
             expect(heading).to_be_visible()
             seen[heading.inner_text()] = colour_bar_numbers(tab)

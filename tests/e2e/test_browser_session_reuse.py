@@ -111,3 +111,29 @@ def test_a_closed_tabs_download_is_gone_at_once(browser, team_server, tmp_path):
     while time.monotonic() < deadline and any(status(url) != 404 for url in urls):
         time.sleep(0.5)
     assert [status(url) for url in urls] == [404] * len(urls)  # before the fix: 200 for ~80 s
+
+
+def test_unsigned_clear_cache_and_metrics_get_nothing(team_server):
+    """Issue 48.7: a client that never signs in emptied every server cache with a ``clear_cache`` BackMsg,
+    and ``/_stcore/metrics`` listed the cached functions (which pages are used); :func:`ui.session.harden_team_server`."""
+    import time
+    import urllib.request
+
+    rerun, clear = BackMsg(), BackMsg()
+    rerun.rerun_script.query_string = ""
+    rerun.rerun_script.page_script_hash = ""
+    clear.clear_cache = True
+    with connect(f"{team_server.url.replace('http', 'ws', 1)}/_stcore/stream", subprotocols=["streamlit", "no-xsrf"], origin=team_server.url) as socket:
+        socket.send(rerun.SerializeToString())  # the sign-in form's run installs the patches
+        while True:
+            message = ForwardMsg()
+            message.ParseFromString(socket.recv(timeout=RECEIVE_TIMEOUT_S))
+            if message.WhichOneof("type") == "script_finished":
+                break
+        socket.send(clear.SerializeToString())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "ignored a clear_cache request" not in team_server.log.read_text():
+            time.sleep(0.25)
+    assert "ignored a clear_cache request" in team_server.log.read_text()
+    with urllib.request.urlopen(f"{team_server.url}/_stcore/metrics", timeout=30) as response:
+        assert response.read().decode().split() == ["#", "EOF"]

@@ -16,7 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from analytics.data import list_backgrounds, list_targets
-from analytics.suites import list_suites, select_targets
+from analytics.exceptions import InvalidInputError
+from analytics.suites import default_keyword_model, list_suites, select_targets
 from analytics.workspace import Workspace
 from ui import deeplink, state
 from ui import jobs as job_view
@@ -80,6 +81,21 @@ def previewed(workspace: Workspace) -> None:
         st.rerun()
 
 
+def keyword_sources(workspace: Workspace) -> str:
+    """Where the keyword methods' keywords come from: the default (classifier-patch keywords, naming the
+    model that computes them), then the other sources (issue 47.10b: the intro omitted the default)."""
+    try:
+        model = escape_markdown(default_keyword_model(workspace))
+    except InvalidInputError:
+        model = "the first registered ImageNet classifier (none is registered yet)"
+    return (
+        f"Keywords by default: classifier-patch keywords, the ImageNet labels {model} gives the patches of each "
+        "image (the button below computes them when absent). Or from a CSV or HDF5 keyword file, or from the "
+        "ADE20K + Places365 checkpoints: build the tables on the **Ontology** page (or `python -m analytics "
+        "keywords`); the newest table of each kind is used."
+    )
+
+
 def main() -> None:
     require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Suites")
@@ -95,10 +111,7 @@ def main() -> None:
         st.info("The workspace needs targets and backgrounds first: import them on the Data page.")
         st.stop()
     view.missing_inputs(workspace)
-    st.caption(
-        "Keywords from a CSV or HDF5 keyword file, or from the ADE20K + Places365 checkpoints: build the "
-        "tables on the **Ontology** page (or `python -m analytics keywords`); the newest table of each kind is used."
-    )
+    st.caption(keyword_sources(workspace))
     submitted = view.request_form(workspace, n_pool)
     if submitted is not None:
         action, request = submitted

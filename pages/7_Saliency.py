@@ -115,14 +115,16 @@ def show_target(workspace_path: str, model: str, spec_key: str, settings: view.S
     )  # fmt: skip
 
 
-def show_comparison(workspace: Workspace, user: User | None, models: list[str], settings: view.Settings, targets: list[str], suite: str | None, n_composites: int) -> None:
+def show_comparison(
+    workspace: Workspace, user: User | None, models: list[str], default: list[str], settings: view.Settings, targets: list[str], suite: str | None, n_composites: int
+) -> None:
     st.subheader("Object share per model × method")
     st.caption(
         "Mean share of positive attribution inside the object's mask, on originals and on their composites. A model "
         "that keeps looking at the object when the scene changes is a good sign."
     )
     left, middle, right = st.columns(3)
-    chosen_models = left.multiselect("Models", models, default=models[:1], key=KEY + "compare_models")
+    chosen_models = left.multiselect("Models", models, default=default, key=KEY + "compare_models")
     widgets.prefill(KEY + "compare_methods", [settings.method], follows=settings.method)  # follows the page's method
     chosen_methods = middle.multiselect("Methods", list(CLEAREST_FIRST), format_func=lambda k: METHODS[k].name, key=KEY + "compare_methods")
     n_targets = int(right.number_input("First targets", 1, max(1, len(targets)), min(4, len(targets)), key=KEY + "compare_targets"))
@@ -208,7 +210,10 @@ def main() -> None:
     if not suites:
         st.info("No suite yet: only the original is shown. Build one on the Suites page to see composites.")
     show_target(workspace_path, model, models[model], settings, target, suite, n_composites)
-    show_comparison(workspace, user, list(models), settings, targets["id"].tolist(), suite, n_composites)
+    # compared by default: the page's model, or the first that can score the workspace's classes (issue 47.10d)
+    scorable = [name for name in models if name not in cannot]
+    default = [model] if model in scorable else scorable[:1]
+    show_comparison(workspace, user, list(models), default, settings, targets["id"].tolist(), suite, n_composites)
 
 
 with runs_snapshot():  # the runs are listed once per rerun, however many parts ask

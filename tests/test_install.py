@@ -92,7 +92,7 @@ def test_the_backdrop_command_works_from_an_empty_folder(installed, tmp_path):
     command = dry.stdout.split()
     app = Path(command[command.index("run") + 1])
     assert app.is_file() and app.is_relative_to(installed["site"])  # the dashboard shipped in the wheel
-    assert command[-8:] == ["--server.port", "8765", "--server.headless", "true", "--server.address", "127.0.0.1", "--server.maxUploadSize", "512"]
+    assert command[-8:] == ["--server.port", "8765", "--server.headless", "true", "--server.address", "127.0.0.1", "--server.maxUploadSize", "1024"]
     refused = _run([installed["backdrop"], "serve", "--team", "--dry-run"], empty)
     assert refused.returncode == 2 and "admin" in refused.stderr and refused.stderr.count("\n") == 1
     info = _run([installed["backdrop"], "info"], empty)  # a usage error names ./workspace, never site-packages

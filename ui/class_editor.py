@@ -19,6 +19,7 @@ from ui.markdown import escape_markdown
 
 SAVED = "data.class_saved"  # message about the last save, shown after the rerun
 SEEN_UNMAPPED = "data.class_unmapped_seen"  # the unmapped classes when the editor was last drawn
+PICKED = "data.class_search_picked"  # widget key -> the search results last clicked for it
 NO_IN9 = "(none)"
 SEARCH_LIMIT = 30
 
@@ -79,19 +80,22 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
         matches = search_imagenet(query, limit=SEARCH_LIMIT)
         if matches:
             found = pd.DataFrame([{"index": m.index, "WordNet id": m.wnid, "name": m.name} for m in matches])
-            st.dataframe(found, hide_index=True, width="stretch")
+            st.caption("Click a row to add its index to the ImageNet-1k indices below.")
+            event = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row", key="data.class_search_pick")
+            add_picked_indices(f"data.class_imagenet.{name}", current, [int(found["index"].iloc[row]) for row in event.selection.rows])
         else:
             st.caption(f"No ImageNet-1k class matches {escape_markdown(repr(query.strip()))}.")
     # per-class keys: switching the class shows that class's stored mapping. Typing "207" + Enter must add
     # class 207 alone (issue 42.11a): the default fuzzy filter matched 85 labels and Enter took the
     # "Select 85 matches" entry on top. With substring matching on "index · name" labels in index order
     # and no bulk entry, the typed index is the first match (a number containing "207" is at least 207).
+    picker = f"data.class_imagenet.{name}"
     indices = st.multiselect(
         "ImageNet-1k indices",
         range(len(imagenet_classes())),
-        default=list(current.imagenet),
+        default=None if picker in st.session_state else list(current.imagenet),  # a clicked search result set it
         format_func=imagenet_option_label,
-        key=f"data.class_imagenet.{name}",
+        key=picker,
         filter_mode="contains",
         select_all=False,
         help="Type an index (Enter adds that class) or part of a name; the search above also finds WordNet ids.",
@@ -99,7 +103,8 @@ def edit_class(workspace: Workspace, mappings: dict[str, ClassMapping]) -> None:
     choices = [NO_IN9, *IN9_CLASSES]
     in9 = st.selectbox("IN-9 class", choices, index=choices.index(current.in9 or NO_IN9), key=f"data.class_in9.{name}")
     label = st.text_input("Custom output label", value=current.label, key=f"data.class_label.{name}", placeholder=name)
-    confirmed = confirm_replacement(workspace, name, current)
+    wanted = ClassMapping(tuple(int(i) for i in indices), "" if in9 == NO_IN9 else in9, label.strip())
+    confirmed = confirm_replacement(workspace, name, current, wanted)
     if not st.button(f"Save mapping of {escape_markdown(name)}", type="primary", disabled=not confirmed, key="data.class_save"):
         return
     try:
@@ -123,13 +128,25 @@ def follow_new_unmapped(unmapped: list[str]) -> None:
     st.session_state[SEEN_UNMAPPED] = tuple(unmapped)
 
 
-def confirm_replacement(workspace: Workspace, name: str, current: ClassMapping) -> bool:
+def add_picked_indices(picker: str, current: ClassMapping, picked: list[int]) -> None:
+    """Add the ImageNet indices of newly clicked search results to the indices widget ``picker`` (its
+    state before it is drawn); a result stays added until removed there, also while its row stays ticked."""
+    applied = st.session_state.get(PICKED, {}).get(picker, set())
+    new = [index for index in picked if index not in applied]
+    st.session_state[PICKED] = {**st.session_state.get(PICKED, {}), picker: set(picked)}
+    if new:
+        chosen = list(st.session_state.get(picker, list(current.imagenet)))
+        st.session_state[picker] = chosen + [index for index in new if index not in chosen]
+
+
+def confirm_replacement(workspace: Workspace, name: str, current: ClassMapping, wanted: ClassMapping | None = None) -> bool:
     """True when saving may go ahead: the class has no mapping yet, or the user ticked the box that
-    replaces it (naming the current mapping and the runs that would turn stale)."""
+    replaces it (naming the current mapping and the runs that saving ``wanted`` would make stale: only
+    those whose model scores the class differently under it, analytics.runs.runs_of_class)."""
     if not current.mapped:
         return True
-    runs = runs_of_class(workspace, name)
-    stale = f"{len(runs)} runs scored with it ({', '.join(sorted(set(runs['model'])))}) turn stale" if len(runs) else "no run uses it yet"
+    runs = runs_of_class(workspace, name, wanted)
+    stale = f"{len(runs)} runs scored with it ({', '.join(sorted(set(runs['model'])))}) turn stale" if len(runs) else "no run's scoring changes"
     return st.checkbox(
         escape_markdown(f"Replace the mapping of {name} ({current.describe()}): {stale}"),
         key=f"data.class_replace.{name}",

@@ -16,8 +16,9 @@ saved results and any new run of the model agree. Re-register such a model to mo
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -173,6 +174,28 @@ class LabelSpace:
                 )
             result[class_name] = outputs
         return result
+
+    def outputs_key(self, classes: Mapping[str, ClassMapping | Sequence[int]], names: Iterable[str]) -> str:
+        """A short content key of what this label space scores ``names`` as: each class's outputs
+        (:meth:`class_outputs`; ``None`` for a class with none), from its mapping in ``classes`` (an
+        absent class counts as unmapped). A mapping this label space does not read (an ImageNet index
+        for a custom-label model) leaves the key as it was: what a run records so that only a mapping
+        that changes its scoring makes it stale (issue 47.7).
+
+        Returns
+        -------
+        key : str
+            16 hex digits.
+        """
+        outputs: dict[str, list[int] | None] = {}
+        for name in sorted(set(names)):
+            try:
+                outputs[name] = self._outputs_of(name, as_mapping(classes.get(name, ClassMapping())))
+            except InvalidInputError:  # an ImageNet index out of range: scored as no output
+                outputs[name] = None
+            outputs[name] = outputs[name] or None
+        payload = json.dumps(["outputs", self.kind, outputs], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def _outputs_of(self, class_name: str, mapping: ClassMapping) -> list[int]:
         """One class's outputs: its mapping for this kind, else the output named like its label or itself."""

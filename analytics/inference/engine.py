@@ -259,11 +259,13 @@ def plan_runs(
     check_positive_int(top_k, "top_k")
     torch_device = resolve_device(device)
     jobs, distances = stored_suite_images(workspace, suite_id)
-    classes = used_classes(workspace, target_classes(workspace, {job.target_id for job in jobs}).values())
+    class_names = set(target_classes(workspace, {job.target_id for job in jobs}).values())
+    classes = used_classes(workspace, class_names)
     specs = [get_model_spec(workspace, name) for name in names]
     for spec in specs:
         spec.label_space.class_outputs(classes)  # label errors before any write
-    keys = RunKeys(model_keys(workspace), suite_classes_key(workspace, suite_id))
+    scoring = {spec.name: spec.label_space.outputs_key(classes, class_names) for spec in specs}
+    keys = RunKeys(model_keys(workspace), suite_classes_key(workspace, suite_id), scoring)
     run_ids = {spec.name: _start_run(workspace, spec, suite_id, top_k, torch_device, keys) for spec in specs}
     members: dict[str, list[str]] = defaultdict(list)
     for spec in specs:
@@ -284,23 +286,35 @@ def plan_runs(
 
 @dataclass(frozen=True)
 class RunKeys:
-    """What a run records about its inputs: the models' current keys and the suite's class-mapping key."""
+    """What a run records about its inputs: the models' current keys and, per model, the key of the
+    outputs its label space scores the suite's classes as (``LabelSpace.outputs_key``: a remapping
+    that does not change them leaves the run current, issue 47.7). ``classes`` is the suite's
+    class-mapping key that runs recorded before (a run stored under it is reused while it is current)."""
 
     models: ModelKeys
     classes: str
+    scoring: dict[str, str] = field(default_factory=dict)
 
 
 def _start_run(workspace: Workspace, spec: ModelSpec, suite_id: str, top_k: int, device: torch.device, keys: RunKeys) -> str:
     model_key = keys.models.keys[spec.name]
+    classes_key = keys.scoring.get(spec.name, keys.classes)
+    # a run recorded under the suite's class-mapping key (before runs recorded their scoring key) and
+    # still current is reused, and records its scoring key from now on
+    mapping_run = content_id("run", model_key, suite_id, top_k, keys.classes)
+    row = workspace.query_one("SELECT classes_key FROM runs WHERE id = ?", (mapping_run,))
+    reused = mapping_run if row is not None and row["classes_key"] == keys.classes else None
     legacy = _legacy_run(workspace, spec, suite_id, top_k, keys.models)
-    run_id = legacy or content_id("run", model_key, suite_id, top_k, keys.classes)
+    run_id = legacy or reused or content_id("run", model_key, suite_id, top_k, classes_key)
     with workspace.transaction() as conn:
         conn.execute(
             "INSERT OR IGNORE INTO runs(id, model, suite_id, status, device, summary, created, model_key, classes_key) "
             "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-            (run_id, spec.name, suite_id, str(device), json.dumps({"top_k": top_k}), now(), model_key, keys.classes),
+            (run_id, spec.name, suite_id, str(device), json.dumps({"top_k": top_k}), now(), model_key, classes_key),
         )
-        conn.execute("UPDATE runs SET model_key = ?, classes_key = ? WHERE id = ? AND model_key = ''", (model_key, keys.classes, run_id))
+        conn.execute("UPDATE runs SET model_key = ?, classes_key = ? WHERE id = ? AND model_key = ''", (model_key, classes_key, run_id))
+        if reused:
+            conn.execute("UPDATE runs SET classes_key = ? WHERE id = ?", (classes_key, run_id))
         conn.execute("UPDATE runs SET status = 'running', device = ? WHERE id = ? AND status != 'done'", (str(device), run_id))
     return run_id
 

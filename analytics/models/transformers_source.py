@@ -147,6 +147,13 @@ def load_transformers(folder: Path) -> nn.Module:
         hf_logging.set_verbosity(verbosity)
         if shown:
             hf_logging.enable_progress_bar()
+    # Backdrop never trains, so no loss is ever computed: without one set, reading ``loss_function``
+    # (TorchScript freezing reads every attribute) makes transformers warn "Using the default loss:
+    # `ForCausalLMLoss`" for a class its loss table lacks (the base model inside the classifier, e.g.
+    # ConvNextModel), in the gate's output too (issue 47.10c)
+    for module in model.modules():
+        if isinstance(getattr(type(module), "loss_function", None), property):
+            module.loss_function = None
     return model.eval()
 
 

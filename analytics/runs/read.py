@@ -10,10 +10,10 @@ them (docs/method.md, 'Signals', 'Semantic distance' and 'Worst-case accuracy'):
   stale), :func:`current_runs` only the ones that are not.
 
 Stale runs. A run records the key of the weights it ran (``runs.model_key``, :func:`analytics.workspace.model_keys`)
-and of the class mappings it was scored with (``runs.classes_key``,
-:func:`analytics.workspace.class_mapping_key` of its suite's target classes). It is *stale* when the
-model has been re-registered with other weights since (its current key differs; a head's key
-covers its backbone's) or a class of its suite was remapped. Stale runs stay listed, marked, but
+and of what its suite's classes were scored as (``runs.classes_key``: ``LabelSpace.outputs_key``, each
+class's outputs; older runs recorded ``class_mapping_key``). It is *stale* when the model has been
+re-registered with other weights since (its current key differs; a head's key covers its backbone's)
+or a class of its suite was remapped so that the model scores it differently (issue 47.7). Stale runs stay listed, marked, but
 never feed the assessor or the Judge queue. Runs from before these columns existed (empty keys):
 such a run counts as current when the model (and a head's backbone) was registered no later than
 the run was created (``models.added`` <= ``runs.created``; both have one-second resolution, so a
@@ -30,7 +30,7 @@ classified correctly under every one of its backgrounds (the original is reporte
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from analytics._choices import CONV_SIGNALS, MATRIX_SIGNALS, SIGNALS
+from analytics.data import ClassMapping, LabelSpace, list_class_mappings
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.suites import suite_labels_of
 from analytics.variance import accuracy_summary, worst_case_correct
@@ -522,6 +523,7 @@ def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) ->
     every = workspace.query("SELECT id, model, suite_id, created FROM runs")
     labels = run_labels(pd.DataFrame([dict(r) for r in every], columns=["id", "model", "suite_id", "created"]), suites)
     suite_keys = {suite: suite_classes_key(workspace, suite) for suite in {row["suite_id"] for row in rows if row["classes_key"]}}
+    scoring_keys = _scoring_keys(workspace, [row for row in rows if row["classes_key"] and row["spec"]], suite_keys)
     summaries = {}
     for row in rows:
         summary = json.loads(row["summary"] or "{}")
@@ -533,7 +535,7 @@ def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) ->
     for row in rows:
         summary = summaries[row["id"]]
         spec = json.loads(row["spec"]) if row["spec"] else {}
-        classes_current = not row["classes_key"] or row["classes_key"] == suite_keys[row["suite_id"]]
+        classes_current = not row["classes_key"] or row["classes_key"] in (suite_keys[row["suite_id"]], scoring_keys.get(row["id"]))
         images, expected = progress.get(row["id"]) or (summary["stored_images"], summary["expected_images"])
         records.append({
             "id": row["id"], "label": labels[row["id"]], "model": row["model"], "suite_id": row["suite_id"],
@@ -549,6 +551,28 @@ def _list_runs(workspace: Workspace, model: str | None, suite_id: str | None) ->
     return table.astype({"accuracy": float, "original_accuracy": float, "worst_case_accuracy": float, "stale": bool})
 
 
+def _scoring_keys(workspace: Workspace, rows: Sequence[Any], suites: Iterable[str], changed: tuple[str, ClassMapping] | None = None) -> dict[str, str]:
+    """Run -> ``LabelSpace.outputs_key`` of its suite's classes under its model's current label space:
+    the class-mapping part of what makes a run stale (module notes), computed once per (suite, model).
+    ``changed`` is a class and a mapping to read in place of the stored one (what saving it would do)."""
+    if not rows:
+        return {}
+    mappings = list_class_mappings(workspace)
+    if changed is not None:
+        mappings[changed[0]] = changed[1]
+    query = "SELECT DISTINCT t.class_name FROM suite_items s JOIN targets t ON t.id = s.target_id WHERE s.suite_id = ?"
+    names = {suite: {r["class_name"] for r in workspace.query(query, (suite,))} for suite in set(suites)}
+    known: dict[tuple[str, str], str] = {}
+    keys = {}
+    for row in rows:
+        cache_key = (row["suite_id"], row["model"])
+        if cache_key not in known:
+            space = LabelSpace.from_json(json.loads(row["spec"])["label_space"])
+            known[cache_key] = space.outputs_key(mappings, names[row["suite_id"]])
+        keys[row["id"]] = known[cache_key]
+    return keys
+
+
 def current_runs(workspace: Workspace, *, model: str | None = None, suite_id: str | None = None) -> pd.DataFrame:
     """:func:`list_runs` without the stale runs: the runs that may feed the assessor, the Judge
     queue and comparisons (same columns, ``stale`` all False)."""
@@ -556,11 +580,20 @@ def current_runs(workspace: Workspace, *, model: str | None = None, suite_id: st
     return runs[~runs["stale"]].reset_index(drop=True)
 
 
-def runs_of_class(workspace: Workspace, class_name: str) -> pd.DataFrame:
-    """:func:`current_runs` whose suite holds a target of class ``class_name``: the runs that turn
-    stale when the class is remapped (the Data page asks before it does so)."""
+def runs_of_class(workspace: Workspace, class_name: str, mapping: ClassMapping | None = None) -> pd.DataFrame:
+    """:func:`current_runs` whose suite holds a target of class ``class_name``: the runs that may turn
+    stale when the class is remapped (the Data page asks before it does so). With ``mapping``, only
+    those that saving it would make stale: the runs whose model scores the class differently under
+    it (a mapping a model's label space does not read leaves its runs current, issue 47.7)."""
     rows = workspace.query(
         "SELECT DISTINCT i.suite_id FROM suite_items i JOIN targets t ON t.id = i.target_id WHERE t.class_name = ?", (class_name,)
     )
     runs = current_runs(workspace)
-    return runs[runs["suite_id"].isin({row["suite_id"] for row in rows})].reset_index(drop=True)
+    runs = runs[runs["suite_id"].isin({row["suite_id"] for row in rows})].reset_index(drop=True)
+    if mapping is None or runs.empty:
+        return runs
+    specs = {row["name"]: row["spec"] for row in workspace.query("SELECT name, spec FROM models")}
+    run_rows = [{"id": i, "model": m, "suite_id": s, "spec": specs[m]} for i, m, s in zip(runs["id"], runs["model"], runs["suite_id"], strict=True)]
+    before = _scoring_keys(workspace, run_rows, set(runs["suite_id"]))
+    after = _scoring_keys(workspace, run_rows, set(runs["suite_id"]), (class_name, mapping))
+    return runs[[before[run_id] != after[run_id] for run_id in runs["id"]]].reset_index(drop=True)

@@ -22,8 +22,10 @@ TEAM_ADDRESS = "0.0.0.0"
 # Largest upload in MB (Streamlit's server.maxUploadSize; also in .streamlit/config.toml). Streamlit holds
 # every upload in memory, from any browser session, signed in or not (README "Serve a team"), so this
 # covers the workflows and no more: keyword and predictions CSVs (MAX_CSV_UPLOAD_MB), image zips, and
-# checkpoints up to ViT-B/16, ConvNeXt-Base or EfficientNet-V2-L; larger files: a server path.
-MAX_UPLOAD_MB = 512
+# checkpoints up to ViT-B/16, ConvNeXt-Base or EfficientNet-V2-L; larger files: a server path. A whole
+# number of GB (1024 MB): the upload box states the cap rounded to whole units, in kB of 1000 bytes outside
+# Windows, so 512 MB read "1GB per file" there; 1024 MB reads "1GB" on every system (issue 47.10a).
+MAX_UPLOAD_MB = 1024
 # Largest CSV a reader takes (keyword tables, model predictions, judgment imports), in MB of 2**20 bytes:
 # the one source of those readers' caps and of the limit their uploaders show (`max_upload_size`),
 # so the page, the widget and the error agree (issue 42.11d). ~2 million long-format keyword rows.
@@ -66,7 +68,7 @@ def streamlit_arguments(*, team: bool, port: int) -> list[str]:
     -------
     list of str
         ``["--server.port", "8501", "--server.headless", "true", "--server.address", "127.0.0.1",
-        "--server.maxUploadSize", "512"]`` in solo mode.
+        "--server.maxUploadSize", "1024"]`` in solo mode.
     """
     address = TEAM_ADDRESS if team else SOLO_ADDRESS
     return [

@@ -76,7 +76,7 @@ def test_serve_check_team_refuses_without_admin(tmp_path, team_workspace, monkey
     code, output = run(["serve-check", "--team", "--workspace", str(team_workspace.root), "--json"], monkeypatch, capsys)
     assert code == 0 and json.loads(output) == {
         "team": True,
-        "arguments": ["--server.port", "8501", "--server.headless", "true", "--server.address", "0.0.0.0", "--server.maxUploadSize", "512"],
+        "arguments": ["--server.port", "8501", "--server.headless", "true", "--server.address", "0.0.0.0", "--server.maxUploadSize", "1024"],
     }
     monkeypatch.setenv("BACKDROP_TEAM", "1")  # the env switch alone means team mode too
     code, output = run(["serve-check", "--workspace", str(tmp_path / "none")], monkeypatch, capsys)

@@ -251,7 +251,9 @@ def test_class_editor_maps_a_class_to_imagenet_indices_found_by_search(tiny_work
     app.text_input(key="data.class_search").set_value("tennis").run()
     (found,) = [t.value for t in app.dataframe if "WordNet id" in t.value.columns]
     assert found.iloc[0].tolist() == [852, "n04409515", "tennis ball"]
-    app.multiselect(key="data.class_imagenet.disc").set_value([852])
+    app.session_state["data.class_search_pick"] = {"selection": {"rows": [0], "columns": []}}  # a click on the row
+    app.run()
+    assert app.multiselect(key="data.class_imagenet.disc").value == [852]  # the clicked result fills the index
     app.button(key="data.class_save").click().run()
     assert not app.exception
     assert list_class_mappings(tiny_workspace)["disc"] == ClassMapping((852,))
@@ -435,16 +437,23 @@ def test_the_class_editor_starts_on_an_unmapped_class_and_asks_before_replacing_
     app.selectbox(key="data.class_edit").set_value("disc").run()
     assert app.button(key="data.class_save").disabled
     (confirm,) = [box for box in app.checkbox if box.key == "data.class_replace.disc"]
-    assert "3 runs scored with it (bg-only, fg-only, tiny) turn stale" in as_shown(confirm.label)
+    assert "no run's scoring changes" in as_shown(confirm.label)
+    # issue 47.7: an ImageNet index (to screen the background pool) is read by no custom-label model
     app.multiselect(key="data.class_imagenet.disc").set_value([430]).run()
+    assert "no run's scoring changes" in as_shown(app.checkbox(key="data.class_replace.disc").label)
     assert app.button(key="data.class_save").disabled  # no save without the tick
-    assert len(current_runs(tiny_model_workspace)) == 3
     app.checkbox(key="data.class_replace.disc").check().run()
     app.button(key="data.class_save").click().run()
     assert not app.exception
     assert list_class_mappings(tiny_model_workspace)["disc"].imagenet == (430,)
-    assert current_runs(tiny_model_workspace).empty  # the runs it named are stale now
+    assert len(current_runs(tiny_model_workspace)) == 3  # the runs stay current
     assert not app.checkbox(key="data.class_replace.disc").value  # the next replacement asks again
+    app.text_input(key="data.class_label.disc").set_value("round thing").run()  # a label the models lack: scored otherwise
+    assert "3 runs scored with it (bg-only, fg-only, tiny) turn stale" in as_shown(app.checkbox(key="data.class_replace.disc").label)
+    app.checkbox(key="data.class_replace.disc").check().run()
+    app.button(key="data.class_save").click().run()
+    assert not app.exception
+    assert current_runs(tiny_model_workspace).empty  # the runs it named are stale now
 
 
 def test_photos_without_masks_are_reviewed_in_a_grid_and_imported_in_one_go(tiny_workspace, app_runner):

@@ -187,4 +187,5 @@ def test_the_page_opens_on_a_model_that_can_score_the_classes_with_its_pickers_i
     assert not app.exception and not app.error
     picker = app.selectbox(key="saliency.model")
     assert picker.value == "bg-only" and picker.options[0].startswith("a-pets (cannot score")
+    assert app.multiselect(key="saliency.compare_models").value == ["bg-only"]  # the object-share comparison too (issue 47.10d)
     assert not [box for box in app.sidebar.selectbox if box.key and box.key.startswith("saliency.")]

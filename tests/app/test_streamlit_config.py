@@ -39,3 +39,21 @@ def test_upload_limits_are_told_from_one_constant_each(tiny_workspace, app_runne
     keywords = ontology.file_uploader(key="ontology.kw.upload")
     assert keywords.proto.max_upload_size_mb == MAX_CSV_UPLOAD_MB
     assert f"up to {MAX_CSV_UPLOAD_MB} MB" in keywords.proto.label
+
+
+def _size_display(size: float, unit: str, base: int) -> str:
+    """Streamlit 1.67's ``getSizeDisplay`` (frontend utils; ``FileUploader`` calls it with precision 0 for
+    "… per file"): up a unit past half of ``base`` (1024 on Windows, else 1000), then rounded."""
+    units = ["gb", "mb", "kb", "b"]
+    if units.index(unit) and size > base / 2:
+        return _size_display(size / base, units[units.index(unit) - 1], base)
+    return f"{size:.0f}{unit.upper()}"
+
+
+def test_the_upload_box_states_the_servers_cap_on_every_system():
+    """Issue 47.10a: with a 512 MB cap the upload box read "1GB per file" outside Windows (536,870,912 bytes
+    over 1000s: 0.54 GB, rounded). A whole number of GB reads true with either base."""
+    assert MAX_UPLOAD_MB % 1024 == 0
+    for base in (1000, 1024):
+        assert _size_display(MAX_UPLOAD_MB * 2**20, "b", base) == f"{MAX_UPLOAD_MB // 1024}GB"
+    assert _size_display(512 * 2**20, "b", 1000) == "1GB"  # the old cap, as the box showed it

@@ -78,6 +78,8 @@ def test_page_explains_missing_keywords(tiny_model_workspace, app_runner):
     app = app_runner(PAGE, tiny_model_workspace)
     assert not app.exception
     assert any(button.label == "Compute classifier-patch keywords" for button in app.button)
+    # the intro names the default keyword source (issue 47.10b); the tiny models are custom-label
+    assert any("Keywords by default: classifier-patch keywords" in c.value and "none is registered yet" in c.value for c in app.caption)
     before = list_suites(tiny_model_workspace)
     app = preview(app, "keyword", 2)
     assert any("no target keyword table" in error.value for error in app.error)  # why the preview was refused

@@ -228,3 +228,15 @@ def test_a_zip_of_the_folder_registers_as_the_folder(tmp_path, folders, photos):
     empty = shutil.make_archive(str(tmp_path / "empty"), "zip", root_dir=folders["vit"], base_dir="preprocessor_config.json")
     with pytest.raises(InvalidInputError, match=r"empty\.zip: no config\.json at its top"):
         register_transformers(workspace, "nothing", folder=empty)
+
+
+def test_a_loaded_classifier_never_warns_about_a_training_loss(folders, caplog):
+    """Issue 47.10c: freezing for the CPU read ``loss_function`` and transformers printed "Using the
+    default loss: `ForCausalLMLoss`" for an image classifier whose class its loss table lacks."""
+    from analytics.models.loaded import freeze_for_cpu
+    from analytics.models.transformers_source import _TransformersClassifier, classifier_name, load_transformers
+
+    model = load_transformers(folders["convnext"])  # its ConvNextModel inside: a class the loss table lacks
+    hf_logging.warning_once.cache_clear()  # transformers prints it once a process: not already spent by another test
+    freeze_for_cpu(_TransformersClassifier(model, classifier_name(model, 3, "convnext")).eval(), torch.rand(1, 3, 64, 64))
+    assert "default loss" not in caplog.text

@@ -25,7 +25,7 @@ from analytics.variance import (
     variance_matrix,
     worst_case_accuracy,
 )
-from analytics.workspace import model_keys, pin_legacy_keys, suite_classes_key
+from analytics.workspace import model_keys, pin_legacy_keys
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N, insert_suite
 
 N_TARGETS = 6
@@ -408,13 +408,14 @@ def test_cli_matrices_of_some_classes(run_workspace, run_ids, tmp_path, capsys):
 
 # -- stale runs (re-registered weights, remapped classes) and reuse without rewriting ----------------
 def test_replacing_a_model_makes_its_runs_stale_and_gives_new_runs(run_workspace, run_ids, tiny_model_files, capsys):
-    from analytics.data import custom_label_space
-    from analytics.models import register_torchscript
+    from analytics.data import custom_label_space, list_class_mappings
+    from analytics.models import get_model_spec, register_torchscript
 
     old = run_ids["tiny"]
     listed = runs.list_runs(run_workspace, model="tiny")
     assert not listed["stale"].any() and listed["model_key"].iloc[0] == model_keys(run_workspace).keys["tiny"]
-    assert listed["classes_key"].iloc[0] == suite_classes_key(run_workspace, TINY_SUITE)
+    classes = list_class_mappings(run_workspace)  # the key of the outputs tiny scores the suite's classes as
+    assert listed["classes_key"].iloc[0] == get_model_spec(run_workspace, "tiny").label_space.outputs_key(classes, {"disc", "square"})
     labels = custom_label_space(tiny_model_files["labels"])
     register_torchscript(run_workspace, "tiny", checkpoint=tiny_model_files["bg-only"], label_space=labels, input_size=64, replace=True)
 
@@ -444,6 +445,21 @@ def test_remapping_a_class_makes_the_runs_of_its_suites_stale(run_workspace, run
         conn.execute("UPDATE classes SET label = 'round thing' WHERE name = 'disc'")
     assert runs.list_runs(run_workspace)["stale"].all()
     assert runs.current_runs(run_workspace).empty
+
+
+def test_a_mapping_no_model_scores_with_keeps_runs_current_and_reused(run_workspace, run_ids):
+    """Issue 47.7: an ImageNet index for a class (to screen the background pool) changes nothing a
+    custom-label model scores, so its runs stay current and are reused; a label that moves the class's
+    output makes them stale, and the Data page's check names exactly those runs."""
+    from analytics.data import ClassMapping, set_class_mapping
+
+    assert len(runs.runs_of_class(run_workspace, "disc", ClassMapping((852,)))) == 0  # what the Data page asks before saving
+    set_class_mapping(run_workspace, "disc", imagenet=[852])
+    assert not runs.list_runs(run_workspace)["stale"].any()
+    assert runs.start_runs(run_workspace, list(run_ids), TINY_SUITE, device="cpu") == list(run_ids.values())
+    assert len(runs.runs_of_class(run_workspace, "disc", ClassMapping((852,), label="round thing"))) == len(run_ids)
+    set_class_mapping(run_workspace, "disc", label="round thing")
+    assert runs.list_runs(run_workspace)["stale"].all()
 
 
 def test_runs_without_keys_follow_the_registration_time_and_are_reused(run_workspace, run_ids):

@@ -297,11 +297,11 @@ def test_solo_binds_loopback_and_team_all_interfaces():
 def test_uploads_are_capped_in_both_modes(monkeypatch):
     """Issue 25.3: Streamlit keeps any session's uploads in memory, signed in or not; cap them."""
     config = tomllib.loads((PROJECT_ROOT / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB == 512  # plain `streamlit run app.py` too
+    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB == 1024  # plain `streamlit run app.py` too
     monkeypatch.delenv(MAX_UPLOAD_ENV_VAR, raising=False)
     for team in (False, True):
         arguments = streamlit_arguments(team=team, port=8600)
-        assert arguments[arguments.index("--server.maxUploadSize") + 1] == "512"
+        assert arguments[arguments.index("--server.maxUploadSize") + 1] == "1024"
     monkeypatch.setenv(MAX_UPLOAD_ENV_VAR, "2048")
     team = streamlit_arguments(team=True, port=8600)
     assert team[team.index("--server.maxUploadSize") + 1] == "2048"

@@ -109,6 +109,11 @@ case "${1:-}" in
     workers="${BACKDROP_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}"
     [ "$workers" -gt 4 ] && workers=4
     [ "$workers" -le 1 ] && exec "$PY" -m pytest -q "${@:2}"
+    # The cores shared out: torch's OpenMP threads spin while they wait, so two workers each on every
+    # core (and their servers) mostly wait on each other. Servers and jobs they start inherit this.
+    threads=$(( $(nproc 2>/dev/null || echo 1) / workers )); [ "$threads" -lt 1 ] && threads=1
+    export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$threads}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-$threads}"
+    export NUMBA_NUM_THREADS="${NUMBA_NUM_THREADS:-$threads}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-$threads}"
     exec "$PY" -m pytest -q -n "$workers" --dist loadfile "${@:2}"
     ;;
   check)

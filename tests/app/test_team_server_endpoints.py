@@ -8,6 +8,7 @@ code (``AppSession.handle_backmsg``, the metrics route), without starting a serv
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -73,7 +74,8 @@ def metrics_route(stats: StatsManager):
     """Streamlit's ``GET /_stcore/metrics`` over ``stats``: a function giving what it answers."""
     (get, _) = create_metrics_routes(SimpleNamespace(stats_mgr=stats), None)
     request = Request({"type": "http", "method": "GET", "path": "/_stcore/metrics", "headers": [], "query_string": b""})
-    return lambda: asyncio.run(get.endpoint(request)).body.decode()
+    # on a thread of its own: a worker that ran browser tests before still has Playwright's loop running here
+    return lambda: ThreadPoolExecutor(1).submit(asyncio.run, get.endpoint(request)).result().body.decode()
 
 
 class PageCache:

@@ -74,8 +74,12 @@ def metrics_route(stats: StatsManager):
     """Streamlit's ``GET /_stcore/metrics`` over ``stats``: a function giving what it answers."""
     (get, _) = create_metrics_routes(SimpleNamespace(stats_mgr=stats), None)
     request = Request({"type": "http", "method": "GET", "path": "/_stcore/metrics", "headers": [], "query_string": b""})
-    # on a thread of its own: a worker that ran browser tests before still has Playwright's loop running here
-    return lambda: ThreadPoolExecutor(1).submit(asyncio.run, get.endpoint(request)).result().body.decode()
+    def answer() -> str:
+        # on a thread of its own: a worker that ran browser tests before still has Playwright's loop running here
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, get.endpoint(request)).result().body.decode()
+
+    return answer
 
 
 class PageCache:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, open_workspace
 from .models import add_registration_options, register_from_args
@@ -41,23 +42,36 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 class StageLines:
     """One line on stderr as each stage of a check starts, with the time so far: also in CI, where
-    there is no terminal for the bar (a cold check on the demo printed nothing for 27 minutes)."""
+    there is no terminal for the bar (a cold check on the demo printed nothing for 27 minutes).
+    Without a terminal, a step that runs on also prints its count every :attr:`EVERY` seconds."""
 
-    def __init__(self, steps: dict[str, str]) -> None:
-        self.started = time.monotonic()
+    #: Seconds between a step's count lines when there is no terminal for the bar (a cold step, the
+    #: runs above all, takes minutes: CI's log must show it advancing).
+    EVERY = 20.0
+
+    def __init__(self, steps: dict[str, str], *, counts: bool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.started = self.last = clock()
         self.steps = steps  # analytics.gate.STEPS: what each step does
         self.step: str | None = None
+        self.counts = not sys.stderr.isatty() if counts is None else counts  # on a terminal the bar counts
 
     def __call__(self, done: int, total: int, step: str = "") -> None:
         if step != self.step:
             self.step = step
-            print(f"[backdrop check] {self._elapsed()} {self.steps.get(step, step)}", file=sys.stderr, flush=True)
+            self._line(self.steps.get(step, step))
+        elif self.counts and total and self.clock() - self.last >= self.EVERY:
+            self._line(f"  {step or 'step'}: {done} of {total}")
+
+    def _line(self, text: str) -> None:
+        self.last = self.clock()
+        print(f"[backdrop check] {self._elapsed()} {text}", file=sys.stderr, flush=True)
 
     def end(self) -> None:
         print(f"[backdrop check] {self._elapsed()} done", file=sys.stderr, flush=True)
 
     def _elapsed(self) -> str:
-        seconds = int(time.monotonic() - self.started)
+        seconds = int(self.clock() - self.started)
         return f"{seconds // 60:d}:{seconds % 60:02d}"
 
 

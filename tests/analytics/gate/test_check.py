@@ -285,10 +285,29 @@ def test_the_cli_prints_a_line_per_stage_and_names_the_suite_by_its_label(tiny_m
                  "--out", str(tmp_path / "out"), "--no-report", "--device", "cpu"])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    stages = [line.split(" ", 3)[3].split(":")[0] for line in captured.err.splitlines() if line.startswith("[backdrop check]")]
+    lines = [line for line in captured.err.splitlines() if line.startswith("[backdrop check]") and not re.search(r"\d+ of \d+$", line)]
+    stages = [line.split(" ", 3)[3].split(":")[0] for line in lines]
     assert stages == ["suite", "runs", "rules", "done"]  # capsys is no terminal: lines, no bar
     label, suite_id = re.search(r"on suite `([^`]+)` \(id `([0-9a-f]+)`\)", captured.out).groups()
     assert label == suite_labels_of(tiny_model_workspace)[suite_id] and label.startswith("random, N = 4")
+
+
+def test_without_a_terminal_a_long_step_prints_its_count_every_twenty_seconds(capsys):
+    from analytics.commands.check import StageLines
+
+    now = [0.0]
+    stages = StageLines({"runs": "runs: the models on the suite"}, counts=True, clock=lambda: now[0])
+    for second, done in ((0, 0), (5, 10), (21, 40), (30, 60), (42, 90)):
+        now[0] = second
+        stages(done, 100, "runs")
+    stages.end()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "[backdrop check] 0:00 runs: the models on the suite",
+        "[backdrop check] 0:21   runs: 40 of 100",
+        "[backdrop check] 0:42   runs: 90 of 100",
+        "[backdrop check] 0:42 done",
+    ]
 
 
 # -- issue 47.5a: the suite a recipe builds does not depend on the candidate ------------------------------------

@@ -5,7 +5,7 @@ Streamlit-side only; reading and checking files is :mod:`analytics.data.datasets
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -155,9 +155,11 @@ def ask_instances() -> dict:
 
 
 def import_files(
-    workspace: Workspace, request: ImportRequest, source: Path, annotations: Path | None = None
+    workspace: Workspace, request: ImportRequest, source: Path, annotations: Path | None = None, *, uploads: Sequence[Path] = ()
 ) -> tuple[ImportResult, list[str], int, list[str]]:
-    """Read, check and store the files; stored records carry the source and licence the user gave.
+    """Read, check and store the files; stored records carry the source and licence the user gave,
+    and an uploaded file's origin as the user knows it (``photos.zip/images/a.png``, never the
+    server's temporary copy: :func:`ui.uploads.as_uploaded` of each of ``uploads``).
 
     Both kinds stream as the CLI's ``add-targets`` and ``add-backgrounds`` do: one file (or COCO /
     VOC instance) decoded at a time into :func:`analytics.data.add_targets` (every row committed at
@@ -186,7 +188,8 @@ def import_files(
             if isinstance(record, Target):
                 classes.setdefault(record.class_name)
             # a cut-out's origin names its home photo: none of that photo's crops becomes its background
-            origin = record.origin if home_photo is None else on_home(record.origin, home_photo)
+            origin = as_uploaded(record.origin, *uploads)
+            origin = origin if home_photo is None else on_home(origin, home_photo)
             yield replace(record, origin=origin, package=request.package, licence=request.licence)
 
     if not request.targets:
@@ -217,9 +220,9 @@ def import_data(workspace: Workspace) -> None:
             if not request.from_upload:  # read by the server: only inside the data roots (analytics.team.paths)
                 source = resolve_server_path(workspace, str(source))
                 annotations = annotations and resolve_server_path(workspace, str(annotations))
-            with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
-                result, accepted, added, classes = import_files(workspace, request, source, annotations)
             uploads = [p for p in (annotations, source) if p] if request.from_upload else []
+            with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
+                result, accepted, added, classes = import_files(workspace, request, source, annotations, uploads=uploads)
             st.session_state[LAST_IMPORT] = {
                 "source": " over ".join(str(p.name if request.from_upload else p) for p in (annotations, source) if p),
                 "added": added,

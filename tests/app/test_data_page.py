@@ -183,6 +183,7 @@ def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, 
     assert "2 new of 2 accepted" in texts(app)
     added = list_backgrounds(tiny_workspace).set_index("id").loc[["scene0", "scene1"]]
     assert added["licence"].tolist() == ["CC0-1.0", "CC0-1.0"]
+    assert added["origin"].tolist() == ["scenes.zip/scenes/scene0.png", "scenes.zip/scenes/scene1.png"]  # never the server's temporary copy
     assert len(given) == 1 and inspect.isgenerator(given[0])
 
 
@@ -410,7 +411,8 @@ def test_zips_as_people_make_them_are_imported(tiny_workspace, app_runner):
     zip `images/my_ball/*.jpg` with masks at the top (once "expected a folder images/<class>/")."""
     app = upload_targets(app_runner(DATA, tiny_workspace), "cutouts", {f"my_ball/b{i}.png": cutout_rgba(i) for i in range(2)})
     assert "2 new of 2 accepted, 0 rejected" in texts(app)
-    assert {"my_ball/b0", "my_ball/b1"} <= set(list_targets(tiny_workspace)["id"])
+    stored = list_targets(tiny_workspace).set_index("id")
+    assert stored.loc[["my_ball/b0", "my_ball/b1"], "origin"].tolist() == ["upload.zip/my_ball/b0.png", "upload.zip/my_ball/b1.png"]
     files = {f"images/my_cup/c{i}.jpg": disc_image(96, i)[0] for i in range(2)} | {f"masks/my_cup/c{i}.png": disc_image(96, i)[1] for i in range(2)}
     app = upload_targets(app_runner(DATA, tiny_workspace), "folder", files)
     assert "2 new of 2 accepted, 0 rejected" in texts(app)

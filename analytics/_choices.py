@@ -27,6 +27,9 @@ MIN_MASK_SHARE = 0.002
 #: (``--max-instances``, ``$BACKDROP_MAX_INSTANCES``): each target takes 0.25 MB of disk at 256 px.
 MAX_INSTANCES = 10_000
 MAX_INSTANCES_ENV_VAR = "BACKDROP_MAX_INSTANCES"
+#: Most photos of one import that get a proposed (GrabCut) mask: the proposals wait for review in
+#: memory (0.25 MB each at 256 px, and about a second of GrabCut each); later mask-less photos are rejected.
+MAX_PROPOSALS = 200
 # IN-9 (Xiao et al., "Noise or Signal", 2020): the 9 super-classes, in the order of their output index
 # (their WordNet synsets: analytics.data.label_spaces.IN9_SYNSETS).
 IN9_CLASSES = ("dog", "bird", "vehicle", "reptile", "carnivore", "insect", "instrument", "primate", "fish")

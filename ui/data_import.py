@@ -19,6 +19,7 @@ from analytics.data import (
     LAYOUT_PATTERNS,
     MAX_INSTANCES,
     MAX_INSTANCES_ENV_VAR,
+    MAX_PROPOSALS,
     MIN_MASK_SHARE,
     TARGET_LAYOUTS,
     VOC,
@@ -126,7 +127,7 @@ def ask_import(workspace: Workspace) -> ImportRequest:
         options["propose_masks"] = options["layout"] not in (COCO, VOC) and st.checkbox(
             "Propose GrabCut masks for photos without one", key="data.import_propose",
             help="Ordinary photos (no mask file, no transparency): GrabCut outlines the object from a centred box; "
-            "review every mask below (accept, redraw or drop) before the targets are stored.",
+            f"review every mask below (accept, redraw or drop) before the targets are stored. At most {MAX_PROPOSALS} photos an import.",
         )  # fmt: skip
     else:
         options["crops_per_photo"] = int(st.number_input("Distinct square crops per photo", 1, 32, 1, key="data.import_crops"))

@@ -27,6 +27,7 @@ from .compose import (
 from .datasets import (
     DEFAULT_IMAGE_SIZE,
     HOME_SEPARATOR,
+    MAX_PROPOSALS,
     Background,
     Target,
     add_classes,
@@ -114,6 +115,7 @@ __all__ = [
     "MAX_ARCHIVE_MEMBERS",
     "MAX_INSTANCES",
     "MAX_INSTANCES_ENV_VAR",
+    "MAX_PROPOSALS",
     "MAX_MASK_SHARE",
     "MIN_MASK_SHARE",
     "IMPORTED",

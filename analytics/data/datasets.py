@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from analytics._choices import MAX_PROPOSALS
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.team import require_permission
 from analytics.workspace import Workspace
@@ -114,7 +115,8 @@ def read_targets(
     propose_masks : bool, default=False
         A photo without a mask (no mask file; a cut-out with no transparency) goes to
         ``result.proposed`` with a GrabCut mask (:func:`analytics.data.masking.propose_mask`)
-        instead of being rejected.
+        instead of being rejected (at most :data:`~analytics._choices.MAX_PROPOSALS` an import: they
+        wait for review in memory; later mask-less photos are rejected, saying so).
 
     Returns
     -------
@@ -179,6 +181,10 @@ def _targets(
         try:
             rgba = read_image_rgba(image_path) if layout == "cutouts" else None
             if mask_path is None and (rgba is None or (propose and (rgba[..., 3] == 255).all())):  # a photo without a mask
+                if len(result.proposed) >= MAX_PROPOSALS:  # proposals wait for review in memory: bounded
+                    reject(image_path, f"no mask, and this import already proposes {MAX_PROPOSALS} masks for review; import at most {MAX_PROPOSALS} "
+                           "photos without masks at a time, or give this one a mask file")  # fmt: skip
+                    continue
                 image = fit_square(read_image(image_path), None, size)[0]
                 mask = propose_mask(image, origin=origin)
                 seen[target_id] = origin

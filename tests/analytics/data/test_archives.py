@@ -113,3 +113,14 @@ def test_photos_without_masks_get_grabcut_proposals_to_review(tmp_path):
             assert target.origin.startswith(str(archive))
     with pytest.raises(InvalidInputError, match="margin must be at most 0.4"):
         propose_mask(result.proposed[0].image, margin=0.45)
+
+
+def test_proposals_waiting_for_review_are_bounded(tmp_path, monkeypatch):
+    """Issue 48: proposals wait for review in the server's memory, so one import proposes a bounded number."""
+    import analytics.data.datasets
+
+    monkeypatch.setattr(analytics.data.datasets, "MAX_PROPOSALS", 1)
+    archive = zipped(tmp_path, {f"images/my_ball/{p.name}": p for p in photos(tmp_path)}, "folder.zip")
+    result = read_targets(archive, layout="folder", size=SIZE, propose_masks=True)
+    assert [t.id for t in result.proposed] == ["my_ball/photo0"]
+    assert len(result.rejected) == 1 and "already proposes 1 masks for review; import at most 1 photos without masks" in result.rejected[0].reason

@@ -15,9 +15,12 @@ from __future__ import annotations
 LAYOUTS = ("folder", "bgchallenge", "cutouts")
 VOC = "voc"  # Pascal VOC instance masks (analytics.data.voc), found by layout_root like the folder layouts
 COCO = "coco"
+#: The layouts of instance masks, imported through one core (:mod:`analytics.data.instances`): COCO
+#: (:func:`analytics.data.coco.read_coco`) and Pascal VOC (:func:`analytics.data.voc.read_voc`).
+INSTANCE_LAYOUTS = (COCO, VOC)
 #: Every target layout a user picks from: the folder layouts of :func:`analytics.data.read_targets`,
-#: then COCO and Pascal VOC instance masks (:func:`analytics.data.voc.read_voc`).
-TARGET_LAYOUTS = (*LAYOUTS, COCO, VOC)
+#: then the instance layouts.
+TARGET_LAYOUTS = (*LAYOUTS, *INSTANCE_LAYOUTS)
 #: An instance import (COCO, VOC) skips instances below this share of their image (``--min-area``).
 DEFAULT_MIN_AREA = 0.01
 #: The smallest share of its image a target's object may cover (0.2 %; an instance import's smaller
@@ -47,6 +50,9 @@ VOCABULARIES = ("auto", "scene", "all")
 #: The resize filters a user may name for a timm or ONNX model (PIL's; ``add-model --interpolation``,
 #: the Models page), timm's default first; ``'area'`` is Backdrop's own resize, not a model's.
 RESIZE_FILTERS = ("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming")
+#: ImageNet normalisation of [0, 1] pixels: :data:`analytics.models.IMAGENET_MEAN` and ``IMAGENET_STD``.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 # --- analytics.runs: signals ------------------------------------------------------------------------
 #: The signals of a run (``run_images`` columns), in display order, with their labels. ``max_prob`` is

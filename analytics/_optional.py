@@ -19,9 +19,9 @@ DISTRIBUTION = "backdrop-invariance"
 
 #: Extra -> the feature that uses it (as the message names it).
 EXTRAS = {
-    "timm": "timm models (--arch timm:NAME)",
-    "transformers": "transformers models (--arch transformers)",
-    "onnx": "ONNX models (--arch onnx)",
+    "timm": "timm models (source 'timm')",
+    "transformers": "transformers models (source 'transformers')",
+    "onnx": "ONNX models (source 'onnx')",
     "ray": "the Ray backend",
 }
 
@@ -33,7 +33,7 @@ def import_optional(module: str, *, extra: str) -> ModuleType:
     Raises
     ------
     MissingDependencyError
-        The library is not installed, e.g. ``the `timm` package, which timm models (--arch timm:NAME)
+        The library is not installed, e.g. ``the `timm` package, which timm models (source 'timm')
         use, is not installed: pip install 'backdrop-invariance[timm]' (in a checkout: .venv/bin/pip
         install -r requirements.txt)``. A library that is installed but fails to import raises its
         own error (a broken install is not fixed by installing the extra).

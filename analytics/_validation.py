@@ -1,19 +1,49 @@
 """Checks shared by every public function: they raise :class:`InvalidInputError` with a message
 that names the parameter, the rule and the value found. Also the one place a typed path's ``~`` is
-expanded (:func:`user_path`) and a user's JSON file is parsed (:func:`read_json`)."""
+expanded (:func:`user_path`), a user's JSON file is parsed (:func:`read_json`), and messages name
+parameters as Python keywords or, for the command line, as its options (:class:`ParameterNames`)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from .exceptions import InvalidInputError
+
+
+@dataclass(frozen=True)
+class ParameterNames:
+    """How a library message names a parameter: as the Python keyword (the default, ``layout='coco'``)
+    or, through ``flags`` (parameter -> option), as a command line's option (``--layout coco``).
+    Library functions whose messages a command line shows take ``names: ParameterNames | None``; the
+    command passes its flags, every other caller none, so a notebook's message names what it typed.
+    :meth:`translate` rewrites a message written with the parameters' names (a model source's, which
+    the command line catches) the same way."""
+
+    flags: Mapping[str, str] = field(default_factory=dict)
+
+    def __call__(self, parameter: str) -> str:
+        return self.flags.get(parameter, parameter)
+
+    def setting(self, parameter: str, *values: object) -> str:
+        """``layout='coco' or 'voc'`` (with flags: ``--layout coco or voc``)."""
+        if parameter in self.flags:
+            return f"{self.flags[parameter]} {' or '.join(map(str, values))}"
+        return f"{parameter}={' or '.join(map(repr, values))}"
+
+    def translate(self, message: str) -> str:
+        """``message`` with each parameter of :attr:`flags` that it marks as code (```crop_pct```,
+        as the model sources' messages name their parameters) written as its option (``--crop-pct``);
+        other words, ``mean`` in "did you mean" included, stay as they are."""
+        return re.sub(r"`([A-Za-z_]\w*)`", lambda found: self.flags.get(found.group(1), found.group(0)), message)
 
 
 def check_fraction(value: float, name: str, *, low_open: bool = True) -> float:
@@ -110,13 +140,65 @@ def parse_json(text: str, shown: object, what: str, fix: str) -> Any:
         raise InvalidInputError(f"{shown}: not a readable {what} ({err}); {fix}") from err
 
 
-def read_json(path: Path, what: str, fix: str, *, shown: object = None) -> Any:
-    """The parsed content of a user's JSON file (UTF-8) by :func:`parse_json`; a missing or unreadable file is one line too."""
+#: The largest JSON or text file a reader takes whole unless it gives its own limit (16 MiB): a
+#: config.json, a class list, an ImageNet or IN-9 map, a VOC split or label map is kilobytes (an
+#: ImageNet-21k class list under 1 MB), and a file named or uploaded may be any size (a sparse file
+#: of gigabytes, ``/dev/zero``): read whole, it would take the server's memory.
+MAX_SMALL_FILE_BYTES = 16 << 20
+
+
+def read_json(path: Path, what: str, fix: str, *, shown: object = None, max_bytes: int = MAX_SMALL_FILE_BYTES, too_large: str = "") -> Any:
+    """The parsed content of a user's JSON file (UTF-8) by :func:`parse_json`; a missing or unreadable file is one line too.
+
+    At most ``max_bytes`` (default :data:`MAX_SMALL_FILE_BYTES`) and one more are read: a larger
+    file is refused before it is parsed (parsed JSON takes several times its size in memory), in one
+    line naming the file, its size, the limit and ``too_large`` (how to raise the limit or split the
+    file; default ``fix``).
+    """
     shown = path if shown is None else shown
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_at_most(path, what, too_large or fix, shown=shown, max_bytes=max_bytes).decode("utf-8")
     except FileNotFoundError:
         raise InvalidInputError(f"{shown}: not found; {fix}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise InvalidInputError(f"{shown}: not a readable {what} ({err}); {fix}") from err
     return parse_json(text, shown, what, fix)
+
+
+def read_at_most(path: Path, what: str, fix: str, *, shown: object = None, max_bytes: int = MAX_SMALL_FILE_BYTES) -> bytearray:
+    """The bytes of a user's file, read a MiB at a time and at most ``max_bytes`` and one more: a
+    larger file (also a pipe or a device that never ends) is refused in one line naming ``shown``
+    (default ``path``), ``what`` it is, its size, the limit and ``fix``.
+
+    Raises
+    ------
+    InvalidInputError
+        The file is larger than ``max_bytes``.
+    OSError
+        It cannot be opened or read (the caller says what to do).
+    """
+    with path.open("rb") as file:
+        data = _read_at_most(file, max_bytes)
+    if data is None:
+        size = path.stat().st_size if path.is_file() else max_bytes + 1  # a pipe or device: more than the limit
+        raise InvalidInputError(
+            f"{path if shown is None else shown}: the {what} is {_mib(size)} ({size} bytes), past the limit of {_mib(max_bytes)} ({max_bytes} bytes); {fix}"
+        )
+    return data
+
+
+def _read_at_most(file: BinaryIO, max_bytes: int) -> bytearray | None:
+    """The whole of ``file``, read a MiB at a time (``read(n)`` would hold ``n`` bytes at once); None
+    as soon as it holds more than ``max_bytes``."""
+    if os.fstat(file.fileno()).st_size > max_bytes:  # a regular file: refused unread
+        return None
+    data = bytearray()
+    while chunk := file.read(1 << 20):
+        data += chunk
+        if len(data) > max_bytes:  # a file that grew, or a pipe
+            return None
+    return data
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"

@@ -333,7 +333,7 @@ def rows_check(workspace: Workspace, suite_id: str, batch_size: int, device: tor
     outputs = model.spec.label_space.class_outputs(classes)["obj"]
     worst = dict.fromkeys(("true_prob", "max_prob", "emb_max", "emb_mean"), 0.0)
     same = 0
-    for batch_jobs, images in iter_composites(workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size):
+    for batch_jobs, images in iter_composites(workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.composite_size):
         logits, embedding = model.run_batch(model.preprocess(images))
         probabilities, embedding = torch.softmax(logits.float(), dim=1).cpu().numpy(), embedding.float().cpu().numpy()
         for i, job in enumerate(batch_jobs):

@@ -274,7 +274,7 @@ def main() -> None:
     else:
         item = queue[0]
         shown_as = show_identity(workspace, item, blind, runs)
-        view.matrix_panel(workspace, suite_id, item.run_id, key=view.KEY + "preset")
+        view.matrix_panel(workspace, suite_id, item.run_id, key=view.KEY + "preset", compare=tuple(runs["id"]))
         show_buttons(workspace, annotator, item, suite_id, shown_as)
         show_saliency(workspace, item, suite_id)
     show_change_last(workspace, annotator, suite_id, blind)

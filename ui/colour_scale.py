@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analytics.runs import SIGNALS, ColourScale, suite_colour_scale
+from analytics.runs import EMBEDDING_RANGE, SIGNALS, ColourScale, suite_colour_scale
 from analytics.variance import MatrixSettings
 from ui import state
 
@@ -25,8 +25,8 @@ def suite_scale(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], se
 
 
 def ranges(scale: ColourScale, autoscale: bool) -> dict[str, tuple[float | None, float | None]]:
-    """``(zmin, zmax)`` per signal: ``(0, top)`` of the suite scale, or ``(None, None)`` (own range) when autoscaling."""
-    return {signal: (None, None) if autoscale else (0.0, scale.tops[signal]) for signal in SIGNALS}
+    """``(zmin, zmax)`` per signal: ``(bottom, top)`` of the suite scale, or ``(None, None)`` (own range) when autoscaling."""
+    return {signal: (None, None) if autoscale else scale.colour_range(signal) for signal in SIGNALS}
 
 
 def describe(scale: ColourScale, autoscale: bool) -> str:
@@ -34,5 +34,5 @@ def describe(scale: ColourScale, autoscale: bool) -> str:
     if autoscale:
         return "Colours: per-model autoscale — each matrix spans its own range, so colours are not comparable between models or signals."
     state = f"frozen {scale.frozen[:16].replace('T', ' ')}" if scale.frozen else "live until judging starts"
-    tops = " · ".join(f"{SIGNALS[s]} 0–{top:.3g}" for s, top in scale.tops.items())
-    return f"Colours: suite scale ({state}) — {tops}."
+    tops = " · ".join(f"{SIGNALS[s]} {scale.bottom(s):.3g}–{top:.3g}" for s, top in scale.tops.items())
+    return f"Colours: suite scale ({state}) — {tops}; each embedding signal {EMBEDDING_RANGE}."

@@ -1,13 +1,14 @@
 """Bring your own data on the Data page: the import form, reading and storing, the last result.
 
-Streamlit-side only; reading and checking files is :mod:`analytics.data.datasets`.
+Streamlit-side only; reading, checking and storing files is the library's one import flow,
+:func:`analytics.data.import_targets` and :func:`analytics.data.import_backgrounds`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ import streamlit as st
 from analytics.data import (
     COCO,
     DEFAULT_MIN_AREA,
+    INSTANCE_LAYOUTS,
     LAYOUT_PATTERNS,
     MAX_INSTANCES,
     MAX_INSTANCES_ENV_VAR,
@@ -23,23 +25,15 @@ from analytics.data import (
     MIN_MASK_SHARE,
     TARGET_LAYOUTS,
     VOC,
-    Background,
     ClassMapping,
-    ImportResult,
-    Target,
-    add_backgrounds,
-    add_targets,
-    image_size,
+    ImportReport,
+    NothingToImportError,
+    import_backgrounds,
+    import_targets,
     list_backgrounds,
     list_class_mappings,
     list_classes,
-    load_backgrounds,
-    on_home,
     resolve_class,
-    stream_backgrounds,
-    stream_coco,
-    stream_targets,
-    stream_voc,
 )
 from analytics.exceptions import BackdropError
 from analytics.team import resolve_server_path, server_paths_offered
@@ -112,7 +106,7 @@ def ask_import(workspace: Workspace) -> ImportRequest:
             "coco: the instance segmentation JSON that CVAT, Label Studio, FiftyOne or Roboflow export, with its images; "
             "voc: a Pascal VOC tree (JPEGImages, SegmentationObject and SegmentationClass palette PNGs).",
         )  # fmt: skip
-        if options["layout"] in (COCO, VOC):
+        if options["layout"] in INSTANCE_LAYOUTS:
             options.update(ask_instances())
         if options["layout"] == VOC:
             split = st.text_input(
@@ -124,7 +118,7 @@ def ask_import(workspace: Workspace) -> ImportRequest:
             homes = [GREY_HOME, *list_backgrounds(workspace)["id"]]
             home = st.selectbox("Home background the cut-outs are pasted on", homes, key="data.import_home")
             options["home_id"] = None if home == GREY_HOME else home
-        options["propose_masks"] = options["layout"] not in (COCO, VOC) and st.checkbox(
+        options["propose_masks"] = options["layout"] not in INSTANCE_LAYOUTS and st.checkbox(
             "Propose GrabCut masks for photos without one", key="data.import_propose",
             help="Ordinary photos (no mask file, no transparency): GrabCut outlines the object from a centred box; "
             f"review every mask below (accept, redraw or drop) before the targets are stored. At most {MAX_PROPOSALS} photos an import.",
@@ -157,57 +151,33 @@ def ask_instances() -> dict:
 
 def import_files(
     workspace: Workspace, request: ImportRequest, source: Path, annotations: Path | None = None, *, uploads: Sequence[Path] = ()
-) -> tuple[ImportResult, list[str], int, list[str]]:
-    """Read, check and store the files; stored records carry the source and licence the user gave,
-    and an uploaded file's origin as the user knows it (``photos.zip/images/a.png``, never the
-    server's temporary copy: :func:`ui.uploads.as_uploaded` of each of ``uploads``).
+) -> ImportReport:
+    """Read, check and store the files through the library's one import flow
+    (:func:`analytics.data.import_targets`, :func:`analytics.data.import_backgrounds`, as the CLI's
+    ``add-targets`` and ``add-backgrounds`` and :mod:`analytics.api` do): one file (or COCO / VOC
+    instance) decoded at a time, targets all or nothing, backgrounds in batches. Stored records carry
+    the source and licence the user gave, and an uploaded file's origin as the user knows it
+    (``photos.zip/images/a.png``, never the server's temporary copy: :func:`ui.uploads.as_uploaded`
+    of each of ``uploads``). A COCO import reads ``annotations`` over the images in ``source``; the
+    masks proposed for mask-less photos wait for review (``proposed``).
 
-    Both kinds stream as the CLI's ``add-targets`` and ``add-backgrounds`` do: one file (or COCO /
-    VOC instance) decoded at a time into :func:`analytics.data.add_targets` (every row committed at
-    the end or none) or :func:`analytics.data.add_backgrounds` (rows committed in batches), so an
-    import never sits decoded in the server's memory. A COCO import reads ``annotations`` over the
-    images in ``source`` (:func:`analytics.data.stream_coco`), a VOC import the tree in ``source``
-    (:func:`analytics.data.stream_voc`); the masks proposed for mask-less photos wait for review.
-
-    Returns
-    -------
-    result : ImportResult
-        The rejected files, the proposed masks and the skipped instances (``accepted`` stays empty).
-    accepted : list of str
-        Ids of the accepted images.
-    added : int
-        How many of them were new to the workspace.
-    classes : list of str
-        The classes of the accepted targets (none for backgrounds), in the order met.
+    Raises
+    ------
+    NothingToImportError
+        Nothing valid to add; its ``report`` lists the rejected and skipped files.
     """
-    size, result, accepted = image_size(workspace), ImportResult(), []
-    classes: dict[str, None] = {}  # the accepted targets' classes, in the order met
-
-    def tagged(records: Iterable[Target | Background], home_photo: str | None = None) -> Iterator:
-        for record in records:
-            accepted.append(record.id)
-            if isinstance(record, Target):
-                classes.setdefault(record.class_name)
-            # a cut-out's origin names its home photo: none of that photo's crops becomes its background
-            origin = as_uploaded(record.origin, *uploads)
-            origin = origin if home_photo is None else on_home(origin, home_photo)
-            yield replace(record, origin=origin, package=request.package, licence=request.licence)
+    def origin(path: str) -> str:
+        return as_uploaded(path, *uploads)
 
     if not request.targets:
-        with stream_backgrounds(source, result, size=size, crops_per_photo=request.crops_per_photo) as photos:
-            return result, accepted, add_backgrounds(workspace, tagged(photos)), []
-    if request.layout == COCO:
-        assert annotations is not None  # the form asks for the JSON with a COCO layout
-        reading = stream_coco(annotations, source, result, size=size, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
-    elif request.layout == VOC:
-        reading = stream_voc(source, result, size=size, split=request.split, classes=request.classes, min_area=request.min_area, all_instances=request.all_instances)
-    else:
-        home = None if request.home_id is None else load_backgrounds(workspace, [request.home_id])[0]
-        reading = stream_targets(source, result, layout=request.layout, size=size, home=home, propose_masks=request.propose_masks)
-    home_photo = None if request.home_id is None else str(list_backgrounds(workspace).set_index("id").at[request.home_id, "origin"])
-    with reading as targets:
-        added = add_targets(workspace, tagged(targets, home_photo), classes=resolve_class)
-    return result, accepted, added, list(classes)
+        return import_backgrounds(workspace, source, crops_per_photo=request.crops_per_photo, package=request.package, licence=request.licence, origin=origin)
+    coco, instances = request.layout == COCO, request.layout in INSTANCE_LAYOUTS
+    return import_targets(
+        workspace, None if coco else source, layout=request.layout, annotations=annotations if coco else None, images=source if coco else None,
+        home_id=request.home_id, classes=request.classes if instances else None, min_area=request.min_area if instances else None,
+        all_instances=request.all_instances and instances, split=request.split if request.layout == VOC else None,
+        propose_masks=request.propose_masks and not instances, package=request.package, licence=request.licence, origin=origin,
+    )  # fmt: skip
 
 
 def import_data(workspace: Workspace) -> None:
@@ -223,22 +193,25 @@ def import_data(workspace: Workspace) -> None:
                 annotations = annotations and resolve_server_path(workspace, str(annotations))
             uploads = [p for p in (annotations, source) if p] if request.from_upload else []
             with st.spinner("Reading and checking the files" + (", proposing a GrabCut mask for each photo" if request.propose_masks else "") + "…", show_time=True):
-                result, accepted, added, classes = import_files(workspace, request, source, annotations, uploads=uploads)
+                try:
+                    report = import_files(workspace, request, source, annotations, uploads=uploads)
+                except NothingToImportError as err:  # shown below with the reasons, as any import's result
+                    report = err.report
             st.session_state[LAST_IMPORT] = {
                 "source": " over ".join(str(p.name if request.from_upload else p) for p in (annotations, source) if p),
-                "added": added,
-                "accepted": accepted,
-                "rejected": [(as_uploaded(short_path(r.file, source), *uploads), as_uploaded(r.reason, *uploads)) for r in result.rejected],
-                "unmapped": unmapped_classes(workspace, classes),
-                "proposed": len(result.proposed),
+                "added": report.added,
+                "accepted": report.accepted,
+                "rejected": [(as_uploaded(short_path(r.file, source), *uploads), as_uploaded(r.reason, *uploads)) for r in report.rejected],
+                "unmapped": unmapped_classes(workspace, report.classes),
+                "proposed": len(report.proposed),
                 "skipped": {
-                    reason: {**item, "examples": [as_uploaded(str(e), *uploads) for e in item["examples"]]} for reason, item in result.skip_report().items()
+                    reason: {**item, "examples": [as_uploaded(str(e), *uploads) for e in item["examples"]]} for reason, item in report.skip_report().items()
                 },
             }
     except BackdropError as err:
         st.error(escape_markdown(err))
         return
-    st.session_state[PROPOSED] = result.proposed
+    st.session_state[PROPOSED] = report.proposed
     st.rerun()  # so the grids and counts include the new images
 
 

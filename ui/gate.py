@@ -16,6 +16,7 @@ from typing import Any
 
 import streamlit as st
 
+from analytics._validation import ParameterNames
 from analytics.exceptions import BackdropError
 from analytics.figures import verdict_figure
 from analytics.gate import (
@@ -91,10 +92,14 @@ def request_form(workspace: Workspace) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
+#: How the gate's messages name its inputs on this page: the fields above (:class:`analytics._validation.ParameterNames`).
+FIELDS = ParameterNames({"baseline": "a Baseline", "suite_id": "a Suite"})
+
+
 def inputs_hold(workspace: Workspace, policy: Policy, candidate: str, baseline: str | None, suite_id: str | None) -> bool:
     """Whether the check would start (:func:`analytics.gate.check_inputs`); if not, its one line as an error."""
     try:
-        check_inputs(workspace, policy, candidate, baseline=baseline, suite_id=suite_id)
+        check_inputs(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, names=FIELDS)
     except BackdropError as err:
         st.error(escape_markdown(err), icon=":material/block:")
         return False

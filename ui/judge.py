@@ -1,5 +1,7 @@
 """Helpers of the Judge page: the queue of models to judge, cached matrices and figures, and the matrix
 panel (:func:`matrix_panel`) the Judge and Adjudication pages share, so a lead sees what annotators saw.
+On the Judge page the panel also names the signals in which the suite's models differ most
+(:func:`differences_sentence`, from :func:`analytics.runs.suite_signal_differences`).
 
 The queue of an annotator on a suite (:func:`analytics.judging.annotator_queue`) is the models assigned to them
 (:func:`analytics.judging.queues.queue`: assignments, or every model under an "everyone judges
@@ -13,13 +15,15 @@ an adjudicator can refer to it; annotators (no ``browse`` permission) always jud
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import streamlit as st
 
 from analytics.exceptions import BackdropError
 from analytics.figures import suite_scale_heatmaps
 from analytics.judging import judgeable_runs, judgeable_suites
-from analytics.runs import REFERENCE_PERCENTILE, ColourScale, run_matrices, suite_colour_scale
+from analytics.runs import EMBEDDING_RANGE, ColourScale, run_matrices, suite_colour_scale, suite_signal_differences
 from analytics.variance import DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import state, widgets
@@ -45,8 +49,16 @@ PRESET_HELP = (
 #: How the colour scale is chosen, under the heatmaps.
 SCALE_NOTE = (
     "Colours are fixed per signal and the same for every model of the suite (never a model's own range): the "
-    f"probability from 0 to 1, each embedding signal from 0 to the {REFERENCE_PERCENTILE:g}th percentile of the "
-    "suite's matrix cells, frozen when judging on the suite started. Values above the top are drawn yellow."
+    f"probability from 0 to 1, each embedding signal {EMBEDDING_RANGE}, frozen when judging on the suite "
+    "started. Values above the top are drawn yellow, below the bottom green."
+)
+#: Signals shown in :func:`differences_sentence`.
+DIFFERENCES_SHOWN = 4
+#: How the signals are compared, beside the sentence.
+RANKING_HELP = (
+    "Each model's matrix is placed on the suite's colour range of the signal (bottom 0, top 1, clipped as the heatmaps "
+    "clip it); two models differ by the mean absolute difference of their cells there: 0 % = the same colours, 100 % "
+    "= green against yellow everywhere. The signal where they differ most is where to look first."
 )
 #: How to read the heatmaps, under them.
 READING_NOTE = (
@@ -98,6 +110,23 @@ def matrices(workspace_path: str, run_id: str, preset: str) -> dict[str, Varianc
     return {signal: every[signal] for signal in JUDGED_SIGNALS}
 
 
+@st.cache_data(max_entries=16, show_spinner="Comparing the models' matrices…")
+def signal_ranking(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], preset: str) -> pd.DataFrame:
+    """:func:`analytics.runs.suite_signal_differences` of ``run_ids`` on the suite's frozen scale, over :data:`JUDGED_SIGNALS`."""
+    scale = colour_scale(workspace_path, suite_id, preset)
+    settings = MatrixSettings.of(preset)
+    return suite_signal_differences(state.open_workspace(workspace_path), run_ids, scale, settings=settings, signals=JUDGED_SIGNALS)
+
+
+def differences_sentence(ranking: pd.DataFrame, models: int) -> str:
+    """One sentence naming the signals in which the models' matrices differ most (:func:`signal_ranking`'s order)."""
+    first, *rest = [f"{SHORT_TITLES.get(row.signal, row.name)} {row.difference:.0%}" for row in ranking.head(DIFFERENCES_SHOWN).itertuples()]
+    among = "the two models" if models == 2 else f"the {models} models"
+    then = f", then {', '.join(rest)}" if rest else ""
+    pairs = "" if models == 2 else ", mean over every pair"
+    return f"Where {among} of this suite differ most: **{first}**{then} (how far apart their matrices' colours lie, as a share of the colour range{pairs})."
+
+
 # -- figures ---------------------------------------------------------------------------------------
 @st.cache_data(max_entries=16, show_spinner="Fixing the colour scale of the suite…")
 def colour_scale(workspace_path: str, suite_id: str, preset: str) -> ColourScale:
@@ -105,7 +134,7 @@ def colour_scale(workspace_path: str, suite_id: str, preset: str) -> ColourScale
     return suite_colour_scale(state.open_workspace(workspace_path), suite_id, settings=MatrixSettings.of(preset), freeze=True)
 
 
-def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) -> None:
+def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str, compare: Sequence[str] = ()) -> None:
     """A model's four variance matrices on a suite, as every page that judges shows them.
 
     An interpolation choice (the presets of :data:`analytics.variance.PRESETS`, the library's default
@@ -121,6 +150,9 @@ def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) 
         A finished run of the model over the suite.
     key : str
         Widget key of the preset choice (unique on the page).
+    compare : sequence of str, optional
+        Runs of the models being judged on the suite: with two or more, a sentence under the heatmaps
+        names the signals in which their matrices differ most (:func:`differences_sentence`).
     """
     presets = list(PRESETS)
     with st.expander("Display settings"):
@@ -134,3 +166,10 @@ def matrix_panel(workspace: Workspace, suite_id: str, run_id: str, *, key: str) 
     for column, figure in zip(widgets.grid_columns(len(by_signal)), suite_scale_heatmaps(by_signal, scale, titles=SHORT_TITLES)):  # two a row: ~460 px each
         column.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
     st.caption(f"{READING_NOTE} {SCALE_NOTE}")
+    if len(compare) >= 2:
+        try:
+            ranking = signal_ranking(str(workspace.root), suite_id, tuple(sorted(compare)), preset)
+        except BackdropError as err:
+            st.error(escape_markdown(err))
+            return
+        st.markdown(differences_sentence(ranking, len(compare)), help=RANKING_HELP)

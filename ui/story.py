@@ -233,9 +233,10 @@ def show_matrix(workspace_path: str, run: Mapping, finished: str, suite_run_ids:
     settings = DEFAULT_SETTINGS
     matrices = run_view.run_matrices(workspace_path, run["id"], finished, settings)
     scale = colour_scale.suite_scale(workspace_path, run["suite_id"], suite_run_ids, settings)
-    signal = telling_signal(matrices, scale.tops)
+    signal = telling_signal(matrices, scale.tops, scale.bottoms)
     st.markdown(f"**{SIGNALS[signal]}** (the signal that fills most of the suite's colour scale)")
-    figure = variance_heatmap(matrices[signal], zmin=0.0, zmax=scale.tops[signal])
+    bottom, top = scale.colour_range(signal)
+    figure = variance_heatmap(matrices[signal], zmin=bottom, zmax=top)
     figure.update_layout(height=MATRIX_HEIGHT)
     st.plotly_chart(figure, key=f"{KEY}matrix.{run['id']}", config={"displayModeBar": False})
     if matrices_page:

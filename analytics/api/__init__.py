@@ -3,6 +3,9 @@
 Each call reads a workspace through the library function the matching page (or ``python -m analytics``
 subcommand) uses, so a notebook gets the page's numbers; figures are Plotly, the pages' own
 (:mod:`analytics.figures`).
+The write calls (:func:`add_targets`, :func:`add_backgrounds`, :func:`add_model`, :func:`build_suite`,
+:func:`run`, :func:`judge`) are the flows the pages and subcommands run, returning what the page shows; their
+errors name these functions' parameters.
 
 Example
 -------
@@ -17,6 +20,9 @@ Example
 >>> bd.figures.kappa_heatmap(bd.agreement(ws, "random-16")).show()  # doctest: +SKIP
 >>> result = bd.check(ws, model="candidate", baseline="release", policy=bd.EXAMPLE_POLICY, out="check")  # doctest: +SKIP
 >>> bd.verdict_table(result.results)                     # one row per rule  # doctest: +SKIP
+>>> bd.add_targets("my-workspace", "photos/", layout="folder").added  # doctest: +SKIP
+>>> bd.add_backgrounds("my-workspace", "scenes/").added  # doctest: +SKIP
+>>> bd.add_model(ws, "mine", module=net, input_size=224, mean=(0.5,) * 3, std=(0.5,) * 3)  # an nn.Module in memory  # doctest: +SKIP
 """
 
 from analytics import figures
@@ -44,9 +50,11 @@ from ._calls import (
     runs,
     suites,
 )
+from ._writes import add_backgrounds, add_model, add_targets, build_suite, judge, run
 
 __all__ = [
-    "DEFAULT_SETTINGS", "EXAMPLE_POLICY", "MIN_COUNT", "SIGNALS", "BackdropError", "MatrixSettings", "Workspace", "accuracies", "agreement", "check",
+    "DEFAULT_SETTINGS", "EXAMPLE_POLICY", "MIN_COUNT", "SIGNALS", "BackdropError", "MatrixSettings", "Workspace",
+    "accuracies", "add_backgrounds", "add_model", "add_targets", "agreement", "build_suite", "check", "judge", "run",
     "colour_scale", "failures", "figures", "judgments", "keyword_error_rates", "latest_run", "load_policy", "matrices", "models",
     "open_workspace", "point_clouds", "report", "runs", "suites", "verdict_table",
 ]  # fmt: skip

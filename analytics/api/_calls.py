@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analytics._validation import ParameterNames
 from analytics.exceptions import NotFoundError
 from analytics.findings import FailureTable, build_report, failure_table, keyword_model_matrix
 from analytics.gate import CheckResult, Policy, load_policy
@@ -117,7 +118,7 @@ def accuracies(workspace: Workspace, run_id: str, *, classes: Sequence[str] | No
 
 def colour_scale(workspace: Workspace, suite: str, *, settings: MatrixSettings = DEFAULT_SETTINGS) -> ColourScale:
     """The suite's fixed colour range per signal (:func:`analytics.runs.suite_colour_scale`, never freezing it),
-    for comparable heatmaps: ``variance_heatmap(m, zmin=0, zmax=scale.tops[signal])``."""
+    for comparable heatmaps: ``zmin, zmax = scale.colour_range(signal)``, then ``variance_heatmap(m, zmin=zmin, zmax=zmax)``."""
     return suite_colour_scale(workspace, resolve_suite(workspace, suite), settings=settings)
 
 
@@ -197,8 +198,9 @@ def check(
     """
     policy = policy if isinstance(policy, Policy) else load_policy(policy)
     return gate_check(
-        workspace, policy, model, out=out, baseline=baseline, suite_id=_suite_id(workspace, suite), report=report, device=device, batch_size=batch_size
-    )
+        workspace, policy, model, out=out, baseline=baseline, suite_id=_suite_id(workspace, suite), report=report, device=device, batch_size=batch_size,
+        names=ParameterNames({"suite_id": "suite"}),
+    )  # fmt: skip
 
 
 def report(workspace: Workspace, model: str, *, compare: Sequence[str] = (), suite: str | None = None, min_count: int = MIN_COUNT) -> str:

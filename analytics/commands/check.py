@@ -75,18 +75,24 @@ class StageLines:
         return f"{seconds // 60:d}:{seconds % 60:02d}"
 
 
+#: How the gate's messages name the check's parameters here (:class:`analytics._validation.ParameterNames`).
+FLAGS = {"baseline": "--baseline", "suite_id": "--suite", "out": "--out"}
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Run the check; print the summary (or JSON) and return the exit status."""
+    from analytics._validation import ParameterNames
     from analytics.exceptions import InvalidInputError
     from analytics.gate import STEPS, check, load_policy, preflight
     from analytics.workspace import to_json
 
     policy = load_policy(args.policy)  # a bad policy stops here, before anything is registered or run
     workspace = open_workspace(args)
-    registering = bool(args.checkpoint or args.arch)
-    if registering and not args.arch:
-        raise InvalidInputError("--checkpoint needs --arch (torchscript, onnx, a torchvision architecture, timm:NAME or transformers), as add-model")
-    preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering)
+    registering = bool(args.checkpoint or args.arch or args.source)
+    if registering and not (args.arch or args.source):
+        raise InvalidInputError("--checkpoint needs --arch (torchscript, onnx, a torchvision architecture, timm:NAME or transformers) or --source, as add-model")
+    names = ParameterNames(FLAGS)
+    preflight(workspace, policy, args.model, baseline=args.baseline, suite_id=args.suite, out=args.out, registered=not registering, names=names)
     if registering:
         register_from_args(workspace, args.model, args, flag="--model")
     stages = StageLines(STEPS)
@@ -97,7 +103,7 @@ def run_check(args: argparse.Namespace) -> int:
 
         result = check(
             workspace, policy, args.model, out=args.out, baseline=args.baseline, suite_id=args.suite, report=not args.no_report,
-            device=args.device, batch_size=args.batch_size, progress=progress,
+            device=args.device, batch_size=args.batch_size, progress=progress, names=names,
         )  # fmt: skip
     stages.end()
     print(to_json(result.to_dict()) if args.json else result.summary, end="" if not args.json else "\n")

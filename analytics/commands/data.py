@@ -1,6 +1,8 @@
 """``demo``, ``fetch-assets``, ``info``, ``add-targets``, ``add-backgrounds``, ``classes`` and ``set-class``.
 
-``add-targets`` and ``add-backgrounds`` stream (``analytics.data.batched_writes``): each file (or
+``add-targets`` and ``add-backgrounds`` are the library's one import flow (:func:`analytics.data.import_targets`,
+:func:`analytics.data.import_backgrounds`, which the Data page and ``analytics.api`` call too; its messages
+name this command's options, :data:`FLAGS`). They stream (``analytics.data.batched_writes``): each file (or
 COCO / VOC instance) is decoded and its arrays written as it is read, so memory holds a few images,
 not the set (a 20,000-photo pool held 5.3 GB, 40,000 COCO instances 4 GB). ``add-targets`` is
 all-or-nothing: its rows commit in one transaction at the end, and a failure removes every array it
@@ -33,23 +35,12 @@ of classes the workspace does not have yet.
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
-from analytics._choices import COCO, DEFAULT_MIN_AREA, IN9_CLASSES, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR, MIN_MASK_SHARE, TARGET_LAYOUTS, VOC
+from analytics._choices import DEFAULT_MIN_AREA, IN9_CLASSES, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR, MIN_MASK_SHARE, TARGET_LAYOUTS
 
 from ._options import add_json_option, add_workspace_option, open_workspace
-
-if TYPE_CHECKING:
-    from analytics.data import ImportResult, Target
-    from analytics.workspace import Workspace
-
-Record = TypeVar("Record")  # a streamed import's records: Target or Background
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          "voc: Pascal VOC JPEGImages/* + SegmentationObject/*.png + SegmentationClass/*.png (palette PNGs)")
     targets.add_argument("--annotations", default=None, help="coco only: the COCO JSON (instances.json) of CVAT, Label Studio, FiftyOne, Roboflow")
     targets.add_argument("--images", default=None, help="coco only: folder or .zip holding the images the JSON names")
-    targets.add_argument("--min-area", type=float, default=DEFAULT_MIN_AREA,
+    targets.add_argument("--min-area", type=float, default=None,
                          help=f"coco and voc only: skip instances covering less than this share of their image (default {DEFAULT_MIN_AREA}); "
                          f"below {MIN_MASK_SHARE} it also lowers the floor every target's mask must reach ({MIN_MASK_SHARE * 100:g} %% of the image)")
     targets.add_argument("--all-instances", action="store_true", help="coco and voc only: a target per instance (default: the largest of each image)")
@@ -193,134 +184,41 @@ def run_info(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- imports ---------------------------------------------------------------------------------
+#: The command line's names of the import flow's parameters (:func:`analytics.data.import_targets`,
+#: :func:`analytics.data.import_backgrounds`): the library's messages name these options instead.
+FLAGS = {
+    "path": "--path", "layout": "--layout", "annotations": "--annotations", "images": "--images", "home": "--home",
+    "classes": "--classes", "min_area": "--min-area", "all_instances": "--all-instances", "max_instances": "--max-instances",
+    "split": "--split", "existing_classes_only": "--existing-classes-only", "imagenet_map": "--imagenet-map",
+    "crops_per_photo": "--crops", "seed": "--seed", "package": "--package", "licence": "--licence",
+}  # fmt: skip
+
+
 def run_add_targets(args: argparse.Namespace) -> dict[str, Any]:
-    """Stream the targets into the workspace (:func:`_read_targets` into :func:`analytics.data.add_targets`):
-    one file or instance decoded at a time, every row committed at the end or none."""
-    from analytics.data import DEFAULT_IMAGE_SIZE, ImportResult, add_targets, image_size, list_classes, on_home, resolve_class
-    from analytics.exceptions import InvalidInputError
+    """Stream the targets into the workspace through the library's one import flow
+    (:func:`analytics.data.import_targets`): one file or instance decoded at a time, every row committed
+    at the end or none, the workspace created only once a target is read."""
+    from analytics.data import ParameterNames, import_targets
 
-    if args.home is not None and args.layout != "cutouts":
-        raise InvalidInputError(f"--home is only used with --layout cutouts; got --layout {args.layout}; drop --home")
-    _check_sources(args)
-    workspace = _existing_workspace(args)
-    known = list_classes(workspace) if workspace is not None else {}
-    mapping = read_imagenet_map(Path(args.imagenet_map)) if args.imagenet_map else {}
-    size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
-    stored, result, new_classes = _stored_ids(workspace, "targets"), ImportResult(), {}
-
-    def new_class(name: str) -> Any:  # add_targets asks for each class the workspace lacks, as it meets it
-        new_classes[name] = resolve_class(name, mapping)
-        return new_classes[name]
-
-    with _read_targets(args, size, known, result) as targets:
-        # a cut-out's origin names its home photo, so no crop of that photo becomes its background
-        fresh = (
-            replace(t, origin=on_home(t.origin, args.home) if args.home else t.origin, package=args.package, licence=args.licence)
-            for t in targets if not _already_stored(t, stored, result)
-        )  # fmt: skip
-        some = _some(fresh, args.path or args.annotations, result, what="targets")
-        workspace = workspace or _create_workspace(args)
-        added = add_targets(workspace, some, classes=new_class)
-    return {
-        "added": added,
-        "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected],
-        "new_classes": {name: list(m.imagenet) for name, m in new_classes.items()},
-        "new_class_mappings": {name: m.to_dict() for name, m in new_classes.items()},
-        "classes_without_imagenet": sorted(name for name, m in new_classes.items() if not m.imagenet),
-        "unmapped_classes": sorted(name for name, m in new_classes.items() if not m.mapped),
-        **({"skipped": result.skip_report()} if args.layout in INSTANCE_LAYOUTS else {}),
-    }
-
-
-#: The layouts read instance by instance (a target per chosen instance, the others skipped by reason).
-INSTANCE_LAYOUTS = (COCO, VOC)
-
-
-def _check_sources(args: argparse.Namespace) -> None:
-    """--path for every layout but coco; --annotations and --images for coco; the instance options
-    (--classes, --all-instances, --min-area, --max-instances) for coco and voc; --split for voc."""
-    from analytics.exceptions import InvalidInputError
-
-    instance_options = {"--classes": args.classes, "--all-instances": args.all_instances or None, "--max-instances": args.max_instances}
-    instance_options["--min-area"] = None if args.min_area == DEFAULT_MIN_AREA else args.min_area
-    fitting = {  # option -> (its value, None when not given; the layouts it goes with)
-        "--annotations": (args.annotations, (COCO,)),
-        "--images": (args.images, (COCO,)),
-        **{name: (value, INSTANCE_LAYOUTS) for name, value in instance_options.items()},
-        "--split": (args.split, (VOC,)),
-    }
-    misplaced: dict[tuple[str, ...], list[str]] = {}
-    for name, (value, layouts) in fitting.items():
-        if value is not None and args.layout not in layouts:
-            misplaced.setdefault(layouts, []).append(name)
-    if misplaced:
-        parts = [f"{', '.join(names)} only go with --layout {' or '.join(layouts)}" for layouts, names in misplaced.items()]
-        raise InvalidInputError(f"{'; '.join(parts)}; got --layout {args.layout}")
-    if args.layout != COCO:
-        if args.path is None:
-            raise InvalidInputError(f"--layout {args.layout} reads --path FOLDER (or .zip); give it")
-    elif args.path is not None or args.annotations is None or args.images is None:
-        raise InvalidInputError("--layout coco reads --annotations instances.json and --images FOLDER (or .zip), not --path; give both")
-
-
-@contextmanager
-def _read_targets(args: argparse.Namespace, size: int, known: dict[str, Any], result: ImportResult) -> Iterator[Iterator[Target]]:
-    """The targets of ``--path`` (or COCO's ``--annotations``), read one at a time, rejections and
-    skips going to ``result``; with --existing-classes-only, a class the workspace lacks is rejected."""
-    from analytics.data import read_image, stream_coco, stream_targets, stream_voc
-
-    if args.layout not in INSTANCE_LAYOUTS:
-        home = read_image(args.home) if args.home else None
-        with stream_targets(args.path, result, layout=args.layout, size=size, home=home, classes=known if args.existing_classes_only else None) as targets:
-            yield targets
-        return
     classes = None if args.classes is None else [name for name in args.classes.split(",") if name.strip()]
-    choice = {"size": size, "classes": classes, "min_area": args.min_area, "all_instances": args.all_instances, "max_instances": args.max_instances}
-    reading = stream_coco(args.annotations, args.images, result, **choice) if args.layout == COCO else stream_voc(args.path, result, split=args.split, **choice)
-    with reading as instances:
-        yield (target for target in instances if not args.existing_classes_only or _known_class(target, known, result))
-
-
-def _known_class(target: Target, known: dict[str, Any], result: ImportResult) -> bool:
-    """True when the workspace has ``target``'s class, else False and the target listed as rejected."""
-    if target.class_name not in known:
-        result.reject(target.origin, f"{target.id}: unknown class {target.class_name!r}; known: {', '.join(sorted(known))}")
-    return target.class_name in known
+    report = import_targets(
+        args.workspace, args.path, layout=args.layout, annotations=args.annotations, images=args.images, home=args.home, classes=classes,
+        min_area=args.min_area, all_instances=args.all_instances, max_instances=args.max_instances, split=args.split,
+        existing_classes_only=args.existing_classes_only, imagenet_map=args.imagenet_map, package=args.package, licence=args.licence,
+        names=ParameterNames(FLAGS),
+    )  # fmt: skip
+    return report.to_dict()
 
 
 def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:
-    """Stream the photos into the workspace (:func:`analytics.data.stream_backgrounds` into
-    :func:`analytics.data.add_backgrounds`): one photo decoded at a time, rows committed in batches."""
-    from analytics._validation import check_positive_int
-    from analytics.data import DEFAULT_IMAGE_SIZE, ImportResult, add_backgrounds, image_size, stream_backgrounds
+    """Stream the photos into the workspace through :func:`analytics.data.import_backgrounds`: one photo
+    decoded at a time, rows committed in batches."""
+    from analytics.data import ParameterNames, import_backgrounds
 
-    crops = check_positive_int(args.crops, "--crops")
-    workspace = _existing_workspace(args)
-    size = image_size(workspace) if workspace is not None else DEFAULT_IMAGE_SIZE
-    stored, result = _stored_ids(workspace, "backgrounds"), ImportResult()
-    with stream_backgrounds(args.path, result, size=size, crops_per_photo=crops, seed=args.seed) as backgrounds:
-        fresh = (replace(b, package=args.package, licence=args.licence) for b in backgrounds if not _already_stored(b, stored, result))
-        some = _some(fresh, args.path, result, what="background photos")
-        workspace = workspace or _create_workspace(args)
-        added = add_backgrounds(workspace, some)
-    return {"added": added, "rejected": [{"file": r.file, "reason": r.reason} for r in result.rejected]}
-
-
-def read_imagenet_map(path: Path) -> dict[str, list[int]]:
-    """Read ``{"class": index or [indices]}`` and check every index is an ImageNet-1k index (0..999)."""
-    from analytics._validation import read_json
-    from analytics.exceptions import InvalidInputError
-
-    raw = read_json(path, "JSON file", 'write {"class": index or [indices]}')
-    if not isinstance(raw, dict):
-        raise InvalidInputError(f"{path}: must hold a JSON object {{\"class\": index or [indices]}}; got {type(raw).__name__}")
-    mapping = {}
-    for name, value in raw.items():
-        indices = value if isinstance(value, list) else [value]
-        if not indices or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 1000 for i in indices):
-            raise InvalidInputError(f"{path}: class {name!r} must map to ImageNet-1k indices in 0..999; got {value!r}")
-        mapping[name] = indices
-    return mapping
+    report = import_backgrounds(
+        args.workspace, args.path, crops_per_photo=args.crops, seed=args.seed, package=args.package, licence=args.licence, names=ParameterNames(FLAGS)
+    )
+    return report.to_dict()
 
 
 # -- class mappings --------------------------------------------------------------------------
@@ -355,60 +253,3 @@ def parse_indices(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError as err:
         raise InvalidInputError(f"--imagenet must be comma-separated ImageNet-1k indices such as 852,853; got {text!r}") from err
-
-
-def _existing_workspace(args: argparse.Namespace) -> Workspace | None:
-    """The workspace if it exists, else None (it is created only once there is something to add)."""
-    from analytics.workspace import DB_NAME, default_workspace_path
-
-    root = Path(args.workspace) if args.workspace else default_workspace_path()
-    return open_workspace(args) if (root / DB_NAME).exists() else None
-
-
-def _create_workspace(args: argparse.Namespace) -> Workspace:
-
-    return open_workspace(args, create=True)
-
-
-def _stored_ids(workspace: Workspace | None, table: str) -> set[str]:
-    """The ids ``table`` of the workspace holds (none without a workspace): a streamed import checks each record against them."""
-    if workspace is None:
-        return set()
-    return {row["id"] for row in workspace.query(f"SELECT id FROM {table}")}
-
-
-def _already_stored(item: Any, stored: set[str], result: ImportResult) -> bool:
-    """True (and ``item`` listed as rejected) when the workspace holds its id."""
-    if item.id in stored:
-        result.reject(item.origin, f"id {item.id!r} is already in the workspace; rename the file to add it as a new one")
-    return item.id in stored
-
-
-def _some(records: Iterator[Record], path: str, result: ImportResult, *, what: str) -> Iterator[Record]:
-    """``records`` again once one is read, else the one-line error of :func:`_require_some` (before a
-    workspace is created). The first record is read ahead and not kept once passed on: a streamed
-    import holds no more than its batch."""
-    ahead = list(itertools.islice(records, 1))
-    _require_some(path, ahead, result.rejected, what=what, skipped=result.skipped)
-    return _then(ahead, records)
-
-
-def _then(ahead: list[Record], rest: Iterator[Record]) -> Iterator[Record]:
-    while ahead:
-        yield ahead.pop()
-    yield from rest
-
-
-def _require_some(path: str, accepted: list[Any], rejected: list[Any], *, what: str, skipped: dict[str, Any] | None = None) -> None:
-    from analytics.exceptions import InvalidInputError
-
-    if accepted:
-        return
-    if skipped and not rejected:
-        counts = "; ".join(f"{len(entries)} {reason}" for reason, entries in skipped.items())
-        raise InvalidInputError(f"{path}: no {what} to add, every instance was skipped ({counts}); the workspace is unchanged")
-    if not rejected:
-        raise InvalidInputError(f"{path}: found no {what} to add; check --path and --layout. The workspace is unchanged")
-    file, reason = rejected[0].file, rejected[0].reason
-    first = reason if reason.startswith(file) else f"{file}: {reason}"
-    raise InvalidInputError(f"{path}: no valid {what} to add ({len(rejected)} rejected; first: {first}); the workspace is unchanged")

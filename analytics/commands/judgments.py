@@ -61,15 +61,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_judge(args: argparse.Namespace) -> dict[str, Any]:
-    from analytics.judging import add_judgment
+    """:func:`analytics.api.judge`, the call a notebook makes (``--suite`` is resolved to its id on opening)."""
+    from analytics.api import judge
 
-    judgment = add_judgment(
+    judgment = judge(
         open_workspace(args),
         annotator=args.annotator,
         model=args.model,
         label=args.label,
         run_id=args.run_id,
-        suite_id=args.suite_id,
+        suite=args.suite_id,
         confidence=args.confidence,
         note=args.note,
     )

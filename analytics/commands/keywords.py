@@ -24,6 +24,7 @@ from analytics._choices import VOCABULARIES
 from analytics.exceptions import InvalidInputError
 
 from ._options import add_device_option, add_json_option, add_workspace_option, open_workspace
+from .models import flags_in_errors
 
 if TYPE_CHECKING:
     from analytics.workspace import Workspace
@@ -121,12 +122,13 @@ def _import_file(workspace: Workspace, args: argparse.Namespace, kinds: tuple[st
 
     if not args.file:
         raise InvalidInputError("--backend precomputed needs --file FILE (a keyword CSV, a Backdrop keyword HDF5 or the reference HDF5)")
-    table = read_keyword_file(
-        args.file,
-        threshold=args.threshold,
-        top_k=args.top_k,
-        **_given(places_top_k=args.places_top_k, min_share=args.min_share),
-    )
+    with flags_in_errors({"threshold": "--threshold", "top_k": "--top-k", "places_top_k": "--places-top-k", "min_share": "--min-share"}):
+        table = read_keyword_file(
+            args.file,
+            threshold=args.threshold,
+            top_k=args.top_k,
+            **_given(places_top_k=args.places_top_k, min_share=args.min_share),
+        )
     return import_keyword_table(workspace, table, item_kinds=kinds, row_names=read_row_names(args.row_names) if args.row_names else None)
 
 

@@ -83,6 +83,6 @@ def run_export(args: argparse.Namespace) -> dict[str, Any]:
         result = export_run(workspace, args.run, args.out, settings=settings, signals=signals, classes=args.classes)
         return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": True, "signals": used}}
     scale = suite_colour_scale(workspace, row["suite_id"], settings=settings)
-    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops, signals=signals, classes=args.classes)
+    result = export_run(workspace, args.run, args.out, settings=settings, tops=scale.tops, signals=signals, classes=args.classes, bottoms=scale.bottoms)
     own_range = [signal for signal in signals if signal not in scale.tops]  # the authors' conv-map signals have no suite scale
     return {**result, "colour_scale": {"suite": row["suite_id"], "autoscale": False, **scale.as_dict(), **({"own_range": own_range} if own_range else {})}}

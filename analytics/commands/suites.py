@@ -27,12 +27,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from analytics._choices import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORER_NAMES, SAMPLER_NAMES
+from analytics._choices import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORER_NAMES, SAMPLER_NAMES
 
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, comma_list, open_workspace
 
 if TYPE_CHECKING:
-    from analytics.workspace import Workspace
+    from analytics._progress import Progress
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,65 +67,59 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_suite(args: argparse.Namespace) -> dict[str, Any]:
-    from analytics.suites import SAMPLERS, build_suite, check_suite_name, ensure_ontology, screening_warning, suite_labels_of, suite_stats
+    """:func:`analytics.api.build_suite`, the flow a notebook calls: keyword tables and the ontology
+    computed when absent (a ``note:`` line each on stderr), one progress bar per step."""
+    from analytics.api import build_suite
 
-    workspace = open_workspace(args)
-    name = check_suite_name(args.name)  # before any slow step
-    sampler = SAMPLERS[args.method]
-    tables = ontology = None
-    if sampler.needs_keywords:
-        tables = _keyword_tables(workspace, args)
-    if sampler.needs_ontology and args.ontology is None:
-        assert tables is not None  # a sampler that needs the ontology needs keywords (analytics.suites.SAMPLERS)
-        ontology, built = ensure_ontology(workspace, tables)
-        if built:
-            _say(
-                f"no ontology of these keyword tables in the workspace: mined {ontology} (fpgrowth, support "
-                f"{DEFAULT_MIN_SUPPORT}, confidence {DEFAULT_MIN_CONFIDENCE}) from {', '.join(tables.values())}"
-            )
-    with ProgressBar("exact distances", terminal_only=True) as progress:
-        suite = build_suite(
-            workspace,
+    with _StepBars() as progress:
+        result = build_suite(
+            open_workspace(args),
             method=args.method,
             n=args.n,
             seed=args.seed,
+            name=args.name,
             classes=args.classes,
-            target_ids=args.targets,
-            keyword_tables=tables,
-            ontology_id=args.ontology or ontology,
+            targets=args.targets,
             distance_models=args.distance_model,
+            target_table=args.target_table,
+            background_table=args.background_table,
+            ontology=args.ontology,
+            keyword_model=args.keyword_model,
             realism=args.realism,
             realism_threshold=args.realism_threshold,
             top_up=not args.no_top_up,
             batch_size=args.batch_size,
             device=args.device,
-            name=name,
             progress=progress,
+            say=_say,
         )
-    skipped = screening_warning(suite.params.get("pool_screening") or {})
+    skipped = result.pop("screening")
     if skipped:  # also in "warnings"; on stderr so it is seen without --json
         print(f"warning: {skipped}", file=sys.stderr)
-    stats = suite_stats(suite)
-    return {
-        "suite": suite.id,
-        "label": suite_labels_of(workspace)[suite.id],
-        "name": suite.name,
-        "method": suite.method,
-        "targets": stats.targets,
-        "per_target": stats.per_target_min,
-        "per_target_max": stats.per_target_max,
-        "keyword_diversity": stats.keyword_diversity,
-        "distance_mean": stats.distance_mean,
-        "distance_std": stats.distance_std,
-        "below_realism": stats.below_realism,
-        "topped_up": stats.topped_up,
-        "topped_up_targets": stats.topped_up_targets,
-        "topup_share": stats.topup_share,
-        "keyword_tables": suite.params.get("keyword_tables", {}),
-        "ontology": suite.params.get("ontology"),
-        "selection": suite.params.get("selection"),
-        "warnings": list(suite.warnings),
-    }
+    return result
+
+
+class _StepBars:
+    """A terminal-only progress bar per step of ``progress(done, total, step)``, the last one closed
+    when the next step starts."""
+
+    def __init__(self) -> None:
+        self.step: str | None = None
+        self.bar: ProgressBar | None = None
+
+    def __enter__(self) -> Progress:
+        return self.update
+
+    def update(self, done: int, total: int, step: str = "", /) -> None:
+        if step != self.step or self.bar is None:
+            self.__exit__()
+            self.step, self.bar = step, ProgressBar(step, terminal_only=True)
+        self.bar.update(done, total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__()
+            self.bar = None
 
 
 def run_list(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -135,19 +129,6 @@ def run_list(args: argparse.Namespace) -> list[dict[str, Any]]:
     table["classes"] = [list(c) for c in table["classes"]]
     records: list[dict[str, Any]] = table.to_dict("records")
     return records
-
-
-def _keyword_tables(workspace: Workspace, args: argparse.Namespace) -> dict[str, str]:
-    from analytics.suites import ensure_keyword_tables
-
-    given = {kind: name for kind, name in (("target", args.target_table), ("background", args.background_table)) if name}
-    if len(given) == 2:
-        return given
-    with ProgressBar("keywords", terminal_only=True) as progress:
-        names, computed = ensure_keyword_tables(workspace, model=args.keyword_model, batch_size=args.batch_size, device=args.device, progress=progress)
-    for kind in computed:
-        _say(f"no {kind} keyword table in the workspace: computed {names[kind]} with the classifier-patch backend")
-    return {**names, **given}
 
 
 def _say(text: str) -> None:

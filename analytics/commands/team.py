@@ -131,13 +131,15 @@ def run_list(args: argparse.Namespace) -> dict[str, Any]:
 def run_serve(args: argparse.Namespace) -> int:
     import os
 
+    from analytics._validation import ParameterNames
     from analytics.team import DATA_ROOTS_ENV_VAR, serve_plan, team_mode
     from analytics.workspace import default_workspace_path
 
     port = args.port if args.port is not None else int(os.environ.get("BACKDROP_PORT") or 8501)
     roots = args.data_root or [root for root in os.environ.get(DATA_ROOTS_ENV_VAR, "").split(os.pathsep) if root]
     team = args.team or team_mode()
-    plan = serve_plan(team=team, port=port, workspace=args.workspace or default_workspace_path(), data_roots=roots)
+    flags = ParameterNames({"data_roots": "--data-root" if args.data_root else DATA_ROOTS_ENV_VAR, "workspace": "--workspace"})
+    plan = serve_plan(team=team, port=port, workspace=args.workspace or default_workspace_path(), data_roots=roots, names=flags)
     if args.dry_run:
         print(plan.shell_line())
         return 0

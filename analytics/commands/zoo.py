@@ -82,24 +82,26 @@ def run_zoo(args: argparse.Namespace) -> dict[str, Any]:
     from analytics.zoo import build_zoo
 
     from .data import StepBars
+    from .models import flags_in_errors
 
     augment = {"both": (False, True), "yes": (True,), "no": (False,)}[args.augment]
     bars = StepBars()
     try:
-        models = build_zoo(
-            open_workspace(args),
-            strengths=args.strengths,
-            augment=augment,
-            seeds=args.seeds,
-            backbone=args.backbone,
-            n_train_per_class=args.n_train_per_class,
-            hidden=args.hidden,
-            temperatures=args.temperatures,
-            batch_size=args.batch_size,
-            device=args.device,
-            replace=args.replace,
-            progress=bars.update,
-        )
+        with flags_in_errors({"replace": "--replace"}):
+            models = build_zoo(
+                open_workspace(args),
+                strengths=args.strengths,
+                augment=augment,
+                seeds=args.seeds,
+                backbone=args.backbone,
+                n_train_per_class=args.n_train_per_class,
+                hidden=args.hidden,
+                temperatures=args.temperatures,
+                batch_size=args.batch_size,
+                device=args.device,
+                replace=args.replace,
+                progress=bars.update,
+            )
     finally:
         bars.close()
     return {

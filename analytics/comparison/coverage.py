@@ -271,7 +271,7 @@ def suite_coverage(
     if not jobs:
         raise InvalidInputError(f"suite {suite_id!r} has no composites; build it with at least one background per target")
     model = load_model(workspace, model_name, device=device)
-    images = iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(model.device))
+    images = iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.composite_size, prefetch=prefetch_for(model.device))
     batches = (model.preprocess(batch) for _, batch in images)
     maxima = collect_activations(
         model.network,

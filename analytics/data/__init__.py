@@ -2,7 +2,7 @@
 classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a background).
 """
 
-from analytics._choices import COCO, TARGET_LAYOUTS
+from analytics._choices import COCO, INSTANCE_LAYOUTS, TARGET_LAYOUTS
 
 from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, extracted, layout_root
 from .batched_writes import BACKGROUND_BATCH, TARGET_BATCH, add_backgrounds, add_targets
@@ -18,7 +18,7 @@ from .classes import (
     set_class_mapping,
     targets_stamp,
 )
-from .coco import DEFAULT_MIN_AREA, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR, instance_limit, read_coco, stream_coco
+from .coco import DEFAULT_MIN_AREA, MAX_COCO_JSON_BYTES, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR, instance_limit, read_coco, stream_coco
 from .compose import (
     Cutout,
     composite,
@@ -63,6 +63,7 @@ from .images import (
     resize_square,
     square_crops,
 )
+from .importing import ImportReport, NothingToImportError, ParameterNames, import_backgrounds, import_targets, read_imagenet_map
 from .label_spaces import (
     DEFAULT_IN9_MAP,
     IN9_CLASSES,
@@ -108,11 +109,19 @@ __all__ = [
     "LEGACY_IN9_MAP",
     "ImageNetClass",
     "ImportResult",
+    "ImportReport",
+    "NothingToImportError",
+    "ParameterNames",
+    "import_backgrounds",
+    "import_targets",
+    "read_imagenet_map",
+    "INSTANCE_LAYOUTS",
     "LAYOUTS",
     "LabelSpace",
     "LAYOUT_PATTERNS",
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_MEMBERS",
+    "MAX_COCO_JSON_BYTES",
     "MAX_INSTANCES",
     "MAX_INSTANCES_ENV_VAR",
     "MAX_PROPOSALS",

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from analytics._choices import LAYOUTS, VOC
+from analytics._choices import COCO, LAYOUTS, VOC
 from analytics.exceptions import InvalidInputError
 
 from .images import IMAGE_SUFFIXES, is_image_file
@@ -27,7 +27,7 @@ LAYOUT_PATTERNS = {
     "folder": "images/<class>/<photo> (with masks/<class>/<photo stem>.png)",
     "bgchallenge": "original/val/<class>/<photo> (with fg_mask/val/<class>/<photo stem>.npy)",
     "cutouts": "<class>/<cut-out>.png",
-    "coco": "a COCO instances JSON (polygons or RLE; CVAT, Label Studio, FiftyOne, Roboflow) + its images folder or zip",
+    COCO: "a COCO instances JSON (polygons or RLE; CVAT, Label Studio, FiftyOne, Roboflow) + its images folder or zip",
     VOC: "Pascal VOC: JPEGImages/<id>.jpg with palette PNGs SegmentationObject/<id>.png and SegmentationClass/<id>.png",
     POOL: f"{', '.join(IMAGE_SUFFIXES)} files directly in the folder",
 }

@@ -1,6 +1,9 @@
 """COCO instance segmentation as targets: the ``instances.json`` that CVAT, Label Studio, FiftyOne and
 Roboflow export (polygons and RLE, compressed or not, in one file) over a folder (or zip) of images.
 
+A JSON file larger than :func:`max_coco_json_bytes` (:data:`MAX_COCO_JSON_BYTES`, 128 MiB;
+``$BACKDROP_MAX_COCO_JSON_BYTES``) is refused in one line before it is parsed: parsed, a COCO file
+takes about 7 times its size in memory (polygons as Python floats; measured 815 MiB for 112 MiB).
 The whole file is checked before any image is decoded, and a bad entry stops the import with one
 line naming the file and the entry (unreadable JSON, an annotation pointing at an unknown image or
 category, a polygon or RLE outside its image, a missing image file): the caller stores nothing.
@@ -14,10 +17,17 @@ limit or the size declared. Polygons (within :data:`EDGE_TOLERANCE`) and RLE siz
 against the declared size, hence against the real one, so pycocotools never sees a size larger than
 the image file: a 1 KB JSON declaring a 20,000,000-pixel side cannot exhaust the memory.
 
-Entries left out by choice are counted in ``ImportResult.skipped`` by reason: crowd regions
-(``iscrowd``), boxes without a mask, categories not chosen, instances below ``min_area`` of their
-image and, unless ``all_instances``, every instance but the largest of its image. Each chosen
-instance becomes a :class:`~analytics.data.datasets.Target` of class = its category name, through
+RLE counts are checked before pycocotools sees them (a list of non-negative whole numbers, or a
+COCO-compressed string read into one, adding up to the image's height x width: its C decoder writes
+as many pixels as the runs say, past its buffer when they add up to more) and handed to it as the
+runs checked (``frPyObjects``), never as the string; masks are made and measured by pycocotools
+(``merge``, ``area``, ``decode``), its NumPy 2 ``DeprecationWarning`` caught at each call.
+
+Entries left out by choice are counted in ``ImportResult.skipped`` by reason (the instance core,
+:mod:`analytics.data.instances`, shared with Pascal VOC): crowd regions (``iscrowd``), boxes without
+a mask, categories not chosen, instances below ``min_area`` of their image and, unless
+``all_instances``, every instance but the largest of its image. Each chosen instance becomes a
+:class:`~analytics.data.datasets.Target` of class = its category name, through
 the same checks and square fit as a ``folder`` import (:func:`analytics.data.images.fit_target`),
 whose floor of 0.2 % of the image (:data:`~analytics.data.images.MIN_MASK_SHARE`) is lowered to
 ``min_area`` where that is smaller.
@@ -33,7 +43,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Real
@@ -43,22 +54,56 @@ import numpy as np
 from pycocotools import mask as coco_mask
 
 from analytics._choices import DEFAULT_MIN_AREA, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
-from analytics._validation import check_fraction, read_json
+from analytics._validation import ParameterNames, check_fraction, read_json
 from analytics.exceptions import InvalidInputError
 
 from .archives import extracted, is_hidden
 from .datasets import DEFAULT_IMAGE_SIZE, Target
-from .images import LOWER_FLOOR_FIX, MIN_MASK_SHARE, fit_target, read_image, read_image_size
+from .images import read_image, read_image_size
+from .instances import (
+    CROWD,
+    NO_MASK,
+    NOT_LARGEST,
+    OTHER_CATEGORY,
+    TOO_SMALL,
+    Instance,
+    OpenImage,
+    Skip,
+    check_instance_count,
+    choose,
+    chosen_classes,
+    instance_limit,
+    instance_targets,
+    positive_limit,
+    skip_reason,
+)
 from .results import ImportResult
+
+__all__ = [
+    "CROWD",
+    "DEFAULT_MIN_AREA",
+    "EDGE_TOLERANCE",
+    "MAX_INSTANCES",
+    "MAX_INSTANCES_ENV_VAR",
+    "MAX_COCO_JSON_BYTES",
+    "MAX_COCO_JSON_BYTES_ENV_VAR",
+    "NOT_LARGEST",
+    "NO_MASK",
+    "OTHER_CATEGORY",
+    "TOO_SMALL",
+    "check_instance_count",
+    "instance_limit",
+    "max_coco_json_bytes",
+    "read_coco",
+    "stream_coco",
+]
 
 #: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
 EDGE_TOLERANCE = 0.5
-
-CROWD = "crowd region (iscrowd=1)"
-NO_MASK = "no mask (a box only)"
-OTHER_CATEGORY = "category not chosen"
-TOO_SMALL = "smaller than the minimum area"
-NOT_LARGEST = "not the largest instance of its image (import with all instances to keep it)"
+#: The largest COCO JSON file read (128 MiB): parsed, it takes about 7 times that in memory. COCO
+#: val2017's instances file is 25 MB; train2017's (448 MB) is refused unless the limit is raised.
+MAX_COCO_JSON_BYTES = 128 << 20
+MAX_COCO_JSON_BYTES_ENV_VAR = "BACKDROP_MAX_COCO_JSON_BYTES"
 
 
 @dataclass(frozen=True)
@@ -72,22 +117,13 @@ class _Candidate:
     segmentation: list | dict  # polygons of floats, or an RLE {"size", "counts"} (a list of runs, or bytes)
 
 
-@dataclass(frozen=True)
-class _Instance:
-    id: int
-    image: dict  # the image entry: id, file_name, width, height
-    category: str
-    rle: dict  # pycocotools RLE of the whole instance at the size of its image file's header
-    area: float  # share of the image, 0..1
-
-    @property
-    def entry(self) -> str:
-        return _entry(self.id, self.image)
-
-
 def _entry(annotation_id: int, image: dict) -> str:
     """How a skipped annotation is listed: ``annotation 7 (image 3, street.jpg)``."""
-    return f"annotation {annotation_id} (image {image['id']}, {image['file_name']})"
+    return f"annotation {annotation_id} ({_place(image)})"
+
+
+def _place(image: dict) -> str:
+    return f"image {image['id']}, {image['file_name']}"
 
 
 def read_coco(
@@ -140,7 +176,8 @@ def read_coco(
         A bad file or entry (one line naming the file and the entry), an image file of another size
         than its entry declares or past :func:`~analytics.data.images.max_image_pixels` (read from
         its header before any mask is made), ``classes`` naming no category, ``min_area`` outside
-        [0, 1], or more targets to make than ``max_instances`` (:func:`check_instance_count`).
+        [0, 1], more targets to make than ``max_instances`` (:func:`check_instance_count`), or a JSON
+        file larger than :func:`max_coco_json_bytes`.
     """
     result = ImportResult()
     reading = stream_coco(annotations, images, result, size=size, classes=classes, min_area=min_area, all_instances=all_instances, max_instances=max_instances)
@@ -160,130 +197,81 @@ def stream_coco(
     min_area: float = DEFAULT_MIN_AREA,
     all_instances: bool = False,
     max_instances: int | None = None,
+    names: ParameterNames | None = None,
 ) -> Iterator[Iterator[Target]]:
     """:func:`read_coco` one target at a time: on entering the block the whole file is checked, the
     instances chosen (``result.skipped`` filled) and counted against the limit, nothing decoded; the
     block gets an iterator of :class:`Target` that decodes an instance only when advanced (an image
     once for consecutive instances of it), rejections added to ``result`` as they are met
     (``result.accepted`` is left alone). Into :func:`~analytics.data.add_targets`, memory holds a few
-    targets whatever the count. Parameters and errors as :func:`read_coco`."""
+    targets whatever the count. Parameters and errors as :func:`read_coco`; ``names`` says how the
+    limit's messages name ``max_instances`` (:class:`~analytics._validation.ParameterNames`)."""
     annotations = Path(annotations)
     min_area = check_fraction(min_area, "min_area", low_open=False)
-    limit = instance_limit(max_instances)
+    limit = instance_limit(max_instances, names=names)
     data = _load(annotations)
     image_entries = _images(annotations, data["images"])
     categories = _categories(annotations, data["categories"])
-    chosen = None if classes is None else _chosen(annotations, classes, categories)
+    chosen = chosen_classes(annotations, classes, categories.values())
     candidates, skips = _instances(annotations, data["annotations"], image_entries, categories, chosen)
     with extracted(Path(images)) as (folder, shown):
         files = _find_images(annotations, Path(images), folder, candidates)
         sizes = _real_sizes(annotations, candidates, files, folder, shown)  # before anything is rasterised or decoded
-        instances = _measured(annotations, candidates, sizes, min_area, skips)
-        for _, reason, entry in sorted(skips):  # in the file's order, as listed
-            result.skipped.setdefault(reason, []).append(entry)
-        picked = instances if all_instances else _largest(instances, result)
-        check_instance_count(annotations, len(picked), len({i.image["id"] for i in instances}), limit=limit, all_instances=all_instances)
-        yield _targets(annotations, picked, files, folder, shown, size, min(min_area, MIN_MASK_SHARE), result)
+        instances = _measured(annotations, candidates, sizes)
+        picked = choose(annotations, instances, skips, result, min_area=min_area, all_instances=all_instances, limit=limit, names=names)
+        yield instance_targets(picked, _opener(annotations, image_entries, files, folder, shown), result, size=size, min_area=min_area)
 
 
-def instance_limit(max_instances: int | None = None) -> int:
-    """The most targets one instance import may make: ``max_instances``, else ``$BACKDROP_MAX_INSTANCES``,
-    else :data:`MAX_INSTANCES`.
+def max_coco_json_bytes() -> int:
+    """The largest COCO JSON file an import reads: ``$BACKDROP_MAX_COCO_JSON_BYTES``, else :data:`MAX_COCO_JSON_BYTES`.
 
     Raises
     ------
     InvalidInputError
-        ``max_instances`` or the environment variable is not a positive whole number.
+        The environment variable is not a positive whole number.
     """
-    if max_instances is not None:
-        if isinstance(max_instances, bool) or not isinstance(max_instances, int) or max_instances <= 0:
-            raise InvalidInputError(f"max_instances (--max-instances) must be a positive whole number of targets; got {max_instances!r}")
-        return max_instances
-    raw = os.environ.get(MAX_INSTANCES_ENV_VAR, "").strip()
-    limit = int(raw) if raw.isdigit() else 0 if raw else MAX_INSTANCES
-    if limit <= 0:
-        raise InvalidInputError(f"{MAX_INSTANCES_ENV_VAR} must be a positive whole number of targets; got {raw!r}; unset it for the default {MAX_INSTANCES}")
-    return limit
+    return positive_limit(MAX_COCO_JSON_BYTES_ENV_VAR, MAX_COCO_JSON_BYTES, "bytes")
 
 
-def check_instance_count(source: str | os.PathLike, count: int, images: int, *, limit: int, all_instances: bool) -> None:
-    """Refuse an instance import of ``count`` targets (from ``images`` images) past ``limit``, before
-    anything is decoded: each target is 0.25 MB of disk at 256 px, and seconds of work on a server.
+def _opener(annotations: Path, entries: dict[int, dict], files: dict[int, Path], folder: Path, shown: Path) -> OpenImage:
+    """How :func:`~analytics.data.instances.instance_targets` opens an instance's image: decoded and
+    checked, its instances' masks decoded from their RLE by pycocotools."""
 
-    Raises
-    ------
-    InvalidInputError
-        One line naming the source, the count, the limit and the ways out: the largest instance of
-        each image (when that fits), fewer categories or a higher minimum area, or a higher limit.
-    """
-    if count <= limit:
-        return
-    largest = f"import the largest instance of each image instead of every instance ({images} targets), " if all_instances and images <= limit else ""
-    raise InvalidInputError(
-        f"{source}: {count} instances to import, past the limit of {limit} targets per import; {largest}choose fewer categories "
-        f"or a higher minimum area, or raise the limit: --max-instances {count} (Python: max_instances={count}; "
-        f"the Data page: {MAX_INSTANCES_ENV_VAR}={count} where the server starts)"
-    )
-
-
-def _targets(
-    annotations: Path, picked: list[_Instance], files: dict[int, Path], folder: Path, shown: Path, size: int, floor: float, result: ImportResult
-) -> Iterator[Target]:
-    """The picked instances as targets, in order, one at a time; an image is decoded once for the
-    instances of it that follow each other (exports list annotations image by image)."""
-    decoded: tuple[int, np.ndarray] | None = None
-    for instance in picked:
-        path = files[instance.image["id"]]
+    def open_image(instance: Instance) -> tuple[np.ndarray, Callable[[Instance], np.ndarray], Path]:
+        path = files[instance.image]
         shown_path = shown / path.relative_to(folder)
-        if decoded is None or decoded[0] != instance.image["id"]:
-            decoded = None  # the previous image is freed before the next is decoded
-            decoded = (instance.image["id"], _image(annotations, instance, path, shown_path))
-        target = _target(instance, decoded[1], shown_path, size, floor, result)
-        if target is not None:
-            yield target
+        image = _image(annotations, instance, entries[instance.image], path, shown_path)
+        return image, lambda each: _bitmap(each.mask, *image.shape[:2]), shown_path
+
+    return open_image
 
 
-def _image(annotations: Path, instance: _Instance, path: Path, shown: Path) -> np.ndarray:
-    """The decoded image of ``instance``, checked to be the size its header gave.
+def _image(annotations: Path, instance: Instance, entry: dict, path: Path, shown: Path) -> np.ndarray:
+    """The decoded image of ``instance`` (its image ``entry``), checked to be the size its header gave.
 
     Returns
     -------
     image : ndarray of shape (height, width, 3), uint8
     """
-    entry = f"{annotations}: annotation {instance.id}"
+    where = f"{annotations}: {instance.name}"
     try:  # the file was found: a decoding failure is a bad input like a missing file
         image = read_image(path)
     except InvalidInputError as err:
-        raise InvalidInputError(f"{entry}: {err}") from err
-    width, height = instance.image["width"], instance.image["height"]
+        raise InvalidInputError(f"{where}: {err}") from err
+    width, height = entry["width"], entry["height"]
     if image.shape[:2] != (height, width):  # its header said otherwise (checked before): a file that lies
-        raise InvalidInputError(
-            f"{entry}: image {shown} decodes to {image.shape[1]}x{image.shape[0]} though its header says {width}x{height} "
-            f"(image {instance.image['id']}); save the image again"
-        )
+        raise InvalidInputError(f"{where}: image {shown} decodes to {image.shape[1]}x{image.shape[0]} though its header says {width}x{height} (image {entry['id']}); save the image again")
     return image
-
-
-def _target(instance: _Instance, image: np.ndarray, shown: Path, size: int, floor: float, result: ImportResult) -> Target | None:
-    """``instance``'s mask made and fitted with its ``image`` as a target; None (the refusal added to ``result``) when the fit refuses it."""
-    mask = _bitmap(instance.rle, *image.shape[:2])
-    try:  # refused as in a folder import, below a floor min_area may lower
-        image, mask = fit_target(image, mask, size, origin=f"{shown} annotation {instance.id}", min_share=floor, fix=LOWER_FLOOR_FIX)
-    except InvalidInputError as err:
-        result.reject(shown, str(err))
-        return None
-    stem = Path(instance.image["file_name"].replace("\\", "/")).stem
-    return Target(f"{instance.category}/{stem}-{instance.id}", instance.category, image, mask, origin=str(shown))
 
 
 # -- the JSON ----------------------------------------------------------------------------------
 def _load(path: Path) -> dict:
-    data = read_json(path, "COCO JSON file", "export the annotations again as COCO")
+    limit = max_coco_json_bytes()
+    fix = f"split it into files of fewer images (each imported on its own), or raise the limit: {MAX_COCO_JSON_BYTES_ENV_VAR}=<bytes> where Backdrop runs (the Data page: where the server starts)"
+    data = read_json(path, "COCO JSON file", "export the annotations again as COCO", max_bytes=limit, too_large=fix)
     if not isinstance(data, dict) or not all(isinstance(data.get(key), list) for key in ("images", "annotations", "categories")):
         found = ", ".join(map(repr, data)) if isinstance(data, dict) else type(data).__name__
-        raise InvalidInputError(
-            f"{path}: not a COCO instances file: it needs the lists 'images', 'annotations' and 'categories'; got {found}"
-        )
+        raise InvalidInputError(f"{path}: not a COCO instances file: it needs the lists 'images', 'annotations' and 'categories'; got {found}")
     return data
 
 
@@ -296,10 +284,7 @@ def _images(path: Path, entries: list) -> dict[int, dict]:
     for number, entry in enumerate(entries):
         ok = isinstance(entry, dict) and _whole(entry.get("id")) and isinstance(entry.get("file_name"), str) and entry["file_name"]
         if not ok or not all(_whole(entry.get(side)) and entry[side] > 0 for side in ("width", "height")):
-            raise InvalidInputError(
-                f"{path}: images[{number}] needs an integer id, a file_name and positive integer width and height; "
-                f"got {str(entry)[:120]}"
-            )
+            raise InvalidInputError(f"{path}: images[{number}] needs an integer id, a file_name and positive integer width and height; got {str(entry)[:120]}")
         if entry["id"] in found:
             raise InvalidInputError(f"{path}: image id {entry['id']} appears twice ({found[entry['id']]['file_name']}, {entry['file_name']}); make ids unique")
         found[entry["id"]] = entry
@@ -319,19 +304,7 @@ def _categories(path: Path, entries: list) -> dict[int, str]:
     return found
 
 
-def _chosen(path: Path, classes: Iterable[str], categories: dict[int, str]) -> set[str]:
-    chosen = {name.strip() for name in classes if name.strip()}
-    unknown = sorted(chosen - set(categories.values()))
-    if unknown:
-        raise InvalidInputError(
-            f"{path}: no category named {', '.join(map(repr, unknown))}; its categories are {', '.join(sorted(set(categories.values())))}"
-        )
-    return chosen
-
-
-def _instances(
-    path: Path, entries: list, images: dict[int, dict], categories: dict[int, str], chosen: set[str] | None
-) -> tuple[list[_Candidate], list[tuple[int, str, str]]]:
+def _instances(path: Path, entries: list, images: dict[int, dict], categories: dict[int, str], chosen: set[str] | None) -> tuple[list[_Candidate], list[Skip]]:
     """The annotations that may be imported, every entry checked and nothing rasterised (the image
     files' sizes are not known yet); and the others as ``(number, reason, entry)``."""
     instances, skips, seen = [], [], set()
@@ -351,12 +324,7 @@ def _instances(
         segmentation = _segmentation(where, entry.get("segmentation"), image["height"], image["width"])
         if entry.get("iscrowd") not in (None, 0, 1, False, True):
             raise InvalidInputError(f"{where}: iscrowd must be 0 or 1; got {entry['iscrowd']!r}")
-        reason = (
-            CROWD if entry.get("iscrowd")
-            else OTHER_CATEGORY if chosen is not None and category not in chosen
-            else NO_MASK if segmentation is None
-            else None
-        )  # fmt: skip
+        reason = skip_reason(category, chosen, crowd=bool(entry.get("iscrowd")), mask=segmentation is not None)
         if reason is not None or segmentation is None:
             skips.append((number, reason or NO_MASK, _entry(entry["id"], image)))
             continue
@@ -388,34 +356,18 @@ def _real_sizes(annotations: Path, candidates: list[_Candidate], files: dict[int
     return sizes
 
 
-def _measured(annotations: Path, candidates: list[_Candidate], sizes: dict[int, tuple[int, int]], min_area: float, skips: list[tuple[int, str, str]]) -> list[_Instance]:
-    """The candidates as instances, their masks made at their image files' ``sizes`` (:func:`_real_sizes`);
-    those below ``min_area`` added to ``skips``."""
-    kept = []
+def _measured(annotations: Path, candidates: list[_Candidate], sizes: dict[int, tuple[int, int]]) -> list[Instance]:
+    """The candidates as instances, their RLE made and measured by pycocotools at their image files'
+    ``sizes`` (:func:`_real_sizes`)."""
+    measured = []
     for candidate in candidates:
         height, width = sizes[candidate.image["id"]]
         rle = _rle(f"{annotations}: annotation {candidate.id}", candidate.segmentation, height, width)
-        area = float(coco_mask.area(rle)) / (height * width)
-        instance = _Instance(candidate.id, candidate.image, candidate.category, rle, area)
-        if area < min_area:
-            skips.append((candidate.number, TOO_SMALL, instance.entry))
-            continue
-        kept.append(instance)
-    return kept
-
-
-def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance]:
-    """The largest instance of each image (the lowest annotation id on a tie); the others skipped."""
-    best: dict[int, _Instance] = {}
-    for instance in instances:
-        current = best.get(instance.image["id"])
-        if current is None or (instance.area, -instance.id) > (current.area, -current.id):
-            best[instance.image["id"]] = instance
-    kept = {id(instance) for instance in best.values()}
-    for instance in instances:
-        if id(instance) not in kept:
-            result.skipped.setdefault(NOT_LARGEST, []).append(instance.entry)
-    return [instance for instance in instances if id(instance) in kept]
+        area = float(_quietly(coco_mask.area, rle)) / (height * width)
+        stem = Path(candidate.image["file_name"].replace("\\", "/")).stem
+        name = f"annotation {candidate.id}"
+        measured.append(Instance(candidate.image["id"], candidate.id, name, _place(candidate.image), stem, candidate.category, area, candidate.number, rle))
+    return measured
 
 
 # -- masks -------------------------------------------------------------------------------------
@@ -428,36 +380,36 @@ def _segmentation(where: str, segmentation, height: int, width: int) -> list | d
     if isinstance(segmentation, list):
         return [_polygon(where, number, polygon, height, width) for number, polygon in enumerate(segmentation)]
     if not isinstance(segmentation, dict) or not {"size", "counts"} <= set(segmentation):
-        raise InvalidInputError(
-            f"{where}: segmentation must be a list of polygons [[x1, y1, x2, y2, ...]] or an RLE "
-            f'{{"size": [height, width], "counts": ...}}; got {str(segmentation)[:80]}'
-        )
+        raise InvalidInputError(f'{where}: segmentation must be a list of polygons [[x1, y1, x2, y2, ...]] or an RLE {{"size": [height, width], "counts": ...}}; got {str(segmentation)[:80]}')
     if segmentation["size"] != [height, width]:
         raise InvalidInputError(f"{where}: RLE size {segmentation['size']!r} is not its image's [height, width] = [{height}, {width}]; the mask lies outside the image")
-    counts = segmentation["counts"]
+    _runs(where, segmentation["counts"], height, width)
+    return {"size": [height, width], "counts": segmentation["counts"]}
+
+
+def _runs(where: str, counts, height: int, width: int) -> list[int]:
+    """The run lengths of RLE ``counts`` (a list, or a COCO-compressed string), checked: whole
+    numbers, none negative, adding up to ``height * width`` (pycocotools' decoder checks none of
+    these, and writes as many pixels as the runs say)."""
     runs = _string_counts(counts) if isinstance(counts, str) else counts if isinstance(counts, list) and all(map(_whole, counts)) else None
     if runs is None or any(run < 0 for run in runs):
         raise InvalidInputError(f"{where}: RLE counts must be a COCO-compressed string or a list of non-negative integers; got {str(counts)[:80]}")
     if sum(runs) != height * width:
-        raise InvalidInputError(
-            f"{where}: RLE counts cover {sum(runs)} pixels but the image has {height}x{width} = {height * width}; "
-            "the mask does not match its image"
-        )
-    if isinstance(counts, list):
-        return {"size": [height, width], "counts": counts}
-    return {"size": [height, width], "counts": counts.encode("ascii")}
+        raise InvalidInputError(f"{where}: RLE counts cover {sum(runs)} pixels but the image has {height}x{width} = {height * width}; the mask does not match its image")
+    return runs
 
 
 def _rle(where: str, segmentation: list | dict, height: int, width: int) -> dict:
     """One pycocotools RLE of a checked segmentation (:func:`_segmentation`) at its image file's size
-    (read from the header, and equal to the declared size the segmentation was checked against)."""
+    (read from the header, and equal to the declared size the segmentation was checked against). An
+    RLE goes to pycocotools as the runs checked, never as the file's string: its decoder reads the
+    runs it was given, whatever that string holds."""
     if isinstance(segmentation, list):
-        return coco_mask.merge(coco_mask.frPyObjects(segmentation, height, width))
+        return _quietly(coco_mask.merge, _quietly(coco_mask.frPyObjects, segmentation, height, width))
     if segmentation["size"] != [height, width]:  # never: checked against the declared size, found equal to the file's
         raise InvalidInputError(f"{where}: RLE size {segmentation['size']!r} is not its image file's [height, width] = [{height}, {width}]")
-    if isinstance(segmentation["counts"], list):  # uncompressed (crowd regions): pycocotools compresses it
-        return coco_mask.frPyObjects(segmentation, height, width)
-    return segmentation
+    runs = _runs(where, segmentation["counts"], height, width)
+    return _quietly(coco_mask.frPyObjects, {"size": [height, width], "counts": runs}, height, width)
 
 
 def _polygon(where: str, number: int, polygon, height: int, width: int) -> list[float]:
@@ -468,31 +420,36 @@ def _polygon(where: str, number: int, polygon, height: int, width: int) -> list[
     xs, ys = polygon[0::2], polygon[1::2]
     low, high_x, high_y = -EDGE_TOLERANCE, width + EDGE_TOLERANCE, height + EDGE_TOLERANCE
     if min(xs) < low or min(ys) < low or max(xs) > high_x or max(ys) > high_y:
-        raise InvalidInputError(
-            f"{where}: polygon {number} reaches outside its {width}x{height} image "
-            f"(x {min(xs):g}..{max(xs):g}, y {min(ys):g}..{max(ys):g}); fix the annotation"
-        )
+        raise InvalidInputError(f"{where}: polygon {number} reaches outside its {width}x{height} image (x {min(xs):g}..{max(xs):g}, y {min(ys):g}..{max(ys):g}); fix the annotation")
     return [float(v) for v in polygon]
 
 
 def _bitmap(rle: dict, height: int, width: int) -> np.ndarray:
-    """The mask of a checked pycocotools RLE (runs of 0s and 1s down the columns, 0s first).
-
-    Expanded here, not by ``pycocotools.mask.decode``: the runs are checked already, and its decode
-    warns on NumPy 2 at every call.
+    """The mask of a pycocotools RLE made from checked runs (:func:`_rle`), decoded by pycocotools.
 
     Returns
     -------
     mask : ndarray of shape (height, width), bool
     """
-    runs = _string_counts(rle["counts"].decode("ascii"))
-    return np.ascontiguousarray(np.repeat(np.arange(len(runs)) % 2 == 1, runs).reshape(width, height).T)
+    mask = _quietly(coco_mask.decode, rle)
+    if mask.shape != (height, width):  # never: the RLE was made at this size
+        raise InvalidInputError(f"an RLE of {mask.shape[1]}x{mask.shape[0]} pixels for a {width}x{height} image; export the annotations again")
+    return np.ascontiguousarray(mask, dtype=bool)
+
+
+def _quietly(function: Callable, *args):
+    """``function(*args)`` of pycocotools with its warnings caught: on NumPy 2 its ``decode`` and
+    ``area`` warn at every call (``__array__`` without a ``copy`` keyword), which says nothing of the file."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return function(*args)
 
 
 def _string_counts(text: str) -> list[int] | None:
     """The run lengths of a COCO-compressed RLE string (pycocotools' ``rleFrString``), None if malformed.
 
-    Checked here because pycocotools decodes counts that do not add up to the image without a word.
+    Read here to check them before pycocotools sees them: its own reader takes any string and its
+    decoder writes as many pixels as the runs say.
     """
     if not text.isascii():
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import math
 import os
 import re
 import sys
@@ -40,6 +41,9 @@ _STDERR_LOCK = threading.Lock()  # one decode at a time holds the process's stde
 #: (``PIL.Image.MAX_IMAGE_PIXELS``) is set to the same number.
 MAX_IMAGE_PIXELS = 64_000_000
 MAX_IMAGE_PIXELS_ENV_VAR = "BACKDROP_MAX_IMAGE_PIXELS"
+#: What an image file may hold besides its pixels (EXIF, ICC profile, text chunks, thumbnails): an
+#: image file larger than 8 bytes a pixel plus this is refused before it is read (:func:`image_bytes`).
+MAX_IMAGE_EXTRA_BYTES = 64 << 20
 _HEADER_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide state
 
 #: The smallest share of its image a target's object may cover (:data:`MIN_MASK_SHARE`, 0.2 %, from
@@ -50,7 +54,7 @@ MAX_MASK_SHARE = 0.98
 #: What to do about a mask below the floor, for images with their own mask files.
 REDRAW_FIX = "crop the image closer to the object or draw a larger mask"
 #: The same for an instance import, whose ``min_area`` lowers the floor.
-LOWER_FLOOR_FIX = "import with a smaller minimum area (--min-area; the Data page's 'Smallest instance'), which lowers this floor"
+LOWER_FLOOR_FIX = "import with a smaller minimum area (min_area; the Data page's 'Smallest instance'), which lowers this floor"
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -99,13 +103,10 @@ def read_image_rgba(path: str | os.PathLike) -> np.ndarray:
     image : ndarray of shape (height, width, 4), uint8
     """
     path = Path(path)
-    data = np.fromfile(path, dtype=np.uint8) if path.is_file() else None
-    if data is None:
+    if not path.is_file():
         raise InvalidInputError(f"{path}: file not found")
-    decoded = _read_checked(
-        path, data, cv2.IMREAD_UNCHANGED,
-        "not a readable image (corrupt or unsupported format{detail}); re-export it as PNG or JPEG",
-    )
+    unreadable = "not a readable image (corrupt or unsupported format{detail}); re-export it as PNG or JPEG"
+    decoded = _read_checked(path, image_bytes(path, unreadable), cv2.IMREAD_UNCHANGED, unreadable)
     try:
         if decoded.dtype == np.uint16:
             decoded = (decoded // 257).astype(np.uint8)
@@ -116,6 +117,43 @@ def read_image_rgba(path: str | os.PathLike) -> np.ndarray:
         return cv2.cvtColor(decoded, cv2.COLOR_BGRA2RGBA)
     except (cv2.error, MemoryError) as err:
         raise _decode_failure(path, err) from None
+
+
+def image_bytes(path: Path, unreadable: str) -> np.ndarray:
+    """The bytes of the image file ``path``, read only once its header is: a header that Pillow
+    cannot read or that declares more than :func:`max_image_pixels` is refused unread (as
+    :func:`_read_checked` refuses it), and so is a file larger than its pixels can take (8 bytes a
+    pixel, 16-bit RGBA stored raw, plus :data:`MAX_IMAGE_EXTRA_BYTES` of metadata): a small image
+    followed by gigabytes (a sparse file) would otherwise be read whole into memory.
+
+    Parameters
+    ----------
+    path : Path
+        A regular file.
+    unreadable : str
+        The error message after ``'{path}: '`` for a file that is not an image, with a ``{detail}``
+        field for ``'; <what the reader said>'``.
+
+    Returns
+    -------
+    data : ndarray of shape (n_bytes,), uint8
+    """
+    limit = max_image_pixels()
+    sides, pixels, shown, note = _header(path)
+    if pixels is None:
+        raise InvalidInputError(f"{path}: " + unreadable.format(detail=f"; {note}" if note else ""))
+    if sides is None or pixels > limit:
+        raise _too_large(path, pixels, shown, limit)
+    most = 8 * pixels + MAX_IMAGE_EXTRA_BYTES
+    size = path.stat().st_size
+    data = np.fromfile(path, dtype=np.uint8, count=most + 1) if size <= most else None  # refused unread; never more than most + 1 bytes
+    if data is None or data.size > most:
+        size = max(size, 0 if data is None else data.size)
+        raise InvalidInputError(
+            f"{path}: the file is {size / 2**20:.1f} MiB, more than an image of {shown} takes (at most {most / 2**20:.1f} MiB); "
+            "it holds something besides the image: re-export it as PNG or JPEG"
+        )
+    return data
 
 
 def _read_checked(path: Path, data: np.ndarray, flags: int, unreadable: str) -> np.ndarray:
@@ -295,7 +333,10 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     path = Path(path)
     if path.suffix.lower() == ".npy":
         try:
+            _check_npy_header(path)  # np.load makes an array of the shape its header claims, before reading the data
             raw = np.load(path, allow_pickle=False)
+        except InvalidInputError:
+            raise
         except (ValueError, OSError) as err:
             raise InvalidInputError(f"{path}: not a readable .npy mask ({err})") from err
         if raw.ndim == 3:
@@ -303,10 +344,8 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     else:
         if not path.is_file():
             raise InvalidInputError(f"{path}: mask file not found")
-        raw = _read_checked(
-            path, np.fromfile(path, dtype=np.uint8), cv2.IMREAD_GRAYSCALE,
-            "not a readable mask image{detail}; save it as a PNG with 0/255 values",
-        )
+        unreadable = "not a readable mask image{detail}; save it as a PNG with 0/255 values"
+        raw = _read_checked(path, image_bytes(path, unreadable), cv2.IMREAD_GRAYSCALE, unreadable)
     if raw.ndim != 2:
         raise InvalidInputError(f"{path}: a mask must be 2-D; got shape {raw.shape}")
     if raw.shape != tuple(shape):
@@ -316,6 +355,32 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
         )
     threshold = 0.5 if raw.max() <= 1 else 127
     return raw > threshold
+
+
+def _check_npy_header(path: Path) -> None:
+    """Refuse a ``.npy`` mask whose header claims more than :func:`max_image_pixels` (or four values
+    a pixel), or more data than the file holds: read from the header, before :func:`numpy.load`
+    allocates an array of that shape.
+
+    Raises
+    ------
+    ValueError
+        The header is not a ``.npy`` header (the caller names the file).
+    """
+    with path.open("rb") as file:
+        version = np.lib.format.read_magic(file)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(file)
+        start = file.tell()
+    limit, pixels, values = max_image_pixels(), math.prod(shape[:2]), math.prod(shape)
+    if pixels > limit or values > 4 * limit:
+        raise InvalidInputError(
+            f"{path}: the .npy mask's header claims shape {shape} ({pixels / 1e6:.1f} megapixels), past the limit of {limit} pixels; "
+            f"save the mask at its image's size, or raise the limit with the environment variable {MAX_IMAGE_PIXELS_ENV_VAR}"
+        )
+    held = path.stat().st_size - start
+    if values * dtype.itemsize > held:
+        raise InvalidInputError(f"{path}: the .npy mask's header claims shape {shape} of {dtype} ({values * dtype.itemsize} bytes) but the file holds {held}; save the mask again")
 
 
 def check_mask_share(mask: np.ndarray, origin: str, *, min_share: float = MIN_MASK_SHARE, fix: str = REDRAW_FIX) -> None:

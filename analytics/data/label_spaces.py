@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 from analytics._choices import IN9_CLASSES
-from analytics._validation import parse_json
+from analytics._validation import parse_json, read_at_most
 from analytics.exceptions import InvalidInputError
 
 # IN-9 (Xiao et al., "Noise or Signal", 2020): the WordNet synsets that define the 9 super-classes
@@ -266,7 +266,9 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
     path = Path(mapping)
     fix = f"expected JSON {{\"<ImageNet index 0-999>\": <IN-9 index 0-8 or -1>}} or a built-in map: {', '.join(IN9_MAPS)}"
     try:
-        text = path.read_text()
+        text = read_at_most(path, "IN-9 mapping", fix).decode("utf-8")
+    except InvalidInputError:  # past the size limit: already one line naming the file
+        raise
     except (OSError, ValueError) as err:
         raise InvalidInputError(f"{path}: not an IN-9 mapping ({err}); {fix}") from err
     raw = parse_json(text, path, "IN-9 mapping", fix)
@@ -286,10 +288,11 @@ def in9_label_space(mapping: str | os.PathLike | None = None) -> LabelSpace:
 def custom_label_space(path: str | os.PathLike) -> LabelSpace:
     """Class names from a text file, one per line, in output order (blank lines ignored)."""
     path = Path(path)
-    try:
-        names = tuple(line.strip() for line in path.read_text().splitlines() if line.strip())
+    fix = "give a UTF-8 text file, one class name per line"
+    try:  # at most MAX_SMALL_FILE_BYTES: a file of gigabytes (or /dev/zero) is refused, not read into memory
+        names = tuple(line.strip() for line in read_at_most(path, "label file", fix).decode("utf-8").splitlines() if line.strip())
     except (OSError, UnicodeDecodeError) as err:
-        raise InvalidInputError(f"{path}: cannot read the label file ({err}); give a UTF-8 text file, one class name per line") from err
+        raise InvalidInputError(f"{path}: cannot read the label file ({err}); {fix}") from err
     if not names:
         raise InvalidInputError(f"{path}: the label file names no classes; write one class name per line")
     duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -23,7 +23,7 @@ class ImportResult:
         Photos without a mask, each with a GrabCut mask to review before it is stored
         (``read_targets(..., propose_masks=True)``; :mod:`analytics.data.masking`).
     skipped : dict of str to list of str
-        Entries left out by choice, by reason (COCO: crowd regions, small instances; :mod:`analytics.data.coco`).
+        Entries left out by choice, by reason (COCO, VOC: crowd regions, small instances; :mod:`analytics.data.instances`).
     """
 
     accepted: list = field(default_factory=list)

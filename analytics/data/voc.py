@@ -9,8 +9,8 @@ Datumaro write one: ``name:colour:parts:actions`` a line, background first; a pl
 background first, reads the same). ``ImageSets/Segmentation/<split>.txt`` picks the images when a
 split is given; else every ``SegmentationObject`` PNG is read.
 
-The choice of instances follows the COCO import (:mod:`analytics.data.coco`): every instance is
-checked before any photo is decoded, and a bad file stops the import with one line naming it (a
+The choice of instances is the COCO import's (:mod:`analytics.data.coco`), through the one
+instance core (:mod:`analytics.data.instances`): every instance is checked before any photo is decoded, and a bad file stops the import with one line naming it (a
 mask with no photo or no class mask, sizes that differ, a PNG that is not a palette PNG, a class
 index without a name): the caller stores nothing. Instances left out by choice are counted in
 ``ImportResult.skipped`` under the COCO reasons: classes not chosen, below ``min_area`` of the image
@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +32,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from analytics._validation import check_fraction
+from analytics._choices import DEFAULT_MIN_AREA, VOC
+from analytics._validation import ParameterNames, check_fraction, read_at_most
 from analytics.exceptions import InvalidInputError
 
-from .archives import VOC, extracted, is_hidden, layout_root
-from .coco import DEFAULT_MIN_AREA, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL, check_instance_count, instance_limit
+from .archives import extracted, is_hidden, layout_root
 from .datasets import DEFAULT_IMAGE_SIZE, Target
-from .images import LOWER_FLOOR_FIX, MIN_MASK_SHARE, _header_size, fit_target, is_image_file, max_image_pixels, read_image
+from .images import _header, image_bytes, is_image_file, max_image_pixels, read_image, read_image_size
+from .instances import Instance, Skip, choose, chosen_classes, instance_limit, instance_targets, skip_reason
 from .results import ImportResult
 
 #: The classes of palette indices 1..20 in VOC's ``SegmentationClass`` PNGs (0 is background).
@@ -52,19 +53,6 @@ IMAGES, OBJECTS, CLASS_MASKS = "JPEGImages", "SegmentationObject", "Segmentation
 SPLITS = "ImageSets/Segmentation"
 LABELMAP = "labelmap.txt"
 SPLIT_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # with no '..' (check_split): a name, never a path
-
-
-@dataclass(frozen=True)
-class _Instance:
-    image_id: str
-    index: int  # its value in SegmentationObject/<image_id>.png
-    category: str
-    area: float  # share of the image, 0..1
-
-    @property
-    def entry(self) -> str:
-        """How a skipped instance is listed: ``instance 2 (2007_000032)``."""
-        return f"instance {self.index} ({self.image_id})"
 
 
 @dataclass(frozen=True)
@@ -116,7 +104,7 @@ def read_voc(
         else :data:`VOC_CLASSES`.
     max_instances : int or None
         Refuse the import, before any photo is decoded, when it would make more targets than this;
-        None: :func:`analytics.data.coco.instance_limit` (as for COCO).
+        None: :func:`analytics.data.instances.instance_limit` (as for COCO).
 
     Returns
     -------
@@ -133,9 +121,7 @@ def read_voc(
         outside [0, 1], or more targets to make than ``max_instances``.
     """
     result = ImportResult()
-    reading = stream_voc(
-        path, result, size=size, split=split, classes=classes, min_area=min_area, all_instances=all_instances, class_names=class_names, max_instances=max_instances
-    )
+    reading = stream_voc(path, result, size=size, split=split, classes=classes, min_area=min_area, all_instances=all_instances, class_names=class_names, max_instances=max_instances)
     with reading as targets:
         result.accepted = list(targets)
     return result
@@ -153,31 +139,28 @@ def stream_voc(
     all_instances: bool = False,
     class_names: Sequence[str] | None = None,
     max_instances: int | None = None,
+    names: ParameterNames | None = None,
 ) -> Iterator[Iterator[Target]]:
     """:func:`read_voc` one photo at a time: on entering the block every mask is checked, the
     instances chosen (``result.skipped`` filled) and counted against the limit, no photo decoded; the
     block gets an iterator of :class:`Target` that decodes a photo only when advanced, rejections
     added to ``result`` as they are met (``result.accepted`` is left alone). Parameters and errors as
-    :func:`read_voc`."""
+    :func:`read_voc`; ``names`` says how the limit's messages name ``max_instances``
+    (:class:`~analytics._validation.ParameterNames`)."""
     min_area = check_fraction(min_area, "min_area", low_open=False)
-    limit = instance_limit(max_instances)
+    limit = instance_limit(max_instances, names=names)
     if split is not None:
         check_split(split)
     with extracted(Path(path)) as (folder, shown):
         root = layout_root(folder, VOC)
         shown_root = shown / root.relative_to(folder)
-        names = _class_names(root, shown_root, class_names)
-        chosen = None if classes is None else _chosen(shown_root, classes, names)
+        by_index = _class_names(root, shown_root, class_names)
+        chosen = chosen_classes(shown_root, classes, by_index.values(), noun="class")
         files = _files(root, shown_root, split)
-        instances = [instance for entry in files for instance in _instances(entry, names)]  # every mask checked first
-        kept = _kept(instances, chosen, min_area, result)
-        picked = kept if all_instances else _largest(kept, result)
-        check_instance_count(shown_root, len(picked), len({i.image_id for i in kept}), limit=limit, all_instances=all_instances)
-        by_image: dict[str, list[_Instance]] = {}
-        for instance in picked:
-            by_image.setdefault(instance.image_id, []).append(instance)
-        floor = min(min_area, MIN_MASK_SHARE)
-        yield (target for entry in files if entry.image_id in by_image for target in _targets(entry, by_image[entry.image_id], size, floor, result))
+        instances, skips = _candidates(files, by_index, chosen)
+        picked = choose(shown_root, instances, skips, result, min_area=min_area, all_instances=all_instances, limit=limit, names=names)
+        by_id = {entry.image_id: entry for entry in files}
+        yield instance_targets(picked, lambda instance: _open(by_id[instance.image]), result, size=size, min_area=min_area)
 
 
 # -- names and files ---------------------------------------------------------------------------
@@ -219,25 +202,14 @@ def _class_names(root: Path, shown_root: Path, given: Sequence[str] | None) -> d
 def _labelmap(path: Path, shown: Path) -> list[str]:
     """The class names of a CVAT/Datumaro ``labelmap.txt`` after its first line, the background."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_at_most(path, "label map", "write one class name a line, background first", shown=shown).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise InvalidInputError(f"{shown}: not a readable text file ({err}); write one class name a line, background first") from err
     labels = [line.split(":", 1)[0].strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not labels or labels[0].lower() != "background":
         first = repr(labels[0]) if labels else "nothing"
-        raise InvalidInputError(
-            f"{shown}: the first label must be background (index {BACKGROUND}), as CVAT and Datumaro write it; got {first}; "
-            "add a line 'background' at the top"
-        )
+        raise InvalidInputError(f"{shown}: the first label must be background (index {BACKGROUND}), as CVAT and Datumaro write it; got {first}; add a line 'background' at the top")
     return labels[1:]
-
-
-def _chosen(shown_root: Path, classes: Iterable[str], names: dict[int, str]) -> set[str]:
-    chosen = {name.strip() for name in classes if name.strip()}
-    unknown = sorted(chosen - set(names.values()))
-    if unknown:
-        raise InvalidInputError(f"{shown_root}: no class named {', '.join(map(repr, unknown))}; its classes are {', '.join(sorted(names.values()))}")
-    return chosen
 
 
 def _files(root: Path, shown_root: Path, split: str | None) -> list[_Files]:
@@ -258,9 +230,7 @@ def _files(root: Path, shown_root: Path, split: str | None) -> list[_Files]:
             raise InvalidInputError(f"{shown_objects}: {IMAGES}/ holds {named}; give each mask exactly one photo of its name")
         class_mask = root / CLASS_MASKS / objects.name
         if not class_mask.is_file():
-            raise InvalidInputError(
-                f"{shown_objects}: no {CLASS_MASKS}/{objects.name} beside it, where the class of each instance is read; add it"
-            )
+            raise InvalidInputError(f"{shown_objects}: no {CLASS_MASKS}/{objects.name} beside it, where the class of each instance is read; add it")
         shown = shown_root / IMAGES / matches[0].name
         found.append(_Files(image_id, matches[0], objects, class_mask, shown, shown_objects, shown_root / CLASS_MASKS / objects.name))
     return found
@@ -276,7 +246,7 @@ def _split_ids(root: Path, shown_root: Path, split: str, masks: dict[str, Path])
         offered = sorted(p.stem for p in folder.glob("*.txt")) if folder.is_dir() else []
         raise InvalidInputError(f"{shown}: split {split!r} not found; splits there: {', '.join(offered) or 'none'}")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_at_most(path, "split file", "list one image id a line, or import without a split", shown=shown).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise InvalidInputError(f"{shown}: not a readable text file ({err}); list one image id a line") from err
     ids = []
@@ -300,18 +270,17 @@ def _read_indices(path: Path, shown: Path) -> np.ndarray:
     -------
     indices : ndarray of shape (height, width), uint8
     """
-    data = np.fromfile(path, dtype=np.uint8)
     limit = max_image_pixels()  # also Pillow's own limit, so opening it below warns of nothing
-    pixels, declared, note = _header_size(data) if data.size else (None, "", "")
+    _, pixels, declared, note = _header(path)  # from the file: nothing past the header is read yet
     if pixels is None:
         raise InvalidInputError(f"{shown}: not a readable PNG{f' ({note})' if note else ''}; export the masks again")
     if pixels > limit:
         raise InvalidInputError(f"{shown}: mask is {declared}, past the limit of {limit} pixels; shrink it or raise BACKDROP_MAX_IMAGE_PIXELS")
+    data = image_bytes(path, "not a readable PNG{detail}; export the masks again")  # at most what its pixels take
     with Image.open(io.BytesIO(data.tobytes())) as image:  # the header read above: opening it succeeds
         if image.format != "PNG" or image.mode != "P":
             raise InvalidInputError(
-                f"{shown}: a {image.format} image in mode {image.mode}, not a palette PNG; VOC masks hold an index per pixel: "
-                "export them as indexed (palette) PNGs, not as colours or grey levels"
+                f"{shown}: a {image.format} image in mode {image.mode}, not a palette PNG; VOC masks hold an index per pixel: export them as indexed (palette) PNGs, not as colours or grey levels"
             )
         try:
             return np.asarray(image, dtype=np.uint8)
@@ -321,28 +290,22 @@ def _read_indices(path: Path, shown: Path) -> np.ndarray:
 
 def _photo_size(files: _Files) -> tuple[int, int]:
     """(height, width) of the photo, from its header alone."""
-    data = np.fromfile(files.photo, dtype=np.uint8)
-    pixels, _, _ = _header_size(data) if data.size else (None, "", "")
-    if pixels is None or pixels > max_image_pixels():
-        read_image(files.photo)  # refuses it on the same header check, saying why (unreadable, past the pixel limit)
-    with Image.open(io.BytesIO(data.tobytes())) as image:
-        return image.height, image.width
+    width, height = read_image_size(files.photo)  # from its header alone; refused as read_image refuses it (unreadable, past the pixel limit)
+    return height, width
 
 
-def _instances(files: _Files, names: dict[int, str]) -> list[_Instance]:
-    """Every instance of one image with its class and area; its masks and photo size checked."""
+def _instances(files: _Files, names: dict[int, str]) -> list[tuple[int, str, float]]:
+    """Every instance of one image as ``(index, class, share of the image)``; its masks and photo size checked."""
     objects = _read_indices(files.objects, files.shown_objects)
     classes = _read_indices(files.classes, files.shown_classes)
     if classes.shape != objects.shape:
         raise InvalidInputError(
-            f"{files.shown_classes}: is {classes.shape[1]}x{classes.shape[0]} but {OBJECTS}/{files.objects.name} is "
-            f"{objects.shape[1]}x{objects.shape[0]}; export both masks at the image's size"
+            f"{files.shown_classes}: is {classes.shape[1]}x{classes.shape[0]} but {OBJECTS}/{files.objects.name} is {objects.shape[1]}x{objects.shape[0]}; export both masks at the image's size"
         )
     height, width = _photo_size(files)
     if (height, width) != objects.shape:
         raise InvalidInputError(
-            f"{files.shown_objects}: mask is {objects.shape[1]}x{objects.shape[0]} but its photo {files.shown_photo.name} is "
-            f"{width}x{height}; export the masks at the image's size"
+            f"{files.shown_objects}: mask is {objects.shape[1]}x{objects.shape[0]} but its photo {files.shown_photo.name} is {width}x{height}; export the masks at the image's size"
         )
     found = []
     for index in np.unique(objects):
@@ -352,51 +315,35 @@ def _instances(files: _Files, names: dict[int, str]) -> list[_Instance]:
         votes = np.bincount(classes[pixels], minlength=256)
         votes[[BACKGROUND, VOID]] = 0  # an instance's class is what it lies on, never background or the border
         if not votes.any():
-            raise InvalidInputError(
-                f"{files.shown_classes}: instance {index} of {OBJECTS}/{files.objects.name} lies on background or void only; "
-                "give its pixels their class"
-            )
+            raise InvalidInputError(f"{files.shown_classes}: instance {index} of {OBJECTS}/{files.objects.name} lies on background or void only; give its pixels their class")
         class_index = int(votes.argmax())  # the most common class; a tie goes to the lower index
         if class_index not in names:
             raise InvalidInputError(
-                f"{files.shown_classes}: class index {class_index} under instance {index} has no name (known: 1..{len(names)}); "
-                f"add a {LABELMAP} naming every class, background first"
+                f"{files.shown_classes}: class index {class_index} under instance {index} has no name (known: 1..{len(names)}); add a {LABELMAP} naming every class, background first"
             )
-        found.append(_Instance(files.image_id, int(index), names[class_index], float(pixels.mean())))
+        found.append((int(index), names[class_index], float(pixels.mean())))
     return found
 
 
-def _kept(instances: list[_Instance], chosen: set[str] | None, min_area: float, result: ImportResult) -> list[_Instance]:
-    """The instances of chosen classes and at least ``min_area``; the others counted in ``result.skipped``."""
-    kept = []
-    for instance in instances:
-        reason = (
-            OTHER_CATEGORY if chosen is not None and instance.category not in chosen
-            else TOO_SMALL if instance.area < min_area
-            else None
-        )  # fmt: skip
+def _candidates(files: list[_Files], names: dict[int, str], chosen: set[str] | None) -> tuple[list[Instance], list[Skip]]:
+    """Every instance of ``files`` (every mask checked before any photo is decoded), those of classes
+    not ``chosen`` as skips."""
+    instances: list[Instance] = []
+    skips: list[Skip] = []
+    found = ((entry, *instance) for entry in files for instance in _instances(entry, names))
+    for order, (entry, index, category, area) in enumerate(found):
+        instance = Instance(entry.image_id, index, f"instance {index}", entry.image_id, entry.image_id, category, area, order)
+        reason = skip_reason(category, chosen)
         if reason is None:
-            kept.append(instance)
+            instances.append(instance)
         else:
-            result.skipped.setdefault(reason, []).append(instance.entry)
-    return kept
+            skips.append((order, reason, instance.entry))
+    return instances, skips
 
 
-def _largest(instances: list[_Instance], result: ImportResult) -> list[_Instance]:
-    """The largest instance of each image (the lowest index on a tie); the others skipped."""
-    best: dict[str, _Instance] = {}
-    for instance in instances:
-        current = best.get(instance.image_id)
-        if current is None or (instance.area, -instance.index) > (current.area, -current.index):
-            best[instance.image_id] = instance
-    for instance in instances:
-        if best[instance.image_id] is not instance:
-            result.skipped.setdefault(NOT_LARGEST, []).append(instance.entry)
-    return [instance for instance in instances if best[instance.image_id] is instance]
-
-
-def _targets(files: _Files, instances: list[_Instance], size: int, floor: float, result: ImportResult) -> Iterator[Target]:
-    """Decode the photo once, fit each instance's mask with it and yield the targets (refusals added to ``result``)."""
+def _open(files: _Files) -> tuple[np.ndarray, Callable[[Instance], np.ndarray], Path]:
+    """The decoded photo of one image, checked against its masks' size; each instance's mask is its
+    index in ``SegmentationObject`` (:func:`~analytics.data.instances.instance_targets`)."""
     try:  # the file was found: a decoding failure is a bad input like a missing file
         photo = read_image(files.photo)
     except InvalidInputError as err:
@@ -404,15 +351,6 @@ def _targets(files: _Files, instances: list[_Instance], size: int, floor: float,
     objects = _read_indices(files.objects, files.shown_objects)
     if photo.shape[:2] != objects.shape:  # its header said otherwise (checked before): a file that lies
         raise InvalidInputError(
-            f"{files.shown_photo}: decodes to {photo.shape[1]}x{photo.shape[0]} though its header says "
-            f"{objects.shape[1]}x{objects.shape[0]}, its masks' size; save the photo again"
+            f"{files.shown_photo}: decodes to {photo.shape[1]}x{photo.shape[0]} though its header says {objects.shape[1]}x{objects.shape[0]}, its masks' size; save the photo again"
         )
-    for instance in instances:
-        origin = f"{files.shown_photo} instance {instance.index}"
-        try:  # refused as in a folder import, below a floor min_area may lower
-            image, mask = fit_target(photo, objects == instance.index, size, origin=origin, min_share=floor, fix=LOWER_FLOOR_FIX)
-        except InvalidInputError as err:
-            result.reject(files.shown_photo, str(err))
-            continue
-        target_id = f"{instance.category}/{instance.image_id}-{instance.index}"
-        yield Target(target_id, instance.category, image, mask, origin=str(files.shown_photo))
+    return photo, lambda instance: objects == instance.number, files.shown_photo

@@ -107,9 +107,9 @@ def variance_heatmap(
     return _square_layout(go.Figure(heatmap), title=title, d_max=matrix.d_max)
 
 
-def colour_ticks(top: float) -> tuple[list[float], list[str]]:
-    """Colour-bar ticks 0, top / 2, top and their labels (3 significant digits)."""
-    values = [0.0, top / 2, top]
+def colour_ticks(top: float, bottom: float = 0.0) -> tuple[list[float], list[str]]:
+    """Colour-bar ticks bottom, the middle and top, and their labels (3 significant digits)."""
+    values = [bottom, (bottom + top) / 2, top]
     return values, [f"{value:.3g}" for value in values]
 
 
@@ -118,8 +118,9 @@ def suite_scale_heatmaps(
 ) -> list[go.Figure]:
     """One :func:`variance_heatmap` per signal on the suite's fixed colour scale, as the Judge page shows them.
 
-    Each signal is drawn from 0 to its top in ``scale``, the same for every model of the suite (never
-    the model's own range), with a colour bar that names 0, the middle and the top.
+    Each signal is drawn from its bottom to its top in ``scale`` (:meth:`~analytics.runs.ColourScale.colour_range`),
+    the same for every model of the suite (never the model's own range), with a colour bar that names the
+    bottom, the middle and the top.
 
     Parameters
     ----------
@@ -137,9 +138,9 @@ def suite_scale_heatmaps(
     titles = SIGNALS if titles is None else titles
     figures = []
     for signal, matrix in matrices_by_signal.items():
-        top = scale.tops[signal]
-        figure = variance_heatmap(matrix, title=titles.get(signal, SIGNALS.get(signal, signal)), zmin=0.0, zmax=top)
-        tickvals, ticktext = colour_ticks(top)
+        bottom, top = scale.colour_range(signal)
+        figure = variance_heatmap(matrix, title=titles.get(signal, SIGNALS.get(signal, signal)), zmin=bottom, zmax=top)
+        tickvals, ticktext = colour_ticks(top, bottom)
         colorbar = {**value_colorbar(), "tickvals": tickvals, "ticktext": ticktext, "tickfont": {"size": 12}}
         figure.update_traces(showscale=True, colorbar=colorbar)
         figure.update_layout(title={"font": {"size": 15}, "x": 0.5, "xanchor": "center"})

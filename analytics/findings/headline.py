@@ -217,9 +217,9 @@ def _largest_p(run_id: str, correct: Mapping[str, pd.Series]) -> float:
     return max(others) if others else float("nan")
 
 
-def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, float]) -> str:
-    """The signal whose matrix fills most of the suite's colour range (highest mean cell / top of the
-    scale): on the fixed scale, the most yellow of the four.
+def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, float], bottoms: Mapping[str, float] | None = None) -> str:
+    """The signal whose matrix fills most of the suite's colour range (highest mean of (cell - bottom) /
+    (top - bottom)): on the fixed scale, the most yellow of the four.
 
     Parameters
     ----------
@@ -227,5 +227,13 @@ def telling_signal(matrices: Mapping[str, VarianceMatrix], tops: Mapping[str, fl
         A run's matrices, keyed by :data:`analytics.runs.SIGNALS`.
     tops : mapping of str to float
         Top of the suite's colour range per signal (:attr:`analytics.runs.ColourScale.tops`).
+    bottoms : mapping of str to float, optional
+        Bottom per signal (:attr:`analytics.runs.ColourScale.bottoms`); a signal it lacks starts at 0.
     """
-    return max(SIGNALS, key=lambda signal: float(np.mean(matrices[signal].matrix)) / tops[signal])
+    low = bottoms or {}
+
+    def filled(signal: str) -> float:
+        bottom = float(low.get(signal, 0.0))
+        return (float(np.mean(matrices[signal].matrix)) - bottom) / (tops[signal] - bottom)
+
+    return max(SIGNALS, key=filled)

@@ -61,7 +61,7 @@ from analytics.exceptions import BackdropError, InvalidInputError
 from analytics.figures import keyword_heatmap, variance_heatmap
 from analytics.judging import current_consensus, latest_judgments
 from analytics.robustness.bgchallenge import ChallengeData, evaluate_variants, gaps, variant_accuracy, workspace_data
-from analytics.runs import SIGNALS, current_runs, run_matrices, suite_colour_scale
+from analytics.runs import EMBEDDING_RANGE, SIGNALS, current_runs, run_matrices, suite_colour_scale
 from analytics.saliency import heat_overlay
 from analytics.team import require_permission
 from analytics.variance import MatrixSettings, VarianceMatrix
@@ -370,19 +370,22 @@ def _matrices_html(workspace: Workspace, runs: pd.DataFrame, preset: str) -> str
     suite_id = str(runs["suite_id"].iloc[0])
     try:
         scale = suite_colour_scale(workspace, suite_id, settings=MatrixSettings.of(preset))
-        parts = [f"<p>Colour scale fixed per signal for the suite (0 = green to the top = yellow; preset {_e(preset)}).</p>"]
+        parts = [
+            f"<p>Colour scale fixed per signal for the suite (green to yellow: probabilities from 0 to 1, embedding signals "
+            f"{_e(EMBEDDING_RANGE)}; preset {_e(preset)}).</p>"
+        ]
         for model, run_id in zip(runs["model"], runs["id"]):
             matrices = run_matrices(workspace, run_id, settings=MatrixSettings.of(preset))
-            figures = [_heatmap(matrices[s], label, scale.tops[s]) for s, label in SIGNALS.items()]
+            figures = [_heatmap(matrices[s], label, *scale.colour_range(s)) for s, label in SIGNALS.items()]
             parts.append(f"<h3>{_e(model)}</h3><div class='grid'>{''.join(figures)}</div>")
     except InvalidInputError as error:  # e.g. a suite built without semantic distances
         return _note(f"No matrices: {error}")
     return "\n".join(parts)
 
 
-def _heatmap(matrix: VarianceMatrix, title: str, top: float) -> str:
+def _heatmap(matrix: VarianceMatrix, title: str, bottom: float, top: float) -> str:
     """The pages' heatmap (:func:`analytics.figures.variance_heatmap`) on the suite's scale, its cells as float32 (half the bytes)."""
-    figure = variance_heatmap(dataclasses.replace(matrix, matrix=matrix.matrix.astype(np.float32)), title=title, zmin=0.0, zmax=top)
+    figure = variance_heatmap(dataclasses.replace(matrix, matrix=matrix.matrix.astype(np.float32)), title=title, zmin=bottom, zmax=top)
     figure.update_layout(title={"font": {"size": 13}})
     return _figure(figure)
 

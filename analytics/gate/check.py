@@ -26,6 +26,7 @@ from pathlib import Path
 
 from analytics._choices import DEFAULT_REALISM_THRESHOLD
 from analytics._progress import Progress, with_message
+from analytics._validation import ParameterNames
 from analytics.exceptions import InvalidInputError
 from analytics.findings import build_report
 from analytics.models import get_model_spec, list_models
@@ -101,6 +102,7 @@ def check(
     device: str | None = None,
     batch_size: int = 32,
     progress: Progress | None = None,
+    names: ParameterNames | None = None,
 ) -> CheckResult:
     """Check ``candidate`` against ``policy`` (module notes).
 
@@ -123,6 +125,8 @@ def check(
         For the forward passes.
     progress : callable (done, total, step), optional
         ``step`` is ``'suite'``, ``'runs'``, ``'rules'`` (measured as the rules need them) or ``'report'``.
+    names : ParameterNames, optional
+        How messages name ``baseline``, ``suite_id`` and ``out`` (the command line passes its flags).
 
     Returns
     -------
@@ -134,7 +138,7 @@ def check(
         Bad input, before anything is written.
     """
     started = time.perf_counter()
-    out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out)
+    out = preflight(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, out=out, names=names)
     suite_id = suite_to_check(
         workspace, policy, suite_id, candidate=candidate, baseline=baseline, device=device, batch_size=batch_size, progress=with_message(progress, "suite")
     )
@@ -164,15 +168,18 @@ def check(
 
 def preflight(
     workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, out: str | os.PathLike,
-    registered: bool = True,
+    registered: bool = True, names: ParameterNames | None = None,
 ) -> Path:
     """Check the input of :func:`check` before anything is written (:func:`check_inputs`), and that
     ``out`` is a folder (created). Returns ``out`` as a Path."""
-    check_inputs(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, registered=registered)
-    return _output_folder(out)
+    check_inputs(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, registered=registered, names=names)
+    return _output_folder(out, names or ParameterNames())
 
 
-def check_inputs(workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, registered: bool = True) -> None:
+def check_inputs(
+    workspace: Workspace, policy: Policy, candidate: str, *, baseline: str | None, suite_id: str | None, registered: bool = True,
+    names: ParameterNames | None = None,
+) -> None:
     """What :func:`check` can refuse, checked without writing anything (the Gate page asks before it
     offers its start): the candidate (unless it is about to be registered, ``registered=False``) and
     the baseline are registered, baseline rules have a baseline, the suite exists (or the policy has
@@ -181,17 +188,21 @@ def check_inputs(workspace: Workspace, policy: Policy, candidate: str, *, baseli
     Raises
     ------
     InvalidInputError, NotFoundError
-        One line naming the model, rule or suite and the fix.
+        One line naming the model, rule or suite and the fix; ``baseline`` and ``suite_id`` named as
+        ``names`` says (default: these keywords).
     """
+    names = names or ParameterNames()
     for name in dict.fromkeys([*([candidate] if registered else []), *([baseline] if baseline else [])]):
         get_model_spec(workspace, name)  # NotFoundError naming the model
     if policy.baseline and not baseline:
-        raise InvalidInputError(f"{policy.path}: [baseline] rules ({', '.join(policy.baseline)}) need a baseline model; pass --baseline MODEL or remove them")
+        raise InvalidInputError(f"{policy.path}: [baseline] rules ({', '.join(policy.baseline)}) need a baseline model; give {names('baseline')} or remove them")
     chosen = suite_id or policy.suite.id
     if chosen and not suite_exists(workspace, chosen):
         raise InvalidInputError(f"no suite {chosen!r} in {workspace.root}; list them with `python -m analytics suites` or build one with `suite`")
     if not chosen and policy.suite.method is None:
-        raise InvalidInputError(f"{policy.path}: no suite; pass --suite ID or give [suite] id = \"...\" or a recipe (method = \"random\", n = 16) in the policy")
+        raise InvalidInputError(
+            f"{policy.path}: no suite; give {names('suite_id')} or [suite] id = \"...\" or a recipe (method = \"random\", n = 16) in the policy"
+        )
     if any(key.startswith("assessor_") for key in policy.rules):
         _check_assessor_labels(workspace, policy, candidate, chosen)
 
@@ -298,14 +309,14 @@ def suite_models(workspace: Workspace, candidate: str, baseline: str | None = No
     return SuiteModels(tuple(distances), classifiers[0].name if classifiers else None)
 
 
-def _output_folder(out: str | os.PathLike) -> Path:
+def _output_folder(out: str | os.PathLike, names: ParameterNames) -> Path:
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"--out {out} is a file; pass a folder for {', '.join(FILES.values())}")
+        raise InvalidInputError(f"{names.setting('out', str(out))} is a file; pass a folder for {', '.join(FILES.values())}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise InvalidInputError(f"--out {out}: cannot create the folder ({error.strerror}); pass a writable folder") from error
+        raise InvalidInputError(f"{names.setting('out', str(out))}: cannot create the folder ({error.strerror}); pass a writable folder") from error
     return out
 
 

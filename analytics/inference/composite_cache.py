@@ -2,7 +2,7 @@
 
 A suite's images are never stored (see :mod:`analytics.inference`); compositing them again for
 each of many models is about a third of the CPU engine's time. A :class:`CompositeCache` keeps
-them, for as long as a batch of runs lasts, as one ``.npy`` array file per (suite, input size,
+them, for as long as a batch of runs lasts, as one ``.npy`` array file per (suite, composite size,
 blend) under ``<workspace>/cache/composites/``: the first model that needs an image composites it
 and writes it there; later models read it. The file is named by the content of the suite (target,
 mask and background hashes), so a kept file is never stale.
@@ -124,7 +124,7 @@ class CompositeCache:
         jobs : sequence of SuiteImage
             Jobs of that suite (foreground-only jobs included).
         size : int or None
-            The images' side (a model's input size); None: the workspace size.
+            The images' side (a model's ``spec.composite_size``); None: the workspace size.
         blend : bool
         make : callable
             Composites a list of jobs: (len(jobs), size, size, 3) uint8.
@@ -147,7 +147,7 @@ class CompositeCache:
 
     def check_space(self, suite_id: str, sizes: Sequence[int]) -> None:
         """Refuse, before any work, when the disk cannot hold the suite's composites at the largest
-        of ``sizes`` (models' input sizes), one size at a time (see :meth:`release`).
+        of ``sizes`` (sides in pixels: models' composite sizes, the workspace size for None), one size at a time (see :meth:`release`).
 
         Raises
         ------

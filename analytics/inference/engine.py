@@ -491,7 +491,7 @@ def _group_batches(
         forward = BackOff(model, batch_size, conv)
         prefetch = prefetch_for(device)
         stream = iter_composites(
-            workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch,
+            workspace, with_foreground(jobs), batch_size=batch_size, size=model.spec.composite_size, prefetch=prefetch,
             threads=compositing_threads(device, prefetch), composites=composites, suite_id=plan.suite_id, page_locked=device.type == "cuda",
             blend_on=None if device.type == "cpu" else device,
         )  # fmt: skip

@@ -99,7 +99,7 @@ def _evaluate(workspace: Workspace, spec: ModelSpec, target_ids: list[str], outp
     jobs = [SuiteImage(target, 0, None) for target in target_ids]
     start = 0
     with cpu_threads(model.device):
-        for batch_jobs, images in iter_composites(workspace, jobs, batch_size=batch_size, size=spec.input_size, prefetch=prefetch_for(model.device)):
+        for batch_jobs, images in iter_composites(workspace, jobs, batch_size=batch_size, size=model.spec.composite_size, prefetch=prefetch_for(model.device)):
             logits, _ = model.run_batch(model.preprocess(images))
             probabilities = torch.softmax(logits.float(), dim=1).cpu().numpy()
             for i, probs in enumerate(probabilities):

@@ -3,9 +3,18 @@
 A suite's images are generated from a bounded LRU of prepared targets and decoded backgrounds, so
 memory does not grow with the suite: for a GPU model on a worker thread ahead of the model (a
 bounded prefetch queue), for a CPU model over every core between the model's batches (see
-:func:`prefetch_for`). Targets, masks and backgrounds are resized to the model's input size once,
-when decoded, and the composites made at that size; for a model on an accelerator they are pasted
-there (the threads only stack the backgrounds). When many models run over one suite, a
+:func:`prefetch_for`). The composites are made at the model's ``composite_size``
+(:attr:`~analytics.models.ModelSpec.composite_size`), so its preprocessing runs once on each:
+
+* Backdrop's own preprocessing (no library transform): the input size. Targets, masks and
+  backgrounds are resized to it once, when decoded, and the composites pasted at that size; that
+  early area resize *is* the model's own resize (the same up to the seam's pixels), only cheaper.
+* A model with its own library's transform (timm, transformers, ONNX): None, the workspace's
+  stored size. The composite is made whole and the transform's resize and centre crop run exactly
+  once on it, in ``preprocess``, as the library's own pipeline would.
+
+For a model on an accelerator the composites are pasted there (the threads only stack the
+backgrounds). When many models run over one suite, a
 :class:`~analytics.inference.CompositeCache` keeps the composites on disk so each is made once.
 """
 
@@ -44,7 +53,8 @@ class _ImageCache:
 
     With a ``size``, each target (image and mask) and background is resized once, when it is
     decoded, so composites are made directly at the model's input size: cheaper than compositing
-    at the workspace size and resizing every composite, and the same up to the seam's pixels.
+    at the workspace size and resizing every composite, and the same up to the seam's pixels. Only
+    for Backdrop's own preprocessing (``ModelSpec.composite_size``); a library transform gets None.
 
     The hashes are looked up on the caller's thread (SQLite connections must not cross threads);
     the worker then only reads array files.
@@ -201,9 +211,10 @@ def iter_composites(
     blend : bool, default=True
         Laplacian-pyramid blending on the seam (see :func:`analytics.data.composite`).
     size : int or None, default=None
-        Make the images at ``size`` x ``size`` (a model's ``input_size``): each target, mask and
-        background is resized once when decoded and the composites are pasted at that size, so
-        the caller's thread only runs the model. None keeps the workspace size.
+        Make the images at ``size`` x ``size`` (pass a model's ``spec.composite_size``): each
+        target, mask and background is resized once when decoded and the composites are pasted at
+        that size, so the caller's thread only runs the model. None keeps the workspace size (a
+        model with its own library transform, which then resizes each composite once).
     prefetch : int, default=2
         Batches generated ahead of the caller on a worker thread. 0: each batch is generated when
         the caller asks for it, split over every CPU core; use it when the caller's work needs the

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from analytics._choices import LABELS
-from analytics._validation import check_choice, check_fraction
+from analytics._validation import ParameterNames, check_choice, check_fraction
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.team import allowed, require_permission
 from analytics.workspace import Workspace, model_keys, now
@@ -65,6 +65,7 @@ def add_judgment(
     suite_id: str | None = None,
     confidence: float | None = None,
     note: str = "",
+    names: ParameterNames | None = None,
 ) -> Judgment:
     """Store one judgment and return it.
 
@@ -81,6 +82,8 @@ def add_judgment(
         run only, the suite is the run's; with both, the run must be over the suite.
     confidence : float in [0, 1], default=None
     note : str, default=''
+    names : ParameterNames, optional
+        How messages name ``suite_id`` (:func:`analytics.api.judge` calls it ``suite``).
 
     Returns
     -------
@@ -123,7 +126,7 @@ def add_judgment(
             if run["model"] != model:
                 raise InvalidInputError(f"run {run_id!r} is a run of model {run['model']!r}, not {model!r}; pass a run of the judged model")
             if suite_id is not None and suite_id != run["suite_id"]:
-                raise InvalidInputError(f"run {run_id!r} is over suite {run['suite_id']!r}, not {suite_id!r}; pass the run's suite or leave suite_id out")
+                raise InvalidInputError(f"run {run_id!r} is over suite {run['suite_id']!r}, not {suite_id!r}; pass the run's suite or leave {(names or ParameterNames())('suite_id')} out")
             suite_id = run["suite_id"]
             model_key = run["model_key"] or current_key  # the weights judged are the run's
         if suite_id is not None:

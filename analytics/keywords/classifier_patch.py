@@ -3,7 +3,8 @@
 The default keyword backend, because it works offline with the registry's EfficientNet-Lite models
 (no ADE20K / Places365 weights exist in any registry). For each image it classifies ``1 + grid²``
 views, the whole image and each cell of a ``grid`` x ``grid`` partition, each resized to the
-model's input size. A keyword's score is its largest softmax probability over the views, and the
+model's input size (for a model with its own library transform, by that transform's resize, which
+then runs once on each view). A keyword's score is its largest softmax probability over the views, and the
 keyword is present when that score is >= ``threshold``. Patches let a 1000-class object classifier
 name several things of a scene (``seashore`` in one corner, ``breakwater`` in another).
 
@@ -44,7 +45,7 @@ from analytics._validation import check_choice, check_fraction, check_image_batc
 from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
 from analytics.inference import BackOff, HostCopy, default_batch_size, empty_batch, to_host
-from analytics.models import LoadedModel
+from analytics.models import ImageTransform, LoadedModel
 
 from ._base import KeywordBackend
 
@@ -280,7 +281,7 @@ def iter_view_probabilities(model: LoadedModel, chunks: Iterable[np.ndarray], *,
             out = np.zeros((len(images) * per_image, n_outputs), np.float32)
             if not len(out):
                 yield out, 0, None
-            for start, batch in zip(range(0, len(out), batch_size), _view_batches(images, grid, _input_side(model), batch_size, page_locked=page_locked)):
+            for start, batch in zip(range(0, len(out), batch_size), _view_batches(images, grid, _input_side(model), batch_size, page_locked=page_locked, transform=model.spec.transform)):
                 yield out, start, batch
 
     stream = batches()
@@ -313,12 +314,17 @@ def _landed(out: np.ndarray, start: int, n: int, copy: HostCopy, per_image: int)
         yield out.reshape(-1, per_image, out.shape[1])
 
 
-def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, page_locked: bool = False) -> Iterator[np.ndarray]:
+def _view_batches(
+    images: np.ndarray, grid: int, side: int, batch_size: int, *, page_locked: bool = False, transform: ImageTransform | None = None
+) -> Iterator[np.ndarray]:
     """Every image's views (:func:`_view`), in order, as batches of ``batch_size`` views (the last may be
     shorter), cut and resized on every core (one GPU outran a single thread 7 to 1) straight into
     the batch: each thread resizes a contiguous share of the batch's views into its rows (stacking
     them afterwards was one thread copying every view again, 15 ms a 256-view batch).
-    ``page_locked``: each batch in page-locked memory, for an asynchronous upload to a GPU."""
+    ``page_locked``: each batch in page-locked memory, for an asynchronous upload to a GPU.
+    ``transform``: a model's own library transform, whose resize (to ``side``, its ``resize``) makes
+    the views, so the model's preprocessing then only crops and normalises them: its pipeline runs
+    once on each view, as on a composite (``ModelSpec.composite_size``)."""
     threads, per_image = cpu_count(), 1 + grid**2
     total = len(images) * per_image
     edges = _cell_edges(images.shape[1], grid), _cell_edges(images.shape[2], grid)  # the images share one size
@@ -330,7 +336,10 @@ def _view_batches(images: np.ndarray, grid: int, side: int, batch_size: int, *, 
             def cut(a: int, b: int, batch: np.ndarray = batch, start: int = start) -> None:
                 for row in range(a, b):
                     image, view = divmod(start + row, per_image)
-                    _resize(_view(images[image], edges, view), side, out=batch[row])
+                    if transform is None:
+                        _resize(_view(images[image], edges, view), side, out=batch[row])
+                    else:
+                        batch[row] = transform.resize_square(np.ascontiguousarray(_view(images[image], edges, view))[None])[0]
 
             list(pool.map(cut, bounds[:-1], bounds[1:]))
             yield batch
@@ -429,7 +438,10 @@ def _resize(image: np.ndarray, side: int, *, out: np.ndarray) -> None:
 
 
 def _input_side(model: LoadedModel) -> int:
-    size = model.spec.input_size
+    """The side views are cut at: the model's ``composite_size`` (its input size, Backdrop's own
+    preprocessing), else its transform's resize side (the transform's own resize makes them)."""
+    transform = model.spec.transform
+    size = model.spec.input_size if transform is None else transform.resize
     return int(size if np.isscalar(size) else size[0])
 
 

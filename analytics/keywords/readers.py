@@ -375,8 +375,7 @@ def _csv_rule(scores: np.ndarray, name: str, *, threshold: float | None, top_k: 
     if np.isin(scores, (0.0, 1.0)).all():
         return PresenceRule(0, n_keywords, "threshold", 0.5)  # a one-hot table
     raise InvalidInputError(
-        f"keyword file {name}: scores are not 0/1, so the presence rule is unknown; give threshold= or top_k= "
-        "(CLI: --threshold / --top-k)"
+        f"keyword file {name}: scores are not 0/1, so the presence rule is unknown; give `threshold` or `top_k`"
     )
 
 

@@ -26,6 +26,7 @@ from analytics.data import LabelSpace
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
+from .sources._base import get_source
 from .spec import ModelSpec
 
 CHECKPOINT_DIR = "checkpoints"
@@ -96,7 +97,7 @@ def _torch_load(path: Path):
         )
     if header.startswith(_ZIP_MAGIC) and _is_torchscript(path):
         raise InvalidInputError(
-            f"{path}: a TorchScript archive, not a state dict; register it as TorchScript (add-model --arch torchscript) "
+            f"{path}: a TorchScript archive, not a state dict; register it as TorchScript (`source` 'torchscript') "
             "or save the weights with torch.save(model.state_dict(), path)"
         )
     with warnings.catch_warnings(record=True) as caught:
@@ -196,7 +197,7 @@ def _check_classes(path: Path, layer: str, n_classes: int, label_space: LabelSpa
     if n_classes != len(label_space.names):
         raise InvalidInputError(
             f"{path}: the checkpoint's final layer {layer!r} has {n_classes} classes but the {label_space.kind} label space "
-            f"has {len(label_space.names)}; choose the label space the model was trained on (--labels)"
+            f"has {len(label_space.names)}; choose the label space the model was trained on (`label_space`)"
         )
 
 
@@ -258,6 +259,6 @@ def _pin_checkpoint(workspace: Workspace, spec: ModelSpec) -> ModelSpec:
     """A spec whose checkpoint file lies outside the workspace, with the file copied in (content
     addressed): the spec, and so the model's content key, then names the weights' bytes."""
     path = Path(spec.checkpoint)
-    if spec.source not in ("torchvision", "torchscript", "timm", "transformers", "onnx") or not path.is_absolute() or not path.exists():
+    if not get_source(spec.source).copies_checkpoint or not path.is_absolute() or not path.exists():
         return spec
     return dataclasses.replace(spec, checkpoint=_copy_checkpoint(workspace, path), origin=spec.origin or str(path))

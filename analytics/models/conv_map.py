@@ -11,6 +11,10 @@ so the heads on one backbone share these signals. TorchScript modules accept no 
 transformers (ViT, Swin, MaxViT) end in attention, not a convolution: they have no such map
 (:func:`conv_map_problem` says why).
 
+Which layer that is, is each model source's :meth:`~analytics.models.sources.ModelSource.feature_layer`,
+the one definition of "last convolutional map" (GradCAM reads the same layer); for torchvision's
+networks it is :func:`pooled_map_layer`.
+
 Of the eight statistics ``fill_conv`` stores, the authors' assessor reads two (ML4ML
 ``ML4MLassessor.py``: ``chosen_sn = ['max', 'max_mean']``), and those two are computed here:
 ``max``, the largest value of the whole map, and ``max_mean``, the mean over channels of each
@@ -24,20 +28,14 @@ import warnings
 import torch
 from torch import nn
 
-from analytics._optional import import_optional
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
-from .checkpoints import _checkpoint_path
-from .networks import _HeadClassifier, _LiteClassifier, _ScriptedClassifier, _SplitClassifier
-from .onnx_source import NO_GRADIENTS, _OnnxClassifier
-from .spec import ModelSpec, get_model_spec
-from .timm_source import _TimmClassifier, timm_feature_layer
-from .transformers_source import _TransformersClassifier, feature_map_problem, transformers_feature_layer
+from .sources._base import get_source
+from .spec import ModelSpec
 
 #: The statistics of :func:`conv_map_statistics`, in column order (the authors' names).
 CONV_STATISTICS = ("max", "max_mean")
-_TORCHSCRIPT = "it is TorchScript, whose layers accept no hooks"
 
 
 def conv_map_statistics(feature_map: torch.Tensor) -> torch.Tensor:
@@ -56,59 +54,72 @@ def conv_map_statistics(feature_map: torch.Tensor) -> torch.Tensor:
     return torch.stack([channel_max.amax(1), channel_max.mean(1)], dim=1)
 
 
-def conv_map_tap(network: nn.Module) -> tuple[nn.Module, bool]:
-    """Where a Backdrop network's last convolutional map is read: ``(layer, reads_input)``, the
-    layer's input (a forward pre-hook) when ``reads_input``, else its output.
+class _Found(Exception):
+    """Stops the probe pass of :func:`pooled_map_layer` at the pooling."""
+
+
+def pooled_map_layer(body: nn.Module, input_size: int) -> nn.Module:
+    """The module whose output is the map ``body`` global-average-pools (its last ``AdaptiveAvgPool2d``):
+    a torchvision network's last convolutional map.
+
+    Found on one probe pass of a blank (1, 3, ``input_size``, ``input_size``) image on the body's
+    device (the meta device costs nothing), stopped at the pooling: the outermost module whose output
+    is the very tensor the pooling reads (ResNet's ``layer4``, ``features``, RegNet's
+    ``trunk_output``, Inception's ``Mixed_7c``). A network that pools with a function call (DenseNet,
+    ShuffleNet, MNASNet), or whose pooled map no module returns, gives its last top-level block
+    holding a convolution.
 
     Raises
     ------
     InvalidInputError
-        A TorchScript network, a transformer, or a network without a convolution.
+        A network ending in attention (a transformer) or without a convolution.
     """
-    if isinstance(network, _HeadClassifier):
-        network = network.backbone
-    if isinstance(network, _ScriptedClassifier):
-        raise InvalidInputError(f"{_TORCHSCRIPT}, so its last convolutional map cannot be read")
-    if isinstance(network, _OnnxClassifier):
-        raise InvalidInputError(f"{NO_GRADIENTS}, so its last convolutional map cannot be read")
-    if isinstance(network, _LiteClassifier):
-        return network.net._avg_pooling, True
-    if isinstance(network, _TimmClassifier):  # the last stage of timm's feature_info, the map its head pools
-        return timm_feature_layer(network), False
-    if isinstance(network, _TransformersClassifier):  # the last stage's output, the map the model pools
-        return transformers_feature_layer(network), False
-    body = network.body if isinstance(network, _SplitClassifier) else network
     attention = next((type(m).__name__ for m in body.modules() if "Attention" in type(m).__name__), None)
     if attention is not None:
         raise InvalidInputError(f"it ends in transformer blocks ({attention}), not a convolution, so it has no last convolutional map")
     if not any(isinstance(m, nn.Conv2d) for m in body.modules()):
         raise InvalidInputError("it has no convolution layer, so it has no convolutional map")
-    pools = [m for m in body.modules() if isinstance(m, nn.AdaptiveAvgPool2d)]
-    if pools:
-        return pools[-1], True
     blocks = [m for m in body.children() if any(isinstance(inner, nn.Conv2d) for inner in m.modules())]
-    return blocks[-1], False
+    pools = [m for m in body.modules() if isinstance(m, nn.AdaptiveAvgPool2d)]
+    if not pools:
+        return blocks[-1]
+    pool, outputs, pooled = pools[-1], [], []
+
+    def stop(module: nn.Module, args: tuple) -> None:
+        pooled.append(args[0])
+        raise _Found
+
+    handles = [m.register_forward_hook(lambda module, args, output: outputs.append((module, output))) for m in body.modules() if m is not body]
+    handles.append(pool.register_forward_pre_hook(stop))
+    parameter = next(body.parameters(), None)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            body(torch.zeros(1, 3, input_size, input_size, device=parameter.device if parameter is not None else "cpu"))
+    except _Found:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    producers = [module for module, output in outputs if pooled and output is pooled[0]]
+    return producers[-1] if producers else blocks[-1]
 
 
 class ConvStatsNetwork(nn.Module):
     """A Backdrop network returning ``(logits, embedding, statistics)``: :func:`conv_map_statistics`
-    of the map a hook reads at :func:`conv_map_tap`.
+    of the output of ``layer``, its last convolutional map (its source's ``feature_layer``).
 
     The hook stores a map only during this module's own forward pass, so the wrapped network
     keeps no maps when it runs alone (saliency, evaluation). Tracing records the statistics, so
     the frozen CPU copy (:func:`analytics.models.freeze_for_cpu`) computes them too.
     """
 
-    def __init__(self, network: nn.Module) -> None:
+    def __init__(self, network: nn.Module, layer: nn.Module) -> None:
         super().__init__()
         self.network = network
-        layer, reads_input = conv_map_tap(network)
         self._maps: list[torch.Tensor] = []
         self._active = False
-        if reads_input:
-            layer.register_forward_pre_hook(lambda module, args: self._keep(args[0]))
-        else:
-            layer.register_forward_hook(lambda module, args, output: self._keep(output))
+        layer.register_forward_hook(lambda module, args, output: self._keep(output))
 
     def _keep(self, feature_map: torch.Tensor) -> None:
         if self._active:
@@ -129,42 +140,7 @@ class ConvStatsNetwork(nn.Module):
 def conv_map_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
     """Why a registered model has no last convolutional map, or None when it has one.
 
-    Reads the spec only (a torchvision architecture is built without memory or weights), so a
-    planner can ask before loading the model.
+    Reads the spec only (its source's ``conv_map_problem``: a torchvision or timm architecture is
+    built on the meta device, without memory or weights), so a planner can ask before loading the model.
     """
-    if spec.source == "head":
-        return conv_map_problem(workspace, get_model_spec(workspace, spec.backbone))
-    if spec.source == "torchscript":
-        return _TORCHSCRIPT
-    if spec.source == "timm":
-        return _timm_problem(spec)
-    if spec.source == "onnx":
-        return f"{NO_GRADIENTS}, so its last convolutional map cannot be read"
-    if spec.source == "transformers":
-        return feature_map_problem(_checkpoint_path(workspace, spec))
-    if spec.source != "torchvision":  # EfficientNet-Lite
-        return None
-    import torchvision  # heavy: only for torchvision specs
-
-    config = {"init_weights": False} if spec.arch in ("googlenet", "inception_v3") else {}
-    with torch.device("meta"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        network = torchvision.models.get_model(spec.arch, weights=None, **config)
-    try:
-        conv_map_tap(network)
-    except InvalidInputError as err:
-        return str(err)
-    return None
-
-
-def _timm_problem(spec: ModelSpec) -> str | None:
-    timm = import_optional("timm", extra="timm")  # heavy: only for timm specs
-
-    with torch.device("meta"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        network = _TimmClassifier(timm.create_model(spec.arch, pretrained=False))
-    try:
-        timm_feature_layer(network)
-    except InvalidInputError as err:
-        return str(err)
-    return None
+    return get_source(spec.source).conv_map_problem(workspace, spec)

@@ -2,9 +2,10 @@
 transformers (:mod:`.transformers_source`) and ONNX Runtime (:mod:`.onnx_source`).
 
 Each source reads its own preprocessing (an :class:`~.transforms.ImageTransform` stored in the
-spec); a value the model's files do not give comes from a flag (``--input-size``, ``--mean``,
-``--std``, ``--crop-pct``, ``--interpolation``), and a model whose preprocessing cannot be read is
-refused with one line naming what is missing and the flag that supplies it. As for every source,
+spec); a value the model's files do not give comes from a parameter (``input_size``, ``mean``,
+``std``, ``crop_pct``, ``interpolation``), and a model whose preprocessing cannot be read is
+refused with one line naming what is missing and the parameter that supplies it (the command line
+names its flags instead). As for every source,
 the checkpoint is copied into the workspace and a forward pass on a dummy batch must succeed before
 anything is stored.
 """
@@ -29,7 +30,6 @@ from .timm_source import _TimmClassifier, build_timm, check_timm_arch, check_tim
 from .transformers_source import (
     _TransformersClassifier,
     check_folder,
-    check_processor_transform,
     classifier_name,
     config_labels,
     find_model_folder,
@@ -120,8 +120,10 @@ def register_transformers(
     label_space : LabelSpace or None
         None: config.json's ``id2label`` as a custom label space.
     input_size, mean, std : optional
-        Only for a folder without preprocessor_config.json (all three needed then): Backdrop's
-        resize to ``input_size``, then this normalisation.
+        For a folder without preprocessor_config.json, or to replace its image processor (all three
+        needed then): Backdrop's resize to ``input_size``, then this normalisation. Otherwise the
+        image processor ``AutoImageProcessor`` loads gives the preprocessing, read from its
+        attributes and checked against it on a probe image.
     replace : bool, default=False
 
     Returns
@@ -148,15 +150,13 @@ def _register_transformers(
     config = check_folder(path)
     if label_space is None:
         label_space = LabelSpace("custom", config_labels(config, path), origin=f"{shown} config.json id2label")
-    size, transform, from_processor = read_processor_transform(path, input_size=input_size, mean=mean, std=std)
-    if from_processor:
-        check_processor_transform(path, size, transform)
+    size, transform = read_processor_transform(path, input_size=input_size, mean=mean, std=std)  # the parity probe included
     model = load_transformers(path)
     n_labels = int(model.config.num_labels)
     if n_labels != len(label_space.names):
         raise InvalidInputError(
             f"{path}: the model has {n_labels} labels but the {label_space.kind} label space has {len(label_space.names)}; "
-            "choose the label space the model was trained on (--labels), or leave it out to use config.json's id2label"
+            "choose the label space the model was trained on (`label_space`), or leave it out to use config.json's id2label"
         )
     head = classifier_name(model, n_labels, path)
     network = _TransformersClassifier(model, head).eval()
@@ -202,7 +202,7 @@ def register_onnx(
     ------
     InvalidInputError
         An unreadable or refused graph (external weights, custom operators), a missing preprocessing
-        value (naming its flag), a label space of the wrong size, or a forward pass that fails.
+        value (naming its parameter), a label space of the wrong size, or a forward pass that fails.
     """
     require_permission(workspace, "register_models")
     path = Path(checkpoint).resolve()
@@ -213,7 +213,7 @@ def register_onnx(
     if logits.shape[1] != len(label_space.names):
         raise InvalidInputError(
             f"{path}: the graph has {logits.shape[1]} outputs but the {label_space.kind} label space has {len(label_space.names)}; "
-            "choose the label space the model was trained on (--labels)"
+            "choose the label space the model was trained on (`label_space`)"
         )
     embedding_layer = f"second output of the graph ({embedding.shape[1]}-d)" if graph.embedding else "logits (the graph has no second output)"
     spec = _transformed_spec(name, "onnx", "onnx", path, label_space, size, transform, embedding_layer)

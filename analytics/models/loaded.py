@@ -12,7 +12,7 @@ import platform
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,8 +25,7 @@ from analytics._validation import check_image_batch, check_positive_int
 from analytics.exceptions import InvalidInputError
 
 from .conv_map import ConvStatsNetwork
-from .networks import _HeadClassifier, _last_conv_block, _ScriptedClassifier
-from .onnx_source import NO_GRADIENTS
+from .sources._base import get_source
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 from .transforms import resize_images
 
@@ -102,6 +101,15 @@ class LoadedModel:
             mean, std = self._imagenet_statistics
             x = (x / 255.0 - mean) / std
         return x.contiguous(memory_format=torch.channels_last)
+
+    def preprocess_each(self, images: Sequence[np.ndarray]) -> torch.Tensor:
+        """:meth:`preprocess` of images that may differ in size, one by one: (n, 3, s, s), float32.
+
+        For a model with its own ``transform`` (``spec.composite_size`` None), whose resize must run
+        once on each image as it is; one batch when the images (at least one) share a size."""
+        if len({image.shape for image in images}) == 1:
+            return self.preprocess(np.stack(images))
+        return torch.cat([self.preprocess(np.asarray(image)[None]) for image in images])
 
     @property
     def crop_box(self) -> tuple[float, float]:
@@ -215,9 +223,10 @@ class LoadedModel:
             The model has no last convolutional map (TorchScript, a transformer); the message says why.
         """
         try:
-            return ConvStatsNetwork(self.network).eval()
+            layer = self.feature_layer
         except InvalidInputError as err:
             raise InvalidInputError(f"model {self.spec.name!r} has no last-conv-map signals: {err}") from err
+        return ConvStatsNetwork(self.network, layer).eval()
 
     def _cpu_network(self, network: nn.Module, batch: torch.Tensor, conv_stats: bool) -> nn.Module:
         if not getattr(network, "freezable", True):  # an ONNX Runtime session: nothing to trace
@@ -230,27 +239,37 @@ class LoadedModel:
     @property
     def gradient_problem(self) -> str | None:
         """Why gradients cannot flow through the model (saliency then offers the perturbation
-        methods only), or None: ONNX models run in ONNX Runtime, which computes none."""
-        if self.spec.source == "onnx":
-            return f"model {self.spec.name!r} is ONNX: {NO_GRADIENTS}"
-        return None
+        methods only), or None: its source's ``gradient_problem`` (ONNX models, and heads on them,
+        run in ONNX Runtime, which computes none)."""
+        problem = get_source(self.spec.source).gradient_problem(self.network, self.spec)
+        return None if problem is None else f"model {self.spec.name!r} {problem}"
 
-    @property
-    def gradcam_layer(self) -> nn.Module:
-        """The last convolutional block (the layer GradCAM reads).
+    @functools.cached_property
+    def feature_layer(self) -> nn.Module:
+        """The module whose output is the model's last convolutional map, the map it pools into its
+        embedding: its source's ``feature_layer``, the one definition that GradCAM
+        (:attr:`gradcam_layer`) and the conv-map statistics (:attr:`conv_network`) both read.
 
         Raises
         ------
         InvalidInputError
-            TorchScript models (no forward hooks) or networks without a convolution.
+            The model has none (TorchScript, ONNX, a transformer); the message says why.
         """
-        network = self.network.backbone if isinstance(self.network, _HeadClassifier) else self.network
-        if isinstance(network, _ScriptedClassifier):
-            raise InvalidInputError(
-                f"model {self.spec.name!r} is TorchScript, whose layers accept no hooks, so GradCAM cannot read them; "
-                "register the architecture as a torchvision model with a state dict instead"
-            )
-        return _last_conv_block(network)
+        return get_source(self.spec.source).feature_layer(self.network, self.spec)
+
+    @property
+    def gradcam_layer(self) -> nn.Module:
+        """The layer GradCAM reads: :attr:`feature_layer`, the last convolutional map.
+
+        Raises
+        ------
+        InvalidInputError
+            TorchScript and ONNX models (no forward hooks) or networks without a convolution.
+        """
+        try:
+            return self.feature_layer
+        except InvalidInputError as err:
+            raise InvalidInputError(f"model {self.spec.name!r} has no layer for GradCAM: {err}") from err
 
 
 _TRACING = threading.Lock()

@@ -1,4 +1,5 @@
-"""The networks behind the model sources, and how each is built from its spec.
+"""The networks behind the model sources, and how each is built from its spec (each source's
+``build`` in :mod:`.sources` calls its builder here; :func:`_network` looks the source up).
 
 Every network is wrapped so that its forward pass returns ``(logits, embedding)``, where the
 embedding is the representation right before the classifier head (Liao & Chen; docs/method.md, 'Signals'):
@@ -50,22 +51,26 @@ from analytics.exceptions import InvalidInputError, WorkspaceError
 from analytics.workspace import Workspace
 
 from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
-from .onnx_source import NO_GRADIENTS, _OnnxClassifier, onnx_network
+from .sources._base import get_source
 from .spec import LITE_VARIANTS, ModelSpec, get_model_spec
-from .timm_source import _TimmClassifier, timm_feature_layer, timm_network
-from .transformers_source import _TransformersClassifier, transformers_feature_layer, transformers_network
 
 
 # -- wrappers ----------------------------------------------------------------------------------
 class _LiteClassifier(nn.Module):
-    """EfficientNet-Lite split at the pooling: returns (logits, pooled features)."""
+    """EfficientNet-Lite split at the pooling: returns (logits, pooled features).
+
+    ``feature_map`` (an Identity) holds the map the network pools, its head convolution after batch
+    norm and ReLU6: the last convolutional map GradCAM and the conv-map statistics read (the
+    package's ReLU6 module also runs in the stem, so it cannot be hooked itself).
+    """
 
     def __init__(self, net: nn.Module) -> None:
         super().__init__()
         self.net = net
+        self.feature_map = nn.Identity()
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        embedding = self.net._avg_pooling(self.net.extract_features(x)).flatten(1)
+        embedding = self.net._avg_pooling(self.feature_map(self.net.extract_features(x))).flatten(1)
         return self.net._fc(self.net._dropout(embedding)), embedding
 
 
@@ -142,30 +147,12 @@ class _HeadClassifier(nn.Module):
     def __init__(self, backbone: nn.Module, layers: HeadLayers) -> None:
         super().__init__()
         self.backbone, self.layers = backbone, layers
+        self.freezable = getattr(backbone, "freezable", True)  # on an ONNX backbone: nothing to trace (LoadedModel)
+        self.backbone_spec: ModelSpec | None = None  # set by head_network: which source's layers the backbone has
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _, embedding = self.backbone(x)
         return self.layers(embedding)
-
-
-
-def _last_conv_block(network: nn.Module) -> nn.Module:
-    if isinstance(network, _LiteClassifier):
-        return network.net._blocks[-1]
-    if isinstance(network, _TimmClassifier):
-        return timm_feature_layer(network)
-    if isinstance(network, _TransformersClassifier):
-        return transformers_feature_layer(network)
-    if isinstance(network, _OnnxClassifier):
-        raise InvalidInputError(f"{NO_GRADIENTS}, so GradCAM has no layer to read")
-    body = network.body if isinstance(network, _SplitClassifier) else network
-    for attribute in ("layer4", "features", "trunk_output"):  # ResNet; VGG/MobileNet/EfficientNet/…; RegNet
-        if isinstance(getattr(body, attribute, None), nn.Module):
-            return getattr(body, attribute)
-    convs = [m for m in body.modules() if isinstance(m, nn.Conv2d)]
-    if not convs:
-        raise InvalidInputError("the network has no convolution layer, so GradCAM has no feature map to read")
-    return convs[-1]
 
 
 # -- builders ----------------------------------------------------------------------------------
@@ -192,11 +179,11 @@ def _lite_weights_path(variant: int) -> Path:
     return Path(getattr(package, f"EfficientnetLite{variant}ModelFile").get_model_file_path())
 
 
-def _lite_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+def lite_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     return _LiteClassifier(build_efficientnet_lite(int(spec.arch.removeprefix("efficientnet-lite"))))
 
 
-def _torchvision_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+def torchvision_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     path = _checkpoint_path(workspace, spec)
     state = read_state_dict(path)
     network, final_name = _build_torchvision(spec.arch, state, path, spec.input_size)
@@ -241,7 +228,7 @@ def _set_submodule(network: nn.Module, name: str, module: nn.Module) -> None:
     setattr(network.get_submodule(parent) if parent else network, child, module)
 
 
-def _torchscript_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+def torchscript_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     path = _checkpoint_path(workspace, spec)
     if not path.is_file():
         raise InvalidInputError(f"{path}: TorchScript file not found")
@@ -257,12 +244,14 @@ def _torchscript_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Mod
     return _ScriptedClassifier(module)
 
 
-def _head_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
+def head_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     if workspace is None:
         raise InvalidInputError(f"head model {spec.name!r} needs its workspace (weights live in its array store)")
     layers = load_head(workspace, spec)
-    backbone = _network(workspace, get_model_spec(workspace, spec.backbone))
-    return _HeadClassifier(backbone, layers)
+    backbone_spec = get_model_spec(workspace, str(spec.backbone))
+    head = _HeadClassifier(_network(workspace, backbone_spec), layers)
+    head.backbone_spec = backbone_spec
+    return head
 
 
 def load_head(workspace: Workspace, spec: ModelSpec) -> HeadLayers:
@@ -290,16 +279,6 @@ def load_head(workspace: Workspace, spec: ModelSpec) -> HeadLayers:
     return HeadLayers(arrays[-2], arrays[-1], hidden).eval()
 
 
-_BUILDERS = {
-    "efficientnet-lite": _lite_network,
-    "torchvision": _torchvision_network,
-    "torchscript": _torchscript_network,
-    "head": _head_network,
-    "timm": timm_network,
-    "transformers": transformers_network,
-    "onnx": onnx_network,
-}
-
-
 def _network(workspace: Workspace | None, spec: ModelSpec) -> nn.Module:
-    return _BUILDERS[spec.source](spec, workspace).eval()
+    """The network of a registered spec, built by its source (:data:`analytics.models.SOURCES`), in eval mode."""
+    return get_source(spec.source).build(spec, workspace).eval()

@@ -2,10 +2,10 @@
 ``CUDAExecutionProvider`` for CUDA batches when the installed runtime has it).
 
 Read from the graph: the one image input's name, layout (NCHW or NHWC, the axis of size 3) and
-side (a dynamic side needs ``--input-size``), a fixed batch size if any, and the outputs: the
+side (a dynamic side needs ``input_size``), a fixed batch size if any, and the outputs: the
 first is the logits, a second 2-D output the embedding (else the logits serve as embedding, as for
-TorchScript). An ONNX graph says nothing of its preprocessing: ``--mean`` and ``--std`` are
-required; without ``--crop-pct`` or ``--interpolation`` the image is resized as Backdrop resizes
+TorchScript). An ONNX graph says nothing of its preprocessing: ``mean`` and ``std`` are
+required; without ``crop_pct`` or ``interpolation`` the image is resized as Backdrop resizes
 for torchvision models (area averaging), with them as torchvision's ``Resize`` + ``CenterCrop``
 on a PIL image (Pillow, bilinear unless told).
 
@@ -206,24 +206,25 @@ def onnx_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
 def onnx_transform(
     graph: OnnxGraph, path: Path, *, input_size: int | None, mean, std, crop_pct: float | None, interpolation: str | None
 ) -> tuple[int, ImageTransform]:
-    """The preprocessing of an ONNX model from the flags (the graph gives only its input side)."""
+    """The preprocessing of an ONNX model from its parameters (the graph gives only its input side)."""
     size = graph.size or input_size
-    missing = [flag for flag, value in (("--input-size", size), ("--mean", mean), ("--std", std)) if value is None]
+    missing = [name for name, value in (("input_size", size), ("mean", mean), ("std", std)) if value is None]
     if missing:
-        what = {"--input-size": "its input side (dynamic in the graph)", "--mean": "the normalisation mean", "--std": "the normalisation std"}
+        what = ["its input side (dynamic in the graph)"] if "input_size" in missing else []
+        what += ["its normalisation"] if {"mean", "std"} & set(missing) else []
         raise InvalidInputError(
-            f"{path}: an ONNX graph does not record {', '.join(what[m] for m in missing)}; give {', '.join(missing)} "
-            "(e.g. --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 for ImageNet training)"
+            f"{path}: an ONNX graph does not record {' or '.join(what)}; give {', '.join(f'`{name}`' for name in missing)} "
+            "(for ImageNet training: `mean` 0.485,0.456,0.406 and `std` 0.229,0.224,0.225)"
         )
     if graph.size and input_size and input_size != graph.size:
-        raise InvalidInputError(f"{path}: --input-size {input_size} differs from the graph's fixed input side {graph.size}; leave it out")
+        raise InvalidInputError(f"{path}: `input_size` {input_size} differs from the graph's fixed input side {graph.size}; leave it out")
     if crop_pct is None and interpolation is None:
-        return size, ImageTransform(mean, std, size, 0, "area", "opencv", "--mean/--std, Backdrop's resize")
+        return size, ImageTransform(mean, std, size, 0, "area", "opencv", "mean/std given, Backdrop's resize")
     crop = 1.0 if crop_pct is None else float(crop_pct)
     if not 0 < crop <= 1:
-        raise InvalidInputError(f"crop_pct must be in (0, 1]; got {crop} (fix --crop-pct)")
+        raise InvalidInputError(f"`crop_pct` must be in (0, 1]; got {crop}")
     resize = math.floor(size / crop)  # torchvision Resize(floor(size / crop)) + CenterCrop(size), as timm's eval transform
     transform = ImageTransform(
-        mean, std, resize, int(round((resize - size) / 2.0)), interpolation or "bilinear", "pil", "--mean/--std, --crop-pct/--interpolation (torchvision on PIL)"
+        mean, std, resize, int(round((resize - size) / 2.0)), interpolation or "bilinear", "pil", "mean/std, crop_pct/interpolation given (torchvision on PIL)"
     )
     return size, transform

@@ -30,17 +30,16 @@ from analytics.workspace import Workspace, now, pin_legacy_keys
 from .checkpoints import _copy_checkpoint, _pin_checkpoint
 from .loaded import LoadedModel, resolve_device
 from .networks import (
-    _HeadClassifier,
     _lite_weights_path,
     _network,
     _set_submodule,
     _SplitClassifier,
 )
+from .sources._base import get_source
 from .spec import (
     LABEL_KINDS,
     LITE_VARIANTS,
     PREPROCESSING,
-    SOURCES,
     ModelSpec,
     _find_spec,
     get_model_spec,
@@ -91,7 +90,7 @@ def _check_spec(spec: ModelSpec) -> None:
     name = spec.name
     if not isinstance(name, str) or not name.strip() or name != name.strip() or len(name) > 100 or any(ord(c) < 32 for c in name):
         raise InvalidInputError(f"model name must be 1-100 printable characters without surrounding spaces; got {name!r}")
-    check_choice(spec.source, "source", SOURCES)
+    get_source(spec.source)  # one of analytics.models.SOURCES
     check_choice(spec.preprocessing, "preprocessing", PREPROCESSING)
     check_choice(spec.label_space.kind, "label space", LABEL_KINDS)
     check_positive_int(spec.input_size, "input_size", minimum=16)
@@ -130,11 +129,7 @@ def _check_forward(network: nn.Module, spec: ModelSpec) -> None:
 
 
 def _count_params(network: nn.Module, spec: ModelSpec) -> int:
-    if isinstance(network, _HeadClassifier):
-        return int(sum(p.numel() for p in network.layers.parameters()))
-    if hasattr(network, "n_params"):  # an ONNX graph: its initializers, not torch parameters
-        return int(network.n_params)
-    return int(sum(p.numel() for p in network.parameters()))
+    return get_source(spec.source).count_params(network)
 
 
 def _store_spec(workspace: Workspace, spec: ModelSpec) -> None:
@@ -307,7 +302,7 @@ def register_torchscript(
         reason = str(err).strip().splitlines()[-1][:200] if str(err).strip() else type(err).__name__
         raise InvalidInputError(
             f"{path}: its forward fails on a (1, 3, {input_size}, {input_size}) image batch ({reason}); give a TorchScript "
-            "image classifier and its --input-size"
+            "image classifier and its `input_size`"
         ) from err
     text = "second output of forward" if isinstance(out, (tuple, list)) else "logits (the TorchScript forward returns no embedding)"
     return _register_copied(workspace, dataclasses.replace(spec, embedding_layer=text), network, path, replace)
@@ -341,7 +336,9 @@ def register_head(
     Parameters
     ----------
     backbone : str
-        A registered model (not itself a head).
+        A registered model of any source but a head; an ONNX graph must give its embedding as a
+        second output (:func:`head_backbone_problem`). The head inherits its whole preprocessing
+        (``input_size``, ``preprocessing`` and ``transform``): it sees what its backbone sees.
     weight : ndarray of shape (n_outputs, d_in), float (stored as float32)
         d_in is the hidden width when ``hidden`` is given, else the backbone's embedding size.
     bias : ndarray of shape (n_outputs,), float (stored as float32)
@@ -353,11 +350,18 @@ def register_head(
         from). None: a linear head, whose embedding is the backbone's.
     construction : dict or None
         How the head was made (zoo parameters), stored with the spec.
+
+    Raises
+    ------
+    InvalidInputError
+        Shapes that do not chain, names not unique, non-finite values, or a backbone that cannot
+        carry heads (checked before anything else is read or written).
     """
     require_permission(workspace, "register_models")
     base = get_model_spec(workspace, backbone)
-    if base.source == "head":
-        raise InvalidInputError(f"backbone {backbone!r} is itself a head; attach heads to a network model")
+    problem = head_backbone_problem(workspace, base)
+    if problem is not None:
+        raise InvalidInputError(f"head {name!r}: {problem}")
     weight, bias = np.asarray(weight, np.float32), np.asarray(bias, np.float32)
     layers = [weight, bias] if hidden is None else [np.asarray(hidden[0], np.float32), np.asarray(hidden[1], np.float32), weight, bias]
     names = tuple(str(n) for n in class_names)
@@ -375,14 +379,37 @@ def register_head(
         arch="linear" if hidden is None else "mlp",
         checkpoint="store:" + ",".join(workspace.put_array(array) for array in layers),
         label_space=LabelSpace("custom", names, origin=f"head on {backbone}"),
-        input_size=base.input_size,
+        input_size=base.input_size,  # the backbone's whole input side: a head sees what its backbone sees
         preprocessing=base.preprocessing,
+        transform=base.transform,
         embedding_layer=embedding_layer,
         n_params=int(sum(array.size for array in layers)),
         backbone=backbone,
         construction=construction,
     )
     return register_model(workspace, spec, replace=replace)
+
+
+def head_backbone_problem(workspace: Workspace, spec: ModelSpec) -> str | None:
+    """Why a registered model cannot carry heads (a zoo), or None: a head reads its backbone's embedding.
+
+    Its source's ``backbone_problem``: refused are a head (heads sit on networks), and an ONNX graph
+    with no second 2-D output, whose "embedding" is its logits (:mod:`.onnx_source`). Only the
+    graph's declared outputs are read (no session, nothing runs), so a zoo is refused before any
+    embedding is computed.
+
+    Parameters
+    ----------
+    workspace : Workspace
+    spec : ModelSpec
+        The would-be backbone.
+
+    Returns
+    -------
+    str or None
+        One sentence naming the backbone, why, and what to do.
+    """
+    return get_source(spec.source).backbone_problem(workspace, spec)
 
 
 def _check_head_shapes(name: str, layers: list[np.ndarray], n_names: int) -> None:

@@ -11,21 +11,20 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from analytics._choices import IMAGENET_MEAN as IMAGENET_MEAN  # defined with the choices the CLI shows; re-exported
+from analytics._choices import IMAGENET_STD as IMAGENET_STD
 from analytics.data import LabelSpace
 from analytics.exceptions import NotFoundError, WorkspaceError
 from analytics.workspace import Workspace
 
 from .transforms import ImageTransform
 
-SOURCES = ("efficientnet-lite", "torchvision", "torchscript", "head", "timm", "transformers", "onnx")
 LABEL_KINDS = ("imagenet", "in9", "custom")
 PREPROCESSING = ("efficientnet-lite", "imagenet", "transform")
 #: Fields added after workspaces stored specs: left out of the JSON while unset, so that the specs
 #: (and the content keys runs record) of models registered before them stay as they were.
 _OPTIONAL_FIELDS = ("transform",)
 LITE_VARIANTS = (0, 1, 2)
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 # -- specs -------------------------------------------------------------------------------------
@@ -36,7 +35,9 @@ class ModelSpec:
     Attributes
     ----------
     name : str
-    source : {'efficientnet-lite', 'torchvision', 'torchscript', 'head', 'timm', 'transformers', 'onnx'}
+    source : str
+        A key of :data:`analytics.models.SOURCES` (``efficientnet-lite``, ``torchvision``, ``torchscript``,
+        ``head``, ``timm``, ``transformers``, ``onnx``).
     arch : str
         Architecture (``efficientnet-lite0``, a torchvision builder name, ``torchscript``, ``linear``,
         a timm model name, a transformers class such as ``ViTForImageClassification``, ``onnx``).
@@ -83,6 +84,19 @@ class ModelSpec:
     @property
     def n_outputs(self) -> int:
         return len(self.label_space.names)
+
+    @property
+    def composite_size(self) -> int | None:
+        """The side composites are made at for this model (every caller of ``preprocess`` uses it).
+
+        ``input_size`` for Backdrop's own preprocessing (no ``transform``): its resize *is* an area
+        resize to ``input_size``, so resizing targets, masks and backgrounds to it once, when they
+        are decoded, is that model's own preprocessing (the same up to the seam's pixels) and
+        cheaper. None (the workspace's stored size) for a model with its own library's
+        ``transform``: the transform's resize and centre crop then run exactly once, on the whole
+        composite, as the library's own pipeline would.
+        """
+        return self.input_size if self.transform is None else None
 
     def to_json(self) -> dict:
         # dataclasses.asdict would deep-copy the label space's 1,000 names only to replace them

@@ -3,11 +3,12 @@ builds, with the team's checkpoint (a state dict read with ``torch.load(weights_
 ``.safetensors``); nothing is downloaded (``pretrained=False``).
 
 Preprocessing: timm's own, read at registration with ``timm.data.resolve_data_config(model=...)``
-from the architecture's ``pretrained_cfg`` (mean, std, input size, ``crop_pct``, interpolation; a
-flag overrides a value) and stored as an :class:`~.transforms.ImageTransform`: Pillow resize of the
-shorter side to ``floor(input_size / crop_pct)``, centre crop (torchvision ``CenterCrop``'s
-offset), ``ToTensor`` and ``Normalize``, i.e. ``timm.data.create_transform(**config)`` on a square
-image; registration checks the two agree on a probe image.
+from the architecture's ``pretrained_cfg`` (mean, std, input size, ``crop_pct``, ``crop_mode``,
+interpolation; a parameter overrides a value) and stored as an :class:`~.transforms.ImageTransform`
+whose resize and crop are those of the transform timm builds of that config,
+``timm.data.create_transform(**config)`` (its ``Resize`` and ``CenterCrop`` steps, read rather than
+recomputed): Pillow resize, centre crop (torchvision ``CenterCrop``'s offset), ``ToTensor`` and
+``Normalize``; registration checks the two agree on a probe image.
 
 Embedding: the pre-logits features, ``forward_head(forward_features(x), pre_logits=True)``.
 GradCAM and the authors' conv-map signals read the last stage of timm's ``feature_info`` when it
@@ -18,7 +19,7 @@ stage (``blocks.11`` of a ViT) has none.
 from __future__ import annotations
 
 import difflib
-import math
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,8 +35,6 @@ from analytics.workspace import Workspace
 from .checkpoints import _check_classes, _checkpoint_path, _short_mismatch, read_state_dict
 from .spec import ModelSpec
 from .transforms import ImageTransform
-
-#: timm's eval-transform interpolations that Backdrop reproduces (Pillow's filters).
 
 
 class _TimmClassifier(nn.Module):
@@ -113,42 +112,65 @@ def read_timm_transform(
 ) -> tuple[int, ImageTransform, dict]:
     """timm's eval preprocessing of ``net``: ``(input_size, transform, timm's data config)``.
 
-    Reads ``resolve_data_config(model=net)`` (the ``pretrained_cfg``); a given value overrides it.
+    The data config is ``resolve_data_config(model=net)`` (the ``pretrained_cfg``; a given value
+    overrides it): its ``input_size``, ``crop_pct``, ``crop_mode``, ``interpolation``, ``mean`` and
+    ``std``. The resize and crop are read from the transform timm builds of it,
+    ``timm.data.create_transform(**config)`` (``transforms_imagenet_eval``): its ``Resize`` and
+    ``CenterCrop`` steps, so that the geometry is timm's own rather than recomputed.
 
     Raises
     ------
     InvalidInputError
-        The config lacks a value and no flag gives it; a non-square input; an interpolation
-        Backdrop does not reproduce.
+        The config lacks a value and no parameter gives it; a non-square input; a transform other
+        than resize, centre crop, to-tensor and normalise (``crop_mode`` 'border', a crop larger than
+        the resized image); an interpolation Backdrop does not reproduce.
     """
-    resolve_data_config = import_optional("timm.data", extra="timm").resolve_data_config
+    timm_data = import_optional("timm.data", extra="timm")
 
     cfg = getattr(net, "pretrained_cfg", None) or {}
     given = {"input_size": input_size, "mean": mean, "std": std}
-    missing = [f"{key} (--{key.replace('_', '-')})" for key, value in given.items() if value is None and not cfg.get(key)]
+    missing = [key for key, value in given.items() if value is None and not cfg.get(key)]
     if missing:
-        raise InvalidInputError(f"timm's pretrained_cfg of {type(net).__name__} has no {', '.join(missing)}; give them as flags")
+        raise InvalidInputError(f"timm's pretrained_cfg of {type(net).__name__} has no {', '.join(f'`{key}`' for key in missing)}; give {'it' if len(missing) == 1 else 'them'}")
     args = {key: value for key, value in {"mean": mean, "std": std, "crop_pct": crop_pct, "interpolation": interpolation}.items() if value is not None}
     if input_size is not None:
         args["input_size"] = (3, input_size, input_size)
-    config = resolve_data_config(args=args, model=net)
+    config = timm_data.resolve_data_config(args=args, model=net)
     _, height, width = config["input_size"]
     if height != width:
-        raise InvalidInputError(f"timm's input size is {height}x{width}; Backdrop feeds square images: give --input-size N")
-    if config["interpolation"] not in RESIZE_FILTERS:
-        raise InvalidInputError(
-            f"timm's interpolation {config['interpolation']!r} is not one Backdrop reproduces; give --interpolation {'|'.join(RESIZE_FILTERS)}"
-        )
+        raise InvalidInputError(f"timm's input size is {height}x{width}; Backdrop feeds square images: give `input_size`")
     crop = float(config["crop_pct"])
     if not 0 < crop <= 1:
-        raise InvalidInputError(f"crop_pct must be in (0, 1]; got {crop} (fix --crop-pct)")
-    scale = math.floor(height / crop)  # timm.data.transforms_factory.transforms_imagenet_eval
+        raise InvalidInputError(f"`crop_pct` must be in (0, 1]; got {crop}")
+    resize, interpolation = _eval_geometry(timm_data.create_transform(**config), config, int(height))
     transform = ImageTransform(
-        mean=config["mean"], std=config["std"], resize=scale, crop_offset=int(round((scale - height) / 2.0)),
-        interpolation=config["interpolation"], resampler="pil",
-        origin=f"timm pretrained_cfg{' and flags' if args else ''} (crop_pct {crop:g})",
+        mean=config["mean"], std=config["std"], resize=resize, crop_offset=int(round((resize - height) / 2.0)),  # torchvision CenterCrop's offset
+        interpolation=interpolation, resampler="pil", origin=f"timm pretrained_cfg{' and parameters' if args else ''} (crop_pct {crop:g})",
     )  # fmt: skip
     return int(height), transform, config
+
+
+def _eval_geometry(pipeline, config: Mapping, input_size: int) -> tuple[int, str]:
+    """The side and interpolation of the ``Resize`` in timm's eval transform, checked to be the steps
+    an :class:`ImageTransform` reproduces: ``Resize``, ``CenterCrop(input_size)``, to-tensor, ``Normalize``
+    (timm's 'center' crop mode, and 'squash', which is the same on the square images Backdrop feeds)."""
+    steps = list(getattr(pipeline, "transforms", [pipeline]))
+    kinds = [type(step).__name__ for step in steps]
+    if len(kinds) != 4 or kinds[:2] != ["Resize", "CenterCrop"] or kinds[2] not in ("MaybeToTensor", "ToTensor") or kinds[3] != "Normalize":
+        raise InvalidInputError(
+            f"timm's eval transform for this configuration is {', '.join(kinds)} (crop_mode {config.get('crop_mode')!r}); Backdrop reproduces "
+            "Resize, CenterCrop, ToTensor, Normalize (crop_mode 'center' or 'squash') only. Nothing about the checkpoint needs to change: "
+            "give `crop_pct`, `interpolation`, `input_size`, `mean` and `std` to set the preprocessing"
+        )
+    resize_step, crop_step = steps[:2]
+    sides = [resize_step.size] if isinstance(resize_step.size, int) else list(resize_step.size)
+    crop = list(crop_step.size) if not isinstance(crop_step.size, int) else [crop_step.size] * 2
+    if len(set(sides)) != 1 or crop != [input_size, input_size] or sides[0] < input_size:
+        raise InvalidInputError(f"timm's eval transform resizes to {resize_step.size} and crops {crop_step.size}; Backdrop reproduces a square crop inside the resized image")
+    mode = getattr(resize_step.interpolation, "value", resize_step.interpolation)
+    if mode not in RESIZE_FILTERS:
+        raise InvalidInputError(f"timm's resize filter {mode!r} is not one Backdrop reproduces; give `interpolation` ({'|'.join(RESIZE_FILTERS)})")
+    return int(sides[0]), str(mode)
 
 
 def check_timm_transform(input_size: int, transform: ImageTransform, config: Mapping, where: object) -> None:
@@ -161,8 +183,8 @@ def check_timm_transform(input_size: int, transform: ImageTransform, config: Map
     ours = transform.normalise(torch.from_numpy(transform.resize_and_crop(image, input_size)).permute(0, 3, 1, 2))[0]
     if expected.shape != ours.shape or not torch.allclose(expected, ours, atol=1e-5, rtol=0):
         raise InvalidInputError(
-            f"{where}: Backdrop cannot reproduce timm's eval transform for this configuration ({dict(config)}); "
-            "give --input-size, --crop-pct and --interpolation explicitly"
+            f"{where}: Backdrop cannot reproduce timm's eval transform for this configuration ({dict(config)}) on a probe image; "
+            "nothing about the checkpoint needs to change: give `input_size`, `crop_pct` and `interpolation` to set the preprocessing"
         )
 
 
@@ -184,3 +206,18 @@ def timm_feature_layer(classifier: _TimmClassifier) -> nn.Module:
     if not any(isinstance(module, nn.Conv2d) for module in layer.modules()):
         raise InvalidInputError(f"the last stage of timm {type(net).__name__} ({name}) has no convolution (a transformer), so it has no feature map")
     return layer
+
+
+def feature_map_problem(arch: str) -> str | None:
+    """Why a timm architecture has no last convolutional map (None when it has one), read from the
+    architecture alone (built on the meta device: no memory, no weights)."""
+    timm = import_optional("timm", extra="timm")
+
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        network = _TimmClassifier(timm.create_model(arch, pretrained=False))
+    try:
+        timm_feature_layer(network)
+    except InvalidInputError as err:
+        return str(err)
+    return None

@@ -6,12 +6,16 @@ Safety: weights are read from safetensors only (a folder holding pickled weights
 file, a symlink or a config with ``auto_map`` (code to import) is refused, and nothing is
 downloaded (``local_files_only=True``).
 
-Labels: config.json's ``id2label`` in output order (or ``--labels``). Preprocessing: read from
-preprocessor_config.json (``image_mean``, ``image_std``, ``size``, ``crop_size``, ``resample``,
-``crop_pct``, ``rescale_factor``) into an :class:`~.transforms.ImageTransform` that reproduces the
-image processor ``AutoImageProcessor.from_pretrained`` gives (transformers 5: torchvision resizing
-of uint8 tensors, or Pillow for a ``…Pil`` processor); registration compares the two on a probe
-image. A folder without preprocessor_config.json needs ``--input-size``, ``--mean`` and ``--std``.
+Labels: config.json's ``id2label`` in output order (or ``label_space``). Preprocessing: the image
+processor ``AutoImageProcessor.from_pretrained(folder, local_files_only=True, trust_remote_code=False)``
+loads, read through its attributes (``size``, ``crop_size``, ``do_center_crop``, ``crop_pct``,
+``resample``, ``image_mean``, ``image_std``, ``do_resize``, ``do_rescale``, ``do_normalize``) and
+its backend (transformers 5: torchvision resizing of uint8 tensors, or Pillow) into an
+:class:`~.transforms.ImageTransform`; registration compares the two on a probe image (the parity
+probe). A processor of any family is read the same way; what a transform cannot express, or what
+the probe finds different, is refused saying that nothing in the model's folder needs to change:
+``input_size``, ``mean`` and ``std`` given together replace the processor with Backdrop's resize,
+as they give the preprocessing of a folder without preprocessor_config.json.
 
 Embedding: the input of the classifier (a forward pre-hook on the final ``Linear`` with one output
 per label): ViT's [CLS] token after the final layernorm, ConvNeXt's pooled features after its
@@ -118,7 +122,7 @@ def config_labels(config: Mapping, folder: Path) -> tuple[str, ...]:
     except (TypeError, ValueError, AttributeError):
         labels = {}
     if not labels or sorted(labels) != list(range(len(labels))):
-        raise InvalidInputError(f"{folder / 'config.json'}: no id2label for outputs 0..n-1; give the class names with --labels FILE")
+        raise InvalidInputError(f"{folder / 'config.json'}: no id2label for outputs 0..n-1; give the class names as `label_space` (a class-list file)")
     names = [labels[i] for i in range(len(labels))]
     seen: set[str] = set()
     for i, name in enumerate(names):  # ImageNet's id2label names two outputs 'crane' (134, 517): the later one gets its index
@@ -173,92 +177,186 @@ def transformers_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Mod
     if n_labels != spec.n_outputs:
         raise InvalidInputError(
             f"{folder}: the model has {n_labels} labels but the {spec.label_space.kind} label space has {spec.n_outputs}; "
-            "choose the label space the model was trained on (--labels)"
+            "choose the label space the model was trained on (`label_space`)"
         )
     return _TransformersClassifier(model, classifier_name(model, n_labels, folder)).eval()
 
 
-def read_processor_transform(folder: Path, *, input_size: int | None, mean, std) -> tuple[int, ImageTransform, bool]:
-    """The preprocessing of preprocessor_config.json, or of the flags where there is none:
-    ``(input_size, transform, read_from_the_processor)``."""
+#: What a user can do when Backdrop cannot reproduce a model's own preprocessing: nothing about the
+#: model's files needs to change.
+_OVERRIDE = (
+    "nothing in the model's folder needs to change: pass `input_size`, `mean` and `std` together to have Backdrop resize "
+    "the image to that size and normalise it instead of the image processor"
+)
+
+
+def read_processor_transform(folder: Path, *, input_size: int | None, mean, std) -> tuple[int, ImageTransform]:
+    """The network's preprocessing: ``(input_size, transform)``.
+
+    Read from the image processor ``AutoImageProcessor.from_pretrained(folder)`` loads (its attributes,
+    :func:`processor_transforms`) and checked against it on a probe image
+    (:func:`check_processor_transform`); or, where the folder has no preprocessor_config.json or
+    ``input_size``, ``mean`` and ``std`` are all given, Backdrop's resize to ``input_size`` and that
+    normalisation.
+    """
     path = folder / "preprocessor_config.json"
+    given = {"input_size": input_size, "mean": mean, "std": std}
+    if all(value is not None for value in given.values()):
+        origin = "input_size, mean, std" + (" given (the image processor not used)" if path.is_file() else "")
+        return int(input_size), ImageTransform(mean, std, int(input_size), 0, "area", "opencv", origin)  # type: ignore[arg-type]
     if not path.is_file():
-        missing = [flag for flag, value in (("--input-size", input_size), ("--mean", mean), ("--std", std)) if value is None]
-        if missing:
-            raise InvalidInputError(
-                f"{folder}: no preprocessor_config.json, so the input size, mean and std are unknown; save the image processor "
-                f"beside the model (processor.save_pretrained(folder)) or give {', '.join(missing)}"
-            )
-        return input_size, ImageTransform(mean, std, input_size, 0, "area", "opencv", "--input-size, --mean, --std"), False
-    given = [flag for flag, value in (("--input-size", input_size), ("--mean", mean), ("--std", std)) if value is not None]
-    if given:
-        raise InvalidInputError(f"{', '.join(given)}: {path} gives the preprocessing; edit that file to change it, or leave the flags out")
-    config = _read_json(path, "save it with processor.save_pretrained(folder)")
-    return (*_processor_geometry(config, path), True)
-
-
-def _processor_geometry(config: Mapping, path: Path) -> tuple[int, ImageTransform]:
-    kind = str(config.get("image_processor_type", ""))
-    resampler = "pil" if kind.endswith("Pil") else "torchvision"
-    if not config.get("do_rescale", True) or not np.isclose(float(config.get("rescale_factor", 1 / 255)), 1 / 255, rtol=1e-9, atol=0):
+        missing = [key for key, value in given.items() if value is None]
         raise InvalidInputError(
-            f"{path}: do_rescale {config.get('do_rescale', True)}, rescale_factor {config.get('rescale_factor')}: Backdrop reproduces "
-            "the 1/255 rescale of 0..255 pixels only; fix the file"
+            f"{folder}: no preprocessor_config.json, so the input size and normalisation are unknown; save the image processor "
+            f"beside the model (processor.save_pretrained(folder)) or give {', '.join(f'`{key}`' for key in missing)}"
         )
-    if config.get("do_normalize", True):
-        if config.get("image_mean") is None or config.get("image_std") is None:
-            raise InvalidInputError(f"{path}: no image_mean or image_std; add them to the file")
-        mean, std = config["image_mean"], config["image_std"]
+    partial = [key for key, value in given.items() if value is not None]
+    if partial:
+        raise InvalidInputError(
+            f"{', '.join(f'`{key}`' for key in partial)}: the image processor ({path.name}) gives the preprocessing; leave "
+            f"{'it' if len(partial) == 1 else 'them'} out to use it, or give `input_size`, `mean` and `std` together to replace it"
+        )
+    processor = load_image_processor(folder)
+    return check_processor_transform(processor, processor_transforms(processor, folder), folder)
+
+
+def load_image_processor(folder: Path):
+    """``AutoImageProcessor.from_pretrained(folder)``: no download, no remote code. preprocessor_config.json
+    is read first, so that a file made to break a reader is refused naming it."""
+    config = _read_json(folder / "preprocessor_config.json", "save it with processor.save_pretrained(folder)")
+    if config.get("auto_map"):
+        raise InvalidInputError(f"{folder / 'preprocessor_config.json'}: names custom code (auto_map); Backdrop never sets trust_remote_code: {_OVERRIDE}")
+    AutoImageProcessor = import_optional("transformers", extra="transformers").AutoImageProcessor
+    try:
+        return AutoImageProcessor.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    except (ValueError, OSError, KeyError, TypeError, AttributeError, ImportError) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise InvalidInputError(f"{folder}: transformers cannot load its image processor ({reason}); {_OVERRIDE}") from err
+
+
+def processor_transforms(processor, where: object) -> list[tuple[int, ImageTransform]]:
+    """The readings of a loaded image processor's attributes, each ``(input_size, transform)``: its
+    ``do_resize``, ``size`` (``height``/``width`` or ``shortest_edge``), ``resample``,
+    ``do_center_crop`` and ``crop_size``, ``do_rescale`` and ``rescale_factor``, ``do_normalize``,
+    ``image_mean`` and ``image_std``, and its backend (``torchvision`` or ``pil``) as the resampler.
+
+    A processor with a ``crop_pct`` (ConvNeXt, PoolFormer, …) reads two ways: the resize scaled to
+    ``int(side / crop_pct)`` and then cropped (to ``crop_size``, else to the side), first, and
+    unscaled (ConvNeXt ignores crop_pct from 384 px up); :func:`check_processor_transform` keeps the
+    one whose pixels equal the processor's own. No rule of a processor class is copied here.
+
+    Raises
+    ------
+    InvalidInputError
+        Preprocessing an :class:`ImageTransform` cannot express (no resize, a non-square size or
+        crop, a rescale other than 1/255, padding, another backend); the message names it and says
+        that nothing in the model's folder needs to change.
+    """
+    name = type(processor).__name__
+
+    def refuse(what: str) -> InvalidInputError:
+        return InvalidInputError(f"{where}: Backdrop cannot reproduce {name}'s {what}; {_OVERRIDE}")
+
+    backend = getattr(processor, "backend", None)
+    if backend not in ("torchvision", "pil"):
+        raise refuse(f"{backend!r} backend (it reproduces the torchvision and pil ones)")
+    if not getattr(processor, "do_resize", False):
+        raise refuse("do_resize False (images of any size go to the network as they are; Backdrop's go at one size)")
+    if getattr(processor, "do_pad", False):
+        raise refuse("do_pad (padding)")
+    rescale = getattr(processor, "rescale_factor", None)
+    if not getattr(processor, "do_rescale", False) or rescale is None or not np.isclose(float(rescale), 1 / 255, rtol=1e-9, atol=0):
+        raise refuse(f"do_rescale {getattr(processor, 'do_rescale', None)}, rescale_factor {rescale} (it reproduces the 1/255 scaling of 0..255 pixels)")
+    if getattr(processor, "do_normalize", False):
+        mean, std = _per_channel(processor.image_mean), _per_channel(processor.image_std)
     else:
         mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
-    size = config.get("size") or {}
-    if not config.get("do_resize", True) or not isinstance(size, Mapping):
-        raise InvalidInputError(f"{path}: no resize (do_resize, size); Backdrop's images must be resized to the network's input: fix the file")
-    crop_pct = config.get("crop_pct")
-    if size.get("height") and size.get("width"):
-        if size["height"] != size["width"]:
-            raise InvalidInputError(f"{path}: size {size['height']}x{size['width']} is not square; Backdrop feeds square images")
-        resize = input_size = int(size["height"])
-    elif size.get("shortest_edge"):
-        edge = int(size["shortest_edge"])
-        resize = input_size = edge
-        if crop_pct is not None and edge < 384 and "ConvNext" in kind:  # ConvNextImageProcessor.resize: edge / crop_pct, then crop
-            resize = int(edge / float(crop_pct))
+    size = getattr(processor, "size", None) or {}
+    height, width, edge = (size.get(key) for key in ("height", "width", "shortest_edge"))
+    if height and width and not edge:
+        if height != width:
+            raise refuse(f"size {height}x{width} (not square; Backdrop feeds square images)")
+        side = int(height)
+    elif edge and not (height or width) and (size.get("longest_edge") or edge) >= edge:
+        side = int(edge)
     else:
-        raise InvalidInputError(f"{path}: size {dict(size)} has neither height/width nor shortest_edge; fix the file")
-    crop = config.get("crop_size") or {}
-    if config.get("do_center_crop") and isinstance(crop, Mapping) and crop.get("height"):
-        if crop.get("height") != crop.get("width"):
-            raise InvalidInputError(f"{path}: crop_size {crop.get('height')}x{crop.get('width')} is not square; Backdrop feeds square images")
-        input_size = int(crop["height"])
-    resample = _RESAMPLE.get(config.get("resample", 2))
+        raise refuse(f"size {dict(size)} (it reproduces height = width, or shortest_edge)")
+    crop = getattr(processor, "crop_size", None) or {}
+    cropped = None
+    if getattr(processor, "do_center_crop", False):
+        if not crop.get("height") or crop.get("height") != crop.get("width"):
+            raise refuse(f"crop_size {dict(crop)} (not a square; Backdrop feeds square images)")
+        cropped = int(crop["height"])
+    resample = getattr(processor, "resample", None)
+    interpolation = _interpolation(resample)
+    if interpolation is None:
+        raise refuse(f"resample {resample!r} (it reproduces PIL's filters 0-5)")
+    crop_pct = getattr(processor, "crop_pct", None)
+    resizes = [int(side / float(crop_pct)), side] if crop_pct else [side]
+    readings = []
+    for resize in dict.fromkeys(resizes):
+        input_size = cropped or side
+        if input_size > resize:
+            continue  # a crop larger than the image pads it: not this reading
+        scaled = f", crop_pct {crop_pct:g}" if resize != side else ""
+        origin = f"{name} ({backend}) image processor{scaled}"
+        transform = ImageTransform(mean, std, resize, int((resize - input_size) / 2.0), interpolation, backend, origin)
+        readings.append((input_size, transform))
+    if not readings:
+        raise refuse(f"crop_size {cropped} px, larger than the resized image (it pads)")
+    return readings
+
+
+def _per_channel(values) -> tuple[float, float, float]:
+    """A processor's ``image_mean`` / ``image_std``: three numbers, or one for every channel
+    (:class:`ImageTransform` refuses any other count)."""
+    return (float(values),) * 3 if isinstance(values, (int, float)) else tuple(float(v) for v in values)  # type: ignore[return-value]
+
+
+def _interpolation(resample) -> str | None:
+    """A processor's ``resample`` (a PIL filter number, or torchvision's ``InterpolationMode``) by name."""
     if resample is None:
-        raise InvalidInputError(f"{path}: resample {config.get('resample')!r} is not a PIL resampling number 0-5; fix the file")
-    transform = ImageTransform(
-        mean, std, resize, int((resize - input_size) / 2.0), resample, resampler, f"preprocessor_config.json ({kind or 'no image_processor_type'})"
-    )
-    transform.check_input_size(input_size)
-    return input_size, transform
-
-
-def check_processor_transform(folder: Path, input_size: int, transform: ImageTransform) -> None:
-    """Registration's check: Backdrop's preprocessing equals ``AutoImageProcessor.from_pretrained(folder)`` on a probe image."""
-    from PIL import Image
-    AutoImageProcessor = import_optional("transformers", extra="transformers").AutoImageProcessor
-
+        return "bilinear"  # both backends' default
+    value = getattr(resample, "value", resample)
+    if isinstance(value, str):
+        return {"nearest-exact": "nearest"}.get(value, value) if value in (*_RESAMPLE.values(), "nearest-exact") else None
     try:
-        processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
-    except (ValueError, OSError, KeyError) as err:
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-        raise InvalidInputError(f"{folder}: transformers cannot read its image processor ({reason})") from err
+        return _RESAMPLE.get(int(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def check_processor_transform(processor, readings: list[tuple[int, ImageTransform]], where: object) -> tuple[int, ImageTransform]:
+    """Registration's parity probe: the first reading whose pixels on a probe image equal the image
+    processor's own output (``processor(images=...)``) to 1e-4.
+
+    Raises
+    ------
+    InvalidInputError
+        No reading does: the message names the processor and says that nothing in the model's
+        folder needs to change.
+    """
+    from PIL import Image
+
     image = np.random.default_rng(0).integers(0, 256, (1, 256, 256, 3), dtype=np.uint8)
-    expected = processor(images=Image.fromarray(image[0]), return_tensors="pt")["pixel_values"]
-    ours = transform.normalise(torch.from_numpy(transform.resize_and_crop(image, input_size)).permute(0, 3, 1, 2))
-    if expected.shape != ours.shape or not torch.allclose(expected.float(), ours, atol=1e-4, rtol=0):
-        raise InvalidInputError(
-            f"{folder}: Backdrop cannot reproduce {type(processor).__name__} (its output {tuple(expected.shape)} differs from Backdrop's "
-            f"{tuple(ours.shape)}); remove preprocessor_config.json and give --input-size, --mean and --std"
-        )
+    name = type(processor).__name__
+    try:
+        expected = processor(images=Image.fromarray(image[0]), return_tensors="pt")["pixel_values"].float()
+    except (ValueError, TypeError, KeyError, RuntimeError) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise InvalidInputError(f"{where}: {name} fails on a probe image ({reason}); {_OVERRIDE}") from err
+    for input_size, transform in readings:
+        try:
+            ours = transform.normalise(torch.from_numpy(transform.resize_and_crop(image, input_size)).permute(0, 3, 1, 2))
+        except (ValueError, RuntimeError, NotImplementedError):  # a filter this torchvision lacks: not this reading
+            continue
+        if expected.shape == ours.shape and torch.allclose(expected, ours, atol=1e-4, rtol=0):
+            return input_size, transform
+    read = "; ".join(transform.describe(input_size) for input_size, transform in readings)
+    raise InvalidInputError(
+        f"{where}: Backdrop cannot reproduce {name}: on a probe image its output {tuple(expected.shape)} differs from what its attributes "
+        f"read as ({read}); {_OVERRIDE}"
+    )
 
 
 def transformers_feature_layer(network: _TransformersClassifier) -> nn.Module:

@@ -60,7 +60,7 @@ class ImageTransform:
     resampler : {'pil', 'torchvision', 'opencv'}, default='pil'
     origin : str, default=''
         Where the values were read (``timm pretrained_cfg of resnet18``, ``preprocessor_config.json``,
-        ``--mean/--std``): shown beside the model.
+        ``mean/std given``): shown beside the model.
     """
 
     mean: tuple[float, float, float]
@@ -72,14 +72,14 @@ class ImageTransform:
     origin: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mean", _three(self.mean, "mean", "--mean"))
-        object.__setattr__(self, "std", _three(self.std, "std", "--std"))
+        object.__setattr__(self, "mean", _three(self.mean, "mean"))
+        object.__setattr__(self, "std", _three(self.std, "std"))
         if any(s <= 0 for s in self.std):
-            raise InvalidInputError(f"std must be three positive numbers (one per RGB channel); got {self.std} (fix --std)")
+            raise InvalidInputError(f"`std` must be three positive numbers (one per RGB channel); got {self.std}")
         check_choice(self.resampler, "resampler", RESAMPLERS)
         check_choice(self.interpolation, "interpolation", INTERPOLATIONS)
         if self.interpolation == "area" and self.resampler != "opencv":
-            raise InvalidInputError("interpolation 'area' is OpenCV's; the pil and torchvision resamplers have no area mode (fix --interpolation)")
+            raise InvalidInputError("`interpolation` 'area' is OpenCV's; the pil and torchvision resamplers have no area mode")
         if not isinstance(self.resize, int) or isinstance(self.resize, bool) or self.resize < 16:
             raise InvalidInputError(f"resize must be a whole number of pixels >= 16; got {self.resize!r}")
         if not isinstance(self.crop_offset, int) or isinstance(self.crop_offset, bool) or self.crop_offset < 0:
@@ -90,7 +90,7 @@ class ImageTransform:
         if self.crop_offset + input_size > self.resize:
             raise InvalidInputError(
                 f"a crop of {input_size} px at offset {self.crop_offset} does not fit in the image resized to {self.resize} px; "
-                "give an --input-size no larger than the resize (--crop-pct 1 for no crop)"
+                "give an `input_size` no larger than the resize (`crop_pct` 1 for no crop)"
             )
 
     def describe(self, input_size: int) -> str:
@@ -102,10 +102,15 @@ class ImageTransform:
             f"std ({numbers(f'{v:g}' for v in self.std)})" + (f"; from {self.origin}" if self.origin else "")
         )
 
+    #: How scoring paths feed this transform, stored with it so that it is part of a model's content
+    #: key (run ids and caches): 2 since the transform runs once on the composite at the workspace
+    #: size; 1 (not stored) made composites at the input size first. A version-1 run is recomputed.
+    PIPELINE = 2
+
     def to_json(self) -> dict:
         return {
             "mean": list(self.mean), "std": list(self.std), "resize": self.resize, "crop_offset": self.crop_offset,
-            "interpolation": self.interpolation, "resampler": self.resampler, "origin": self.origin,
+            "interpolation": self.interpolation, "resampler": self.resampler, "origin": self.origin, "pipeline": self.PIPELINE,
         }  # fmt: skip
 
     @classmethod
@@ -130,14 +135,19 @@ class ImageTransform:
         -------
         ndarray of shape (n, input_size, input_size, 3), uint8
         """
-        if self.resampler == "opencv":
-            resized = _resize_opencv(images, self.resize, self.interpolation)
-        elif self.resampler == "pil":
-            resized = _resize_pil(images, self.resize, self.interpolation)
-        else:
-            resized = _resize_torchvision(images, self.resize, self.interpolation)
+        resized = self.resize_square(images)
         top = self.crop_offset
         return np.ascontiguousarray(resized[:, top : top + input_size, top : top + input_size])
+
+    def resize_square(self, images: np.ndarray) -> np.ndarray:
+        """Step 1 alone: (n, resize, resize, 3) uint8. Images already ``resize`` px square come back
+        unchanged (each resampler leaves them as they are), so a caller that resizes a view with this
+        has the library's resize run once."""
+        if self.resampler == "opencv":
+            return _resize_opencv(images, self.resize, self.interpolation)
+        if self.resampler == "pil":
+            return _resize_pil(images, self.resize, self.interpolation)
+        return _resize_torchvision(images, self.resize, self.interpolation)
 
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
         """Steps 3 and 4 on a batch of shape (n, 3, s, s) holding 0..255 (any dtype): float32."""
@@ -148,13 +158,13 @@ class ImageTransform:
         return (x.float().div(255) - mean) / std  # torchvision ToTensor, then Normalize
 
 
-def _three(values, name: str, flag: str) -> tuple[float, float, float]:
+def _three(values, name: str) -> tuple[float, float, float]:
     try:
         numbers = tuple(float(v) for v in values)
     except (TypeError, ValueError):
         numbers = ()
     if len(numbers) != 3 or not all(np.isfinite(numbers)):
-        raise InvalidInputError(f"{name} must be three numbers, one per RGB channel (e.g. 0.485,0.456,0.406); got {values!r} (fix {flag})")
+        raise InvalidInputError(f"`{name}` must be three numbers, one per RGB channel (e.g. 0.485,0.456,0.406); got {values!r}")
     return numbers  # type: ignore[return-value]
 
 

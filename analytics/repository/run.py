@@ -22,6 +22,7 @@ import pandas as pd
 
 from analytics._progress import Progress
 from analytics._validation import check_positive_int
+from analytics.data import image_size
 from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError, PermissionDeniedError
 from analytics.inference import CompositeCache, run_models
 from analytics.models import get_model_spec, resolve_device
@@ -125,14 +126,16 @@ def run_repository(
 def _run_locally(workspace: Workspace, suite_id: str, groups: list[list[str]], ledger: RunLedger, *, device, batch_size: int | None, top_k: int) -> None:
     """Run the groups one after another in this process, every group reading one composite cache.
 
-    Groups run by input size (composites are cached per size, ~8.5 GB at 224 px for a 1,712-target
-    suite), each size's files are deleted after its last group, and the disk is checked for the
-    largest size before anything runs.
+    Groups run by composite size (composites are cached per size, ~8.5 GB at 224 px for a 1,712-target
+    suite; None, the workspace size, for models with their own library's transform), each size's
+    files are deleted after its last group, and the disk is checked for the largest size before
+    anything runs.
     """
-    size = {model: _input_size(workspace, group) for group in groups for model in group}  # a group's models share its size
-    queue = deque(sorted(groups, key=lambda group: size[group[0]]))  # stable: repository order within a size
+    size = {model: _composite_size(workspace, group) for group in groups for model in group}  # a group's models share its size
+    side = {key: image_size(workspace) if key is None else key for key in set(size.values())}  # None: the workspace size
+    queue = deque(sorted(groups, key=lambda group: side[size[group[0]]]))  # stable: repository order within a size
     with CompositeCache(workspace) as composites, _completions(ledger, behind=_complete_behind(device)) as succeeded:
-        composites.check_space(suite_id, sorted(set(size.values())))
+        composites.check_space(suite_id, sorted(set(side.values())))
         while queue:
             group = queue.popleft()
             label = group_label(workspace, group)
@@ -183,12 +186,12 @@ def _completions(ledger: RunLedger, *, behind: bool) -> Iterator[Callable[[dict[
         future.result()
 
 
-def _input_size(workspace: Workspace, group: Sequence[str]) -> int:
-    """The input size of the backbone whose pass a group runs (what its composites are made at); 0
-    when the backbone is gone (the group then fails in its turn, as before)."""
+def _composite_size(workspace: Workspace, group: Sequence[str]) -> int | None:
+    """The composite size (``ModelSpec.composite_size``) of the backbone whose pass a group runs;
+    0 when the backbone is gone (the group then fails in its turn, as before)."""
     spec = get_model_spec(workspace, group[0])
     try:
-        return get_model_spec(workspace, spec.backbone).input_size if spec.source == "head" else spec.input_size
+        return (get_model_spec(workspace, spec.backbone) if spec.source == "head" else spec).composite_size
     except NotFoundError:
         return 0
 

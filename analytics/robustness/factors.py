@@ -487,6 +487,18 @@ def _validation_images(folder: Path) -> list[Path]:
     return [found[name] for name in sorted(found)]
 
 
+def _probabilities(model: LoadedModel, images: list[np.ndarray], batch_size: int) -> np.ndarray:
+    """Softmax of square images that may differ in size, each preprocessed once: (n, n_outputs), float32."""
+    import torch
+
+    parts = [np.zeros((0, model.spec.n_outputs), np.float32)]
+    with torch.inference_mode():
+        for start in range(0, len(images), batch_size):
+            logits, _ = model.run_batch(model.preprocess_each(images[start : start + batch_size]))
+            parts.append(torch.softmax(logits.float(), dim=1).cpu().numpy())
+    return np.concatenate(parts)
+
+
 def _predict_chunk(workspace: Workspace, loaded: Callable[[], LoadedModel], model_key: str, paths: list[Path], batch_size: int) -> np.ndarray:
     """Cached ``(class, probability)`` rows of one chunk: ndarray of shape (len(paths), 2), float64."""
     stats = [(path.name, stat.st_size, stat.st_mtime_ns) for path, stat in ((path, path.stat()) for path in paths)]
@@ -494,8 +506,9 @@ def _predict_chunk(workspace: Workspace, loaded: Callable[[], LoadedModel], mode
 
     def predict() -> np.ndarray:
         model = loaded()
-        images = np.stack([fit_square(read_image(path), None, model.spec.input_size)[0] for path in paths])
-        probabilities = model.predict(images, batch_size=batch_size).probabilities
+        size = model.spec.composite_size  # None: the centre square at its own size, resized once by the model's transform
+        squares = [fit_square(image, None, size or min(image.shape[:2]))[0] for image in map(read_image, paths)]
+        probabilities = _probabilities(model, squares, batch_size)
         return np.stack([probabilities.argmax(axis=1), probabilities.max(axis=1)], axis=1).astype(np.float64)
 
     return workspace.cached(key, predict)

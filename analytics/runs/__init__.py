@@ -2,12 +2,16 @@
 """
 
 from .colour_scale import (
+    EMBEDDING_RANGE,
+    NOISE_FLOOR,
     PROBABILITY_SIGNALS,
     QUANTILE_LEVELS,
+    REFERENCE_BOTTOM_PERCENTILE,
     REFERENCE_PERCENTILE,
     ColourScale,
     cell_quantiles,
     pooled_percentile,
+    reference_bottoms,
     reference_tops,
     run_cell_quantiles,
     suite_colour_scale,
@@ -58,6 +62,7 @@ from .read import (
     summarize_run,
     target_table,
 )
+from .signal_differences import COLOUR_USE_COLUMNS, DIFFERENCE_COLUMNS, colour_use, signal_differences, suite_signal_differences
 from .start import (
     RunsStarted,
     complete_runs,
@@ -71,7 +76,12 @@ __all__ = [
     "MATRIX_SIGNALS",
     "PROBABILITY_SIGNALS",
     "QUANTILE_LEVELS",
+    "REFERENCE_BOTTOM_PERCENTILE",
     "REFERENCE_PERCENTILE",
+    "COLOUR_USE_COLUMNS",
+    "EMBEDDING_RANGE",
+    "NOISE_FLOOR",
+    "DIFFERENCE_COLUMNS",
     "RUN_COLUMNS",
     "SIGNALS",
     "MATRIX_TARGETS",
@@ -96,7 +106,11 @@ __all__ = [
     "matrices_from_clouds",
     "matrix_difference",
     "pooled_percentile",
+    "reference_bottoms",
     "reference_tops",
+    "colour_use",
+    "signal_differences",
+    "suite_signal_differences",
     "render_matrix",
     "run_cell_quantiles",
     "run_accuracies",

@@ -6,10 +6,16 @@ vmin 0 and one vmax for every model). Per signal, from 0 (green) to a top (yello
 
 * probability signals (:data:`PROBABILITY_SIGNALS`): top 1, the largest possible change of a
   probability; needs no data and is the same on every suite;
-* embedding signals: their units depend on the network layer, so the top is the
-  :data:`REFERENCE_PERCENTILE`-th percentile of the cells of the matrices of every current finished
-  run over the suite (the newest run per model), at the same interpolation settings (1 when every
-  cell is 0).
+* embedding signals: their units depend on the network layer, so the range is taken from the cells
+  of the matrices of every current finished run over the suite (the newest run per model), at the
+  same interpolation settings: from their :data:`REFERENCE_BOTTOM_PERCENTILE`-th percentile (green)
+  to their :data:`REFERENCE_PERCENTILE`-th (yellow). Top 1 when every cell is 0 or the top is
+  rounding noise (:data:`NOISE_FLOOR`); bottom 0 when it is not below the top. An embedding
+  statistic moves with every pixel its layer sees, so the cells of a model that reads the background
+  at all sit above a floor: drawn from 0, the floor took the lowest 10-25 % of the colours and left
+  every model's matrices light green to yellow (docs/method.md, *Colour scales*). One range per
+  signal, shared by every model of the suite, so colours stay comparable between models; a suite
+  with a model whose cells are 0 keeps the bottom at 0.
 
 The scale never computes matrices itself: each run's job (:func:`analytics.runs.complete_runs`)
 stores the quantiles of its cells (:data:`QUANTILE_LEVELS`, :func:`run_cell_quantiles`, table
@@ -21,15 +27,16 @@ once, on first use.
 A suite's scale is *live* until judging starts and *frozen* from then on: the first call with
 ``freeze=True`` (the Judge page) or any call once the suite has a judgment stores it in the
 workspace's ``meta`` table, once (key ``colour_scale/<suite>/<settings id>``), and every later call
-returns the stored scale, so runs added later cannot change what annotators see. Cells above a top
-are drawn in the top colour.
+returns the stored scale, so runs added later cannot change what annotators see (a scale frozen
+before bottoms were stored keeps bottom 0). Cells above a top are drawn in the top colour, cells
+below a bottom in the bottom colour.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,8 +49,8 @@ from .matrices import run_matrices
 from .read import SIGNALS, current_runs, run_row
 
 __all__ = [
-    "PROBABILITY_SIGNALS", "QUANTILE_LEVELS", "REFERENCE_PERCENTILE", "ColourScale", "cell_quantiles", "pooled_percentile",
-    "reference_tops", "run_cell_quantiles", "suite_colour_scale",
+    "PROBABILITY_SIGNALS", "QUANTILE_LEVELS", "REFERENCE_BOTTOM_PERCENTILE", "REFERENCE_PERCENTILE", "EMBEDDING_RANGE", "NOISE_FLOOR", "ColourScale", "cell_quantiles",
+    "pooled_percentile", "reference_bottoms", "reference_tops", "run_cell_quantiles", "suite_colour_scale",
 ]  # fmt: skip
 
 #: Signals in probability units: fixed top 1.
@@ -51,6 +58,11 @@ PROBABILITY_SIGNALS = ("true_prob", "max_prob")
 _PROBABILITY_RULE = "fixed: probabilities change by at most 1"
 #: Percentile of the suite's matrix cells that tops the scale of an embedding signal.
 REFERENCE_PERCENTILE = 99.0
+#: Percentile of the suite's matrix cells at the bottom (green) of the scale of an embedding signal.
+REFERENCE_BOTTOM_PERCENTILE = 1.0
+#: An embedding top at or below this is float32 rounding noise of a constant statistic (the mean of a
+#: layer-normalised embedding, e.g. an untrained transformers ConvNeXt's: top 3.7e-8): drawn 0 to 1 (green).
+NOISE_FLOOR = 1e-6
 #: Percent levels at which a run's matrix cells are stored: every 0.1 %, and every 0.005 % from 95 %
 #: up, where the tops lie (at 128 x 128 cells, a step there is under one cell).
 QUANTILE_LEVELS = np.union1d(np.linspace(0.0, 100.0, 1001), np.linspace(95.0, 100.0, 1001))
@@ -61,7 +73,7 @@ _CDF_CHUNK = 4096  # candidates of pooled_percentile evaluated at once (memory: 
 
 @dataclass(frozen=True)
 class ColourScale:
-    """The colour range of every signal on one suite at one interpolation setting (bottom always 0).
+    """The colour range of every signal on one suite at one interpolation setting.
 
     Attributes
     ----------
@@ -75,6 +87,9 @@ class ColourScale:
         Interpolation settings (:meth:`analytics.variance.MatrixSettings.as_dict`).
     frozen : str or None
         When the scale was frozen (ISO time), None while it is live.
+    bottoms : dict of str to float
+        Bottom of the range (green) per signal; a signal not in it starts at 0 (probabilities, and
+        scales frozen before bottoms were stored).
     """
 
     tops: dict[str, float]
@@ -82,10 +97,19 @@ class ColourScale:
     runs: tuple[str, ...]
     settings: dict[str, Any]
     frozen: str | None = None
+    bottoms: dict[str, float] = field(default_factory=dict)
+
+    def bottom(self, signal: str) -> float:
+        """Bottom of ``signal``'s range (green): 0 unless :attr:`bottoms` names it."""
+        return float(self.bottoms.get(signal, 0.0))
+
+    def colour_range(self, signal: str) -> tuple[float, float]:
+        """``(bottom, top)`` of ``signal``: the ``zmin, zmax`` to draw it with."""
+        return self.bottom(signal), float(self.tops[signal])
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-serialisable form: ``{"signals": {signal: {"zmin", "zmax", "rule"}}, "runs", "settings", "frozen"}``."""
-        signals = {s: {"zmin": 0.0, "zmax": top, "rule": self.rules[s]} for s, top in self.tops.items()}
+        signals = {s: {"zmin": self.bottom(s), "zmax": top, "rule": self.rules[s]} for s, top in self.tops.items()}
         return {"signals": signals, "runs": list(self.runs), "settings": self.settings, "frozen": self.frozen}
 
 
@@ -169,15 +193,55 @@ def reference_tops(matrices: Sequence[Mapping[str, VarianceMatrix]], *, percenti
     return _tops([cell_quantiles(run) for run in matrices], percentile)
 
 
+def reference_bottoms(
+    matrices: Sequence[Mapping[str, VarianceMatrix]], *, percentile: float = REFERENCE_BOTTOM_PERCENTILE, tops: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Bottom of the colour range per signal from the matrices of several runs (see the module notes).
+
+    Parameters
+    ----------
+    matrices : sequence of mapping of str to VarianceMatrix
+        As in :func:`reference_tops`.
+    percentile : float, default=1.0
+        For the embedding signals, in [0, 100).
+    tops : mapping of str to float, optional
+        The tops (default :func:`reference_tops` of ``matrices``): a bottom not below its top is 0.
+
+    Returns
+    -------
+    dict of str to float
+        Per signal: 0.0 for :data:`PROBABILITY_SIGNALS`, else the percentile of all cells of all runs.
+    """
+    quantiles = [cell_quantiles(run) for run in matrices]
+    return _bottoms(quantiles, percentile, _tops(quantiles, REFERENCE_PERCENTILE) if tops is None else tops)
+
+
+def _bottoms(quantiles: Sequence[Mapping[str, np.ndarray]], percentile: float, tops: Mapping[str, float]) -> dict[str, float]:
+    if not quantiles:
+        raise InvalidInputError("reference_bottoms needs the matrices of at least one run")
+    if not 0 <= percentile < 100:
+        raise InvalidInputError(f"percentile must be in [0, 100); got {percentile!r}")
+    bottoms = {}
+    for signal in quantiles[0]:
+        low = 0.0 if signal in PROBABILITY_SIGNALS else pooled_percentile([run[signal] for run in quantiles], percentile)
+        bottoms[signal] = low if NOISE_FLOOR < low < tops[signal] else 0.0
+    return bottoms
+
+
 def _tops(quantiles: Sequence[Mapping[str, np.ndarray]], percentile: float) -> dict[str, float]:
     if not quantiles:
         raise InvalidInputError("reference_tops needs the matrices of at least one run")
     if not 0 < percentile <= 100:
         raise InvalidInputError(f"percentile must be in (0, 100]; got {percentile!r}")
     return {
-        signal: 1.0 if signal in PROBABILITY_SIGNALS else pooled_percentile([run[signal] for run in quantiles], percentile) or 1.0
+        signal: 1.0 if signal in PROBABILITY_SIGNALS else _above_noise(pooled_percentile([run[signal] for run in quantiles], percentile)) or 1.0
         for signal in quantiles[0]
     }
+
+
+def _above_noise(top: float) -> float:
+    """``top``, or 0 when it is rounding noise (:data:`NOISE_FLOOR`)."""
+    return top if top > NOISE_FLOOR else 0.0
 
 
 def run_cell_quantiles(workspace: Workspace, run_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS) -> dict[str, np.ndarray]:
@@ -244,14 +308,16 @@ def suite_colour_scale(
     if runs.empty:
         raise InvalidInputError(f"suite {suite_id!r} has no current finished run to set its colour scale from; run a model over it first")
     run_ids = tuple(sorted(runs["id"]))
-    tops = _tops([run_cell_quantiles(workspace, run_id, settings=settings) for run_id in run_ids], REFERENCE_PERCENTILE)
+    quantiles = [run_cell_quantiles(workspace, run_id, settings=settings) for run_id in run_ids]
+    tops = _tops(quantiles, REFERENCE_PERCENTILE)
+    bottoms = _bottoms(quantiles, REFERENCE_BOTTOM_PERCENTILE, tops)
     rules = {
         signal: _PROBABILITY_RULE
         if signal in PROBABILITY_SIGNALS
-        else f"{REFERENCE_PERCENTILE:g}th percentile of the cells of {len(run_ids)} run(s) over the suite"
+        else _embedding_rule(quantiles, signal, bottoms[signal], len(run_ids))
         for signal in tops
     }
-    scale = ColourScale(tops=tops, rules=rules, runs=run_ids, settings=settings.as_dict())
+    scale = ColourScale(tops=tops, rules=rules, runs=run_ids, settings=settings.as_dict(), bottoms=bottoms)
     if not (freeze or _has_judgments(workspace, suite_id)):
         return scale
     with workspace.transaction() as conn:  # INSERT OR IGNORE: when two sessions race, the first one wins
@@ -259,12 +325,34 @@ def suite_colour_scale(
     return _from_json(workspace.get_meta(key))
 
 
+def _embedding_rule(quantiles: Sequence[Mapping[str, np.ndarray]], signal: str, bottom: float, runs: int) -> str:
+    rule = f"{_ordinal(REFERENCE_BOTTOM_PERCENTILE)} to {_ordinal(REFERENCE_PERCENTILE)} percentile of the cells of {runs} run(s) over the suite"
+    top = pooled_percentile([run[signal] for run in quantiles], REFERENCE_PERCENTILE)
+    if 0 < top <= NOISE_FLOOR:
+        return f"{rule}: {top:.2g}, rounding noise of a constant signal, so drawn 0 to 1"
+    return rule if bottom or not top else f"{rule} (bottom 0: cells at 0)"
+
+
+def _ordinal(percentile: float) -> str:
+    """``1st``, ``99th``, ``2.5th``: a percentile as words say it."""
+    whole = float(percentile).is_integer() and int(percentile) % 100 not in (11, 12, 13)
+    return f"{percentile:g}" + ({1: "st", 2: "nd", 3: "rd"}.get(int(percentile) % 10, "th") if whole else "th")
+
+
+#: How an embedding signal's range is chosen, in words (pages and reports say it).
+EMBEDDING_RANGE = (
+    f"from the {_ordinal(REFERENCE_BOTTOM_PERCENTILE)} to the {_ordinal(REFERENCE_PERCENTILE)} percentile of the matrix cells of the "
+    "suite's runs (from 0 when some model's cells are 0)"
+)
+
+
 def _has_judgments(workspace: Workspace, suite_id: str) -> bool:
     return workspace.query_one("SELECT 1 FROM judgments WHERE suite_id = ? LIMIT 1", (suite_id,)) is not None
 
 
 def _to_json(scale: ColourScale, *, frozen: str) -> str:
-    return json.dumps({"tops": scale.tops, "rules": scale.rules, "runs": list(scale.runs), "settings": scale.settings, "frozen": frozen})
+    record = {"tops": scale.tops, "bottoms": scale.bottoms, "rules": scale.rules, "runs": list(scale.runs), "settings": scale.settings}
+    return json.dumps({**record, "frozen": frozen})
 
 
 def _from_json(text: str) -> ColourScale:
@@ -273,4 +361,5 @@ def _from_json(text: str) -> ColourScale:
     stored = {**{signal: 1.0 for signal in PROBABILITY_SIGNALS}, **record["tops"]}
     tops = {signal: float(stored[signal]) for signal in SIGNALS if signal in stored}
     rules = {signal: record["rules"].get(signal, _PROBABILITY_RULE) for signal in tops}
-    return ColourScale(tops=tops, rules=rules, runs=tuple(record["runs"]), settings=record["settings"], frozen=record["frozen"])
+    bottoms = {signal: float(value) for signal, value in record.get("bottoms", {}).items() if signal in tops}  # none before bottoms: 0
+    return ColourScale(tops=tops, rules=rules, runs=tuple(record["runs"]), settings=record["settings"], frozen=record["frozen"], bottoms=bottoms)

@@ -60,6 +60,7 @@ def export_run(
     tops: Mapping[str, float] | None = None,
     signals: Sequence[str] = tuple(SIGNALS),
     classes: Sequence[str] | None = None,
+    bottoms: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Write a run's matrices (one per signal) (``<signal>.npy``, ``<signal>.png``) and per-image table
     (``images.csv``) into ``out_dir`` (created when missing), of every target or of those of ``classes``.
@@ -72,13 +73,16 @@ def export_run(
     settings : MatrixSettings, default=DEFAULT_SETTINGS
         Interpolation settings, as in :func:`analytics.runs.run_matrices`.
     tops : mapping of str to float, optional
-        Top of each signal's colour range in the PNGs (bottom 0), e.g. the suite's
+        Top of each signal's colour range in the PNGs, e.g. the suite's
         :class:`analytics.runs.ColourScale`; default each matrix's own range (also for a signal ``tops`` lacks).
     signals : sequence of str, default=tuple(SIGNALS)
         Keys of :data:`analytics.runs.MATRIX_SIGNALS` (the authors' conv-map signals among them).
     classes : sequence of str, optional
         Only the targets of these classes, in the matrices and the table
         (:func:`analytics.runs.run_of_classes`); None = every target.
+    bottoms : mapping of str to float, optional
+        Bottom of each signal's colour range in the PNGs where ``tops`` sets the top (a signal it
+        lacks: 0), e.g. :attr:`analytics.runs.ColourScale.bottoms`.
 
     Returns
     -------
@@ -105,7 +109,8 @@ def export_run(
     for signal, vm in matrices.items():
         npy, png = out / f"{signal}.npy", out / f"{signal}.png"
         np.save(npy, vm.matrix)
-        colours = {"zmin": 0.0, "zmax": float(tops[signal])} if tops is not None and signal in tops else {}
+        bottom = float((bottoms or {}).get(signal, 0.0))
+        colours = {"zmin": bottom, "zmax": float(tops[signal])} if tops is not None and signal in tops else {}
         if not cv2.imwrite(str(png), render_matrix(vm.matrix, **colours)[..., ::-1]):  # OpenCV writes BGR
             raise InvalidInputError(f"cannot write {png}; check that the folder is writable")
         written[signal] = {"path": str(npy), "png": str(png), "shape": list(vm.matrix.shape), "mean": float(vm.matrix.mean())}

@@ -31,6 +31,11 @@ from analytics.workspace import Workspace, content_id
 from ._model import Explanation, available_methods, explain
 from .registry import METHODS
 
+#: The CAM methods' layer, in their cache keys: since issue 46.1 the model source's one last
+#: convolutional map (EfficientNet-Lite: its head convolution, no longer its last block), so shares
+#: cached with the earlier layer are computed again.
+CAM_LAYER = "feature_layer"
+
 
 def suite_backgrounds(workspace: Workspace, suite_id: str | None, target_id: str, limit: int) -> list[str]:
     """Background ids of a target's first ``limit`` composites in a suite (by position); [] without a suite."""
@@ -126,8 +131,9 @@ def target_inside_share(
     """
     backgrounds = suite_backgrounds(workspace, suite_id, target_id, n_composites)
     key = "saliency/inside_share/" + content_id(
-        model.spec.content_key(), method, sorted(dict(settings or {}).items()), target_id, backgrounds
-    )
+        model.spec.content_key(), method, sorted(dict(settings or {}).items()), target_id, backgrounds,
+        *([CAM_LAYER] if method in METHODS and METHODS[method].needs_layer else []),
+    )  # fmt: skip
 
     def compute() -> np.ndarray:
         _, _, result = explain_target(workspace, model, target_id, method=method, backgrounds=backgrounds, settings=settings)

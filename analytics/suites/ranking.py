@@ -110,13 +110,13 @@ def check_expansion(target_keywords: Sequence[Sequence[RankedKeyword]], carriers
         change = (
             "Its rules rarely lead from the targets' keywords to keywords of the pool. Mine a denser one from these tables "
             f"on the Ontology page (lower Min confidence than {ontology['min_confidence']} or Min support than "
-            f"{ontology['min_support']}; CLI `ontology --min-confidence`), choose other keyword tables under Target / "
+            f"{ontology['min_support']}; the same settings of `python -m analytics ontology`), choose other keyword tables under Target / "
             "Background keywords, or use Method 'keyword' (the detected keywords, no expansion)"
         )
     else:
         change = (
             "It was mined from other keywords. Set Ontology to 'newest of these keyword tables' on the Suites page (mine "
-            "one with the button there or on the Ontology page; CLI: leave --ontology unset), or choose the keyword "
+            "one with the button there or on the Ontology page; in Python or on the command line, leave the ontology unset), or choose the keyword "
             "tables it was mined from under Target / Background keywords"
         )
     raise InvalidInputError(

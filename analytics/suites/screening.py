@@ -339,10 +339,10 @@ def pool_exclusions(
     class_of = {target: str(frame[target]) for target in target_ids}
     classes = {name: indices for name, indices in list_classes(workspace).items() if name in set(class_of.values())}
     name = model or default_screening_model(workspace)
+    if name is None:  # the same order as screening_gaps: the classifier first
+        return _exclusions(workspace, class_of, pool_ids, None, threshold, _NO_CLASSIFIER)
     if not any(classes.values()):
-        return _exclusions(workspace, class_of, pool_ids, None, threshold, "no class has ImageNet indices")
-    if name is None:
-        return _exclusions(workspace, class_of, pool_ids, None, threshold, "no ImageNet classifier is registered")
+        return _exclusions(workspace, class_of, pool_ids, None, threshold, _NO_INDICES)
     screening = screen_pool(
         workspace, pool_ids=pool_ids, classes=classes, model=name, threshold=threshold, batch_size=batch_size, device=device, compute=compute
     )
@@ -447,6 +447,7 @@ def _restricted(context: SamplingContext, rows: list[int], columns: list[int], n
 
 # -- saying what was not screened -------------------------------------------------------------------
 _NO_CLASSIFIER = "no ImageNet classifier is registered"
+_NO_INDICES = "no class has ImageNet indices"  # a record whose note starts with it: the classes lack indices, not the workspace a classifier
 
 
 def screening_warning(record: Mapping[str, Any]) -> str:
@@ -460,7 +461,8 @@ def screening_warning(record: Mapping[str, Any]) -> str:
     unscreened = list(record.get("unscreened") or [])
     if not unscreened:
         return ""
-    return _gap_message(unscreened, _NO_CLASSIFIER if record.get("model") is None else "")
+    no_classifier = record.get("model") is None and not str(record.get("note", "")).startswith(_NO_INDICES)
+    return _gap_message(unscreened, _NO_CLASSIFIER if no_classifier else "")
 
 
 def screening_gaps(workspace: Workspace, *, model: str | None = None) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analytics._install import dashboard_dir
-from analytics._validation import user_path
+from analytics._validation import ParameterNames, user_path
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import ENV_VAR
 
@@ -38,7 +38,9 @@ class ServePlan:
         return " ".join([*assignments, *map(shlex.quote, self.command)])
 
 
-def serve_plan(*, team: bool, port: int, workspace: str | os.PathLike, data_roots: Sequence[str | os.PathLike] = ()) -> ServePlan:
+def serve_plan(
+    *, team: bool, port: int, workspace: str | os.PathLike, data_roots: Sequence[str | os.PathLike] = (), names: ParameterNames | None = None
+) -> ServePlan:
     """Check everything ``serve`` needs before it starts, and say how to start the dashboard.
 
     Parameters
@@ -50,6 +52,8 @@ def serve_plan(*, team: bool, port: int, workspace: str | os.PathLike, data_root
         The server's workspace (``$BACKDROP_WORKSPACE`` of the dashboard process).
     data_roots : sequence of path-like
         Folders whose files a path typed in the browser may name (``$BACKDROP_DATA_ROOTS``).
+    names : ParameterNames, optional
+        How messages name ``data_roots`` and ``workspace`` (``serve`` passes its flags).
 
     Raises
     ------
@@ -58,13 +62,14 @@ def serve_plan(*, team: bool, port: int, workspace: str | os.PathLike, data_root
     WorkspaceError
         Team mode without an enabled admin.
     """
+    names = names or ParameterNames()
     folders = []
     for root in data_roots:
-        folder = user_path(root, "--data-root")
+        folder = user_path(root, names("data_roots"))
         if not folder.is_dir():
-            raise InvalidInputError(f"--data-root {root}: no such folder; create it or give an existing one")
+            raise InvalidInputError(f"{names('data_roots')} {root}: no such folder; create it or give an existing one")
         folders.append(str(folder.resolve()))
-    workspace_path = user_path(workspace, "--workspace").resolve()
+    workspace_path = user_path(workspace, names("workspace")).resolve()
     if team:
         check_team_ready(workspace_path)
     dashboard = dashboard_dir()

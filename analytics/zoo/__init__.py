@@ -44,6 +44,13 @@ Embeddings
     ``pool_per_target`` uniformly drawn training backgrounds; every training background alone; every
     original target (for the accuracy). A head's training set samples this pool with replacement.
 
+Backbones
+    Any registered network (EfficientNet-Lite, torchvision, TorchScript, timm, transformers, ONNX).
+    A head inherits its backbone's whole preprocessing (input size, and the library's resize, centre
+    crop and normalisation), so it sees what its backbone sees. An ONNX graph must give its
+    embedding as a second output of shape (batch, d); one whose only output is its logits is
+    refused (:func:`analytics.models.head_backbone_problem`) before any embedding is computed.
+
 Check on the demo workspace with the earlier *linear* heads (60 targets in 15 classes, 264
 backgrounds; then-default settings, 30 heads, a random suite of the 15 held-out targets x 16
 held-out backgrounds; not yet repeated with the hidden-layer heads)

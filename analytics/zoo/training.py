@@ -111,7 +111,7 @@ def _cached(workspace: Workspace, backbone_key: str, items: list, embed: Callabl
 
 def _embed_composites(workspace: Workspace, model: LoadedModel, composites: list[SuiteImage], batch_size: int) -> np.ndarray:
     out = []
-    for _, images in iter_composites(workspace, composites, batch_size=batch_size, size=model.spec.input_size, prefetch=prefetch_for(model.device)):
+    for _, images in iter_composites(workspace, composites, batch_size=batch_size, size=model.spec.composite_size, prefetch=prefetch_for(model.device)):
         _, embedding = model.run_batch(model.preprocess(images))
         out.append(embedding.float().cpu().numpy())
     return np.concatenate(out)

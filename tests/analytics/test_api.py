@@ -29,7 +29,7 @@ def run_ids(tour_workspace) -> dict[str, str]:
 
 
 def test_every_public_name_exists_and_every_call_is_documented():
-    assert 15 <= len(bd.__all__) <= 30
+    assert 15 <= len(bd.__all__) <= 32  # the read calls, the six write calls (issue 46.4) and a few names they take
     for name in bd.__all__:
         value = getattr(bd, name)
         if inspect.isfunction(value):
@@ -117,3 +117,18 @@ def test_check_is_the_clis_verdict(tour_workspace, tmp_path, capsys):
         table[["rule", "passed", "measured", "limit"]].itertuples(index=False, name=None)
     )
     assert [trace.type for trace in bd.figures.verdict_figure(table).data] == ["table"]
+
+
+def test_check_refusals_name_the_python_parameters(tour_workspace, tmp_path):
+    """The gate's messages name ``check``'s keywords here and the command's flags there (tests/analytics/gate)."""
+    baseline_rules = tmp_path / "baseline.toml"
+    baseline_rules.write_text("[baseline]\naccuracy_margin = 0.05\n")
+    with pytest.raises(bd.BackdropError, match=r"need a baseline model; give baseline or remove them$"):
+        bd.check(tour_workspace, model="bg-only", policy=baseline_rules, suite=TINY_SUITE, out=tmp_path / "out")
+    no_suite = tmp_path / "no-suite.toml"
+    no_suite.write_text("[rules]\naccuracy_drop_max = 0.5\n")
+    with pytest.raises(bd.BackdropError, match=r"no suite; give suite or \[suite\] id"):
+        bd.check(tour_workspace, model="bg-only", policy=no_suite, out=tmp_path / "out")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(bd.BackdropError, match=r"^out='.*file' is a file; pass a folder"):
+        bd.check(tour_workspace, model="bg-only", policy=no_suite, suite=TINY_SUITE, out=tmp_path / "file")

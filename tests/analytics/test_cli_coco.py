@@ -64,10 +64,10 @@ def test_bad_input_exits_2_with_one_line_and_imports_nothing(capsys, tiny_worksp
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--layout", "coco", "--path", "x"], "--layout coco reads --annotations instances.json and --images FOLDER"),
-        (["--layout", "coco", "--annotations", "x.json"], "--layout coco reads --annotations instances.json and --images FOLDER"),
+        (["--layout", "coco", "--path", "x"], "--layout coco reads --annotations (the COCO JSON) and --images (a folder or .zip), not --path"),
+        (["--layout", "coco", "--annotations", "x.json"], "--layout coco reads --annotations (the COCO JSON) and --images (a folder or .zip), not --path"),
         (["--layout", "folder", "--path", "x", "--all-instances"], "--all-instances only go with --layout coco"),
-        (["--layout", "folder"], "--layout folder reads --path FOLDER"),
+        (["--layout", "folder"], "--layout folder reads --path, a folder or .zip"),
     ],
 )
 def test_sources_must_fit_the_layout(capsys, tiny_workspace, argv, message):

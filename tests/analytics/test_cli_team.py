@@ -134,3 +134,19 @@ def test_backdrop_sh_serve_exports_the_data_roots(tmp_path):
     assert done.stdout.startswith(f"BACKDROP_DATA_ROOTS={shlex.quote(f'{first.resolve()}:{second.resolve()}')} ")  # a shell line
     done = subprocess.run(argv[:3] + ["--data-root", str(tmp_path / "missing"), "--dry-run"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "no such folder" in done.stderr
+
+
+def test_a_missing_data_root_is_named_as_the_caller_gave_it(tmp_path, monkeypatch, capsys):
+    """``serve_plan`` names its parameter; ``serve`` its flag, or the environment variable the roots came from."""
+    from analytics.exceptions import InvalidInputError
+    from analytics.team import DATA_ROOTS_ENV_VAR, serve_plan
+
+    missing = tmp_path / "missing"
+    with pytest.raises(InvalidInputError, match=rf"^data_roots {missing}: no such folder"):
+        serve_plan(team=False, port=8501, workspace=tmp_path / "ws", data_roots=[missing])
+    monkeypatch.delenv("BACKDROP_TEAM", raising=False)
+    assert main(["serve", "--workspace", str(tmp_path / "ws"), "--data-root", str(missing), "--dry-run"]) == 2
+    assert f"--data-root {missing}: no such folder" in capsys.readouterr().err
+    monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(missing))
+    assert main(["serve", "--workspace", str(tmp_path / "ws"), "--dry-run"]) == 2
+    assert f"{DATA_ROOTS_ENV_VAR} {missing}: no such folder" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 
-from analytics.data import batched_writes, coco, list_targets
+from analytics.data import batched_writes, coco, instances, list_targets
 from benchmarks.coco_import import write_many_instances
 from tests.app.test_coco_import_page import DATA, choose_coco
 from tests.fixtures.app import as_shown
@@ -17,7 +17,7 @@ from ui.data_import import ImportRequest, import_files
 def test_every_instance_streams_into_the_workspace(tiny_workspace, tmp_path, monkeypatch):
     annotations, images = write_many_instances(tmp_path / "export", 120, images=2, side=64)
     monkeypatch.setattr(batched_writes, "TARGET_BATCH", 5)
-    alive, most, fit = [0], [0], coco.fit_target
+    alive, most, fit = [0], [0], instances.fit_target
 
     def counted(image, mask, size, **options):
         image, mask = fit(image, mask, size, **options)
@@ -26,10 +26,10 @@ def test_every_instance_streams_into_the_workspace(tiny_workspace, tmp_path, mon
         weakref.finalize(image, lambda: alive.__setitem__(0, alive[0] - 1))
         return image, mask
 
-    monkeypatch.setattr(coco, "fit_target", counted)
+    monkeypatch.setattr(instances, "fit_target", counted)
     request = ImportRequest(targets=True, from_upload=False, layout="coco", all_instances=True, licence="CC0-1.0")
-    result, accepted, added, classes = import_files(tiny_workspace, request, images, annotations)
-    assert added == len(accepted) == 120 and classes == ["widget"] and not result.accepted
+    report = import_files(tiny_workspace, request, images, annotations)
+    assert report.added == len(report.accepted) == 120 and report.classes == ["widget"]
     assert 1 <= most[0] <= 5
     stored = list_targets(tiny_workspace)
     assert set(stored.loc[stored["class_name"] == "widget", "licence"]) == {"CC0-1.0"}

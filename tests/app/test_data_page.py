@@ -163,11 +163,11 @@ def test_import_wrong_layout_shows_error(tiny_workspace, target_folder, app_runn
 
 
 def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, app_runner, monkeypatch):
-    import ui.data_import
+    from analytics.data import importing
 
-    given = []  # what the page hands add_backgrounds: a generator decoding one photo at a time, never a list of the pool
-    store = ui.data_import.add_backgrounds
-    monkeypatch.setattr(ui.data_import, "add_backgrounds", lambda workspace, backgrounds: given.append(backgrounds) or store(workspace, backgrounds))
+    given = []  # what the page's import hands add_backgrounds: a generator decoding one photo at a time, never a list of the pool
+    store = importing.add_backgrounds
+    monkeypatch.setattr(importing, "add_backgrounds", lambda workspace, backgrounds: given.append(backgrounds) or store(workspace, backgrounds))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for seed in range(2):

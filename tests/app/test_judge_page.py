@@ -282,3 +282,22 @@ def test_a_rerun_lists_the_runs_once(judging_workspace, sql_trace):
     app.button(key=button_key("variant")).click().run()
     assert not app.exception, app.exception
     assert _listings(sql_trace) == 1
+
+
+def test_the_page_says_which_signals_differ_most_between_the_models(judging_workspace):
+    """Issue 47.11: the page names the signals in which the suite's models' matrices differ most, in the
+    library's order, on the colour scale the heatmaps use (and says how that scale was chosen)."""
+    from analytics.runs import EMBEDDING_RANGE, suite_colour_scale, suite_signal_differences
+    from ui.judge import JUDGED_SIGNALS, SHORT_TITLES
+
+    app = judge_page(judging_workspace)
+    assert not app.exception, app.exception
+    sentence = next(element.value for element in app.markdown if "differ most" in element.value)
+    scale = suite_colour_scale(judging_workspace, TINY_SUITE)  # frozen by the page
+    assert scale.frozen is not None
+    runs = sorted(run_ids_by_model(judging_workspace).values())
+    ranking = suite_signal_differences(judging_workspace, runs, scale, signals=JUDGED_SIGNALS)
+    assert sentence.startswith(f"Where the {len(JUDGING_MODELS)} models of this suite differ most: **{SHORT_TITLES[ranking['signal'][0]]} ")
+    shares = [sentence.index(f"{SHORT_TITLES[signal]} {share:.0%}") for signal, share in zip(ranking["signal"], ranking["difference"])]
+    assert len(shares) == len(JUDGED_SIGNALS) and shares == sorted(shares)  # every judged signal, largest first
+    assert EMBEDDING_RANGE in texts(app)  # how the scale was chosen

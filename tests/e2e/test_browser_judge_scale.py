@@ -68,7 +68,7 @@ def test_judge_page_shows_the_same_colour_bar_numbers_for_two_models(browser, se
         assert first == second
         scale = suite_colour_scale(scale_workspace, SUITE)
         assert scale.frozen is not None  # the Judge page froze it when judging started
-        assert first == [colour_ticks(scale.tops[signal])[1] for signal in JUDGED_SIGNALS]
+        assert first == [colour_ticks(scale.tops[signal], scale.bottom(signal))[1] for signal in JUDGED_SIGNALS]  # embedding: from the suite's 1st percentile
         assert first[0] == ["0", "0.5", "1"]  # the probability is drawn from 0 to 1
     finally:
         tab.context.close()

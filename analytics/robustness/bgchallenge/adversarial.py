@@ -5,8 +5,9 @@ The pool is every target's Only-BG-T image, the foreground's own included, as th
 ``challenge_eval.py`` searches all of ``only_bg_t`` (the own background is of the object's class, so
 it can only count for *any error*); ``include_own=False`` leaves it out, asking only whether another
 image's scene fools the model (Backdrop's former default). Each foreground is hard-pasted
-on all P backgrounds at the model's input size (the pool is resized once, so a composite costs a
-masked copy) and the P composites go through the model in batches: P forward passes per
+on all P backgrounds at the model's composite size (``ModelSpec.composite_size``: its input size
+for Backdrop's own preprocessing, the pool resized once so a composite costs a masked copy; the
+data's own size for a model whose library transform then resizes each composite once) and the P composites go through the model in batches: P forward passes per
 foreground. Two readings, as the paper allows: *to the background's class* (the prediction becomes
 the class of a background from another class) and *any error* (the prediction is wrong). Per
 background, the attack success rate (ASR) is the share of foregrounds of other classes it turns
@@ -172,7 +173,8 @@ def prediction_matrix(
     predictions : ndarray of shape (n, n), int64
         -1 where not tried (the diagonal with ``include_own=False``).
     """
-    n, size = len(data.ids), model.spec.input_size
+    n = len(data.ids)
+    size = model.spec.composite_size or (data.images.shape[1] if n else model.spec.input_size)  # None: the data's own (square) size
     pool = resize_images(only_bg_t(data.images, data.masks), size)
     objects = resize_images(data.images, size)
     masks = np.stack([cv2.resize(m.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST) > 0 for m in data.masks]) if n else np.zeros((0, size, size), bool)

@@ -98,7 +98,7 @@ def _output_classes(outputs: dict[str, list[int]], n_outputs: int) -> np.ndarray
 
 # -- prediction ----------------------------------------------------------------------------------
 def predict_chunked(
-    workspace: Workspace, model: LoadedModel | None, key: str, n: int, images_of: Callable[[slice], np.ndarray], *, batch_size: int,
+    workspace: Workspace, model: LoadedModel | None, key: str, n: int, images_of: Callable[[slice], np.ndarray | list[np.ndarray]], *, batch_size: int,
     progress: Progress | None = None, cached_only: bool = False,
 ) -> np.ndarray | None:
     """Top output of ``n`` images rendered chunk by chunk, each chunk cached under ``key``.
@@ -112,7 +112,8 @@ def predict_chunked(
         Cache key prefix (covers the model, the data and the settings).
     n : int
     images_of : callable
-        ``images_of(slice)`` -> ndarray of shape (k, h, w, 3), uint8.
+        ``images_of(slice)`` -> ndarray of shape (k, h, w, 3), uint8, or a list of k (h, w, 3)
+        uint8 arrays that may differ in size.
     batch_size : int
     progress : callable, optional
         ``progress(done, n)`` after each chunk.
@@ -140,12 +141,13 @@ def predict_chunked(
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-def _batches(images: np.ndarray, batch_size: int) -> list[np.ndarray]:
+def _batches(images: np.ndarray | list[np.ndarray], batch_size: int) -> list:
     return [images[i : i + batch_size] for i in range(0, len(images), batch_size)]
 
 
-def _top(model: LoadedModel, images: np.ndarray) -> np.ndarray:
-    logits, _ = model.run_batch(model.preprocess(resize_images(images, model.spec.input_size)))
+def _top(model: LoadedModel, images: np.ndarray | list[np.ndarray]) -> np.ndarray:
+    """Top outputs of a batch (a list: images that may differ in size), preprocessed once by the model itself."""
+    logits, _ = model.run_batch(model.preprocess_each(images) if isinstance(images, list) else model.preprocess(images))
     return logits.float().argmax(dim=1).cpu().numpy().astype(np.int64)
 
 
@@ -366,7 +368,7 @@ def evaluate_release(
     names = sorted({c for classes in release.classes.values() for c in classes})
     outputs = model_class_outputs(model, {c: ClassMapping(in9=c) if c in IN9_CLASSES else resolve_class(c) for c in names}, in9_mapping=in9_mapping)
     owner = _output_classes(outputs, model.spec.n_outputs)
-    size = model.spec.input_size
+    size = model.spec.composite_size  # None: each image as it is, through the model's own transform
     total, done, tables = sum(len(f) for f in release.files.values()), 0, []
     stamp = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for files in release.files.values() for f in files]
     base = content_id(model_keys(workspace).keys[model_name], stamp, outputs)
@@ -374,10 +376,17 @@ def evaluate_release(
         report = None if progress is None else (lambda k, _n, d=done: progress(d + k, total))
         predicted = predict_chunked(
             workspace, model, f"bgchallenge-release/{base}/{variant}", len(files),
-            lambda rows, fs=files: np.stack([resize_images(read_image(f)[None], size)[0] for f in fs[rows]]), batch_size=batch_size, progress=report,
+            lambda rows, fs=files: _read_images(fs[rows], size), batch_size=batch_size, progress=report,
         )  # fmt: skip
         done += len(files)
         ids = [f"{f.parent.name}/{f.stem}" for f in files]
         classes = release.classes[variant]
         tables.append(_table(variant, ids, classes, [""] * len(ids), classes, predicted, outputs, owner))
     return pd.concat(tables, ignore_index=True)
+
+
+def _read_images(files: Sequence[Path], size: int | None) -> np.ndarray | list[np.ndarray]:
+    """The images at ``size`` x ``size`` (a model's ``composite_size``), or as they are (a list) for None."""
+    if size is None:
+        return [read_image(f) for f in files]
+    return np.stack([resize_images(read_image(f)[None], size)[0] for f in files])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analytics.cli import main
-from analytics.data import Target, add_targets, batched_writes, coco, list_classes, list_targets, load_targets
+from analytics.data import Target, add_targets, batched_writes, instances, list_classes, list_targets, load_targets
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 from benchmarks.coco_import import write_many_instances
@@ -32,7 +32,7 @@ def test_every_instance_streams_a_batch_at_a_time_and_commits_once(workspace, tm
     (an import that read every target first would hold 300)."""
     annotations, images = write_many_instances(tmp_path / "export", 300, images=3, side=48)
     monkeypatch.setattr(batched_writes, "TARGET_BATCH", 4)
-    alive, most, made, fit = [0], [0], [0], coco.fit_target
+    alive, most, made, fit = [0], [0], [0], instances.fit_target
 
     def counted(image, mask, size, **options):  # each decoded target's image, followed until it is freed
         image, mask = fit(image, mask, size, **options)
@@ -42,7 +42,7 @@ def test_every_instance_streams_a_batch_at_a_time_and_commits_once(workspace, tm
         weakref.finalize(image, lambda: alive.__setitem__(0, alive[0] - 1))
         return image, mask
 
-    monkeypatch.setattr(coco, "fit_target", counted)
+    monkeypatch.setattr(instances, "fit_target", counted)
     sql_trace.clear()
     argv = ["add-targets", "--layout", "coco", "--annotations", str(annotations), "--images", str(images), "--all-instances", "--workspace", str(workspace.root)]
     assert main(argv) == 0

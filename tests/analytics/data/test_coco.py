@@ -90,7 +90,7 @@ def test_a_smaller_minimum_area_lowers_the_mask_floor_for_a_tiny_instance(coco_e
     """Issue 48: 4 px of 2,400 (0.17 %) lies below the 0.2 % floor of every target's mask; that floor
     refuses it with its share and the fix (not as "mask is empty (0.00%)"), and a min_area below it
     lowers the floor, so the instance imports."""
-    fix = "import with a smaller minimum area (--min-area; the Data page's 'Smallest instance'), which lowers this floor"
+    fix = "import with a smaller minimum area (min_area; the Data page's 'Smallest instance'), which lowers this floor"
     picture = coco_export.pictures[1]
     with pytest.raises(InvalidInputError) as refused:  # the floor COCO's fit applies unless min_area lowers it
         fit_target(picture, coco_export.masks[4], SIZE, origin="a.png annotation 4", fix=fix)

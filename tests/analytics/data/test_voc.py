@@ -341,7 +341,7 @@ def test_bad_input_exits_2_with_one_line_and_imports_nothing(capsys, tiny_worksp
     [
         (["--layout", "folder", "--path", "x", "--split", "val"], "--split only go with --layout voc; got --layout folder"),
         (["--layout", "voc", "--path", "x", "--images", "y"], "--images only go with --layout coco; got --layout voc"),
-        (["--layout", "voc"], "--layout voc reads --path FOLDER"),
+        (["--layout", "voc"], "--layout voc reads --path, a folder or .zip"),
         (["--layout", "cutouts", "--path", "x", "--classes", "a"], "--classes only go with --layout coco or voc"),
     ],
 )

@@ -200,7 +200,7 @@ def test_cli_exits_0_when_every_rule_holds_and_1_when_one_fails(gate_workspace, 
         ("[rules]\nworst_case_acuracy_min = 0.5\n", "unknown key 'worst_case_acuracy_min' in [rules] (did you mean 'worst_case_accuracy_min'?)"),
         ("[rules]\nworst_case_accuracy_min = 1.5\n", "[rules] worst_case_accuracy_min = 1.5 must be a number in [0, 1]; e.g. worst_case_accuracy_min = 0.5"),
         ('[rules]\nassessor_not_variant = "yes"\n', "[rules] assessor_not_variant = 'yes' must be true or false"),
-        ("[baseline]\naccuracy_margin = 0.05\n", "[baseline] rules (accuracy_margin) need a baseline model; pass --baseline MODEL"),
+        ("[baseline]\naccuracy_margin = 0.05\n", "[baseline] rules (accuracy_margin) need a baseline model; give --baseline or remove them"),
     ],
 )
 def test_cli_bad_policy_is_exit_2_with_one_line_and_changes_nothing(gate_workspace, tmp_path, capsys, text, expected):
@@ -257,7 +257,7 @@ def test_cli_unknown_suite_or_baseline_is_exit_2_and_changes_nothing(gate_worksp
     before = workspace_state(gate_workspace)
     argv = ["check", "--workspace", str(gate_workspace.root), "--policy", policy, "--model", PLAIN, "--out", str(tmp_path / "out")]
     assert "no suite 'nope'" in cli_error([*argv, "--suite", "nope"], capsys)
-    assert "no suite; pass --suite ID" in cli_error(argv, capsys)
+    assert "no suite; give --suite or [suite] id" in cli_error(argv, capsys)
     assert "nobody" in cli_error([*argv, "--suite", SUITE, "--baseline", "nobody"], capsys)
     judged = _policy(tmp_path, "[rules]\nassessor_not_variant = true\n")  # human labels: nobody judged a model on the suite
     line = cli_error([*argv[:4], judged, *argv[5:], "--suite", SUITE], capsys)

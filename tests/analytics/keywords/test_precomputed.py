@@ -114,10 +114,19 @@ def test_csv_one_hot_and_scores(tmp_path):
     assert table.keywords_of(0) == ["sky"] and table.keywords_of(1) == ["sea"]
 
     pd.DataFrame({"id": ["a", "b"], "sky": [0.9, 0.2], "sea": [0.4, 0.3]}).to_csv(path, index=False)
-    with pytest.raises(InvalidInputError, match="kw.csv: scores are not 0/1"):
+    with pytest.raises(InvalidInputError, match="kw.csv: scores are not 0/1, so the presence rule is unknown; give `threshold` or `top_k`$"):
         read_keyword_file(path)
     assert read_keyword_file(path, threshold=0.35).present.tolist() == [[True, True], [False, False]]
     assert read_keyword_file(path, top_k=1).present.tolist() == [[True, False], [False, True]]
+
+
+def test_the_command_line_names_its_flags_where_python_names_parameters(tiny_workspace, tmp_path, capsys):
+    from tests.fixtures.cli import cli_error
+
+    path = tmp_path / "kw.csv"
+    pd.DataFrame({"id": ["a", "b"], "sky": [0.9, 0.2], "sea": [0.4, 0.3]}).to_csv(path, index=False)
+    argv = ["keywords", "--workspace", str(tiny_workspace.root), "--backend", "precomputed", "--file", str(path), "--items", "backgrounds"]
+    assert cli_error(argv, capsys).endswith("give --threshold or --top-k")
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import torchvision
 from torch import nn
 
 from analytics.exceptions import InvalidInputError
-from analytics.models import ConvStatsNetwork, conv_map_statistics, freeze_for_cpu
-from analytics.models.conv_map import conv_map_tap
+from analytics.models import ConvStatsNetwork, conv_map_statistics, freeze_for_cpu, get_source
+from analytics.models.conv_map import pooled_map_layer
 from analytics.models.networks import _LiteClassifier, _ScriptedClassifier, _SplitClassifier
 
 
@@ -22,14 +22,19 @@ class OneByOne(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 2, 1, bias=False)
         self.conv.weight.data = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, -1.0]]).view(2, 3, 1, 1)
+        self.relu = nn.ReLU()
         self.avgpool = nn.AdaptiveAvgPool2d(1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.avgpool(torch.relu(self.conv(x))).flatten(1)
+        return self.avgpool(self.relu(self.conv(x))).flatten(1)
 
 
 def one_by_one() -> _SplitClassifier:
     return _SplitClassifier(OneByOne(), nn.Linear(2, 2), "fc").eval()
+
+
+def conv_stats(network: _SplitClassifier) -> ConvStatsNetwork:
+    return ConvStatsNetwork(network, pooled_map_layer(network.body, 8))
 
 
 # a 2x2 image: channel 0 = R+G+B = [[3, 2], [4, 10]]; channel 1 = ReLU(R-B) = ReLU([[-1, 2], [3, -1]]) = [[0, 2], [3, 0]]
@@ -37,7 +42,7 @@ IMAGE = torch.tensor([[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [1.0, 1.0]], [[2.0,
 
 
 def test_the_hook_reads_the_pooled_map_and_gives_the_authors_max_and_max_mean():
-    network = ConvStatsNetwork(one_by_one()).eval()
+    network = conv_stats(one_by_one()).eval()
     batch = torch.stack([IMAGE, IMAGE * 2])
     with torch.no_grad():
         _, embedding, stats = network(batch)
@@ -51,7 +56,7 @@ def test_the_hook_reads_the_pooled_map_and_gives_the_authors_max_and_max_mean():
 
 
 def test_the_frozen_cpu_copy_computes_the_same_statistics():
-    network = ConvStatsNetwork(one_by_one()).eval()
+    network = conv_stats(one_by_one()).eval()
     batch = torch.rand(3, 3, 8, 8)
     frozen = freeze_for_cpu(network, batch)
     assert isinstance(frozen, torch.jit.ScriptModule)  # traced with the hook, not the eager fallback
@@ -62,21 +67,29 @@ def test_the_frozen_cpu_copy_computes_the_same_statistics():
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
 def test_each_source_has_its_map_or_says_why_not():
     with torch.device("meta"):
-        resnet, densenet, shufflenet, vit = (torchvision.models.get_model(a, weights=None) for a in ("resnet18", "densenet121", "shufflenet_v2_x0_5", "vit_b_16"))
-    assert conv_map_tap(resnet) == (resnet.avgpool, True)  # layer4's output, the authors' ResNet reading
-    assert conv_map_tap(densenet) == (densenet.features, False)  # pooled by a function call: its last block
-    assert conv_map_tap(shufflenet) == (shufflenet.conv5, False)
+        resnet, densenet, shufflenet, vit, inception = (
+            torchvision.models.get_model(a, weights=None).eval() for a in ("resnet18", "densenet121", "shufflenet_v2_x0_5", "vit_b_16", "inception_v3")
+        )
+    assert conv_stats_layer(resnet) is resnet.layer4  # the map its avgpool reads, the authors' ResNet reading
+    assert conv_stats_layer(inception, 299) is inception.Mixed_7c
+    assert conv_stats_layer(densenet) is densenet.features  # pooled by a function call: its last block
+    assert conv_stats_layer(shufflenet) is shufflenet.conv5
     with pytest.raises(InvalidInputError, match="transformer"):
-        conv_map_tap(vit)
+        conv_stats_layer(vit)
     with pytest.raises(InvalidInputError, match="TorchScript"):
-        conv_map_tap(_ScriptedClassifier(torch.jit.script(nn.Linear(2, 2))))
+        get_source("torchscript").feature_layer(_ScriptedClassifier(torch.jit.script(nn.Linear(2, 2))), None)
     from efficientnet_lite_pytorch import EfficientNet
 
     lite = _LiteClassifier(EfficientNet.from_name("efficientnet-lite0")).eval()
-    assert conv_map_tap(lite) == (lite.net._avg_pooling, True)  # the head convolution after BN and ReLU6 (1280 channels)
+    layer = get_source("efficientnet-lite").feature_layer(lite, None)
+    assert layer is lite.feature_map  # the head convolution after BN and ReLU6 (1280 channels), GradCAM's layer too
     x = torch.rand(1, 3, 64, 64)
     with torch.no_grad():
-        assert torch.allclose(ConvStatsNetwork(lite)(x)[2], conv_map_statistics(lite.net.extract_features(x)))
+        assert torch.allclose(ConvStatsNetwork(lite, layer)(x)[2], conv_map_statistics(lite.net.extract_features(x)))
+
+
+def conv_stats_layer(network: nn.Module, size: int = 224) -> nn.Module:
+    return pooled_map_layer(network, size)
 
 
 def test_the_statistics_of_a_half_precision_map_are_those_of_its_float32_copy():

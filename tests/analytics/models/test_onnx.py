@@ -129,7 +129,7 @@ def _external(source, path):
 @pytest.mark.parametrize(
     ("case", "extra", "words"),
     [
-        ("plain", [], "does not record the normalisation mean, the normalisation std; give --mean, --std"),
+        ("plain", [], "does not record its normalisation; give --mean, --std (for ImageNet training: --mean 0.485,0.456,0.406"),
         ("free", IMAGENET, "does not record its input side (dynamic in the graph); give --input-size"),
         ("garbage", IMAGENET, "not a readable ONNX file"),
         ("custom", IMAGENET, "domain 'com.example.ops', which need a custom operator library"),
@@ -204,3 +204,12 @@ def test_a_graph_that_fails_to_run_is_one_line_naming_the_model(tmp_path, capsys
     with pytest.raises(InvalidInputError, match=r"^model 'one' \([0-9a-f]+\.onnx\): ONNX Runtime failed running it on a batch of shape 2x3x16x16 \(") as caught:
         model.run_batch(model.preprocess(np.zeros((2, 16, 16, 3), np.uint8)))
     assert "\n" not in str(caught.value)
+
+
+def test_the_librarys_messages_name_its_parameters_not_the_command_lines_flags(tmp_path, team_files):
+    workspace = Workspace(tmp_path / "ws")
+    with pytest.raises(InvalidInputError, match=r"give `mean`, `std` \(for ImageNet training: `mean` 0\.485") as caught:
+        register_onnx(workspace, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"])
+    assert "--" not in str(caught.value)
+    with pytest.raises(InvalidInputError, match=r"`crop_pct` must be in \(0, 1\]; got 1\.5$"):
+        register_onnx(workspace, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"], mean=IMAGENET_MEAN, std=IMAGENET_STD, crop_pct=1.5)

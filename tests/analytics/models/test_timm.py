@@ -145,7 +145,7 @@ def test_timm_refusals_are_one_line_and_change_nothing(tiny_workspace, team_file
     line = cli_error([*base, "--arch", "timm:resnet18", "--checkpoint", str(resnet_path)], capsys)  # 3 classes, 2 labels
     assert "has 3 classes but the custom label space has 2" in line and "--labels" in line
     line = cli_error([*base, "--arch", "resnet18", "--checkpoint", str(resnet_path), "--mean", "0.5,0.5,0.5"], capsys)
-    assert "--mean: only for models that read their own preprocessing" in line
+    assert "--mean: not for torchvision models (--mean is for timm, transformers, onnx)" in line
     assert "three numbers" in cli_error([*base, "--arch", "timm:resnet18", "--checkpoint", str(resnet_path), "--std", "0.5,0.5"], capsys)
     real = timm.create_model
 
@@ -157,8 +157,38 @@ def test_timm_refusals_are_one_line_and_change_nothing(tiny_workspace, team_file
     monkeypatch.setattr(timm, "create_model", without_statistics)
     (tmp_path / "labels3.txt").write_text("cat\ndog\nbird\n")
     line = cli_error([*base, "--arch", "timm:resnet18", "--checkpoint", str(resnet_path), "--labels", str(tmp_path / "labels3.txt")], capsys)
-    assert "has no mean (--mean), std (--std); give them as flags" in line
+    assert "has no --mean, --std; give them" in line  # the library names its parameters, the command line its flags
+    with pytest.raises(InvalidInputError, match=r"has no `mean`, `std`; give them$"):
+        register_timm(tiny_workspace, "m", arch="resnet18", checkpoint=resnet_path, label_space=custom_label_space(tmp_path / "labels3.txt"))
     assert workspace_state(tiny_workspace) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "resize", "offset"),
+    [({}, 235, 6), ({"crop_mode": "squash"}, 235, 6), ({"crop_pct": 1.0, "interpolation": "bilinear"}, 224, 0), ({"input_size": (3, 96, 96)}, 101, 2)],
+)
+def test_timm_geometry_is_read_from_timms_own_eval_transform(args, resize, offset):
+    """The resize and crop come from the ``Resize`` and ``CenterCrop`` of ``create_transform(**config)``
+    (timm's 'squash' crop is the same on a square image), and the probe agrees."""
+    from analytics.models.timm_source import check_timm_transform, read_timm_transform
+
+    with torch.device("meta"):
+        model = timm.create_model("resnet18", pretrained=False)
+    model.pretrained_cfg = {**model.pretrained_cfg, **args}
+    size, transform, config = read_timm_transform(model)
+    assert (transform.resize, transform.crop_offset) == (resize, offset) and size == config["input_size"][-1]
+    check_timm_transform(size, transform, config, "probe")
+
+
+def test_timm_crop_modes_backdrop_cannot_reproduce_are_refused_naming_them():
+    from analytics.models.timm_source import read_timm_transform
+
+    with torch.device("meta"):
+        model = timm.create_model("resnet18", pretrained=False)
+    model.pretrained_cfg = {**model.pretrained_cfg, "crop_mode": "border"}
+    with pytest.raises(InvalidInputError, match=r"ResizeKeepRatio, CenterCropOrPad.*crop_mode 'border'.*Nothing about the checkpoint needs to change") as caught:
+        read_timm_transform(model)
+    assert "--" not in str(caught.value)
 
 
 def test_a_spec_stored_before_transforms_existed_loads_with_its_key_unchanged(team_files):

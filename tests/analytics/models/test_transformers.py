@@ -17,9 +17,12 @@ import torch
 from transformers import (
     AutoImageProcessor,
     AutoModelForImageClassification,
+    BitImageProcessor,
     ConvNextConfig,
     ConvNextForImageClassification,
     ConvNextImageProcessor,
+    LevitImageProcessor,
+    PoolFormerImageProcessor,
     ViTConfig,
     ViTForImageClassification,
     ViTImageProcessor,
@@ -240,3 +243,85 @@ def test_a_loaded_classifier_never_warns_about_a_training_loss(folders, caplog):
     hf_logging.warning_once.cache_clear()  # transformers prints it once a process: not already spent by another test
     freeze_for_cpu(_TransformersClassifier(model, classifier_name(model, 3, "convnext")).eval(), torch.rand(1, 3, 64, 64))
     assert "default loss" not in caplog.text
+
+
+def _saved_processor(folder, processor):
+    processor.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("processor", "resize", "input_size", "mean"),
+    [
+        (lambda: ViTImageProcessor(size={"height": 72, "width": 72}, do_center_crop=True, crop_size={"height": 64, "width": 64},
+                                   image_mean=[0.3, 0.4, 0.5], image_std=[0.2, 0.25, 0.3]), 72, 64, (0.3, 0.4, 0.5)),  # fmt: skip
+        (lambda: ConvNextImageProcessor(size={"shortest_edge": 64}), 73, 64, (0.5, 0.5, 0.5)),  # crop_pct 0.875
+        (lambda: ConvNextImageProcessor(size={"shortest_edge": 64}, crop_pct=0.8, resample=2), 80, 64, (0.5, 0.5, 0.5)),
+        (lambda: ConvNextImageProcessor(size={"shortest_edge": 384}), 384, 384, (0.5, 0.5, 0.5)),  # ConvNeXt ignores crop_pct from 384 px
+        (lambda: PoolFormerImageProcessor(size={"shortest_edge": 64}, crop_size={"height": 64, "width": 64}), 71, 64, (0.485, 0.456, 0.406)),
+        (lambda: BitImageProcessor(size={"shortest_edge": 72}, crop_size={"height": 64, "width": 64}), 72, 64, (0.48145466, 0.4578275, 0.40821073)),
+    ],
+    ids=["vit-crop_size-mean", "convnext-crop_pct", "convnext-crop_pct-0.8", "convnext-384", "poolformer", "bit"],
+)
+def test_the_loaded_processors_attributes_drive_the_transform(tmp_path, processor, resize, input_size, mean):
+    """AutoImageProcessor's own object is read (size, crop_size, crop_pct, resample, mean, std), for
+    any family, and Backdrop's pixels equal the processor's on an image other than the probe's."""
+    from analytics.models.transformers_source import read_processor_transform
+
+    folder = _saved_processor(tmp_path / "p", processor())
+    size, transform = read_processor_transform(folder, input_size=None, mean=None, std=None)
+    assert (size, transform.resize, transform.resampler) == (input_size, resize, "torchvision") and transform.mean == pytest.approx(mean)
+    image = np.random.default_rng(5).integers(0, 256, (1, 300, 300, 3), dtype=np.uint8)
+    expected = AutoImageProcessor.from_pretrained(folder)(images=list(image), return_tensors="pt")["pixel_values"]
+    ours = transform.normalise(torch.from_numpy(transform.resize_and_crop(image, size)).permute(0, 3, 1, 2))
+    np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=0, atol=1e-4)
+
+
+def test_a_pil_backend_processor_is_read_through_the_same_attributes():
+    from transformers.models.vit.image_processing_pil_vit import ViTImageProcessorPil
+
+    from analytics.models.transformers_source import check_processor_transform, processor_transforms
+
+    processor = ViTImageProcessorPil(size={"height": 64, "width": 64}, resample=3, image_mean=[0.2, 0.3, 0.4], image_std=[0.5, 0.6, 0.7])
+    size, transform = check_processor_transform(processor, processor_transforms(processor, "pil"), "pil")
+    assert (size, transform.resize, transform.interpolation, transform.resampler) == (64, 64, "bicubic", "pil")
+
+
+@pytest.mark.parametrize(
+    ("processor", "words"),
+    [
+        (lambda: ViTImageProcessor(do_resize=False), "ViTImageProcessor's do_resize False"),
+        (lambda: ViTImageProcessor(size={"height": 64, "width": 48}), "size 64x48 (not square"),
+        (lambda: LevitImageProcessor(size={"shortest_edge": 64}, crop_size={"height": 64, "width": 64}), "cannot reproduce LevitImageProcessor: on a probe image"),
+        ("made-up", "transformers cannot load its image processor"),
+        ("auto_map", "names custom code (auto_map)"),
+    ],
+    ids=["no resize", "not square", "another resize rule", "unknown family", "remote code"],
+)
+def test_processors_backdrop_cannot_reproduce_are_refused_without_asking_to_change_the_files(tmp_path, capsys, processor, words):
+    """Refused in one line naming what is unsupported; nothing in the folder needs to change: the
+    library names its parameters, the command line its flags, and the three of them register it."""
+    folder = save_vit(tmp_path / "vit")
+    if callable(processor):
+        processor().save_pretrained(folder)
+    else:
+        config = json.loads((folder / "preprocessor_config.json").read_text())
+        config.update({"image_processor_type": "MadeUpImageProcessor"} if processor == "made-up" else {"auto_map": {"AutoImageProcessor": "x.Y"}})
+        (folder / "preprocessor_config.json").write_text(json.dumps(config))
+    workspace = Workspace(tmp_path / "ws")
+    with pytest.raises(InvalidInputError, match=re.escape(words)) as caught:
+        register_transformers(workspace, "hf", folder=folder)
+    message = str(caught.value)
+    assert "nothing in the model's folder needs to change: pass `input_size`, `mean` and `std`" in message
+    assert not re.search(r"delete|remove|edit|fix the file|--", message)
+    base = ["add-model", "--workspace", str(workspace.root), "--name", "hf", "--arch", "transformers", "--checkpoint", str(folder)]
+    line = cli_error(base, capsys)
+    assert words in line and "pass --input-size, --mean and --std" in line
+    spec = register_transformers(workspace, "hf", folder=folder, input_size=64, mean=(0.5,) * 3, std=(0.5,) * 3)
+    assert (spec.transform.resampler, spec.input_size) == ("opencv", 64) and "the image processor not used" in spec.transform.origin
+
+
+def test_part_of_the_override_is_refused_naming_the_parameters(tmp_path):
+    folder = save_vit(tmp_path / "vit")
+    with pytest.raises(InvalidInputError, match=r"^`mean`: the image processor \(preprocessor_config\.json\) gives the preprocessing"):
+        register_transformers(Workspace(tmp_path / "ws"), "hf", folder=folder, mean=(0.5,) * 3)

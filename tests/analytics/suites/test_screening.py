@@ -192,6 +192,17 @@ def test_skipped_screening_warns_for_a_class_without_imagenet_indices(screening_
     assert gaps in suite.warnings and suite.params["pool_screening"]["unscreened"] == ["apple"]
 
 
+def test_skipped_screening_of_every_class_blames_the_mappings_not_the_classifier(screening_workspace):
+    """A classifier registered but no class of the suite with ImageNet indices (a COCO export's own class
+    names, examples/own_models.ipynb): the warning names the missing mappings, not a missing classifier."""
+    for name in ("apple", "zebra"):
+        set_class_mapping(screening_workspace, name, label=name)  # no ImageNet indices, no IN-9 class
+    suite = build_suite(screening_workspace, method="random", n=6, seed=0, realism_threshold=0.0)
+    skipped = [w for w in suite.warnings if w.startswith("pool screening skipped")]
+    assert skipped == [screening_gaps(screening_workspace)] == [screening_warning(suite.params["pool_screening"])]
+    assert skipped[0].startswith("pool screening skipped for apple, zebra: they have no ImageNet indices") and "set-class" in skipped[0]
+
+
 def test_the_cli_warns_on_stderr_when_screening_is_skipped(screening_data, capsys):
     from analytics.cli import main
 

@@ -227,8 +227,9 @@ def test_an_ontology_of_other_keywords_is_refused_and_the_matching_one_used(suit
     other = save_ontology(suite_workspace, build_ontology(other_table, min_support=0.3), tables=["ade-table"])
     with suite_workspace.transaction() as conn:
         conn.execute("UPDATE ontologies SET created = '2999-01-01T00:00:00+00:00' WHERE id = ?", (other,))
-    with pytest.raises(InvalidInputError, match=r"expands only 0 of 6 targets.*would be a keyword suite"):
+    with pytest.raises(InvalidInputError, match=r"expands only 0 of 6 targets.*would be a keyword suite.*leave the ontology unset") as refused:
         build(suite_workspace, "ontology", ontology_id=other)
+    assert "--" not in str(refused.value)  # no flag: the Suites page, Python and the command line all show it
     assert build(suite_workspace, "ontology").params["ontology"]["id"] == matching  # the newest is the other one
     tables = {"target": TARGET_TABLE, "background": BACKGROUND_TABLE}
     assert ensure_ontology(suite_workspace, tables) == (matching, False)

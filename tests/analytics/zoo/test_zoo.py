@@ -96,7 +96,7 @@ def test_build_zoo_is_idempotent_and_refuses_a_changed_construction(zoo_workspac
     assert [m.accuracy for m in again] == [m.accuracy for m in first]
     assert {spec.name: spec.checkpoint for spec in list_models(zoo_workspace)} == checkpoints
     changed = {**SMALL, "n_train_per_class": 20}
-    with pytest.raises(InvalidInputError, match="another construction"):
+    with pytest.raises(InvalidInputError, match="another construction .*; retrain it with `replace`, or remove it first"):  # the parameter
         build_zoo(zoo_workspace, strengths=(0,), augment=(False,), seeds=(0,), **changed)
     retrained = build_zoo(zoo_workspace, strengths=(0,), augment=(False,), seeds=(0,), replace=True, **changed)
     assert retrained[0].trained

@@ -46,6 +46,21 @@ class ParameterNames:
         return re.sub(r"`([A-Za-z_]\w*)`", lambda found: self.flags.get(found.group(1), found.group(0)), message)
 
 
+def positive_limit(variable: str, default: int, unit: str) -> int:
+    """A limit from the environment variable ``variable`` (a positive whole number of ``unit``), else ``default``.
+
+    Raises
+    ------
+    InvalidInputError
+        The variable is set to something else: one line naming it, the value and the default.
+    """
+    raw = os.environ.get(variable, "").strip()
+    limit = int(raw) if raw.isdigit() else 0 if raw else default
+    if limit <= 0:
+        raise InvalidInputError(f"{variable} must be a positive whole number of {unit}; got {raw!r}; unset it for the default {default}")
+    return limit
+
+
 def check_fraction(value: float, name: str, *, low_open: bool = True) -> float:
     """Return ``value`` as float if it lies in (0, 1] (or [0, 1] with ``low_open=False``)."""
     if not isinstance(value, Real) or np.isnan(value):

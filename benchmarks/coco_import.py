@@ -40,7 +40,7 @@ import json, resource, sys, time
 sys.path.insert(0, {project!r})
 import analytics.suites  # what the command line's open_workspace imports (torch, torchvision): not the import's own memory
 from analytics.cli import main
-from analytics.data import add_targets, read_coco, resolve_class
+from analytics.data import store_targets, read_coco, resolve_class
 from analytics.workspace import Workspace
 
 mode, annotations, images, workspace, instances = sys.argv[1:]
@@ -55,7 +55,7 @@ else:
     ws = Workspace(workspace)
     size = int(ws.get_meta("image_size"))
     result = read_coco(annotations, images, size=size, all_instances=True, max_instances=int(instances))
-    added = add_targets(ws, result.accepted, classes=resolve_class)
+    added = store_targets(ws, result.accepted, classes=resolve_class)
 seconds = time.perf_counter() - start
 peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({{"seconds": seconds, "peak_rss_mib": peak_kib / 1024, "imports_rss_mib": imports_kib / 1024, "added": added}}))

@@ -76,7 +76,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.data import Background, Cutout, add_backgrounds, list_classes
+from analytics.data import Background, Cutout, list_classes, store_backgrounds
 from analytics.inference import (
     CompositeCache,
     backoff,
@@ -395,7 +395,7 @@ def add_pool(workspace: Workspace, count: int) -> None:
     """``count`` more synthetic backgrounds (the keyword and screening passes read the pool)."""
     rng = np.random.default_rng(7)
     for start in range(0, count, 500):
-        add_backgrounds(
+        store_backgrounds(
             workspace, [Background(f"pool{i:05d}", _texture(rng), origin="synthetic") for i in range(start, min(count, start + 500))]
         )
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from analytics.data import add_backgrounds, add_targets, custom_label_space
+from analytics.data import custom_label_space, store_backgrounds, store_targets
 from analytics.keywords import save_keyword_table
 from analytics.models import register_torchscript
 from analytics.runs import start_runs
@@ -58,8 +58,8 @@ def build_workspace(folder: Path, n_models: int) -> Workspace:
     rng = np.random.default_rng(0)
     workspace = Workspace(folder / "ws")
     workspace.set_meta("image_size", str(SIZE))
-    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes={name: [] for name in CLASSES})  # a custom label space
-    add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
+    store_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes={name: [] for name in CLASSES})  # a custom label space
+    store_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     backgrounds = [row["id"] for row in workspace.query("SELECT id FROM backgrounds ORDER BY id")]
     save_keyword_table(workspace, onehot_table(backgrounds, BACKGROUND_KEYWORDS), name=BACKGROUND_TABLE, item_kind="background")
     labels = custom_label_space(write_labels(folder / "labels.txt"))

@@ -61,11 +61,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analytics.data import (
     Background,
     Target,
-    add_backgrounds,
-    add_targets,
     composite,
     load_backgrounds,
     load_targets,
+    store_backgrounds,
+    store_targets,
 )
 from analytics.inference import CompositeCache, cpu_threads, model_threads, run_models
 from analytics.models import build_efficientnet_lite, get_model_spec, load_model, register_efficientnet_lite, resize_images
@@ -86,8 +86,8 @@ def build_workspace(root: Path, n_targets: int, n: int, seed: int = 0) -> Worksp
     yy, xx = np.mgrid[:SIZE, :SIZE]
     mask = (yy - SIZE / 2) ** 2 + (xx - SIZE / 2) ** 2 < (SIZE / 3) ** 2
     targets = [Target(f"obj/{i:04d}", "obj", _texture(rng), mask, origin="synthetic") for i in range(n_targets)]
-    add_targets(workspace, targets, classes={"obj": [340]})
-    add_backgrounds(workspace, [Background(f"bg{i:03d}", _texture(rng), origin="synthetic") for i in range(N_BACKGROUNDS)])
+    store_targets(workspace, targets, classes={"obj": [340]})
+    store_backgrounds(workspace, [Background(f"bg{i:03d}", _texture(rng), origin="synthetic") for i in range(N_BACKGROUNDS)])
     for k in sorted({min(50, n_targets), min(200, n_targets), n_targets}):
         _add_suite(workspace, f"s{k}", [t.id for t in targets[:k]], n, rng)
     register_efficientnet_lite(workspace, 0)

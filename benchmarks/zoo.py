@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analytics.data import Background, Target, add_backgrounds, add_targets  # noqa: E402
+from analytics.data import Background, Target, store_backgrounds, store_targets  # noqa: E402
 from analytics.inference import run_models  # noqa: E402
 from analytics.models import register_efficientnet_lite  # noqa: E402
 from analytics.workspace import Workspace, now  # noqa: E402
@@ -48,8 +48,8 @@ def build_workspace(root: Path, n_classes: int, per_class: int, n_backgrounds: i
     mask = (yy - SIZE / 2) ** 2 + (xx - SIZE / 2) ** 2 < (SIZE / 3) ** 2
     classes = {f"class{c:02d}": [c] for c in range(n_classes)}
     targets = [Target(f"{name}/{i}", name, _texture(rng), mask, origin="synthetic") for name in classes for i in range(per_class)]
-    add_targets(workspace, targets, classes=classes)
-    add_backgrounds(
+    store_targets(workspace, targets, classes=classes)
+    store_backgrounds(
         workspace, [Background(f"bg{i:03d}", _texture(rng), origin=f"synthetic:scene{i // CROPS_PER_SCENE}") for i in range(n_backgrounds)]
     )
     register_efficientnet_lite(workspace, 0)

@@ -15,7 +15,6 @@ import streamlit as st
 
 from analytics.data import (
     Target,
-    add_targets,
     check_mask_share,
     fit_square,
     image_size,
@@ -23,6 +22,7 @@ from analytics.data import (
     list_classes,
     list_targets,
     read_image,
+    store_targets,
 )
 from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
@@ -186,7 +186,7 @@ def add_grabcut_target(workspace: Workspace, image: np.ndarray, mask: np.ndarray
         check_mask_share(mask, target_id)
         square, square_mask = fit_square(image, mask, image_size(workspace))
         target = Target(target_id, class_name, square, square_mask, origin=f"grabcut:{default_id}")
-        added = add_targets(workspace, [target], classes=data_import.new_classes(workspace, [class_name]))
+        added = store_targets(workspace, [target], classes=data_import.new_classes(workspace, [class_name]))
     except BackdropError as err:
         st.error(escape_markdown(err))
         return

@@ -11,6 +11,7 @@ import streamlit as st
 
 from analytics.data import IN9_CLASSES, ClassMapping, class_target_counts, imagenet_classes, list_class_mappings, search_imagenet, set_class_mapping
 from analytics.exceptions import BackdropError
+from analytics.models import class_scorers, list_models, unscored_classes
 from analytics.runs import runs_of_class
 from analytics.team import User
 from analytics.workspace import Workspace
@@ -38,14 +39,36 @@ def show(workspace: Workspace, user: User | None) -> None:
     if message := st.session_state.pop(SAVED, None):
         st.success(message)
     st.dataframe(mapping_table(workspace, mappings), hide_index=True, width="stretch")
-    unmapped = [name for name, mapping in mappings.items() if not mapping.mapped]
-    if unmapped:
-        st.warning(
-            f"Not mapped yet: {', '.join(unmapped)}. A model scores such a class only if one of its outputs has the "
-            "class's name; map it below."
-        )
+    if warning := scoring_warning(workspace, mappings):
+        st.warning(warning)
     if offer(user, "import_data", "Changing a class mapping"):
         edit_class(workspace, mappings)
+
+
+def scoring_warning(workspace: Workspace, mappings: dict[str, ClassMapping]) -> str | None:
+    """The warning about the classes no registered model scores (:func:`analytics.models.unscored_classes`),
+    naming the models that score the others; None when every class is scored (issue 47.7: a model
+    registered with its own class names scores them unmapped)."""
+    unscored = unscored_classes(workspace, mappings)
+    if not unscored:
+        return None
+    names = ", ".join(escape_markdown(name) for name in unscored)
+    it = "it" if len(unscored) == 1 else "them"
+    if not list_models(workspace):
+        return (
+            f"Not mapped yet: {names}. No model is registered yet: an ImageNet or IN-9 model scores a class only "
+            "through its mapping (or an output with the class's name); a model registered with its own class names "
+            f"scores the classes it names. Map {it} below."
+        )
+    unmapped = [name for name in unscored if not mappings[name].mapped]
+    lead = f"Not mapped yet: {names}." if len(unmapped) == len(unscored) else f"No registered model scores {names}."
+    scorers = class_scorers(workspace, [name for name in mappings if name not in unscored])
+    models = sorted({model for found in scorers.values() for model in found})
+    others = f" The other classes are scored by {', '.join(escape_markdown(m) for m in models)}." if models else ""
+    return (
+        f"{lead} No registered model has an output for {it}.{others} Map {it} below (ImageNet indices, an IN-9 class, "
+        f"or a custom label naming a model's output), or register a model that names {it}."
+    )
 
 
 def mapping_table(workspace: Workspace, mappings: dict[str, ClassMapping]) -> pd.DataFrame:

@@ -31,11 +31,11 @@ from analytics.data import (
     import_backgrounds,
     import_targets,
     list_backgrounds,
-    list_class_mappings,
     list_classes,
     resolve_class,
 )
 from analytics.exceptions import BackdropError
+from analytics.models import unscored_classes
 from analytics.team import resolve_server_path, server_paths_offered
 from analytics.workspace import Workspace
 from ui.markdown import escape_markdown
@@ -230,9 +230,10 @@ def new_classes(workspace: Workspace, names: Iterable[str]) -> dict[str, ClassMa
 
 
 def unmapped_classes(workspace: Workspace, classes: Iterable[str]) -> list[str]:
-    """Those of the imported targets' ``classes`` that have no mapping yet."""
-    names = set(classes)
-    return [name for name, mapping in list_class_mappings(workspace).items() if name in names and not mapping.mapped]
+    """Those of the imported targets' ``classes`` that no registered model scores yet, by name
+    (:func:`analytics.models.unscored_classes`: without a model, those without a mapping). A class a
+    model registered with its own class names scores needs no mapping (issue 47.7)."""
+    return unscored_classes(workspace, sorted(set(classes)))
 
 
 def forget_last_import() -> None:
@@ -261,8 +262,8 @@ def show_last_import() -> None:
                    + (f", {n_skipped} skipped." if skipped else "."))
     if unmapped := summary.get("unmapped"):
         st.warning(
-            f"No model output is known yet for class {', '.join(unmapped)}: map it in the **Classes** tab "
-            "(ImageNet indices, an IN-9 class or a custom label) before running models."
+            f"No model output is known yet for class {', '.join(escape_markdown(name) for name in unmapped)}: no registered model "
+            "scores it. Map it in the **Classes** tab (ImageNet indices, an IN-9 class or a custom label) before running models."
         )
     accepted_tab, rejected_tab, *skipped_tab = st.tabs([f"Accepted ({len(accepted)})", f"Rejected ({len(rejected)})", *([f"Skipped ({n_skipped})"] if skipped else [])])
     accepted_tab.dataframe(pd.DataFrame({"id": accepted}), hide_index=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from analytics.data import DEFAULT_MARGIN, MAX_MARGIN, Target, add_targets, propose_mask
+from analytics.data import DEFAULT_MARGIN, MAX_MARGIN, Target, propose_mask, store_targets
 from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
 from ui import data_import, widgets
@@ -60,7 +60,7 @@ def show(workspace: Workspace) -> None:
     left, right = st.columns(2)
     if left.button(f"Import {len(keep)} accepted targets", type="primary", disabled=not keep, key=KEY + "import", icon=":material/save:"):
         try:
-            added = add_targets(workspace, keep, classes=data_import.new_classes(workspace, [t.class_name for t in keep]))
+            added = store_targets(workspace, keep, classes=data_import.new_classes(workspace, [t.class_name for t in keep]))
         except BackdropError as err:
             st.error(escape_markdown(err))
             return

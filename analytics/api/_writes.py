@@ -15,11 +15,6 @@ from analytics._choices import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics._progress import Progress, with_message
 from analytics._validation import ParameterNames
 from analytics.data import ImportReport, LabelSpace, import_backgrounds, import_targets, parse_label_space
-
-# add_targets and add_backgrounds below are the import flow that streams into these writers of the
-# same names (analytics.data.importing): one concept, so imported here (tests/test_architecture.py).
-from analytics.data import add_backgrounds as _write_backgrounds  # noqa: F401
-from analytics.data import add_targets as _write_targets  # noqa: F401
 from analytics.exceptions import InvalidInputError
 from analytics.judging import Judgment, add_judgment
 from analytics.models import SOURCES, get_source
@@ -112,7 +107,7 @@ def add_targets(
 
     See Also
     --------
-    analytics.data.add_targets : store :class:`~analytics.data.Target` records made in memory.
+    analytics.data.store_targets : store :class:`~analytics.data.Target` records made in memory.
 
     Examples
     --------
@@ -158,7 +153,7 @@ def add_backgrounds(workspace: Workspace | PathLike | None, path: PathLike, *, c
 
     See Also
     --------
-    analytics.data.add_backgrounds : store :class:`~analytics.data.Background` records made in memory.
+    analytics.data.store_backgrounds : store :class:`~analytics.data.Background` records made in memory.
 
     Examples
     --------

@@ -26,9 +26,11 @@ Classes of ``add-targets`` come from the class folder names (coco: the category 
 the Data page uses too (:func:`analytics.data.classes.resolve_class`): ImageNet-1k indices from
 ``--imagenet-map FILE`` (JSON ``{"class": index or [indices]}``), else from an exact ImageNet-1k
 category name or WordNet id (case-insensitive, ``_`` read as a space, e.g. ``tennis_ball``), else
-the IN-9 class of that name (``dog``, ``00_dog``), else none. Classes left unmapped are listed under
-``unmapped_classes`` (no model can score them yet): map them with ``set-class`` (find indices with
-``classes --search``) or in the Data page's class editor. ``--existing-classes-only`` rejects files
+the IN-9 class of that name (``dog``, ``00_dog``), else none. New classes left without a mapping are
+listed under ``unmapped_classes``; the imported classes no registered model scores yet under
+``unscored_classes`` (:func:`analytics.models.unscored_classes`: a model registered with its own class
+names scores the classes it names unmapped; with no model registered, the classes without a mapping).
+Map them with ``set-class`` (find indices with ``classes --search``) or in the Data page's class editor. ``--existing-classes-only`` rejects files
 of classes the workspace does not have yet.
 """
 
@@ -207,7 +209,9 @@ def run_add_targets(args: argparse.Namespace) -> dict[str, Any]:
         existing_classes_only=args.existing_classes_only, imagenet_map=args.imagenet_map, package=args.package, licence=args.licence,
         names=ParameterNames(FLAGS),
     )  # fmt: skip
-    return report.to_dict()
+    from analytics.models import unscored_classes
+
+    return report.to_dict() | {"unscored_classes": unscored_classes(open_workspace(args), sorted(set(report.classes)))}
 
 
 def run_add_backgrounds(args: argparse.Namespace) -> dict[str, Any]:

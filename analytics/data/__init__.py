@@ -5,7 +5,7 @@ classes and label spaces (ImageNet-1k, IN-9), and composites (object pasted on a
 from analytics._choices import COCO, INSTANCE_LAYOUTS, TARGET_LAYOUTS
 
 from .archives import LAYOUT_PATTERNS, LAYOUTS, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, extracted, layout_root
-from .batched_writes import BACKGROUND_BATCH, TARGET_BATCH, add_backgrounds, add_targets
+from .batched_writes import BACKGROUND_BATCH, TARGET_BATCH, store_backgrounds, store_targets
 from .classes import (
     N_IMAGENET,
     ImageNetClass,
@@ -137,9 +137,7 @@ __all__ = [
     "SOURCE_COLUMNS",
     "TARGET_BATCH",
     "Target",
-    "add_backgrounds",
     "add_classes",
-    "add_targets",
     "as_mapping",
     "background_label",
     "check_imagenet_indices",
@@ -186,6 +184,8 @@ __all__ = [
     "set_class_mapping",
     "source_photo",
     "square_crops",
+    "store_backgrounds",
+    "store_targets",
     "stream_backgrounds",
     "stream_coco",
     "stream_targets",

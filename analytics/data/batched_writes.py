@@ -1,4 +1,4 @@
-"""Imports streamed into the workspace in batches: ``add_targets`` (all or nothing) and ``add_backgrounds``
+"""Imports streamed into the workspace in batches: ``store_targets`` (all or nothing) and ``store_backgrounds``
 (a commit per batch), both through one writer, :func:`write_in_batches`.
 
 Each record's arrays go to the array store as the records are read
@@ -31,9 +31,9 @@ from analytics.workspace import Workspace, now
 from .datasets import Background, Target, add_classes, image_size, list_classes
 from .label_spaces import ClassMapping
 
-#: Background rows per transaction of :func:`add_backgrounds` (~40 commits for a 20,000 pool).
+#: Background rows per transaction of :func:`store_backgrounds` (~40 commits for a 20,000 pool).
 BACKGROUND_BATCH = 500
-#: Targets per group of staged arrays of :func:`add_targets` (their rows commit once, at the end).
+#: Targets per group of staged arrays of :func:`store_targets` (their rows commit once, at the end).
 TARGET_BATCH = 500
 Record = TypeVar("Record")
 
@@ -100,7 +100,7 @@ def write_in_batches(
     return added
 
 
-def add_targets(
+def store_targets(
     workspace: Workspace,
     targets: Iterable[Target],
     *,
@@ -170,7 +170,7 @@ def add_targets(
     return write_in_batches(workspace, targets, batch_size=batch_size or TARGET_BATCH, prepare=prepare, write=write, all_or_nothing=True)
 
 
-def add_backgrounds(workspace: Workspace, backgrounds: Iterable[Background], *, batch_size: int | None = None) -> int:
+def store_backgrounds(workspace: Workspace, backgrounds: Iterable[Background], *, batch_size: int | None = None) -> int:
     """Store backgrounds, committing their rows every ``batch_size``; returns how many were new.
 
     Arrays are stored as the iterable yields each image, rows commit per batch

@@ -36,7 +36,7 @@ An import makes at most :func:`instance_limit` targets (:data:`MAX_INSTANCES`, 1
 ``max_instances`` argument, ``--max-instances``, ``$BACKDROP_MAX_INSTANCES``): more are refused in
 one line, before any image or mask is decoded (:func:`check_instance_count`). The chosen instances
 are decoded one at a time (:func:`stream_coco`), so an import into
-:func:`~analytics.data.add_targets` holds a few targets in memory, not thousands (0.25 MB each).
+:func:`~analytics.data.store_targets` holds a few targets in memory, not thousands (0.25 MB each).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import numpy as np
 from pycocotools import mask as coco_mask
 
 from analytics._choices import DEFAULT_MIN_AREA, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
-from analytics._validation import ParameterNames, check_fraction, read_json
+from analytics._validation import ParameterNames, check_fraction, positive_limit, read_json
 from analytics.exceptions import InvalidInputError
 
 from .archives import extracted, is_hidden
@@ -74,7 +74,6 @@ from .instances import (
     chosen_classes,
     instance_limit,
     instance_targets,
-    positive_limit,
     skip_reason,
 )
 from .results import ImportResult
@@ -203,7 +202,7 @@ def stream_coco(
     instances chosen (``result.skipped`` filled) and counted against the limit, nothing decoded; the
     block gets an iterator of :class:`Target` that decodes an instance only when advanced (an image
     once for consecutive instances of it), rejections added to ``result`` as they are met
-    (``result.accepted`` is left alone). Into :func:`~analytics.data.add_targets`, memory holds a few
+    (``result.accepted`` is left alone). Into :func:`~analytics.data.store_targets`, memory holds a few
     targets whatever the count. Parameters and errors as :func:`read_coco`; ``names`` says how the
     limit's messages name ``max_instances`` (:class:`~analytics._validation.ParameterNames`)."""
     annotations = Path(annotations)

@@ -2,7 +2,7 @@
 
 Readers turn a folder into :class:`Target` / :class:`Background` records plus a list of rejected
 files with the reason, streamed one file at a time (:func:`stream_targets`, :func:`stream_backgrounds`)
-into ``add_targets`` (all or nothing) and ``add_backgrounds`` (in batches) of
+into ``store_targets`` (all or nothing) and ``store_backgrounds`` (in batches) of
 :mod:`analytics.data.batched_writes`. All images are fitted to
 the workspace's square ``image_size`` (default 256 px) so that any target can be composited onto any background.
 """

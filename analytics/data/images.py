@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image
 
 from analytics._choices import MIN_MASK_SHARE
+from analytics._validation import positive_limit
 from analytics.exceptions import InvalidInputError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
@@ -70,16 +71,7 @@ def max_image_pixels() -> int:
     InvalidInputError
         The environment variable is not a positive whole number.
     """
-    raw = os.environ.get(MAX_IMAGE_PIXELS_ENV_VAR, "").strip()
-    try:
-        limit = int(raw) if raw else MAX_IMAGE_PIXELS
-    except ValueError:
-        limit = 0
-    if limit <= 0:
-        raise InvalidInputError(
-            f"{MAX_IMAGE_PIXELS_ENV_VAR} must be a positive whole number of pixels; got {raw!r}; "
-            f"unset it for the default {MAX_IMAGE_PIXELS}"
-        )
+    limit = positive_limit(MAX_IMAGE_PIXELS_ENV_VAR, MAX_IMAGE_PIXELS, "pixels")
     Image.MAX_IMAGE_PIXELS = limit
     return limit
 

@@ -30,7 +30,7 @@ from analytics._validation import ParameterNames, check_positive_int, read_json
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.workspace import DB_NAME, Workspace, default_workspace_path
 
-from .batched_writes import add_backgrounds, add_targets
+from .batched_writes import store_backgrounds, store_targets
 from .classes import resolve_class
 from .coco import stream_coco
 from .datasets import DEFAULT_IMAGE_SIZE, Target, image_size, list_backgrounds, list_classes, load_backgrounds, on_home, stream_backgrounds, stream_targets
@@ -80,7 +80,11 @@ class ImportReport:
 
     @property
     def unmapped_classes(self) -> list[str]:
-        """The new classes no model output is known for yet (map them with ``set_class_mapping``)."""
+        """The new classes given no mapping (:attr:`ClassMapping.mapped` false), by name: what the import
+        itself could not resolve (map them with ``set_class_mapping``). Whether a model scores them is
+        another question: a model registered with its own class names scores the classes it names unmapped;
+        the classes no registered model scores are :func:`analytics.models.unscored_classes` (what the
+        Data page warns about, and ``add-targets`` prints as ``unscored_classes``)."""
         return sorted(name for name, mapping in self.new_classes.items() if not mapping.mapped)
 
     def skip_report(self, *, examples: int = 5) -> dict[str, dict]:
@@ -195,7 +199,7 @@ def import_targets(
     home_image, home_photo = _home(existing, home, home_id, names)
     met: dict[str, None] = {}
 
-    def new_class(name: str) -> ClassMapping:  # add_targets asks for each class the workspace lacks, as it meets it
+    def new_class(name: str) -> ClassMapping:  # store_targets asks for each class the workspace lacks, as it meets it
         report.new_classes[name] = resolve_class(name, mapping)
         return report.new_classes[name]
 
@@ -217,7 +221,7 @@ def import_targets(
         with _read_targets(layout, path, annotations, images, result, propose_masks=propose_masks, **options) as targets:
             some = _some(tagged(targets), result, report, where=path or annotations, what="targets", names=names)
             if some is not None:
-                report.added = add_targets(destination.open(), some, classes=new_class)
+                report.added = store_targets(destination.open(), some, classes=new_class)
     finally:
         _fill(report, result)
         report.classes = list(met)
@@ -284,7 +288,7 @@ def import_backgrounds(
         with stream_backgrounds(path, result, size=size, crops_per_photo=crops, seed=seed) as backgrounds:
             some = _some(tagged(backgrounds), result, report, where=path, what="background photos", names=names)
             if some is not None:
-                report.added = add_backgrounds(destination.open(), some)
+                report.added = store_backgrounds(destination.open(), some)
     finally:
         _fill(report, result)
     return report

@@ -10,7 +10,7 @@ refuses an import of more than :func:`instance_limit` targets in one line, befor
 decoded. :func:`instance_targets` decodes the chosen instances' photos one at a time (once for the
 instances of one photo that follow each other) and fits each as a ``folder`` import does
 (:func:`~analytics.data.images.fit_target`), so an import streamed into
-:func:`~analytics.data.batched_writes.add_targets` holds a few targets in memory, whatever its count.
+:func:`~analytics.data.batched_writes.store_targets` holds a few targets in memory, whatever its count.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from analytics._choices import INSTANCE_LAYOUTS, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
-from analytics._validation import ParameterNames
+from analytics._validation import ParameterNames, positive_limit
 from analytics.exceptions import InvalidInputError
 
 from .datasets import Target
@@ -47,7 +47,6 @@ __all__ = [
     "chosen_classes",
     "instance_limit",
     "instance_targets",
-    "positive_limit",
     "skip_reason",
 ]
 
@@ -164,21 +163,6 @@ def _largest(instances: list[Instance], result: ImportResult) -> list[Instance]:
 
 
 # -- the limit ---------------------------------------------------------------------------------
-def positive_limit(variable: str, default: int, unit: str) -> int:
-    """A limit from the environment variable ``variable`` (a positive whole number of ``unit``), else ``default``.
-
-    Raises
-    ------
-    InvalidInputError
-        The variable is set to something else: one line naming it, the value and the default.
-    """
-    raw = os.environ.get(variable, "").strip()
-    limit = int(raw) if raw.isdigit() else 0 if raw else default
-    if limit <= 0:
-        raise InvalidInputError(f"{variable} must be a positive whole number of {unit}; got {raw!r}; unset it for the default {default}")
-    return limit
-
-
 def instance_limit(max_instances: int | None = None, *, names: ParameterNames | None = None) -> int:
     """The most targets one instance import may make: ``max_instances``, else ``$BACKDROP_MAX_INSTANCES``,
     else :data:`MAX_INSTANCES`. Messages name ``max_instances`` as ``names`` says (default: the keyword).

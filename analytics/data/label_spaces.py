@@ -197,6 +197,16 @@ class LabelSpace:
         payload = json.dumps(["outputs", self.kind, outputs], sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
+    def scores(self, class_name: str, mapping: ClassMapping | Sequence[int] = ClassMapping()) -> bool:
+        """True when some output of this label space counts as the class (:meth:`class_outputs` finds
+        one): through its mapping for this kind, else an output named like its label or the class itself
+        (a custom label space naming the class scores it unmapped). An ImageNet index out of range scores
+        nothing."""
+        try:
+            return bool(self._outputs_of(class_name, as_mapping(mapping)))
+        except InvalidInputError:
+            return False
+
     def _outputs_of(self, class_name: str, mapping: ClassMapping) -> list[int]:
         """One class's outputs: its mapping for this kind, else the output named like its label or itself."""
         outputs: list[int] = []

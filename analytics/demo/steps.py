@@ -29,8 +29,6 @@ from analytics._progress import Progress, with_message
 from analytics.data import (
     Background,
     Target,
-    add_backgrounds,
-    add_targets,
     check_mask_share,
     crop_id,
     image_size,
@@ -39,6 +37,8 @@ from analytics.data import (
     read_backgrounds,
     read_image,
     read_image_rgba,
+    store_backgrounds,
+    store_targets,
 )
 from analytics.exceptions import InvalidInputError
 from analytics.models import list_models, register_efficientnet_lite
@@ -241,7 +241,7 @@ def add_demo_targets(workspace: Workspace, context: DemoContext) -> None:
             homes[entry.home] = crop_square(read_image(context.path(catalogue.homes[entry.home])), catalogue.homes[entry.home].crop)
         targets.append(make_demo_target(entry, homes[entry.home], size=size, context=context))
         context.report(done, len(catalogue.targets), "targets")
-    add_targets(workspace, targets, classes=catalogue.classes)
+    store_targets(workspace, targets, classes=catalogue.classes)
     _mark(workspace, "targets", context)
 
 
@@ -297,7 +297,7 @@ def add_demo_backgrounds(workspace: Workspace, context: DemoContext) -> None:
                 replace(bg, id=crop_id(photo.name, top, left, side), origin=f"{photo.package}:/{photo.path}", package=photo.package, licence=licence)
             )
         context.report(done, len(catalogue.backgrounds), "backgrounds")
-    add_backgrounds(workspace, backgrounds)
+    store_backgrounds(workspace, backgrounds)
     _mark(workspace, "backgrounds", context)
 
 

@@ -60,8 +60,10 @@ if TYPE_CHECKING:
         LITE_VARIANTS,
         PREPROCESSING,
         ModelSpec,
+        class_scorers,
         get_model_spec,
         list_models,
+        unscored_classes,
     )
     from .transforms import INTERPOLATIONS, RESAMPLERS, ImageTransform, resize_images
 
@@ -75,7 +77,7 @@ _LAZY = {
     **dict.fromkeys(
         ("head_backbone_problem", "load_model", "register_efficientnet_lite", "register_head", "register_model", "register_torchscript", "register_torchvision", "remove_model"), ".registry"
     ),
-    **dict.fromkeys(("LABEL_KINDS", "LITE_VARIANTS", "PREPROCESSING", "ModelSpec", "get_model_spec", "list_models"), ".spec"),
+    **dict.fromkeys(("LABEL_KINDS", "LITE_VARIANTS", "PREPROCESSING", "ModelSpec", "class_scorers", "get_model_spec", "list_models", "unscored_classes"), ".spec"),
     **dict.fromkeys(("INTERPOLATIONS", "RESAMPLERS", "ImageTransform", "resize_images"), ".transforms"),
 }
 
@@ -112,6 +114,7 @@ __all__ = [
     "Prediction",
     "add_model",
     "build_efficientnet_lite",
+    "class_scorers",
     "conv_map_problem",
     "conv_map_statistics",
     "freeze_for_cpu",
@@ -136,4 +139,5 @@ __all__ = [
     "resize_images",
     "resolve_device",
     "source_for_arch",
+    "unscored_classes",
 ]

@@ -206,7 +206,7 @@ def register_onnx(
     """
     require_permission(workspace, "register_models")
     path = Path(checkpoint).resolve()
-    graph = read_onnx_graph(path)
+    graph = read_onnx_graph(path, input_size)  # refuses a tensor over MAX_ONNX_TENSOR_BYTES, before any session runs
     size, transform = onnx_transform(graph, path, input_size=input_size, mean=mean, std=std, crop_pct=crop_pct, interpolation=interpolation)
     network = _OnnxClassifier(path, graph, f"{path} (model {name!r})")
     logits, embedding = network(torch.zeros(max(graph.batch or 1, 1), 3, size, size))

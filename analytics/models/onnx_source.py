@@ -12,7 +12,13 @@ on a PIL image (Pillow, bilinear unless told).
 Safety: ONNX is treated as code (admins only in team mode, as TorchScript). Custom operator
 libraries are never registered, and a graph whose operators come from a domain other than ONNX's
 own or ONNX Runtime's contrib ops (``com.microsoft``) is refused, as is one whose weights lie in
-external files. ONNX Runtime computes no gradients: saliency offers the perturbation methods only
+external files. A graph with a tensor over :data:`MAX_ONNX_TENSOR_BYTES` (2 GiB; raise it with
+``$BACKDROP_MAX_ONNX_TENSOR_BYTES``) is refused when read, before any session runs: an initializer,
+or an intermediate tensor whose shape ONNX's shape inference fixes on the batch Backdrop feeds (a
+``ConstantOfShape`` of 8 * 2**30 floats would make ONNX Runtime allocate 32 GiB; on a server with
+that much memory and no limit it would). ONNX Runtime's Python API has no cap on its CPU memory a
+session can rely on, so a tensor whose size the graph does not fix in advance stays unbounded.
+ONNX Runtime computes no gradients: saliency offers the perturbation methods only
 (occlusion, RISE), and there are no hooks, so no GradCAM and no conv-map signals.
 """
 
@@ -28,6 +34,7 @@ import torch
 from torch import nn
 
 from analytics._optional import import_optional
+from analytics._validation import positive_limit
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
@@ -40,6 +47,12 @@ _BUILT_IN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft", "ai.onnx.prev
 #: Why an ONNX model has no gradient methods, no hooks and no conv map (saliency and the conv signals say it).
 NO_GRADIENTS = "it runs in ONNX Runtime, which computes no gradients and exposes no layers to hook"
 _FLOAT = 1  # onnx.TensorProto.FLOAT
+#: The largest tensor an ONNX graph may hold or compute, in bytes, where its size is known before it
+#: runs (:func:`read_onnx_graph`): initializers, and intermediate tensors whose shapes ONNX's shape
+#: inference (with data propagation) fixes on the batch Backdrop feeds. Raise it with
+#: ``$BACKDROP_MAX_ONNX_TENSOR_BYTES`` (a whole number of bytes), read at every check.
+MAX_ONNX_TENSOR_BYTES = 2 << 30
+MAX_ONNX_TENSOR_BYTES_ENV_VAR = "BACKDROP_MAX_ONNX_TENSOR_BYTES"
 
 
 @dataclass(frozen=True)
@@ -71,14 +84,18 @@ class OnnxGraph:
     n_params: int
 
 
-def read_onnx_graph(path: Path) -> OnnxGraph:
+def read_onnx_graph(path: Path, input_size: int | None = None) -> OnnxGraph:
     """Read and check an ONNX file's graph (no session is made, nothing runs).
+
+    ``input_size``: the side fed to a graph whose side is dynamic, for the tensor size check
+    (:func:`_check_tensor_sizes`; without it, tensors whose shapes depend on the side go unchecked).
 
     Raises
     ------
     InvalidInputError
         Not an ONNX file, external weights, operators of another domain, not one float image input
-        of shape (n, 3, s, s) or (n, s, s, 3), or a first output that is not (n, classes).
+        of shape (n, 3, s, s) or (n, s, s, 3), a first output that is not (n, classes), or a tensor
+        over :func:`max_onnx_tensor_bytes`.
     """
     onnx = import_optional("onnx", extra="onnx")  # imported only when an ONNX model is read
 
@@ -113,10 +130,81 @@ def read_onnx_graph(path: Path) -> OnnxGraph:
     outputs = [[d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim] for o in graph.output]
     if not outputs or len(outputs[0]) != 2:
         raise InvalidInputError(f"{path}: the first output is not (batch, classes) logits; export the classifier's logits first")
+    _check_tensor_sizes(onnx, model, path, image, [dims[0] or 1, *([3, height or input_size, width or input_size] if layout == "nchw" else [height or input_size, width or input_size, 3])])
     return OnnxGraph(
         input_name=image.name, layout=layout, size=height, batch=dims[0] or None, n_outputs=outputs[0][1],
         embedding=len(outputs) > 1 and len(outputs[1]) == 2, n_params=int(sum(math.prod(t.dims) for t in graph.initializer)),
     )  # fmt: skip
+
+
+def max_onnx_tensor_bytes() -> int:
+    """The tensor size limit of :func:`read_onnx_graph`: ``$BACKDROP_MAX_ONNX_TENSOR_BYTES``, else :data:`MAX_ONNX_TENSOR_BYTES`.
+
+    Raises
+    ------
+    InvalidInputError
+        The environment variable is not a positive whole number.
+    """
+    return positive_limit(MAX_ONNX_TENSOR_BYTES_ENV_VAR, MAX_ONNX_TENSOR_BYTES, "bytes")
+
+
+def _check_tensor_sizes(onnx, model, path: Path, image, feed: list) -> None:
+    """Refuse a graph with a tensor over :func:`max_onnx_tensor_bytes`: an initializer (dense or
+    sparse, as declared), or a tensor whose shape shape inference fixes once the image input has the
+    shape ``feed`` (the batch Backdrop feeds; a None side stays symbolic). ``model`` is changed
+    (its input's shape, the inferred shapes): read everything else from it first.
+
+    A graph that shape inference cannot read is left to ONNX Runtime (which refuses it, or fails on
+    a batch as one line, :meth:`_OnnxClassifier._run`); so is a tensor whose shape depends on data.
+    """
+    limit = max_onnx_tensor_bytes()
+    for dim, value in zip(image.type.tensor_type.shape.dim, feed, strict=True):
+        if value is not None:
+            dim.Clear()
+            dim.dim_value = int(value)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # noqa: BLE001 - onnx raises its own errors (InferenceError, ValidationError…): ONNX Runtime judges such a graph
+        inferred = model
+    shown = "x".join("?" if v is None else str(v) for v in feed)
+
+    def element_bytes(elem_type: int) -> int:
+        try:
+            return max(int(onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize), 1)
+        except Exception:  # noqa: BLE001 - an undefined or newer type: count it as 8 bytes
+            return 8
+
+    def check(name: str, dims: list[int], elem_type: int, what: str) -> None:
+        size = math.prod(max(d, 0) for d in dims) * element_bytes(elem_type)
+        if size > limit:
+            raise InvalidInputError(
+                f"{path}: {what} {name!r} of shape {'x'.join(map(str, dims))} takes {size / 2**20:.1f} MiB ({size} bytes) on a batch of shape {shown}, "
+                f"past the limit of {limit / 2**20:.1f} MiB a tensor (analytics.models.onnx_source.MAX_ONNX_TENSOR_BYTES) that ONNX Runtime would allocate; "
+                f"export a graph with smaller tensors, or raise {MAX_ONNX_TENSOR_BYTES_ENV_VAR}"
+            )
+
+    for graph in _graphs(inferred.graph):
+        for tensor in graph.initializer:
+            check(tensor.name, list(tensor.dims), tensor.data_type, "initializer")
+        for sparse in graph.sparse_initializer:
+            check(sparse.values.name, list(sparse.dims), sparse.values.data_type, "sparse initializer")
+        for value in [*graph.value_info, *graph.output]:
+            kind = value.type.WhichOneof("value")
+            tensor_type = value.type.tensor_type if kind == "tensor_type" else value.type.sparse_tensor_type if kind == "sparse_tensor_type" else None
+            if tensor_type is None or not tensor_type.HasField("shape"):
+                continue
+            dims = [int(d.dim_value) for d in tensor_type.shape.dim if d.HasField("dim_value")]
+            if dims and len(dims) == len(tensor_type.shape.dim):  # every dimension fixed
+                check(value.name, dims, tensor_type.elem_type, "tensor")
+
+
+def _graphs(graph):
+    """A graph and its subgraphs (If / Loop bodies), depth first."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in [attribute.g, *attribute.graphs] if attribute.HasField("g") else attribute.graphs:
+                yield from _graphs(sub)
 
 
 def _nodes(graph):
@@ -200,7 +288,7 @@ def _runtime_reason(err: Exception) -> str:
 def onnx_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     """The registered ONNX model as a ``(logits, embedding)`` module."""
     path = _checkpoint_path(workspace, spec)
-    return _OnnxClassifier(path, read_onnx_graph(path), f"model {spec.name!r} ({path.name})")
+    return _OnnxClassifier(path, read_onnx_graph(path, spec.input_size), f"model {spec.name!r} ({path.name})")
 
 
 def onnx_transform(

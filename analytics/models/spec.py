@@ -8,12 +8,12 @@ import copy
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from analytics._choices import IMAGENET_MEAN as IMAGENET_MEAN  # defined with the choices the CLI shows; re-exported
 from analytics._choices import IMAGENET_STD as IMAGENET_STD
-from analytics.data import LabelSpace
+from analytics.data import ClassMapping, LabelSpace, list_class_mappings
 from analytics.exceptions import NotFoundError, WorkspaceError
 from analytics.workspace import Workspace
 
@@ -171,3 +171,45 @@ def get_model_spec(workspace: Workspace, name: str) -> ModelSpec:
         known = [row["name"] for row in workspace.query("SELECT name FROM models ORDER BY name")]
         raise NotFoundError(f"no model {name!r} in workspace {workspace.root}; registered: {', '.join(known) or 'none'} (add one with `python -m analytics add-model`)")
     return spec
+
+
+# -- which registered models score which classes ----------------------------------------------------
+def class_scorers(workspace: Workspace, classes: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Each workspace class -> the registered models that score it, by name.
+
+    A model scores a class when one of its outputs counts as the class (:meth:`LabelSpace.scores`):
+    through the class's mapping for the model's label space (ImageNet indices, an IN-9 class, a custom
+    label), else an output named like the class's label or the class itself. So a model registered with
+    its own class names (a custom label space: a transformers or timm model with its own classes) scores
+    the classes it names, mapped or not (issue 47.7).
+
+    Parameters
+    ----------
+    workspace : Workspace
+    classes : iterable of str, optional
+        Class names to look at (default: every class of the workspace); a name the workspace lacks counts
+        as unmapped.
+
+    Returns
+    -------
+    scorers : dict of str to list of str
+        In the order of ``classes`` (default: by name); an empty list for a class no model scores.
+    """
+    mappings = list_class_mappings(workspace)
+    names = list(mappings) if classes is None else list(dict.fromkeys(classes))
+    specs = list_models(workspace)
+    return {name: [spec.name for spec in specs if spec.label_space.scores(name, mappings.get(name, ClassMapping()))] for name in names}
+
+
+def unscored_classes(workspace: Workspace, classes: Iterable[str] | None = None) -> list[str]:
+    """The classes no registered model can score yet (:func:`class_scorers`), in the order of ``classes``
+    (default: every class, by name): what the class editor and the import summary warn about.
+
+    With no model registered yet, the classes without a mapping (:attr:`ClassMapping.mapped`): an
+    ImageNet or IN-9 model needs one to score a class whose name is none of its outputs.
+    """
+    if not list_models(workspace):
+        mappings = list_class_mappings(workspace)
+        names = list(mappings) if classes is None else list(dict.fromkeys(classes))
+        return [name for name in names if not mappings.get(name, ClassMapping()).mapped]
+    return [name for name, models in class_scorers(workspace, classes).items() if not models]

@@ -209,6 +209,7 @@ def test_add_targets_maps_new_classes_with_the_shared_resolver(capsys, tiny_work
     assert code == 0
     assert out["new_class_mappings"]["00_dog"] == {"imagenet": [], "in9": "dog", "label": None}
     assert out["unmapped_classes"] == ["widget"]  # 00_dog has no ImageNet index but IN-9 and ImageNet models can score it
+    assert out["unscored_classes"] == ["widget"]  # no model registered: the classes without a mapping
     assert list_class_mappings(tiny_workspace)["00_dog"] == ClassMapping(in9="dog")
 
 

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 
 from analytics.cli import EXIT_USER_ERROR, main
-from analytics.data import Background, add_backgrounds, list_backgrounds, list_targets
+from analytics.data import Background, list_backgrounds, list_targets, store_backgrounds
 from analytics.keywords import list_keyword_tables, load_keyword_table
 from analytics.workspace import Workspace
 
@@ -59,7 +59,7 @@ def test_long_csv_keyed_by_workspace_ids_builds_both_tables(capsys, tiny_workspa
 
 def test_wide_csv_matches_original_file_names_and_covers_every_crop(capsys, tiny_workspace, tmp_path):
     image = np.zeros((64, 64, 3), np.uint8)
-    add_backgrounds(tiny_workspace, [Background(f"beach@{i},0,64", image + i, "/photos/beach.jpg", crop=(i, 0, 64)) for i in range(2)])
+    store_backgrounds(tiny_workspace, [Background(f"beach@{i},0,64", image + i, "/photos/beach.jpg", crop=(i, 0, 64)) for i in range(2)])
     path = tmp_path / "wide.csv"
     path.write_text("image,sky,sea\nbeach.jpg,0.9,0.2\n")
     args = ["keywords", "--workspace", str(tiny_workspace.root), "--backend", "precomputed", "--file", str(path), "--items", "backgrounds", "--json"]
@@ -73,7 +73,7 @@ def test_wide_csv_matches_original_file_names_and_covers_every_crop(capsys, tiny
 
 def test_a_name_shared_by_two_imported_files_is_refused(capsys, tiny_workspace, tmp_path):
     image = np.zeros((64, 64, 3), np.uint8)
-    add_backgrounds(tiny_workspace, [Background(f"{folder}-beach", image + i, f"/{folder}/beach.jpg") for i, folder in enumerate("ab")])
+    store_backgrounds(tiny_workspace, [Background(f"{folder}-beach", image + i, f"/{folder}/beach.jpg") for i, folder in enumerate("ab")])
     path = tmp_path / "kw.csv"
     path.write_text("image,keyword\nbeach,sea\n")
     code, _, err = run(capsys, "keywords", "--workspace", str(tiny_workspace.root), "--backend", "precomputed", "--file", str(path))

@@ -165,9 +165,9 @@ def test_import_wrong_layout_shows_error(tiny_workspace, target_folder, app_runn
 def test_import_background_zip_upload_records_licence(tiny_workspace, tmp_path, app_runner, monkeypatch):
     from analytics.data import importing
 
-    given = []  # what the page's import hands add_backgrounds: a generator decoding one photo at a time, never a list of the pool
-    store = importing.add_backgrounds
-    monkeypatch.setattr(importing, "add_backgrounds", lambda workspace, backgrounds: given.append(backgrounds) or store(workspace, backgrounds))
+    given = []  # what the page's import hands store_backgrounds: a generator decoding one photo at a time, never a list of the pool
+    store = importing.store_backgrounds
+    monkeypatch.setattr(importing, "store_backgrounds", lambda workspace, backgrounds: given.append(backgrounds) or store(workspace, backgrounds))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for seed in range(2):
@@ -495,7 +495,7 @@ def test_photos_without_masks_are_reviewed_in_a_grid_and_imported_in_one_go(tiny
 def test_class_to_map_moves_to_a_class_imported_while_the_page_is_open(tiny_workspace, app_runner):
     """Issue 27.3 in the browser: the editor was drawn before the import (on a mapped class), so the
     widget kept that class; a newly unmapped class now takes over, and a class the user picks stays."""
-    from analytics.data import add_targets, set_class_mapping
+    from analytics.data import set_class_mapping, store_targets
     from tests.fixtures.workspace import make_target
 
     for name in ("disc", "square"):
@@ -503,7 +503,7 @@ def test_class_to_map_moves_to_a_class_imported_while_the_page_is_open(tiny_work
     app = app_runner(DATA, tiny_workspace)
     assert app.selectbox(key="data.class_edit").value == "disc"
     ball = [replace(make_target("disc", i, np.random.default_rng(i)), class_name="my_ball", id=f"my_ball/b{i}") for i in range(2)]
-    add_targets(tiny_workspace, ball, classes={"my_ball": []})  # what an import in this session does
+    store_targets(tiny_workspace, ball, classes={"my_ball": []})  # what an import in this session does
     app = app.run()
     assert not app.exception, app.exception
     assert app.selectbox(key="data.class_edit").value == "my_ball"

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analytics.data import add_backgrounds, add_targets
+from analytics.data import store_backgrounds, store_targets
 from analytics.runs import list_runs
 from analytics.team import add_user
 from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
@@ -183,8 +183,8 @@ def e2e_workspace(tmp_path_factory) -> Workspace:
     rng = np.random.default_rng(0)
     workspace = Workspace(tmp_path_factory.mktemp("e2e") / "ws")
     workspace.set_meta("image_size", str(SIZE))
-    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
-    add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
+    store_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
+    store_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     return workspace
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from analytics.data import add_backgrounds, add_targets, custom_label_space
+from analytics.data import custom_label_space, store_backgrounds, store_targets
 from analytics.judging import judgment_history, latest_judgments, measure_agreement
 from analytics.models import register_torchscript
 from analytics.runs import start_runs
@@ -35,8 +35,8 @@ def workspace_with_runs(root: Path, networks: dict, suite: str) -> Workspace:
     rng = np.random.default_rng(0)
     workspace = Workspace(root / "ws")
     workspace.set_meta("image_size", str(SIZE))
-    add_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
-    add_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
+    store_targets(workspace, [make_target(c, i, rng) for c in CLASSES for i in range(3)], classes=CLASSES)
+    store_backgrounds(workspace, [make_background(i, rng) for i in range(12)])
     labels = custom_label_space(write_labels(root / "labels.txt"))
     for seed, (name, network) in enumerate(networks.items()):
         path = save_torchscript(network, root / f"{name}.pt", seed=seed)

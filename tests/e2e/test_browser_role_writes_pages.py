@@ -29,7 +29,7 @@ from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from analytics import jobs
-from analytics.data import add_targets, imagenet_label_space, list_backgrounds, list_class_mappings, list_targets
+from analytics.data import imagenet_label_space, list_backgrounds, list_class_mappings, list_targets, store_targets
 from analytics.judging import get_plan
 from analytics.keywords import import_keyword_table, read_keyword_csv
 from analytics.models import register_torchscript
@@ -73,7 +73,7 @@ def site(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("role-writes-pages")
     workspace = workspace_with_runs(root, {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,))}, SUITE)
     spare = replace(make_target("disc", 0, np.random.default_rng(1)), id=f"{EDITED_CLASS}/0", class_name=EDITED_CLASS)
-    add_targets(workspace, [spare], classes={EDITED_CLASS: []})  # in no suite
+    store_targets(workspace, [spare], classes={EDITED_CLASS: []})  # in no suite
     data = root / "data"
     data.mkdir()
     seeded = keyword_csv(workspace, data / "seeded.csv", "seeded")

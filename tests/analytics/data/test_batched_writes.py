@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analytics.cli import main
-from analytics.data import Target, add_targets, batched_writes, instances, list_classes, list_targets, load_targets
+from analytics.data import Target, batched_writes, instances, list_classes, list_targets, load_targets, store_targets
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 from benchmarks.coco_import import write_many_instances
@@ -66,7 +66,7 @@ def test_a_failure_after_several_batches_leaves_the_workspace_as_it_was(workspac
         return Target(f"thing/{index}", "thing", rng.integers(0, 255, (SIZE, SIZE, 3), dtype=np.uint8), mask, origin=f"thing{index}.png")
 
     first = target(0)
-    add_targets(workspace, [first], classes={"thing": []})
+    store_targets(workspace, [first], classes={"thing": []})
     before = snapshot(workspace)
     made: list[int] = []
 
@@ -79,7 +79,7 @@ def test_a_failure_after_several_batches_leaves_the_workspace_as_it_was(workspac
             yield target(index)
 
     with pytest.raises(InvalidInputError, match=r"thing7.png: image is \(32, 31, 3\), the workspace stores 32x32x3"):
-        add_targets(workspace, targets(), classes=lambda name: [], batch_size=3)
+        store_targets(workspace, targets(), classes=lambda name: [], batch_size=3)
     assert made == list(range(1, 8))  # read as a stream, up to the bad one
     assert snapshot(workspace) == before and list(list_targets(workspace)["id"]) == ["thing/0"]
     assert not list(workspace.arrays_dir.rglob("*.tmp"))
@@ -96,5 +96,5 @@ def test_classes_met_while_streaming_are_resolved_once_and_stored_with_the_rows(
         return [852] if name == "ball" else []
 
     stream = (Target(f"{name}/{i}", name, rng.integers(0, 255, (SIZE, SIZE, 3), dtype=np.uint8), mask, origin=f"{name}{i}") for i in range(5) for name in ("ball", "box"))
-    assert add_targets(workspace, stream, classes=resolve, batch_size=2) == 10
+    assert store_targets(workspace, stream, classes=resolve, batch_size=2) == 10
     assert asked == ["ball", "box"] and list_classes(workspace) == {"ball": [852], "box": []}

@@ -12,13 +12,13 @@ import pytest
 from analytics.data import (
     MIN_MASK_SHARE,
     TARGET_LAYOUTS,
-    add_targets,
     fit_square,
     fit_target,
     list_targets,
     load_targets,
     read_coco,
     resolve_class,
+    store_targets,
 )
 from analytics.data.coco import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
 from analytics.exceptions import InvalidInputError
@@ -37,7 +37,7 @@ def workspace(tmp_path) -> Workspace:
 
 def stored(workspace: Workspace, result) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Store the accepted targets (new classes mapped as an import maps them) and read them back."""
-    add_targets(workspace, result.accepted, classes={t.class_name: resolve_class(t.class_name) for t in result.accepted})
+    store_targets(workspace, result.accepted, classes={t.class_name: resolve_class(t.class_name) for t in result.accepted})
     ids = list(list_targets(workspace)["id"])
     images, masks = load_targets(workspace, ids)
     return {target_id: (image, mask) for target_id, image, mask in zip(ids, images, masks)}

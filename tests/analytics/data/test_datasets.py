@@ -17,9 +17,7 @@ import pytest
 import analytics.workspace.store as store_module
 from analytics.data import (
     Target,
-    add_backgrounds,
     add_classes,
-    add_targets,
     archives,
     grabcut_mask,
     list_backgrounds,
@@ -30,6 +28,8 @@ from analytics.data import (
     paste_cutout,
     read_backgrounds,
     read_targets,
+    store_backgrounds,
+    store_targets,
 )
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError, WorkspaceError
 from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, resolve_server_path
@@ -359,8 +359,8 @@ def small_workspace(tmp_path) -> Workspace:
 def test_targets_round_trip_and_are_idempotent(tmp_path):
     workspace = small_workspace(tmp_path)
     targets = read_targets(folder_layout(tmp_path / "set"), layout="folder", size=SIZE).accepted
-    assert add_targets(workspace, targets, classes={"cat": [281], "dog": []}) == 4
-    assert add_targets(workspace, targets) == 0
+    assert store_targets(workspace, targets, classes={"cat": [281], "dog": []}) == 4
+    assert store_targets(workspace, targets) == 0
     assert list_classes(workspace) == {"cat": [281], "dog": []}
     table = list_targets(workspace)
     assert list(table["id"]) == [t.id for t in targets]
@@ -377,9 +377,9 @@ def test_a_refused_target_batch_writes_nothing(tmp_path):
     good, mask = scene(1, (SIZE, SIZE))
     targets = [Target("a/1", "a", good, mask, origin="a1"), Target("b/1", "b", good, mask, origin="b1.png")]
     with pytest.raises(InvalidInputError, match="b1.png: unknown class 'b'"):
-        add_targets(workspace, targets, classes={"a": []})
+        store_targets(workspace, targets, classes={"a": []})
     with pytest.raises(InvalidInputError, match="the workspace stores 48x48x3"):
-        add_targets(workspace, [Target("a/2", "a", good[:10], mask[:10], origin="a2")], classes={"a": []})
+        store_targets(workspace, [Target("a/2", "a", good[:10], mask[:10], origin="a2")], classes={"a": []})
     assert list_targets(workspace).empty and not list_classes(workspace)
     assert not list(workspace.arrays_dir.rglob("*.npy"))
 
@@ -387,8 +387,8 @@ def test_a_refused_target_batch_writes_nothing(tmp_path):
 def test_backgrounds_round_trip(tmp_path):
     workspace = small_workspace(tmp_path)
     pool = read_backgrounds(photos(tmp_path / "pool"), size=SIZE, crops_per_photo=3).accepted
-    assert add_backgrounds(workspace, pool) == len(pool)
-    assert add_backgrounds(workspace, pool) == 0
+    assert store_backgrounds(workspace, pool) == len(pool)
+    assert store_backgrounds(workspace, pool) == 0
     table = list_backgrounds(workspace)
     assert list(table["id"]) == sorted(b.id for b in pool)
     np.testing.assert_array_equal(load_backgrounds(workspace, [pool[1].id])[0], pool[1].image)
@@ -398,7 +398,7 @@ def test_backgrounds_round_trip(tmp_path):
 def test_a_full_disk_during_an_import_keeps_the_workspace_as_it_was(tmp_path, monkeypatch):
     workspace = small_workspace(tmp_path)
     pool = read_backgrounds(photos(tmp_path / "pool"), size=SIZE, crops_per_photo=3).accepted
-    add_backgrounds(workspace, pool[:1])
+    store_backgrounds(workspace, pool[:1])
     before = {p.name for p in workspace.arrays_dir.rglob("*.npy")}
     renames, replace = [], os.replace
 
@@ -410,7 +410,7 @@ def test_a_full_disk_during_an_import_keeps_the_workspace_as_it_was(tmp_path, mo
 
     monkeypatch.setattr(store_module.os, "replace", third_fails)
     with pytest.raises(WorkspaceError) as refused:
-        add_backgrounds(workspace, pool)
+        store_backgrounds(workspace, pool)
     monkeypatch.undo()
     message = str(refused.value)
     # arrays are written on several threads: the others may go on after the third one fails
@@ -419,7 +419,7 @@ def test_a_full_disk_during_an_import_keeps_the_workspace_as_it_was(tmp_path, mo
     assert not list(workspace.arrays_dir.rglob("*.tmp"))
     assert list(list_backgrounds(workspace)["id"]) == [pool[0].id]
     np.testing.assert_array_equal(load_backgrounds(workspace, [pool[0].id])[0], pool[0].image)
-    assert add_backgrounds(workspace, pool) == len(pool) - 1  # with space again the same import succeeds
+    assert store_backgrounds(workspace, pool) == len(pool) - 1  # with space again the same import succeeds
 
 
 def test_a_full_disk_keeps_the_committed_batches_and_the_same_import_resumes(tmp_path, monkeypatch):
@@ -437,13 +437,13 @@ def test_a_full_disk_keeps_the_committed_batches_and_the_same_import_resumes(tmp
 
     monkeypatch.setattr(store_module.os, "replace", third_fails)
     with pytest.raises(WorkspaceError, match="no space left on device"):
-        add_backgrounds(workspace, iter(pool), batch_size=2)
+        store_backgrounds(workspace, iter(pool), batch_size=2)
     monkeypatch.undo()
     stored = list_backgrounds(workspace)
     assert list(stored["id"]) == sorted(b.id for b in pool[:2])
     assert sorted(p.stem for p in workspace.arrays_dir.rglob("*.npy")) == sorted(stored["image_hash"])
     assert not list(workspace.arrays_dir.rglob("*.tmp"))
-    assert add_backgrounds(workspace, iter(pool), batch_size=2) == len(pool) - 2
+    assert store_backgrounds(workspace, iter(pool), batch_size=2) == len(pool) - 2
 
 
 def test_add_classes_inside_a_transaction(tmp_path):

@@ -15,7 +15,7 @@ import torch
 import torchvision
 from safetensors.torch import save_file
 
-from analytics.data import LabelSpace, Target, add_targets, custom_label_space, imagenet_label_space, in9_label_space
+from analytics.data import LabelSpace, Target, custom_label_space, imagenet_label_space, in9_label_space, store_targets
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import evaluate
 from analytics.models import (
@@ -250,7 +250,7 @@ def _photo_workspace(tmp_path: Path) -> tuple[Workspace, list[np.ndarray]]:
     mask = np.zeros((256, 256), bool)
     mask[64:192, 64:192] = True
     targets = [Target(f"{n}/0", n, p, mask, origin=f"sklearn:{n}.jpg") for n, p in zip(("china", "flower"), photos)]
-    add_targets(workspace, targets, classes={"china": [], "flower": []})
+    store_targets(workspace, targets, classes={"china": [], "flower": []})
     return workspace, photos
 
 

@@ -213,3 +213,38 @@ def test_the_librarys_messages_name_its_parameters_not_the_command_lines_flags(t
     assert "--" not in str(caught.value)
     with pytest.raises(InvalidInputError, match=r"`crop_pct` must be in \(0, 1\]; got 1\.5$"):
         register_onnx(workspace, "m", checkpoint=team_files["onnx"], label_space=team_files["labels"], mean=IMAGENET_MEAN, std=IMAGENET_STD, crop_pct=1.5)
+
+
+def test_a_graph_computing_32_gib_is_refused_before_any_session_runs(tmp_path, capsys, monkeypatch):
+    """Issue 48's ``ConstantOfShape`` of 8 * 2**30 floats: refused from its inferred shapes at
+    registration, in a process without a memory limit, ONNX Runtime never asked to allocate it."""
+    import onnxruntime
+
+    from tests.analytics.test_hostile_inputs import _onnx
+
+    def no_session(*args, **kwargs):
+        raise AssertionError("an ONNX Runtime session was made")
+
+    workspace = Workspace(tmp_path / "ws")
+    (tmp_path / "l.txt").write_text("a\nb\nc\n")
+    big = _onnx(tmp_path / "big.onnx", allocate=8 << 30)
+    before = workspace_state(workspace)
+    with monkeypatch.context() as patch:
+        patch.setattr(onnxruntime, "InferenceSession", no_session)
+        argv = ["add-model", "--workspace", str(workspace.root), "--name", "m", "--arch", "onnx", "--checkpoint", str(big), "--labels", str(tmp_path / "l.txt"), *IMAGENET]
+        line = cli_error(argv, capsys)
+        assert f"{big}: tensor 'big' of shape 8589934592 takes 32768.0 MiB (34359738368 bytes) on a batch of shape 1x3x16x16, past the limit of 2048.0 MiB" in line
+        assert "MAX_ONNX_TENSOR_BYTES" in line and "raise BACKDROP_MAX_ONNX_TENSOR_BYTES" in line
+        assert workspace_state(workspace) == before
+        # the limit is the environment's: lowered, a small tensor of a fine graph is refused too
+        monkeypatch.setenv("BACKDROP_MAX_ONNX_TENSOR_BYTES", "8")
+        with pytest.raises(InvalidInputError, match=r"tensor 'means' of shape 1x3 takes 0\.0 MiB \(12 bytes\) on a batch of shape 1x3x16x16, past the limit"):
+            register_onnx(workspace, "m", checkpoint=_onnx(tmp_path / "fine.onnx"), label_space=custom_label_space(tmp_path / "l.txt"), mean=IMAGENET_MEAN, std=IMAGENET_STD)
+        monkeypatch.setenv("BACKDROP_MAX_ONNX_TENSOR_BYTES", "lots")
+        with pytest.raises(InvalidInputError, match=r"^BACKDROP_MAX_ONNX_TENSOR_BYTES must be a positive whole number of bytes; got 'lots'"):
+            register_onnx(workspace, "m", checkpoint=big, label_space=custom_label_space(tmp_path / "l.txt"), mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    monkeypatch.delenv("BACKDROP_MAX_ONNX_TENSOR_BYTES")
+    # a constant of 1000 floats is well within the limit: registered, and it runs
+    small = _onnx(tmp_path / "small.onnx", allocate=1000)
+    spec = register_onnx(workspace, "small", checkpoint=small, label_space=custom_label_space(tmp_path / "l.txt"), mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    assert load_model(workspace, spec.name, device="cpu").predict(np.zeros((2, 16, 16, 3), np.uint8)).probabilities.shape == (2, 3)

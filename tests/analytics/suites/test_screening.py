@@ -14,8 +14,6 @@ import pytest
 from analytics.data import (
     Background,
     Target,
-    add_backgrounds,
-    add_targets,
     in9_imagenet_indices,
     list_backgrounds,
     list_classes,
@@ -29,6 +27,8 @@ from analytics.data import (
     set_class_mapping,
     source_photo,
     square_crops,
+    store_backgrounds,
+    store_targets,
 )
 from analytics.demo import is_fetched, package_root
 from analytics.exceptions import NotFoundError
@@ -87,7 +87,7 @@ def test_screening_is_cached_per_background(screening_workspace, monkeypatch):
             yield np.zeros((len(images), 10, 1000), np.float32)
 
     monkeypatch.setattr(view_cache, "iter_view_probabilities", counting)
-    add_backgrounds(screening_workspace, [Background("new", np.zeros((64, 64, 3), np.uint8), origin="photos:/new.jpg")])
+    store_backgrounds(screening_workspace, [Background("new", np.zeros((64, 64, 3), np.uint8), origin="photos:/new.jpg")])
     screen_pool(screening_workspace)
     assert calls == [1]  # only the new background
 
@@ -133,7 +133,7 @@ def test_screening_holds_class_scores_not_every_view_of_the_pool(screening_works
     import tracemalloc
 
     rng = np.random.default_rng(5)
-    add_backgrounds(screening_workspace, [Background(f"more{i:02d}", rng.integers(0, 255, (64, 64, 3), np.uint8), origin=f"p:/{i}") for i in range(48)])
+    store_backgrounds(screening_workspace, [Background(f"more{i:02d}", rng.integers(0, 255, (64, 64, 3), np.uint8), origin=f"p:/{i}") for i in range(48)])
     pool = list_backgrounds(screening_workspace)["id"].tolist()
     screen_pool(screening_workspace)  # fill the cache: the peaks below read it
 
@@ -275,7 +275,7 @@ def test_real_zebra_stamp_in_a_background_is_excluded_from_zebra_suites(tmp_path
     stamp = read_image_rgba(stamps / stamp_path)
     image, mask = paste_cutout(stamp, read_image(mate / photos["Dune"]), size=256)
     origin = on_home(f"tuxpaint-stamps-default:/{stamp_path}", f"mate-backgrounds:/{photos['Dune']}")
-    add_targets(workspace, [Target("zebra/zebra", "zebra", image, mask, origin=origin)], classes={"zebra": [ZEBRA]})
+    store_targets(workspace, [Target("zebra/zebra", "zebra", image, mask, origin=origin)], classes={"zebra": [ZEBRA]})
     backgrounds = []
     for name in ("Dune", "GreenMeadow"):
         photo = read_image(mate / photos[name])
@@ -284,7 +284,7 @@ def test_real_zebra_stamp_in_a_background_is_excluded_from_zebra_suites(tmp_path
             backgrounds.append(Background(f"{name}@{top},{left}", crop, origin=f"mate-backgrounds:/{photos[name]}"))
     with_zebra, _ = paste_cutout(stamp, read_image(mate / photos["Garden"]), size=256, scale=0.5)
     backgrounds.append(Background("Garden+zebra", with_zebra, origin=f"mate-backgrounds:/{photos['Garden']}"))
-    add_backgrounds(workspace, backgrounds)
+    store_backgrounds(workspace, backgrounds)
     register_efficientnet_lite(workspace, 0)
 
     suite = build_suite(workspace, method="random", n=2, seed=0, realism_threshold=0.0)

@@ -362,7 +362,7 @@ def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_wo
     import tracemalloc
 
     import analytics.suites.build as build_module
-    from analytics.data import add_backgrounds
+    from analytics.data import store_backgrounds
     from tests.fixtures.workspace import make_background
 
     monkeypatch.setattr(build_module, "REALISM_BACKGROUNDS", 4)
@@ -370,7 +370,7 @@ def test_realism_reads_the_pool_as_it_goes_and_prepares_each_target_once(tiny_wo
     for_target = SeamHarmony.for_target
     monkeypatch.setattr(SeamHarmony, "for_target", lambda self, image, mask: prepared.append(1) or for_target(self, image, mask))
     rng = np.random.default_rng(7)
-    add_backgrounds(tiny_workspace, [make_background(i, rng) for i in range(12, 72)])
+    store_backgrounds(tiny_workspace, [make_background(i, rng) for i in range(12, 72)])
     pool = tiny_workspace.query("SELECT id FROM backgrounds ORDER BY id")
     image_bytes = load_backgrounds(tiny_workspace, [pool[0]["id"]]).nbytes
 

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from analytics.data import (
-    add_backgrounds,
     add_classes,
-    add_targets,
     custom_label_space,
     list_backgrounds,
     list_class_mappings,
     set_class_mapping,
+    store_backgrounds,
+    store_targets,
 )
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
 from analytics.keywords import build_keyword_tables, delete_keyword_table, list_keyword_tables, save_keyword_table
@@ -66,8 +66,8 @@ GUARDED: dict[str, tuple[str, Call]] = {
     ),
     "remove_model": ("register_models", lambda ws, files: remove_model(ws, "bg-only")),
     "add_classes": ("import_data", lambda ws, files: add_classes(ws, {"extra": []})),
-    "add_targets": ("import_data", lambda ws, files: add_targets(ws, [])),
-    "add_backgrounds": ("import_data", lambda ws, files: add_backgrounds(ws, [make_background(99, np.random.default_rng(1))])),
+    "store_targets": ("import_data", lambda ws, files: store_targets(ws, [])),
+    "store_backgrounds": ("import_data", lambda ws, files: store_backgrounds(ws, [make_background(99, np.random.default_rng(1))])),
     "set_class_mapping": ("import_data", lambda ws, files: set_class_mapping(ws, "disc", imagenet=[1])),
     "save_keyword_table": (
         "build_suites",
@@ -128,7 +128,7 @@ def test_every_role_lacks_or_has_each_permission_as_documented():
 def test_allowed_roles_really_write(tiny_model_workspace, tiny_model_files):
     admin, analyst = tiny_model_workspace.acting_as(user("admin")), tiny_model_workspace.acting_as(user("analyst"))
     GUARDED["register_torchscript"][1](admin, tiny_model_files)
-    GUARDED["add_backgrounds"][1](admin, tiny_model_files)
+    GUARDED["store_backgrounds"][1](admin, tiny_model_files)
     GUARDED["save_keyword_table"][1](analyst, tiny_model_files)
     assert "tiny-copy" in [spec.name for spec in list_models(tiny_model_workspace)]
     assert "bg99" in list_backgrounds(tiny_model_workspace)["id"].tolist()

@@ -11,7 +11,8 @@
   ``bash backdrop.sh serve`` builds (CI's smoke builds it first and names it in
   ``$BACKDROP_DEMO_WORKSPACE``; the blocks are written for it, and open ``"workspace"`` from the folder
   they run in). Without that variable the test skips, saying so; CI fails on the skip. A block that
-  cannot run says why in a ``# not run: <reason>`` line, and the test skips it with that reason.
+  cannot run says why in a ``# not run: <reason>`` line: it is checked against the API as it is
+  (every call's name and keywords), not run.
 """
 
 from __future__ import annotations
@@ -183,11 +184,14 @@ def demo_folder(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("case", PYTHON_BLOCKS, ids=[_id(c) for c in PYTHON_BLOCKS])
+#: The blocks that run; a ``# not run: <reason>`` block is only checked against the API as it is
+#: (above): CI turns a skip into a failure, and such a block needs files the demo lacks by design.
+RUN_BLOCKS = [case for case in PYTHON_BLOCKS if not NOT_RUN.search(case[2])]
+
+
+@pytest.mark.parametrize("case", RUN_BLOCKS, ids=[_id(c) for c in RUN_BLOCKS])
 def test_every_python_block_in_the_docs_runs_on_the_demo_workspace(case, demo_folder, monkeypatch):
     document, line, text = case
-    if reason := NOT_RUN.search(text):
-        pytest.skip(f"{document.name}:{line}: {reason.group('reason')}")
     import plotly.basedatatypes
 
     shown = []

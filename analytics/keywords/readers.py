@@ -47,7 +47,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from analytics._validation import check_fraction, check_positive_int
+from analytics._validation import check_fraction, check_positive_int, read_at_most
 from analytics.exceptions import InvalidInputError
 from analytics.team import MAX_CSV_UPLOAD_MB
 
@@ -123,7 +123,8 @@ def read_keyword_file(
         )
     if path.suffix.lower() == ".csv":
         check_csv_size(path.stat().st_size, str(path))  # before reading it into memory
-        return read_keyword_csv(path.read_bytes(), name=str(path), threshold=threshold, top_k=top_k)
+        content = _read_names_file(path, "keyword CSV", "split it by item kind or convert it to a Backdrop keyword HDF5", max_bytes=MAX_CSV_BYTES)
+        return read_keyword_csv(bytes(content), name=str(path), threshold=threshold, top_k=top_k)
     raise InvalidInputError(
         f"keyword file {path}: unknown format (neither HDF5 nor .csv); give the reference HDF5, "
         "a Backdrop keyword HDF5 or a CSV with an 'id' column and one column per keyword"
@@ -220,7 +221,11 @@ def read_object_names(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"ADE20K names file {path} not found; pass object_names= or put {OBJECT_NAMES_FILE} next to the keyword file")
-    table = pd.read_csv(path)
+    data = _read_names_file(path, "ADE20K names file", "give object150_info.csv (150 rows with 'Idx' and 'Name')")
+    try:
+        table = pd.read_csv(io.BytesIO(data))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise InvalidInputError(f"ADE20K names file {path} is not a readable CSV ({err}); give object150_info.csv") from err
     if not {"Idx", "Name"} <= set(table.columns):
         raise InvalidInputError(f"ADE20K names file {path} needs columns 'Idx' and 'Name'; got {list(table.columns)}")
     first = [str(name).split(";")[0].strip() for name in table["Name"]]
@@ -233,8 +238,9 @@ def read_scene_names(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"Places365 names file {path} not found; pass scene_names= or put {SCENE_NAMES_FILE} next to the keyword file")
+    text = _read_text(path, "Places365 names file", "give categories_places365.txt (one '/a/alley 3' line per category)")
     names = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         if line.strip():
             category = line.split()[0]
             names.append("places:" + ("/".join(category.split("/")[2:]) if category.startswith("/") else category))
@@ -434,8 +440,20 @@ def read_row_names(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"row-names file {path} not found; give a text file with one image name per line, in row order")
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError as err:
-        raise InvalidInputError(f"row-names file {path} is not text ({err}); give one image name per line") from err
+    text = _read_text(path, "row-names file", "give one image name per line")
     return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _read_names_file(path: Path, what: str, fix: str, *, max_bytes: int | None = None) -> bytearray:
+    """A names or keyword file's bytes, read bounded (a file named on the server may be any size); one line if unreadable."""
+    try:
+        return read_at_most(path, what, fix, **({} if max_bytes is None else {"max_bytes": max_bytes}))
+    except OSError as err:
+        raise InvalidInputError(f"{what} {path} cannot be read ({err.strerror or err}); {fix}") from err
+
+
+def _read_text(path: Path, what: str, fix: str) -> str:
+    try:
+        return _read_names_file(path, what, fix).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidInputError(f"{what} {path} is not text ({err}); {fix}") from err

@@ -84,11 +84,14 @@ class OnnxGraph:
     n_params: int
 
 
-def read_onnx_graph(path: Path, input_size: int | None = None) -> OnnxGraph:
+def read_onnx_graph(path: Path, input_size: int | None = None, *, check_tensors: bool = True) -> OnnxGraph:
     """Read and check an ONNX file's graph (no session is made, nothing runs).
 
     ``input_size``: the side fed to a graph whose side is dynamic, for the tensor size check
     (:func:`_check_tensor_sizes`; without it, tensors whose shapes depend on the side go unchecked).
+    ``check_tensors=False`` skips that check (it runs shape inference, seconds on a large graph):
+    for a registered model's copy in the workspace, which registration checked and which is stored
+    under its content's hash.
 
     Raises
     ------
@@ -130,7 +133,8 @@ def read_onnx_graph(path: Path, input_size: int | None = None) -> OnnxGraph:
     outputs = [[d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim] for o in graph.output]
     if not outputs or len(outputs[0]) != 2:
         raise InvalidInputError(f"{path}: the first output is not (batch, classes) logits; export the classifier's logits first")
-    _check_tensor_sizes(onnx, model, path, image, [dims[0] or 1, *([3, height or input_size, width or input_size] if layout == "nchw" else [height or input_size, width or input_size, 3])])
+    if check_tensors:
+        _check_tensor_sizes(onnx, model, path, image, [dims[0] or 1, *([3, height or input_size, width or input_size] if layout == "nchw" else [height or input_size, width or input_size, 3])])
     return OnnxGraph(
         input_name=image.name, layout=layout, size=height, batch=dims[0] or None, n_outputs=outputs[0][1],
         embedding=len(outputs) > 1 and len(outputs[1]) == 2, n_params=int(sum(math.prod(t.dims) for t in graph.initializer)),
@@ -288,7 +292,8 @@ def _runtime_reason(err: Exception) -> str:
 def onnx_network(spec: ModelSpec, workspace: Workspace | None) -> nn.Module:
     """The registered ONNX model as a ``(logits, embedding)`` module."""
     path = _checkpoint_path(workspace, spec)
-    return _OnnxClassifier(path, read_onnx_graph(path, spec.input_size), f"model {spec.name!r} ({path.name})")
+    graph = read_onnx_graph(path, spec.input_size, check_tensors=False)  # registration checked this copy's tensors
+    return _OnnxClassifier(path, graph, f"model {spec.name!r} ({path.name})")
 
 
 def onnx_transform(

@@ -70,7 +70,7 @@ class OnnxSource(ModelSource):
         from analytics.models.checkpoints import _checkpoint_path
         from analytics.models.onnx_source import read_onnx_graph
 
-        if read_onnx_graph(_checkpoint_path(workspace, spec)).embedding:
+        if read_onnx_graph(_checkpoint_path(workspace, spec), check_tensors=False).embedding:  # a registered copy: checked then
             return None
         return (
             f"backbone {spec.name!r} is an ONNX graph whose only output is its logits, so it exposes no embedding for a head to "

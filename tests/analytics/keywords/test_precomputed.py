@@ -9,21 +9,10 @@ import pytest
 
 from analytics.data import list_backgrounds, load_backgrounds
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.keywords import (
-    BACKENDS,
-    KeywordBackend,
-    KeywordTable,
-    PrecomputedBackend,
-    import_keyword_table,
-    list_keyword_tables,
-    load_keyword_table,
-    read_keyword_csv,
-    read_keyword_file,
-    readers,
-    save_keyword_table,
-    write_keyword_file,
-)
-from analytics.keywords.precomputed import image_digest
+from analytics.keywords import KeywordTable, import_keyword_table, list_keyword_tables, load_keyword_table, read_keyword_csv, read_keyword_file, readers, save_keyword_table
+from analytics.keywords._base import BACKENDS, KeywordBackend
+from analytics.keywords.precomputed import PrecomputedBackend, image_digest
+from analytics.keywords.readers import write_keyword_file
 
 OBJECTS = "Idx,Ratio,Train,Val,Stuff,Name\n1,0.1,1,1,1,sky\n2,0.1,1,1,1,screen;door;screen\n3,0.1,1,1,0,screen;silver\n"
 SCENES = "/b/beach 0\n/s/sky 1\n"
@@ -273,3 +262,24 @@ def test_import_keeps_workspace_order_and_reports_unmatched(tiny_workspace):
     assert report.to_dict()["without_rows"]["target"] == {"count": 5, "first": ["disc/0", "disc/1", "disc/2", "square/1", "square/2"]}
     with pytest.raises(InvalidInputError, match="row names for 3 rows"):
         import_keyword_table(tiny_workspace, table, row_names=["a"])
+
+
+def test_names_files_of_any_size_are_refused_unread(tmp_path):
+    """The names files next to a reference keyword file, and a row-names file, may be named on the
+    server: a sparse 8 GiB one is refused from its size, in one line naming it, before it is read."""
+    reference = write_reference(tmp_path, PERCENT)
+    for name in ("object150_info.csv", "categories_places365.txt"):
+        (tmp_path / name).write_text(OBJECTS if name.endswith(".csv") else SCENES)
+        with open(tmp_path / name, "r+b") as handle:
+            handle.truncate(8 << 30)  # sparse: no disk used
+        with pytest.raises(InvalidInputError, match=rf"{name}: the .* is 8192\.0 MiB \(8589934592 bytes\), past the limit of 16\.0 MiB"):
+            read_keyword_file(reference)
+        (tmp_path / name).write_text(OBJECTS if name.endswith(".csv") else SCENES)
+    rows = tmp_path / "rows.txt"
+    rows.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InvalidInputError, match=r"row-names file .*rows.txt is not text .*; give one image name per line"):
+        readers.read_row_names(rows)
+    with open(rows, "r+b") as handle:
+        handle.truncate(8 << 30)
+    with pytest.raises(InvalidInputError, match=r"rows.txt: the row-names file is 8192\.0 MiB"):
+        readers.read_row_names(rows)

@@ -15,11 +15,14 @@ import torch
 import torchvision
 from torch import nn
 
+from analytics._choices import IMAGENET_MEAN, IMAGENET_STD
 from analytics.cli import main
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
-from analytics.models import IMAGENET_MEAN, IMAGENET_STD, conv_map_problem, get_model_spec, load_model, register_onnx, register_torchvision
-from analytics.saliency import available_methods, explain, unavailable_methods
+from analytics.models import conv_map_problem, get_model_spec, load_model, register_torchvision
+from analytics.models.libraries import register_onnx
+from analytics.saliency import available_methods, explain
+from analytics.saliency._model import unavailable_methods
 from analytics.team import User
 from analytics.workspace import Workspace
 from tests.fixtures.cli import cli_error, workspace_state
@@ -248,3 +251,8 @@ def test_a_graph_computing_32_gib_is_refused_before_any_session_runs(tmp_path, c
     small = _onnx(tmp_path / "small.onnx", allocate=1000)
     spec = register_onnx(workspace, "small", checkpoint=small, label_space=custom_label_space(tmp_path / "l.txt"), mean=IMAGENET_MEAN, std=IMAGENET_STD)
     assert load_model(workspace, spec.name, device="cpu").predict(np.zeros((2, 16, 16, 3), np.uint8)).probabilities.shape == (2, 3)
+    # loading the registered copy (checked at registration, stored under its hash) runs no shape inference again
+    from analytics.models import onnx_source
+
+    monkeypatch.setattr(onnx_source, "_check_tensor_sizes", no_session)
+    assert load_model(workspace, spec.name, device="cpu").predict(np.zeros((1, 16, 16, 3), np.uint8)).probabilities.shape == (1, 3)

@@ -234,3 +234,56 @@ def page(browser):
     """A new tab in its own browser context (a fresh Streamlit session)."""
     with browser_tab(browser) as tab:
         yield tab
+
+
+class WebsocketTrace:
+    """What a tab and its server said to each other, decoded: the widget triggers and uploads each rerun
+    request carried, and each script run's end. Printed when a test fails (pytest shows a failed test's
+    output), so a click or an upload that never took effect can be told apart from a message that was
+    drawn and then lost."""
+
+    def __init__(self, tab) -> None:
+        self.start = time.monotonic()
+        self.lines: list[str] = []
+        tab.on("websocket", self._watch)
+
+    def _watch(self, socket) -> None:
+        socket.on("framesent", lambda payload: self._record("->", payload))
+        socket.on("framereceived", lambda payload: self._record("<-", payload))
+
+    def _record(self, direction: str, payload) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if isinstance(payload, str):
+            return
+        message = BackMsg() if direction == "->" else ForwardMsg()
+        try:
+            message.ParseFromString(payload)
+        except Exception:  # noqa: BLE001 - a frame of another kind: not ours to read
+            return
+        kind = message.WhichOneof("type")
+        if kind in (None, "delta", "app_heartbeat", "heartbeat_ack", "ref_hash"):
+            return
+        detail = ""
+        if kind == "rerun_script":
+            states = message.rerun_script.widget_states.widgets
+            triggers = [w.id.rsplit("-", 1)[-1] for w in states if w.WhichOneof("value") in ("trigger_value", "string_trigger_value", "json_trigger_value")]
+            uploads = [f"{w.id.rsplit('-', 1)[-1]}:{[f.name for f in w.file_uploader_state_value.uploaded_file_info]}" for w in states if w.WhichOneof("value") == "file_uploader_state_value"]
+            detail = f" page={message.rerun_script.page_name!r} fragment={message.rerun_script.fragment_id!r} triggers={triggers} uploads={uploads}"
+        elif kind == "script_finished":
+            detail = f" {message.script_finished}"
+        elif kind == "session_status_changed":
+            detail = f" running={message.session_status_changed.script_is_running}"
+        self.lines.append(f"{time.monotonic() - self.start:8.2f} {direction} {kind}{detail}")
+
+    def dump(self, last: int = 80) -> str:
+        return "\n".join(self.lines[-last:])
+
+
+@pytest.fixture
+def traced_page(page):
+    """:func:`page` with a :class:`WebsocketTrace`, printed at the end (shown only if the test fails)."""
+    trace = WebsocketTrace(page)
+    yield page
+    print("websocket trace (seconds since the tab opened):\n" + trace.dump())

@@ -231,9 +231,12 @@ def browser_tab(browser, viewport: dict = VIEWPORT) -> Iterator:
 
 @pytest.fixture
 def page(browser):
-    """A new tab in its own browser context (a fresh Streamlit session)."""
+    """A new tab in its own browser context (a fresh Streamlit session), with a :class:`WebsocketTrace`
+    printed at the end (pytest shows it only when the test fails)."""
     with browser_tab(browser) as tab:
+        trace = WebsocketTrace(tab)
         yield tab
+        print("websocket trace (seconds since the tab opened):\n" + trace.dump())
 
 
 class WebsocketTrace:
@@ -255,8 +258,8 @@ class WebsocketTrace:
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-        if isinstance(payload, str):
-            return
+        if isinstance(payload, str) or (direction == "<-" and len(payload) > 4096):
+            return  # a large frame from the server is a delta (an element's content): not traced, not parsed
         message = BackMsg() if direction == "->" else ForwardMsg()
         try:
             message.ParseFromString(payload)
@@ -279,11 +282,3 @@ class WebsocketTrace:
 
     def dump(self, last: int = 80) -> str:
         return "\n".join(self.lines[-last:])
-
-
-@pytest.fixture
-def traced_page(page):
-    """:func:`page` with a :class:`WebsocketTrace`, printed at the end (shown only if the test fails)."""
-    trace = WebsocketTrace(page)
-    yield page
-    print("websocket trace (seconds since the tab opened):\n" + trace.dump())

@@ -22,7 +22,7 @@ from playwright.sync_api import Page, expect
 from analytics.data import ClassMapping, list_class_mappings, set_class_mapping
 from analytics.runs import current_runs, start_runs
 from analytics.workspace import Workspace
-from tests.e2e.test_browser_own_data import _png, choose, import_zip, open_page, settle
+from tests.e2e.test_browser_own_data import _png, choose, click_until, import_zip, open_page, settle
 from tests.fixtures.models import TINY_SUITE, add_tiny_models, write_tiny_model_files
 from tests.fixtures.workspace import SIZE
 
@@ -91,8 +91,7 @@ def test_the_class_editor_opens_on_the_new_class_and_asks_before_replacing_a_use
     settle(page)
     assert list_class_mappings(workspace)["disc"] == old  # the tick alone saves nothing
     expect(save).to_be_enabled()
-    save.click()
-    expect(page.get_by_text(re.compile(rf"^Saved disc: ImageNet \[{INDEX}\]"))).to_be_visible()
+    click_until(page, save, page.get_by_text(re.compile(rf"^Saved disc: ImageNet \[{INDEX}\]")))
     settle(page)
     assert list_class_mappings(workspace)["disc"].imagenet == (INDEX,)
     assert len(current_runs(workspace)) == 1  # the run stays current: its scoring did not change

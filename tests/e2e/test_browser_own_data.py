@@ -177,8 +177,7 @@ def import_zip(page: Page, panel: Locator, kind: str, path: Path, expected: int)
 
 
 # -- the path -----------------------------------------------------------------------------------------
-def test_bring_your_own_data_model_and_keywords_to_matrices(traced_page, empty_server, own_files):
-    page = traced_page  # its websocket trace is printed if a step never takes effect (a flake seen in CI)
+def test_bring_your_own_data_model_and_keywords_to_matrices(page, empty_server, own_files):
     url = empty_server.url
 
     # 1. Data page, Import tab: the targets zip, then the backgrounds zip.

@@ -34,13 +34,14 @@ from analytics.judging import get_plan
 from analytics.keywords import import_keyword_table, read_keyword_csv
 from analytics.models import register_torchscript
 from analytics.repository import create_repository
-from analytics.team import ROLES, active_user, allowed
+from analytics.team import active_user, allowed
+from analytics.team.roles import ROLES
 from analytics.workspace import Workspace
 from tests.analytics.jobs.test_jobs import sleepy  # registers the job kind "sleepy" (its worker imports that module)
 from tests.e2e.conftest import AppServer
 from tests.e2e.roles import add_role_accounts, added, not_offered, open_as, outcome, sign_in, started_jobs
 from tests.e2e.test_browser_judge import SUITE, workspace_with_runs
-from tests.e2e.test_browser_own_data import LONG_MS, choose, pick_radio, settle, upload
+from tests.e2e.test_browser_own_data import LONG_MS, choose, click_until, pick_radio, settle, upload
 from tests.e2e.test_browser_zip_layouts import disc_photo, encoded
 from tests.fixtures.team import row_counts
 
@@ -175,8 +176,9 @@ def test_only_admins_map_classes(page, server, workspace, role):
             if replacing.count():  # mapped by an earlier role
                 replacing.click()
                 settle(page)
-            panel.get_by_role("button", name=f"Save mapping of {EDITED_CLASS}").click()
-            outcome(page, page.get_by_text(re.compile(rf"^Saved {EDITED_CLASS}: ")), True)
+            saved = page.get_by_text(re.compile(rf"^Saved {EDITED_CLASS}: "))
+            click_until(page, panel.get_by_role("button", name=f"Save mapping of {EDITED_CLASS}"), saved)
+            outcome(page, saved, True)
     assert added(workspace, before) == {}, role  # a mapping replaces its class's row: the row itself tells
     assert list_class_mappings(workspace)[EDITED_CLASS].in9 == (IN9[role] if allowed(role, "import_data") else original.in9), role
 

@@ -7,29 +7,50 @@ name; in team mode the signed-in account and sign-out instead), the sign-in gate
 also a complete script on its own (``AppTest.from_file("pages/1_Data.py")``) that passes the same
 gate first; a page that Streamlit runs without this entry point is sent back here first (see
 :func:`ui.state.init_state`).
+
+The shell paints first (issue 47.8: a start showed a blank page with only "app" in the sidebar for
+12–18 s): this file imports nothing that loads torch, scikit-learn or the job kinds (``analytics.runs``,
+``analytics.data``, ``ui.jobs``, the pages' libraries), so the navigation and the page's title show within
+a few seconds of a start; those libraries load afterwards under a spinner that says so (Home: after its
+title; any other page: before it runs). ``tests/app/test_home.py`` checks the first-paint imports in a
+fresh interpreter.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
-from analytics.data import class_target_counts, image_size, image_sources
 from analytics.exceptions import BackdropError
-from analytics.runs import list_runs, runs_snapshot
 from analytics.team import User, allowed
 from analytics.workspace import Workspace, count_rows
 from ui import auth, navigation, state, widgets
 from ui.markdown import escape_markdown
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 ROOT = Path(__file__).resolve().parent
 PAGE_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
 FETCH_COMMAND = "python -m analytics fetch-assets"
+#: The spinner while the first page after a start loads the analysis libraries (torch and the rest).
+LOADING = "Loading Backdrop's analysis libraries (only the first page after a start takes this long)…"
+#: What the first page after a start imports, in the order it does, as (what the bar says, modules): every
+#: step takes a few seconds on a busy 2-core machine, torch and what builds on it most.
+LIBRARIES = (
+    ("pandas, NumPy and OpenCV", ("pandas", "analytics.data")),
+    ("PyTorch", ("torch",)),
+    ("torchvision, scikit-learn and SciPy", ("torchvision", "sklearn.metrics", "scipy.stats")),
+    ("Backdrop's analysis stages", ("analytics.runs",)),
+    ("the background jobs", ("ui.jobs",)),
+)
 # Home's metric label -> table of analytics/workspace/_schema.py it counts.
 COUNTED_TABLES = {
     "Targets": "targets",
@@ -128,6 +149,8 @@ def table_counts(workspace: Workspace) -> dict[str, int]:
 
 def asset_table() -> pd.DataFrame:
     """The demo catalogue's Debian packages, what each provides, and whether it is in the cache."""
+    import pandas as pd
+
     from analytics.demo import is_fetched, load_catalogue  # heavy: see home()
 
     packages = load_catalogue().packages
@@ -141,6 +164,8 @@ def asset_table() -> pd.DataFrame:
 
 
 def show_overview(workspace: Workspace, counts: dict[str, int]) -> None:
+    from analytics.data import class_target_counts, image_size  # heavy: see home()
+
     st.subheader("In this workspace")
     for column, (label, value) in zip(st.columns(len(counts)), counts.items()):
         column.metric(label, value, border=True)
@@ -196,7 +221,8 @@ def show_start_here(workspace: Workspace) -> None:
     comparison of the suite's models (the headline's model first), the zoo's known reliance against what
     Backdrop measured (where zoo heads ran) and the story view (:mod:`ui.story`: what breaks each model).
     Not for annotators of team mode: they judge blind, so they see no model's results by name."""
-    from ui import story  # heavy: see home()
+    from analytics.runs import list_runs  # heavy: see home()
+    from ui import story
 
     if workspace.actor is not None and not allowed(workspace.actor.role, "browse"):
         return
@@ -236,7 +262,10 @@ def show_next_steps(counts: dict[str, int]) -> None:
 
 
 def show_assets(workspace: Workspace) -> None:
-    from analytics.demo import CACHE_ENV_VAR, default_cache_dir  # heavy: see home()
+    import pandas as pd
+
+    from analytics.data import image_sources  # heavy: see home()
+    from analytics.demo import CACHE_ENV_VAR, default_cache_dir
 
     st.subheader("Assets and licences")
     try:
@@ -261,7 +290,22 @@ def show_assets(workspace: Workspace) -> None:
         st.caption("No images yet, so no sources or licences to list.")
     else:
         st.caption("Where the workspace's images come from:")
-        st.dataframe(sources, hide_index=True, width="stretch")
+        licence = st.column_config.TextColumn("licence", width=110, help="Hover a cell for the whole licence and its authors.")
+        st.dataframe(sources, hide_index=True, width="stretch", column_config={"licence": licence})  # every column in the half-width column (#47.9)
+
+
+def load_libraries() -> None:
+    """Import :data:`LIBRARIES` under :data:`LOADING`'s spinner and a bar naming each step (nothing on
+    screen when they are loaded: every page after the first)."""
+    if all(module in sys.modules for _, modules in LIBRARIES for module in modules):
+        return
+    with st.spinner(LOADING, show_time=True):
+        bar = st.progress(0.0)
+        for step, (what, modules) in enumerate(LIBRARIES):
+            bar.progress(step / len(LIBRARIES), text=f"Loading {what} ({step + 1} of {len(LIBRARIES)})…")
+            for module in modules:
+                importlib.import_module(module)
+        bar.empty()
 
 
 def home() -> None:
@@ -272,9 +316,18 @@ def home() -> None:
     )
     workspace = state.current_workspace()
     # torch, the keyword stack and every job kind load here, under a spinner, not before the page shows
-    # (issue 27.12: the first Home after a start took 53 s with nothing on screen); later imports are free
-    with st.spinner("Loading Backdrop's analysis libraries (only the first page after a start takes this long)…", show_time=True):
-        from ui.jobs import active_jobs
+    # (issues 27.12 and 47.8: the first Home after a start took 53 s, later 12-18 s, with nothing on
+    # screen); later imports are free
+    load_libraries()
+    from analytics.runs import runs_snapshot
+    from ui.jobs import active_jobs
+
+    with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+        show_home(workspace, active_jobs)
+
+
+def show_home(workspace: Workspace, active_jobs: Callable[..., None]) -> None:
+    """Home below its title, once the libraries are loaded (``active_jobs``: :func:`ui.jobs.active_jobs`)."""
     # long work running in the background: progress, and Cancel for its owner or a lead; blind accounts
     # (annotators) see no job messages, which can name models
     active_jobs(workspace, key="home.jobs.")
@@ -297,7 +350,8 @@ def main() -> None:
     # Judge); the others stay in the navigation, hidden, so their URLs still answer with the refusal
     shown = openable(list(files))
     hidden = [st.Page(str(files[name].relative_to(ROOT)), visibility="hidden") for name in files if name not in shown]
-    sections = {"": [st.Page(home, title="Home", icon=":material/home:", default=True), *hidden]}
+    home_page = st.Page(home, title="Home", icon=":material/home:", default=True)
+    sections = {"": [home_page, *hidden]}
     for title, names in navigation.group_pages(shown).items():
         sections[title] = [st.Page(str(files[name].relative_to(ROOT))) for name in names]
     pages = [page for section in sections.values() for page in section]
@@ -309,8 +363,15 @@ def main() -> None:
     if resume:
         st.switch_page(next((page for page in pages if page.url_path == resume), pages[0]), query_params=st.query_params.to_dict())
     sidebar(auth.require_sign_in())  # team mode: the sign-in form only, until signed in
-    menu.run()
+    if menu is home_page:  # Home draws its title first, then loads the libraries
+        menu.run()
+        return
+    # another page imports them before it draws anything: the navigation is up, and this says why the wait
+    load_libraries()
+    from analytics.runs import runs_snapshot
+
+    with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
+        menu.run()
 
 
-with runs_snapshot():  # the runs are listed once per rerun, however many parts ask
-    main()
+main()

@@ -50,7 +50,7 @@ VOCABULARIES = ("auto", "scene", "all")
 #: The resize filters a user may name for a timm or ONNX model (PIL's; ``add-model --interpolation``,
 #: the Models page), timm's default first; ``'area'`` is Backdrop's own resize, not a model's.
 RESIZE_FILTERS = ("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming")
-#: ImageNet normalisation of [0, 1] pixels: :data:`analytics.models.IMAGENET_MEAN` and ``IMAGENET_STD``.
+#: ImageNet normalisation of [0, 1] pixels: :data:`IMAGENET_MEAN` and ``IMAGENET_STD``.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 

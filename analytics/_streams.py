@@ -18,8 +18,6 @@ import threading
 import numpy as np
 import torch
 
-__all__ = ["own_stream", "upload"]
-
 _local = threading.local()
 
 

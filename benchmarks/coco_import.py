@@ -40,7 +40,9 @@ import json, resource, sys, time
 sys.path.insert(0, {project!r})
 import analytics.suites  # what the command line's open_workspace imports (torch, torchvision): not the import's own memory
 from analytics.cli import main
-from analytics.data import store_targets, read_coco, resolve_class
+from analytics.data import store_targets
+from analytics.data.classes import resolve_class
+from analytics.data.coco import read_coco
 from analytics.workspace import Workspace
 
 mode, annotations, images, workspace, instances = sys.argv[1:]

@@ -31,7 +31,7 @@ def show_registry(workspace: Workspace) -> None:
         st.info("No models yet — register one in the **Register** tab, or run `python -m analytics add-model --arch efficientnet-lite0`.")
         return
     st.caption("Embedding = the layer before the classifier head (what the embedding signals read).")
-    st.dataframe(ui_models.model_table(specs), hide_index=True, width="stretch")
+    st.dataframe(ui_models.model_table(specs), hide_index=True, width="stretch", column_config=ui_models.TABLE_CONFIG)
 
 
 def show_zoo(workspace: Workspace) -> None:

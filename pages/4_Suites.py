@@ -3,7 +3,7 @@ the suite for every target (or build and save it straight away, without a previe
 
 A thin view: sampling, distances and storage are :mod:`analytics.suites`. The preview samples a few
 targets in this process (nothing saved, a progress bar); saving runs as a background job
-(:mod:`analytics.jobs`, kind ``suite``: progress, Cancel, Resume via :mod:`ui.jobs`). The form, the
+(:mod:`analytics.jobs`, kind ``suite``: :func:`analytics.api.build_suite`; progress, Cancel, Resume via :mod:`ui.jobs`). The form, the
 preview grid and the histogram are :mod:`ui.suites`. A refused preview or start, or a failed job
 (:class:`~analytics.exceptions.BackdropError`), is shown by :mod:`ui.suites` / :mod:`ui.jobs`.
 Saved suites are opened by their label (a name given on the form, else method, N, seed and targets);
@@ -137,7 +137,7 @@ def main() -> None:
         st.caption("No suite saved yet.")
         return
     open_saved(workspace, saved, just_saved)
-    st.dataframe(view.saved_table(workspace, saved), hide_index=True, key=view.KEY + "saved")
+    st.dataframe(view.saved_table(workspace, saved), hide_index=True, width="stretch", column_config=view.SAVED_COLUMNS, key=view.KEY + "saved")
 
 
 main()

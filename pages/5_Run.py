@@ -1,8 +1,8 @@
 """Run: run registered models over a saved suite (one background job, with progress and Cancel),
 list past runs and resume an interrupted one.
 
-A thin view: the engine is :mod:`analytics.inference` via :func:`analytics.runs.start_runs`, run by a
-worker process (:mod:`analytics.jobs`, kind ``runs``; :mod:`ui.jobs` shows it); tables are
+A thin view: the engine is :mod:`analytics.inference` via :func:`analytics.api.run` (the flow the command
+line's ``run`` and a notebook call), run by a worker process (:mod:`analytics.jobs`, kind ``runs``; :mod:`ui.jobs` shows it); tables are
 :mod:`ui.runs`. A cancelled run keeps its finished batches and resumes from them. Run and Resume start
 the job in their ``on_click`` (:func:`ui.jobs.start_on_click`), before the page is drawn, so the
 status on top is always the job just started; a refused start

@@ -13,6 +13,13 @@ heatmaps and captions are :mod:`ui.runs`; colour ranges (the suite's fixed scale
 autoscale as a labelled option) are :mod:`ui.colour_scale`. A Classes filter (every class by default)
 builds the matrices, metrics and drill-down of both tabs from the targets of the classes picked. The page catches only
 :class:`~analytics.exceptions.BackdropError`.
+
+Issue 47.8 (the page took 16 s to open, a cell's pairs 15 s, drawn below all five matrices, off-screen):
+a click opens the cell's pairs in a dialog over the matrices, where the person is looking (once per
+click; a button above the matrices opens it again); the expanders (the authors' signals, the raw point
+clouds, the exports) compute and draw their charts only while open, so the browser draws the five
+matrices and the Compare tab's, not seventeen charts, and the Compare tab's heatmaps carry no clickable
+markers (4,096 invisible points each).
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ RUN_KEY = f"{view.KEY}run"
 SIGNAL_KEY = f"{view.KEY}compare_signal"
 PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
 PAIRS_LISTED = 12
+#: The clicked cell (:data:`ui.runs.CELL`) whose pairs' dialog was opened last: a rerun for another widget
+#: does not open it again, a new click (or the button) does.
+SHOWN_CELL = f"{view.KEY}shown_cell"
 REPORT_MIN_COUNT = 3  # composites per keyword in the report's failure table, the Failures page's default
 
 
@@ -63,6 +73,18 @@ def heatmaps(run_id: str, matrices: Mapping[str, VarianceMatrix], ranges: Mappin
                 figure, key=key, on_select=partial(view.remember_click, key, run_id, signal), selection_mode="points",
                 config={"displayModeBar": False},
             )  # fmt: skip
+
+
+def open_pairs(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMatrix], selected: tuple, classes: tuple[str, ...] | None) -> None:
+    """The clicked cell's pairs in a dialog over the matrices, once per click (its button above the matrices opens it again)."""
+    cell = st.session_state.get(view.CELL)
+    again = st.button(
+        f"Image pairs of the marked cell ({SIGNALS[selected[0]]})", key=f"{view.KEY}pairs_again", icon=":material/photo_library:",
+        help="The cell clicked last, outlined in red; a click on another cell opens its pairs.",
+    )  # fmt: skip
+    if again or st.session_state.get(SHOWN_CELL) != cell:
+        st.session_state[SHOWN_CELL] = cell
+        st.dialog(f"{SIGNALS[selected[0]]}: a cell of the matrix", width="large")(drill_down)(workspace_path, run, matrices, selected, classes)
 
 
 def drill_down(workspace_path: str, run: Mapping, matrices: Mapping[str, VarianceMatrix], selected: tuple, classes: tuple[str, ...] | None) -> None:
@@ -122,16 +144,23 @@ def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges:
         st.warning(f"{len(data_clouds[0].excluded)} target(s) with fewer backgrounds than the others are left out: {escape_markdown(', '.join(data_clouds[0].excluded[:5]))}")
     selected = view.clicked_cell(run["id"], matrices)
     st.caption(f"{view.settings_label(settings)} · green = low variance, yellow = high · click a cell to see the image pairs behind it.")
+    if selected:  # the button to open the pairs again sits above the matrices, the dialog over them
+        open_pairs(workspace_path, run, matrices, selected, classes)
     heatmaps(run["id"], matrices, ranges, selected)
-    if selected:
-        drill_down(workspace_path, run, matrices, selected, classes)
-    with st.expander("The authors' last-conv-map signals"):
-        conv_heatmaps(workspace_path, run, settings, classes)
-    with st.expander("Raw point clouds"):
-        st.caption(f"A random {view.SCATTER_POINTS:,} points per signal over the density (grey) of all {data_clouds[0].n_points:,}.")
-        scatters(data_clouds)
-    with st.expander("Export"):
-        exports(workspace_path, run, matrices)
+    # lazy: an expander's charts are computed and sent only while it is open (each costs the browser seconds)
+    conv = st.expander("The authors' last-conv-map signals", key=f"{view.KEY}open.conv", on_change="rerun")
+    if conv.open:
+        with conv:
+            conv_heatmaps(workspace_path, run, settings, classes)
+    clouds = st.expander("Raw point clouds", key=f"{view.KEY}open.clouds", on_change="rerun")
+    if clouds.open:
+        with clouds:
+            st.caption(f"A random {view.SCATTER_POINTS:,} points per signal over the density (grey) of all {data_clouds[0].n_points:,}.")
+            scatters(data_clouds)
+    export = st.expander("Export", key=f"{view.KEY}open.export", on_change="rerun")
+    if export.open:
+        with export:
+            exports(workspace_path, run, matrices)
 
 
 def conv_heatmaps(workspace_path: str, run: Mapping, settings: MatrixSettings, classes: tuple[str, ...] | None) -> None:
@@ -201,7 +230,9 @@ def compare(
     for column, run_id in zip(widgets.grid_columns(len(chosen)), chosen):
         record = records[run_id]
         title = f"{record['model']} · accuracy {record['accuracy']:.0%} · worst-case {record['worst_case_accuracy']:.0%}"
-        figure = view.clickable_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])
+        # no clickable markers (nothing to drill into here): the heatmap's own hover names each cell's value
+        figure = variance_heatmap(matrices[run_id][signal], title=title, zmin=ranges[signal][0], zmax=ranges[signal][1])
+        figure.update_layout(title={"font": {"size": 13}}, dragmode=False)
         column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
     if len(chosen) >= 2:
         difference(chosen, records, matrices, signal)

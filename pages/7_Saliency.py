@@ -109,10 +109,7 @@ def show_target(workspace_path: str, model: str, spec_key: str, settings: view.S
     words.caption(view.LEGEND_CAPTION)
     widgets.image_grid(view.overlays(result, settings.threshold), view.captions(result), n_columns=3)
     table = view.metrics_table(result)
-    st.dataframe(
-        table, hide_index=True, width="stretch",
-        column_config={"Inside share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
-    )  # fmt: skip
+    st.dataframe(table, hide_index=True, width="stretch", column_config=view.METRIC_COLUMNS)
 
 
 def show_comparison(

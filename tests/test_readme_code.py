@@ -13,12 +13,16 @@
   they run in). Without that variable the test skips, saying so; CI fails on the skip. A block that
   cannot run says why in a ``# not run: <reason>`` line: it is checked against the API as it is
   (every call's name and keywords), not run.
+* Every ``pycon`` block (``>>>`` lines: ``docs/python.md``'s public API, one example per call) runs as
+  a doctest, the blocks of a document one after the other, on a fresh copy of the demo workspace; the
+  output each line shows is checked.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import doctest
 import inspect
 import io
 import os
@@ -203,3 +207,25 @@ def test_every_python_block_in_the_docs_runs_on_the_demo_workspace(case, demo_fo
         out = demo_folder / "backdrop-check"
         assert {"junit.xml", "summary.md"} <= {p.name for p in out.iterdir()}, f"{document.name}:{line}: no gate files in {out}"
     assert all(figure.data for figure in shown), f"{document.name}:{line}: an empty figure was shown"
+
+
+#: ``>>>`` examples (``pycon`` blocks), run as doctests: document -> its blocks in order.
+DOCTEST_DOCUMENTS = sorted({case[0] for case in _cases({"pycon"})})
+
+
+@pytest.mark.parametrize("document", DOCTEST_DOCUMENTS, ids=[str(d.relative_to(ROOT)) for d in DOCTEST_DOCUMENTS])
+def test_every_doctest_in_the_docs_runs_on_the_demo_workspace(document, tmp_path, monkeypatch):
+    source = os.environ.get(DEMO_ENV)
+    if not source:
+        pytest.skip(f"{DEMO_ENV} is not set: build the demo (bash backdrop.sh serve) and set it to its workspace folder")
+    shutil.copytree(source, tmp_path / "workspace")  # a fresh copy: the examples write
+    monkeypatch.chdir(tmp_path)
+    parser, globs = doctest.DocTestParser(), {"__name__": "__doctest__"}
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report = io.StringIO()
+    for _, line, text in (case for case in _cases({"pycon"}) if case[0] == document):
+        test = parser.get_doctest(text, globs, f"{document.name}:{line}", str(document), line)
+        runner.run(test, out=report.write, clear_globs=False)
+        globs = test.globs  # the next block sees this one's names (a DocTest runs on a copy)
+    assert runner.failures == 0, report.getvalue()
+    assert runner.tries >= 20

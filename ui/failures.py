@@ -49,17 +49,34 @@ HEADERS = {
     "drop_high": "Drop 95% high", "targets": "Targets", "baseline_error_rate": "Baseline error rate", "baseline_low": "Baseline 95% low",
     "baseline_high": "Baseline 95% high", "rise": "Rise", "worse": "Newly wrong", "better": "Newly right", "p_value": "McNemar p",
 }  # fmt: skip
-#: Number formats of :func:`gallery_table`.
-GALLERY_FORMAT = {
-    title: st.column_config.NumberColumn(format="%.3f") for title in ("True-class prob. before", "True-class prob. after", "Drop")
-}
-NUMBER_FORMAT = {
-    title: st.column_config.NumberColumn(format="%.3f")
-    for title in (
-        "Error rate", "Rate 95% low", "Rate 95% high", "Mean drop", "Drop 95% low", "Drop 95% high", "Baseline error rate", "Baseline 95% low",
-        "Baseline 95% high", "Rise", "McNemar p",
-    )
+#: Interval columns :func:`display` shows as one ``low–high`` text column, by their (low, high) columns.
+INTERVALS = {
+    ("error_low", "error_high"): "Rate 95%", ("drop_low", "drop_high"): "Drop 95%", ("baseline_low", "baseline_high"): "Baseline 95%",
 }  # fmt: skip
+#: Column configuration of :func:`gallery_table`: short headers (the full name in their help) and fixed widths for the free
+#: text, so every column fits a 1400 px window (#47 item 9); a longer text is cut in its cell and shown whole on hover.
+GALLERY_FORMAT = {
+    "Target": st.column_config.TextColumn("Target", width=185),
+    "Background": st.column_config.TextColumn("Background", width=175),
+    "Original predicted": st.column_config.TextColumn("Predicted before", help="The prediction on the original target."),
+    "True-class prob. before": st.column_config.NumberColumn("P before", format="%.3f", help="True-class probability on the original target."),
+    "True-class prob. after": st.column_config.NumberColumn("P after", format="%.3f", help="True-class probability on the composite."),
+    "Drop": st.column_config.NumberColumn(format="%.3f"),
+    "Background keywords": st.column_config.TextColumn("Background keywords", width=150),
+}
+#: Column configuration of :func:`display`'s tables (keywords, levels, changes against a baseline): number formats,
+#: short headers with the full name in their help, so every column (McNemar p last) fits a 1400 px window.
+NUMBER_FORMAT = {
+    **{title: st.column_config.NumberColumn(format="%.3f") for title in ("Error rate", "Mean drop", "Rise", "McNemar p")},
+    "Keyword": st.column_config.TextColumn("Keyword", width=160),
+    "Rate 95%": st.column_config.TextColumn("Rate 95%", help="95 % Wilson interval of the error rate."),
+    "Drop 95%": st.column_config.TextColumn("Drop 95%", help="95 % bootstrap interval of the mean drop of the true-class probability."),
+    "Baseline error rate": st.column_config.NumberColumn("Baseline rate", format="%.3f", help="The baseline model's error rate on the same composites."),
+    "Baseline 95%": st.column_config.TextColumn("Baseline 95%", help="95 % Wilson interval of the baseline's error rate."),
+    "Newly wrong": st.column_config.NumberColumn("Worse", help="Newly wrong: composites the baseline got right and this model wrong."),
+    "Newly right": st.column_config.NumberColumn("Better", help="Newly right: composites the baseline got wrong and this model right."),
+    "McNemar p": st.column_config.NumberColumn("McNemar p", format="%.3f", help="McNemar's exact test on the paired right/wrong outcomes."),
+}
 
 
 @st.cache_data(max_entries=16, show_spinner="Counting failures per keyword…")
@@ -203,8 +220,14 @@ def keep_valid(key: str, options: Sequence) -> None:
 
 
 def display(frame: pd.DataFrame) -> pd.DataFrame:
-    """A keyword or level table with readable headers (columns of :data:`HEADERS`)."""
-    return frame.rename(columns=HEADERS)
+    """A keyword or level table with readable headers (columns of :data:`HEADERS`); each interval's low
+    and high columns as one ``0.25–0.59`` text column (:data:`INTERVALS`) in their place."""
+    shown = frame.copy()
+    for (low, high), title in INTERVALS.items():
+        if low in shown.columns and high in shown.columns:
+            shown.insert(int(shown.columns.get_loc(low)), title, [f"{a:.2f}–{b:.2f}" for a, b in zip(shown[low], shown[high])])
+            shown = shown.drop(columns=[low, high])
+    return shown.rename(columns=HEADERS)
 
 
 def report_button(

@@ -12,7 +12,8 @@ from typing import Any
 
 import streamlit as st
 
-from analytics.data import list_classes
+from analytics._progress import Progress
+from analytics.data import list_backgrounds, list_classes, list_targets
 from analytics.exceptions import InvalidInputError
 from analytics.keywords import (
     KEYWORD_ITEM_KINDS,
@@ -43,6 +44,9 @@ BUILD_BACKENDS = {
     SCENES: "ADE20K + Places365 checkpoints (the paper's setup)",
 }
 SERVER_PATH_SETTINGS = ("path", "row_names", "encoder", "decoder", "places")  # builder settings naming server files
+#: Images scored per call while building a table: the bar counts after each call (issue 47.8: at 32 a
+#: busy CPU showed "Scoring images…" with no count for minutes); the network's batches are the backend's.
+IMAGES_PER_CALL = 8
 BUILD_ITEMS = {"both": KEYWORD_ITEM_KINDS, "targets": ("target",), "backgrounds": ("background",)}
 CSV_HELP = (
     "CSV columns, long layout: `image,keyword[,score]` (one row per keyword of an image); wide layout: "
@@ -147,11 +151,25 @@ def run_build(workspace: Workspace, request: BuildRequest) -> dict[str, Any]:
             raise InvalidInputError(f"give the path of the {', '.join(missing)} checkpoint on the server")
         roles = ("encoder", "decoder", "places")
         backend = SceneModelsBackend(*(settings[role] for role in roles), **{k: v for k, v in settings.items() if k not in roles})
-    bar = st.progress(0.0, text="Scoring images…")
-    tables = build_keyword_tables(
-        workspace, backend, item_kinds=request.item_kinds, progress=lambda done, total, kind="": bar.progress(done / total, text=f"Scoring {kind}s… {done}/{total}")
-    )
+    tables = build_keyword_tables(workspace, backend, item_kinds=request.item_kinds, batch_size=IMAGES_PER_CALL, progress=scoring_bar(workspace, request.item_kinds))
     return {"tables": tables, "warnings": []}
+
+
+def scoring_bar(workspace: Workspace, item_kinds: tuple[str, ...]) -> Progress:
+    """A progress bar for :func:`analytics.keywords.build_keyword_tables` over ``item_kinds``, counting
+    images from the start: ``Scoring targets: 16 of 60 · 16 of 324 images in all``."""
+    counts = {"target": len(list_targets(workspace)), "background": len(list_backgrounds(workspace))}
+    kinds = [kind for kind in KEYWORD_ITEM_KINDS if kind in item_kinds]
+    total = sum(counts[kind] for kind in kinds)
+    before = {kind: sum(counts[k] for k in kinds[:i]) for i, kind in enumerate(kinds)}  # images of the kinds scored earlier
+    what = " and ".join(f"{counts[kind]:,} {kind}s" for kind in kinds)
+    bar = st.progress(0.0, text=f"Scoring {what}: 0 of {total:,} images (the count moves every {IMAGES_PER_CALL} images)…")
+
+    def report(done: int, of: int, kind: str = "", /) -> None:
+        overall = before.get(kind, 0) + done
+        bar.progress(min(overall / total, 1.0) if total else 0.0, text=f"Scoring {kind}s: {done:,} of {of:,} · {overall:,} of {total:,} images in all")
+
+    return report
 
 
 def _keyword_file(settings: dict[str, Any]) -> KeywordTable:

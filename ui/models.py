@@ -31,6 +31,18 @@ TABLE_COLUMNS = {
     "embedding_layer": "Embedding",
     "construction": "Construction",
 }
+#: Column configuration of :func:`model_table`: short headers, compact parameter counts and fixed widths for the
+#: free text, so every column fits a 1400 px window (#47 item 9); a longer text is cut and shown whole on hover.
+TABLE_CONFIG = {
+    "Model": st.column_config.TextColumn("Model", width=160),
+    "Source": st.column_config.TextColumn("Source", width=110),
+    "Architecture": st.column_config.TextColumn("Architecture", width=115),
+    "Label space": st.column_config.TextColumn("Labels", help="Label space: imagenet, in9 or the model's own (custom)."),
+    "Input px": st.column_config.NumberColumn("Input px"),
+    "Parameters": st.column_config.NumberColumn("Parameters", format="compact"),
+    "Embedding": st.column_config.TextColumn("Embedding", width=130, help="The layer whose output the embedding signals use."),
+    "Construction": st.column_config.TextColumn("Construction", width=120, help="How a zoo head was built (strength, augmentation, seed)."),
+}
 ZOO_KEY = "models.zoo."  # prefix of the zoo form's widget keys
 ZOO_JOB = ZOO_KEY + "job"  # session-state key: the id of the zoo job this session started
 ZOO_COLUMNS = {

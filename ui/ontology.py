@@ -200,7 +200,7 @@ def rules_view(ontology: Ontology) -> None:
         return
     left, right = st.columns([3, 1])
     keywords = left.multiselect("Rules mentioning any of", sorted(ontology.graph.nodes), key=KEY + "rule_keywords")
-    edges_only = right.checkbox("Graph edges only (one keyword each side)", key=KEY + "edges_only")
+    edges_only = right.checkbox("Graph edges only", key=KEY + "edges_only", help="Only the rules with one keyword each side: the graph's edges.")
     shown = rules_table(ontology, keywords=keywords, edges_only=edges_only)
     st.caption(f"{len(shown)} of {len(ontology.rules)} rules; click a column header to sort.")
     st.dataframe(shown, hide_index=True, width="stretch", key=KEY + "rules_table")
@@ -344,15 +344,34 @@ def _arrow_trace(edges, positions, low: float, high: float) -> go.Scatter:
     )
 
 
+#: CSS text shadow of the node labels: a white halo around each letter.
+LABEL_HALO = "0 0 2px white, 0 0 3px white, 0 0 4px white"
+#: Label positions by the direction from the drawing's centre, counter-clockwise from the right in 45° steps.
+OUTWARD = ("middle right", "top right", "top center", "top left", "middle left", "bottom left", "bottom center", "bottom right")
+
+
+def label_sides(xy: np.ndarray) -> list[str]:
+    """Plotly ``textposition`` of each point of ``xy`` (n, 2): outward from their mean, the one at the
+    centre (a neighbourhood's centre keyword) above its dot."""
+    if not len(xy):
+        return []
+    offsets = xy - xy.mean(axis=0)
+    spread = max(float(np.abs(offsets).max()), 1e-9)
+    angles = np.degrees(np.arctan2(offsets[:, 1], offsets[:, 0]))
+    steps = np.round(angles / 45).astype(int) % 8
+    return ["top center" if np.hypot(*offset) < 0.05 * spread else OUTWARD[step] for offset, step in zip(offsets, steps)]
+
+
 def _node_trace(graph: nx.DiGraph, positions: dict[str, np.ndarray], *, labelled: set[str]) -> go.Scatter:
-    """Keywords as dots sized by support; ``labelled`` ones carry their name, placed away from the
-    centre of the drawing (right of dots on the right, left on the left) so labels do not cross."""
+    """Keywords as dots sized by support; ``labelled`` ones carry their name, placed outward from the
+    centre of the drawing (:func:`label_sides`: above a dot at the top, left of one on the left…) so
+    labels keep off the edges inside, and drawn over a white halo so an edge crossing a label
+    leaves it readable (#47 item 9: a label sat under the edges)."""
     nodes = [(n, s) for n, s in graph.nodes(data="support") if n in positions]
     supports = np.array([s for _, s in nodes])
     sizes = 8 + 40 * np.sqrt(supports / supports.max()) if len(nodes) else []
     xy = np.array([positions[n] for n, _ in nodes]).reshape(-1, 2)
-    middle = xy.mean(axis=0) if len(xy) else np.zeros(2)
-    sides = ["middle right" if x >= middle[0] else "middle left" for x in xy[:, 0]]
+    sides = label_sides(xy)
     return go.Scatter(
         x=xy[:, 0],
         y=xy[:, 1],
@@ -362,7 +381,7 @@ def _node_trace(graph: nx.DiGraph, positions: dict[str, np.ndarray], *, labelled
         marker={"size": sizes, "color": "#f4a261", "line": {"width": 1, "color": "#6d3b14"}},
         text=[plain_text(n) if n in labelled else "" for n, _ in nodes],
         textposition=sides,
-        textfont={"size": 13},
+        textfont={"size": 13, "shadow": LABEL_HALO},
         hovertext=[f"{plain_text(n)}<br>support {s:.3f}<br>{graph.in_degree(n)} edges in, {graph.out_degree(n)} out" for n, s in nodes],
         hoverinfo="text",
     )

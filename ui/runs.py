@@ -38,10 +38,18 @@ SCATTER_POINTS = 5000  # per signal; four scatters of this size stay responsive 
 # plain words: emoji render as empty boxes on machines without an emoji font (and table cells take no icons)
 STATUS_WORDS = {"done": "done", "running": "unfinished", "failed": "failed"}
 STALE = "stale"  # shown after the status of a run whose weights or class mappings changed since
-#: Column configuration of :func:`runs_display`'s accuracy columns.
+#: Column configuration of :func:`runs_display`'s table: short headers (the full name in their help) and
+#: fixed widths for the free-text columns, so all nine columns fit a 1400 px window (#47 item 9);
+#: a longer model or suite name is cut in its cell and shown whole on hover.
 PERCENT = {
-    name: st.column_config.ProgressColumn(name, format="percent", min_value=0, max_value=1)
-    for name in ("Accuracy", "Worst-case accuracy", "Original accuracy")
+    "Model": st.column_config.TextColumn("Model", width=150),
+    "Suite": st.column_config.TextColumn("Suite", width=205),
+    "Accuracy": st.column_config.NumberColumn("Accuracy", format="percent", help="Accuracy over all images of the run: originals and composites."),
+    "Worst-case accuracy": st.column_config.NumberColumn(
+        "Worst case", format="percent", help="Worst-case accuracy: share of targets classified correctly under every one of their backgrounds."
+    ),
+    "Original accuracy": st.column_config.NumberColumn("Originals", format="percent", help="Accuracy on the original targets (their own photos)."),
+    "Started": st.column_config.TextColumn("Started", help="When the run started (UTC)."),
 }
 
 
@@ -68,9 +76,14 @@ def runs_display(table: pd.DataFrame) -> pd.DataFrame:
         "Status": status.where(~table["stale"].astype(bool), status + " · " + STALE),
         "Images": [f"{i} / {e}" for i, e in zip(table["images"], table["expected_images"])],
         "Accuracy": table["accuracy"], "Worst-case accuracy": table["worst_case_accuracy"],
-        "Original accuracy": table["original_accuracy"], "Started": table["created"], "Run id": table["id"],
+        "Original accuracy": table["original_accuracy"], "Started": [started(c) for c in table["created"]], "Run id": table["id"],
     })  # fmt: skip
 
+
+def started(created: object) -> str:
+    """``2026-11-29 03:59`` of a stored ISO time (``2026-11-29T03:59:51+00:00``); anything else as it is."""
+    text = "" if created is None else str(created)
+    return text[:16].replace("T", " ") if len(text) >= 16 and text[10] == "T" else text
 
 
 # -- cached data -------------------------------------------------------------------------------------

@@ -185,6 +185,21 @@ def captions(result: ExplainedImages) -> list[str]:
     ]
 
 
+#: Column configuration of :func:`metrics_table`: two decimals, short headers (the full name in their help) and
+#: fixed widths for class names, so all twelve columns fit a 1400 px window (#47 item 9).
+METRIC_COLUMNS = {
+    "Image": st.column_config.TextColumn("Image", width=95),
+    "Predicted": st.column_config.TextColumn("Predicted", width=115),
+    "True-class probability": st.column_config.NumberColumn("P(true)", format="%.2f", help="True-class probability."),
+    "Explained output": st.column_config.TextColumn("Explained", width=115, help="The output the map explains: the true class's most probable one."),
+    **{name: st.column_config.NumberColumn(name, format="%.2f") for name in ("IoU", "Precision", "Recall", "F1")},
+    "Pointing game": st.column_config.NumberColumn("Pointing", format="%.0f", help="Pointing game: 1 when the map's peak lies on the object."),
+    "Inside share": st.column_config.NumberColumn("Inside", format="percent", help="Inside share: the share of positive attribution inside the object's mask."),
+    "Insertion AUC": st.column_config.NumberColumn("Insertion", format="%.2f", help="Insertion AUC (higher: the map's top pixels restore the class sooner)."),
+    "Deletion AUC": st.column_config.NumberColumn("Deletion", format="%.2f", help="Deletion AUC (lower: removing the map's top pixels loses the class sooner)."),
+}
+
+
 def metrics_table(result: ExplainedImages) -> pd.DataFrame:
     """Per-image scores: one row per image of ``result``."""
     e, names = result.explanation, result.output_names

@@ -5,7 +5,8 @@ The library (:mod:`analytics.suites`, :mod:`analytics.suites.sampling`) samples 
 first previewed: sampled in this process for :data:`PREVIEW_TARGETS` targets only (spread over the
 classes; nothing saved; the ontology's fit is judged on every selected target, not on these few),
 with a progress bar. The form's Classes pick the targets a suite covers (all of them by default). Saving (after a preview, or straight from the form) samples every target in a background job
-(:mod:`analytics.jobs`, kind ``suite``) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
+(:mod:`analytics.jobs`, kind ``suite``: :func:`analytics.api.build_suite`, the flow the command line's ``suite``
+and a notebook call) whose progress, Cancel and Resume :mod:`ui.jobs` shows; a
 target's draw depends on the seed and that target's own inputs, so the saved suite holds the
 previewed backgrounds (except for a target without detected keywords, whose class keywords are
 counted over the sampled targets). This module lays out widgets, caches saved suites (keyed by
@@ -82,6 +83,7 @@ class SuiteRequest:
     name: str = ""  # the user's name for the suite (checked by analytics.suites.check_suite_name; not in its id)
 
     def build_kwargs(self) -> dict:
+        """The preview's parameters: those of :func:`analytics.suites.build_suite` (which samples a few targets unsaved)."""
         tables = {"target": self.target_table, "background": self.background_table}
         return {
             "method": self.method,
@@ -90,6 +92,23 @@ class SuiteRequest:
             "classes": None if self.classes is None else list(self.classes),
             "keyword_tables": {kind: name for kind, name in tables.items() if name} or None,
             "ontology_id": self.ontology_id,
+            "distance_models": list(self.distance_models) or None,
+            "realism_threshold": self.realism_threshold,
+            "top_up": self.top_up,
+            "name": self.name,
+        }
+
+    def job_kwargs(self) -> dict:
+        """The suite job's parameters: those of :func:`analytics.api.build_suite`, the flow the command
+        line's ``suite`` and a notebook call (:data:`analytics.jobs.JOB_KINDS`)."""
+        return {
+            "method": self.method,
+            "n": self.n,
+            "seed": self.seed,
+            "classes": None if self.classes is None else list(self.classes),
+            "target_table": self.target_table,
+            "background_table": self.background_table,
+            "ontology": self.ontology_id,
             "distance_models": list(self.distance_models) or None,
             "realism_threshold": self.realism_threshold,
             "top_up": self.top_up,
@@ -153,7 +172,10 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
         left, middle, right = st.columns(3)
         models = left.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
         threshold = middle.slider("Realism threshold (seam harmony)", 0.0, 1.0, DEFAULT_REALISM_THRESHOLD, 0.05, key=KEY + "realism")
-        top_up = right.checkbox("Keyword methods: top up with random backgrounds", value=True, key=KEY + "top_up")
+        top_up = right.checkbox(
+            "Top up with random backgrounds", value=True, key=KEY + "top_up",
+            help="Keyword methods (keywords, ontology): a target whose keywords match fewer than N backgrounds gets random ones to make up N.",
+        )  # fmt: skip
         left, right = st.columns(2)
         previewed = left.form_submit_button(
             "Preview", type="primary", key=KEY + "go", icon=":material/visibility:", use_container_width=True,
@@ -181,7 +203,7 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
 def start_build(workspace: Workspace, request: SuiteRequest) -> bool:
     """Start the job that samples and saves ``request`` for every target; its id goes to
     :data:`JOB`. False (the reason shown by :mod:`ui.jobs`) when it could not start."""
-    job = jobs.start_job(workspace, "suite", request.build_kwargs())
+    job = jobs.start_job(workspace, "suite", request.job_kwargs())
     if job is None:
         return False
     st.session_state[JOB] = job.id
@@ -192,15 +214,20 @@ def sample_preview(workspace: Workspace, request: SuiteRequest) -> Suite | None:
     """``request`` sampled for :data:`PREVIEW_TARGETS` targets in this process, nothing saved, with a
     progress bar; None (and the reason shown) when the library refuses it."""
     bar = st.progress(0.0, text=f"Screening the pool and sampling {PREVIEW_TARGETS} targets for the preview…")
+    steps: list[str] = []  # issue 47.8: each step named as it starts (the library's ``say``), the distances counted
+
+    def say(step: str) -> None:
+        steps.append(step)
+        bar.progress(0.0, text=f"Step {len(steps)}: {step}…")
 
     def report(done: int, total: int, _message: str = "") -> None:
-        bar.progress(done / total if total else 0.0, text=f"Semantic distances of the preview's composites… {done}/{total}")
+        bar.progress(done / total if total else 0.0, text=f"Step {len(steps)}: semantic distances of the preview's composites, {done:,} of {total:,}")
 
     try:
         targets = comparison_targets(workspace, PREVIEW_TARGETS, classes=request.classes)
         every = select_targets(workspace, classes=request.classes)  # the few previewed targets do not decide whether the suite fits
-        with st.spinner(f"Sampling the {request.method} preview (screening the pool comes first and moves no bar)…", show_time=True):
-            return build_suite(workspace, **request.build_kwargs(), target_ids=targets, fit_target_ids=every, save=False, progress=report)
+        with st.spinner(f"Sampling the {request.method} preview for {len(targets)} targets (the bar names each step)…", show_time=True):
+            return build_suite(workspace, **request.build_kwargs(), target_ids=targets, fit_target_ids=every, save=False, progress=report, say=say)
     except BackdropError as err:
         st.error(escape_markdown(err))
         return None
@@ -349,6 +376,23 @@ def distance_figure(distances: Mapping[str, np.ndarray]):
     return distance_histogram(distances, title="Semantic distance of composites to their originals, per method")
 
 
+#: Column configuration of :func:`saved_table`: N, seed and the target count are in the suite's label (hidden),
+#: short headers and fixed widths, so every column fits a 1400 px window (#47 item 9); a longer text is cut
+#: in its cell and shown whole on hover.
+SAVED_COLUMNS = {
+    "suite": st.column_config.TextColumn("Suite", width=220),
+    "method": st.column_config.TextColumn("Method"),
+    "n": None, "seed": None, "targets": None,
+    "classes": st.column_config.TextColumn("Classes", width=90),
+    "items": st.column_config.NumberColumn("Items", help="Composites: targets × backgrounds."),
+    "mean_distance": st.column_config.NumberColumn("Distance", format="%.3f", help="Mean semantic distance of the composites to their originals."),
+    "created": st.column_config.TextColumn("Saved", help="When the suite was saved (UTC)."),
+    "topup_share": st.column_config.NumberColumn("Topped up", format="percent", help="Share of the backgrounds topped up at random (keyword methods)."),
+    "params": st.column_config.TextColumn("Parameters", width=100),
+    "id": st.column_config.TextColumn("Id", width=110),
+}  # fmt: skip
+
+
 def saved_table(workspace: Workspace, listing: pd.DataFrame) -> pd.DataFrame:
     """Saved suites, newest first: the label a person reads first, the share topped up at random
     (keyword methods; None for the others and for suites saved before it was recorded), the classes
@@ -363,4 +407,5 @@ def saved_table(workspace: Workspace, listing: pd.DataFrame) -> pd.DataFrame:
     listing["topup_share"] = [params[i].get("topup_share") for i in listing["id"]]
     listing["classes"] = [", ".join(c) or "all" for c in listing["classes"]]
     listing["params"] = [json.dumps(params[i], sort_keys=True) for i in listing["id"]]
+    listing["created"] = [str(c)[:16].replace("T", " ") for c in listing["created"]]  # 2026-11-29 03:59
     return listing[["label", *(c for c in listing.columns if c not in ("label", "id", "name")), "id"]].rename(columns={"label": "suite"})

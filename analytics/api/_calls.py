@@ -20,11 +20,6 @@ from analytics.suites import list_suites, resolve_suite
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import Workspace
 
-__all__ = [
-    "accuracies", "agreement", "check", "colour_scale", "failures", "judgments", "keyword_error_rates", "latest_run", "matrices", "models",
-    "open_workspace", "point_clouds", "report", "runs", "suites",
-]  # fmt: skip
-
 #: Fewest composites of a keyword in the failure tables: the Failures page's default.
 MIN_COUNT = 3
 
@@ -82,7 +77,7 @@ def latest_run(workspace: Workspace, *, model: str, suite: str | None = None) ->
         over = f" over suite {suite!r}" if suite else ""
         raise NotFoundError(
             f"model {model!r} has no finished current run{over} in {workspace.root}; start one with "
-            f"`python -m analytics run --model {model} --suite SUITE` or on the Run page"
+            f"`run(workspace, models={model!r}, suite=...)`, on the Run page or with `python -m analytics run`"
         )
     return str(done["id"].iloc[0])
 

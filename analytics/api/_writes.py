@@ -13,7 +13,7 @@ import pandas as pd
 
 from analytics._choices import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT
 from analytics._progress import Progress, with_message
-from analytics._validation import ParameterNames
+from analytics._validation import ParameterNames, check_fraction
 from analytics.data import ImportReport, LabelSpace, import_backgrounds, import_targets, parse_label_space
 from analytics.exceptions import InvalidInputError
 from analytics.judging import Judgment, add_judgment
@@ -21,7 +21,7 @@ from analytics.models import SOURCES, get_source
 
 # add_model below registers through this one flow of the same name (every source: analytics.models.SOURCES)
 from analytics.models import add_model as register_by_source
-from analytics.runs import list_runs, start_runs
+from analytics.runs import list_runs, start_runs, start_runs_that_can
 from analytics.suites import (
     DEFAULT_REALISM,
     DEFAULT_REALISM_THRESHOLD,
@@ -36,8 +36,6 @@ from analytics.suites import (
 )
 from analytics.suites import build_suite as sample_suite
 from analytics.workspace import Workspace
-
-__all__ = ["add_backgrounds", "add_model", "add_targets", "build_suite", "judge", "run"]
 
 PathLike = str | os.PathLike[str]
 
@@ -254,6 +252,8 @@ def build_suite(
     target_table: str | None = None,
     background_table: str | None = None,
     ontology: str | None = None,
+    min_support: float | None = None,
+    min_confidence: float | None = None,
     keyword_model: str | None = None,
     realism: str = DEFAULT_REALISM,
     realism_threshold: float = DEFAULT_REALISM_THRESHOLD,
@@ -263,8 +263,8 @@ def build_suite(
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Sample and save a suite of ``n`` backgrounds per target, as ``python -m analytics suite`` does
-    (:func:`analytics.suites.build_suite`): keyword methods compute the keyword tables they lack
+    """Sample and save a suite of ``n`` backgrounds per target, as the Suites page's job and ``python -m
+    analytics suite`` do (:func:`analytics.suites.build_suite`): keyword methods compute the keyword tables they lack
     (classifier-patch keywords) and ``'ontology'`` mines the default ontology of those tables when
     the workspace has none.
 
@@ -285,6 +285,12 @@ def build_suite(
         Keyword tables (default: the newest, computed when there is none).
     ontology : str, optional
         Ontology id for ``'ontology'`` (default: the newest mined from the keyword tables, mined now if none).
+    min_support, min_confidence : float in (0, 1], optional
+        ``'ontology'`` without ``ontology``: the mining settings of the ontology to use (the newest one of
+        the keyword tables mined with them, else one mined now; an unset one at its default, 0.005 and
+        0.1, as :func:`analytics.ontology.build_ontology` and ``python -m analytics ontology``). On small
+        data, where the defaults' rules reach none of the pool's keywords ("expands only 0 of N targets"),
+        a lower ``min_confidence`` or ``min_support`` gives a denser ontology.
     keyword_model : str, optional
         ImageNet classifier for keywords computed here.
     realism, realism_threshold, top_up, batch_size, device :
@@ -297,7 +303,7 @@ def build_suite(
     Returns
     -------
     dict
-        The suite's ``suite`` id, ``label``, statistics (``targets``, ``per_target``, ``keyword_diversity``,
+        The suite's ``suite`` id, ``label``, statistics (``items``: backgrounds in all, ``targets``, ``per_target``, ``keyword_diversity``,
         ``distance_mean``, ...), provenance (``keyword_tables``, ``ontology``, ``selection``) and
         ``warnings``: the Suites page's summary.
 
@@ -308,16 +314,19 @@ def build_suite(
     """
     name = check_suite_name(name)  # before any slow step
     sampler = SAMPLERS[method] if method in SAMPLERS else None
+    mining = _mining(sampler, method, ontology, min_support, min_confidence)
     tables = None
     if sampler is not None and sampler.needs_keywords:
         tables = _keyword_tables(workspace, target_table, background_table, keyword_model, batch_size, device, progress, say)
     if sampler is not None and sampler.needs_ontology and ontology is None:
         assert tables is not None  # a sampler that needs the ontology needs keywords (analytics.suites.SAMPLERS)
-        ontology, built = ensure_ontology(workspace, tables)
+        ontology, built = ensure_ontology(workspace, tables, **mining)
         if built and say is not None:
+            support, confidence = mining.get("min_support", DEFAULT_MIN_SUPPORT), mining.get("min_confidence", DEFAULT_MIN_CONFIDENCE)
+            which = "with these settings" if mining else "of these keyword tables"
             say(
-                f"no ontology of these keyword tables in the workspace: mined {ontology} (fpgrowth, support {DEFAULT_MIN_SUPPORT}, "
-                f"confidence {DEFAULT_MIN_CONFIDENCE}) from {', '.join(tables.values())}"
+                f"no ontology {which} in the workspace: mined {ontology} (fpgrowth, support {support}, "
+                f"confidence {confidence}) from {', '.join(tables.values())}"
             )
     suite = sample_suite(
         workspace, method=method, n=n, seed=seed, classes=classes, target_ids=targets, keyword_tables=tables, ontology_id=ontology,
@@ -330,6 +339,7 @@ def build_suite(
         "label": suite_labels_of(workspace)[suite.id],
         "name": suite.name,
         "method": suite.method,
+        "items": len(suite.items),
         "targets": stats.targets,
         "per_target": stats.per_target_min,
         "per_target_max": stats.per_target_max,
@@ -346,6 +356,19 @@ def build_suite(
         "screening": screening_warning(suite.params.get("pool_screening") or {}),
         "warnings": list(suite.warnings),
     }
+
+
+def _mining(sampler: Any, method: str, ontology: str | None, min_support: float | None, min_confidence: float | None) -> dict[str, float]:
+    """The mining settings given (checked), as keyword arguments of :func:`analytics.suites.ensure_ontology`.
+    Messages name the parameters in backticks (the command line writes them as its flags)."""
+    given = {key: value for key, value in (("min_support", min_support), ("min_confidence", min_confidence)) if value is not None}
+    if not given:
+        return {}
+    if sampler is not None and not sampler.needs_ontology:
+        raise InvalidInputError(f"`{'` and `'.join(given)}` set how method 'ontology' mines its ontology; got `method` {method!r}")
+    if ontology is not None:
+        raise InvalidInputError(f"give `ontology` (a stored one) or `{'` and `'.join(given)}` (to mine one from the keyword tables), not both")
+    return {key: check_fraction(value, f"`{key}`") for key, value in given.items()}
 
 
 def _keyword_tables(
@@ -371,6 +394,7 @@ def run(
     batch_size: int | None = None,
     top_k: int = 3,
     fill_conv: bool = False,
+    skip_unscorable: bool = False,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Run models over a suite and store their per-image signals, as ``python -m analytics run`` and the
@@ -391,6 +415,10 @@ def run(
         Embedding neurons picked on the foreground-only image.
     fill_conv : bool, default=False
         Also compute the last-conv-map signals of stored images that lack them.
+    skip_unscorable : bool, default=False
+        Run the models that can score the suite's classes and leave out the others, as the Run page
+        does (:func:`analytics.runs.start_runs_that_can`); by default such a model stops the call before
+        any model runs.
     progress : callable, optional
         ``progress(done, total, message)``.
 
@@ -398,7 +426,13 @@ def run(
     -------
     DataFrame
         One row per run, in the order of ``models``: the Run page's table (:func:`analytics.runs.list_runs`:
-        id, label, model, suite, status, images, accuracy, worst-case accuracy, ...).
+        id, label, model, suite, status, images, accuracy, worst-case accuracy, ...). ``.attrs["skipped"]``
+        maps each model left out (``skip_unscorable``) to the reason it could not run.
+
+    Raises
+    ------
+    InvalidInputError
+        A model cannot score the suite's classes (with ``skip_unscorable``: no model can).
 
     Examples
     --------
@@ -407,9 +441,15 @@ def run(
     """
     names = list(dict.fromkeys([models] if isinstance(models, str) else models))
     suite_id = resolve_suite(workspace, suite)
-    run_ids = start_runs(workspace, names, suite_id, device=device, batch_size=batch_size, top_k=top_k, progress=progress, fill_conv=fill_conv)
-    table = list_runs(workspace, suite_id=suite_id).set_index("id")
-    return table.loc[run_ids].reset_index()
+    options: dict[str, Any] = {"device": device, "batch_size": batch_size, "top_k": top_k, "progress": progress, "fill_conv": fill_conv}
+    if skip_unscorable:
+        started = start_runs_that_can(workspace, names, suite_id, **options)
+        run_ids, skipped = list(started.run_ids.values()), dict(started.failed)
+    else:
+        run_ids, skipped = start_runs(workspace, names, suite_id, **options), {}
+    table = list_runs(workspace, suite_id=suite_id).set_index("id").loc[run_ids].reset_index()
+    table.attrs["skipped"] = skipped
+    return table
 
 
 def judge(

@@ -1,85 +1,25 @@
 """The automated assessor: learns the analysts' labels from matrix or accuracy features.
 """
 
-from .assessors import (
-    ASSESSORS,
-    INPUTS,
-    MAX_EXACT_FEATURES,
-    SHAP_PERMUTATIONS,
-    AccuracyAdaBoost,
-    AccuracyForest,
-    AdaBoost,
-    Assessor,
-    FittedAssessor,
-    RandomForest,
-    ShapleyValues,
-    WorstCaseBaseline,
-    feature_columns,
-    fit_assessor,
-    predict,
-    shapley_values,
-)
-from .evaluation import (
-    AssessorReport,
-    AssessorScores,
-    evaluate_assessors,
-)
-from .feature_sets import (
-    DEFAULT_FEATURE_SET,
-    FEATURE_SETS,
-    FeatureSet,
-    describe_feature,
-    matrix_feature_columns,
-)
-from .features import (
-    ACCURACY_COLUMNS,
-    FEATURE_COLUMNS,
-    WORST_CASE,
-    features_table,
-    run_features,
-)
-from .inputs import (
-    MIN_MODELS,
-    MIN_PER_LABEL,
-    human_labels,
-    judged_suite,
-)
-from .verdicts import (
-    ASSESSOR_VERDICT_COLUMNS,
-    VERDICT_ASSESSOR,
-    VERDICT_PRESET,
-    VERDICT_SEED,
-    held_out_verdicts,
-    suite_verdicts,
-)
+from .assessors import ASSESSORS, INPUTS, MAX_EXACT_FEATURES, SHAP_PERMUTATIONS, FittedAssessor, feature_columns, fit_assessor, predict, shapley_values
+from .evaluation import AssessorReport, evaluate_assessors
+from .feature_sets import DEFAULT_FEATURE_SET, FEATURE_SETS, describe_feature
+from .features import features_table
+from .inputs import human_labels, judged_suite
+from .verdicts import VERDICT_ASSESSOR, VERDICT_PRESET, VERDICT_SEED, held_out_verdicts, suite_verdicts
 
 __all__ = [
-    "ACCURACY_COLUMNS",
     "ASSESSORS",
-    "ASSESSOR_VERDICT_COLUMNS",
     "DEFAULT_FEATURE_SET",
-    "FEATURE_COLUMNS",
     "FEATURE_SETS",
     "INPUTS",
     "MAX_EXACT_FEATURES",
-    "MIN_MODELS",
-    "MIN_PER_LABEL",
     "SHAP_PERMUTATIONS",
     "VERDICT_ASSESSOR",
     "VERDICT_PRESET",
     "VERDICT_SEED",
-    "WORST_CASE",
-    "AccuracyAdaBoost",
-    "AccuracyForest",
-    "AdaBoost",
-    "Assessor",
     "AssessorReport",
-    "AssessorScores",
-    "FeatureSet",
     "FittedAssessor",
-    "RandomForest",
-    "ShapleyValues",
-    "WorstCaseBaseline",
     "describe_feature",
     "evaluate_assessors",
     "feature_columns",
@@ -88,9 +28,7 @@ __all__ = [
     "held_out_verdicts",
     "human_labels",
     "judged_suite",
-    "matrix_feature_columns",
     "predict",
-    "run_features",
     "shapley_values",
     "suite_verdicts",
 ]

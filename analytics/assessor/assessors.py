@@ -49,25 +49,6 @@ from analytics.judging import LABELS
 from .features import ACCURACY_COLUMNS, WORST_CASE
 from .inputs import _judged
 
-__all__ = [
-    "ASSESSORS",
-    "INPUTS",
-    "MAX_EXACT_FEATURES",
-    "SHAP_PERMUTATIONS",
-    "AccuracyAdaBoost",
-    "AccuracyForest",
-    "AdaBoost",
-    "Assessor",
-    "FittedAssessor",
-    "RandomForest",
-    "ShapleyValues",
-    "WorstCaseBaseline",
-    "feature_columns",
-    "fit_assessor",
-    "predict",
-    "shapley_values",
-]
-
 #: What an assessor may read (its ``inputs``) -> description; :func:`feature_columns` resolves it.
 INPUTS: dict[str, str] = {
     "matrix": "variance-matrix features",

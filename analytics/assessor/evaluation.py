@@ -25,8 +25,6 @@ from analytics.judging import LABELS, cohen_kappa
 from .assessors import ASSESSORS, INPUTS, RandomForest, feature_columns
 from .inputs import _check_test_size, _judged
 
-__all__ = ["AssessorReport", "AssessorScores", "evaluate_assessors"]
-
 
 @dataclass(frozen=True)
 class AssessorScores:

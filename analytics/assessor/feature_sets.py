@@ -17,8 +17,6 @@ from analytics.exceptions import InvalidInputError
 from analytics.runs import SIGNALS
 from analytics.variance import AUTHORS_FEATURE_NAMES, FEATURE_NAMES, authors_features, matrix_features
 
-__all__ = ["DEFAULT_FEATURE_SET", "FEATURE_SETS", "FeatureSet", "describe_feature", "matrix_feature_columns"]
-
 
 @dataclass(frozen=True)
 class FeatureSet:

@@ -32,8 +32,6 @@ from analytics.workspace import Workspace, content_id
 
 from .feature_sets import DEFAULT_FEATURE_SET, FEATURE_SETS, matrix_feature_columns
 
-__all__ = ["ACCURACY_COLUMNS", "FEATURE_COLUMNS", "WORST_CASE", "features_table", "run_features"]
-
 WORST_CASE = "worst_case_accuracy"
 #: The accuracy statistics of a run (:func:`run_features`); never matrix features.
 ACCURACY_COLUMNS = ("accuracy", "original_accuracy", WORST_CASE)

@@ -23,8 +23,6 @@ from analytics.workspace import Workspace
 
 from .features import ACCURACY_COLUMNS
 
-__all__ = ["MIN_MODELS", "MIN_PER_LABEL", "human_labels", "judged_suite"]
-
 MIN_MODELS = 6
 MIN_PER_LABEL = 2
 

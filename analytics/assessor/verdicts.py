@@ -21,8 +21,6 @@ from .assessors import fit_assessor, predict
 from .features import features_table
 from .inputs import MIN_MODELS, human_labels
 
-__all__ = ["VERDICT_ASSESSOR", "ASSESSOR_VERDICT_COLUMNS", "VERDICT_PRESET", "VERDICT_SEED", "held_out_verdicts", "suite_verdicts"]
-
 #: The assessor that gives verdicts: the paper's best, a seeded random forest on the smooth matrices' features.
 VERDICT_ASSESSOR, VERDICT_SEED, VERDICT_PRESET = "random_forest", 0, "smooth"
 #: Columns of :func:`held_out_verdicts`.

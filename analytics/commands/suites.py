@@ -3,8 +3,9 @@
 The keyword methods need keyword tables for the targets and the pool, and ``ontology`` an
 ontology; when the workspace has none, they are computed with defaults (classifier-patch keywords
 from the first registered ImageNet classifier; an FP-Growth ontology of the keyword tables with
-the defaults of :mod:`analytics.ontology`, support 0.005 and confidence 0.1) and a line on stderr
-says so. Without ``--ontology``, the ontology is the newest one mined from exactly these keyword
+the defaults of :mod:`analytics.ontology`, support 0.005 and confidence 0.1, or with
+``--min-support`` / ``--min-confidence``, which also pick the stored ontology mined with them) and a
+line on stderr says so. Without ``--ontology``, the ontology is the newest one mined from exactly these keyword
 tables; one mined from other keywords is refused (:func:`analytics.suites.check_expansion`).
 
 ``--classes A,B`` covers only the targets of those classes (``python -m analytics info`` lists them)
@@ -27,7 +28,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from analytics._choices import DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORER_NAMES, SAMPLER_NAMES
+from analytics._choices import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, DEFAULT_REALISM, DEFAULT_REALISM_THRESHOLD, REALISM_SCORER_NAMES, SAMPLER_NAMES
 
 from ._options import ProgressBar, add_device_option, add_json_option, add_workspace_option, comma_list, open_workspace
 
@@ -49,6 +50,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--target-table", metavar="NAME", help="keyword table of the targets (default: the newest)")
     parser.add_argument("--background-table", metavar="NAME", help="keyword table of the pool (default: the newest)")
     parser.add_argument("--ontology", metavar="ID", help="ontology id for --method ontology (default: the newest mined from the keyword tables, mined now if none)")
+    parser.add_argument(
+        "--min-support", type=float, default=None,
+        help="--method ontology without --ontology: mine (or reuse) the ontology with this minimum support, in (0, 1] (default: "
+        f"any ontology of the keyword tables, else {DEFAULT_MIN_SUPPORT}; as `ontology --min-support`)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-confidence", type=float, default=None,
+        help="--method ontology without --ontology: mine (or reuse) the ontology with this minimum rule confidence, in (0, 1] "
+        f"(default: any ontology of the keyword tables, else {DEFAULT_MIN_CONFIDENCE}; lower it on small data)",
+    )  # fmt: skip
     parser.add_argument("--keyword-model", metavar="NAME", help="ImageNet classifier for keywords computed on the fly (default: first EfficientNet-Lite)")
     parser.add_argument("--realism", choices=list(REALISM_SCORER_NAMES), default=DEFAULT_REALISM, help=f"realism scorer (default {DEFAULT_REALISM})")
     parser.add_argument("--realism-threshold", type=float, default=DEFAULT_REALISM_THRESHOLD, help=f"minimum realism score in [0, 1] (default {DEFAULT_REALISM_THRESHOLD}; 0 accepts all)")
@@ -66,12 +77,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(handler=run_list)
 
 
+#: :func:`analytics.api.build_suite`'s parameters that its messages name, as this command's flags.
+FLAGS = {"method": "--method", "ontology": "--ontology", "min_support": "--min-support", "min_confidence": "--min-confidence"}
+
+
 def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`analytics.api.build_suite`, the flow a notebook calls: keyword tables and the ontology
     computed when absent (a ``note:`` line each on stderr), one progress bar per step."""
     from analytics.api import build_suite
 
-    with _StepBars() as progress:
+    from .models import flags_in_errors
+
+    with _StepBars() as progress, flags_in_errors(FLAGS):
         result = build_suite(
             open_workspace(args),
             method=args.method,
@@ -84,6 +101,8 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
             target_table=args.target_table,
             background_table=args.background_table,
             ontology=args.ontology,
+            min_support=args.min_support,
+            min_confidence=args.min_confidence,
             keyword_model=args.keyword_model,
             realism=args.realism,
             realism_threshold=args.realism_threshold,

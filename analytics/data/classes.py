@@ -139,7 +139,7 @@ def check_imagenet_indices(indices: Iterable[int], what: str) -> tuple[int, ...]
     if bad or not values:
         raise InvalidInputError(
             f"{what}: ImageNet-1k indices must be integers in 0..{N_IMAGENET - 1}; got {values!r}; "
-            "find indices with `python -m analytics classes --search NAME`"
+            "find indices in the class editor on the Data page, with `analytics.data.search_imagenet(name)` or with `python -m analytics classes`"
         )
     return tuple(sorted(set(values)))
 

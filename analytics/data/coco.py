@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 from pycocotools import mask as coco_mask
 
-from analytics._choices import DEFAULT_MIN_AREA, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
+from analytics._choices import DEFAULT_MIN_AREA
 from analytics._validation import ParameterNames, check_fraction, positive_limit, read_json
 from analytics.exceptions import InvalidInputError
 
@@ -61,15 +61,10 @@ from .archives import extracted, is_hidden
 from .datasets import DEFAULT_IMAGE_SIZE, Target
 from .images import read_image, read_image_size
 from .instances import (
-    CROWD,
     NO_MASK,
-    NOT_LARGEST,
-    OTHER_CATEGORY,
-    TOO_SMALL,
     Instance,
     OpenImage,
     Skip,
-    check_instance_count,
     choose,
     chosen_classes,
     instance_limit,
@@ -77,25 +72,6 @@ from .instances import (
     skip_reason,
 )
 from .results import ImportResult
-
-__all__ = [
-    "CROWD",
-    "DEFAULT_MIN_AREA",
-    "EDGE_TOLERANCE",
-    "MAX_INSTANCES",
-    "MAX_INSTANCES_ENV_VAR",
-    "MAX_COCO_JSON_BYTES",
-    "MAX_COCO_JSON_BYTES_ENV_VAR",
-    "NOT_LARGEST",
-    "NO_MASK",
-    "OTHER_CATEGORY",
-    "TOO_SMALL",
-    "check_instance_count",
-    "instance_limit",
-    "max_coco_json_bytes",
-    "read_coco",
-    "stream_coco",
-]
 
 #: Polygon points may lie this many pixels outside the image (exporters round to the image's edge).
 EDGE_TOLERANCE = 0.5

@@ -39,8 +39,6 @@ from .label_spaces import ClassMapping
 from .results import ImportResult, Rejected
 from .voc import stream_voc
 
-__all__ = ["ImportReport", "ParameterNames", "NothingToImportError", "import_backgrounds", "import_targets", "read_imagenet_map"]
-
 Record = TypeVar("Record")  # a streamed import's records: Target or Background
 WorkspaceLike = Workspace | str | os.PathLike[str] | None
 

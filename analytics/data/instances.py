@@ -23,32 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from analytics._choices import INSTANCE_LAYOUTS, MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
+from analytics._choices import MAX_INSTANCES, MAX_INSTANCES_ENV_VAR
 from analytics._validation import ParameterNames, positive_limit
 from analytics.exceptions import InvalidInputError
 
 from .datasets import Target
 from .images import LOWER_FLOOR_FIX, MIN_MASK_SHARE, fit_target
 from .results import ImportResult
-
-__all__ = [
-    "CROWD",
-    "INSTANCE_LAYOUTS",
-    "NOT_LARGEST",
-    "NO_MASK",
-    "OTHER_CATEGORY",
-    "SKIP_REASONS",
-    "TOO_SMALL",
-    "Instance",
-    "OpenImage",
-    "Skip",
-    "check_instance_count",
-    "choose",
-    "chosen_classes",
-    "instance_limit",
-    "instance_targets",
-    "skip_reason",
-]
 
 CROWD = "crowd region (iscrowd=1)"
 NO_MASK = "no mask (a box only)"

@@ -169,8 +169,8 @@ class LabelSpace:
                 raise InvalidInputError(
                     f"workspace class {class_name!r} ({mapping.describe()}) has no output in the model's {self.kind} label "
                     f"space ({len(self.names)} outputs: {', '.join(self.names[:5])}…); map the class in the class editor on "
-                    f"the Data page or with `python -m analytics set-class --class {class_name} --imagenet I,J | --in9 CLASS | "
-                    f"--label NAME`{fix}"
+                    f"the Data page, with `analytics.data.set_class_mapping(workspace, {class_name!r}, imagenet=[...])` (or `in9`, "
+                    f"`label`) or with `python -m analytics set-class`{fix}"
                 )
             result[class_name] = outputs
         return result

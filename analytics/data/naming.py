@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["background_label", "crop_id"]
-
 _CROP_ID = re.compile(r"^(?P<photo>.+)@(?P<top>\d+),(?P<left>\d+),(?P<side>\d+)$")
 
 

@@ -8,8 +8,6 @@ from analytics.workspace import Workspace
 
 from .datasets import list_backgrounds, list_targets
 
-__all__ = ["IMPORTED", "NOT_RECORDED", "SOURCE_COLUMNS", "image_sources"]
-
 #: Columns of :func:`image_sources`.
 SOURCE_COLUMNS = ["package", "targets", "backgrounds", "licence"]
 #: What :func:`image_sources` writes for images without a package (a user's import) or without a licence.

@@ -38,8 +38,8 @@ COMPLETE_MARKER = ".complete"
 # Shown whenever the Debian tools cannot provide the assets: the way to use one's own data instead.
 OWN_DATA_HINT = (
     "point Backdrop at your own folders instead: "
-    "`python -m analytics add-targets --workspace DIR --path FOLDER --layout folder|bgchallenge|cutouts` and "
-    "`python -m analytics add-backgrounds --workspace DIR --path PHOTOS`"
+    "`analytics.api.add_targets` (layout 'folder', 'bgchallenge' or 'cutouts') and `analytics.api.add_backgrounds`, "
+    "the Data page, or `python -m analytics add-targets` and `add-backgrounds`"
 )
 
 

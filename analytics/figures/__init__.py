@@ -17,45 +17,40 @@ Example
 >>> variance_heatmap(run_matrices(workspace, run_id)["true_prob"]).show()  # doctest: +SKIP
 """
 
-from .agreement import (
-    KAPPA_COLORSCALE,
-    METHOD_MEASURES,
-    assessor_bars,
-    confusion_heatmap,
-    format_kappa,
-    kappa_heatmap,
-    method_bars,
-    shapley_bars,
-)
-from .failures import MAX_HEATMAP_KEYWORDS, keyword_heatmap
-from .layout import AXIS_FONT, MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_COLOUR, TEXT_SIZE, TITLE_MARGIN, TITLE_STANDOFF, apply_style, plain_text, top_margin
-from .matrices import (
-    DENSITY_COLORSCALE,
-    VALUE_TITLE,
-    VARIANCE_COLORSCALE,
-    X_SYMBOL,
-    X_TITLE,
-    Y_SYMBOL,
-    Y_TITLE,
-    colour_ticks,
-    difference_heatmap,
-    distance_histogram,
-    point_scatter,
-    suite_scale_heatmaps,
-    value_colorbar,
-    variance_heatmap,
-)
+from .agreement import assessor_bars, confusion_heatmap, format_kappa, kappa_heatmap, method_bars, shapley_bars
+from .failures import keyword_heatmap
+from .layout import MIN_HEIGHT, SQUARE_HEIGHT, apply_style, plain_text
+from .matrices import X_SYMBOL, Y_SYMBOL, difference_heatmap, distance_histogram, point_scatter, suite_scale_heatmaps, variance_heatmap
 from .models import per_class_accuracy_chart
 from .robustness import challenge_categories_chart, error_ratio_chart, factor_label, prevalence_chart, variant_accuracy_chart
 from .verdicts import verdict_figure
-from .zoo import RELIANCE_LINE_NAMES, reliance_chart
+from .zoo import reliance_chart
 
 __all__ = [
-    "AXIS_FONT", "DENSITY_COLORSCALE", "KAPPA_COLORSCALE", "MARGIN", "MAX_HEATMAP_KEYWORDS", "METHOD_MEASURES", "MIN_HEIGHT", "RELIANCE_LINE_NAMES",
-    "SQUARE_HEIGHT", "TEXT_COLOUR", "TEXT_SIZE", "TITLE_MARGIN", "TITLE_STANDOFF", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE",
-    "Y_SYMBOL", "Y_TITLE", "apply_style", "assessor_bars",
-    "challenge_categories_chart", "colour_ticks", "confusion_heatmap", "difference_heatmap", "distance_histogram", "error_ratio_chart",
-    "factor_label", "format_kappa", "kappa_heatmap", "keyword_heatmap", "method_bars", "per_class_accuracy_chart", "plain_text", "point_scatter",
-    "prevalence_chart", "reliance_chart", "shapley_bars", "suite_scale_heatmaps", "top_margin", "value_colorbar", "variance_heatmap",
-    "variant_accuracy_chart", "verdict_figure",
-]  # fmt: skip
+    "MIN_HEIGHT",
+    "SQUARE_HEIGHT",
+    "X_SYMBOL",
+    "Y_SYMBOL",
+    "apply_style",
+    "assessor_bars",
+    "challenge_categories_chart",
+    "confusion_heatmap",
+    "difference_heatmap",
+    "distance_histogram",
+    "error_ratio_chart",
+    "factor_label",
+    "format_kappa",
+    "kappa_heatmap",
+    "keyword_heatmap",
+    "method_bars",
+    "per_class_accuracy_chart",
+    "plain_text",
+    "point_scatter",
+    "prevalence_chart",
+    "reliance_chart",
+    "shapley_bars",
+    "suite_scale_heatmaps",
+    "variance_heatmap",
+    "variant_accuracy_chart",
+    "verdict_figure",
+]

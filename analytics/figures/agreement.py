@@ -15,10 +15,6 @@ from analytics.judging import Agreement
 
 from .layout import apply_style, plain_text
 
-__all__ = [
-    "KAPPA_COLORSCALE", "METHOD_MEASURES", "assessor_bars", "confusion_heatmap", "format_kappa", "kappa_heatmap", "method_bars", "shapley_bars",
-]  # fmt: skip
-
 #: κ from −1 (red) through 0 (white: chance) to 1 (green).
 KAPPA_COLORSCALE = [[0.0, "#d73027"], [0.5, "#f7f7f7"], [1.0, "#1a9850"]]
 #: Bar colour per assessor input (:data:`analytics.assessor.INPUTS` description -> colour).

@@ -7,8 +7,6 @@ import plotly.graph_objects as go
 
 from .layout import MIN_HEIGHT, apply_style, plain_text
 
-__all__ = ["MAX_HEATMAP_KEYWORDS", "keyword_heatmap"]
-
 #: Rows of the heat map: the keywords with the highest mean error rate.
 MAX_HEATMAP_KEYWORDS = 40
 _ROW_PX = 22  # heat map height per keyword row

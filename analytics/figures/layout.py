@@ -8,11 +8,6 @@ from typing import overload
 
 import plotly.graph_objects as go
 
-__all__ = [
-    "AXIS_FONT", "MARGIN", "MIN_HEIGHT", "SQUARE_HEIGHT", "TEXT_COLOUR", "TEXT_SIZE", "TITLE_MARGIN", "TITLE_STANDOFF", "apply_style",
-    "plain_text", "top_margin",
-]  # fmt: skip
-
 #: Height (px) of a square chart (matrix, point cloud). Pages lay them out two per row: at a 1400 px
 #: wide window (sidebar open) a column is ~460 px, so the square plot area is ~300 px a side; four
 #: per row left ~170 px heatmaps and ~60 x 70 px clouds beside their colour bars.

@@ -19,11 +19,6 @@ from analytics.variance import VarianceMatrix
 
 from .layout import MARGIN, MIN_HEIGHT, SQUARE_HEIGHT, TEXT_SIZE, apply_style, plain_text, top_margin
 
-__all__ = [
-    "DENSITY_COLORSCALE", "VALUE_TITLE", "VARIANCE_COLORSCALE", "X_SYMBOL", "X_TITLE", "Y_SYMBOL", "Y_TITLE", "colour_ticks",
-    "difference_heatmap", "distance_histogram", "point_scatter", "suite_scale_heatmaps", "value_colorbar", "variance_heatmap",
-]  # fmt: skip
-
 #: Low variance green, high variance yellow (the paper's colours; the stops of exported PNGs, :data:`analytics.runs.VARIANCE_COLOURS`).
 VARIANCE_COLORSCALE = [[stop, "#{:02x}{:02x}{:02x}".format(*rgb)] for stop, rgb in VARIANCE_COLOURS]
 #: Density underlay of the scatter: transparent where empty, darker grey where points pile up.

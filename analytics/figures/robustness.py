@@ -11,8 +11,6 @@ from analytics.robustness.bgchallenge import CATEGORIES
 
 from .layout import MIN_HEIGHT, apply_style, plain_text
 
-__all__ = ["challenge_categories_chart", "error_ratio_chart", "factor_label", "prevalence_chart", "variant_accuracy_chart"]
-
 _FACTOR_CHART_HEIGHT = 440
 _FACTOR_MARGIN = {"l": 60, "r": 20, "t": 50, "b": 20}
 

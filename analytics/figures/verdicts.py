@@ -9,8 +9,6 @@ import plotly.graph_objects as go
 
 from .layout import MIN_HEIGHT, plain_text
 
-__all__ = ["verdict_figure"]
-
 _COLOURS = {"pass": "#d9f0d3", "fail": "#f4cccc", "error": "#fce5cd"}  # row colours: light green, light red, light orange
 _ROW_PX = 30
 

@@ -8,8 +8,6 @@ import plotly.graph_objects as go
 
 from .layout import MARGIN, MIN_HEIGHT, apply_style
 
-__all__ = ["RELIANCE_LINE_NAMES", "reliance_chart"]
-
 #: Legend name of each line of :func:`reliance_chart`, by the heads' ``augment``.
 RELIANCE_LINE_NAMES = {False: "plain heads", True: "heads also trained on random backgrounds"}
 #: Colours as the zoo's story tells it: plain heads lean on the background, augmented ones less.

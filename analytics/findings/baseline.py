@@ -20,8 +20,6 @@ from analytics.workspace import Workspace
 
 from .failures import FAILURE_CONFIDENCE, composite_table
 
-__all__ = ["CHANGE_COLUMNS", "PairedTest", "keyword_changes", "paired_test"]
-
 #: Columns of :func:`keyword_changes`.
 CHANGE_COLUMNS = [
     "keyword", "count", "error_rate", "error_low", "error_high", "baseline_error_rate", "baseline_low", "baseline_high", "rise", "worse",

@@ -40,20 +40,6 @@ from analytics.keywords import list_keyword_tables, load_keyword_table
 from analytics.runs import check_run_classes, image_table
 from analytics.workspace import Workspace
 
-__all__ = [
-    "FAILURE_BOOTSTRAP_RESAMPLES",
-    "COMPOSITE_COLUMNS",
-    "FAILURE_CONFIDENCE",
-    "KEYWORD_COLUMNS",
-    "LEVEL_COLUMNS",
-    "FailureTable",
-    "background_keywords",
-    "composite_table",
-    "failure_table",
-    "group_statistics",
-    "keyword_model_matrix",
-]
-
 #: Confidence level of every interval.
 FAILURE_CONFIDENCE = 0.95
 #: Bootstrap resamples of a mean drop's interval (percentile method); with 2000 the interval ends

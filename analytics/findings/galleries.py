@@ -40,8 +40,6 @@ from .failures import composite_table
 if TYPE_CHECKING:  # torch only when saliency is asked for
     from analytics.models import LoadedModel
 
-__all__ = ["ClassGallery", "GalleryItem", "flips", "fooling_backgrounds", "item_images", "item_saliency"]
-
 _ORDER = ["target_id", "position"]  # tie-breakers after the ranking keys
 
 

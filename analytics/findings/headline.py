@@ -41,10 +41,6 @@ from analytics.zoo import is_zoo_head, real_models_first
 
 from .baseline import paired_test
 
-__all__ = [
-    "HEADLINE_ALPHA", "Headline", "composite_outcomes", "composite_ranking", "headline", "main_suite_first", "main_suite_runs", "telling_signal",
-]  # fmt: skip
-
 #: Level of McNemar's test below which the headline names a model as hit hardest (or least) by the
 #: backgrounds: the gate's default ``alpha`` (:data:`analytics.gate.policy.DEFAULT_ALPHA`).
 HEADLINE_ALPHA = 0.05

@@ -58,7 +58,7 @@ from analytics._validation import check_positive_int
 from analytics.assessor import ASSESSORS, VERDICT_ASSESSOR, VERDICT_SEED, features_table, fit_assessor, human_labels, predict, shapley_values
 from analytics.data import background_label
 from analytics.exceptions import BackdropError, InvalidInputError
-from analytics.figures import keyword_heatmap, variance_heatmap
+from analytics.figures import X_SYMBOL, Y_SYMBOL, keyword_heatmap, variance_heatmap
 from analytics.judging import current_consensus, latest_judgments
 from analytics.robustness.bgchallenge import ChallengeData, evaluate_variants, gaps, variant_accuracy, workspace_data
 from analytics.runs import EMBEDDING_RANGE, SIGNALS, current_runs, run_matrices, suite_colour_scale
@@ -72,8 +72,6 @@ from .galleries import GalleryItem, flips, fooling_backgrounds, item_images, ite
 
 if TYPE_CHECKING:
     from analytics.models import LoadedModel
-
-__all__ = ["SECTIONS", "build_report", "thumbnail_uri"]
 
 #: Section id -> title, in order (each is an ``<section id=...>``).
 SECTIONS: dict[str, str] = {
@@ -256,8 +254,8 @@ def _report_runs(suite_runs: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     if missing:
         suite = str(suite_runs["suite_id"].iloc[0]) if len(suite_runs) else "?"
         raise InvalidInputError(
-            f"no current finished run of {', '.join(missing)} over suite {suite!r}; run them with "
-            f"`python -m analytics run --model NAME --suite {suite}` or leave them out"
+            f"no current finished run of {', '.join(missing)} over suite {suite!r}; run them on the Run page, with "
+            f"`analytics.api.run(workspace, models=[...], suite={suite!r})` or with `python -m analytics run`, or leave them out"
         )
     return suite_runs.loc[models].reset_index(drop=True)
 
@@ -347,8 +345,8 @@ def _challenge_html(workspace: Workspace, models: list[str]) -> str:
     )
     if missing:
         text += _note(
-            f"Not computed for {', '.join(missing)}: run it on the Backgrounds Challenge page or with "
-            f"`python -m analytics bgchallenge --models {','.join(missing)}`."
+            f"Not computed for {', '.join(missing)}: run it on the Backgrounds Challenge page, with "
+            f"`analytics.robustness.bgchallenge.evaluate_variants` or with `python -m analytics bgchallenge`."
         )
     return text + (_table(pd.DataFrame(rows)) if rows else "")
 
@@ -366,13 +364,22 @@ def _cached_challenge(workspace: Workspace, model: str, data: ChallengeData) -> 
 
 
 # -- matrices and failures -----------------------------------------------------------------------
+#: The colour bar's title of the report's matrices.
+VALUE_SYMBOL = "|S(y_ij) − S(y_ik)|"
+#: The report matrices' axes in words (their titles are the symbols alone, :func:`_heatmap`).
+MATRIX_AXES = (
+    f"Across: {X_SYMBOL}, the distance of background j from the original; up: {Y_SYMBOL}, that of background k; "
+    f"colour: {VALUE_SYMBOL}, the change of the signal between the two composites."
+)
+
+
 def _matrices_html(workspace: Workspace, runs: pd.DataFrame, preset: str) -> str:
     suite_id = str(runs["suite_id"].iloc[0])
     try:
         scale = suite_colour_scale(workspace, suite_id, settings=MatrixSettings.of(preset))
         parts = [
             f"<p>Colour scale fixed per signal for the suite (green to yellow: probabilities from 0 to 1, embedding signals "
-            f"{_e(EMBEDDING_RANGE)}; preset {_e(preset)}).</p>"
+            f"{_e(EMBEDDING_RANGE)}; preset {_e(preset)}). {_e(MATRIX_AXES)}</p>"
         ]
         for model, run_id in zip(runs["model"], runs["id"]):
             matrices = run_matrices(workspace, run_id, settings=MatrixSettings.of(preset))
@@ -384,9 +391,14 @@ def _matrices_html(workspace: Workspace, runs: pd.DataFrame, preset: str) -> str
 
 
 def _heatmap(matrix: VarianceMatrix, title: str, bottom: float, top: float) -> str:
-    """The pages' heatmap (:func:`analytics.figures.variance_heatmap`) on the suite's scale, its cells as float32 (half the bytes)."""
+    """The pages' heatmap (:func:`analytics.figures.variance_heatmap`) on the suite's scale, its cells as float32 (half the bytes).
+
+    The report's grid draws each matrix ~170 px wide: the pages' worded axis and colour-bar titles ran past
+    the plot into the next figure's colour bar (#47 item 9), so here they are the paper's symbols, worded
+    once above the grid (:data:`MATRIX_AXES`)."""
     figure = variance_heatmap(dataclasses.replace(matrix, matrix=matrix.matrix.astype(np.float32)), title=title, zmin=bottom, zmax=top)
-    figure.update_layout(title={"font": {"size": 13}})
+    figure.update_layout(title={"font": {"size": 13}}, xaxis_title_text=X_SYMBOL, yaxis_title_text=Y_SYMBOL)
+    figure.update_traces(colorbar_title_text=VALUE_SYMBOL)
     return _figure(figure)
 
 

@@ -40,8 +40,6 @@ from .policy import Policy
 from .rules import RuleResult, evaluate_rules
 from .summary import markdown_summary
 
-__all__ = ["FILES", "STEPS", "CheckResult", "SuiteModels", "check", "check_inputs", "preflight", "suite_models", "suite_to_check"]
-
 #: The files a check writes into its output folder.
 FILES = {"junit": "junit.xml", "summary": "summary.md", "report": "report.html"}
 #: What each step of :func:`check` (its progress's ``step``) does, as the CLI's stage lines and a ``gate`` job's progress say it.

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 
 from .rules import RuleResult
 
-__all__ = ["CLASSNAME", "junit_xml"]
-
 CLASSNAME = "backdrop.check"
 
 

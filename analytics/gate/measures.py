@@ -27,8 +27,6 @@ from analytics.variance import MatrixSettings
 from analytics.workspace import Workspace
 from analytics.zoo import assessment_input, construction_labels
 
-__all__ = ["Measures", "Verdict", "assessor_verdict", "challenge_loader", "verdict_training_labels"]
-
 
 @dataclass(frozen=True)
 class Verdict:

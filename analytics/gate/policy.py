@@ -35,11 +35,6 @@ from typing import Any
 from analytics._install import project_file
 from analytics.exceptions import InvalidInputError
 
-__all__ = [
-    "BASELINE_KEYS", "EXAMPLE_POLICY", "MAX_POLICY_BYTES", "MAX_POLICY_MB", "RULE_KEYS", "SETTING_KEYS", "SUITE_KEYS", "Policy", "SuiteRecipe", "load_policy",
-    "parse_policy", "parse_policy_bytes", "policy_toml",
-]  # fmt: skip
-
 #: The example policy, every key documented: ``examples/policy.toml`` of a checkout, shipped inside the
 #: wheel too. Its ``[baseline]`` rules need a baseline model (``check(..., baseline=...)``).
 EXAMPLE_POLICY = project_file("examples/policy.toml")

@@ -41,8 +41,6 @@ from analytics.findings import keyword_changes, paired_test
 from .measures import Measures
 from .policy import Policy
 
-__all__ = ["BASELINE_RULES", "KEYWORD_TABLE_COMMAND", "RULES", "SCORE_RULES", "RuleResult", "evaluate_rules"]
-
 #: The command that builds the background keyword table the keyword rules measure (``DIR``: the workspace).
 KEYWORD_TABLE_COMMAND = "python -m analytics keywords --workspace DIR --items backgrounds"
 #: Rules on the XIMAGENET-12 robustness score, held beside the accuracy on the images it reads (module notes).

@@ -24,8 +24,6 @@ from analytics.workspace import Workspace
 from .check import FILES, CheckResult, check
 from .policy import parse_policy
 
-__all__ = ["CHECKS_FOLDER", "check_files", "check_folder", "check_text", "new_check_name"]
-
 #: The folder of the workspace that holds the checks run by :func:`check_text`, one folder each.
 CHECKS_FOLDER = "gate"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 
 from .rules import RuleResult
 
-__all__ = ["markdown_summary"]
-
 _OUTCOME = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**"}
 
 

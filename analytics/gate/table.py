@@ -8,8 +8,6 @@ import pandas as pd
 
 from .rules import RuleResult
 
-__all__ = ["VERDICT_TABLE_COLUMNS", "verdict_table"]
-
 #: Columns of :func:`verdict_table`.
 VERDICT_TABLE_COLUMNS = ("rule", "passed", "result", "measured", "limit", "message")
 

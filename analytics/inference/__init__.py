@@ -1,12 +1,8 @@
 """Running models over composites: image jobs, the composite stream and cache, the engine, evaluation.
 """
 
-from .backoff import BackOff, DeviceMemoryError
-from .composite_cache import (
-    FOLDER,
-    VERSION,
-    CompositeCache,
-)
+from .backoff import BackOff
+from .composite_cache import CompositeCache
 from .device import (
     CPU_BATCH,
     HostCopy,
@@ -17,57 +13,23 @@ from .device import (
     model_threads,
     to_host,
 )
-from .engine import (
-    COMMIT_EVERY,
-    ROW_COLUMNS,
-    GroupPlan,
-    RowWriter,
-    RunKeys,
-    RunPlan,
-    finish_runs,
-    group_rows,
-    plan_runs,
-    run_models,
-    set_run_status,
-    write_rows,
-)
+from .engine import ROW_COLUMNS, GroupPlan, RowWriter, RunPlan, finish_runs, group_rows, plan_runs, run_models, set_run_status, write_rows
 from .evaluation import (
     Evaluation,
     evaluate,
 )
-from .stream import (
-    CACHE_ITEMS,
-    PREFETCH_BATCHES,
-    compositing_threads,
-    iter_composites,
-    prefetch_for,
-)
-from .suite_images import (
-    SuiteImage,
-    class_problems,
-    image_hashes,
-    stored_suite_images,
-    target_classes,
-    used_classes,
-    with_foreground,
-)
+from .stream import compositing_threads, iter_composites, prefetch_for
+from .suite_images import SuiteImage, class_problems, stored_suite_images, target_classes, used_classes, with_foreground
 
 __all__ = [
-    "CACHE_ITEMS",
-    "COMMIT_EVERY",
     "CPU_BATCH",
-    "FOLDER",
-    "PREFETCH_BATCHES",
     "ROW_COLUMNS",
-    "VERSION",
     "BackOff",
     "CompositeCache",
-    "DeviceMemoryError",
     "Evaluation",
     "GroupPlan",
     "HostCopy",
     "RowWriter",
-    "RunKeys",
     "RunPlan",
     "SuiteImage",
     "class_problems",
@@ -79,7 +41,6 @@ __all__ = [
     "evaluate",
     "finish_runs",
     "group_rows",
-    "image_hashes",
     "iter_composites",
     "model_threads",
     "plan_runs",

@@ -13,8 +13,6 @@ import torch
 
 from analytics._threads import cpu_count
 
-__all__ = ["HostCopy", "cpu_count", "cpu_threads", "default_batch_size", "empty_batch", "model_threads", "to_host"]
-
 #: Images per batch of a run when the caller names none, on an accelerator: the size every GPU
 #: figure in ``benchmarks/gpu.py`` was measured at (Lite0 on an H100: 17,900 images/s). A model that
 #: does not fit halves its share of each batch until it does (the engine's out-of-memory back-off).

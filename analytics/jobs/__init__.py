@@ -29,52 +29,23 @@ Modules: :mod:`.kinds` (the registry), :mod:`.records` (the table read back), :m
 its measured pace), :mod:`.naming` (what a person reads for a job).
 """
 
-from .kinds import JOB_KINDS, JobKind, Work, register_kind
 from .naming import job_label
-from .pace import Pace, duration_text, paced
-from .process import CANCEL_GRACE_S, LEAD_PERMISSION, POLL_S, cancel, log_path, may_control, resume, start, wait, work
-from .progress import JobProgress
-from .records import (
-    ACTIVE,
-    INTERRUPTED,
-    JOB_COLUMNS,
-    JOB_STATUSES,
-    RESUMABLE,
-    START_GRACE_S,
-    Job,
-    get_job,
-    latest_job,
-    list_jobs,
-)
+from .pace import duration_text
+from .process import POLL_S, cancel, may_control, resume, start, work
+from .records import INTERRUPTED, Job, get_job, latest_job, list_jobs
 
 __all__ = [
-    "ACTIVE",
-    "CANCEL_GRACE_S",
     "INTERRUPTED",
-    "JOB_COLUMNS",
-    "JOB_KINDS",
-    "JOB_STATUSES",
-    "LEAD_PERMISSION",
     "POLL_S",
-    "RESUMABLE",
-    "START_GRACE_S",
     "Job",
-    "JobKind",
-    "JobProgress",
-    "Pace",
-    "Work",
     "cancel",
     "duration_text",
     "get_job",
     "job_label",
     "latest_job",
     "list_jobs",
-    "log_path",
     "may_control",
-    "paced",
-    "register_kind",
     "resume",
     "start",
-    "wait",
     "work",
 ]

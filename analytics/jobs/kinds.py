@@ -11,21 +11,24 @@ same params, it skips what is done.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from analytics._progress import Progress, with_message
+from analytics.api import build_suite, run
 from analytics.comparison import method_comparison, params_estimate_seconds, record_step_cost
 from analytics.gate import STEPS, check_text
 from analytics.repository import run_repository
-from analytics.runs import start_runs, start_runs_that_can
+from analytics.runs import start_runs
 from analytics.saliency import object_share
-from analytics.suites import build_suite, suite_labels_of
 from analytics.workspace import Workspace
 from analytics.zoo import build_zoo, zoo_job
 
 from .pace import Pace, paced
+
+logger = logging.getLogger(__name__)
 
 Work = Callable[[Workspace, dict, Progress], dict]
 """``work(workspace, params, progress) -> result``: a kind's work (the result JSON-serialisable)."""
@@ -66,16 +69,38 @@ def _methods(workspace: Workspace, params: dict, progress: Progress) -> dict:
     return {"table": table.to_dict("records")}
 
 
+#: What a suite job's row says for each step of :func:`analytics.api.build_suite`'s progress.
+SUITE_STEPS = {"keywords": "keywords of the targets and the pool", "exact distances": "semantic distances"}
+#: A suite job stored before the job called :func:`analytics.api.build_suite` names the library's parameters.
+_OLD_SUITE_PARAMS = {"ontology_id": "ontology", "target_ids": "targets"}
+
+
 def _suite(workspace: Workspace, params: dict, progress: Progress) -> dict:
+    """:func:`analytics.api.build_suite`, the flow the command line's ``suite`` and a notebook call (the
+    keyword tables and the ontology it lacks computed first)."""
     progress(0, 0, "screening the pool and sampling backgrounds")
-    suite = build_suite(workspace, **params, progress=with_message(progress, "semantic distances"))
+
+    def step(done: int, total: int, name: str = "", /) -> None:
+        progress(done, total, SUITE_STEPS.get(name, name))
+
+    made = build_suite(workspace, **_suite_params(params), progress=step, say=logger.info)
     # the label the suite goes by in every listing, so the job's result names it the same way
-    return {"suite_id": suite.id, "suite": suite_labels_of(workspace)[suite.id], "items": len(suite.items)}
+    return {"suite_id": made["suite"], "suite": made["label"], "items": made["items"]}
+
+
+def _suite_params(params: dict) -> dict:
+    given = {_OLD_SUITE_PARAMS.get(key, key): value for key, value in params.items() if key != "keyword_tables"}
+    tables = params.get("keyword_tables") or {}
+    return {**{f"{kind}_table": name for kind, name in tables.items()}, **given}
 
 
 def _runs(workspace: Workspace, params: dict, progress: Progress) -> dict:
+    """:func:`analytics.api.run` (the command line's ``run`` and a notebook's) of the models that can
+    score the suite's classes; the others are reported with their reason."""
     progress(0, 0, "loading the models")
-    return start_runs_that_can(workspace, **params, progress=with_message(progress, "images")).to_dict()
+    given = {key: value for key, value in params.items() if key not in ("model_names", "suite_id")}
+    table = run(workspace, models=params["model_names"], suite=params["suite_id"], **given, skip_unscorable=True, progress=with_message(progress, "images"))
+    return {"run_ids": list(table["id"]), "models": list(table["model"]), "failed": dict(table.attrs["skipped"])}
 
 
 def _repository(workspace: Workspace, params: dict, progress: Progress) -> dict:
@@ -101,7 +126,8 @@ JOB_KINDS: dict[str, JobKind] = {
     kind.name: kind
     for kind in (
         JobKind.calling("methods", _methods, method_comparison, permission="build_suites"),
-        JobKind.calling("suite", _suite, build_suite, permission="build_suites", fixed={"save"}),  # a job's suite is saved
+        JobKind.calling("suite", _suite, build_suite, permission="build_suites", fixed={"say"}),  # its notes go to the job's log
+        # the parameters keep start_runs's names (model_names, suite_id), as the Run page and stored jobs give them
         JobKind.calling("runs", _runs, start_runs, permission="run_models"),
         JobKind.calling("repository", _repository, run_repository, permission="run_models", fixed={"ray_address", "num_gpus_per_model"}),  # runs locally
         JobKind.calling("saliency", _saliency, object_share, permission="run_models"),

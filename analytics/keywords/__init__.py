@@ -4,38 +4,30 @@ A new backend = one module defining a :class:`KeywordBackend` subclass with a ``
 line in the block below (defining the class registers it in :data:`BACKENDS`).
 """
 
-from ._base import BACKENDS, KeywordBackend, KeywordTable, transactions_digest
+from ._base import KeywordTable, transactions_digest
 
 # Backends: one import line each (importing the module registers its class in BACKENDS).
-from .classifier_patch import VOCABULARIES, ClassifierPatchBackend, class_outputs, fill_objects, iter_view_probabilities, view_probabilities
+from .classifier_patch import VOCABULARIES, ClassifierPatchBackend, class_outputs, fill_objects
 from .compute import build_keyword_tables, compute_keywords, keyword_table_name
-from .importing import KeywordImport, import_keyword_table
-from .precomputed import PrecomputedBackend, PresenceRule
-from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names, write_keyword_file
+from .importing import import_keyword_table
+from .readers import check_csv_size, read_keyword_csv, read_keyword_file, read_row_names
 from .scene_models import SceneModelsBackend
-from .store import KEYWORD_ITEM_KINDS, delete_keyword_table, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table, table_summary
-from .view_cache import computed_views, store_views, stored_views, view_cache_keys
+from .store import KEYWORD_ITEM_KINDS, list_keyword_tables, load_keyword_table, newest_keyword_tables, save_keyword_table, table_summary
+from .view_cache import computed_views, stored_views, view_cache_keys
 
 __all__ = [
-    "BACKENDS",
     "KEYWORD_ITEM_KINDS",
     "VOCABULARIES",
     "ClassifierPatchBackend",
-    "KeywordBackend",
-    "KeywordImport",
     "KeywordTable",
-    "PrecomputedBackend",
-    "PresenceRule",
     "SceneModelsBackend",
     "build_keyword_tables",
     "check_csv_size",
     "class_outputs",
     "compute_keywords",
     "computed_views",
-    "delete_keyword_table",
     "fill_objects",
     "import_keyword_table",
-    "iter_view_probabilities",
     "keyword_table_name",
     "list_keyword_tables",
     "load_keyword_table",
@@ -44,11 +36,8 @@ __all__ = [
     "read_keyword_file",
     "read_row_names",
     "save_keyword_table",
-    "store_views",
     "stored_views",
     "table_summary",
     "transactions_digest",
     "view_cache_keys",
-    "view_probabilities",
-    "write_keyword_file",
 ]

@@ -17,68 +17,30 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from analytics._choices import IMAGENET_MEAN, IMAGENET_STD, RESIZE_FILTERS
-
-from .sources import SOURCES, ModelSource, Option, add_model, get_source, register_source, registrable_sources, source_for_arch
+from .sources import SOURCES, ModelSource, Option, add_model, get_source, registrable_sources, source_for_arch
 
 if TYPE_CHECKING:
-    from .checkpoints import (
-        CHECKPOINT_DIR,
-        read_state_dict,
-    )
-    from .conv_map import (
-        CONV_STATISTICS,
-        ConvStatsNetwork,
-        conv_map_problem,
-        conv_map_statistics,
-    )
-    from .libraries import register_onnx, register_timm, register_transformers
-    from .loaded import (
-        CPU_MICRO_BATCH,
-        LoadedModel,
-        Prediction,
-        freeze_for_cpu,
-        resolve_device,
-    )
+    from .checkpoints import read_state_dict
+    from .conv_map import conv_map_problem
+    from .loaded import LoadedModel, resolve_device
     from .networks import (
         HeadLayers,
         build_efficientnet_lite,
         load_head,
     )
-    from .registry import (
-        head_backbone_problem,
-        load_model,
-        register_efficientnet_lite,
-        register_head,
-        register_model,
-        register_torchscript,
-        register_torchvision,
-        remove_model,
-    )
-    from .spec import (
-        LABEL_KINDS,
-        LITE_VARIANTS,
-        PREPROCESSING,
-        ModelSpec,
-        class_scorers,
-        get_model_spec,
-        list_models,
-        unscored_classes,
-    )
-    from .transforms import INTERPOLATIONS, RESAMPLERS, ImageTransform, resize_images
+    from .registry import head_backbone_problem, load_model, register_efficientnet_lite, register_head, register_torchscript, register_torchvision
+    from .spec import LITE_VARIANTS, ModelSpec, class_scorers, get_model_spec, list_models, unscored_classes
+    from .transforms import ImageTransform, resize_images
 
 #: Name -> the module it is imported from when first used.
 _LAZY = {
-    **dict.fromkeys(("CHECKPOINT_DIR", "read_state_dict"), ".checkpoints"),
-    **dict.fromkeys(("CONV_STATISTICS", "ConvStatsNetwork", "conv_map_problem", "conv_map_statistics"), ".conv_map"),
-    **dict.fromkeys(("register_onnx", "register_timm", "register_transformers"), ".libraries"),
-    **dict.fromkeys(("CPU_MICRO_BATCH", "LoadedModel", "Prediction", "freeze_for_cpu", "resolve_device"), ".loaded"),
+    "read_state_dict": ".checkpoints",
+    "conv_map_problem": ".conv_map",
+    **dict.fromkeys(("LoadedModel", "resolve_device"), ".loaded"),
     **dict.fromkeys(("HeadLayers", "build_efficientnet_lite", "load_head"), ".networks"),
-    **dict.fromkeys(
-        ("head_backbone_problem", "load_model", "register_efficientnet_lite", "register_head", "register_model", "register_torchscript", "register_torchvision", "remove_model"), ".registry"
-    ),
-    **dict.fromkeys(("LABEL_KINDS", "LITE_VARIANTS", "PREPROCESSING", "ModelSpec", "class_scorers", "get_model_spec", "list_models", "unscored_classes"), ".spec"),
-    **dict.fromkeys(("INTERPOLATIONS", "RESAMPLERS", "ImageTransform", "resize_images"), ".transforms"),
+    **dict.fromkeys(("head_backbone_problem", "load_model", "register_efficientnet_lite", "register_head", "register_torchscript", "register_torchvision"), ".registry"),
+    **dict.fromkeys(("LITE_VARIANTS", "ModelSpec", "class_scorers", "get_model_spec", "list_models", "unscored_classes"), ".spec"),
+    **dict.fromkeys(("ImageTransform", "resize_images"), ".transforms"),
 }
 
 
@@ -92,32 +54,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CHECKPOINT_DIR",
-    "CONV_STATISTICS",
-    "CPU_MICRO_BATCH",
-    "IMAGENET_MEAN",
-    "IMAGENET_STD",
-    "INTERPOLATIONS",
-    "LABEL_KINDS",
     "LITE_VARIANTS",
-    "PREPROCESSING",
-    "RESAMPLERS",
-    "RESIZE_FILTERS",
     "SOURCES",
-    "ConvStatsNetwork",
     "HeadLayers",
     "ImageTransform",
     "LoadedModel",
     "ModelSource",
     "ModelSpec",
     "Option",
-    "Prediction",
     "add_model",
     "build_efficientnet_lite",
     "class_scorers",
     "conv_map_problem",
-    "conv_map_statistics",
-    "freeze_for_cpu",
     "get_model_spec",
     "get_source",
     "head_backbone_problem",
@@ -127,15 +75,9 @@ __all__ = [
     "read_state_dict",
     "register_efficientnet_lite",
     "register_head",
-    "register_model",
-    "register_onnx",
-    "register_source",
-    "register_timm",
     "register_torchscript",
     "register_torchvision",
-    "register_transformers",
     "registrable_sources",
-    "remove_model",
     "resize_images",
     "resolve_device",
     "source_for_arch",

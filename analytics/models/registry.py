@@ -102,6 +102,27 @@ def _check_spec(spec: ModelSpec) -> None:
         raise InvalidInputError(f"head model {name!r} needs a backbone (the registered model whose embedding it reads)")
 
 
+#: What a head takes from its backbone: the network whose embedding it reads, and the preprocessing stored with
+#: the head at its registration (:func:`register_head`). A backbone re-registered with other values would leave
+#: its heads stale (issue 46), so that is refused while it carries heads.
+_HEAD_INPUTS = ("source", "arch", "checkpoint", "input_size", "preprocessing", "transform", "embedding_layer")
+
+
+def _check_no_stale_heads(workspace: Workspace, stored: dict, spec: ModelSpec) -> None:
+    given = spec.to_json()
+    changed = [key for key in _HEAD_INPUTS if stored.get(key) != given.get(key)]
+    if not changed:
+        return
+    heads = [row["name"] for row in workspace.query("SELECT name FROM models WHERE source = 'head' AND json_extract(spec, '$.backbone') = ? ORDER BY name", (spec.name,))]
+    if heads:
+        shown = ", ".join(heads[:5]) + (f" and {len(heads) - 5} more" if len(heads) > 5 else "")
+        raise InvalidInputError(
+            f"model {spec.name!r} carries {len(heads)} heads ({shown}), which read its embedding and keep the preprocessing it had when they "
+            f"were registered; registering it again with another {', '.join(changed)} would leave them stale. Register the new model "
+            "under another name, or remove those heads first (their runs before them)"
+        )
+
+
 def _check_forward(network: nn.Module, spec: ModelSpec) -> None:
     """One forward pass on a fixed random batch: output shapes and finiteness."""
     rng = np.random.default_rng(0)
@@ -140,6 +161,7 @@ def _store_spec(workspace: Workspace, spec: ModelSpec) -> None:
     stored = workspace.query_one("SELECT spec, added FROM models WHERE name = ?", (spec.name,))
     same = stored is not None and json.dumps(json.loads(stored["spec"]), sort_keys=True) == text
     if stored is not None and not same:
+        _check_no_stale_heads(workspace, json.loads(stored["spec"]), spec)
         pin_legacy_keys(workspace)
     with workspace.transaction() as conn:
         conn.execute(
@@ -338,7 +360,9 @@ def register_head(
     backbone : str
         A registered model of any source but a head; an ONNX graph must give its embedding as a
         second output (:func:`head_backbone_problem`). The head inherits its whole preprocessing
-        (``input_size``, ``preprocessing`` and ``transform``): it sees what its backbone sees.
+        (``input_size``, ``preprocessing`` and ``transform``): it sees what its backbone sees. While
+        heads read it, the backbone is not registered again with another network or preprocessing
+        (that would leave the stored copies stale): the registration is refused, naming the heads.
     weight : ndarray of shape (n_outputs, d_in), float (stored as float32)
         d_in is the hidden width when ``hidden`` is given, else the backbone's embedding size.
     bias : ndarray of shape (n_outputs,), float (stored as float32)

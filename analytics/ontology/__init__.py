@@ -4,17 +4,7 @@ rules with mlxtend, the graph, :class:`Ontology`), ``paths`` (shortest paths, ag
 ``layout`` (what a network chart draws, and where).
 """
 
-from .expansion import (
-    DEFAULT_MAXITS,
-    EXPANSION_LEVEL_COLUMNS,
-    ExpandedKeyword,
-    Expansion,
-    class_keywords,
-    expand_item,
-    expand_keywords,
-    expand_table,
-    level_statistics,
-)
+from .expansion import DEFAULT_MAXITS, Expansion, class_keywords, expand_item, expand_table, level_statistics
 from .layout import (
     best_connected,
     graph_layout,
@@ -23,84 +13,37 @@ from .layout import (
     strongest_edges,
     without_isolates,
 )
-from .mining import (
-    ALGORITHMS,
-    DEFAULT_ALGORITHM,
-    DEFAULT_MAX_LEN,
-    DEFAULT_MIN_CONFIDENCE,
-    DEFAULT_MIN_SUPPORT,
-    ITEMSET_COLUMNS,
-    RULE_COLUMNS,
-    Ontology,
-    OntologyParams,
-    build_graph,
-    build_ontology,
-    mine_itemsets,
-    mine_rules,
-    rules_table,
-    stack_transactions,
-    to_onehot,
-)
-from .paths import (
-    WEIGHTS,
-    KeywordPath,
-    additive_weight,
-    path_weights,
-    product_weight,
-    shortest_path,
-)
-from .store import (
-    list_ontologies,
-    load_ontology,
-    ontologies_from,
-    ontology_label,
-    ontology_labels,
-    ontology_record,
-    save_ontology,
-)
+from .mining import ALGORITHMS, DEFAULT_MAX_LEN, DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_SUPPORT, Ontology, OntologyParams, build_ontology, mine_itemsets, rules_table, to_onehot
+from .paths import WEIGHTS
+from .store import list_ontologies, load_ontology, ontologies_from, ontology_labels, ontology_record, save_ontology
 
 __all__ = [
     "ALGORITHMS",
-    "DEFAULT_ALGORITHM",
     "DEFAULT_MAXITS",
     "DEFAULT_MAX_LEN",
     "DEFAULT_MIN_CONFIDENCE",
     "DEFAULT_MIN_SUPPORT",
-    "ExpandedKeyword",
     "Expansion",
-    "ITEMSET_COLUMNS",
-    "KeywordPath",
-    "EXPANSION_LEVEL_COLUMNS",
     "Ontology",
     "OntologyParams",
-    "RULE_COLUMNS",
     "WEIGHTS",
-    "additive_weight",
     "best_connected",
-    "build_graph",
     "build_ontology",
     "class_keywords",
     "expand_item",
-    "expand_keywords",
     "expand_table",
     "graph_layout",
     "level_statistics",
     "list_ontologies",
     "load_ontology",
     "mine_itemsets",
-    "mine_rules",
     "neighbourhood",
     "ontologies_from",
-    "ontology_label",
     "ontology_labels",
     "ontology_record",
-    "path_weights",
-    "product_weight",
     "radial_layout",
     "rules_table",
     "save_ontology",
-    "shortest_path",
-    "stack_transactions",
     "strongest_edges",
     "to_onehot",
     "without_isolates",

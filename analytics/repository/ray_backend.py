@@ -45,8 +45,6 @@ from analytics.workspace import Workspace
 
 from .ledger import RunLedger, group_label
 
-__all__ = ["TARGETS_PER_TASK", "WAIT_S", "connect", "run_on_ray", "target_chunks"]
-
 #: Whole targets per Ray task: what an interrupted run loses at most per running task, and how
 #: many model loads a group costs (one per task).
 TARGETS_PER_TASK = 32

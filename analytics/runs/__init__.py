@@ -1,21 +1,9 @@
 """Runs: one model over one suite, read back as arrays, summarised, turned into matrices, drilled into, exported.
 """
 
-from .colour_scale import (
-    EMBEDDING_RANGE,
-    NOISE_FLOOR,
-    PROBABILITY_SIGNALS,
-    QUANTILE_LEVELS,
-    REFERENCE_BOTTOM_PERCENTILE,
-    REFERENCE_PERCENTILE,
-    ColourScale,
-    cell_quantiles,
-    pooled_percentile,
-    reference_bottoms,
-    reference_tops,
-    run_cell_quantiles,
-    suite_colour_scale,
-)
+from analytics._choices import CONV_SIGNALS, SIGNALS
+
+from .colour_scale import EMBEDDING_RANGE, PROBABILITY_SIGNALS, ColourScale, suite_colour_scale
 from .drill_down import (
     cell_pairs,
     compose_images,
@@ -25,26 +13,8 @@ from .export import (
     export_run,
     render_matrix,
 )
-from .matrices import (
-    MATRIX_TARGETS,
-    SUBSAMPLE_SEED,
-    SUBSAMPLE_SHARE,
-    cached_matrices,
-    correct_rows,
-    matrices_from_clouds,
-    matrix_difference,
-    run_matrices,
-    run_point_clouds,
-    subsample_matrices,
-    subsample_targets,
-)
-from .naming import run_label, run_labels
+from .matrices import MATRIX_TARGETS, cached_matrices, matrix_difference, run_matrices, run_point_clouds, subsample_matrices
 from .read import (
-    CONV_SIGNALS,
-    IMAGE_COLUMNS,
-    MATRIX_SIGNALS,
-    RUN_COLUMNS,
-    SIGNALS,
     RunData,
     check_run_classes,
     current_runs,
@@ -52,49 +22,28 @@ from .read import (
     list_runs,
     load_run,
     run_accuracies,
-    run_details,
     run_of_classes,
     run_row,
     run_summary,
     runs_of_class,
     runs_snapshot,
     signal_peaks,
-    summarize_run,
     target_table,
 )
-from .signal_differences import COLOUR_USE_COLUMNS, DIFFERENCE_COLUMNS, colour_use, signal_differences, suite_signal_differences
-from .start import (
-    RunsStarted,
-    complete_runs,
-    start_runs,
-    start_runs_that_can,
-)
+from .signal_differences import suite_signal_differences
+from .start import complete_runs, start_runs, start_runs_that_can
 
 __all__ = [
     "CONV_SIGNALS",
-    "IMAGE_COLUMNS",
-    "MATRIX_SIGNALS",
     "PROBABILITY_SIGNALS",
-    "QUANTILE_LEVELS",
-    "REFERENCE_BOTTOM_PERCENTILE",
-    "REFERENCE_PERCENTILE",
-    "COLOUR_USE_COLUMNS",
     "EMBEDDING_RANGE",
-    "NOISE_FLOOR",
-    "DIFFERENCE_COLUMNS",
-    "RUN_COLUMNS",
     "SIGNALS",
     "MATRIX_TARGETS",
-    "SUBSAMPLE_SEED",
-    "SUBSAMPLE_SHARE",
     "VARIANCE_COLOURS",
     "ColourScale",
     "RunData",
-    "RunsStarted",
     "cached_matrices",
-    "correct_rows",
     "cell_pairs",
-    "cell_quantiles",
     "check_run_classes",
     "complete_runs",
     "compose_images",
@@ -103,20 +52,10 @@ __all__ = [
     "image_table",
     "list_runs",
     "load_run",
-    "matrices_from_clouds",
     "matrix_difference",
-    "pooled_percentile",
-    "reference_bottoms",
-    "reference_tops",
-    "colour_use",
-    "signal_differences",
     "suite_signal_differences",
     "render_matrix",
-    "run_cell_quantiles",
     "run_accuracies",
-    "run_details",
-    "run_label",
-    "run_labels",
     "run_matrices",
     "run_of_classes",
     "run_point_clouds",
@@ -128,8 +67,6 @@ __all__ = [
     "start_runs",
     "start_runs_that_can",
     "subsample_matrices",
-    "subsample_targets",
     "suite_colour_scale",
-    "summarize_run",
     "target_table",
 ]

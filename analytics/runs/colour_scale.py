@@ -41,17 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from analytics._choices import SIGNALS
 from analytics.exceptions import InvalidInputError
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace, content_id, now
 
 from .matrices import run_matrices
-from .read import SIGNALS, current_runs, run_row
-
-__all__ = [
-    "PROBABILITY_SIGNALS", "QUANTILE_LEVELS", "REFERENCE_BOTTOM_PERCENTILE", "REFERENCE_PERCENTILE", "EMBEDDING_RANGE", "NOISE_FLOOR", "ColourScale", "cell_quantiles",
-    "pooled_percentile", "reference_bottoms", "reference_tops", "run_cell_quantiles", "suite_colour_scale",
-]  # fmt: skip
+from .read import current_runs, run_row
 
 #: Signals in probability units: fixed top 1.
 PROBABILITY_SIGNALS = ("true_prob", "max_prob")

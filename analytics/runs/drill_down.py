@@ -17,8 +17,6 @@ from analytics.workspace import Workspace
 from .matrices import run_point_clouds
 from .read import MATRIX_SIGNALS, RunData, load_run
 
-__all__ = ["cell_pairs", "compose_images"]
-
 
 def cell_pairs(
     workspace: Workspace,

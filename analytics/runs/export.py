@@ -9,15 +9,14 @@ from typing import Any
 import cv2
 import numpy as np
 
+from analytics._choices import SIGNALS
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings
 from analytics.workspace import Workspace, to_csv
 
 from .matrices import run_matrices
-from .read import SIGNALS, image_table, load_run, run_of_classes
-
-__all__ = ["VARIANCE_COLOURS", "export_run", "render_matrix"]
+from .read import image_table, load_run, run_of_classes
 
 #: Colour stops of exported matrices and of :data:`analytics.figures.VARIANCE_COLORSCALE`: low variance green, high yellow, RGB.
 VARIANCE_COLOURS = ((0.0, (0x1A, 0x98, 0x50)), (0.5, (0xA6, 0xD9, 0x6A)), (1.0, (0xFF, 0xFF, 0x33)))

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from analytics._choices import MATRIX_SIGNALS, SIGNALS
 from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
@@ -22,21 +23,7 @@ from analytics.variance import (
 )
 from analytics.workspace import Workspace, content_id
 
-from .read import MATRIX_SIGNALS, SIGNALS, RunData, load_run, run_of_classes, run_row, run_rows
-
-__all__ = [
-    "MATRIX_TARGETS",
-    "SUBSAMPLE_SEED",
-    "SUBSAMPLE_SHARE",
-    "cached_matrices",
-    "correct_rows",
-    "matrices_from_clouds",
-    "matrix_difference",
-    "run_matrices",
-    "run_point_clouds",
-    "subsample_matrices",
-    "subsample_targets",
-]
+from .read import RunData, load_run, run_of_classes, run_row, run_rows
 
 _CACHE_PREFIX = "runs/matrices/"
 _SUBSAMPLE_PREFIX = "runs/subsample-matrices/"

@@ -13,8 +13,6 @@ import pandas as pd
 
 from analytics.suites import distinct_labels
 
-__all__ = ["run_label", "run_labels"]
-
 
 def run_label(model: str, suite: str) -> str:
     """``<model> on <suite label>`` (``suite``: the suite's :func:`analytics.suites.suite_labels` text)."""

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics._choices import CONV_SIGNALS, MATRIX_SIGNALS, SIGNALS
+from analytics._choices import CONV_SIGNALS, MATRIX_SIGNALS
 from analytics.data import ClassMapping, LabelSpace, list_class_mappings
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.suites import suite_labels_of
@@ -47,27 +47,6 @@ from analytics.variance import accuracy_summary, worst_case_correct
 from analytics.workspace import Workspace, model_keys, suite_classes_key
 
 from .naming import run_labels
-
-__all__ = [
-    "CONV_SIGNALS",
-    "IMAGE_COLUMNS",
-    "MATRIX_SIGNALS",
-    "RUN_COLUMNS",
-    "SIGNALS",
-    "RunData",
-    "current_runs",
-    "image_table",
-    "list_runs",
-    "load_run",
-    "run_accuracies",
-    "run_details",
-    "run_row",
-    "run_summary",
-    "runs_snapshot",
-    "signal_peaks",
-    "summarize_run",
-    "target_table",
-]
 
 #: Columns of :func:`list_runs`.
 RUN_COLUMNS = [
@@ -214,7 +193,7 @@ def _finished_row(workspace: Workspace, run_id: str):
         stored = workspace.query_one("SELECT COUNT(*) FROM run_images WHERE run_id = ?", (run_id,))[0]
         raise InvalidInputError(
             f"run {run_id!r} ({row['model']} over suite {row['suite_id']}) is {row['status']!r} with {stored} images stored; "
-            f"resume it on the Run page or with `python -m analytics run --model {row['model']} --suite {row['suite_id']}`"
+            f"resume it on the Run page, with `analytics.api.run(workspace, models={row['model']!r}, suite={row['suite_id']!r})` or `python -m analytics run`"
         )
     return row
 
@@ -261,7 +240,7 @@ def _absent_conv_signals(row, signals: dict[str, np.ndarray]) -> dict[str, str]:
         why = (
             f"run {row['id']!r} lacks the authors' conv-map statistics on {max(missing.values())} of {signals['conv_max'].size} images "
             "(it was made before Backdrop stored them); compute them with "
-            f"`python -m analytics run --model {row['model']} --suite {row['suite_id']} --fill-conv` (its other signals stay as stored)"
+            f"`analytics.api.run(workspace, models={row['model']!r}, suite={row['suite_id']!r}, fill_conv=True)` or `python -m analytics run` (its other signals stay)"
         )
     return {signal: f"{MATRIX_SIGNALS[signal]}: {why}" for signal, count in missing.items() if count}
 

@@ -20,15 +20,13 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from analytics._choices import MATRIX_SIGNALS, SIGNALS
 from analytics.exceptions import InvalidInputError
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 
 from .colour_scale import ColourScale
 from .matrices import run_matrices
-from .read import MATRIX_SIGNALS, SIGNALS
-
-__all__ = ["COLOUR_USE_COLUMNS", "DIFFERENCE_COLUMNS", "colour_use", "signal_differences", "suite_signal_differences"]
 
 #: Columns of :func:`signal_differences`.
 DIFFERENCE_COLUMNS = ["signal", "name", "difference", "largest", "pair"]

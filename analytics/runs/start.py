@@ -24,8 +24,6 @@ from .colour_scale import run_cell_quantiles
 from .matrices import MATRIX_TARGETS, cached_matrices, run_matrices, subsample_matrices
 from .read import _SUMMARY_VERSION, RunData, load_run, run_row, summarize_run
 
-__all__ = ["complete_runs", "start_runs"]
-
 
 def start_runs(
     workspace: Workspace,

@@ -13,20 +13,12 @@ CAM and no guided backprop; ONNX: no gradients, so occlusion and RISE only), cle
 
 from __future__ import annotations
 
-from ._base import NORMALIZATIONS, REDUCTIONS, AttributionMethod, Setting, normalize_maps, reduce_channels
-from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, explainer, logits_module, unavailable_methods
-from .gradcam import GradCAM
-from .gradcam_plus_plus import GradCAMPlusPlus
-from .guided_backprop import GuidedBackprop
+from ._base import NORMALIZATIONS, REDUCTIONS
+from ._model import CLEAREST_FIRST, Explanation, available_methods, explain, logits_module, unavailable_methods
 from .heatmap import OVERLAY_ALPHA, heat_colours, heat_overlay
-from .input_x_gradient import InputXGradient
-from .integrated_gradients import IntegratedGradients
-from .metrics import BASELINES, THRESHOLD_MODES, AlignmentScores, FaithfulnessScores, alignment, binarize, faithfulness
-from .occlusion import Occlusion
+from .metrics import BASELINES, binarize
 from .registry import METHODS
-from .rise import RISE
 from .survey import object_share
-from .vanilla_gradient import Saliency
 
 __all__ = [
     "BASELINES",
@@ -35,31 +27,13 @@ __all__ = [
     "NORMALIZATIONS",
     "OVERLAY_ALPHA",
     "REDUCTIONS",
-    "RISE",
-    "THRESHOLD_MODES",
-    "AlignmentScores",
-    "AttributionMethod",
     "Explanation",
-    "FaithfulnessScores",
-    "GradCAM",
-    "GradCAMPlusPlus",
-    "GuidedBackprop",
-    "InputXGradient",
-    "IntegratedGradients",
-    "Occlusion",
-    "Saliency",
-    "Setting",
-    "alignment",
     "available_methods",
     "binarize",
     "explain",
-    "explainer",
-    "faithfulness",
     "heat_colours",
     "heat_overlay",
     "logits_module",
-    "normalize_maps",
     "object_share",
-    "reduce_channels",
     "unavailable_methods",
 ]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-__all__ = ["HEAT_MAP", "OVERLAY_ALPHA", "heat_colours", "heat_overlay"]
-
 #: OpenCV colour map of saliency (blue = low, red = high).
 HEAT_MAP = cv2.COLORMAP_JET
 #: Weight of the heat map when blended over the image.

@@ -54,6 +54,7 @@ from analytics.ontology import (
     DEFAULT_MIN_CONFIDENCE,
     DEFAULT_MIN_SUPPORT,
     Ontology,
+    OntologyParams,
     build_ontology,
     list_ontologies,
     load_ontology,
@@ -101,6 +102,7 @@ def build_suite(
     save: bool = True,
     name: str = "",
     progress: Progress | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Suite:
     """Sample a suite for every target of the workspace and (by default) save it.
 
@@ -161,6 +163,10 @@ def build_suite(
         suite again with another name renames it. '' = none: it is called by method, N, seed and targets.
     progress : callable (done, total) or None
         Called while exact distances are computed (the slow step), with image counts.
+    say : callable (str) or None
+        Called with each step as it starts (``'screening the pool: 264 backgrounds'``, ``'loading the
+        distance models'``, ``'sampling backgrounds'``, ``'exact distances of 120 composites'``), so a
+        caller can say what a wait is for before ``progress`` has a count (issue 47.8).
 
     Returns
     -------
@@ -206,6 +212,8 @@ def build_suite(
     if ontology is not None:
         params["maxits"] = check_positive_int(maxits, "maxits", minimum=0)
     # backgrounds showing a target's class or cut from its own photo (analytics.suites.screening)
+    say = say or (lambda _step: None)
+    say(f"screening the pool: {len(pool):,} backgrounds for the classes of {len(targets):,} targets")
     exclusions = pool_exclusions(workspace, targets, pool, model=screening_model, batch_size=batch_size, device=device)
     params["pool_screening"] = exclusions.record
     notes += [warning for warning in [screening_warning(exclusions.record)] if warning]  # never skipped silently
@@ -213,11 +221,16 @@ def build_suite(
     if suite_exists(workspace, suite_id):
         logger.info("suite %s (%s, n=%d, seed=%d) exists; loading it", suite_id, method, n, seed)
         return name_suite(workspace, suite_id, name) if save and name else load_suite(workspace, suite_id)
+    if models:
+        say(f"loading the distance models ({', '.join(name for name, _ in models)})")
     loaded = _load_models(workspace, models, device)
     embed_batch = CPU_BATCH if batch_size is None else batch_size  # the distance models have no out-of-memory back-off
+    say(f"sampling {n} backgrounds for each of {len(targets):,} targets" + (" (proxy distances of the pool first)" if sampler_cls.needs_distances else ""))
     context = _context(workspace, sampler_cls, targets, fit_targets, pool, tables, ontology, loaded, params, embed_batch, notes)
     sampler = sampler_cls(top_up=top_up) if issubclass(sampler_cls, KeywordSampler) else sampler_cls()
     result = sample_screened(sampler, targets, pool, n=n, seed=seed, context=context, excluded=exclusions.excluded)
+    if loaded:
+        say(f"exact distances of {len(result.items):,} composites")
     items = _items(workspace, result, loaded, embed_batch, progress)
     if sampler_cls.needs_keywords:  # an outcome, recorded after the id: what the keywords could not supply
         params = {**params, **topup_record(items)}
@@ -322,7 +335,7 @@ def _ontology(workspace: Workspace, ontology_id: str | None, tables: Mapping[str
         if not matching and listing.empty:
             raise InvalidInputError(
                 f"method 'ontology' needs an ontology and {workspace.root} has none; build one on the Ontology page or with "
-                "`python -m analytics ontology --workspace DIR`"
+                "`python -m analytics ontology`, or build the suite with `analytics.api.build_suite`, which mines one"
             )
         ontology_id = matching[0] if matching else str(listing["id"].iloc[-1])
     return load_ontology(workspace, ontology_id)
@@ -470,19 +483,24 @@ def ensure_ontology(
     workspace: Workspace,
     tables: Mapping[str, str],
     *,
-    min_support: float = DEFAULT_MIN_SUPPORT,
-    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    min_support: float | None = None,
+    min_confidence: float | None = None,
 ) -> tuple[str, bool]:
     """An ontology that fits the keyword tables ``tables`` (item kind -> name): the newest one
-    mined from exactly these tables, else one mined now (FP-Growth, pairs) from them and saved.
+    mined from exactly these tables (with the settings asked, when any is), else one mined now
+    (FP-Growth, pairs) from them and saved.
 
     An ontology mined from other keyword tables is never returned: its vocabulary may not be theirs
     (another backend), and the expansion would then be empty (see :func:`analytics.suites.check_expansion`).
 
     Parameters
     ----------
-    min_support, min_confidence : float in (0, 1], default=0.005, 0.1
-        Mining settings of a new ontology (the defaults of :mod:`analytics.ontology`).
+    min_support, min_confidence : float in (0, 1] or None, default=None
+        Mining settings. Neither given: the newest ontology of these tables whatever its settings,
+        else one mined with the defaults of :mod:`analytics.ontology` (0.005, 0.1). Either given: the
+        newest one of these tables mined with these settings (the other one at its default), else
+        one mined now with them (small data may need a lower support or confidence than the
+        defaults for its rules to reach the pool's keywords).
 
     Returns
     -------
@@ -492,9 +510,17 @@ def ensure_ontology(
     """
     names = list(dict.fromkeys(tables.values()))
     matching = ontologies_from(workspace, names)
-    if matching:
-        return matching[0], False
+    asked = min_support is not None or min_confidence is not None
+    settings = OntologyParams(
+        min_support=DEFAULT_MIN_SUPPORT if min_support is None else min_support,
+        min_confidence=DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence,
+    )  # checked before any work
+    wanted = (settings.algorithm, settings.min_support, settings.min_confidence, settings.max_len)
+    for ontology_id in matching:
+        record = ontology_record(workspace, ontology_id)
+        if not asked or (record["algorithm"], record["min_support"], record["min_confidence"], record["max_len"]) == wanted:
+            return ontology_id, False
     ontology = build_ontology(
-        [load_keyword_table(workspace, name) for name in names], min_support=min_support, min_confidence=min_confidence
+        [load_keyword_table(workspace, name) for name in names], min_support=settings.min_support, min_confidence=settings.min_confidence
     )
     return save_ontology(workspace, ontology, tables=names), True

@@ -18,8 +18,6 @@ import pandas as pd
 
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["NAME_MAX_LENGTH", "check_suite_name", "distinct_labels", "suite_label", "suite_labels"]
-
 NAME_MAX_LENGTH = 60
 #: Letters and digits of any script, spaces and the punctuation of ordinary titles.
 _NAME_CHARACTERS = re.compile(r"[\w .,:;()'+&#/-]+")

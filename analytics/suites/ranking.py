@@ -110,7 +110,8 @@ def check_expansion(target_keywords: Sequence[Sequence[RankedKeyword]], carriers
         change = (
             "Its rules rarely lead from the targets' keywords to keywords of the pool. Mine a denser one from these tables "
             f"on the Ontology page (lower Min confidence than {ontology['min_confidence']} or Min support than "
-            f"{ontology['min_support']}; the same settings of `python -m analytics ontology`), choose other keyword tables under Target / "
+            f"{ontology['min_support']}; the same settings of `python -m analytics ontology`, or `min_confidence` and `min_support` "
+            "of the suite built in Python or on the command line), choose other keyword tables under Target / "
             "Background keywords, or use Method 'keyword' (the detected keywords, no expansion)"
         )
     else:

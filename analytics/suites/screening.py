@@ -490,7 +490,8 @@ def _gap_message(classes: list[str], no_classifier: str) -> str:
     if no_classifier:
         why, fix = no_classifier, "register one (`python -m analytics add-model`; EfficientNet-Lite0 works offline)"
     else:
-        why, fix = "they have no ImageNet indices", "map them on the Data page or with `python -m analytics set-class --class NAME --imagenet I,J`"
+        why = "they have no ImageNet indices"
+        fix = "map them in the class editor on the Data page, with `analytics.data.set_class_mapping(workspace, name, imagenet=[...])` or `python -m analytics set-class`"
     return (
         f"pool screening skipped for {shown}: {why}, so backgrounds showing these classes may reach their suites "
         f"(only crops of the targets' own photos are kept out); {fix}, then rebuild the suite"

@@ -8,80 +8,16 @@ paths typed in the browser to the configured data roots; :mod:`.sso` decides who
 single sign-on (``st.login``) and with which role.
 """
 
-from .accounts import (
-    LOCK_AFTER_FAILURES,
-    LOCK_MINUTES,
-    MIN_PASSWORD_LENGTH,
-    SIGN_IN_FAILED,
-    User,
-    active_user,
-    add_user,
-    authenticate,
-    disable_user,
-    enable_user,
-    has_enabled_admin,
-    list_users,
-    set_password,
-    set_role,
-)
-from .launch import ServePlan, serve_plan
-from .paths import (
-    DATA_ROOTS_ENV_VAR,
-    data_roots,
-    resolve_server_path,
-    server_paths_offered,
-)
-from .roles import (
-    ACTIONS,
-    PERMISSIONS,
-    ROLES,
-    Actor,
-    allowed,
-    require,
-    require_permission,
-    roles_with,
-)
-from .server import (
-    MAX_CSV_UPLOAD_MB,
-    MAX_UPLOAD_ENV_VAR,
-    MAX_UPLOAD_MB,
-    SOLO_ADDRESS,
-    TEAM_ADDRESS,
-    TEAM_ENV_VAR,
-    check_team_ready,
-    max_upload_mb,
-    streamlit_arguments,
-    team_mode,
-)
-from .sso import (
-    SSO_ROLES_ENV_VAR,
-    SSO_ROLES_FILE,
-    SSOConfig,
-    load_sso_config,
-    sso_account,
-    sso_config_path,
-    sso_role,
-)
+from .accounts import User, active_user, add_user, authenticate, disable_user, enable_user, list_users, set_password, set_role
+from .launch import serve_plan
+from .paths import DATA_ROOTS_ENV_VAR, resolve_server_path, server_paths_offered
+from .roles import allowed, require_permission, roles_with
+from .server import MAX_CSV_UPLOAD_MB, check_team_ready, streamlit_arguments, team_mode
+from .sso import SSOConfig, load_sso_config, sso_account, sso_config_path
 
 __all__ = [
-    "ACTIONS",
     "DATA_ROOTS_ENV_VAR",
-    "LOCK_AFTER_FAILURES",
-    "LOCK_MINUTES",
     "MAX_CSV_UPLOAD_MB",
-    "MAX_UPLOAD_ENV_VAR",
-    "MAX_UPLOAD_MB",
-    "MIN_PASSWORD_LENGTH",
-    "PERMISSIONS",
-    "ROLES",
-    "SIGN_IN_FAILED",
-    "SOLO_ADDRESS",
-    "SSO_ROLES_ENV_VAR",
-    "SSO_ROLES_FILE",
-    "TEAM_ADDRESS",
-    "TEAM_ENV_VAR",
-    "Actor",
-    "ServePlan",
     "SSOConfig",
     "User",
     "active_user",
@@ -89,14 +25,10 @@ __all__ = [
     "allowed",
     "authenticate",
     "check_team_ready",
-    "data_roots",
     "disable_user",
     "enable_user",
-    "has_enabled_admin",
     "list_users",
     "load_sso_config",
-    "max_upload_mb",
-    "require",
     "require_permission",
     "resolve_server_path",
     "roles_with",
@@ -106,7 +38,6 @@ __all__ = [
     "set_role",
     "sso_account",
     "sso_config_path",
-    "sso_role",
     "streamlit_arguments",
     "team_mode",
 ]

@@ -1,36 +1,9 @@
 """Point clouds and RBF-interpolated variance matrices, their features (Backdrop's and the ML4ML authors') and worst-case accuracy.
 """
 
-from .accuracy import (
-    accuracy_summary,
-    worst_case_accuracy,
-    worst_case_correct,
-)
-from .authors import (
-    AUTHORS_FEATURE_NAMES,
-    AUTHORS_GRADIENT_STATS,
-    authors_asymmetry,
-    authors_discontinuity,
-    authors_error_rate,
-    authors_features,
-    authors_gradient,
-    gradient_overall,
-    sensitivity,
-    squared_mean,
-)
-from .features import (
-    DEFAULT_ERROR_THRESHOLD,
-    FEATURE_NAMES,
-    GRADIENT_DIRECTIONS,
-    asymmetry,
-    discontinuity,
-    error_rate,
-    gradient_max,
-    gradient_mean,
-    matrix_features,
-    matrix_mean,
-    matrix_std,
-)
+from .accuracy import accuracy_summary, worst_case_correct
+from .authors import AUTHORS_FEATURE_NAMES, authors_features, sensitivity
+from .features import DEFAULT_ERROR_THRESHOLD, FEATURE_NAMES, matrix_features
 from .matrix import (
     CUSTOM,
     DEFAULT_K,
@@ -43,48 +16,27 @@ from .matrix import (
     cloud_matrices,
     variance_matrix,
 )
-from .point_cloud import (
-    PointCloud,
-    point_cloud,
-    signal_point_clouds,
-)
+from .point_cloud import PointCloud, signal_point_clouds
 
 __all__ = [
     "AUTHORS_FEATURE_NAMES",
-    "AUTHORS_GRADIENT_STATS",
     "CUSTOM",
     "DEFAULT_ERROR_THRESHOLD",
     "DEFAULT_K",
     "DEFAULT_MATRIX_GRID",
     "DEFAULT_SETTINGS",
     "FEATURE_NAMES",
-    "GRADIENT_DIRECTIONS",
     "PRESETS",
     "WINDOW_SHAPES",
     "MatrixSettings",
     "PointCloud",
     "VarianceMatrix",
     "accuracy_summary",
-    "asymmetry",
-    "authors_asymmetry",
-    "authors_discontinuity",
-    "authors_error_rate",
     "authors_features",
-    "authors_gradient",
     "cloud_matrices",
-    "discontinuity",
-    "error_rate",
-    "gradient_max",
-    "gradient_mean",
-    "gradient_overall",
     "matrix_features",
-    "matrix_mean",
-    "matrix_std",
-    "point_cloud",
     "sensitivity",
     "signal_point_clouds",
-    "squared_mean",
     "variance_matrix",
-    "worst_case_accuracy",
     "worst_case_correct",
 ]

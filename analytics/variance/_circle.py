@@ -17,8 +17,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["circle_cloud_sums", "circle_point_sums"]
-
 
 def circle_cloud_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float) -> np.ndarray:
     """``sum_i phi_i v_i`` of every signal table, then ``sum_i phi_i``, over the clouds of ``coords``

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["circle_cloud_sums", "circle_cloud_work", "circle_point_sums", "circle_point_work"]
-
 # Elements of the largest temporary array of one block (8 MB of float64).
 _BLOCK_ELEMENTS = 1 << 20
 

@@ -16,8 +16,6 @@ import numpy as np
 from . import _circle_numpy
 from ._circle_numpy import circle_cloud_work, circle_point_work
 
-__all__ = ["NUMPY_MAX_WORK", "circle_cloud_sums", "circle_point_sums"]
-
 #: Largest work (elements of the NumPy path's temporaries, ``circle_point_work`` / ``circle_cloud_work``)
 #: done in NumPy. At ~7-16 ns an element on the 2-core reference machine, 8 M elements take at most
 #: ~0.1 s, half of what importing Numba and loading its kernels costs a fresh process.

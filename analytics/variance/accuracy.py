@@ -11,8 +11,6 @@ import numpy as np
 
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["accuracy_summary", "worst_case_accuracy", "worst_case_correct"]
-
 
 def worst_case_correct(correct: np.ndarray, *, include_original: bool = False) -> np.ndarray:
     """Per target: is it still classified correctly under the worst of its backgrounds?

@@ -37,19 +37,6 @@ from analytics.exceptions import InvalidInputError
 
 from .features import DEFAULT_ERROR_THRESHOLD, GRADIENT_DIRECTIONS, _check_matrix, _relative
 
-__all__ = [
-    "AUTHORS_FEATURE_NAMES",
-    "AUTHORS_GRADIENT_STATS",
-    "authors_asymmetry",
-    "authors_discontinuity",
-    "authors_error_rate",
-    "authors_features",
-    "authors_gradient",
-    "gradient_overall",
-    "sensitivity",
-    "squared_mean",
-]
-
 #: Statistics of each direction's gradient, as the authors' assessor reads them (the diagonal has no
 #: weighted std there).
 AUTHORS_GRADIENT_STATS: dict[str, tuple[str, ...]] = {

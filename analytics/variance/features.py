@@ -12,20 +12,6 @@ from scipy import ndimage
 from analytics._validation import check_choice, check_finite
 from analytics.exceptions import InvalidInputError
 
-__all__ = [
-    "DEFAULT_ERROR_THRESHOLD",
-    "FEATURE_NAMES",
-    "GRADIENT_DIRECTIONS",
-    "asymmetry",
-    "discontinuity",
-    "error_rate",
-    "gradient_max",
-    "gradient_mean",
-    "matrix_features",
-    "matrix_mean",
-    "matrix_std",
-]
-
 #: Error-rate threshold: ML4ML [25] (the paper's source of the feature) counts cells above 0.15.
 DEFAULT_ERROR_THRESHOLD = 0.15
 #: Directions of :func:`gradient_mean` / :func:`gradient_max`.

@@ -24,11 +24,6 @@ from analytics.exceptions import InvalidInputError
 from ._circle_sums import circle_cloud_sums, circle_point_sums
 from .point_cloud import PointCloud
 
-__all__ = [
-    "CUSTOM", "DEFAULT_MATRIX_GRID", "DEFAULT_K", "DEFAULT_SETTINGS", "PRESETS", "WINDOW_SHAPES", "MatrixSettings", "VarianceMatrix",
-    "cloud_matrices", "variance_matrix",
-]  # fmt: skip
-
 #: Preset name of free interpolation settings (a window / sigma of no preset).
 CUSTOM = "custom"
 

@@ -12,8 +12,6 @@ import numpy as np
 from analytics._validation import check_finite
 from analytics.exceptions import InvalidInputError
 
-__all__ = ["PointCloud", "point_cloud", "signal_point_clouds"]
-
 
 @dataclass(frozen=True, eq=False)
 class PointCloud:

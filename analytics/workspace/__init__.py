@@ -4,13 +4,7 @@ migrations, the provenance keys results record, the JSON rules of stored results
 
 from analytics._install import ENV_VAR, PROJECT_ROOT, default_workspace_path
 
-from .encoding import (
-    FORMULA_PREFIXES,
-    neutralise_formula,
-    restore_formula,
-    to_csv,
-    to_json,
-)
+from .encoding import restore_formula, to_csv, to_json
 from .provenance import (
     ModelKeys,
     class_mapping_key,
@@ -29,7 +23,6 @@ from .store import (
 __all__ = [
     "DB_NAME",
     "ENV_VAR",
-    "FORMULA_PREFIXES",
     "ModelKeys",
     "PROJECT_ROOT",
     "Workspace",
@@ -38,7 +31,6 @@ __all__ = [
     "count_rows",
     "default_workspace_path",
     "model_keys",
-    "neutralise_formula",
     "now",
     "pin_legacy_keys",
     "restore_formula",

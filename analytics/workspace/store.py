@@ -80,8 +80,8 @@ class Workspace:
                 raise WorkspaceError(f"workspace path {self.root} {where}, not a folder; give the path of a workspace folder instead")
             if not create:
                 raise WorkspaceError(
-                    f"no workspace at {self.root} (missing {DB_NAME}); build one with "
-                    f"`python -m analytics demo --workspace {self.root}`"
+                    f"no workspace at {self.root} (missing {DB_NAME}); build the demo workspace in that folder with "
+                    "`python -m analytics demo`, or one of your own data with `analytics.api.add_targets` (or `python -m analytics add-targets`)"
                 )
             self.arrays_dir.mkdir(parents=True, exist_ok=True)
         self._migrate()

@@ -94,68 +94,19 @@ Modules: :mod:`.layout` (layout, recipe, the plan of heads), :mod:`.training` (e
 back), :mod:`.assessment` (features for the assessor).
 """
 
-from .assessment import AssessmentInput, assessment_input, default_suite
-from .build import (
-    DEFAULT_AUGMENT,
-    DEFAULT_BACKBONE,
-    DEFAULT_FAMILY_STRENGTH,
-    DEFAULT_HIDDEN,
-    DEFAULT_STRENGTHS,
-    DEFAULT_TEMPERATURES,
-    DEFAULT_ZOO_SEEDS,
-    ZooModel,
-    build_zoo,
-    zoo_built,
-    zoo_job,
-    zoo_step,
-)
-from .heads import (
-    CONSTRUCTION_LABEL,
-    RelianceEnds,
-    construction_labels,
-    is_zoo_head,
-    list_zoo,
-    models_to_open_on,
-    real_models_first,
-    reliance_curve,
-    reliance_ends,
-    zoo_layout_of,
-    zoo_runs_done,
-    zoo_runs_step,
-    zoo_suite,
-)
-from .layout import (
-    FIGURE8_FAMILY,
-    GRID_FAMILY,
-    ZOO_KIND,
-    ZooLayout,
-    ZooRecipe,
-    zoo_family_name,
-    zoo_layout,
-    zoo_model_name,
-)
+from .assessment import assessment_input
+from .build import DEFAULT_BACKBONE, DEFAULT_STRENGTHS, DEFAULT_TEMPERATURES, DEFAULT_ZOO_SEEDS, build_zoo, zoo_built, zoo_job, zoo_step
+from .heads import RelianceEnds, construction_labels, is_zoo_head, list_zoo, models_to_open_on, real_models_first, reliance_curve, reliance_ends, zoo_layout_of, zoo_runs_done, zoo_runs_step
 
 __all__ = [
-    "CONSTRUCTION_LABEL",
-    "DEFAULT_AUGMENT",
     "DEFAULT_BACKBONE",
-    "DEFAULT_FAMILY_STRENGTH",
-    "DEFAULT_HIDDEN",
     "DEFAULT_STRENGTHS",
     "DEFAULT_TEMPERATURES",
     "DEFAULT_ZOO_SEEDS",
-    "FIGURE8_FAMILY",
-    "GRID_FAMILY",
-    "ZOO_KIND",
-    "AssessmentInput",
     "RelianceEnds",
-    "ZooLayout",
-    "ZooModel",
-    "ZooRecipe",
     "assessment_input",
     "build_zoo",
     "construction_labels",
-    "default_suite",
     "is_zoo_head",
     "list_zoo",
     "models_to_open_on",
@@ -163,13 +114,9 @@ __all__ = [
     "reliance_curve",
     "reliance_ends",
     "zoo_built",
-    "zoo_family_name",
     "zoo_job",
-    "zoo_layout",
     "zoo_layout_of",
-    "zoo_model_name",
     "zoo_runs_done",
     "zoo_runs_step",
     "zoo_step",
-    "zoo_suite",
 ]

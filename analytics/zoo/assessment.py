@@ -125,6 +125,7 @@ def default_suite(workspace: Workspace, models: Sequence[str] = ()) -> str:
     if not rows:
         raise NotFoundError(
             f"workspace {workspace.root} has no suite to run the models on; build one with "
-            f"`python -m analytics suite --workspace {workspace.root} --method random` (or the zoo's with `python -m analytics zoo`)"
+            "`analytics.api.build_suite(workspace, method='random')`, on the Suites page or with `python -m analytics suite` "
+            "(or the zoo's with `python -m analytics zoo`)"
         )
     return rows[0]["id"]

@@ -102,7 +102,7 @@ def zoo_layout_of(workspace: Workspace) -> ZooLayout:
     """
     hashes = {spec.construction["layout"] for spec in list_models(workspace) if is_zoo_head(spec.construction)}
     if not hashes:
-        raise NotFoundError(f"workspace {workspace.root} has no model zoo; build it with `python -m analytics zoo --workspace {workspace.root}`")
+        raise NotFoundError(f"workspace {workspace.root} has no model zoo; build it with `analytics.zoo.build_zoo(workspace)`, on the Models page or with `python -m analytics zoo`")
     if len(hashes) > 1:
         logger.warning("zoo heads of %d different layouts; using the first", len(hashes))
     return ZooLayout.from_json(workspace.get_json(min(hashes)))

@@ -147,6 +147,73 @@ def test_an_ontology_suite_uses_the_workspaces_keywords_and_ontology(suite_works
     assert made["keyword_diversity"] > 1.0  # the expansion reaches keywords the targets do not detect (tests/fixtures/suites.py)
 
 
+def test_build_suite_mines_the_ontology_with_the_mining_settings_given(suite_workspace, capsys):
+    """Issue 46: where the ontology's rules reach none of the pool's keywords ("expands only 0 of N
+    targets"), a notebook gives ``build_suite`` the mining settings of ``python -m analytics ontology``:
+    an ontology of the keyword tables mined with them is reused, else one is mined now."""
+    from analytics.ontology import list_ontologies
+
+    (fixture,) = list_ontologies(suite_workspace)["id"]  # mined with support 0.1, confidence 0.3 (tests/fixtures/suites.py)
+    with pytest.raises(InvalidInputError, match="expands only 0 of 6 targets") as sparse:  # no rule as confident: nothing expands
+        bd.build_suite(suite_workspace, method="ontology", n=4, realism_threshold=0.0, min_confidence=0.5)
+    assert "`min_confidence` and `min_support` of the suite built in Python" in str(sparse.value)  # what to lower, as typed here
+    assert len(list_ontologies(suite_workspace)) == 2  # the sparse one was mined and kept (the Ontology page lists it)
+    said: list[str] = []
+    made = bd.build_suite(suite_workspace, method="ontology", n=4, realism_threshold=0.0, min_support=0.1, min_confidence=0.3, say=said.append)
+    assert made["ontology"]["id"] == fixture and said == []  # the same settings: the stored ontology
+    denser = bd.build_suite(suite_workspace, method="ontology", n=4, realism_threshold=0.0, min_confidence=0.2, say=said.append)
+    assert (denser["ontology"]["min_support"], denser["ontology"]["min_confidence"]) == (0.005, 0.2)  # support at its default
+    assert denser["ontology"]["id"] not in (fixture, made["ontology"]["id"]) and len(said) == 1 and "support 0.005, confidence 0.2" in said[0]
+    assert denser["keyword_diversity"] > 1.0
+    again = bd.build_suite(suite_workspace, method="ontology", n=4, realism_threshold=0.0, min_confidence=0.2, say=said.append)
+    assert again["ontology"]["id"] == denser["ontology"]["id"] and len(said) == 1  # mined once
+    refusals = [
+        (dict(method="random", min_support=0.1), "`min_support` set how method 'ontology' mines its ontology; got `method` 'random'"),
+        (dict(method="ontology", ontology=fixture, min_confidence=0.2), "give `ontology` (a stored one) or `min_confidence`"),
+        (dict(method="ontology", min_support=0.0), "`min_support` must be in (0, 1]; got 0.0"),
+    ]
+    for kwargs, message in refusals:
+        with pytest.raises(InvalidInputError) as refused:
+            bd.build_suite(suite_workspace, n=4, **kwargs)
+        assert message in str(refused.value)
+    assert main(["suite", "--workspace", str(suite_workspace.root), "--method", "random", "--n", "2", "--min-confidence", "0.2"]) != 0
+    assert "--min-confidence set how method 'ontology' mines its ontology; got --method 'random'" in capsys.readouterr().err  # the CLI's flags
+    printed = cli_json("suite", "--workspace", str(suite_workspace.root), "--method", "ontology", "--n", "4", "--realism-threshold", "0", "--min-confidence", "0.2")
+    assert printed["suite"] == denser["suite"]  # the command line's suite is the API's
+
+
+def test_run_leaves_out_the_models_that_cannot_score_the_suite_as_the_run_page_does(tiny_model_workspace, tiny_model_files, tmp_path):
+    """Issue 46: the Run page's job is ``api.run(..., skip_unscorable=True)``; without it such a model stops the call first."""
+    from analytics import jobs
+    from analytics.data import custom_label_space
+    from analytics.jobs.process import wait
+    from analytics.models import register_torchscript
+
+    (tmp_path / "pets.txt").write_text("cat\ndog\n")
+    register_torchscript(tiny_model_workspace, "pets", checkpoint=tiny_model_files["tiny"], label_space=custom_label_space(tmp_path / "pets.txt"), input_size=64)
+    with pytest.raises(InvalidInputError, match="workspace class 'disc'.*has no output"):
+        bd.run(tiny_model_workspace, models=["pets", "fg-only"], suite=TINY_SUITE, device="cpu")
+    assert bd.runs(tiny_model_workspace).empty  # nothing ran
+    runs = bd.run(tiny_model_workspace, models=["pets", "fg-only"], suite=TINY_SUITE, device="cpu", skip_unscorable=True)
+    assert list(runs["model"]) == ["fg-only"] and list(runs.attrs["skipped"]) == ["pets"] and "has no output" in runs.attrs["skipped"]["pets"]
+    job = wait(tiny_model_workspace, jobs.start(tiny_model_workspace, "runs", {"model_names": ["pets", "fg-only"], "suite_id": TINY_SUITE, "device": "cpu"}).id, timeout=300)
+    assert job.status == "done" and job.result == {"run_ids": list(runs["id"]), "models": ["fg-only"], "failed": runs.attrs["skipped"]}  # the page's job: the same call
+
+
+def test_the_suites_pages_job_is_build_suite(suite_workspace):
+    """Issue 46: the Suites page's job takes ``api.build_suite``'s parameters and saves what it saves."""
+    from analytics import jobs
+    from analytics.jobs.process import wait
+
+    params = {"method": "ontology", "n": 4, "realism_threshold": 0.0, "target_table": "tiny-targets", "min_confidence": 0.2}
+    job = wait(suite_workspace, jobs.start(suite_workspace, "suite", params).id, timeout=300)
+    made = bd.build_suite(suite_workspace, **params)
+    assert job.status == "done" and job.result == {"suite_id": made["suite"], "suite": made["label"], "items": made["items"]}
+    assert made["items"] == 6 * 4 and made["ontology"]["min_confidence"] == 0.2
+    with pytest.raises(InvalidInputError, match="unknown parameter.*keyword_tables"):  # the library's names are not the job's
+        jobs.start(suite_workspace, "suite", {"method": "random", "keyword_tables": {}})
+
+
 def test_mappings_given_in_python_are_recorded(tmp_path):
     bd.add_targets(tmp_path / "ws", target_folder(tmp_path / "set", classes=("gizmo",)), layout="folder", imagenet_map={"gizmo": 7})
     assert list(list_class_mappings(Workspace(tmp_path / "ws", create=False))["gizmo"].imagenet) == [7]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from analytics.data import fit_square, list_classes, list_targets, load_targets
-from analytics.data.coco import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from analytics.data.instances import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
 from tests.analytics.test_cli_data import run, snapshot
 from tests.fixtures.coco import BAD_COCO
 

@@ -12,7 +12,7 @@ import pytest
 import analytics.demo.steps as demo_steps
 from analytics.cli import EXIT_USER_ERROR, main
 from analytics.data import ClassMapping, list_class_mappings, list_classes, set_class_mapping
-from analytics.demo import DemoStep
+from analytics.demo.steps import DemoStep
 from analytics.workspace import Workspace, class_mapping_key
 
 

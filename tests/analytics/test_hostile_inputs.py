@@ -284,8 +284,9 @@ def _status(field: str) -> int:
 
 def _call(workspace, entry: str, args: dict):
     """The library call the server makes for ``entry`` (the Data page's import form, the Models page's form)."""
+    from analytics._choices import IMAGENET_MEAN, IMAGENET_STD
     from analytics.data import custom_label_space, import_backgrounds, import_targets, read_image
-    from analytics.models import IMAGENET_MEAN, IMAGENET_STD, add_model
+    from analytics.models import add_model
     from analytics.team.paths import resolve_server_path
 
     if entry == "coco":

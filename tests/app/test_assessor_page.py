@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from analytics.assessor import ACCURACY_COLUMNS, ASSESSORS, FEATURE_COLUMNS, SHAP_PERMUTATIONS
+from analytics.assessor import ASSESSORS, SHAP_PERMUTATIONS
+from analytics.assessor.features import ACCURACY_COLUMNS, FEATURE_COLUMNS
 from analytics.cli import main
 from analytics.runs import start_runs
 from analytics.workspace import model_keys
-from analytics.zoo import ZOO_KIND
+from analytics.zoo.layout import ZOO_KIND
 from tests.fixtures.judging import JUDGING_MODELS, UNJUDGED, judge
 
 ASSESSOR = "pages/10_Assessor.py"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.data import ClassMapping, add_classes, list_class_mappings
+from analytics.data import ClassMapping, list_class_mappings
+from analytics.data.datasets import add_classes
 from tests.app.test_data_page import disc_image, write_png
 from tests.fixtures.app import as_shown
 

@@ -7,7 +7,7 @@ import io
 import zipfile
 
 from analytics.data import list_classes, list_targets
-from analytics.data.coco import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from analytics.data.instances import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
 from tests.fixtures.app import as_shown
 
 DATA = "pages/1_Data.py"

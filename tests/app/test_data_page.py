@@ -358,7 +358,7 @@ def test_missing_workspace_can_be_created_and_imported_into(missing_workspace, t
 
 
 def test_team_mode_offers_no_workspace_creation(missing_workspace, monkeypatch, app_runner):
-    from analytics.team import TEAM_ENV_VAR
+    from analytics.team.server import TEAM_ENV_VAR
     from analytics.workspace import ENV_VAR
 
     monkeypatch.setenv(TEAM_ENV_VAR, "1")
@@ -461,7 +461,7 @@ def test_the_class_editor_starts_on_an_unmapped_class_and_asks_before_replacing_
 def test_photos_without_masks_are_reviewed_in_a_grid_and_imported_in_one_go(tiny_workspace, app_runner):
     """Issue 27.4: three ordinary photos (no masks): each gets a GrabCut mask from a centred box, one is
     redrawn from a wider margin, one dropped, and the other two are stored with one click."""
-    from analytics.data import centred_box
+    from analytics.data.masking import centred_box
     from ui.mask_review import REVIEW
 
     app = app_runner(DATA, tiny_workspace)

@@ -14,7 +14,7 @@ from torch import nn
 
 from analytics.data import imagenet_label_space
 from analytics.models import register_torchscript
-from analytics.robustness import compare_models
+from analytics.robustness.factors import compare_models
 from tests.fixtures.app import as_shown
 from tests.fixtures.models import SIZE, TinyNet, save_torchscript
 

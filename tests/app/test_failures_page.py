@@ -228,7 +228,8 @@ def test_against_a_baseline_lists_the_keywords_whose_error_rate_rose_most(app_ru
     (shown,) = [frame.value for frame in app.dataframe if "Rise" in frame.value.columns]
     assert list(shown["Keyword"]) == list(expected["keyword"]) and list(shown["Rise"]) == pytest.approx(list(expected["rise"]))
     assert list(shown["Rise"]) == sorted(shown["Rise"], reverse=True)
-    assert {"Error rate", "Rate 95% low", "Rate 95% high", "Baseline error rate", "Baseline 95% low", "Baseline 95% high", "McNemar p"} <= set(shown.columns)
+    assert {"Error rate", "Rate 95%", "Baseline error rate", "Baseline 95%", "McNemar p"} <= set(shown.columns)  # each interval one column (#47.9)
+    assert shown["Baseline 95%"].iloc[0] == f"{expected['baseline_low'].iloc[0]:.2f}–{expected['baseline_high'].iloc[0]:.2f}"
 
 
 def test_page_opens_on_the_suite_of_most_real_models_with_the_heat_map_of_all_first(judging_workspace, app_runner):

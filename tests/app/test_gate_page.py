@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import jobs
 from analytics.cli import main
 from analytics.exceptions import PermissionDeniedError
+from analytics.jobs.process import wait
 from analytics.team import accounts, active_user, add_user
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.app import APP_TIMEOUT_S, as_shown
@@ -84,7 +85,7 @@ def gate_run(tmp_path_factory):
         assert not app.exception and not app.error, [e.value for e in app.error]
         app = app.button(key="gate.run").click().run()
         assert not app.exception, app.exception
-        job = jobs.wait(workspace, app.session_state["gate.job"], timeout=WAIT_S)
+        job = wait(workspace, app.session_state["gate.job"], timeout=WAIT_S)
         offered.clear()
         app = app.run()
         yield GateRun(workspace, app, job, dict(offered))

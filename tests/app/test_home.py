@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from analytics.data import list_backgrounds, list_classes, list_targets
-from analytics.demo import CACHE_ENV_VAR, COMPLETE_MARKER, load_catalogue
+from analytics.demo import CACHE_ENV_VAR, load_catalogue
+from analytics.demo.assets import COMPLETE_MARKER
 from analytics.keywords import save_keyword_table
 from analytics.workspace import Workspace
 from tests.fixtures.runs import MARKDOWN_NAME

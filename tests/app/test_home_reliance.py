@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from analytics.figures import RELIANCE_LINE_NAMES
+from analytics.figures.zoo import RELIANCE_LINE_NAMES
 from analytics.zoo import reliance_curve, reliance_ends
 from tests.fixtures.runs import mark_as_zoo_head
 

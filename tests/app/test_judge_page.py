@@ -8,7 +8,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.judging import assign, blind_name, get_plan, judgment_history, latest_judgments, list_assignments
+from analytics.judging import assign, blind_name, get_plan, judgment_history, latest_judgments
+from analytics.judging.assignments import list_assignments
 from analytics.team import add_user
 from analytics.variance import PRESETS
 from analytics.workspace import PROJECT_ROOT

@@ -10,7 +10,7 @@ import pytest
 
 from analytics.figures import MIN_HEIGHT, SQUARE_HEIGHT
 from analytics.runs import SIGNALS, cell_pairs, list_runs, run_matrices, run_point_clouds, suite_colour_scale
-from analytics.suites import name_suite
+from analytics.suites.store import name_suite
 from tests.fixtures.app import as_shown
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 from ui.colour_scale import AUTOSCALE, SUITE
@@ -37,10 +37,18 @@ def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app
     row = list_runs(run_workspace).set_index("id").loc[run_ids["bg-only"]]
     metrics = {m.label: m.value for m in app.tabs[0].metric}
     assert metrics["Accuracy"] == f"{row['accuracy']:.1%}" and metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"
-    # four heatmaps and four scatters of the run, one heatmap per compared model (three models, one signal), their difference
+    # issue 47.8: the closed expanders send nothing: the run's heatmaps, one per compared model (three, one signal), their difference
+    assert len(charts(app)) == len(SIGNALS) + 3 + 1
+    assert "no last convolutional map" not in texts(app)
+    for expander in ("conv", "clouds", "export"):  # opened: they compute and draw
+        app.session_state[f"runs.open.{expander}"] = True
+    app.run()
+    assert not app.exception, app.exception
+    # the heatmaps and the scatters of the run, one heatmap per compared model, their difference
     assert len(charts(app)) == 2 * len(SIGNALS) + 3 + 1
     # the authors' conv-map signals are an extra, and a TorchScript model says why it has none (no chart, no crash)
     assert "Last conv map (authors'): max: model 'bg-only' has no last convolutional map (it is TorchScript" in as_shown(texts(app))
+    assert [button.label for button in app.get("download_button")][:2] == ["PNG", ".npy"]
     # issue 19.3: two square charts per row, each at least SQUARE_HEIGHT tall (four in a row were ~170 px)
     heights = [json.loads(chart.proto.spec)["layout"]["height"] for chart in charts(app)]
     assert min(heights) >= SQUARE_HEIGHT >= MIN_HEIGHT
@@ -77,6 +85,25 @@ def test_clicked_cell_shows_the_image_pairs(run_workspace, run_ids, app_runner):
     assert len(images) >= 3 * min(4, len(pairs))
     captions = [caption for image in images for caption in image.captions]
     assert any(c.startswith("original x") for c in captions) and any(c.startswith("j: ") for c in captions)
+    # issue 47.8: the pairs open in a dialog over the matrices (not below all five), once per click
+    (dialog,) = dialogs(app)
+    assert "Image pairs behind the cell" in [h.value for h in dialog.subheader]
+    app.run()  # a rerun for another widget leaves it closed
+    assert not dialogs(app) and "Image pairs behind the cell" not in [h.value for h in app.subheader]
+    app.button(key="runs.pairs_again").click().run()  # the button above the matrices opens it again
+    assert not app.exception, app.exception
+    assert len(dialogs(app)) == 1
+
+
+def dialogs(app) -> list:
+    """The open dialogs of the page (Streamlit's ``dialog`` blocks)."""
+    found, blocks = [], [app._tree]
+    while blocks:
+        block = blocks.pop()
+        if getattr(block, "type", None) == "dialog":
+            found.append(block)
+        blocks += [child for child in getattr(block, "children", {}).values()]
+    return found
 
 
 def test_page_without_finished_runs_points_to_the_run_page(tiny_model_workspace, app_runner):

@@ -10,6 +10,7 @@ import pytest
 
 from analytics import jobs
 from analytics.comparison import PAPER_TABLE
+from analytics.jobs.process import wait
 
 METHODS = "pages/11_Methods.py"
 WAIT_S = 300
@@ -31,7 +32,7 @@ def compare(app, *, model: str, methods: list[str], recall: str = "embedding", b
 
 
 def finish(app, workspace, job_id):
-    assert jobs.wait(workspace, job_id, timeout=WAIT_S).status in ("done", "failed")
+    assert wait(workspace, job_id, timeout=WAIT_S).status in ("done", "failed")
     return app.run()
 
 

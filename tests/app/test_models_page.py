@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics import jobs
 from analytics.inference import evaluate
+from analytics.jobs.process import wait
 from analytics.models import list_models
 from analytics.team import DATA_ROOTS_ENV_VAR, add_user
 from analytics.workspace import PROJECT_ROOT, Workspace
@@ -63,7 +64,7 @@ def test_zoo_trains_as_a_background_job_and_lists_its_heads(zoo_workspace, app_r
     assert job.kind == "zoo" and job.params["strengths"] == [0.0, 1.0] and job.params["temperatures"] == []
     if jobs.get_job(zoo_workspace, job.id).active:  # a fast machine may have finished already
         assert any("Zoo training" in bar.proto.text for bar in app.get("progress"))
-    assert jobs.wait(zoo_workspace, job.id, timeout=WAIT_S).status == "done"
+    assert wait(zoo_workspace, job.id, timeout=WAIT_S).status == "done"
     app = app.run()
     assert not app.exception, app.exception
     assert "The zoo has 2 heads; 2 trained now, 0 kept." in texts(app)
@@ -82,7 +83,7 @@ def test_a_cancelled_zoo_job_offers_resume(zoo_workspace, app_runner):
     assert any(w.value.startswith("Cancelled: Zoo training") for w in app.warning)
     app = app.button(key=f"models.zoo.resume.{job_id}").click().run()
     assert not app.exception, app.exception
-    assert jobs.wait(zoo_workspace, job_id, timeout=WAIT_S).status == "done"
+    assert wait(zoo_workspace, job_id, timeout=WAIT_S).status == "done"
     assert "The zoo has 18 heads" in texts(app.run())
 
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from analytics.keywords import list_keyword_tables, load_keyword_table, save_keyword_table, write_keyword_file
+from analytics.keywords import list_keyword_tables, load_keyword_table, save_keyword_table
+from analytics.keywords.readers import write_keyword_file
 from analytics.ontology import build_ontology, list_ontologies
 from analytics.workspace import Workspace
 from tests.fixtures.app import as_shown

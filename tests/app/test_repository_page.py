@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import jobs
 from analytics.assessor import features_table, fit_assessor, human_labels, predict
 from analytics.exceptions import InvalidInputError
+from analytics.jobs.process import wait
 from analytics.judging import add_judgment, judgeable_runs
 from analytics.repository import add_repository, create_repository, get_repository, list_repositories, run_repository
 from analytics.team import add_user
@@ -164,7 +165,7 @@ def test_run_button_runs_the_repository_as_a_job(repo_page_workspace, app_runner
     assert not app.exception, app.exception
     job_id = app.session_state["repository.job"]
     assert jobs.get_job(repo_page_workspace, job_id).kind == "repository"
-    assert jobs.wait(repo_page_workspace, job_id, timeout=WAIT_S).status == "done"
+    assert wait(repo_page_workspace, job_id, timeout=WAIT_S).status == "done"
     app = app.run()
     assert not app.exception, app.exception
     assert set(app.dataframe[0].value["Status"]) == {"done"}

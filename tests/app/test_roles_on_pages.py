@@ -18,7 +18,8 @@ from streamlit.testing.v1 import AppTest
 
 from analytics.keywords import save_keyword_table
 from analytics.runs import start_runs
-from analytics.team import ROLES, accounts, add_user, allowed
+from analytics.team import accounts, add_user, allowed
+from analytics.team.roles import ROLES
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.keywords import TINY_LABELS, TINY_TRANSACTIONS, make_keyword_table

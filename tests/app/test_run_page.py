@@ -7,6 +7,7 @@ page again to see what it shows then.
 from __future__ import annotations
 
 from analytics import jobs
+from analytics.jobs.process import wait
 from analytics.runs import list_runs
 from analytics.suites import list_suites, suite_labels_of
 from tests.fixtures.app import as_shown
@@ -26,7 +27,7 @@ def click_and_wait(app, key: str, workspace):
     job = jobs.get_job(workspace, job_id)
     if job.active:  # a fast machine may have finished already
         assert app.get("progress") and app.button(key=f"run.cancel.{job_id}")
-    assert jobs.wait(workspace, job_id, timeout=WAIT_S).status == "done"
+    assert wait(workspace, job_id, timeout=WAIT_S).status == "done"
     return app.run()
 
 
@@ -107,7 +108,7 @@ def test_a_cancelled_runs_job_can_be_resumed_from_the_page(tiny_model_workspace,
     assert "Cancelled" in app.warning[0].value
     app = app.button(key=f"run.resume.{job.id}").click().run()
     assert not app.exception, app.exception
-    assert jobs.wait(tiny_model_workspace, job.id, timeout=WAIT_S).status == "done"
+    assert wait(tiny_model_workspace, job.id, timeout=WAIT_S).status == "done"
     runs = list_runs(tiny_model_workspace)
     assert runs["model"].tolist() == ["fg-only"] and runs["status"].tolist() == ["done"] and runs["images"].tolist() == [N_IMAGES]
 
@@ -136,7 +137,7 @@ def test_a_new_click_shows_the_new_job_never_the_previous_finished_one(tiny_mode
     import ui.jobs
 
     previous = jobs.start(tiny_model_workspace, "runs", {"model_names": ["fg-only"], "suite_id": TINY_SUITE})
-    assert jobs.wait(tiny_model_workspace, previous.id, timeout=WAIT_S).status == "done"
+    assert wait(tiny_model_workspace, previous.id, timeout=WAIT_S).status == "done"
     app = app_runner(RUN, tiny_model_workspace)
     app.session_state["run.job"] = previous.id
     app = app.run()
@@ -155,7 +156,7 @@ def test_a_new_click_shows_the_new_job_never_the_previous_finished_one(tiny_mode
     new = app.session_state["run.job"]
     assert new != previous.id and drawn and set(drawn) == {new}, drawn
     assert previous.id not in texts(app)
-    assert jobs.wait(tiny_model_workspace, new, timeout=WAIT_S).status == "done"
+    assert wait(tiny_model_workspace, new, timeout=WAIT_S).status == "done"
     assert jobs.get_job(tiny_model_workspace, new).params["model_names"] == ["bg-only"]
     assert jobs.get_job(tiny_model_workspace, new).params["batch_size"] == 8
 
@@ -164,7 +165,7 @@ def test_a_refused_start_replaces_the_previous_jobs_status(tiny_model_workspace,
     from analytics.exceptions import PermissionDeniedError
 
     previous = jobs.start(tiny_model_workspace, "runs", {"model_names": ["fg-only"], "suite_id": TINY_SUITE})
-    assert jobs.wait(tiny_model_workspace, previous.id, timeout=WAIT_S).status == "done"
+    assert wait(tiny_model_workspace, previous.id, timeout=WAIT_S).status == "done"
     app = app_runner(RUN, tiny_model_workspace)
     app.session_state["run.job"] = previous.id
     app = app.run()

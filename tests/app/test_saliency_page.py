@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics import jobs
 from analytics.data import list_targets
+from analytics.jobs.process import wait
 from analytics.jobs.records import _worker_alive
 from analytics.models import load_model
 from analytics.saliency import METHODS, available_methods
@@ -64,7 +65,7 @@ def test_page_compares_inside_share_as_a_background_job(tiny_cnn_workspace, app_
     assert not app.exception, app.exception
     job = jobs.latest_job(tiny_cnn_workspace, "saliency")
     assert job is not None and job.params["target_ids"] == list_targets(tiny_cnn_workspace)["id"].tolist()[:2]
-    assert jobs.wait(tiny_cnn_workspace, job.id, timeout=WAIT_S).status == "done", jobs.get_job(tiny_cnn_workspace, job.id).message
+    assert wait(tiny_cnn_workspace, job.id, timeout=WAIT_S).status == "done", jobs.get_job(tiny_cnn_workspace, job.id).message
     app.run()
     assert not app.exception, app.exception
     comparison = app.dataframe[-1].value

@@ -11,7 +11,9 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest, app_test
 
-from analytics.team import SIGN_IN_FAILED, SSO_ROLES_FILE, active_user, add_user, disable_user
+from analytics.team import active_user, add_user, disable_user
+from analytics.team.accounts import SIGN_IN_FAILED
+from analytics.team.sso import SSO_ROLES_FILE
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.app import APP_TIMEOUT_S, as_shown
 from tests.fixtures.team import TEAM_PASSWORD

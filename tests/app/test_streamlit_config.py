@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import tomllib
 
-from analytics.judging import MAX_IMPORT_BYTES
+from analytics.judging.importing import MAX_IMPORT_BYTES
 from analytics.keywords.readers import MAX_CSV_BYTES
-from analytics.robustness import MAX_PREDICTIONS_BYTES
-from analytics.team import MAX_CSV_UPLOAD_MB, MAX_UPLOAD_MB
+from analytics.robustness.factors import MAX_PREDICTIONS_BYTES
+from analytics.team import MAX_CSV_UPLOAD_MB
+from analytics.team.server import MAX_UPLOAD_MB
 from analytics.workspace import PROJECT_ROOT
 
 

@@ -8,6 +8,7 @@ tests press the buttons, wait for the job with :func:`analytics.jobs.wait`, and 
 from __future__ import annotations
 
 from analytics import jobs
+from analytics.jobs.process import wait
 from analytics.suites import list_suites, load_suite
 from ui.markdown import escape_markdown
 from ui.suites import PREVIEW, PREVIEW_TARGETS
@@ -31,7 +32,7 @@ def save(app, workspace):
     app = app.button(key="suites.save").click().run()
     assert not app.exception, app.exception
     job_id = app.session_state["suites.job"]
-    jobs.wait(workspace, job_id, timeout=WAIT_S)
+    wait(workspace, job_id, timeout=WAIT_S)
     return app.run()
 
 
@@ -166,7 +167,7 @@ def test_the_preview_sample_does_not_decide_and_a_suite_builds_without_a_preview
     app.number_input(key="suites.n").set_value(3)
     app = app.button(key="suites.build").click().run()
     assert not app.exception, app.exception
-    jobs.wait(suite_workspace, app.session_state["suites.job"], timeout=WAIT_S)
+    wait(suite_workspace, app.session_state["suites.job"], timeout=WAIT_S)
     app = app.run()
     assert not app.exception and any("Saved suite" in s.value for s in app.success)
     (added,) = set(list_suites(suite_workspace)["id"]) - before
@@ -229,7 +230,7 @@ def test_a_named_suite_is_saved_and_reopened_by_its_label(suite_workspace, app_r
     app = app.button(key="suites.build").click().run()
     assert not app.exception, app.exception
     job_id = app.session_state["suites.job"]
-    jobs.wait(suite_workspace, job_id, timeout=WAIT_S)
+    wait(suite_workspace, job_id, timeout=WAIT_S)
     app = app.run()
     assert not app.exception, app.exception
     suite = list_suites(suite_workspace).iloc[0]  # newest first

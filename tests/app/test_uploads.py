@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from analytics._choices import IMAGENET_MEAN, IMAGENET_STD
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError, MissingDependencyError, NotFoundError
-from analytics.models import IMAGENET_MEAN, IMAGENET_STD, register_onnx
+from analytics.models.libraries import register_onnx
 from analytics.workspace import Workspace
 from ui.uploads import UPLOAD_PREFIX, as_uploaded, saved_upload, upload_name
 

@@ -11,7 +11,8 @@ from argon2 import PasswordHasher
 from playwright.sync_api import Locator, Page, expect
 
 from analytics import jobs
-from analytics.team import ROLES, accounts, add_user
+from analytics.team import accounts, add_user
+from analytics.team.roles import ROLES
 from analytics.workspace import Workspace
 from tests.e2e.test_browser_own_data import LONG_MS
 from tests.fixtures.team import TEAM_PASSWORD, row_counts

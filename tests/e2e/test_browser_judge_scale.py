@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from analytics.figures import VALUE_TITLE, colour_ticks
+from analytics.figures.matrices import VALUE_TITLE, colour_ticks
 from analytics.runs import suite_colour_scale
 from analytics.workspace import Workspace
 from tests.e2e.conftest import PAGE_TIMEOUT_MS, VIEWPORT

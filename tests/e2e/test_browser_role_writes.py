@@ -25,7 +25,7 @@ from analytics.judging import add_judgment, consensus_history, judgment_history,
 from analytics.models import list_models, register_torchscript
 from analytics.runs import list_runs
 from analytics.suites import list_suites
-from analytics.team import ROLES
+from analytics.team.roles import ROLES
 from analytics.workspace import Workspace
 from tests.e2e.roles import add_role_accounts, open_as, outcome
 from tests.e2e.test_browser_judge import SUITE, workspace_with_runs

@@ -16,7 +16,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from analytics.team import ROLES, allowed
+from analytics.team import allowed
+from analytics.team.roles import ROLES
 from analytics.workspace import Workspace
 from tests.e2e.conftest import AppServer
 from tests.e2e.roles import add_role_accounts, added, not_offered, open_as, outcome, started_jobs

@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from analytics.data import list_targets
-from analytics.team import SIGN_IN_FAILED
+from analytics.team.accounts import SIGN_IN_FAILED
 from tests.e2e.conftest import TEAM_PASSWORD as PASSWORD
 
 

@@ -11,7 +11,8 @@ import shutil
 
 from playwright.sync_api import expect
 
-from analytics.team import SSO_ROLES_FILE, active_user
+from analytics.team import active_user
+from analytics.team.sso import SSO_ROLES_FILE
 from analytics.workspace import Workspace
 from tests.e2e.conftest import free_port, start_server, stop_server
 from tests.fixtures.oidc import CLIENT_ID, CLIENT_SECRET

@@ -10,7 +10,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from analytics.data import list_targets
-from analytics.team import LOCK_AFTER_FAILURES, SIGN_IN_FAILED, add_user
+from analytics.team import add_user
+from analytics.team.accounts import LOCK_AFTER_FAILURES, SIGN_IN_FAILED
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.e2e.conftest import AppServer
 

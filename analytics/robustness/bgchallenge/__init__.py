@@ -8,31 +8,32 @@ Recognition", 2020) on Backdrop's targets or a downloaded IN-9 release.
 - :mod:`.adversarial`: the search for backgrounds that flip each foreground's prediction.
 """
 
-from .adversarial import AdversarialResult, prediction_matrix, score_search, search_backgrounds
-from .evaluation import Release, evaluate_release, evaluate_variants, model_class_outputs, read_release, release_data, workspace_data
-from .metrics import CATEGORIES, CHALLENGE_PREDICTION_COLUMNS, category_counts, gaps, image_categories, per_class_accuracy, summary, variant_accuracy
-from .variants import (
-    MIXED,
-    VARIANT_NAMES,
-    VARIANTS,
-    ChallengeData,
-    VariantPlan,
-    bounding_boxes,
-    challenge_data,
-    no_fg,
-    only_bg_b,
-    only_bg_t,
-    only_fg,
-    pair_backgrounds,
-    paste,
-    plan_variant,
-    render,
-)
+from .adversarial import AdversarialResult, prediction_matrix, search_backgrounds
+from .evaluation import evaluate_release, evaluate_variants, read_release, workspace_data
+from .metrics import CATEGORIES, category_counts, gaps, image_categories, per_class_accuracy, summary, variant_accuracy
+from .variants import VARIANT_NAMES, VARIANTS, ChallengeData, VariantPlan, challenge_data, only_bg_t, plan_variant, render
 
 __all__ = [
-    "AdversarialResult", "CATEGORIES", "ChallengeData", "MIXED", "CHALLENGE_PREDICTION_COLUMNS", "Release", "VARIANTS", "VARIANT_NAMES",
-    "VariantPlan", "bounding_boxes", "category_counts", "challenge_data", "model_class_outputs", "evaluate_release", "evaluate_variants",
-    "gaps", "image_categories", "no_fg", "only_bg_b", "only_bg_t", "only_fg", "pair_backgrounds", "paste", "per_class_accuracy",
-    "plan_variant", "prediction_matrix", "read_release", "release_data", "render", "score_search", "search_backgrounds", "summary",
-    "variant_accuracy", "workspace_data",
-]  # fmt: skip
+    "AdversarialResult",
+    "CATEGORIES",
+    "ChallengeData",
+    "VARIANTS",
+    "VARIANT_NAMES",
+    "VariantPlan",
+    "category_counts",
+    "challenge_data",
+    "evaluate_release",
+    "evaluate_variants",
+    "gaps",
+    "image_categories",
+    "only_bg_t",
+    "per_class_accuracy",
+    "plan_variant",
+    "prediction_matrix",
+    "read_release",
+    "render",
+    "search_backgrounds",
+    "summary",
+    "variant_accuracy",
+    "workspace_data",
+]

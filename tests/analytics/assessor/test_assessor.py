@@ -4,18 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics.assessor import (
-    ACCURACY_COLUMNS,
-    ASSESSORS,
-    FEATURE_COLUMNS,
-    SHAP_PERMUTATIONS,
-    WORST_CASE,
-    evaluate_assessors,
-    feature_columns,
-    fit_assessor,
-    predict,
-    shapley_values,
-)
+from analytics.assessor import ASSESSORS, SHAP_PERMUTATIONS, evaluate_assessors, feature_columns, fit_assessor, predict, shapley_values
+from analytics.assessor.features import ACCURACY_COLUMNS, FEATURE_COLUMNS, WORST_CASE
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.judging import LABELS

@@ -7,37 +7,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from analytics.assessor import (
-    ACCURACY_COLUMNS,
-    DEFAULT_FEATURE_SET,
-    FEATURE_COLUMNS,
-    FEATURE_SETS,
-    describe_feature,
-    features_table,
-    matrix_feature_columns,
-    run_features,
-)
+from analytics.assessor import DEFAULT_FEATURE_SET, FEATURE_SETS, describe_feature, features_table
 from analytics.assessor import features as features_module
+from analytics.assessor.feature_sets import matrix_feature_columns
+from analytics.assessor.features import ACCURACY_COLUMNS, FEATURE_COLUMNS, run_features
 from analytics.exceptions import InvalidInputError
-from analytics.runs import (
-    SIGNALS,
-    complete_runs,
-    correct_rows,
-    load_run,
-    run_matrices,
-    subsample_matrices,
-    subsample_targets,
-)
+from analytics.runs import SIGNALS, complete_runs, load_run, run_matrices, subsample_matrices
 from analytics.runs import read as runs_read
-from analytics.variance import (
-    AUTHORS_FEATURE_NAMES,
-    DEFAULT_ERROR_THRESHOLD,
-    FEATURE_NAMES,
-    authors_error_rate,
-    cloud_matrices,
-    signal_point_clouds,
-    worst_case_accuracy,
-)
+from analytics.runs.matrices import correct_rows, subsample_targets
+from analytics.variance import AUTHORS_FEATURE_NAMES, DEFAULT_ERROR_THRESHOLD, FEATURE_NAMES, cloud_matrices, signal_point_clouds
+from analytics.variance.accuracy import worst_case_accuracy
+from analytics.variance.authors import authors_error_rate
 
 
 def test_features_cover_every_signal_and_accuracy(run_workspace, run_ids):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analytics.assessor import ASSESSOR_VERDICT_COLUMNS, fit_assessor, held_out_verdicts, predict
+from analytics.assessor import fit_assessor, held_out_verdicts, predict
+from analytics.assessor.verdicts import ASSESSOR_VERDICT_COLUMNS
 from analytics.exceptions import InvalidInputError
 from tests.analytics.assessor.test_assessor import synthetic
 

@@ -6,7 +6,8 @@ import torch
 from torch import nn
 
 from analytics.cli import main
-from analytics.comparison import collect_activations, coverage_from_maxima, neuron_coverage, suite_coverage
+from analytics.comparison import suite_coverage
+from analytics.comparison.coverage import collect_activations, coverage_from_maxima, neuron_coverage
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.workspace import now
 

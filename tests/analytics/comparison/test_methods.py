@@ -11,17 +11,8 @@ import pandas as pd
 import pytest
 
 import analytics.comparison.methods as methods
-from analytics.comparison import (
-    COMPARISON_COLUMNS,
-    PAPER_TABLE,
-    cached_suite_coverage,
-    kappa_coverage_f1,
-    matrix_consistency,
-    method_comparison,
-    method_precision,
-    method_requirements,
-    similarity,
-)
+from analytics.comparison import PAPER_TABLE, method_comparison, method_requirements
+from analytics.comparison.methods import COMPARISON_COLUMNS, cached_suite_coverage, kappa_coverage_f1, matrix_consistency, method_precision, similarity
 from analytics.exceptions import InvalidInputError
 from analytics.judging import add_judgment, judgment_history, measure_agreement
 from analytics.runs import start_runs
@@ -199,6 +190,7 @@ def _demo_assets_ready() -> bool:
 def small_demo_workspace(tmp_path, monkeypatch):
     """6 real targets (3 classes) and the crops of 8 real photos at 96 px, with EfficientNet-Lite0."""
     import analytics.demo as demo
+    from analytics.demo.steps import DEMO_STEPS
     from analytics.models import register_efficientnet_lite
     from analytics.workspace import Workspace
 
@@ -211,7 +203,7 @@ def small_demo_workspace(tmp_path, monkeypatch):
     monkeypatch.setattr(demo, "load_catalogue", lambda *a, **k: small)
     workspace = Workspace(tmp_path / "demo")
     workspace.set_meta("image_size", "96")
-    demo.build_demo(workspace, steps=[step for step in demo.DEMO_STEPS if step.name in ("assets", "targets", "backgrounds")])
+    demo.build_demo(workspace, steps=[step for step in DEMO_STEPS if step.name in ("assets", "targets", "backgrounds")])
     register_efficientnet_lite(workspace, 0)
     return workspace
 

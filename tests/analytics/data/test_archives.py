@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analytics.data import read_backgrounds, read_targets
+from analytics.data import read_backgrounds
+from analytics.data.datasets import read_targets
 from analytics.exceptions import InvalidInputError
 
 from .test_datasets import SIZE, cutout, scene, write_image, write_mask

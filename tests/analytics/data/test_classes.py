@@ -8,7 +8,6 @@ from analytics.data import (
     IN9_CLASSES,
     ClassMapping,
     LabelSpace,
-    add_classes,
     custom_label_space,
     imagenet_classes,
     imagenet_label_space,
@@ -19,6 +18,7 @@ from analytics.data import (
     search_imagenet,
     set_class_mapping,
 )
+from analytics.data.datasets import add_classes
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.workspace import class_mapping_key
 
@@ -145,7 +145,7 @@ def test_an_unmapped_class_names_the_real_controls():
         imagenet_label_space().class_outputs({"my_ball": []})
     message = str(raised.value)
     assert "'my_ball' (unmapped)" in message
-    assert "class editor on the Data page" in message and "python -m analytics set-class --class my_ball" in message
+    assert "class editor on the Data page" in message and "set_class_mapping(workspace, 'my_ball', imagenet=[...])" in message and "python -m analytics set-class" in message
 
 
 def test_a_class_imported_unmapped_becomes_scorable_once_mapped(tiny_workspace):

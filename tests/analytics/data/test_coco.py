@@ -9,18 +9,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from analytics.data import (
-    MIN_MASK_SHARE,
-    TARGET_LAYOUTS,
-    fit_square,
-    fit_target,
-    list_targets,
-    load_targets,
-    read_coco,
-    resolve_class,
-    store_targets,
-)
-from analytics.data.coco import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from analytics.data import MIN_MASK_SHARE, TARGET_LAYOUTS, fit_square, list_targets, load_targets, resolve_class, store_targets
+from analytics.data.coco import read_coco
+from analytics.data.images import fit_target
+from analytics.data.instances import CROWD, NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 from tests.fixtures.coco import BAD_COCO

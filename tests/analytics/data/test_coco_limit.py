@@ -8,7 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from analytics.data import coco, instances, list_targets, read_coco, read_voc
+from analytics.data import coco, instances, list_targets
+from analytics.data.coco import read_coco
+from analytics.data.voc import read_voc
 from analytics.exceptions import InvalidInputError
 from tests.analytics.data.test_voc import write_voc
 from tests.analytics.test_cli_coco import coco_args

@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 from pycocotools import mask as coco_mask
 
-from analytics.data import images, read_coco
+from analytics.data import images
+from analytics.data.coco import read_coco
 from analytics.exceptions import InvalidInputError
 from tests.fixtures.coco import column_runs
 

@@ -17,7 +17,6 @@ import pytest
 import analytics.workspace.store as store_module
 from analytics.data import (
     Target,
-    add_classes,
     archives,
     grabcut_mask,
     list_backgrounds,
@@ -27,12 +26,13 @@ from analytics.data import (
     load_targets,
     paste_cutout,
     read_backgrounds,
-    read_targets,
     store_backgrounds,
     store_targets,
 )
+from analytics.data.datasets import add_classes, read_targets
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError, WorkspaceError
-from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, resolve_server_path
+from analytics.team import DATA_ROOTS_ENV_VAR, resolve_server_path
+from analytics.team.server import TEAM_ENV_VAR
 from analytics.workspace import Workspace
 
 SIZE = 48

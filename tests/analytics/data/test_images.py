@@ -16,18 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from analytics.data import (
-    check_mask_share,
-    fit_square,
-    fit_target,
-    images,
-    is_image_file,
-    read_image,
-    read_image_rgba,
-    read_image_size,
-    read_mask,
-    square_crops,
-)
+from analytics.data import check_mask_share, fit_square, images, is_image_file, read_image, read_image_rgba
+from analytics.data.images import fit_target, read_image_size, read_mask, square_crops
 from analytics.exceptions import InvalidInputError
 
 

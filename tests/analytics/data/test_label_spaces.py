@@ -9,17 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analytics.data import (
-    DEFAULT_IN9_MAP,
-    IN9_CLASSES,
-    ClassMapping,
-    add_classes,
-    imagenet_label_space,
-    in9_imagenet_indices,
-    in9_label_space,
-    in9_table,
-    list_classes,
-)
+from analytics.data import IN9_CLASSES, ClassMapping, imagenet_label_space, in9_label_space, list_classes
+from analytics.data.datasets import add_classes
+from analytics.data.label_spaces import DEFAULT_IN9_MAP, in9_imagenet_indices, in9_table
 from analytics.exceptions import InvalidInputError
 
 REFERENCE_IN9 = Path(__file__).resolve().parents[4] / "shared" / "reference" / "backgrounds_challenge" / "in_to_in9.json"
@@ -77,7 +69,8 @@ def test_an_in9_only_class_lists_its_imagenet_indices(tiny_workspace):
 
 
 def test_a_space_records_its_map_name_and_one_stored_without_keeps_the_wordnet_map_it_was_scored_with(reference, tmp_path):
-    from analytics.data import LEGACY_IN9_MAP, LabelSpace
+    from analytics.data import LabelSpace
+    from analytics.data.label_spaces import LEGACY_IN9_MAP
     from analytics.models import ModelSpec
 
     assert (in9_label_space().in9_map, in9_label_space("wordnet").in9_map, imagenet_label_space().in9_map) == ("official", "wordnet", "official")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from analytics.data import IMPORTED, NOT_RECORDED, SOURCE_COLUMNS, image_sources
+from analytics.data import image_sources
+from analytics.data.sources import IMPORTED, NOT_RECORDED, SOURCE_COLUMNS
 from analytics.workspace import Workspace
 
 

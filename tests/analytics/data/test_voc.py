@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from analytics.data import LAYOUT_PATTERNS, TARGET_LAYOUTS, VOC_CLASSES, fit_square, list_targets, load_targets, read_image, read_voc
-from analytics.data.coco import NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from analytics.data import LAYOUT_PATTERNS, TARGET_LAYOUTS, fit_square, list_targets, load_targets, read_image
+from analytics.data.instances import NOT_LARGEST, OTHER_CATEGORY, TOO_SMALL
+from analytics.data.voc import VOC_CLASSES, read_voc
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 from tests.analytics.data.test_coco import SIZE, stored, workspace  # noqa: F401 (the fixture)
@@ -213,7 +214,7 @@ def test_a_zip_of_the_voc_download_below_its_enclosing_folders(voc, tmp_path):
 
 
 def test_a_voc_folder_read_as_another_layout_names_voc(voc):
-    from analytics.data import read_targets
+    from analytics.data.datasets import read_targets
 
     with pytest.raises(InvalidInputError, match=r"It looks like layout 'voc': choose that instead"):
         read_targets(voc.root, layout="folder")

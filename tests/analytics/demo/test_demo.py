@@ -9,17 +9,18 @@ import numpy as np
 import pytest
 import torchvision
 
-import analytics.demo as demo
 import analytics.demo.assets as assets
 import analytics.demo.steps as steps
 from analytics.commands.data import StepBars
 from analytics.data import list_backgrounds, list_classes, list_targets
-from analytics.demo import COMPLETE_MARKER, AssetError, DemoStep, build_demo, crop_square, fetch_packages, licence_of, load_catalogue
+from analytics.demo import build_demo, fetch_packages, load_catalogue
+from analytics.demo.assets import COMPLETE_MARKER, AssetError, licence_of
+from analytics.demo.steps import CATALOGUE_PATH, DEMO_STEPS, DemoStep, crop_square
 from analytics.exceptions import InvalidInputError
 from analytics.workspace import Workspace
 
 IMAGENET = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"]
-RAW = json.loads(demo.CATALOGUE_PATH.read_text())
+RAW = json.loads(CATALOGUE_PATH.read_text())
 
 
 # -- the catalogue ---------------------------------------------------------------------------
@@ -150,8 +151,8 @@ def test_steps_run_in_order_once_and_resume(tmp_path):
 
 
 def test_demo_steps_are_named_and_ordered():
-    assert [step.name for step in demo.DEMO_STEPS[:3]] == ["assets", "targets", "backgrounds"]
-    assert all(isinstance(step, tuple) and len(step) == 3 for step in demo.DEMO_STEPS)
+    assert [step.name for step in DEMO_STEPS[:3]] == ["assets", "targets", "backgrounds"]
+    assert all(isinstance(step, tuple) and len(step) == 3 for step in DEMO_STEPS)
 
 
 # -- a small build from the real packages ----------------------------------------------------
@@ -171,7 +172,7 @@ def test_small_demo_from_the_real_assets(tmp_path, monkeypatch):
     workspace = Workspace(tmp_path / "ws")
     workspace.set_meta("image_size", "64")
 
-    data_steps = demo.DEMO_STEPS[:3]  # the analysis steps (models, suites, runs) have their own tests
+    data_steps = DEMO_STEPS[:3]  # the analysis steps (models, suites, runs) have their own tests
     # through the CLI's own progress bars (`python -m analytics demo`): a step that calls the callback
     # with its arguments out of order fails here, as it failed `bash backdrop.sh serve` once
     bars, seen = StepBars(), []

@@ -16,6 +16,7 @@ import analytics.demo.steps as steps
 from analytics import demo
 from analytics.data import list_targets, load_targets
 from analytics.demo import is_fetched
+from analytics.demo.steps import DEMO_STEPS
 from analytics.models import load_model, register_efficientnet_lite
 from analytics.workspace import Workspace
 
@@ -38,7 +39,7 @@ def test_lite1_recognises_the_stamps_by_their_catalogue_class(tmp_path, monkeypa
     monkeypatch.setattr(steps, "load_catalogue", lambda *a, **k: small)
     workspace = Workspace(tmp_path / "ws")
     workspace.set_meta("image_size", "240")
-    demo.build_demo(workspace, steps=[s for s in demo.DEMO_STEPS if s.name in ("assets", "targets")])
+    demo.build_demo(workspace, steps=[s for s in DEMO_STEPS if s.name in ("assets", "targets")])
     register_efficientnet_lite(workspace, 1)
 
     table = list_targets(workspace)

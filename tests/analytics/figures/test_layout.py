@@ -7,18 +7,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analytics.figures import (
-    AXIS_FONT,
-    TEXT_COLOUR,
-    TITLE_STANDOFF,
-    X_TITLE,
-    Y_TITLE,
-    apply_style,
-    distance_histogram,
-    point_scatter,
-    variance_heatmap,
-)
-from analytics.variance import point_cloud, variance_matrix
+from analytics.figures import apply_style, distance_histogram, point_scatter, variance_heatmap
+from analytics.figures.layout import AXIS_FONT, TEXT_COLOUR, TITLE_STANDOFF
+from analytics.figures.matrices import X_TITLE, Y_TITLE
+from analytics.variance import variance_matrix
+from analytics.variance.point_cloud import point_cloud
 
 
 def assert_readable(axis) -> None:

@@ -6,21 +6,12 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError
-from analytics.figures import (
-    MIN_HEIGHT,
-    SQUARE_HEIGHT,
-    VALUE_TITLE,
-    VARIANCE_COLORSCALE,
-    X_TITLE,
-    Y_TITLE,
-    difference_heatmap,
-    distance_histogram,
-    point_scatter,
-    suite_scale_heatmaps,
-    variance_heatmap,
-)
-from analytics.runs import SIGNALS, VARIANCE_COLOURS, ColourScale, matrix_difference, reference_tops
-from analytics.variance import point_cloud, variance_matrix
+from analytics.figures import MIN_HEIGHT, SQUARE_HEIGHT, difference_heatmap, distance_histogram, point_scatter, suite_scale_heatmaps, variance_heatmap
+from analytics.figures.matrices import VALUE_TITLE, VARIANCE_COLORSCALE, X_TITLE, Y_TITLE
+from analytics.runs import SIGNALS, VARIANCE_COLOURS, ColourScale, matrix_difference
+from analytics.runs.colour_scale import reference_tops
+from analytics.variance import variance_matrix
+from analytics.variance.point_cloud import point_cloud
 from tests.analytics.runs.test_colour_scale import synthetic_matrices
 
 

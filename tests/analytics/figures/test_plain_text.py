@@ -25,7 +25,8 @@ from analytics.judging import confusion, measure_agreement
 from analytics.robustness import factor_names
 from analytics.robustness.bgchallenge import CATEGORIES
 from analytics.runs import ColourScale, matrix_difference
-from analytics.variance import point_cloud, variance_matrix
+from analytics.variance import variance_matrix
+from analytics.variance.point_cloud import point_cloud
 
 #: A name that Plotly, unescaped, would draw as an external link and bold text; ``%{y}`` would be a
 #: hover template's variable.

@@ -46,3 +46,7 @@ def test_per_class_accuracy_chart():
     (bars,) = figure.data
     assert list(bars.x) == ["disc", "square"] and list(bars.text) == ["100% of 2", "50% of 2"]
     assert figure.layout.shapes[0].y0 == 0.75  # the overall accuracy, dashed
+    # its note in the right margin, level with the line: inside the plot it sat over the last bars (#47 item 9)
+    (note,) = figure.layout.annotations
+    assert (note.xref, note.x, note.xanchor, note.y) == ("x domain", 1, "left", 0.75) and "75.0%" in note.text
+    assert figure.layout.margin.r >= 60  # room for "overall" and "100.0%"

@@ -10,20 +10,11 @@ import pandas as pd
 import pytest
 
 from analytics.assessor import INPUTS
-from analytics.figures import (
-    KAPPA_COLORSCALE,
-    MAX_HEATMAP_KEYWORDS,
-    MIN_HEIGHT,
-    assessor_bars,
-    confusion_heatmap,
-    format_kappa,
-    kappa_heatmap,
-    keyword_heatmap,
-    method_bars,
-    shapley_bars,
-    verdict_figure,
-)
-from analytics.gate import VERDICT_TABLE_COLUMNS, RuleResult, verdict_table
+from analytics.figures import MIN_HEIGHT, assessor_bars, confusion_heatmap, format_kappa, kappa_heatmap, keyword_heatmap, method_bars, shapley_bars, verdict_figure
+from analytics.figures.agreement import KAPPA_COLORSCALE
+from analytics.figures.failures import MAX_HEATMAP_KEYWORDS
+from analytics.gate import RuleResult, verdict_table
+from analytics.gate.table import VERDICT_TABLE_COLUMNS
 from analytics.judging import confusion, measure_agreement
 
 #: Three annotators on four models: A and B agree on all four, C differs on two.

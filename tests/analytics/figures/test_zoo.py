@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analytics.figures import MIN_HEIGHT, RELIANCE_LINE_NAMES, reliance_chart
+from analytics.figures import MIN_HEIGHT, reliance_chart
+from analytics.figures.zoo import RELIANCE_LINE_NAMES
 
 CURVE = pd.DataFrame(
     {

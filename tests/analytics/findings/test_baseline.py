@@ -8,7 +8,8 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from analytics.exceptions import InvalidInputError
-from analytics.findings import CHANGE_COLUMNS, composite_table, keyword_changes, paired_test
+from analytics.findings import composite_table, keyword_changes, paired_test
+from analytics.findings.baseline import CHANGE_COLUMNS
 from analytics.runs import start_runs
 from tests.fixtures.models import insert_suite
 

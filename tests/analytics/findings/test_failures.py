@@ -17,8 +17,9 @@ from statsmodels.stats.proportion import proportion_confint
 
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.findings import KEYWORD_COLUMNS, LEVEL_COLUMNS, failure_table, group_statistics, keyword_model_matrix
-from analytics.keywords import delete_keyword_table
+from analytics.findings import failure_table, keyword_model_matrix
+from analytics.findings.failures import KEYWORD_COLUMNS, LEVEL_COLUMNS, group_statistics
+from analytics.keywords.store import delete_keyword_table
 from analytics.workspace import Workspace, now
 from tests.fixtures.suites import BACKGROUND_TABLE
 

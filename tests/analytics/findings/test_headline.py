@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 from analytics.exceptions import InvalidInputError
-from analytics.findings import HEADLINE_ALPHA, composite_outcomes, composite_ranking, headline, main_suite_first, main_suite_runs
-from analytics.zoo import ZOO_KIND, real_models_first
+from analytics.findings import HEADLINE_ALPHA, composite_outcomes, composite_ranking, headline, main_suite_first
+from analytics.findings.headline import main_suite_runs
+from analytics.zoo import real_models_first
+from analytics.zoo.layout import ZOO_KIND
 
 ZOO = {"kind": ZOO_KIND, "strength": 0.5}
 

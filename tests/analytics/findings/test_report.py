@@ -25,12 +25,13 @@ from plotly.offline import get_plotlyjs
 from analytics.assessor import features_table, fit_assessor, human_labels, predict, shapley_values
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
-from analytics.findings import SECTIONS, build_report, failure_table, flips, fooling_backgrounds, thumbnail_uri
+from analytics.findings import SECTIONS, build_report, failure_table, flips, fooling_backgrounds
+from analytics.findings.report import thumbnail_uri
 from analytics.judging import add_consensus
 from analytics.keywords import save_keyword_table
 from analytics.robustness.bgchallenge import evaluate_variants, gaps, workspace_data
 from analytics.runs import SIGNALS, list_runs
-from analytics.suites import name_suite
+from analytics.suites.store import name_suite
 from analytics.variance import MatrixSettings
 from tests.fixtures.judging import JUDGMENTS, run_ids_by_model
 from tests.fixtures.models import TINY_SUITE_N

@@ -21,11 +21,13 @@ import torch
 from analytics.cli import main
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError
-from analytics.gate import BASELINE_KEYS, BASELINE_RULES, RULE_KEYS, RULES, check, parse_policy, suite_models
+from analytics.gate import BASELINE_KEYS, BASELINE_RULES, RULE_KEYS, RULES, check, parse_policy
+from analytics.gate.check import suite_models
 from analytics.keywords import save_keyword_table
 from analytics.models import get_model_spec, register_efficientnet_lite, register_torchscript
 from analytics.suites import suite_labels_of
-from analytics.zoo import build_zoo, zoo_model_name
+from analytics.zoo import build_zoo
+from analytics.zoo.layout import zoo_model_name
 from tests.fixtures.cli import cli_error, workspace_state
 from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, SIZE, TINY_SUITE, RegionNet, insert_suite, save_torchscript, write_labels
 from tests.fixtures.suites import BACKGROUND_KEYWORDS, BACKGROUND_TABLE, onehot_table

@@ -62,7 +62,8 @@ def test_an_unreadable_policy_names_the_file(tmp_path):
 
 # -- the Gate page's policies: an upload's bytes, rules edited on the page written as TOML ------------------------------
 def test_an_uploaded_policy_is_capped_and_must_be_utf8_in_one_line():
-    from analytics.gate import MAX_POLICY_BYTES, parse_policy_bytes
+    from analytics.gate import parse_policy_bytes
+    from analytics.gate.policy import MAX_POLICY_BYTES
 
     text = "[rules]\nworst_case_accuracy_min = 0.5\n"
     assert parse_policy_bytes(text.encode(), "mine.toml").text == text and parse_policy_bytes(text.encode(), "mine.toml").path == "mine.toml"

@@ -9,7 +9,8 @@ import math
 import pytest
 
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.gate import CHECKS_FOLDER, RuleResult, check_files, check_folder, new_check_name
+from analytics.gate import RuleResult, check_files, new_check_name
+from analytics.gate.stored import CHECKS_FOLDER, check_folder
 from analytics.workspace import Workspace, to_json
 
 

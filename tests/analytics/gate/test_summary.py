@@ -9,7 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from analytics.figures import verdict_figure
-from analytics.gate import RuleResult, junit_xml, markdown_summary, verdict_table
+from analytics.gate import RuleResult, verdict_table
+from analytics.gate.junit import junit_xml
+from analytics.gate.summary import markdown_summary
 
 
 def test_names_are_code_spans_and_cells_keep_the_table_intact():

@@ -14,8 +14,10 @@ import torch
 from analytics.data import load_targets
 from analytics.exceptions import InvalidInputError
 from analytics.inference import run_models
-from analytics.models import conv_map_statistics, load_model
-from analytics.runs import CONV_SIGNALS, SIGNALS, image_table, load_run, run_matrices, run_row, summarize_run
+from analytics.models import load_model
+from analytics.models.conv_map import conv_map_statistics
+from analytics.runs import CONV_SIGNALS, SIGNALS, image_table, load_run, run_matrices, run_row
+from analytics.runs.read import summarize_run
 from analytics.variance import MatrixSettings
 from tests.fixtures.models import TINY_SUITE
 
@@ -64,7 +66,7 @@ def test_an_old_run_without_them_says_to_fill_them_and_fill_conv_adds_them_keepi
     with tiny_cnn_workspace.transaction() as conn:  # as stored before the columns existed
         conn.execute("UPDATE run_images SET conv_max = NULL, conv_max_mean = NULL, true_prob = true_prob + 1e-3 WHERE run_id = ?", (run_id,))
         conn.execute("UPDATE runs SET summary = ? WHERE id = ?", (json.dumps({"top_k": 3}), run_id))
-    with pytest.raises(InvalidInputError, match=f"lacks the authors' conv-map statistics .*--model tiny-cnn --suite {TINY_SUITE} --fill-conv"):
+    with pytest.raises(InvalidInputError, match=f"lacks the authors' conv-map statistics .*models='tiny-cnn', suite='{TINY_SUITE}', fill_conv=True"):
         run_matrices(tiny_cnn_workspace, run_id, settings=SETTINGS, signals=CONV)
     assert run_models(tiny_cnn_workspace, ["tiny-cnn"], TINY_SUITE, device="cpu") == [run_id]  # reused untouched without the option
     assert image_table(tiny_cnn_workspace, run_id)["conv_max"].isna().all()

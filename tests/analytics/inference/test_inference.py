@@ -19,10 +19,8 @@ from analytics.cli import main
 from analytics.data import composite, custom_label_space, foreground_only, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError, NotFoundError, WorkspaceError
 from analytics.inference import (
-    PREFETCH_BATCHES,
     ROW_COLUMNS,
     CompositeCache,
-    DeviceMemoryError,
     SuiteImage,
     composite_cache,
     compositing_threads,
@@ -42,6 +40,8 @@ from analytics.inference import (
     with_foreground,
     write_rows,
 )
+from analytics.inference.backoff import DeviceMemoryError
+from analytics.inference.stream import PREFETCH_BATCHES
 from analytics.models import LoadedModel, list_models, load_model, register_head, register_torchscript, resize_images
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 

@@ -17,7 +17,8 @@ from torch import nn
 
 from analytics.data import composite, custom_label_space, load_backgrounds, load_targets
 from analytics.inference import iter_composites, run_models, stored_suite_images, with_foreground
-from analytics.models import LoadedModel, ModelSpec, get_model_spec, load_model, register_onnx, register_timm, register_torchscript, register_transformers
+from analytics.models import LoadedModel, ModelSpec, get_model_spec, load_model, register_torchscript
+from analytics.models.libraries import register_onnx, register_timm, register_transformers
 from tests.fixtures.models import SIZE, TINY_SUITE
 
 MEAN, STD = (0.3, 0.4, 0.5), (0.2, 0.25, 0.3)

@@ -23,6 +23,8 @@ from analytics.cli import main as cli_main
 from analytics.comparison import method_comparison
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
 from analytics.gate import check_text
+from analytics.jobs.kinds import JOB_KINDS, JobKind, register_kind
+from analytics.jobs.process import log_path, wait
 from analytics.jobs.records import _worker_alive
 from analytics.repository import run_repository
 from analytics.team import add_user
@@ -51,8 +53,8 @@ def stubborn(workspace: Workspace, params: dict, progress: Progress) -> dict:
     return {}
 
 
-jobs.register_kind(jobs.JobKind("sleepy", sleepy, "build_suites", frozenset({"steps", "delay", "marks"})))
-jobs.register_kind(jobs.JobKind("stubborn", stubborn, "run_models", frozenset({"seconds"})))
+register_kind(JobKind("sleepy", sleepy, "build_suites", frozenset({"steps", "delay", "marks"})))
+register_kind(JobKind("stubborn", stubborn, "run_models", frozenset({"seconds"})))
 
 
 def wait_for(condition, timeout: float = WAIT_S) -> None:
@@ -84,10 +86,10 @@ def test_cancel_stops_the_work_and_resume_finishes_it(tiny_workspace, tmp_path):
     assert jobs.list_jobs(tiny_workspace, active_only=True).empty
 
     jobs.resume(tiny_workspace, job.id)
-    finished = jobs.wait(tiny_workspace, job.id, timeout=WAIT_S)
+    finished = wait(tiny_workspace, job.id, timeout=WAIT_S)
     assert finished.status == "done" and finished.result == {"steps": 40} and finished.done == 40
     assert marks(path) == list(range(40))  # each step once: resume skipped the done ones
-    assert jobs.log_path(tiny_workspace, job.id).exists()
+    assert log_path(tiny_workspace, job.id).exists()
 
 
 def test_a_killed_worker_is_detected_as_interrupted_and_can_be_resumed(tiny_workspace, tmp_path):
@@ -100,7 +102,7 @@ def test_a_killed_worker_is_detected_as_interrupted_and_can_be_resumed(tiny_work
     failed = jobs.get_job(tiny_workspace, job.id)
     assert failed.status == "failed" and failed.message == jobs.INTERRUPTED and failed.resumable
     jobs.resume(tiny_workspace, job.id)
-    assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
+    assert wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
     assert marks(path) == list(range(6))
 
 
@@ -120,7 +122,7 @@ def test_a_viewer_may_not_start_or_resume_jobs(tiny_workspace, fast_hashing, tmp
     assert jobs.list_jobs(tiny_workspace).empty  # refused before anything was recorded
     job = jobs.start(tiny_workspace.acting_as(analyst), "sleepy", {"steps": 1, "delay": 0, "marks": str(tmp_path / "m")})
     assert job.owner == "ana"
-    assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"  # the worker acted as ana
+    assert wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"  # the worker acted as ana
     with tiny_workspace.transaction() as conn:
         conn.execute("UPDATE jobs SET status = 'failed' WHERE id = ?", (job.id,))
     with pytest.raises(PermissionDeniedError):
@@ -149,22 +151,22 @@ def test_cli_lists_cancels_and_resumes(tiny_workspace, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["status"] == "cancelled"
     assert cli_main(["jobs", "resume", job.id, *where]) == 0
     assert json.loads(capsys.readouterr().out)["status"] in ("queued", "running")
-    assert jobs.wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
+    assert wait(tiny_workspace, job.id, timeout=WAIT_S).status == "done"
     assert cli_main(["jobs", "resume", job.id, *where]) == 2  # a finished job: one line, exit 2
     assert "only a cancelled or failed job" in capsys.readouterr().err
 
 
 def test_the_registry_reads_each_kinds_parameters_from_the_function_it_calls():
-    assert {"methods", "suite", "runs", "repository", "saliency", "zoo", "gate"} <= set(jobs.JOB_KINDS)
-    assert all(name == kind.name for name, kind in jobs.JOB_KINDS.items())
-    assert jobs.JOB_KINDS["zoo"].params == frozenset(inspect.signature(build_zoo).parameters) - {"workspace", "progress"}
-    assert jobs.JOB_KINDS["methods"].params == frozenset(inspect.signature(method_comparison).parameters) - {"workspace", "progress"}
-    assert "save" not in jobs.JOB_KINDS["suite"].params and "method" in jobs.JOB_KINDS["suite"].params  # a job's suite is saved
-    assert jobs.JOB_KINDS["repository"].params == frozenset({"name", "suite_id", "device", "batch_size", "top_k"})
+    assert {"methods", "suite", "runs", "repository", "saliency", "zoo", "gate"} <= set(JOB_KINDS)
+    assert all(name == kind.name for name, kind in JOB_KINDS.items())
+    assert JOB_KINDS["zoo"].params == frozenset(inspect.signature(build_zoo).parameters) - {"workspace", "progress"}
+    assert JOB_KINDS["methods"].params == frozenset(inspect.signature(method_comparison).parameters) - {"workspace", "progress"}
+    assert "save" not in JOB_KINDS["suite"].params and "method" in JOB_KINDS["suite"].params  # a job's suite is saved
+    assert JOB_KINDS["repository"].params == frozenset({"name", "suite_id", "device", "batch_size", "top_k"})
     assert "ray_address" in inspect.signature(run_repository).parameters  # left out: a repository job runs locally
-    assert jobs.JOB_KINDS["gate"].params == frozenset(inspect.signature(check_text).parameters) - {"workspace", "progress"}
-    assert jobs.JOB_KINDS["gate"].permission == "run_models"
-    assert {kind.permission for kind in jobs.JOB_KINDS.values()} <= {"build_suites", "run_models"}
+    assert JOB_KINDS["gate"].params == frozenset(inspect.signature(check_text).parameters) - {"workspace", "progress"}
+    assert JOB_KINDS["gate"].permission == "run_models"
+    assert {kind.permission for kind in JOB_KINDS.values()} <= {"build_suites", "run_models"}
 
 
 def test_only_the_owner_or_a_lead_may_cancel_or_resume_a_job(tiny_workspace, fast_hashing):

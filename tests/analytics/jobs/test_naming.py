@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from analytics.jobs import JOB_COLUMNS, Job, job_label
+from analytics.jobs import Job, job_label
+from analytics.jobs.records import JOB_COLUMNS
 from analytics.suites import build_suite, suite_labels_of
 
 

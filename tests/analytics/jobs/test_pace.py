@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.jobs import Pace, duration_text, paced
+from analytics.jobs import duration_text
+from analytics.jobs.pace import Pace, paced
 
 
 class FakeClock:

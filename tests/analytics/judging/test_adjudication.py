@@ -11,18 +11,9 @@ import pytest
 from analytics.assessor import human_labels
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
-from analytics.judging import (
-    EXPORT_COLUMNS,
-    add_consensus,
-    add_judgment,
-    consensus_history,
-    current_consensus,
-    disagreements,
-    export_judgments_csv,
-    latest_judgments,
-    majority_vote,
-    training_labels,
-)
+from analytics.judging import add_consensus, add_judgment, consensus_history, current_consensus, disagreements, export_judgments_csv, latest_judgments, training_labels
+from analytics.judging.adjudication import EXPORT_COLUMNS
+from analytics.judging.agreement import majority_vote
 from analytics.team import User
 from tests.fixtures.judgments import insert_suites, reregister
 

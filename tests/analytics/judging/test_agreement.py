@@ -11,21 +11,8 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.judging import (
-    AGREEMENT_BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
-    LABELS,
-    MIN_SHARED_MODELS,
-    add_judgment,
-    confusion,
-    fleiss_kappa,
-    krippendorff_alpha,
-    label_counts,
-    latest_judgments,
-    majority_vote,
-    measure_agreement,
-    per_model_agreement,
-)
+from analytics.judging import AGREEMENT_BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, LABELS, MIN_SHARED_MODELS, add_judgment, confusion, label_counts, latest_judgments, measure_agreement
+from analytics.judging.agreement import fleiss_kappa, krippendorff_alpha, majority_vote, per_model_agreement
 from tests.fixtures.judgments import insert_suites
 
 # Fleiss (1971) as reproduced on Wikipedia ("Fleiss' kappa", worked example): 10 subjects,

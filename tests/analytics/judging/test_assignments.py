@@ -9,20 +9,9 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
-from analytics.judging import (
-    add_judgment,
-    annotator_progress,
-    assign,
-    blind_name,
-    get_plan,
-    judging_progress,
-    latest_judgments,
-    list_assignments,
-    measure_agreement,
-    queue,
-    set_plan,
-    unassign,
-)
+from analytics.judging import add_judgment, annotator_progress, assign, blind_name, get_plan, judging_progress, latest_judgments, measure_agreement, set_plan, unassign
+from analytics.judging.assignments import list_assignments
+from analytics.judging.queues import queue
 from analytics.team import active_user, add_user, disable_user
 from analytics.workspace import Workspace
 from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge, run_ids_by_model

@@ -10,14 +10,9 @@ import pytest
 
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
-from analytics.judging import (
-    EXPORT_COLUMNS,
-    MAX_IMPORT_BYTES,
-    add_consensus,
-    add_judgment,
-    export_judgments_csv,
-    import_judgments,
-)
+from analytics.judging import add_consensus, add_judgment, export_judgments_csv, import_judgments
+from analytics.judging.adjudication import EXPORT_COLUMNS
+from analytics.judging.importing import MAX_IMPORT_BYTES
 from analytics.team import User, add_user
 from analytics.workspace import Workspace
 from tests.fixtures.judgments import MODEL_NAMES, insert_suites, register_models

@@ -5,15 +5,8 @@ import pytest
 
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.judging import (
-    COLUMNS,
-    Judgment,
-    add_judgment,
-    judgment_history,
-    latest_judgments,
-    latest_judgments_by_suite,
-    unjudged_models,
-)
+from analytics.judging import Judgment, add_judgment, judgment_history, latest_judgments, latest_judgments_by_suite, unjudged_models
+from analytics.judging.judgments import COLUMNS
 from analytics.workspace import Workspace
 from tests.fixtures.judgments import MODEL_NAMES, insert_suites, reregister
 

@@ -15,8 +15,8 @@ import torch
 from analytics import demo
 from analytics.data import imagenet_label_space, list_backgrounds, list_classes, load_backgrounds
 from analytics.exceptions import InvalidInputError
-from analytics.keywords import ClassifierPatchBackend, classifier_patch, compute_keywords, load_keyword_table, view_probabilities
-from analytics.keywords.classifier_patch import SCENE_CLASSES, SCENE_GROUPS
+from analytics.keywords import ClassifierPatchBackend, classifier_patch, compute_keywords, load_keyword_table
+from analytics.keywords.classifier_patch import SCENE_CLASSES, SCENE_GROUPS, view_probabilities
 from analytics.models import ModelSpec, load_model
 from analytics.suites import ensure_keyword_tables
 from tests.fixtures.screening import FAKE_CLASSIFIER, ZEBRA

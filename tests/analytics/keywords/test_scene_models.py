@@ -12,7 +12,8 @@ import torch
 import torchvision
 
 from analytics.exceptions import InvalidInputError
-from analytics.keywords import BACKENDS, read_keyword_file
+from analytics.keywords import read_keyword_file
+from analytics.keywords._base import BACKENDS
 from analytics.keywords._csail import PPMDeepSup, ResNet18Dilated, build_places_resnet18
 from analytics.keywords.precomputed import apply_rules, rules_from_params
 from analytics.keywords.scene_models import SceneModelsBackend, _segmentation_size

@@ -3,7 +3,8 @@ class names scores the classes it names, mapped or not; only the classes no mode
 
 from __future__ import annotations
 
-from analytics.data import IN9_CLASSES, ClassMapping, LabelSpace, add_classes, list_class_mappings, set_class_mapping
+from analytics.data import IN9_CLASSES, ClassMapping, LabelSpace, list_class_mappings, set_class_mapping
+from analytics.data.datasets import add_classes
 from analytics.models import class_scorers, unscored_classes
 from tests.fixtures.models import TINY_MODELS
 

@@ -10,8 +10,9 @@ import torchvision
 from torch import nn
 
 from analytics.exceptions import InvalidInputError
-from analytics.models import ConvStatsNetwork, conv_map_statistics, freeze_for_cpu, get_source
-from analytics.models.conv_map import pooled_map_layer
+from analytics.models import get_source
+from analytics.models.conv_map import ConvStatsNetwork, conv_map_statistics, pooled_map_layer
+from analytics.models.loaded import freeze_for_cpu
 from analytics.models.networks import _LiteClassifier, _ScriptedClassifier, _SplitClassifier
 
 

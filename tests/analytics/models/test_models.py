@@ -196,6 +196,22 @@ def test_torchscript_models_expose_logits_and_embedding(tiny_model_workspace, ti
         model.gradcam_layer
 
 
+def test_a_backbone_that_carries_heads_keeps_what_they_read(tiny_model_workspace, tiny_model_files):
+    """Issue 46: a head stores its backbone's preprocessing at registration, so registering the backbone
+    again with another input size or other weights while heads read it is refused (nothing changes); the
+    same registration again, and a model without heads, still go through."""
+    workspace, files = tiny_model_workspace, tiny_model_files
+    register_head(workspace, "head", backbone="tiny", weight=np.zeros((2, 8)), bias=np.zeros(2), class_names=["disc", "square"])
+    before, labels = get_model_spec(workspace, "tiny"), get_model_spec(workspace, "tiny").label_space
+    with pytest.raises(InvalidInputError, match=r"model 'tiny' carries 1 heads \(head\).* another input_size would leave them stale"):
+        register_torchscript(workspace, "tiny", checkpoint=files["tiny"], label_space=labels, input_size=96, replace=True)
+    with pytest.raises(InvalidInputError, match="another checkpoint would leave them stale"):
+        register_torchscript(workspace, "tiny", checkpoint=files["bg-only"], label_space=labels, input_size=before.input_size, replace=True)
+    assert get_model_spec(workspace, "tiny") == before and get_model_spec(workspace, "head").input_size == before.input_size
+    assert register_torchscript(workspace, "tiny", checkpoint=files["tiny"], label_space=labels, input_size=before.input_size, replace=True) == before
+    register_torchscript(workspace, "fg-only", checkpoint=files["bg-only"], label_space=labels, input_size=96, replace=True)  # carries no head
+
+
 def test_torchscript_returning_logits_only_uses_logits_as_embedding(tmp_path, tiny_model_files):
     class LogitsOnly(TinyNet):
         def forward(self, x):
@@ -268,7 +284,7 @@ def test_efficientnet_lite_registers_and_evaluates_real_photos(tmp_path, variant
         top1 = network((torch.from_numpy(batch).permute(0, 3, 1, 2).float() - 127) / 128).argmax(1).tolist()
     # the china photo's class is its top-1, the flower's class is any other index: accuracy 1 and 0
     wrong = (top1[1] + 1) % 1000
-    from analytics.data import add_classes
+    from analytics.data.datasets import add_classes
 
     add_classes(workspace, {"china": [top1[0]], "flower": [wrong]})
     result = evaluate(workspace, spec.name, device="cpu")
@@ -303,7 +319,7 @@ class _BranchyNet(torch.nn.Module):
 
 @pytest.mark.slow
 def test_frozen_lite0_matches_the_eager_network_and_is_used_for_inference():
-    from analytics.models import freeze_for_cpu
+    from analytics.models.loaded import freeze_for_cpu
     from analytics.models.networks import _LiteClassifier
 
     network = _LiteClassifier(build_efficientnet_lite(0)).eval()
@@ -320,7 +336,7 @@ def test_freezing_leaves_nothing_in_the_process_wide_unit():
     process; the frozen graphs there held the weights, so every freeze kept a model's weights."""
     import torch.jit._state as jit_state
 
-    from analytics.models import freeze_for_cpu
+    from analytics.models.loaded import freeze_for_cpu
 
     shared = jit_state._python_cu
     before = len(shared.get_functions())
@@ -335,7 +351,7 @@ def test_freezing_leaves_nothing_in_the_process_wide_unit():
 
 
 def test_a_network_that_traces_wrongly_stays_eager():
-    from analytics.models import freeze_for_cpu
+    from analytics.models.loaded import freeze_for_cpu
 
     network = _BranchyNet()
     batch = torch.cat([torch.ones(1, 3, 8, 8), -torch.ones(1, 3, 8, 8)])  # the check batch takes both branches
@@ -351,7 +367,7 @@ class _NoisyNet(torch.nn.Module):
 
 
 def test_a_frozen_copy_that_differs_is_logged(caplog):
-    from analytics.models import freeze_for_cpu
+    from analytics.models.loaded import freeze_for_cpu
 
     network = _NoisyNet().eval()
     with caplog.at_level("WARNING", logger="analytics.models"):
@@ -368,7 +384,7 @@ class _UntraceableNet(torch.nn.Module):
 
 
 def test_a_failed_freeze_is_logged_with_its_reason(caplog):
-    from analytics.models import freeze_for_cpu
+    from analytics.models.loaded import freeze_for_cpu
 
     network = _UntraceableNet().eval()
     with caplog.at_level("WARNING", logger="analytics.models"):
@@ -395,7 +411,8 @@ def test_run_batch_in_micro_batches_equals_one_eager_pass(tiny_model_workspace, 
 def test_register_model_pins_an_outside_checkpoint_by_its_content(tiny_model_workspace, tiny_model_files):
     import dataclasses
 
-    from analytics.models import get_model_spec, register_model
+    from analytics.models import get_model_spec
+    from analytics.models.registry import register_model
 
     spec = dataclasses.replace(get_model_spec(tiny_model_workspace, "tiny"), name="outside", checkpoint=str(tiny_model_files["fg-only"]), n_params=0)
     stored = register_model(tiny_model_workspace, spec)

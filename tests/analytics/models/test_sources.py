@@ -13,7 +13,8 @@ import pytest
 
 from analytics.cli import build_parser, main
 from analytics.exceptions import InvalidInputError
-from analytics.models import SOURCES, add_model, conv_map_problem, get_model_spec, get_source, load_model, register_source, source_for_arch
+from analytics.models import SOURCES, add_model, conv_map_problem, get_model_spec, get_source, load_model, source_for_arch
+from analytics.models.sources import register_source
 from analytics.workspace import PROJECT_ROOT
 from tests.fixtures.models import CLASSES
 from tests.fixtures.toy_source import ToySource

@@ -18,7 +18,8 @@ from timm.data import create_transform, resolve_data_config
 from analytics.cli import main
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError
-from analytics.models import ImageTransform, ModelSpec, conv_map_problem, get_model_spec, load_model, register_timm
+from analytics.models import ImageTransform, ModelSpec, conv_map_problem, get_model_spec, load_model
+from analytics.models.libraries import register_timm
 from analytics.saliency import available_methods, explain
 from analytics.workspace import Workspace
 from tests.fixtures.cli import cli_error, workspace_state

@@ -31,7 +31,8 @@ from transformers.utils import logging as hf_logging
 
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
-from analytics.models import conv_map_problem, get_model_spec, load_model, register_transformers
+from analytics.models import conv_map_problem, get_model_spec, load_model
+from analytics.models.libraries import register_transformers
 from analytics.saliency import available_methods
 from analytics.workspace import Workspace
 from tests.fixtures.cli import cli_error, workspace_state

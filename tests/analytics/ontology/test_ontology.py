@@ -22,28 +22,26 @@ from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.keywords import save_keyword_table
 from analytics.ontology import (
     ALGORITHMS,
-    DEFAULT_ALGORITHM,
     DEFAULT_MAX_LEN,
     DEFAULT_MAXITS,
     DEFAULT_MIN_CONFIDENCE,
     DEFAULT_MIN_SUPPORT,
     OntologyParams,
-    additive_weight,
     build_ontology,
     class_keywords,
-    expand_keywords,
     expand_table,
     level_statistics,
     list_ontologies,
     load_ontology,
     mine_itemsets,
     ontology_labels,
-    product_weight,
     rules_table,
     save_ontology,
-    shortest_path,
     to_onehot,
 )
+from analytics.ontology.expansion import expand_keywords
+from analytics.ontology.mining import DEFAULT_ALGORITHM
+from analytics.ontology.paths import additive_weight, product_weight, shortest_path
 from analytics.workspace import Workspace
 from tests.fixtures.keywords import make_keyword_table
 
@@ -276,7 +274,7 @@ def test_cli_defaults_are_the_library_defaults(tmp_path, tiny_keywords, capsys):
 
 
 def test_cli_ontology_and_expand_on_a_file(tmp_path, tiny_keywords, capsys):
-    from analytics.keywords import write_keyword_file
+    from analytics.keywords.readers import write_keyword_file
 
     path = write_keyword_file(tiny_keywords, tmp_path / "tiny.h5")
     n_rules = len(build_ontology(tiny_keywords, min_support=0.25, min_confidence=0.5).rules)

@@ -10,9 +10,11 @@ import numpy as np
 import torch
 import torchvision
 
+from analytics._choices import IMAGENET_MEAN, IMAGENET_STD
 from analytics.cli import main
 from analytics.data import custom_label_space, list_targets
-from analytics.models import IMAGENET_MEAN, IMAGENET_STD, load_model, register_onnx, register_timm, register_transformers
+from analytics.models import load_model
+from analytics.models.libraries import register_onnx, register_timm, register_transformers
 from analytics.repository import create_repository, repository_status, run_repository
 from analytics.runs import SIGNALS, list_runs, run_matrices
 from analytics.saliency import available_methods

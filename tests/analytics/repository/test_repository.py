@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 import torch
 
-from analytics import repository
 from analytics.cli import main
 from analytics.data import custom_label_space
 from analytics.exceptions import (
@@ -33,16 +32,11 @@ from analytics.models import (
     register_head,
     register_torchscript,
 )
-from analytics.repository import (
-    add_repository,
-    create_repository,
-    get_repository,
-    read_manifest,
-    repository_status,
-    run_repository,
-)
+from analytics.repository import add_repository, create_repository, get_repository, repository_status, run_repository
 from analytics.repository import ledger as repository_ledger
 from analytics.repository import run as repository_run
+from analytics.repository.manifest import read_manifest
+from analytics.repository.run import STATUS_COLUMNS
 from analytics.runs import list_runs
 from analytics.workspace import Workspace
 from tests.fixtures.models import CLASSES, SIZE, TINY_SUITE, TINY_SUITE_N
@@ -312,7 +306,7 @@ def test_a_group_out_of_memory_fails_whole_without_retrying_each_head(heads_work
 
 def test_status_of_a_repository_not_run_yet(repo_workspace):
     status = repository_status(repo_workspace, "zoo", TINY_SUITE)
-    assert list(status.columns) == repository.STATUS_COLUMNS
+    assert list(status.columns) == STATUS_COLUMNS
     assert list(status["model"]) == list(GOOD) and set(status["status"]) == {"pending"} and status["accuracy"].isna().all()
 
 

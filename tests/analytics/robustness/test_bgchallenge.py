@@ -17,28 +17,25 @@ from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDen
 from analytics.models import register_torchscript
 from analytics.robustness.bgchallenge import (
     CATEGORIES,
-    CHALLENGE_PREDICTION_COLUMNS,
     category_counts,
     challenge_data,
     evaluate_release,
     evaluate_variants,
     gaps,
     image_categories,
-    no_fg,
-    only_bg_b,
     only_bg_t,
-    only_fg,
-    pair_backgrounds,
     plan_variant,
     prediction_matrix,
     read_release,
-    release_data,
     render,
-    score_search,
     search_backgrounds,
     variant_accuracy,
     workspace_data,
 )
+from analytics.robustness.bgchallenge.adversarial import score_search
+from analytics.robustness.bgchallenge.evaluation import release_data
+from analytics.robustness.bgchallenge.metrics import CHALLENGE_PREDICTION_COLUMNS
+from analytics.robustness.bgchallenge.variants import no_fg, only_bg_b, only_fg, pair_backgrounds
 from analytics.team import User
 from tests.fixtures.models import CORNER_BOXES, RegionNet, save_torchscript, write_labels
 
@@ -363,7 +360,7 @@ def test_class_outputs_reads_an_in9_mapping_file(tmp_path):
     from types import SimpleNamespace
 
     from analytics.data import ClassMapping, imagenet_label_space
-    from analytics.robustness.bgchallenge import model_class_outputs
+    from analytics.robustness.bgchallenge.evaluation import model_class_outputs
 
     model = SimpleNamespace(spec=SimpleNamespace(label_space=imagenet_label_space()))
     mapping = tmp_path / "made_up_in_to_in9.json"

@@ -19,17 +19,8 @@ from analytics.cli import main
 from analytics.data import fit_square, imagenet_label_space, read_image
 from analytics.exceptions import InvalidInputError
 from analytics.models import load_model, register_torchscript
-from analytics.robustness import (
-    CHUNK,
-    analyse_models,
-    compare_models,
-    error_prevalence,
-    factor_names,
-    factor_table,
-    load_predictions,
-    matched_rows,
-    predict_imagenet_val,
-)
+from analytics.robustness import analyse_models, factor_names, load_predictions, matched_rows, predict_imagenet_val
+from analytics.robustness.factors import CHUNK, compare_models, error_prevalence, factor_table
 from tests.fixtures.models import SIZE, TinyNet, save_torchscript
 
 REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "imagenetx"

@@ -10,21 +10,10 @@ import pandas as pd
 import pytest
 
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
-from analytics.robustness import (
-    HUE_RANGES,
-    ORIGINAL,
-    SCENARIOS,
-    apply_scenario,
-    class_accuracy,
-    evaluate_scenarios,
-    fit_regression,
-    robustness_score,
-    robustness_scores,
-    scenario_accuracy,
-    scenario_examples,
-    spread,
-)
+from analytics.robustness import ORIGINAL, SCENARIOS, class_accuracy, evaluate_scenarios, robustness_scores, scenario_accuracy, scenario_examples
 from analytics.robustness import scenarios as sc
+from analytics.robustness.scenario_stats import fit_regression, robustness_score, spread
+from analytics.robustness.scenarios import HUE_RANGES, apply_scenario
 from analytics.team import User
 
 SIDE = 24

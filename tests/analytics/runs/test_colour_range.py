@@ -11,23 +11,12 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError
-from analytics.runs import (
-    NOISE_FLOOR,
-    PROBABILITY_SIGNALS,
-    REFERENCE_BOTTOM_PERCENTILE,
-    SIGNALS,
-    ColourScale,
-    colour_use,
-    matrices_from_clouds,
-    reference_bottoms,
-    reference_tops,
-    run_matrices,
-    signal_differences,
-    start_runs,
-    suite_colour_scale,
-    suite_signal_differences,
-)
-from analytics.variance import MatrixSettings, VarianceMatrix, point_cloud
+from analytics.runs import PROBABILITY_SIGNALS, SIGNALS, ColourScale, run_matrices, start_runs, suite_colour_scale, suite_signal_differences
+from analytics.runs.colour_scale import NOISE_FLOOR, REFERENCE_BOTTOM_PERCENTILE, reference_bottoms, reference_tops
+from analytics.runs.matrices import matrices_from_clouds
+from analytics.runs.signal_differences import colour_use, signal_differences
+from analytics.variance import MatrixSettings, VarianceMatrix
+from analytics.variance.point_cloud import point_cloud
 from analytics.workspace import content_id
 from tests.fixtures.models import TINY_SUITE
 
@@ -123,7 +112,7 @@ def test_two_tiny_convnexts_fill_the_embedding_colours(tmp_path, tiny_workspace)
     left the darkest tenth of the colours empty (cells from 16-25 % of the top up); the suite's own range
     fills it, and the constant mean of their layer-normalised embedding is drawn green, not as noise."""
     pytest.importorskip("transformers")
-    from analytics.models import register_transformers
+    from analytics.models.libraries import register_transformers
     from benchmarks._tiny import CLASSES, insert_suite
     from tests.analytics.models.test_transformers import save_convnext
 

@@ -12,22 +12,12 @@ import pytest
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError
 from analytics.judging import add_judgment
-from analytics.runs import (
-    PROBABILITY_SIGNALS,
-    QUANTILE_LEVELS,
-    REFERENCE_PERCENTILE,
-    SIGNALS,
-    colour_scale,
-    matrices_from_clouds,
-    pooled_percentile,
-    reference_tops,
-    render_matrix,
-    run_matrices,
-    start_runs,
-    suite_colour_scale,
-)
+from analytics.runs import PROBABILITY_SIGNALS, SIGNALS, colour_scale, render_matrix, run_matrices, start_runs, suite_colour_scale
 from analytics.runs import matrices as matrices_module
-from analytics.variance import MatrixSettings, point_cloud
+from analytics.runs.colour_scale import QUANTILE_LEVELS, REFERENCE_PERCENTILE, pooled_percentile, reference_tops
+from analytics.runs.matrices import matrices_from_clouds
+from analytics.variance import MatrixSettings
+from analytics.variance.point_cloud import point_cloud
 from analytics.workspace import content_id
 from tests.fixtures.models import TINY_SUITE
 

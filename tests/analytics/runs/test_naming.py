@@ -8,7 +8,8 @@ import pandas as pd
 
 from analytics import runs
 from analytics.cli import main
-from analytics.suites import name_suite
+from analytics.runs.naming import run_labels
+from analytics.suites.store import name_suite
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 
 SUITE = f"random, N = {TINY_SUITE_N}, seed 0, 6 targets"
@@ -27,13 +28,13 @@ def test_runs_of_one_model_on_one_suite_get_their_start_time():
         "id": ["r1", "r2", "r3"], "model": ["net", "net", "other"], "suite_id": ["s", "s", "s"],
         "created": ["2026-11-25T14:02:00+00:00", "2026-11-25T16:30:00+00:00", "2026-11-25T16:30:00+00:00"],
     })  # fmt: skip
-    labels = runs.run_labels(table, {"s": "random, N = 2"})
+    labels = run_labels(table, {"s": "random, N = 2"})
     assert labels == {
         "r1": "net on random, N = 2 · started 2026-11-25 14:02",
         "r2": "net on random, N = 2 · started 2026-11-25 16:30",
         "r3": "other on random, N = 2",
     }
-    assert runs.run_labels(table.head(1), {})["r1"] == "net on s"  # a suite without a label: its id
+    assert run_labels(table.head(1), {})["r1"] == "net on s"  # a suite without a label: its id
 
 
 def test_cli_listings_name_suites_and_runs(run_workspace, run_ids, capsys):

@@ -16,15 +16,10 @@ from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import engine, run_models
 from analytics.runs import matrices as run_matrices_module
-from analytics.variance import (
-    CUSTOM,
-    DEFAULT_MATRIX_GRID,
-    DEFAULT_SETTINGS,
-    PRESETS,
-    MatrixSettings,
-    variance_matrix,
-    worst_case_accuracy,
-)
+from analytics.runs.matrices import matrices_from_clouds
+from analytics.runs.read import IMAGE_COLUMNS, RUN_COLUMNS, run_details
+from analytics.variance import CUSTOM, DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, variance_matrix
+from analytics.variance.accuracy import worst_case_accuracy
 from analytics.workspace import model_keys, pin_legacy_keys
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N, insert_suite
 
@@ -87,7 +82,7 @@ def test_summary_stores_mean_accuracies_and_details_give_them_per_target(run_wor
     assert stored["worst_case_accuracy"] == pytest.approx(worst_case_accuracy(data.correct))
     assert stored["stored_images"] == stored["expected_images"] == data.correct.size
     assert "per_target" not in stored  # issue 28.3: every listing would parse it
-    details = runs.run_details(run_workspace, run_id)
+    details = run_details(run_workspace, run_id)
     assert set(details["per_target"]) == set(data.target_ids)
     for t, target in enumerate(data.target_ids):
         assert details["per_target"][target]["accuracy"] == pytest.approx(data.correct[t].mean())
@@ -99,7 +94,7 @@ def test_summary_stores_mean_accuracies_and_details_give_them_per_target(run_wor
 def test_list_runs_shows_accuracies_and_summarises_engine_only_runs(tiny_model_workspace):
     (run_id,) = run_models(tiny_model_workspace, ["bg-only"], TINY_SUITE, device="cpu")  # engine only: no runs summary yet
     table = runs.list_runs(tiny_model_workspace)
-    assert list(table.columns) == runs.RUN_COLUMNS and table["id"].tolist() == [run_id]
+    assert list(table.columns) == RUN_COLUMNS and table["id"].tolist() == [run_id]
     row = table.iloc[0]
     data = runs.load_run(tiny_model_workspace, run_id)
     assert row["status"] == "done" and row["images"] == row["expected_images"] == data.correct.size
@@ -213,7 +208,7 @@ def test_matrices_of_one_class_come_from_its_targets_only(run_workspace, run_ids
     assert discs.class_names == ["disc"] * len(discs.target_ids) and 0 < len(discs.target_ids) < len(data.target_ids)
     assert discs.distances.shape == (len(discs.target_ids), data.distances.shape[1])
     clouds = runs.run_point_clouds(run_workspace, run_id, data=discs)
-    expected = runs.matrices_from_clouds(clouds, settings=MEDIUM)
+    expected = matrices_from_clouds(clouds, settings=MEDIUM)
     got = runs.run_matrices(run_workspace, run_id, settings=MEDIUM, classes=["disc"])
     whole = runs.run_matrices(run_workspace, run_id, settings=MEDIUM)
     np.testing.assert_array_equal(got["true_prob"].matrix, expected["true_prob"].matrix)
@@ -355,7 +350,7 @@ def test_export_writes_matrices_pngs_and_the_image_table(run_workspace, run_ids,
         assert png is not None and png.shape == (DEFAULT_MATRIX_GRID * 8, DEFAULT_MATRIX_GRID * 8, 3)
         assert info["shape"] == [DEFAULT_MATRIX_GRID, DEFAULT_MATRIX_GRID] and info["mean"] == pytest.approx(matrices[signal].matrix.mean())
     table = pd.read_csv(result["table"], keep_default_na=False)
-    assert list(table.columns) == runs.IMAGE_COLUMNS and len(table) == N_TARGETS * (TINY_SUITE_N + 1)
+    assert list(table.columns) == IMAGE_COLUMNS and len(table) == N_TARGETS * (TINY_SUITE_N + 1)
     assert result["points"] == N_TARGETS * TINY_SUITE_N * (TINY_SUITE_N + 1)
 
 

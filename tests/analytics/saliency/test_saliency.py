@@ -13,18 +13,12 @@ from captum.attr import GuidedBackprop as CaptumGuidedBackprop
 from analytics.cli import main
 from analytics.data import list_targets, load_targets
 from analytics.exceptions import InvalidInputError
-from analytics.saliency import (
-    METHODS,
-    AttributionMethod,
-    GuidedBackprop,
-    Saliency,
-    alignment,
-    binarize,
-    explain,
-    explainer,
-    faithfulness,
-    normalize_maps,
-)
+from analytics.saliency import METHODS, binarize, explain
+from analytics.saliency._base import AttributionMethod, normalize_maps
+from analytics.saliency._model import explainer
+from analytics.saliency.guided_backprop import GuidedBackprop
+from analytics.saliency.metrics import alignment, faithfulness
+from analytics.saliency.vanilla_gradient import Saliency
 from tests.fixtures.saliency import N_CLASSES, SIDE, FunctionalReLUNet, ReLU6Net
 
 # Small settings so every method runs in well under a second on the 32 px fixtures.

@@ -8,6 +8,7 @@ import pytest
 from analytics import jobs
 from analytics.data import list_targets
 from analytics.exceptions import InvalidInputError
+from analytics.jobs.kinds import JOB_KINDS
 from analytics.models import load_model
 from analytics.saliency import CLEAREST_FIRST, METHODS, available_methods, survey
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
@@ -84,7 +85,7 @@ def test_bad_survey_requests_raise(tiny_model_workspace, kwargs, message):
 
 
 def test_the_saliency_job_kind_checks_its_parameters(tiny_model_workspace):
-    assert jobs.JOB_KINDS["saliency"].permission == "run_models"
+    assert JOB_KINDS["saliency"].permission == "run_models"
     with pytest.raises(InvalidInputError, match="unknown parameter"):
         jobs.start(tiny_model_workspace, "saliency", {"models": ["fg-only"], "threshold": 0.2})
     assert jobs.list_jobs(tiny_model_workspace).empty

@@ -10,18 +10,9 @@ import pytest
 import analytics.workspace.store as workspace_module
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.suites import (
-    NAME_MAX_LENGTH,
-    build_suite,
-    check_suite_name,
-    distinct_labels,
-    list_suites,
-    load_suite,
-    name_suite,
-    resolve_suite,
-    suite_label,
-    suite_labels,
-)
+from analytics.suites import NAME_MAX_LENGTH, build_suite, check_suite_name, distinct_labels, list_suites, load_suite, resolve_suite
+from analytics.suites.naming import suite_label, suite_labels
+from analytics.suites.store import name_suite
 from analytics.workspace import Workspace
 from analytics.workspace._schema import MIGRATIONS
 

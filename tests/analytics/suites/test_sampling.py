@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError
-from analytics.suites import REALISM_SCORERS, SAMPLERS, KeywordSampler, OntologySampler, RankedKeyword, SamplingContext, SeamHarmony
+from analytics.suites import SAMPLERS
+from analytics.suites.sampling import REALISM_SCORERS, KeywordSampler, OntologySampler, RankedKeyword, SamplingContext, SeamHarmony
 
 N_TARGETS, N_POOL = 5, 40
 TARGETS = [f"t{i}" for i in range(N_TARGETS)]

@@ -14,7 +14,6 @@ import pytest
 from analytics.data import (
     Background,
     Target,
-    in9_imagenet_indices,
     list_backgrounds,
     list_classes,
     list_targets,
@@ -23,28 +22,20 @@ from analytics.data import (
     paste_cutout,
     read_image,
     read_image_rgba,
-    resize_square,
     set_class_mapping,
     source_photo,
-    square_crops,
     store_backgrounds,
     store_targets,
 )
-from analytics.demo import is_fetched, package_root
+from analytics.data.images import resize_square, square_crops
+from analytics.data.label_spaces import in9_imagenet_indices
+from analytics.demo import is_fetched
+from analytics.demo.assets import package_root
 from analytics.exceptions import NotFoundError
 from analytics.keywords import ClassifierPatchBackend, KeywordTable, compute_keywords, save_keyword_table, view_cache
 from analytics.models import load_model
-from analytics.suites import (
-    DEFAULT_SCREENING_THRESHOLD,
-    build_suite,
-    exclusion_summary,
-    own_photo_backgrounds,
-    pool_exclusions,
-    screen_pool,
-    screening,
-    screening_gaps,
-    screening_warning,
-)
+from analytics.suites import DEFAULT_SCREENING_THRESHOLD, build_suite, exclusion_summary, own_photo_backgrounds, screen_pool, screening, screening_gaps, screening_warning
+from analytics.suites.screening import pool_exclusions
 from analytics.workspace import Workspace
 from tests.fixtures.screening import FAKE_CLASSIFIER, OWN_PHOTOS, RED_BACKGROUND, ZEBRA
 

@@ -10,16 +10,8 @@ from analytics.data import list_backgrounds, list_targets, load_backgrounds
 from analytics.exceptions import InvalidInputError
 from analytics.inference import SuiteImage
 from analytics.models import load_model
-from analytics.suites import (
-    composite_distances,
-    cosine_distance_matrix,
-    default_distance_models,
-    embed_images,
-    item_embeddings,
-    paired_cosine_distances,
-    proxy_distances,
-    resolve_distance_models,
-)
+from analytics.suites import default_distance_models, proxy_distances
+from analytics.suites.similarity import composite_distances, cosine_distance_matrix, embed_images, item_embeddings, paired_cosine_distances, resolve_distance_models
 
 
 def test_paired_cosine_distances_by_hand():

@@ -13,35 +13,15 @@ import pytest
 from analytics.cli import main
 from analytics.data import imagenet_label_space, list_targets, load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError, NotFoundError
-from analytics.keywords import (
-    BACKENDS,
-    ClassifierPatchBackend,
-    compute_keywords,
-    fill_objects,
-    keyword_table_name,
-    list_keyword_tables,
-    load_keyword_table,
-    save_keyword_table,
-)
+from analytics.keywords import ClassifierPatchBackend, compute_keywords, fill_objects, keyword_table_name, list_keyword_tables, load_keyword_table, save_keyword_table
+from analytics.keywords._base import BACKENDS
 from analytics.keywords.classifier_patch import SCENE_CLASSES
 from analytics.models import load_model
 from analytics.ontology import DEFAULT_MIN_SUPPORT, build_ontology, list_ontologies, ontologies_from, ontology_record, save_ontology
-from analytics.suites import (
-    ITEM_COLUMNS,
-    SAMPLERS,
-    SamplingContext,
-    SeamHarmony,
-    build_suite,
-    ensure_ontology,
-    expanded_keywords,
-    images_of,
-    list_suites,
-    load_suite,
-    select_targets,
-    suite_params,
-    suite_stats,
-    topup_record,
-)
+from analytics.suites import SAMPLERS, build_suite, ensure_ontology, list_suites, load_suite, select_targets, suite_params, suite_stats
+from analytics.suites.ranking import expanded_keywords
+from analytics.suites.sampling import SamplingContext, SeamHarmony
+from analytics.suites.store import ITEM_COLUMNS, images_of, topup_record
 from tests.fixtures.suites import BACKGROUND_TABLE, SUITE_VOCABULARY, TARGET_TABLE, onehot_table
 
 N = 4

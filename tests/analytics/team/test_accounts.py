@@ -12,29 +12,10 @@ import pytest
 from argon2 import PasswordHasher, Type
 
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError, SignInError, WorkspaceError
-from analytics.team import (
-    ACTIONS,
-    LOCK_AFTER_FAILURES,
-    LOCK_MINUTES,
-    MAX_UPLOAD_ENV_VAR,
-    MAX_UPLOAD_MB,
-    PERMISSIONS,
-    ROLES,
-    SIGN_IN_FAILED,
-    User,
-    accounts,
-    add_user,
-    allowed,
-    authenticate,
-    check_team_ready,
-    disable_user,
-    has_enabled_admin,
-    list_users,
-    require,
-    require_permission,
-    set_password,
-    streamlit_arguments,
-)
+from analytics.team import User, accounts, add_user, allowed, authenticate, check_team_ready, disable_user, list_users, require_permission, set_password, streamlit_arguments
+from analytics.team.accounts import LOCK_AFTER_FAILURES, LOCK_MINUTES, SIGN_IN_FAILED, has_enabled_admin
+from analytics.team.roles import ACTIONS, PERMISSIONS, ROLES, require
+from analytics.team.server import MAX_UPLOAD_ENV_VAR, MAX_UPLOAD_MB
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.team import TEAM_PASSWORD as PASSWORD
 

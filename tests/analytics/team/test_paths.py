@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from analytics.exceptions import InvalidInputError, PermissionDeniedError
-from analytics.team import DATA_ROOTS_ENV_VAR, TEAM_ENV_VAR, User, data_roots, resolve_server_path, server_paths_offered
+from analytics.team import DATA_ROOTS_ENV_VAR, User, resolve_server_path, server_paths_offered
+from analytics.team.paths import data_roots
+from analytics.team.server import TEAM_ENV_VAR
 from analytics.workspace import Workspace
 
 

@@ -13,31 +13,19 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from analytics.data import (
-    add_classes,
-    custom_label_space,
-    list_backgrounds,
-    list_class_mappings,
-    set_class_mapping,
-    store_backgrounds,
-    store_targets,
-)
+from analytics.data import custom_label_space, list_backgrounds, list_class_mappings, set_class_mapping, store_backgrounds, store_targets
+from analytics.data.datasets import add_classes
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
-from analytics.keywords import build_keyword_tables, delete_keyword_table, list_keyword_tables, save_keyword_table
-from analytics.models import (
-    get_model_spec,
-    list_models,
-    register_efficientnet_lite,
-    register_head,
-    register_model,
-    register_torchscript,
-    register_torchvision,
-    remove_model,
-)
+from analytics.keywords import build_keyword_tables, list_keyword_tables, save_keyword_table
+from analytics.keywords.store import delete_keyword_table
+from analytics.models import get_model_spec, list_models, register_efficientnet_lite, register_head, register_torchscript, register_torchvision
+from analytics.models.registry import register_model, remove_model
 from analytics.ontology import build_ontology, list_ontologies, save_ontology
 from analytics.runs import list_runs, start_runs
-from analytics.suites import load_suite, save_suite
-from analytics.team import ROLES, User, allowed, roles_with
+from analytics.suites import load_suite
+from analytics.suites.store import save_suite
+from analytics.team import User, allowed, roles_with
+from analytics.team.roles import ROLES
 from analytics.workspace import Workspace
 from analytics.zoo import build_zoo
 from tests.fixtures.keywords import TINY_LABELS, TINY_TRANSACTIONS, make_keyword_table

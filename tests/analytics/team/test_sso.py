@@ -5,19 +5,8 @@ from __future__ import annotations
 import pytest
 
 from analytics.exceptions import InvalidInputError, SignInError
-from analytics.team import (
-    SSO_ROLES_ENV_VAR,
-    SSOConfig,
-    active_user,
-    add_user,
-    authenticate,
-    disable_user,
-    list_users,
-    load_sso_config,
-    sso_account,
-    sso_config_path,
-    sso_role,
-)
+from analytics.team import SSOConfig, active_user, add_user, authenticate, disable_user, list_users, load_sso_config, sso_account, sso_config_path
+from analytics.team.sso import SSO_ROLES_ENV_VAR, sso_role
 from analytics.workspace import Workspace
 
 ROLES_FILE = """

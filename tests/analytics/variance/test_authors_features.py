@@ -12,17 +12,9 @@ import numpy as np
 import pytest
 
 from analytics.exceptions import InvalidInputError
-from analytics.variance import (
-    AUTHORS_FEATURE_NAMES,
-    authors_asymmetry,
-    authors_discontinuity,
-    authors_error_rate,
-    authors_features,
-    authors_gradient,
-    error_rate,
-    sensitivity,
-    squared_mean,
-)
+from analytics.variance import AUTHORS_FEATURE_NAMES, authors_features, sensitivity
+from analytics.variance.authors import authors_asymmetry, authors_discontinuity, authors_error_rate, authors_gradient, squared_mean
+from analytics.variance.features import error_rate
 
 # Stored orientation (row 0 = smallest d_ik); drawn: D = [[6, 5, 2], [3, 0, 1], [1, 1, 2]].
 M = np.array([[1.0, 1.0, 2.0], [3.0, 0.0, 1.0], [6.0, 5.0, 2.0]])

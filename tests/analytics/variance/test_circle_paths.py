@@ -119,7 +119,8 @@ def test_the_paper_scale_cloud_stays_compiled():
 PROBE = """
 import json, sys
 import numpy as np
-from analytics.variance import cloud_matrices, point_cloud, variance_matrix
+from analytics.variance import cloud_matrices, variance_matrix
+from analytics.variance.point_cloud import point_cloud
 
 rng = np.random.default_rng(0)
 distances = rng.gamma(3.0, 0.1, size=(5, 11))

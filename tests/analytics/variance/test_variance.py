@@ -14,21 +14,15 @@ from analytics.variance import (
     WINDOW_SHAPES,
     _circle_sums,
     accuracy_summary,
-    asymmetry,
     cloud_matrices,
-    discontinuity,
-    error_rate,
-    gradient_max,
-    gradient_mean,
     matrix_features,
-    matrix_mean,
-    matrix_std,
-    point_cloud,
     signal_point_clouds,
     variance_matrix,
-    worst_case_accuracy,
     worst_case_correct,
 )
+from analytics.variance.accuracy import worst_case_accuracy
+from analytics.variance.features import asymmetry, discontinuity, error_rate, gradient_max, gradient_mean, matrix_mean, matrix_std
+from analytics.variance.point_cloud import point_cloud
 from benchmarks._naive import naive_variance_matrix
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics.workspace import FORMULA_PREFIXES, neutralise_formula, to_csv
+from analytics.workspace import to_csv
+from analytics.workspace.encoding import FORMULA_PREFIXES, neutralise_formula
 
 
 def read_back(text: str) -> pd.DataFrame:

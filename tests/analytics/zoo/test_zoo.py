@@ -10,32 +10,18 @@ import pandas as pd
 import pytest
 
 from analytics import jobs
-from analytics.assessor import matrix_feature_columns
+from analytics.assessor.feature_sets import matrix_feature_columns
 from analytics.cli import main
 from analytics.exceptions import InvalidInputError, JobCancelled, NotFoundError
 from analytics.inference import iter_composites, stored_suite_images
+from analytics.jobs.process import wait
 from analytics.judging import latest_judgments
 from analytics.models import LoadedModel, get_model_spec, list_models, load_model, register_head
 from analytics.runs import list_runs, load_run, run_matrices, start_runs
-from analytics.zoo import (
-    CONSTRUCTION_LABEL,
-    ZooLayout,
-    build_zoo,
-    construction_labels,
-    default_suite,
-    list_zoo,
-    reliance_curve,
-    reliance_ends,
-    zoo_built,
-    zoo_family_name,
-    zoo_job,
-    zoo_layout,
-    zoo_layout_of,
-    zoo_model_name,
-    zoo_runs_done,
-    zoo_runs_step,
-    zoo_suite,
-)
+from analytics.zoo import build_zoo, construction_labels, list_zoo, reliance_curve, reliance_ends, zoo_built, zoo_job, zoo_layout_of, zoo_runs_done, zoo_runs_step
+from analytics.zoo.assessment import default_suite
+from analytics.zoo.heads import CONSTRUCTION_LABEL, zoo_suite
+from analytics.zoo.layout import ZooLayout, zoo_family_name, zoo_layout, zoo_model_name
 from tests.fixtures.models import insert_suite
 from tests.fixtures.zoo import ZOO_BACKBONE
 
@@ -409,7 +395,7 @@ def test_the_zoo_kind_runs_in_a_worker_that_can_be_cancelled_and_resumed(zoo_wor
     time.sleep(1.0)
     assert set(list_zoo(zoo_workspace)["name"]) == kept  # no work after the cancel
     jobs.resume(zoo_workspace, job.id)
-    finished = jobs.wait(zoo_workspace, job.id, timeout=WAIT_S)
+    finished = wait(zoo_workspace, job.id, timeout=WAIT_S)
     assert finished.status == "done", finished.message
     assert finished.result["trained"] == JOB_HEADS - len(kept)
     assert {m["name"] for m in finished.result["models"] if not m["trained"]} == kept

@@ -14,10 +14,12 @@ from transformers import ConvNextConfig, ConvNextForImageClassification, ConvNex
 
 from analytics.data import custom_label_space
 from analytics.exceptions import InvalidInputError
-from analytics.models import get_model_spec, list_models, load_head, load_model, register_head, register_onnx, register_timm, register_transformers
+from analytics.models import get_model_spec, list_models, load_head, load_model, register_head
+from analytics.models.libraries import register_onnx, register_timm, register_transformers
 from analytics.runs import list_runs, load_run, start_runs
 from analytics.saliency import available_methods
-from analytics.zoo import build_zoo, zoo_model_name
+from analytics.zoo import build_zoo
+from analytics.zoo.layout import zoo_model_name
 from tests.fixtures.models import TINY_SUITE, insert_suite, write_labels
 from tests.fixtures.models import export_onnx as _export_onnx
 from tests.fixtures.workspace import build_tiny_workspace

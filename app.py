@@ -296,16 +296,22 @@ def show_assets(workspace: Workspace) -> None:
 
 def load_libraries() -> None:
     """Import :data:`LIBRARIES` under :data:`LOADING`'s spinner and a bar naming each step (nothing on
-    screen when they are loaded: every page after the first)."""
+    screen when they are loaded: every page after the first).
+
+    Every run draws the same one placeholder here, loading or not: a run that drew the spinner and the
+    bar as elements of their own, and the next one that did not, put the page's elements at other
+    positions, and the browser then rebuilt them (an open tab fell back to the first one, seen in the
+    e2e walks that open the Data page first on a fresh server)."""
+    slot = st.empty()
     if all(module in sys.modules for _, modules in LIBRARIES for module in modules):
         return
-    with st.spinner(LOADING, show_time=True):
+    with slot.container(), st.spinner(LOADING, show_time=True):
         bar = st.progress(0.0)
         for step, (what, modules) in enumerate(LIBRARIES):
             bar.progress(step / len(LIBRARIES), text=f"Loading {what} ({step + 1} of {len(LIBRARIES)})…")
             for module in modules:
                 importlib.import_module(module)
-        bar.empty()
+    slot.empty()
 
 
 def home() -> None:

@@ -10,7 +10,11 @@ chromium driven by Playwright (sync API). Later browser tests reuse them:
   ``app_url`` the URL of a server on it (per module);
 * ``page`` is a fresh browser tab (own context, so no session state leaks between tests).
 
-Every test collected under ``tests/e2e`` gets the ``e2e`` marker (``pytest -m "not e2e"`` skips them).
+Every test collected under ``tests/e2e`` gets the ``e2e`` marker (``pytest -m "not e2e"`` skips them)
+and is run once more if it fails (pytest-rerunfailures' ``flaky``): a walk in a real browser on a
+shared 2-core machine loses a click or an upload now and then (the websocket trace showed the request
+never sent), and CI gets one try. A rerun is no pass in silence: the summary lists it as ``R`` with the
+first failure, whose message carries the trace.
 Playwright's bundled browsers are never installed: the tests use ``/usr/bin/chromium`` and skip,
 saying so, where it is missing.
 """
@@ -64,6 +68,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in Path(item.path).parents:
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.flaky(reruns=1))
 
 
 @dataclass(frozen=True)
@@ -235,6 +240,7 @@ def page(browser):
     printed at the end (pytest shows it only when the test fails)."""
     with browser_tab(browser) as tab:
         trace = WebsocketTrace(tab)
+        tab.websocket_trace = trace  # read by helpers that put it in their failure message (tests/e2e/test_browser_own_data.py)
         yield tab
         print("websocket trace (seconds since the tab opened):\n" + trace.dump())
 

@@ -120,8 +120,16 @@ def upload(page: Page, scope: Page | Locator, label: str, path: Path, attempts: 
             break
         except AssertionError:
             if attempt == attempts - 1:
-                raise
+                raise AssertionError(f"{path.name} was set {attempts} times in {label!r} and never listed\n{traced(page)}") from None
     settle(page)
+
+
+def traced(page: Page) -> str:
+    """The tab's websocket trace (tests/e2e/conftest.py), for a failure message: CI shows a failure's
+    message in full but may cut the output printed after it."""
+    trace = getattr(page, "websocket_trace", None)
+    status = page.get_by_test_id("stStatusWidget").all_inner_texts()  # "Connecting", "Running…", or nothing
+    return f"status widget: {status}; websocket trace:\n" + (trace.dump(40) if trace else "(none)")
 
 
 def choose(page: Page, scope: Page | Locator, label: str, option: str | re.Pattern) -> None:
@@ -157,7 +165,10 @@ def click_until(page: Page, button: Locator, shown: Locator, attempts: int = 2) 
         except AssertionError:
             if attempt == attempts - 1 or page.get_by_test_id("stStatusWidgetRunningIcon").count():
                 break  # still working on the click: wait for it below
-    expect(shown).to_be_visible(timeout=LONG_MS)
+    try:
+        expect(shown).to_be_visible(timeout=LONG_MS)
+    except AssertionError:
+        raise AssertionError(f"clicked {button} and {shown} never showed\n{traced(page)}") from None
 
 
 def pick_radio(page: Page, scope: Page | Locator, label: str) -> None:

@@ -466,12 +466,11 @@ def test_names_exported_with_two_meanings_are_found(tmp_path):
 
 
 #: Library files whose messages may hold a whole command line with its flags, and why: the release gate's
-#: verdicts and policy template are read in CI logs, where the command to add is the fix; accounts, the
-#: team server and Ray are set up at a shell, with no notebook counterpart.
+#: verdicts and policy template are read in CI logs, where the command to add is the fix; the team server
+#: and Ray are started at a shell, with no notebook counterpart.
 FLAGGED_COMMAND_FILES = {
     "analytics/gate/policy.py": "the policy template's header comment",
     "analytics/gate/rules.py": "gate verdicts read in CI logs",
-    "analytics/judging/assignments.py": "accounts are added at a shell (`user add`)",
     "analytics/team/paths.py": "the team server is started at a shell",
     "analytics/team/server.py": "the team server is started at a shell",
     "analytics/repository/ray_backend.py": "`ray start --head`, Ray's own command",

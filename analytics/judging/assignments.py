@@ -263,7 +263,7 @@ def check_annotators(workspace: Workspace, annotators: Sequence[str]) -> list[st
     for name in names:
         row = accounts.get(name)
         if row is None or row["disabled"]:
-            raise NotFoundError(f"annotator {name!r} is not an enabled account; add it with `python -m analytics user add {name} --role annotator`")
+            raise NotFoundError(f"annotator {name!r} is not an enabled account; add it with `analytics.team.add_user(workspace, {name!r}, 'annotator', password)` (the `user add` command at a shell)")
         if not allowed(row["role"], "judge"):
             raise InvalidInputError(f"annotator {name!r} has the role {row['role']}, which may not judge; assign an annotator, analyst or admin")
     return names

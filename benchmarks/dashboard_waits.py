@@ -16,7 +16,9 @@ browser asks for the page:
   Run tab's (:data:`analytics.runs.SIGNALS`);
 * ``matrices_idle_s``: the page drawn to the end;
 * ``pairs_s``: after a click into the first heatmap, the "Image pairs behind the cell" heading, and
-  ``pairs_in_view``: whether it was inside the window then (1400 x 900) without scrolling.
+  ``pairs_in_view``: whether it was inside the window then (1400 x 900) without scrolling;
+* ``compare_s``: after the dialog is closed and a click on the "Compare models" tab (drawn only while
+  open), its "Difference: candidate − baseline" heading and every chart of the tab.
 
 Prints one JSON object: every repeat's figures, their minimum and maximum, and the load average.
 Needs Playwright's Python package and ``/usr/bin/chromium`` (never a downloaded browser).
@@ -44,6 +46,7 @@ WIDTH, HEIGHT = 1400, 900
 START_TIMEOUT_S = 240
 WAIT_MS = 600_000
 PAIRS = "Image pairs behind the cell"
+COMPARE_TAB, DIFFERENCE = "Compare models", "Difference: candidate − baseline"
 
 
 def start_server(workspace: Path, port: int, log: Path) -> subprocess.Popen:
@@ -124,6 +127,17 @@ def measure(url: str) -> dict[str, float | bool]:
             found["pairs_s"] = time.perf_counter() - start
             box = pairs.bounding_box()
             found["pairs_in_view"] = box is not None and 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT
+
+            page.keyboard.press("Escape")  # close the pairs' dialog
+            expect(pairs).to_have_count(0, timeout=WAIT_MS)
+            idle(page)
+            start = time.perf_counter()
+            page.get_by_role("tab", name=COMPARE_TAB, exact=True).click()
+            expect(page.get_by_role("heading", name=DIFFERENCE)).to_be_visible(timeout=WAIT_MS)
+            idle(page)
+            panel = page.get_by_role("tabpanel")  # the open tab's panel: the closed one's is not in the tree
+            expect(panel.locator(".js-plotly-plot").last).to_be_visible(timeout=WAIT_MS)
+            found["compare_s"] = time.perf_counter() - start
         finally:
             browser.close()
     return found

@@ -27,7 +27,7 @@ from analytics.data import (
 from analytics.exceptions import BackdropError
 from analytics.workspace import Workspace
 from ui import cache, class_editor, data_import, mask_review, screening, state, widgets
-from ui.auth import may, require_page
+from ui.auth import offer, require_page
 from ui.markdown import escape_markdown
 from ui.uploads import saved_upload
 
@@ -200,7 +200,8 @@ def main() -> None:
     user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Data")
     workspace = state.current_workspace()
-    importing = may(user, "import_data")  # adding targets or backgrounds: admins (the library refuses others too)
+    # adding targets or backgrounds: admins (the library refuses others too); the others are told why there is no Import tab
+    importing = offer(user, "import_data", "Importing targets and backgrounds (the Import and GrabCut tabs)")
     tabs = st.tabs(["Targets", "Classes", "Backgrounds", "Composite preview", *(["Import", "GrabCut"] if importing else [])])
     with tabs[0]:
         show_targets(workspace)

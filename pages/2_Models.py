@@ -18,7 +18,7 @@ from analytics.workspace import Workspace, model_keys
 from ui import cache, state
 from ui import jobs as job_view
 from ui import models as ui_models
-from ui.auth import may, require_page
+from ui.auth import offer, require_page
 from ui.markdown import escape_markdown
 from ui.model_form import LAST_REGISTERED, register_form
 
@@ -106,8 +106,10 @@ def main() -> None:
     workspace = state.current_workspace()
     if st.session_state.get(LAST_REGISTERED):
         st.success(f"Registered {escape_markdown(repr(st.session_state.pop(LAST_REGISTERED)))}.")
-    # registering loads model files (TorchScript and ONNX are code): admins only; the library refuses others too
-    registering, training = may(user, "register_models"), may(user, "run_models")
+    # registering loads model files (TorchScript and ONNX are code): admins only; the library refuses others too.
+    # A role without a tab is told which role it needs, rather than finding the tab gone.
+    registering = offer(user, "register_models", "Registering models (the Register tab)")
+    training = offer(user, "run_models", "Training a model zoo (the Zoo tab)")
     names = ["Registered", *(["Register"] if registering else []), *(["Zoo"] if training else []), "Accuracy"]
     # a stateful tab bar: the chosen tab is kept in session state, so the rerun after an action (the
     # "Registered …" message above shifts the page) reopens it instead of "Registered" (issue 42.11b)

@@ -16,10 +16,11 @@ builds the matrices, metrics and drill-down of both tabs from the targets of the
 
 Issue 47.8 (the page took 16 s to open, a cell's pairs 15 s, drawn below all five matrices, off-screen):
 a click opens the cell's pairs in a dialog over the matrices, where the person is looking (once per
-click; a button above the matrices opens it again); the expanders (the authors' signals, the raw point
-clouds, the exports) compute and draw their charts only while open, so the browser draws the five
-matrices and the Compare tab's, not seventeen charts, and the Compare tab's heatmaps carry no clickable
-markers (4,096 invisible points each).
+click; a button above the matrices opens it again); the tabs and the expanders (the authors' signals,
+the raw point clouds, the exports) compute and draw their charts only while open, so the browser draws
+the five matrices, not seventeen charts; each matrix's clickable cell centres are drawn as one invisible
+marker (:func:`ui.runs.clickable_heatmap`), not 4,096. A closed tab's picks are kept
+(:func:`ui.widgets.keep_undrawn`), and the report names the Compare tab's models while it is closed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ from ui.markdown import escape_markdown
 
 RUN_KEY = f"{view.KEY}run"
 SIGNAL_KEY = f"{view.KEY}compare_signal"
+COMPARE_KEY = f"{view.KEY}compare"  # the Compare tab's picked runs
+DIFFERENCE_KEYS = (f"{view.KEY}diff_candidate", f"{view.KEY}diff_baseline")
+#: The Run tab's expanders (the authors' signals, the raw point clouds, the exports): open or closed, kept while the Compare tab is open.
+RUN_TAB_KEYS = (f"{view.KEY}open.conv", f"{view.KEY}open.clouds", f"{view.KEY}open.export")
+TABS = ("Run", "Compare models")
+TAB_KEY = f"{view.KEY}tab"  # the open tab's label
 PAIRS_SHOWN = 4  # pairs drawn as images; the table lists up to PAIRS_LISTED
 PAIRS_LISTED = 12
 #: The clicked cell (:data:`ui.runs.CELL`) whose pairs' dialog was opened last: a rerun for another widget
@@ -148,16 +155,16 @@ def explore(workspace_path: str, run: Mapping, settings: MatrixSettings, ranges:
         open_pairs(workspace_path, run, matrices, selected, classes)
     heatmaps(run["id"], matrices, ranges, selected)
     # lazy: an expander's charts are computed and sent only while it is open (each costs the browser seconds)
-    conv = st.expander("The authors' last-conv-map signals", key=f"{view.KEY}open.conv", on_change="rerun")
+    conv = st.expander("The authors' last-conv-map signals", key=RUN_TAB_KEYS[0], on_change="rerun")
     if conv.open:
         with conv:
             conv_heatmaps(workspace_path, run, settings, classes)
-    clouds = st.expander("Raw point clouds", key=f"{view.KEY}open.clouds", on_change="rerun")
+    clouds = st.expander("Raw point clouds", key=RUN_TAB_KEYS[1], on_change="rerun")
     if clouds.open:
         with clouds:
             st.caption(f"A random {view.SCATTER_POINTS:,} points per signal over the density (grey) of all {data_clouds[0].n_points:,}.")
             scatters(data_clouds)
-    export = st.expander("Export", key=f"{view.KEY}open.export", on_change="rerun")
+    export = st.expander("Export", key=RUN_TAB_KEYS[2], on_change="rerun")
     if export.open:
         with export:
             exports(workspace_path, run, matrices)
@@ -194,18 +201,27 @@ def warn_unknown(what: str, text: str | None, shown: str) -> None:
         st.warning(escape_markdown(f"The link names {what} {text!r}, which this workspace does not offer here; showing {shown} instead."))
 
 
-def compare(
-    workspace_path: str, done: pd.DataFrame, run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple], classes: tuple[str, ...] | None
-) -> tuple[list[str], str | None]:
-    """The Compare tab; returns the compared run ids and the signal shown (None before any model is picked)."""
+def comparable(done: pd.DataFrame, run: Mapping) -> dict[str, dict]:
+    """The runs the Compare tab offers, by id: one per model over the run's suite, the chosen run for its model
+    (first), the newest current one for the others, registered real models before zoo heads, so the
+    prefilled comparison shows the models people deploy."""
     same_suite = done[(done["suite_id"] == run["suite_id"]) & ((done["id"] == run["id"]) | ~done["stale"].astype(bool))]
-    # one run per model: the chosen run for its model (first), the newest current one for the others,
-    # registered real models before zoo heads, so the prefilled comparison shows the models people deploy
     others = real_models_first(same_suite)
     same_suite = pd.concat([same_suite[same_suite["id"] == run["id"]], others]).drop_duplicates("model")
-    records = same_suite.set_index("id").to_dict("index")
-    key = f"{view.KEY}compare"
-    widgets.prefill(key, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
+    return same_suite.set_index("id").to_dict("index")
+
+
+def compared_runs(records: Mapping[str, Mapping], run: Mapping) -> list[str]:
+    """The Compare tab's picked runs, also while the tab is closed (the report names them): the suite's
+    first :data:`ui.runs.MAX_COMPARED` models after a new run, the person's picks otherwise."""
+    widgets.prefill(COMPARE_KEY, list(records)[: view.MAX_COMPARED], follows=run["id"])  # a new run: its suite's models, it first
+    return [r for r in st.session_state[COMPARE_KEY] if r in records]
+
+
+def compare(
+    workspace_path: str, records: Mapping[str, Mapping], run: Mapping, settings: MatrixSettings, ranges: Mapping[str, tuple], classes: tuple[str, ...] | None
+) -> list[str]:
+    """The Compare tab, after :func:`compared_runs`; returns the compared run ids."""
     if len(records) == 1:
         st.info(
             f"Only {escape_markdown(run['model'])} has a finished current run over suite {escape_markdown(run['suite'])}: run other models over it on the "
@@ -213,19 +229,17 @@ def compare(
         )
     chosen = st.multiselect(
         f"Models with runs over suite {escape_markdown(run['suite'])} (up to {view.MAX_COMPARED})", list(records), max_selections=view.MAX_COMPARED,
-        format_func=lambda r: records[r]["model"], key=key,
+        format_func=lambda r: records[r]["model"], key=COMPARE_KEY,
     )  # fmt: skip
     if not chosen:
         st.caption(f"Pick up to {view.MAX_COMPARED} models above to see their matrices side by side.")
-        return chosen, None
+        return chosen
     try:
         matrices = {r: view.run_matrices(workspace_path, r, records[r]["finished"], settings, classes) for r in chosen}
     except BackdropError as err:
         st.error(escape_markdown(err))
-        return chosen, None
-    unknown = deeplink.adopt("signal", SIGNAL_KEY, list(SIGNALS))
+        return chosen
     signal = st.radio("Signal", list(SIGNALS), format_func=SIGNALS.get, horizontal=True, key=SIGNAL_KEY)
-    warn_unknown("the signal", unknown, SIGNALS[signal])
     st.caption("Same suite and colour scale, one matrix per model: equal (worst-case) accuracy can hide different patterns.")
     for column, run_id in zip(widgets.grid_columns(len(chosen)), chosen):
         record = records[run_id]
@@ -236,15 +250,15 @@ def compare(
         column.plotly_chart(figure, key=f"{view.KEY}compare.{run_id}.{signal}", config={"displayModeBar": False})
     if len(chosen) >= 2:
         difference(chosen, records, matrices, signal)
-    return chosen, signal
+    return chosen
 
 
 def difference(chosen: list[str], records: Mapping[str, Mapping], matrices: Mapping[str, Mapping[str, VarianceMatrix]], signal: str) -> None:
     """Candidate − baseline: two of the compared models' matrices of the signal, subtracted cell by cell."""
     st.subheader("Difference: candidate − baseline")
     left, right = st.columns(2)
-    candidate = left.selectbox("Candidate", chosen, index=0, format_func=lambda r: records[r]["model"], key=f"{view.KEY}diff_candidate")
-    baseline = right.selectbox("Baseline (e.g. the last release)", chosen, index=1, format_func=lambda r: records[r]["model"], key=f"{view.KEY}diff_baseline")
+    candidate = left.selectbox("Candidate", chosen, index=0, format_func=lambda r: records[r]["model"], key=DIFFERENCE_KEYS[0])
+    baseline = right.selectbox("Baseline (e.g. the last release)", chosen, index=1, format_func=lambda r: records[r]["model"], key=DIFFERENCE_KEYS[1])
     try:
         diff = matrix_difference(matrices[candidate][signal], matrices[baseline][signal])
     except BackdropError as err:
@@ -297,16 +311,27 @@ def main() -> None:
     ranges = colour_scale.ranges(scale, autoscale)
     st.caption(colour_scale.describe(scale, autoscale))
     classes = pick_classes(str(workspace.root), run)
-    tabs = ["Run", "Compare models"]
-    # ?tab=compare (Home's "models side by side") opens on the comparison
-    one, several = st.tabs(tabs, default=tabs[1] if st.query_params.get("tab") == "compare" else tabs[0])
-    with one:
-        explore(str(workspace.root), run, settings, ranges, classes)
-    with several:
-        compared, signal = compare(str(workspace.root), done, run, settings, ranges, classes)
+    # the Compare tab's signal (a link's, else the first), also while the tab is closed: the address names it
+    unknown_signal = deeplink.adopt("signal", SIGNAL_KEY, list(SIGNALS))
+    signal = st.session_state.setdefault(SIGNAL_KEY, next(iter(SIGNALS)))
+    warn_unknown("the signal", unknown_signal, SIGNALS[signal])
+    comparable_runs = comparable(done, run)
+    compared = compared_runs(comparable_runs, run)
+    # lazy tabs (issue 47.8): only the open tab computes and sends its charts; ?tab=compare (Home's "models side by side") opens the comparison
+    one, several = st.tabs(TABS, default=TABS[1] if st.query_params.get("tab") == "compare" else TABS[0], key=TAB_KEY, on_change="rerun")
+    if one.open:
+        with one:
+            explore(str(workspace.root), run, settings, ranges, classes)
+    else:
+        widgets.keep_undrawn(*RUN_TAB_KEYS)
+    if several.open:
+        with several:
+            compared = compare(str(workspace.root), comparable_runs, run, settings, ranges, classes)
+        signal = st.session_state[SIGNAL_KEY]
+    else:
+        widgets.keep_undrawn(COMPARE_KEY, SIGNAL_KEY, *DIFFERENCE_KEYS)
     report(workspace, run, compared, records)
-    # after every widget: the address names what is on screen (a signal only once the Compare tab drew one)
-    deeplink.publish(run=run_id, preset=settings.preset, **({"signal": signal} if signal else {}))
+    deeplink.publish(run=run_id, preset=settings.preset, signal=signal)  # after every widget: the address names what is on screen
 
 
 with runs_snapshot():  # the runs are listed once per rerun, however many parts ask

@@ -15,6 +15,7 @@ import streamlit as st
 from analytics.figures import confusion_heatmap, format_kappa, kappa_heatmap
 from analytics.judging import Agreement, confusion, judgment_history, latest_judgments
 from analytics.runs import runs_snapshot
+from analytics.team import roles_with
 from analytics.workspace import Workspace, to_csv
 from ui import agreement as view
 from ui import state
@@ -130,13 +131,15 @@ def show_history(workspace: Workspace) -> None:
 
 
 def main() -> None:
-    require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
+    user = require_page("browse")  # team mode: the sign-in form until signed in, then the role the page needs
     st.title("Agreement")
     st.caption("Do the annotators read the variance matrices the same way?")
     workspace = state.current_workspace()
     suites = view.judged_suites(workspace)
     if suites.empty:
-        st.info("No judgments on a suite yet. Label models on the **Judge** page (enter your name in the sidebar first).")
+        # solo mode signs judgments with the sidebar's name; team mode with the account (no such field there)
+        who = " (enter your name in the sidebar first)" if user is None else f", signed in as {' or '.join(roles_with('judge'))}"
+        st.info(f"No judgments on a suite yet. Label models on the **Judge** page{who}.")
         st.stop()
     labels = dict(zip(suites["id"], suites["label"]))
     suite_id = st.selectbox("Suite", list(labels), format_func=labels.__getitem__, key="agreement.suite", help="Judgments are made per suite.")

@@ -32,7 +32,6 @@ from analytics.gate import (
     RuleResult,
     check_files,
     check_inputs,
-    load_policy,
     new_check_name,
     parse_policy,
     parse_policy_bytes,
@@ -51,6 +50,7 @@ KEY = "gate."
 JOB = KEY + "job"  # session-state key: the id of the gate job this session started
 EXAMPLE, UPLOAD, EDIT = "example", "upload", "edit"
 SOURCES = {EXAMPLE: "The example policy", UPLOAD: "Upload a policy file", EDIT: "Edit the rules here"}
+EXAMPLE_NAME = "examples/policy.toml"  # the example policy's name in messages, the summary and the expander
 EDITED_NAME = "policy.toml"  # the rules edited here, as the page offers them: `check --policy policy.toml` checks the same
 NONE = ""  # no baseline; the suite of the policy
 MIMES = {"junit": "application/xml", "summary": "text/markdown", "report": "text/html"}
@@ -97,11 +97,13 @@ FIELDS = ParameterNames({"baseline": "a Baseline", "suite_id": "a Suite"})
 
 
 def inputs_hold(workspace: Workspace, policy: Policy, candidate: str, baseline: str | None, suite_id: str | None) -> bool:
-    """Whether the check would start (:func:`analytics.gate.check_inputs`); if not, its one line as an error."""
+    """Whether the check would start (:func:`analytics.gate.check_inputs`); if not, its one line as a
+    warning over the disabled button: an input still to choose (the example policy's [baseline] rules
+    before a baseline is picked, on every first visit), not a mistake the user made."""
     try:
         check_inputs(workspace, policy, candidate, baseline=baseline, suite_id=suite_id, names=FIELDS)
     except BackdropError as err:
-        st.error(escape_markdown(err), icon=":material/block:")
+        st.warning(f"Not ready to run: {escape_markdown(err)}", icon=":material/block:")
         return False
     return True
 
@@ -111,7 +113,7 @@ def choose_policy() -> Policy | None:
     source = st.radio("Policy", list(SOURCES), format_func=SOURCES.__getitem__, horizontal=True, key=KEY + "source")
     try:
         if source == EXAMPLE:
-            policy = load_policy(EXAMPLE_POLICY)
+            policy = example_policy()
         elif source == UPLOAD:
             upload = st.file_uploader(
                 f"Policy file (TOML, up to {MAX_POLICY_MB} MB)", type=["toml"], key=KEY + "upload", max_upload_size=MAX_POLICY_MB,
@@ -122,7 +124,7 @@ def choose_policy() -> Policy | None:
                 return None
             policy = parse_policy_bytes(upload.getvalue(), upload_name(upload))
         else:
-            text = edited_policy(load_policy(EXAMPLE_POLICY))
+            text = edited_policy(example_policy())
             show_toml(text)
             policy = parse_policy(text, EDITED_NAME)
     except BackdropError as err:
@@ -132,6 +134,11 @@ def choose_policy() -> Policy | None:
         with st.expander(f"The policy: {escape_markdown(policy.path)}"):
             st.code(policy.text, language="toml")
     return policy
+
+
+def example_policy() -> Policy:
+    """The example policy, named as the project names it, not by its path on the server (shown to every team member)."""
+    return parse_policy(EXAMPLE_POLICY.read_text(encoding="utf-8"), EXAMPLE_NAME)
 
 
 def show_toml(text: str) -> None:

@@ -169,8 +169,9 @@ def request_form(workspace: Workspace, n_pool: int) -> tuple[str, SuiteRequest] 
             help="an ontology mined from other keywords is refused: it would not expand these targets",
             key=KEY + "ontology",
         )
-        left, middle, right = st.columns(3)
-        models = left.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
+        # a row of its own: three model names in a third of the form were cut off at 1400 px (the rest hidden)
+        models = st.multiselect("Distance ensemble", registered, default=default_distance_models(workspace), key=KEY + "models")
+        middle, right = st.columns(2)
         threshold = middle.slider("Realism threshold (seam harmony)", 0.0, 1.0, DEFAULT_REALISM_THRESHOLD, 0.05, key=KEY + "realism")
         top_up = right.checkbox(
             "Top up with random backgrounds", value=True, key=KEY + "top_up",

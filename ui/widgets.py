@@ -163,16 +163,33 @@ def _copy_state(source: str, destination: str) -> None:
     st.session_state[destination] = st.session_state[source]
 
 
+def keep_undrawn(*keys: str) -> None:
+    """Keep the values of widgets this run does not draw (a closed lazy tab's) for the run that draws them again.
+
+    Streamlit forgets a keyed widget's state at the end of a run that did not draw it; a value written
+    through ``st.session_state`` is the session's own and stays. Call it on runs that do not draw the
+    widgets (one with a default warns when its key was also written in the same run); a key without a
+    value is left alone.
+    """
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
 def grid_columns(n: int) -> list:
     """``n`` chart slots, :data:`SQUARE_COLUMNS` per row (four in a row are too small to read)."""
     return [column for start in range(0, n, SQUARE_COLUMNS) for column in st.columns(SQUARE_COLUMNS, gap="medium")][:n]
 
 
 def pick_classes(present: Sequence[str], *, key: str) -> tuple[str, ...] | None:
-    """A "Classes" multiselect over ``present`` (every one by default, again when the classes on offer
-    change); None when all or none are picked (none says so), the picked ones otherwise."""
-    prefill(key, list(present), follows=tuple(present))
-    picked = st.multiselect("Classes", present, key=key, help="Count only the composites of these classes: pick your own class to see only its results.")
-    if not picked:
-        st.caption("No class picked: showing every class.")
+    """A "Classes" multiselect over ``present``, empty (every class) by default and again when the
+    classes on offer change; None when none or all are picked, the picked ones otherwise.
+
+    Empty rather than every class picked: fifteen class chips overflow the box at 1400 px, which
+    then scrolls sideways and hides most of them, so the user could not see what was counted."""
+    prefill(key, [], follows=tuple(present))
+    picked = st.multiselect(
+        "Classes", present, key=key, placeholder="Every class: pick some to count only theirs",
+        help="Count only the composites of these classes: pick your own class to see only its results.",
+    )  # fmt: skip
     return None if not picked or set(picked) == set(present) else tuple(sorted(picked))

@@ -48,8 +48,10 @@ def extracted(path: Path) -> Iterator[tuple[Path, Path]]:
     if path.is_dir():
         yield path, path
         return
-    if not (path.is_file() and zipfile.is_zipfile(path)):
-        raise InvalidInputError(f"{path}: not a folder or a .zip file")
+    if not path.exists():  # a typo in the path, not a broken archive: say so
+        raise InvalidInputError(f"{path}: no such folder or .zip file; check the path")
+    if not (path.is_file() and zipfile.is_zipfile(path)):  # a file of another kind, or one named .zip that is none
+        raise InvalidInputError(f"{path}: not a folder or a .zip archive (its bytes do not read as a zip); give a folder or re-create the .zip")
     with tempfile.TemporaryDirectory(prefix="backdrop-import-") as temporary:
         folder = Path(temporary)
         try:

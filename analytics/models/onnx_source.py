@@ -16,8 +16,14 @@ external files. A graph with a tensor over :data:`MAX_ONNX_TENSOR_BYTES` (2 GiB;
 ``$BACKDROP_MAX_ONNX_TENSOR_BYTES``) is refused when read, before any session runs: an initializer,
 or an intermediate tensor whose shape ONNX's shape inference fixes on the batch Backdrop feeds (a
 ``ConstantOfShape`` of 8 * 2**30 floats would make ONNX Runtime allocate 32 GiB; on a server with
-that much memory and no limit it would). ONNX Runtime's Python API has no cap on its CPU memory a
-session can rely on, so a tensor whose size the graph does not fix in advance stays unbounded.
+that much memory and no limit it would). A tensor whose size only the run fixes (a shape computed
+from the pixels) is bounded as it runs: every session Backdrop makes, the registration's check run
+included, takes its CPU memory from one ONNX Runtime arena shared by the whole process, capped at
+:func:`max_onnx_memory_bytes` (half the machine's memory, at most 8 GiB; ``$BACKDROP_MAX_ONNX_MEMORY_BYTES``),
+so an allocation past it fails inside ONNX Runtime, before any memory is taken, as one line naming
+the model and the limit; CUDA sessions get the same cap on their GPU arena (``gpu_mem_limit``).
+Text is the one kind of tensor ONNX Runtime keeps outside that arena, so a graph that makes string
+tensors is refused when read (:func:`_text_source`).
 ONNX Runtime computes no gradients: saliency offers the perturbation methods only
 (occlusion, RISE), and there are no hooks, so no GradCAM and no conv-map signals.
 """
@@ -25,7 +31,9 @@ ONNX Runtime computes no gradients: saliency offers the perturbation methods onl
 from __future__ import annotations
 
 import math
+import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +61,16 @@ _FLOAT = 1  # onnx.TensorProto.FLOAT
 #: ``$BACKDROP_MAX_ONNX_TENSOR_BYTES`` (a whole number of bytes), read at every check.
 MAX_ONNX_TENSOR_BYTES = 2 << 30
 MAX_ONNX_TENSOR_BYTES_ENV_VAR = "BACKDROP_MAX_ONNX_TENSOR_BYTES"
+#: The most CPU memory ONNX Runtime may hold for all of the process's sessions together, in bytes,
+#: where half the machine's memory is more (:func:`max_onnx_memory_bytes`): what a graph allocates
+#: as it runs, including tensors whose size no check before the run can know. Raise it with
+#: ``$BACKDROP_MAX_ONNX_MEMORY_BYTES`` (a whole number of bytes), read when a session is made.
+MAX_ONNX_MEMORY_BYTES = 8 << 30
+MAX_ONNX_MEMORY_BYTES_ENV_VAR = "BACKDROP_MAX_ONNX_MEMORY_BYTES"
+_ARENA_LOCK = threading.Lock()
+#: The cap of the arena registered with ONNX Runtime's environment (the one its sessions share), None before the first session.
+_arena_bytes: int | None = None
+_ARENA_FULL = re.compile(r"Available memory of (\d+) is smaller than requested bytes of (\d+)")
 
 
 @dataclass(frozen=True)
@@ -96,9 +114,9 @@ def read_onnx_graph(path: Path, input_size: int | None = None, *, check_tensors:
     Raises
     ------
     InvalidInputError
-        Not an ONNX file, external weights, operators of another domain, not one float image input
-        of shape (n, 3, s, s) or (n, s, s, 3), a first output that is not (n, classes), or a tensor
-        over :func:`max_onnx_tensor_bytes`.
+        Not an ONNX file, external weights, operators of another domain, string tensors, not one
+        float image input of shape (n, 3, s, s) or (n, s, s, 3), a first output that is not
+        (n, classes), or a tensor over :func:`max_onnx_tensor_bytes`.
     """
     onnx = import_optional("onnx", extra="onnx")  # imported only when an ONNX model is read
 
@@ -116,6 +134,12 @@ def read_onnx_graph(path: Path, input_size: int | None = None, *, check_tensors:
     if domains:
         raise InvalidInputError(
             f"{path}: uses operators of the domain {domains[0]!r}, which need a custom operator library; Backdrop never loads one: export with standard ONNX operators"
+        )
+    text = _text_source(onnx, graph)
+    if text:
+        raise InvalidInputError(
+            f"{path}: {text} makes text (string) tensors, whose characters ONNX Runtime allocates outside the memory limit of its runs; "
+            "an image classifier needs none: export the graph without them"
         )
     weights = {t.name for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in weights]
@@ -150,6 +174,49 @@ def max_onnx_tensor_bytes() -> int:
         The environment variable is not a positive whole number.
     """
     return positive_limit(MAX_ONNX_TENSOR_BYTES_ENV_VAR, MAX_ONNX_TENSOR_BYTES, "bytes")
+
+
+def max_onnx_memory_bytes() -> int:
+    """The cap of ONNX Runtime's shared CPU arena: ``$BACKDROP_MAX_ONNX_MEMORY_BYTES``, else half the
+    machine's physical memory or :data:`MAX_ONNX_MEMORY_BYTES`, whichever is smaller (the physical
+    memory the system reports: a container's own memory limit is not read, set the variable there).
+
+    Raises
+    ------
+    InvalidInputError
+        The environment variable is not a positive whole number.
+    """
+    try:
+        half = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (AttributeError, ValueError, OSError):  # a system without these names (Windows): the fixed default
+        half = MAX_ONNX_MEMORY_BYTES
+    return positive_limit(MAX_ONNX_MEMORY_BYTES_ENV_VAR, min(MAX_ONNX_MEMORY_BYTES, half) if half > 0 else MAX_ONNX_MEMORY_BYTES, "bytes")
+
+
+def _bounded_session_options(ort) -> tuple[object, int]:
+    """Session options whose CPU allocations come from the arena of ONNX Runtime's environment,
+    capped at :func:`max_onnx_memory_bytes`, and that cap.
+
+    ONNX Runtime's own per-session arena has no cap; an arena registered with the environment has
+    one (``OrtArenaCfg``'s ``max_mem``) and serves every session made with
+    ``session.use_env_allocators``. Past the cap an allocation fails in ONNX Runtime as an error
+    (``Available memory of … is smaller than requested bytes of …``) before any memory is taken.
+    It grows by what is asked (``arena_extend_strategy`` 1) rather than in doublings, so it holds
+    little more than the largest run needed, and keeps that for the next runs. A changed limit
+    registers a new arena for sessions made from then on (ONNX Runtime replaces the registered one;
+    sessions already made keep theirs).
+    """
+    global _arena_bytes
+    limit = max_onnx_memory_bytes()
+    with _ARENA_LOCK:
+        if _arena_bytes != limit:
+            memory = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+            ort.create_and_register_allocator(memory, ort.OrtArenaCfg({"max_mem": limit, "arena_extend_strategy": 1}))
+            _arena_bytes = limit
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # fatal only: a failure reaches the user as one line (_run), not as runtime log lines on stderr
+    options.add_session_config_entry("session.use_env_allocators", "1")
+    return options, limit
 
 
 def _check_tensor_sizes(onnx, model, path: Path, image, feed: list) -> None:
@@ -202,6 +269,35 @@ def _check_tensor_sizes(onnx, model, path: Path, image, feed: list) -> None:
                 check(value.name, dims, tensor_type.elem_type, "tensor")
 
 
+def _text_source(onnx, graph) -> str | None:
+    """What first brings a string tensor into ``graph`` or its subgraphs, None if nothing does.
+
+    A string's characters live on the heap, not in ONNX Runtime's capped arena (a chain of
+    ``StringConcat`` doubling 48 strings took 715 MB under a 256 MiB cap), so no text may enter:
+    the one input is a float batch, so text can only come from a string initializer or constant, a
+    ``Cast`` to string, or an ``ai.onnx.ml`` operator mapping numbers to the strings of a
+    ``*_strings`` attribute (``LabelEncoder``, ``CategoryMapper``, a classifier's string labels).
+    Operators that read strings (``StringConcat``, ``RegexFullMatch`` …) need one of these first.
+    """
+    string = onnx.TensorProto.STRING
+    for sub in _graphs(graph):
+        for tensor in [*sub.initializer, *(s.values for s in sub.sparse_initializer)]:
+            if tensor.data_type == string:
+                return f"initializer {tensor.name!r}"
+    for node in _nodes(graph):
+        named = node.name or next((o for o in node.output if o), "")  # a node's name is optional: its first output then
+        what = f"{node.op_type} node {named!r}" if named else f"a {node.op_type} node"
+        for attribute in node.attribute:
+            tensors = [attribute.t] if attribute.HasField("t") else list(attribute.tensors)
+            if any(t.data_type == string for t in tensors) or attribute.name in ("value_string", "value_strings"):
+                return f"{what} (its attribute {attribute.name!r})"
+            if node.op_type in ("Cast", "CastLike") and attribute.name == "to" and attribute.i == string:
+                return what
+            if node.domain == "ai.onnx.ml" and attribute.name.endswith("_strings") and attribute.strings:
+                return f"{what} (its attribute {attribute.name!r})"
+    return None
+
+
 def _graphs(graph):
     """A graph and its subgraphs (If / Loop bodies), depth first."""
     yield graph
@@ -234,19 +330,20 @@ class _OnnxClassifier(nn.Module):
         self.shown = shown or str(path)  # what a message of a failed run names
         self.n_params = graph.n_params
         self._sessions: dict[str, object] = {}
+        self.memory_limit = 0  # the cap of the arena its sessions take memory from, set as the first is made
 
     def _session(self, device: torch.device):
         ort = import_optional("onnxruntime", extra="onnx")  # imported only when an ONNX model runs
 
         provider = "CUDAExecutionProvider" if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers() else "CPUExecutionProvider"
         if provider not in self._sessions:
-            providers = [provider, "CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [provider]
-            options = ort.SessionOptions()
-            options.log_severity_level = 4  # fatal only: a failure reaches the user as one line (_run), not as runtime log lines on stderr
+            options, self.memory_limit = _bounded_session_options(ort)
+            # the GPU arena is each CUDA session's own: the same cap, as ONNX Runtime's CUDA provider option
+            providers = [(provider, {"gpu_mem_limit": str(self.memory_limit)}), "CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [provider]
             try:
                 self._sessions[provider] = ort.InferenceSession(str(self.path), options, providers=providers)
             except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
-                raise InvalidInputError(f"{self.path}: ONNX Runtime cannot load it ({type(err).__name__}: {str(err)[:200]})") from err
+                raise InvalidInputError(f"{self.shown}: ONNX Runtime cannot load it ({type(err).__name__}: {_runtime_reason(err)})") from err
         return self._sessions[provider]
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -275,6 +372,16 @@ class _OnnxClassifier(nn.Module):
             if not type(err).__module__.startswith("onnxruntime"):
                 raise
             shape = "x".join(map(str, batch.shape))
+            full = _ARENA_FULL.search(str(err))
+            if full:  # the shared arena's cap (_bounded_session_options) refused the allocation: name the cap and how to raise it
+                free, asked = (int(v) / 2**20 for v in full.groups())
+                node = re.search(r"running (\w+) node", str(err))
+                raise InvalidInputError(
+                    f"{self.shown}: on a batch of shape {shape}, ONNX Runtime asked for {asked:.1f} MiB{f' in a {node.group(1)} node' if node else ''}, "
+                    f"more than the {free:.1f} MiB left of the {self.memory_limit / 2**20:.1f} MiB all ONNX models of this process may use "
+                    f"(analytics.models.onnx_source.max_onnx_memory_bytes); export a graph that allocates less on such a batch, "
+                    f"or raise {MAX_ONNX_MEMORY_BYTES_ENV_VAR} (a whole number of bytes) where Backdrop starts"
+                ) from err
             raise InvalidInputError(
                 f"{self.shown}: ONNX Runtime failed running it on a batch of shape {shape} ({type(err).__name__}: {_runtime_reason(err)}); "
                 "check the graph runs in onnxruntime on such a batch, then export it again"

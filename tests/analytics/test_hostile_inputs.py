@@ -88,10 +88,12 @@ def _good_png(path: Path, side: int = 8) -> Path:
     return path
 
 
-def _onnx(path: Path, *, reshape_to: list[int] | None = None, allocate: int | None = None) -> Path:
+def _onnx(path: Path, *, reshape_to: list[int] | None = None, allocate: int | None = None, allocate_at_run: int | None = None) -> Path:
     """A tiny graph: pixels n x 3 x 16 x 16 -> mean per channel -> logits n x 3. ``reshape_to``: the
     means reshaped to a shape that does not hold them (fails at run time); ``allocate``: plus the sum
-    of a constant of that many floats (4 bytes each), added to the logits."""
+    of a constant of that many floats (4 bytes each), added to the logits; ``allocate_at_run``: the
+    same, its count computed from the pixels (``allocate_at_run`` + the largest pixel, rounded toward
+    zero), so that only the run knows the size."""
     import onnx
 
     helper, tensor = onnx.helper, onnx.TensorProto
@@ -110,6 +112,18 @@ def _onnx(path: Path, *, reshape_to: list[int] | None = None, allocate: int | No
         ]
         initializers.append(helper.make_tensor("big_shape", tensor.INT64, [1], [allocate]))
         last = "added"
+    if allocate_at_run is not None:
+        nodes += [
+            helper.make_node("ReduceMax", ["pixels"], ["brightest"], keepdims=0),
+            helper.make_node("Add", ["brightest", "run_count"], ["count"]),
+            helper.make_node("Cast", ["count"], ["count_int"], to=tensor.INT64),
+            helper.make_node("Reshape", ["count_int", "one_axis"], ["run_shape"]),
+            helper.make_node("ConstantOfShape", ["run_shape"], ["run_big"], value=helper.make_tensor("one", tensor.FLOAT, [1], [1.0])),
+            helper.make_node("ReduceSum", ["run_big"], ["run_total"], keepdims=1),
+            helper.make_node("Add", [last, "run_total"], ["run_added"]),
+        ]
+        initializers += [helper.make_tensor("run_count", tensor.FLOAT, [], [float(allocate_at_run)]), helper.make_tensor("one_axis", tensor.INT64, [1], [1])]
+        last = "run_added"
     nodes.append(helper.make_node("Identity", [last], ["logits"]))
     graph = helper.make_graph(
         nodes, "tiny", [helper.make_tensor_value_info("pixels", tensor.FLOAT, ["n", 3, 16, 16])],
@@ -236,6 +250,9 @@ def hostile_cases(root: Path) -> list[dict]:
     case("ONNX failing at run time", "onnx", "ONNX Runtime failed running it on a batch of shape", checkpoint=_onnx(root / "reshape.onnx", reshape_to=[7, 5]), labels=labels)
     # refused from its inferred shapes before any session runs (MAX_ONNX_TENSOR_BYTES), not by the allocation failing under the limit
     case("ONNX allocating 32 GiB", "onnx", "tensor 'big' of shape 8589934592 takes 32768.0 MiB", checkpoint=_onnx(root / "big.onnx", allocate=8 << 30), labels=labels)
+    # its size computed from the pixels, unknown before the run: refused inside ONNX Runtime by the capped arena (max_onnx_memory_bytes) as the check run asks for it
+    case("ONNX allocating 40 GiB as it runs", "onnx", "ONNX Runtime asked for 40960.0 MiB in a ConstantOfShape node, more than the",
+         checkpoint=_onnx(root / "grows.onnx", allocate_at_run=10 << 30), labels=labels)  # fmt: skip
     case("labels file of 8 GiB (sparse)", "onnx", "labels.big.txt: the label file is 8192.0 MiB", checkpoint=_onnx(root / "fine.onnx"), labels=_sparse(root / "labels.big.txt", b"a\n"))
     vit = _vit(root / "vit")
     for name, damage in {
@@ -401,6 +418,7 @@ CASE_NAMES = [
     "a pool holding a PNG of 4e12 pixels",
     "ONNX failing at run time",
     "ONNX allocating 32 GiB",
+    "ONNX allocating 40 GiB as it runs",
     "labels file of 8 GiB (sparse)",
     "safetensors header length 2**62",
     "safetensors tensor of 2**62 floats",

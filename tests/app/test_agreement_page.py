@@ -3,10 +3,17 @@ against the majority, per-model table, confusion, history."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from analytics.judging import MIN_SHARED_MODELS, add_judgment, latest_judgments, measure_agreement
+from analytics.workspace import PROJECT_ROOT
+from tests.fixtures.app import APP_TIMEOUT_S
 from tests.fixtures.judging import JUDGMENTS, TINY_SUITE
+from ui.auth import LAST_SEEN
+from ui.state import SIGNED_IN
 
 AGREEMENT = "pages/9_Agreement.py"
 
@@ -122,3 +129,18 @@ def test_no_warning_with_enough_shared_models(judged_workspace, app_runner):
     assert not app.warning
     captions = "\n".join(caption.value for caption in app.caption)
     assert f"{MIN_SHARED_MODELS} shared models ·" in captions and "shared models (fewer than" not in captions
+
+
+def test_empty_state_says_how_to_judge_in_each_mode(tiny_workspace, team_workspace, app_runner, monkeypatch):
+    solo = app_runner(AGREEMENT, tiny_workspace)
+    assert not solo.exception, solo.exception
+    assert "enter your name in the sidebar" in solo.info[0].value  # solo mode's sidebar has "Your name"
+    monkeypatch.setenv("BACKDROP_TEAM", "1")
+    monkeypatch.setenv("BACKDROP_WORKSPACE", str(team_workspace.root))
+    team = AppTest.from_file(str(PROJECT_ROOT / AGREEMENT), default_timeout=APP_TIMEOUT_S)
+    team.session_state[SIGNED_IN] = "ada"
+    team.session_state[LAST_SEEN] = time.time()
+    team.run()
+    assert not team.exception, team.exception
+    shown = team.info[0].value  # team mode's sidebar has no name field: the account signs judgments
+    assert "sidebar" not in shown and "signed in as admin or analyst or annotator" in shown

@@ -29,6 +29,12 @@ def charts(app) -> list:
     return app.get("plotly_chart")
 
 
+def open_compare(app):
+    """Open the Compare tab as a click would (lazy tabs: a rerun draws the open one only)."""
+    app.session_state["runs.tab"] = "Compare models"
+    return app.run()
+
+
 def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app_runner):
     app = app_runner(MATRICES, run_workspace)
     assert not app.exception, app.exception
@@ -37,15 +43,19 @@ def test_page_shows_four_matrices_and_the_accuracies(run_workspace, run_ids, app
     row = list_runs(run_workspace).set_index("id").loc[run_ids["bg-only"]]
     metrics = {m.label: m.value for m in app.tabs[0].metric}
     assert metrics["Accuracy"] == f"{row['accuracy']:.1%}" and metrics["Worst-case accuracy"] == f"{row['worst_case_accuracy']:.1%}"
-    # issue 47.8: the closed expanders send nothing: the run's heatmaps, one per compared model (three, one signal), their difference
-    assert len(charts(app)) == len(SIGNALS) + 3 + 1
+    # issue 47.8: the closed expanders and the closed Compare tab send nothing: the run's heatmaps only, each
+    # with one clickable point per cell drawn as a single invisible marker (thousands of drawn markers cost seconds)
+    assert len(charts(app)) == len(SIGNALS)
+    for chart, (signal, matrix) in zip(charts(app), run_matrices(run_workspace, run_ids["bg-only"]).items()):
+        cells = next(t for t in json.loads(chart.proto.spec)["data"] if t["type"] == "scatter")
+        assert cells["marker"]["maxdisplayed"] == 1 and len(typed_array(cells["x"])) == matrix.grid**2, signal
+        np.testing.assert_allclose(typed_array(cells["customdata"]), matrix.matrix.ravel(), rtol=1e-6)
     assert "no last convolutional map" not in texts(app)
     for expander in ("conv", "clouds", "export"):  # opened: they compute and draw
         app.session_state[f"runs.open.{expander}"] = True
     app.run()
     assert not app.exception, app.exception
-    # the heatmaps and the scatters of the run, one heatmap per compared model, their difference
-    assert len(charts(app)) == 2 * len(SIGNALS) + 3 + 1
+    assert len(charts(app)) == 2 * len(SIGNALS)  # the heatmaps and the scatters of the run
     # the authors' conv-map signals are an extra, and a TorchScript model says why it has none (no chart, no crash)
     assert "Last conv map (authors'): max: model 'bg-only' has no last convolutional map (it is TorchScript" in as_shown(texts(app))
     assert [button.label for button in app.get("download_button")][:2] == ["PNG", ".npy"]
@@ -121,14 +131,23 @@ def compared_heatmaps(app) -> list[dict]:
     return [t for t in _tab_heatmaps(app) if t.get("name") != "difference"]
 
 
+def typed_array(value) -> np.ndarray:
+    """A trace's array as sent: plotly's typed-array form (base64 bytes, dtype, shape) or a list."""
+    if not isinstance(value, dict):
+        return np.asarray(value)
+    shown = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return shown.reshape([int(v) for v in str(value["shape"]).split(",")]) if "shape" in value else shown
+
+
 def _tab_heatmaps(app) -> list[dict]:
     specs = [json.loads(chart.proto.spec) for chart in app.tabs[1].get("plotly_chart")]
     return [next(t for t in spec["data"] if t["type"] == "heatmap") for spec in specs]
 
 
 def test_compare_tab_draws_candidate_minus_baseline_on_a_diverging_scale_centred_on_0(run_workspace, run_ids, app_runner):
-    app = app_runner(MATRICES, run_workspace)
+    app = open_compare(app_runner(MATRICES, run_workspace))
     assert not app.exception, app.exception
+    assert len(app.tabs[0].get("plotly_chart")) == 0  # the closed Run tab sends no chart
     app.radio(key="runs.compare_signal").set_value("true_prob").run()
     app.selectbox(key="runs.diff_candidate").set_value(run_ids["bg-only"]).run()
     app.selectbox(key="runs.diff_baseline").set_value(run_ids["fg-only"]).run()
@@ -144,7 +163,7 @@ def test_compare_tab_draws_candidate_minus_baseline_on_a_diverging_scale_centred
 
 
 def test_compare_tab_draws_every_model_on_the_suite_scale_by_default(run_workspace, run_ids, app_runner):
-    app = app_runner(MATRICES, run_workspace)
+    app = open_compare(app_runner(MATRICES, run_workspace))
     assert not app.exception, app.exception
     assert app.radio(key="runs.scale").value == SUITE  # the default, before any click
     assert sorted(app.multiselect(key="runs.compare").value) == sorted(run_ids.values())
@@ -160,7 +179,7 @@ def test_compare_tab_draws_every_model_on_the_suite_scale_by_default(run_workspa
 
 
 def test_autoscale_is_an_explicit_labelled_option(run_workspace, run_ids, app_runner):
-    app = app_runner(MATRICES, run_workspace)
+    app = open_compare(app_runner(MATRICES, run_workspace))
     app.radio(key="runs.scale").set_value(AUTOSCALE).run()
     assert not app.exception, app.exception
     assert "not comparable" in AUTOSCALE and "per-model autoscale" in texts(app)
@@ -177,6 +196,7 @@ def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_
     other_suite = f"random, N = {TINY_SUITE_N}, seed 1, 6 targets"  # issue 27.10: runs read as model on suite, no ids
     assert f"tiny on {other_suite}" in app.selectbox(key="runs.run").options  # times have 1 s resolution: no "newest first"
     app.selectbox(key="runs.run").set_value(run_ids["bg-only"]).run()  # to a suite with three models
+    open_compare(app)
     assert not app.exception, app.exception
     chosen = app.multiselect(key="runs.compare").value
     assert chosen[:1] == [run_ids["bg-only"]] and sorted(chosen) == sorted(run_ids.values())
@@ -189,12 +209,33 @@ def test_compare_picker_is_prefilled_after_the_run_changes_to_another_suite(run_
     assert not app.exception and "Pick up to 4 models" in texts(app)
 
 
+def test_the_closed_compare_tab_keeps_its_picks_and_the_report_names_them(run_workspace, run_ids, app_runner):
+    """Issue 47.8: the Compare tab draws only while open; its picks outlive runs that do not draw it."""
+    app = app_runner(MATRICES, run_workspace)
+    app.selectbox(key="runs.run").set_value(run_ids["bg-only"]).run()
+    open_compare(app)
+    app.multiselect(key="runs.compare").set_value([run_ids["bg-only"], run_ids["tiny"]]).run()
+    app.radio(key="runs.compare_signal").set_value("emb_max").run()
+    app.selectbox(key="runs.diff_baseline").set_value(run_ids["bg-only"]).run()
+    app.session_state["runs.tab"] = "Run"
+    app.run().run()  # two runs that do not draw the Compare tab (Streamlit forgets an undrawn widget after one)
+    assert not app.exception, app.exception
+    assert len(charts(app)) == len(SIGNALS) and not app.tabs[1].get("plotly_chart")
+    assert app.query_params["signal"] == "emb_max"
+    caption = next(as_shown(c.value) for c in app.caption if as_shown(c.value).startswith("bg-only over suite"))
+    assert "compared with tiny (the Compare tab's models)" in caption
+    open_compare(app)
+    assert app.multiselect(key="runs.compare").value == [run_ids["bg-only"], run_ids["tiny"]]
+    assert app.radio(key="runs.compare_signal").value == "emb_max" and app.selectbox(key="runs.diff_baseline").value == run_ids["bg-only"]
+    assert not app.warning, [w.value for w in app.warning]
+
+
 def test_runs_and_suites_read_as_labels_not_hex_ids(run_workspace, run_ids, app_runner):
     """Issue 27.10: the run picker and the compare tab name a run by model and suite label, the suite by
     the name the user gave it (escaped: a name is untrusted text), never by a hex id."""
     name_suite(run_workspace, TINY_SUITE, "Shapes #1 _plain_")
     suite = f"Shapes #1 _plain_ (random, N = {TINY_SUITE_N}, seed 0, 6 targets)"
-    app = app_runner(MATRICES, run_workspace)
+    app = open_compare(app_runner(MATRICES, run_workspace))
     assert not app.exception, app.exception
     options = app.selectbox(key="runs.run").options
     assert sorted(options) == sorted(f"{model} on {suite}" for model in run_ids)
@@ -224,8 +265,10 @@ def test_a_link_opens_its_run_signal_and_preset(run_workspace, run_ids, app_runn
     app = linked_app(run_workspace, run=linked, signal="emb_max", preset="fine")
     assert not app.exception, app.exception
     assert app.selectbox(key="runs.run").value == linked
-    assert app.radio(key="runs.compare_signal").value == "emb_max"
     assert app.radio(key="runs.interp.preset").value == "fine" and "fine: window 32, σ 2" in texts(app)
+    assert app.query_params["signal"] == "emb_max"  # the closed Compare tab keeps the link's signal ...
+    open_compare(app)  # ... for when it opens
+    assert app.radio(key="runs.compare_signal").value == "emb_max"
     assert not app.warning
     # the address follows the widgets, and a later rerun does not pull the old link back over a choice
     app.radio(key="runs.compare_signal").set_value("true_prob").run()
@@ -248,7 +291,8 @@ def test_a_link_to_an_unknown_run_warns_and_falls_back(run_workspace, run_ids):
     assert any("run 'no-such-run'" in w for w in warnings) and any("signal 'no-such-signal'" in w for w in warnings)
     shown = app.selectbox(key="runs.run").value
     assert shown in run_ids.values() and app.query_params["run"] == shown  # the address names what is shown
-    assert app.radio(key="runs.compare_signal").value == "true_prob"
+    assert app.query_params["signal"] == "true_prob"
+    assert open_compare(app).radio(key="runs.compare_signal").value == "true_prob"
 
 
 def test_report_button_names_the_compared_models(run_workspace, run_ids, app_runner):
@@ -280,7 +324,7 @@ def test_picking_one_class_builds_the_matrices_and_metrics_from_its_targets(run_
     run_id = run_ids["bg-only"]
     app = app_runner(MATRICES, run_workspace)
     app.selectbox(key="runs.run").set_value(run_id).run()
-    assert app.multiselect(key="runs.classes").value == ["disc", "square"]  # every class by default
+    assert app.multiselect(key="runs.classes").value == []  # every class by default: none picked
     app.multiselect(key="runs.classes").set_value(["disc"]).run()
     assert not app.exception, app.exception
     discs = run_of_classes(load_run(run_workspace, run_id), ["disc"])

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics.keywords import save_keyword_table
 from analytics.runs import start_runs
-from analytics.team import accounts, add_user, allowed
+from analytics.team import accounts, add_user, allowed, roles_with
 from analytics.team.roles import ROLES
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.app import APP_TIMEOUT_S
@@ -113,6 +113,28 @@ def test_the_ontology_page_offers_an_admin_the_builder_and_server_paths(team_sit
     app = open_as("pages/3_Ontology.py", "admin")
     assert "Build keyword tables" in [button.label for button in app.button]
     assert "Keyword file on the server" in [option for radio in app.radio for option in radio.options]
+
+
+#: Tabs a page leaves out for a role without the permission: (page, tab, permission, what its caption says needs the role).
+ROLE_TABS = [
+    ("pages/1_Data.py", "Import", "import_data", "Importing targets and backgrounds (the Import and GrabCut tabs)"),
+    ("pages/1_Data.py", "GrabCut", "import_data", "Importing targets and backgrounds (the Import and GrabCut tabs)"),
+    ("pages/2_Models.py", "Register", "register_models", "Registering models (the Register tab)"),
+    ("pages/2_Models.py", "Zoo", "run_models", "Training a model zoo (the Zoo tab)"),
+]
+
+
+@pytest.mark.parametrize("role", ["admin", "analyst", "viewer"])
+@pytest.mark.parametrize("page, tab, permission, what", ROLE_TABS, ids=[f"{case[0]}:{case[1]}" for case in ROLE_TABS])
+def test_a_tab_left_out_for_a_role_is_named_with_the_role_it_needs(team_site, role, page, tab, permission, what):
+    app = open_as(page, role)
+    assert not app.exception, app.exception
+    tabs = [shown.label for shown in app.tabs]
+    captions = "\n".join(caption.value for caption in app.caption)
+    if allowed(role, permission):
+        assert tab in tabs and what not in captions
+    else:
+        assert tab not in tabs and f"{what} needs the role {' or '.join(roles_with(permission))}; you are signed in as {role} ({role})" in captions
 
 
 def test_the_backgrounds_challenge_offers_evaluate_to_analysts_only(team_site):

@@ -2,7 +2,8 @@
 (its own fifteen classes, long model and suite names, real runs, keyword tables and an ontology): on
 every page that shows a table or a chart there,
 
-* no table hides a column behind a horizontal scroll bar (the grid's scroll width is its width),
+* no table hides a column behind a horizontal scroll bar (the grid's scroll width is its width), and no
+  multiselect hides chosen items the same way (its chips scroll sideways, the rest faded out),
 * no label, radio option, heading or other text is cut with an ellipsis,
 * every text of a chart lies inside the chart, no two labels of a chart overlap, and no chart note
   sits on a bar.
@@ -54,6 +55,10 @@ MEASURE = """() => {
   const problems = [];
   for (const grid of main.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller')) {
     if (shown(grid) && grid.scrollWidth > grid.clientWidth + SLACK) problems.push(`table columns hidden: ${grid.scrollWidth} px of columns in ${grid.clientWidth} px`);
+  }
+  for (const tags of main.querySelectorAll('[data-testid="stMultiSelectTagsContainer"]')) {
+    const label = tags.closest('[data-testid="stMultiSelect"]')?.querySelector('[data-testid="stWidgetLabel"]')?.textContent.trim();
+    if (shown(tags) && tags.scrollWidth > tags.clientWidth + SLACK) problems.push(`multiselect ${JSON.stringify(label)}: chosen items hidden (${tags.scrollWidth} px of chips in ${tags.clientWidth} px)`);
   }
   for (const e of main.querySelectorAll('*')) {
     if (getComputedStyle(e).textOverflow === 'ellipsis' && shown(e) && e.scrollWidth > e.clientWidth + SLACK) {

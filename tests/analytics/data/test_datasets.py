@@ -248,8 +248,11 @@ def test_unknown_layout_and_missing_folders(tmp_path):
         read_targets(folder_layout(tmp_path / "set"), layout="coco")
     with pytest.raises(InvalidInputError, match=r"no targets for layout 'bgchallenge' found \(looked for original/val/<class>/<photo>.*It looks like layout .folder."):
         read_targets(tmp_path / "set", layout="bgchallenge")
-    with pytest.raises(InvalidInputError, match="not a folder or a .zip file"):
+    with pytest.raises(InvalidInputError, match="nowhere: no such folder or .zip file; check the path"):
         read_targets(tmp_path / "nowhere", layout="folder")
+    (tmp_path / "random.zip").write_bytes(bytes(range(256)) * 8)  # named .zip, but no archive
+    with pytest.raises(InvalidInputError, match=r"random.zip: not a folder or a .zip archive .*re-create the .zip"):
+        read_targets(tmp_path / "random.zip", layout="folder")
 
 
 def bad_inputs(root: Path) -> dict[str, str]:

@@ -256,3 +256,105 @@ def test_a_graph_computing_32_gib_is_refused_before_any_session_runs(tmp_path, c
 
     monkeypatch.setattr(onnx_source, "_check_tensor_sizes", no_session)
     assert load_model(workspace, spec.name, device="cpu").predict(np.zeros((1, 16, 16, 3), np.uint8)).probabilities.shape == (1, 3)
+
+
+def test_a_tensor_only_the_run_sizes_is_bounded_by_the_memory_limit(tmp_path, capsys, monkeypatch):
+    """A ``ConstantOfShape`` whose length the pixels compute: no check before the run can size it, so
+    ONNX Runtime's shared arena, capped at ``BACKDROP_MAX_ONNX_MEMORY_BYTES``, refuses it as it runs,
+    at registration (the check run) and when a registered model runs, as one line naming the model,
+    the limit and the fix. The cap is 64 MiB here, and the graphs ask 80-400 MB, which ONNX Runtime's
+    own arena would give."""
+    from analytics.models import onnx_source
+    from tests.analytics.test_hostile_inputs import _onnx
+
+    workspace = Workspace(tmp_path / "ws")
+    labels = tmp_path / "l.txt"
+    labels.write_text("a\nb\nc\n")
+    # registered under the default limit: a run allocating 80 MB is fine
+    spec = register_onnx(workspace, "grows", checkpoint=_onnx(tmp_path / "grows.onnx", allocate_at_run=20_000_000), label_space=custom_label_space(labels),
+                         mean=IMAGENET_MEAN, std=IMAGENET_STD)  # fmt: skip
+    monkeypatch.setenv("BACKDROP_MAX_ONNX_MEMORY_BYTES", str(64 << 20))
+    assert onnx_source.max_onnx_memory_bytes() == 64 << 20
+    # the check run at registration: refused by the CLI and the library, nothing stored
+    big = _onnx(tmp_path / "big.onnx", allocate_at_run=100_000_000)
+    before = workspace_state(workspace)
+    argv = ["add-model", "--workspace", str(workspace.root), "--name", "m", "--arch", "onnx", "--checkpoint", str(big), "--labels", str(labels), *IMAGENET]
+    line = cli_error(argv, capsys)
+    assert f"{big} (model 'm'): on a batch of shape 1x3x16x16, ONNX Runtime asked for 381.5 MiB in a ConstantOfShape node, more than the " in line
+    assert "MiB left of the 64.0 MiB all ONNX models of this process may use" in line and "raise BACKDROP_MAX_ONNX_MEMORY_BYTES" in line
+    assert "onnxruntime_src" not in line and "bfc_arena" not in line
+    assert workspace_state(workspace) == before
+    # at run time: the registered model, loaded under the lowered limit, asks 80 MB of 64 MiB
+    model = load_model(workspace, spec.name, device="cpu")
+    with pytest.raises(InvalidInputError, match=r"^model 'grows' \([0-9a-f]+\.onnx\): on a batch of shape 2x3x16x16, ONNX Runtime asked for 76\.3 MiB in a ConstantOfShape") as caught:
+        model.run_batch(model.preprocess(np.zeros((2, 16, 16, 3), np.uint8)))
+    message = str(caught.value)
+    assert "\n" not in message and str(workspace.root) not in message and "64.0 MiB all ONNX models" in message
+    # the limit is read as each session is made: raised again, the same model runs
+    monkeypatch.setenv("BACKDROP_MAX_ONNX_MEMORY_BYTES", str(256 << 20))
+    assert load_model(workspace, spec.name, device="cpu").predict(np.zeros((2, 16, 16, 3), np.uint8)).probabilities.shape == (2, 3)
+    monkeypatch.setenv("BACKDROP_MAX_ONNX_MEMORY_BYTES", "lots")
+    with pytest.raises(InvalidInputError, match=r"^BACKDROP_MAX_ONNX_MEMORY_BYTES must be a positive whole number of bytes; got 'lots'"):
+        load_model(workspace, spec.name, device="cpu").predict(np.zeros((1, 16, 16, 3), np.uint8))
+
+
+def test_the_default_memory_limit_is_half_the_machine_at_most_8_gib(monkeypatch):
+    import os
+
+    from analytics.models import onnx_source
+
+    monkeypatch.delenv("BACKDROP_MAX_ONNX_MEMORY_BYTES", raising=False)
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert onnx_source.max_onnx_memory_bytes() == min(8 << 30, physical // 2)
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PHYS_PAGES": 1 << 20, "SC_PAGE_SIZE": 4096}[name])  # a 4 GiB machine
+    assert onnx_source.max_onnx_memory_bytes() == 2 << 30
+
+
+def _with_text(source, path, case: str):
+    """The tiny graph of ``source`` plus nodes that make text tensors, as ``case`` says; its logits unchanged."""
+    helper, tensor = onnx.helper, onnx.TensorProto
+    model = onnx.load(str(source))
+    graph = model.graph
+    if case == "cast":  # the attack: the pixels cast to text, then doubled 20 times (48 strings of ~10 characters: 500 MB, off the arena)
+        graph.node.append(helper.make_node("Cast", ["pixels"], ["text0"], to=tensor.STRING))
+        graph.node.extend(helper.make_node("StringConcat", [f"text{i}", f"text{i}"], [f"text{i + 1}"]) for i in range(20))
+        model.opset_import[0].version = 20
+    elif case == "constant":
+        graph.node.append(helper.make_node("Constant", [], ["word"], value=helper.make_tensor("word", tensor.STRING, [1], [b"a"])))
+    elif case == "initializer":
+        graph.initializer.append(helper.make_tensor("words", tensor.STRING, [2], [b"a", b"b"]))
+    elif case == "label encoder":
+        graph.node.append(helper.make_node("LabelEncoder", ["ids"], ["names"], domain="ai.onnx.ml", keys_int64s=[0, 1], values_strings=["a", "b"]))
+        model.opset_import.append(helper.make_opsetid("ai.onnx.ml", 2))
+    elif case == "in a loop body":
+        body = helper.make_graph(
+            [helper.make_node("Cast", ["i"], ["as_text"], to=tensor.STRING), helper.make_node("Identity", ["cond"], ["cond_out"])], "body",
+            [helper.make_tensor_value_info("i", tensor.INT64, []), helper.make_tensor_value_info("cond", tensor.BOOL, [])],
+            [helper.make_tensor_value_info("cond_out", tensor.BOOL, []), helper.make_tensor_value_info("as_text", tensor.STRING, [])],
+        )  # fmt: skip
+        graph.node.append(helper.make_node("Loop", ["trips", ""], ["texts"], body=body))
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("cast", "Cast node 'text0' makes text (string) tensors"),
+        ("constant", "Constant node 'word' (its attribute 'value') makes text"),
+        ("initializer", "initializer 'words' makes text"),
+        ("label encoder", "LabelEncoder node 'names' (its attribute 'values_strings') makes text"),
+        ("in a loop body", "Cast node 'as_text' makes text"),
+    ],
+)
+def test_a_graph_making_text_is_refused_when_read(tmp_path, case, words):
+    """Strings are the one tensor ONNX Runtime keeps off its capped arena: their sources are refused
+    before any session runs, with the reason and the fix; the same graph without them is read."""
+    from analytics.models.onnx_source import read_onnx_graph
+    from tests.analytics.test_hostile_inputs import _onnx
+
+    fine = _onnx(tmp_path / "fine.onnx")
+    assert read_onnx_graph(fine, 16).input_name == "pixels"
+    with pytest.raises(InvalidInputError, match=r"outside the memory limit of its runs; an image classifier needs none: export the graph without them$") as caught:
+        read_onnx_graph(_with_text(fine, tmp_path / "text.onnx", case), 16, check_tensors=False)
+    assert str(caught.value).startswith(f"{tmp_path / 'text.onnx'}: {words}")

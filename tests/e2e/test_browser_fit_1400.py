@@ -58,7 +58,9 @@ MEASURE = """() => {
   }
   for (const tags of main.querySelectorAll('[data-testid="stMultiSelectTagsContainer"]')) {
     const label = tags.closest('[data-testid="stMultiSelect"]')?.querySelector('[data-testid="stWidgetLabel"]')?.textContent.trim();
-    if (shown(tags) && tags.scrollWidth > tags.clientWidth + SLACK) problems.push(`multiselect ${JSON.stringify(label)}: chosen items hidden (${tags.scrollWidth} px of chips in ${tags.clientWidth} px)`);
+    if (shown(tags) && tags.scrollWidth > tags.clientWidth + SLACK) {
+      problems.push(`multiselect ${JSON.stringify(label)}: chosen items hidden (${tags.scrollWidth} px of chips in ${tags.clientWidth} px)`);
+    }
   }
   for (const e of main.querySelectorAll('*')) {
     if (getComputedStyle(e).textOverflow === 'ellipsis' && shown(e) && e.scrollWidth > e.clientWidth + SLACK) {

@@ -34,13 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from sklearn.base import ClassifierMixin
-from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
-from sklearn.tree import DecisionTreeClassifier
 
 from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
@@ -48,6 +45,9 @@ from analytics.judging import LABELS
 
 from .features import ACCURACY_COLUMNS, WORST_CASE
 from .inputs import _judged
+
+if TYPE_CHECKING:
+    from sklearn.base import ClassifierMixin
 
 #: What an assessor may read (its ``inputs``) -> description; :func:`feature_columns` resolves it.
 INPUTS: dict[str, str] = {
@@ -95,6 +95,8 @@ class RandomForest(Assessor):
 
     @classmethod
     def make(cls, seed: int) -> ClassifierMixin:
+        from sklearn.ensemble import RandomForestClassifier  # heavy (scikit-learn, about 0.3 s): imported only when an assessor is fitted
+
         return RandomForestClassifier(n_estimators=200, random_state=seed)
 
 
@@ -105,6 +107,8 @@ class AdaBoost(Assessor):
 
     @classmethod
     def make(cls, seed: int) -> ClassifierMixin:
+        from sklearn.ensemble import AdaBoostClassifier  # heavy (scikit-learn, about 0.3 s): imported only when an assessor is fitted
+
         return AdaBoostClassifier(n_estimators=100, random_state=seed)
 
 
@@ -127,6 +131,8 @@ class WorstCaseBaseline(Assessor):
 
     @classmethod
     def make(cls, seed: int) -> ClassifierMixin:
+        from sklearn.tree import DecisionTreeClassifier  # heavy (scikit-learn, about 0.3 s): imported only when an assessor is fitted
+
         return DecisionTreeClassifier(max_depth=2, random_state=seed)
 
 

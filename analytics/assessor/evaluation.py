@@ -15,8 +15,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import accuracy_score
-from sklearn.model_selection import StratifiedShuffleSplit
 
 from analytics._validation import check_positive_int
 from analytics.exceptions import InvalidInputError
@@ -180,6 +178,9 @@ def evaluate_assessors(
     repeats = check_positive_int(repeats, "repeats")
     test_size = _check_test_size(test_size)
     x, y = _judged(features, labels, test_size)
+    from sklearn.metrics import accuracy_score  # heavy (scikit-learn, about 0.3 s): imported only when assessors are evaluated
+    from sklearn.model_selection import StratifiedShuffleSplit
+
     splitter = StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=seed)
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in ASSESSORS}
     errors: dict[str, list[str]] = {name: [] for name in ASSESSORS}

@@ -51,7 +51,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import DegenerateDataWarning, bootstrap, quantile
-from sklearn.metrics import confusion_matrix
 from statsmodels.stats.inter_rater import fleiss_kappa as _statsmodels_fleiss
 
 from analytics.exceptions import InvalidInputError, NotFoundError
@@ -410,6 +409,8 @@ def confusion(judgments: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
         if name not in wide.columns:
             raise NotFoundError(f"annotator {name!r} has no judgments; annotators: {', '.join(sorted(wide.columns)) or 'none'}")
     both = wide[[first, second]].dropna()
+    from sklearn.metrics import confusion_matrix  # heavy (scikit-learn, about 0.3 s): imported only when a confusion matrix is asked for
+
     matrix = confusion_matrix(both.iloc[:, 0], both.iloc[:, 1], labels=list(LABELS)) if len(both) else np.zeros((3, 3), int)
     return pd.DataFrame(
         matrix,

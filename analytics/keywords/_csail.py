@@ -26,10 +26,8 @@ checkpoints; torchvision has no deep-stem or dilated ResNet-18, hence the encode
 from __future__ import annotations
 
 import torch
-import torchvision
 from torch import nn
 from torch.nn import functional as F
-from torchvision.models.resnet import BasicBlock
 
 ADE20K_CLASSES = 150
 PLACES365_CLASSES = 365
@@ -101,6 +99,8 @@ class PPMDeepSup(nn.Module):
 
 def build_places_resnet18(n_classes: int = PLACES365_CLASSES) -> nn.Module:
     """torchvision's ResNet-18 with ``n_classes`` outputs (random weights): (n, 3, 224, 224) → (n, n_classes)."""
+    import torchvision  # heavy (about a second): imported only when a scene model is built
+
     return torchvision.models.resnet18(weights=None, num_classes=n_classes)
 
 
@@ -110,6 +110,8 @@ def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
 
 def _stage(in_channels: int, channels: int, *, stride: int, n_blocks: int = 2) -> nn.Sequential:
     """``n_blocks`` basic blocks; the first one projects the shortcut when shape or stride change."""
+    from torchvision.models.resnet import BasicBlock  # heavy (about a second): imported only when a scene model is built
+
     shortcut = None
     if stride != 1 or in_channels != channels:
         shortcut = nn.Sequential(

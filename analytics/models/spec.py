@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -169,8 +170,24 @@ def get_model_spec(workspace: Workspace, name: str) -> ModelSpec:
     spec = _find_spec(workspace, name)
     if spec is None:
         known = [row["name"] for row in workspace.query("SELECT name FROM models ORDER BY name")]
-        raise NotFoundError(f"no model {name!r} in workspace {workspace.root}; registered: {', '.join(known) or 'none'} (add one with `python -m analytics add-model`)")
+        raise NotFoundError(f"no model {name!r} in the workspace at {workspace.root.resolve()}; {_registered_models(name, known)}")
     return spec
+
+
+#: Up to this many registered models, a missing model's message lists them all; past it, close matches.
+MODELS_LISTED = 5
+
+
+def _registered_models(name: str, known: list[str]) -> str:
+    """What a message about the missing model ``name`` says of the registered ones (``known``) and how
+    to register it: the list when short, else the close matches and how to list them all."""
+    register = f"register it with `analytics.api.add_model(workspace, {name!r}, source=...)` (at a shell: `python -m analytics add-model`)"
+    if len(known) <= MODELS_LISTED:
+        return f"registered: {', '.join(known) or 'none'}; {register}"
+    close = difflib.get_close_matches(str(name), known, n=3)
+    guess = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+    listing = "`analytics.api.models(workspace)` lists them (at a shell: `python -m analytics models`)"
+    return f"{guess}{len(known)} models are registered: {listing}; {register}"
 
 
 # -- which registered models score which classes ----------------------------------------------------

@@ -3,10 +3,10 @@ last convolutional block, upsampled to the input with :meth:`captum.attr.LayerAt
 
 from __future__ import annotations
 
-from captum.attr import LayerAttribution, LayerGradCam
 from torch import Tensor
 
 from ._base import AttributionMethod
+from ._captum import captum_module
 
 
 class GradCAM(AttributionMethod):
@@ -24,7 +24,7 @@ class GradCAM(AttributionMethod):
     reference = "Selvaraju et al. 2017, ICCV, arXiv:1610.02391"
 
     def _attribute(self, inputs: Tensor, target: Tensor) -> Tensor:
-        cam = LayerGradCam(self.forward_func, self.layer).attribute(inputs, target=target, relu_attributions=True)
+        cam = captum_module().LayerGradCam(self.forward_func, self.layer).attribute(inputs, target=target, relu_attributions=True)
         return upsample(cam, inputs)
 
 
@@ -41,4 +41,4 @@ def upsample(cam: Tensor, inputs: Tensor) -> Tensor:
     -------
     cam : Tensor of shape (n, 1, H, W), float (the cam's dtype)
     """
-    return LayerAttribution.interpolate(cam, tuple(inputs.shape[2:]), interpolate_mode="bilinear")
+    return captum_module().LayerAttribution.interpolate(cam, tuple(inputs.shape[2:]), interpolate_mode="bilinear")

@@ -12,25 +12,32 @@ module is refused rather than explained with an unguided gradient.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from typing import Any
 
-from captum._utils.common import _register_backward_hook  # the hook captum itself puts on ReLUs
-from captum.attr import GuidedBackprop as _CaptumGuidedBackprop
 from torch import Tensor, nn
 
 from analytics.exceptions import InvalidInputError
 
 from ._base import AttributionMethod, ForwardFunc
+from ._captum import captum_module
 
 GUIDED_ACTIVATIONS = (nn.ReLU, nn.ReLU6)
 
 
-class _GuidedBackpropReLU6(_CaptumGuidedBackprop):
-    """Captum's guided backprop, hooking ReLU6 modules as well as ReLU modules."""
+@functools.cache
+def _guided_backprop_relu6() -> type[Any]:
+    """Captum's guided backprop, hooking ReLU6 modules as well as ReLU modules (the class is made on
+    first use, so that importing this module does not import captum)."""
+    register_backward_hook = captum_module("captum._utils.common")._register_backward_hook  # the hook captum itself puts on ReLUs
 
-    def _register_hooks(self, module: nn.Module) -> None:
-        if isinstance(module, GUIDED_ACTIVATIONS):
-            self.backward_hooks.extend(_register_backward_hook(module, self._backward_hook, self))
+    class GuidedBackpropReLU6(captum_module().GuidedBackprop):  # type: ignore[misc]
+        def _register_hooks(self, module: nn.Module) -> None:
+            if isinstance(module, GUIDED_ACTIVATIONS):
+                self.backward_hooks.extend(register_backward_hook(module, self._backward_hook, self))
+
+    return GuidedBackpropReLU6
 
 
 class GuidedBackprop(AttributionMethod):
@@ -69,4 +76,4 @@ class GuidedBackprop(AttributionMethod):
         with warnings.catch_warnings():
             # captum announces its hooks on every call; they are removed when it returns
             warnings.filterwarnings("ignore", message="Setting backward hooks on ReLU activations")
-            return _GuidedBackpropReLU6(self.forward_func).attribute(inputs.requires_grad_(), target=target)
+            return _guided_backprop_relu6()(self.forward_func).attribute(inputs.requires_grad_(), target=target)

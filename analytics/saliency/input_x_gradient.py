@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from captum.attr import InputXGradient as _CaptumInputXGradient
 from torch import Tensor
 
 from ._base import AttributionMethod
+from ._captum import captum_module
 
 
 class InputXGradient(AttributionMethod):
@@ -18,4 +18,4 @@ class InputXGradient(AttributionMethod):
     reference = "Shrikumar et al. 2016, arXiv:1605.01713"
 
     def _attribute(self, inputs: Tensor, target: Tensor) -> Tensor:
-        return _CaptumInputXGradient(self.forward_func).attribute(inputs.requires_grad_(), target=target)
+        return captum_module().InputXGradient(self.forward_func).attribute(inputs.requires_grad_(), target=target)

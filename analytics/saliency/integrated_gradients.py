@@ -3,10 +3,10 @@ Networks"), via captum's :class:`captum.attr.IntegratedGradients`."""
 
 from __future__ import annotations
 
-from captum.attr import IntegratedGradients as _CaptumIntegratedGradients
 from torch import Tensor, nn
 
 from ._base import AttributionMethod, ForwardFunc, Setting
+from ._captum import captum_module
 
 
 class IntegratedGradients(AttributionMethod):
@@ -53,7 +53,7 @@ class IntegratedGradients(AttributionMethod):
 
     def _attribute(self, inputs: Tensor, target: Tensor) -> Tensor:
         baseline = self.baseline.to(inputs) if isinstance(self.baseline, Tensor) else float(self.baseline)
-        return _CaptumIntegratedGradients(self.forward_func).attribute(
+        return captum_module().IntegratedGradients(self.forward_func).attribute(
             inputs,
             baselines=baseline,
             target=target,

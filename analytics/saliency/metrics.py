@@ -29,7 +29,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torchvision.transforms.v2.functional import gaussian_blur
 
 from analytics._validation import check_choice, check_fraction, check_mask_batch, check_positive_int
 from analytics.exceptions import InvalidInputError
@@ -293,6 +292,8 @@ def faithfulness(
 def _canvas(inputs: Tensor, baseline: str, sigma: float) -> Tensor:
     if baseline == "blank":
         return torch.zeros_like(inputs)
+    from torchvision.transforms.v2.functional import gaussian_blur  # heavy (about a second): only the blurred baseline needs it
+
     kernel = min(2 * math.ceil(3 * sigma) + 1, 2 * min(inputs.shape[2:]) - 1)  # reflect padding needs pad < side
     return gaussian_blur(inputs, kernel_size=[kernel, kernel], sigma=[sigma, sigma])
 

@@ -3,12 +3,12 @@ via captum's :class:`captum.attr.Occlusion`."""
 
 from __future__ import annotations
 
-from captum.attr import Occlusion as _CaptumOcclusion
 from torch import Tensor, nn
 
 from analytics.exceptions import InvalidInputError
 
 from ._base import AttributionMethod, ForwardFunc, Setting
+from ._captum import captum_module
 
 
 class Occlusion(AttributionMethod):
@@ -66,7 +66,7 @@ class Occlusion(AttributionMethod):
         if self.window > side:
             raise InvalidInputError(f"window must be at most the input side {side} px; got {self.window}; lower window")
         baseline = self.baseline.to(inputs) if isinstance(self.baseline, Tensor) else float(self.baseline)
-        return _CaptumOcclusion(self.forward_func).attribute(
+        return captum_module().Occlusion(self.forward_func).attribute(
             inputs,
             sliding_window_shapes=(3, self.window, self.window),
             strides=(3, self.stride, self.stride),

@@ -3,10 +3,10 @@ Networks"), via captum's :class:`captum.attr.Saliency`."""
 
 from __future__ import annotations
 
-from captum.attr import Saliency as _CaptumSaliency
 from torch import Tensor
 
 from ._base import AttributionMethod
+from ._captum import captum_module
 
 
 class Saliency(AttributionMethod):
@@ -23,4 +23,4 @@ class Saliency(AttributionMethod):
     reference = "Simonyan et al. 2014, ICLR workshop, arXiv:1312.6034"
 
     def _attribute(self, inputs: Tensor, target: Tensor) -> Tensor:
-        return _CaptumSaliency(self.forward_func).attribute(inputs.requires_grad_(), target=target, abs=False)
+        return captum_module().Saliency(self.forward_func).attribute(inputs.requires_grad_(), target=target, abs=False)

@@ -19,7 +19,6 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.metrics.pairwise import cosine_distances as _pairwise_cosine
 
 from analytics._progress import Progress
 from analytics.data import load_backgrounds, load_targets
@@ -65,7 +64,9 @@ def cosine_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     a : ndarray of shape (n, d); b : ndarray of shape (m, d). Returns ndarray of shape (n, m), float64.
     """
-    return _pairwise_cosine(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    from sklearn.metrics.pairwise import cosine_distances  # heavy (scikit-learn, about 0.3 s): imported only when distances are computed
+
+    return cosine_distances(np.asarray(a, np.float64), np.asarray(b, np.float64))
 
 
 # -- models of the ensemble -------------------------------------------------------------------

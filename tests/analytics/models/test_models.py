@@ -30,6 +30,7 @@ from analytics.models import (
     register_torchscript,
     register_torchvision,
 )
+from analytics.models import spec as spec_module
 from analytics.workspace import Workspace
 from tests.fixtures.models import TinyNet, save_torchscript
 
@@ -180,8 +181,26 @@ def test_name_clash_is_refused_unless_replaced(tmp_path, labels3, resnet_checkpo
 
 
 def test_missing_model_names_the_registered_ones(tiny_model_workspace):
-    with pytest.raises(NotFoundError, match="no model 'nope'.*bg-only, fg-only, tiny"):
+    with pytest.raises(NotFoundError, match="no model 'nope'.*bg-only, fg-only, tiny") as caught:
         get_model_spec(tiny_model_workspace, "nope")
+    message = str(caught.value)
+    assert f"in the workspace at {tiny_model_workspace.root.resolve()};" in message
+    # the fix names the Python call first and the command second, never a --flag (issue 46)
+    assert "`analytics.api.add_model(workspace, 'nope', source=...)`" in message and "`python -m analytics add-model`" in message
+    assert "--" not in message.replace(str(tiny_model_workspace.root.resolve()), "")
+
+
+def test_missing_model_among_many_names_close_matches_and_how_to_list_them(tiny_model_workspace, monkeypatch):
+    """Past a few registered models the message names the close ones and the count, not every name."""
+    monkeypatch.setattr(spec_module, "MODELS_LISTED", 2)
+    with pytest.raises(NotFoundError) as caught:
+        get_model_spec(tiny_model_workspace, "tiy")
+    message = str(caught.value)
+    assert "did you mean 'tiny'? 3 models are registered: `analytics.api.models(workspace)` lists them" in message
+    assert "bg-only" not in message and "`python -m analytics models`" in message
+    with pytest.raises(NotFoundError) as caught:
+        get_model_spec(tiny_model_workspace, "nope")
+    assert "did you mean" not in str(caught.value) and "; 3 models are registered" in str(caught.value)
 
 
 # -- TorchScript and heads ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import Any
 
 from analytics._validation import user_path
 from analytics.exceptions import BackdropError, InvalidInputError, NotFoundError, PermissionDeniedError
+from analytics.models import register_hint
 from analytics.team import MAX_CSV_UPLOAD_MB, allowed, require_permission
 from analytics.workspace import Workspace, restore_formula
 
@@ -188,7 +189,7 @@ class _Checker:
             raise _RowError(f"record {record!r} is neither 'judgment' nor 'consensus'; fix the cell")
         model = row["model"]
         if model not in self.models:
-            raise _RowError(f"model {model!r} is not registered here; register it (`python -m analytics add-model`) or fix the cell", NotFoundError)
+            raise _RowError(f"model {model!r} is not registered here; register it with {register_hint()} or fix the cell", NotFoundError)
         suite_id = row["suite_id"] or None
         if suite_id is not None and suite_id not in self.suites:
             raise _RowError(f"suite {suite_id!r} is not in this workspace; build it here first or fix the cell", NotFoundError)

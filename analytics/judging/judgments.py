@@ -24,6 +24,7 @@ import pandas as pd
 from analytics._choices import LABELS
 from analytics._validation import ParameterNames, check_choice, check_fraction
 from analytics.exceptions import InvalidInputError, NotFoundError, PermissionDeniedError
+from analytics.models import register_hint
 from analytics.team import allowed, require_permission
 from analytics.workspace import Workspace, model_keys, now
 
@@ -118,7 +119,7 @@ def add_judgment(
     created = now()
     current_key = model_keys(workspace).keys.get(model, "")
     with workspace.transaction() as conn:
-        _check_exists(conn, "models", "name", model, "model", "register it first (`python -m analytics add-model`) or check the spelling")
+        _check_exists(conn, "models", "name", model, "model", f"register it first with {register_hint()} or check the spelling")
         model_key = current_key
         if run_id is not None:
             _check_exists(conn, "runs", "id", run_id, "run", "pass the id of an existing run")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         load_head,
     )
     from .registry import head_backbone_problem, load_model, register_efficientnet_lite, register_head, register_torchscript, register_torchvision
-    from .spec import LITE_VARIANTS, ModelSpec, class_scorers, get_model_spec, list_models, unscored_classes
+    from .spec import LITE_VARIANTS, ModelSpec, class_scorers, get_model_spec, list_models, register_hint, unscored_classes
     from .transforms import ImageTransform, resize_images
 
 #: Name -> the module it is imported from when first used.
@@ -39,7 +39,7 @@ _LAZY = {
     **dict.fromkeys(("LoadedModel", "resolve_device"), ".loaded"),
     **dict.fromkeys(("HeadLayers", "build_efficientnet_lite", "load_head"), ".networks"),
     **dict.fromkeys(("head_backbone_problem", "load_model", "register_efficientnet_lite", "register_head", "register_torchscript", "register_torchvision"), ".registry"),
-    **dict.fromkeys(("LITE_VARIANTS", "ModelSpec", "class_scorers", "get_model_spec", "list_models", "unscored_classes"), ".spec"),
+    **dict.fromkeys(("LITE_VARIANTS", "ModelSpec", "class_scorers", "get_model_spec", "list_models", "register_hint", "unscored_classes"), ".spec"),
     **dict.fromkeys(("ImageTransform", "resize_images"), ".transforms"),
 }
 
@@ -75,6 +75,7 @@ __all__ = [
     "read_state_dict",
     "register_efficientnet_lite",
     "register_head",
+    "register_hint",
     "register_torchscript",
     "register_torchvision",
     "registrable_sources",

@@ -176,6 +176,13 @@ def get_model_spec(workspace: Workspace, name: str) -> ModelSpec:
 
 #: Up to this many registered models, a missing model's message lists them all; past it, close matches.
 MODELS_LISTED = 5
+def register_hint(imagenet_classifier: bool = False) -> str:
+    """How a message tells a notebook and a shell user alike to register a model; for an ImageNet
+    classifier, the bundled EfficientNet-Lite0, which needs no checkpoint."""
+    shell = "(at a shell: `python -m analytics add-model`)"
+    if imagenet_classifier:
+        return f"`analytics.api.add_model(workspace, source='efficientnet-lite', arch='efficientnet-lite0')` registers one that works offline {shell}"
+    return f"`analytics.api.add_model(workspace, name, source=...)` {shell}"
 
 
 def _registered_models(name: str, known: list[str]) -> str:

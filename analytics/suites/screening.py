@@ -51,7 +51,7 @@ from analytics.data import list_backgrounds, list_classes, list_targets, source_
 from analytics.exceptions import InvalidInputError, NotFoundError
 from analytics.inference import default_batch_size
 from analytics.keywords import class_outputs, computed_views, stored_views, view_cache_keys
-from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model
+from analytics.models import LoadedModel, ModelSpec, get_model_spec, list_models, load_model, register_hint
 from analytics.workspace import Workspace
 
 from .sampling import SampledBackground, Sampler, SamplingContext, SamplingResult
@@ -186,8 +186,7 @@ def screen_pool(
     name = model or default_screening_model(workspace)
     if name is None:
         raise InvalidInputError(
-            f"screening the pool needs an ImageNet classifier and {workspace.root} has none; register one with "
-            "`python -m analytics add-model` (EfficientNet-Lite0 works offline)"
+            f"screening the pool needs an ImageNet classifier and {workspace.root} has none: {register_hint(imagenet_classifier=True)}"
         )
     spec = get_model_spec(workspace, name)
     outputs = class_outputs(spec.label_space, classes)
@@ -209,8 +208,7 @@ def default_keyword_model(workspace: Workspace) -> str:
     specs.sort(key=lambda spec: (spec.source != "efficientnet-lite", spec.name))
     if not specs:
         raise InvalidInputError(
-            f"classifier-patch keywords need an ImageNet classifier and {workspace.root} has none; register one with "
-            "`python -m analytics add-model` (EfficientNet-Lite0 works offline)"
+            f"classifier-patch keywords need an ImageNet classifier and {workspace.root} has none: {register_hint(imagenet_classifier=True)}"
         )
     return specs[0].name
 
@@ -488,7 +486,7 @@ def _gap_message(classes: list[str], no_classifier: str) -> str:
         return ""
     shown = ", ".join(classes[:8]) + (f" and {len(classes) - 8} more" if len(classes) > 8 else "")
     if no_classifier:
-        why, fix = no_classifier, "register one (`python -m analytics add-model`; EfficientNet-Lite0 works offline)"
+        why, fix = no_classifier, f"register one: {register_hint(imagenet_classifier=True)}"
     else:
         why = "they have no ImageNet indices"
         fix = "map them in the class editor on the Data page, with `analytics.data.set_class_mapping(workspace, name, imagenet=[...])` or `python -m analytics set-class`"

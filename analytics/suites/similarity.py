@@ -25,7 +25,7 @@ from analytics.data import load_backgrounds, load_targets
 from analytics.exceptions import InvalidInputError
 from analytics.inference import SuiteImage, iter_composites, prefetch_for
 from analytics.keywords import fill_objects
-from analytics.models import LoadedModel, list_models
+from analytics.models import LoadedModel, list_models, register_hint
 from analytics.workspace import Workspace, content_id
 
 logger = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def resolve_distance_models(workspace: Workspace, models: Sequence[str] | None) 
     if not names:
         raise InvalidInputError(
             f"semantic distances need at least one registered model and {workspace.root} has none; register one with "
-            "`python -m analytics add-model` (or pass distance_models)"
+            f"{register_hint()} (or pass distance_models)"
         )
     return names
 

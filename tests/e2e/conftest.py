@@ -8,7 +8,8 @@ chromium driven by Playwright (sync API). Later browser tests reuse them:
 * ``server_per_test(workspace)``: the same for servers one test uses, stopped when it ends;
 * ``e2e_workspace`` is a small ready workspace (2 classes x 3 targets, 12 backgrounds, 64 px), and
   ``app_url`` the URL of a server on it (per module);
-* ``page`` is a fresh browser tab (own context, so no session state leaks between tests).
+* ``page`` is a fresh browser tab (own context, so no session state leaks between tests); ``role_page``
+  is a module's tab of a test's ``role`` parameter, kept for the module (sign in once per role).
 
 Every test collected under ``tests/e2e`` gets the ``e2e`` marker (``pytest -m "not e2e"`` skips them)
 and is run once more if it fails (pytest-rerunfailures' ``flaky``): a walk in a real browser on a
@@ -30,7 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,26 +235,67 @@ def browser_tab(browser, viewport: dict = VIEWPORT) -> Iterator:
         context.close()
 
 
+@contextmanager
+def traced_tab(browser) -> Iterator:
+    """:func:`browser_tab` with a :class:`WebsocketTrace` as its ``websocket_trace`` (read by helpers that
+    put it in their failure message, tests/e2e/test_browser_own_data.py)."""
+    with browser_tab(browser) as tab:
+        tab.websocket_trace = WebsocketTrace(tab)
+        yield tab
+
+
+def print_trace(tab) -> None:
+    """The tab's trace on the test's output: pytest shows it only when the test fails."""
+    print("websocket trace (seconds since the tab opened):\n" + tab.websocket_trace.dump())
+
+
 @pytest.fixture
 def page(browser):
     """A new tab in its own browser context (a fresh Streamlit session), with a :class:`WebsocketTrace`
     printed at the end (pytest shows it only when the test fails)."""
-    with browser_tab(browser) as tab:
-        trace = WebsocketTrace(tab)
-        tab.websocket_trace = trace  # read by helpers that put it in their failure message (tests/e2e/test_browser_own_data.py)
+    with traced_tab(browser) as tab:
         yield tab
-        print("websocket trace (seconds since the tab opened):\n" + trace.dump())
+        print_trace(tab)
+
+
+@pytest.fixture(scope="module")
+def tabs_by_role(browser) -> Iterator[Callable[[str], object]]:
+    """``tab(role) -> Page``: one traced tab (own browser context) per role, kept for the module's tests,
+    so that a role signs in once per module rather than once per test (``tests/e2e/roles.py``'s
+    ``go_to`` follows the sidebar while the tab is signed in). Streamlit's session state carries from
+    one test to the next; ``go_to`` signs in afresh where the tab already shows the test's page (a rerun)."""
+    tabs: dict[str, object] = {}
+    with ExitStack() as stack:
+
+        def tab(role: str):
+            if role not in tabs:
+                tabs[role] = stack.enter_context(traced_tab(browser))
+            return tabs[role]
+
+        yield tab
+
+
+@pytest.fixture
+def role_page(tabs_by_role, role):
+    """The module's tab of ``role`` (a test's parameter), its trace printed at the end like :func:`page`'s."""
+    tab = tabs_by_role(role)
+    yield tab
+    print_trace(tab)
 
 
 class WebsocketTrace:
     """What a tab and its server said to each other, decoded: the widget triggers and uploads each rerun
     request carried, and each script run's end. Printed when a test fails (pytest shows a failed test's
     output), so a click or an upload that never took effect can be told apart from a message that was
-    drawn and then lost."""
+    drawn and then lost. ``running`` and ``last_finish`` (the last run's ``ScriptFinishedStatus``) say
+    whether the session's script is at work: the status widget's running icon was not drawn during a
+    2-second run (tests/e2e/roles.py waits on these instead)."""
 
     def __init__(self, tab) -> None:
         self.start = time.monotonic()
         self.lines: list[str] = []
+        self.running = False
+        self.last_finish: int | None = None
         tab.on("websocket", self._watch)
 
     def _watch(self, socket) -> None:
@@ -281,8 +323,10 @@ class WebsocketTrace:
             uploads = [f"{w.id.rsplit('-', 1)[-1]}:{[f.name for f in w.file_uploader_state_value.uploaded_file_info]}" for w in states if w.WhichOneof("value") == "file_uploader_state_value"]
             detail = f" page={message.rerun_script.page_name!r} fragment={message.rerun_script.fragment_id!r} triggers={triggers} uploads={uploads}"
         elif kind == "script_finished":
+            self.last_finish = message.script_finished
             detail = f" {message.script_finished}"
         elif kind == "session_status_changed":
+            self.running = message.session_status_changed.script_is_running
             detail = f" running={message.session_status_changed.script_is_running}"
         self.lines.append(f"{time.monotonic() - self.start:8.2f} {direction} {kind}{detail}")
 

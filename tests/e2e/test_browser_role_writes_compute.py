@@ -3,7 +3,7 @@ for the module: the Backgrounds Challenge's and the Scenarios page's Evaluate (t
 their predictions are cached in the workspace) and the background jobs of Saliency (Compare) and
 Methods (Compare methods), and the Models page's zoo training.
 
-Each test signs in as one role, tries the page's write, and compares the workspace's row counts of
+Each test, in its role's tab (signed in once per module), tries the page's write, and compares the workspace's row counts of
 every table before and after: only the roles of README's table (admin and analyst run models and
 build suites) change anything. A viewer finds no Evaluate, Compare or Compare methods (a caption names
 the role needed) and writes no row; annotators are not let into these pages. A started job is stopped at once (its rows are not the role's to count).
@@ -11,6 +11,7 @@ the role needed) and writes no row; annotators are not let into these pages. A s
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -25,8 +26,8 @@ from tests.e2e.test_browser_judge import SUITE, workspace_with_runs
 from tests.e2e.test_browser_own_data import LONG_MS, settle
 from tests.fixtures.team import row_counts
 
-#: A seed per role, so that each evaluation computes (and caches) predictions of its own.
-SEEDS = {role: i + 1 for i, role in enumerate(ROLES)}
+#: A new seed for each evaluation (a rerun's too), so that each computes (and caches) predictions of its own.
+SEEDS = itertools.count(1)
 
 
 @pytest.fixture(scope="module")
@@ -47,20 +48,20 @@ def workspace(server) -> Workspace:
     return Workspace(server.workspace, create=False)
 
 
-def set_seed(page: Page, label: str, role: str) -> None:
+def set_seed(page: Page, label: str) -> None:
     seed = page.get_by_role("spinbutton", name=label)
-    seed.fill(str(SEEDS[role]))
+    seed.fill(str(next(SEEDS)))
     seed.press("Enter")
     settle(page)
 
 
 def evaluate(page: Page, role: str, seed_label: str, results: str) -> None:
-    """Press the page's Evaluate (with ``role``'s seed) where the role may run models, else check that it is not offered."""
+    """Press the page's Evaluate (with a new seed) where the role may run models, else check that it is not offered."""
     evaluate = page.get_by_role("button", name="Evaluate", exact=True)
     if not allowed(role, "run_models"):
         not_offered(page, evaluate, "Evaluate", role)
         return
-    set_seed(page, seed_label, role)
+    set_seed(page, seed_label)
     evaluate.click()
     expect(page.get_by_role("heading", name=results)).to_be_visible(timeout=LONG_MS)
     settle(page)
@@ -80,10 +81,10 @@ def check_cache_rows(workspace: Workspace, before: dict[str, int], role: str) ->
     [("Backgrounds_Challenge", "Seed of the Mixed-* pairings", "Accuracy per variant"), ("Scenarios", "Seed", "Accuracy per scenario")],
 )
 @pytest.mark.parametrize("role", ROLES)
-def test_evaluate_caches_predictions_for_roles_that_run_models(page, server, workspace, role, path, seed_label, results):
+def test_evaluate_caches_predictions_for_roles_that_run_models(role_page, server, workspace, role, path, seed_label, results):
     before = row_counts(workspace)
-    if open_as(page, server.url, path, role):
-        evaluate(page, role, seed_label, results)
+    if open_as(role_page, server.url, path, role):
+        evaluate(role_page, role, seed_label, results)
     check_cache_rows(workspace, before, role)
 
 
@@ -95,7 +96,8 @@ def test_evaluate_caches_predictions_for_roles_that_run_models(page, server, wor
     ],
 )
 @pytest.mark.parametrize("role", ROLES)
-def test_jobs_start_for_the_roles_of_their_kind(page, server, workspace, role, path, button, kind, permission, title, what):
+def test_jobs_start_for_the_roles_of_their_kind(role_page, server, workspace, role, path, button, kind, permission, title, what):
+    page = role_page
     before = row_counts(workspace)
     if open_as(page, server.url, path, role):
         settle(page)
@@ -112,7 +114,8 @@ def test_jobs_start_for_the_roles_of_their_kind(page, server, workspace, role, p
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_the_zoo_trains_for_roles_that_run_models(page, server, workspace, role):
+def test_the_zoo_trains_for_roles_that_run_models(role_page, server, workspace, role):
+    page = role_page
     before = row_counts(workspace)
     if open_as(page, server.url, "Models", role):
         zoo = page.get_by_role("tab", name="Zoo", exact=True)

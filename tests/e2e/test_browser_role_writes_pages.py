@@ -5,7 +5,7 @@ review of proposed masks), Repository (make one, run one), Factors (a workspace 
 validation images on the server), Judge's assignments and plan, and Home's Cancel of someone's
 background job.
 
-Each test signs in as one role, tries the page's writes, and compares the workspace's row counts of
+Each test, in its role's tab (signed in once per module), tries the page's writes, and compares the workspace's row counts of
 every table before and after: only the roles of README's table change anything; every other role
 finds no control (a caption or a missing tab says why), or presses it and gets the library's
 refusal naming the role needed. Annotators are not let into these pages at all (they judge blind).
@@ -39,7 +39,7 @@ from analytics.team.roles import ROLES
 from analytics.workspace import Workspace
 from tests.analytics.jobs.test_jobs import sleepy  # registers the job kind "sleepy" (its worker imports that module)
 from tests.e2e.conftest import AppServer
-from tests.e2e.roles import add_role_accounts, added, not_offered, open_as, outcome, sign_in, started_jobs
+from tests.e2e.roles import add_role_accounts, added, go_to, not_offered, open_as, outcome, started_jobs, wait_until_idle
 from tests.e2e.test_browser_judge import SUITE, workspace_with_runs
 from tests.e2e.test_browser_own_data import LONG_MS, choose, click_until, pick_radio, settle, upload
 from tests.e2e.test_browser_zip_layouts import disc_photo, encoded
@@ -113,7 +113,8 @@ def workspace(server) -> Workspace:
 
 # -- Ontology -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("role", ROLES)
-def test_ontology_builds_and_saves_for_analysts_and_admins_only(page, server, site, workspace, role):
+def test_ontology_builds_and_saves_for_analysts_and_admins_only(role_page, server, site, workspace, role):
+    page = role_page
     before = row_counts(workspace)
     if open_as(page, server.url, "Ontology", role):
         builder = page.get_by_test_id("stExpander").filter(has_text="Keyword tables of this workspace")
@@ -161,7 +162,8 @@ def test_ontology_builds_and_saves_for_analysts_and_admins_only(page, server, si
 
 # -- Data -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("role", ROLES)
-def test_only_admins_map_classes(page, server, workspace, role):
+def test_only_admins_map_classes(role_page, server, workspace, role):
+    page = role_page
     original = list_class_mappings(workspace)[EDITED_CLASS]
     before = row_counts(workspace)
     if open_as(page, server.url, "Data", role):
@@ -184,7 +186,8 @@ def test_only_admins_map_classes(page, server, workspace, role):
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_only_admins_add_grabcut_targets_and_reviewed_masks(page, server, site, workspace, role):
+def test_only_admins_add_grabcut_targets_and_reviewed_masks(role_page, server, site, workspace, role):
+    page = role_page
     before = row_counts(workspace)
     if open_as(page, server.url, "Data", role):
         if not allowed(role, "import_data"):
@@ -231,6 +234,7 @@ def choose_again(page: Page, scope: Locator, label: str, option: str) -> None:
             pass
         page.keyboard.press("Escape")
         settle(page)
+        wait_until_idle(page)  # the choice's rerun is over: the next one cannot drop it
         if chosen.count():
             return
     expect(chosen).to_be_visible()
@@ -241,7 +245,8 @@ def repository_keys(workspace: Workspace) -> set[str]:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_admins_make_repositories_and_leads_run_them(page, server, workspace, role):
+def test_admins_make_repositories_and_leads_run_them(role_page, server, workspace, role):
+    page = role_page
     before, repositories_before = row_counts(workspace), repository_keys(workspace)
     if open_as(page, server.url, "Repository", role):
         maker = page.get_by_test_id("stExpander").filter(has_text="Make a repository from registered models")
@@ -271,7 +276,8 @@ def test_admins_make_repositories_and_leads_run_them(page, server, workspace, ro
 
 # -- Factors --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("role", ROLES)
-def test_only_admins_predict_over_a_server_folder(page, server, site, workspace, role):
+def test_only_admins_predict_over_a_server_folder(role_page, server, site, workspace, role):
+    page = role_page
     before = row_counts(workspace)
     if open_as(page, server.url, "Factors", role):
         predict = page.get_by_test_id("stExpander").filter(has_text="…or predict with a workspace model over ImageNet validation images")
@@ -290,14 +296,14 @@ def test_only_admins_predict_over_a_server_folder(page, server, site, workspace,
 
 # -- Home: Cancel of a background job -------------------------------------------------------------
 @pytest.mark.parametrize("role", ROLES)
-def test_home_offers_cancel_of_an_analysts_job_to_leads_only(page, server, site, workspace, role):
+def test_home_offers_cancel_of_an_analysts_job_to_leads_only(role_page, server, site, workspace, role):
+    page = role_page
     owner = active_user(workspace, "analyst")
     marks = site["root"] / f"marks-{role}"
     job = jobs.start(workspace.acting_as(owner), sleepy.__name__, {"steps": 600, "delay": 0.5, "marks": str(marks)})
     try:
         cancelled = cancelled_jobs(workspace)
-        sign_in(page, server.url, "", role)
-        expect(page.get_by_role("heading", name="Backdrop", exact=True)).to_be_visible(timeout=LONG_MS)
+        go_to(page, server.url, "", role, page.get_by_role("heading", name="Backdrop", exact=True))
         bar = page.get_by_test_id("stProgress").filter(has_text=job.id)
         expect(bar).to_contain_text("by analyst", timeout=LONG_MS)  # kind, status, progress and owner: shown to every role
         cancel = page.get_by_role("button", name="Cancel")
@@ -319,7 +325,8 @@ def cancelled_jobs(workspace: Workspace) -> int:
 
 # -- Judge: assignments and the plan (leads) ------------------------------------------------------
 @pytest.mark.parametrize("role", ROLES)
-def test_only_leads_assign_and_plan_judging(page, server, workspace, role):
+def test_only_leads_assign_and_plan_judging(role_page, server, workspace, role):
+    page = role_page
     before = row_counts(workspace)
     if open_as(page, server.url, "Judge", role):
         assignments = page.get_by_test_id("stExpander").filter(has_text="Assignments")
@@ -328,10 +335,9 @@ def test_only_leads_assign_and_plan_judging(page, server, workspace, role):
             expect(assignments).to_have_count(0)
         else:
             assignments.locator("summary").click()
-            choose(page, assignments, "Models", ASSIGNED[role])
-            page.keyboard.press("Escape")
-            choose(page, assignments, "Annotators", "annotator")
-            page.keyboard.press("Escape")
+            choose_again(page, assignments, "Models", ASSIGNED[role])
+            choose_again(page, assignments, "Annotators", "annotator")
+            expect(assignments.get_by_role("button", name=f"Remove {ASSIGNED[role]}", exact=True)).to_be_visible()
             assignments.get_by_role("button", name="Assign", exact=True).click()
             expect(page.get_by_text("Assigned: 1 (model, annotator) pairs on this suite.")).to_be_visible(timeout=LONG_MS)
             settle(page)

@@ -72,6 +72,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.flaky(reruns=1))
 
 
+_EARLIER_FAILURES = pytest.StashKey[list[str]]()
+FIRST_FAILURE_LINES = 60  # the message, a websocket trace and the test's own lines
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failure after a rerun starts with the first attempt's failure: the rerun may fail for a reason
+    of its own (what the first attempt left behind), and CI's excerpt shows the final failure's start
+    only, where the first attempt's traceback would be lost."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not report.failed or report.when != "call":
+        return
+    earlier = item.stash.setdefault(_EARLIER_FAILURES, [])
+    text = str(report.longrepr)
+    if earlier:
+        report.longrepr = "".join(f"attempt {n} failed first:\n{first}\n\n" for n, first in enumerate(earlier, 1)) + f"then the rerun failed:\n{text}"
+    earlier.append(_essential(text))
+
+
+def _essential(failure: str) -> str:
+    """The lines of a failure that say what failed: the test's own source lines (``>``), the error
+    lines (``E``, without Playwright's page snapshot) and file positions, at most
+    :data:`FIRST_FAILURE_LINES` of them."""
+    lines, in_snapshot = [], False
+    for line in failure.splitlines():
+        in_snapshot = "Aria snapshot:" in line or (in_snapshot and line.startswith("E "))
+        if not in_snapshot and line.startswith((">", "E ", "tests/")):
+            lines.append(line)
+    return "\n".join(lines[:FIRST_FAILURE_LINES])
+
+
 @dataclass(frozen=True)
 class AppServer:
     """A running ``streamlit run app.py`` on ``workspace``; its output goes to ``log``."""

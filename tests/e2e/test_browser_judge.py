@@ -46,9 +46,10 @@ def workspace_with_runs(root: Path, networks: dict, suite: str) -> Workspace:
     return workspace
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def judge_workspace(tmp_path_factory) -> Workspace:
-    """The tiny workspace with three tiny models and their finished runs over a 4-background suite."""
+    """The tiny workspace with three tiny models and their finished runs over a 4-background suite;
+    one per test run, so that a rerun (tests/e2e/conftest.py) starts with no judgments."""
     from tests.fixtures.models import CENTRE_BOX, CORNER_BOXES, RegionNet, TinyNet
 
     networks = {"tiny": TinyNet(), "fg-only": RegionNet((CENTRE_BOX,)), "bg-only": RegionNet(CORNER_BOXES)}

@@ -30,16 +30,17 @@ CLASS = "my_ball"
 INDEX = 430  # basketball
 
 
-@pytest.fixture(scope="module")
-def mapped_server(app_server_factory, e2e_workspace, tmp_path_factory):
-    """The small e2e workspace with ``disc`` and ``square`` mapped to labels and a run of ``tiny`` scored with them."""
+@pytest.fixture
+def mapped_server(server_per_test, e2e_workspace, tmp_path_factory):
+    """The small e2e workspace with ``disc`` and ``square`` mapped to labels and a run of ``tiny`` scored
+    with them; one per test run, so that a rerun (tests/e2e/conftest.py) imports and maps afresh."""
     root = tmp_path_factory.mktemp("newcomer-classes")
     shutil.copytree(e2e_workspace.root, root / "ws")
     workspace = add_tiny_models(Workspace(root / "ws", create=False), write_tiny_model_files(root / "models"))
     for name in ("disc", "square"):
         set_class_mapping(workspace, name, label=name)
     start_runs(workspace, ["tiny"], TINY_SUITE, device="cpu")
-    return app_server_factory(workspace)
+    return server_per_test(workspace)
 
 
 @pytest.fixture(scope="module")

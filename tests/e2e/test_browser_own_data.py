@@ -72,12 +72,15 @@ def _png(image: np.ndarray) -> bytes:
     return encoded.tobytes()
 
 
-@pytest.fixture(scope="module")
-def empty_server(app_server_factory, tmp_path_factory):
-    """A server on a new, empty workspace (only its image size set, as `analytics init` could)."""
+@pytest.fixture
+def empty_server(server_per_test, tmp_path_factory):
+    """A server on a new, empty workspace (only its image size set, as `analytics init` could).
+
+    One per test run, not per module: a rerun after a failure (tests/e2e/conftest.py) must start from
+    an empty workspace again, not from what the failed attempt imported."""
     workspace = Workspace(tmp_path_factory.mktemp("own-data") / "ws")
     workspace.set_meta("image_size", str(SIZE))
-    return app_server_factory(workspace)
+    return server_per_test(workspace)
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -183,7 +186,13 @@ def import_zip(page: Page, panel: Locator, kind: str, path: Path, expected: int)
     button = panel.get_by_role("button", name="Import", exact=True)
     expect(button).to_be_enabled()
     button.click()
-    expect(page.get_by_text(re.compile(rf"Imported from {re.escape(path.name)}: {expected} new of {expected} accepted, 0 rejected"))).to_be_visible(timeout=LONG_MS)
+    # Wait for the import's answer, whatever it is, then check it: a refusal fails at once, naming itself.
+    answer = panel.get_by_test_id("stAlert").filter(has_text=path.name)
+    try:
+        expect(answer.first).to_be_visible(timeout=LONG_MS)
+    except AssertionError:
+        raise AssertionError(f"imported {path.name} and no answer showed\n{traced(page)}") from None
+    expect(answer.first).to_have_text(re.compile(rf"Imported from {re.escape(path.name)}: {expected} new of {expected} accepted, 0 rejected"))
     settle(page)
 
 

@@ -49,11 +49,12 @@ def zips(tmp_path_factory):
     return folder
 
 
-@pytest.fixture(scope="module")
-def empty_server(app_server_factory, tmp_path_factory):
+@pytest.fixture
+def empty_server(server_per_test, tmp_path_factory):
+    """A server on an empty workspace, one per test run: a rerun (tests/e2e/conftest.py) imports again."""
     workspace = Workspace(tmp_path_factory.mktemp("zip-layouts") / "ws")
     workspace.set_meta("image_size", str(SIZE))
-    return app_server_factory(workspace)
+    return server_per_test(workspace)
 
 
 def test_zips_without_an_enclosing_folder_and_photos_without_masks_import_in_the_browser(page, empty_server, zips):

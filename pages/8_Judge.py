@@ -232,13 +232,16 @@ def show_assignments(workspace: Workspace, suite_id: str, runs: pd.DataFrame) ->
         )  # fmt: skip
         right.dataframe(annotator_progress(workspace, suite_id), hide_index=True, column_config={"done": "Judged", "assigned": "Assigned"})
         accounts = judging_accounts(workspace)
-        left, right = st.columns(2)
-        left.multiselect("Models", sorted(runs["model"]), key=ASSIGN_MODELS)
-        right.multiselect(
-            "Annotators", accounts, key=ASSIGN_PEOPLE, accept_new_options=not accounts,
-            help="Accounts that may judge" if accounts else "Type the names that sign judgments",
-        )  # fmt: skip
-        st.button("Assign", key=view.KEY + "assign", on_click=store_assignments, args=(workspace, suite_id))
+        # A form: both picks reach the server with the click, so a quick second pick is never lost to
+        # the rerun the first one started.
+        with st.form(view.KEY + "assign_form", border=False):
+            left, right = st.columns(2)
+            left.multiselect("Models", sorted(runs["model"]), key=ASSIGN_MODELS)
+            right.multiselect(
+                "Annotators", accounts, key=ASSIGN_PEOPLE, accept_new_options=not accounts,
+                help="Accounts that may judge" if accounts else "Type the names that sign judgments",
+            )  # fmt: skip
+            st.form_submit_button("Assign", key=view.KEY + "assign", on_click=store_assignments, args=(workspace, suite_id))
         left, right = st.columns([1, 2], vertical_alignment="bottom")
         left.number_input("Judgments wanted per model (k)", min_value=1, value=plan.judgments_wanted if plan else 2, step=1, key=PLAN_K)
         right.button("Everyone judges everything", key=view.KEY + "plan", on_click=store_plan, args=(workspace, suite_id))

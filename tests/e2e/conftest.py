@@ -14,8 +14,10 @@ chromium driven by Playwright (sync API). Later browser tests reuse them:
 Every test collected under ``tests/e2e`` gets the ``e2e`` marker (``pytest -m "not e2e"`` skips them)
 and is run once more if it fails (pytest-rerunfailures' ``flaky``): a walk in a real browser on a
 shared 2-core machine loses a click or an upload now and then (the websocket trace showed the request
-never sent), and CI gets one try. A rerun is no pass in silence: the summary lists it as ``R`` with the
-first failure, whose message carries the trace.
+never sent), and CI gets one try. A rerun is no pass in silence: the summary lists it as ``R``, and a
+rerun that fails too starts its message with the first attempt's failure. A test that writes to its
+workspace takes a fresh one per attempt (function-scoped fixtures), so that a rerun is not refused by
+what the first attempt saved.
 Playwright's bundled browsers are never installed: the tests use ``/usr/bin/chromium`` and skip,
 saying so, where it is missing.
 """

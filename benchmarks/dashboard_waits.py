@@ -33,11 +33,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from analytics._choices import SIGNALS
+from analytics.team.launch import wait_until_serving
 from analytics.workspace import PROJECT_ROOT
 
 CHROMIUM = "/usr/bin/chromium"
@@ -50,26 +49,14 @@ COMPARE_TAB, DIFFERENCE = "Compare models", "Difference: candidate − baseline"
 
 
 def start_server(workspace: Path, port: int, log: Path) -> subprocess.Popen:
+    """``streamlit run app.py`` on ``workspace``, started: the caller waits until it serves and stops it."""
     command = [
         sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"), "--server.headless", "true",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
     env = {**os.environ, "BACKDROP_WORKSPACE": str(workspace.resolve())}
-    server = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return server
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.5)
-    server.terminate()
-    raise TimeoutError(f"streamlit not healthy after {START_TIMEOUT_S} s")
+    return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def idle(page) -> None:
@@ -153,9 +140,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for index in range(args.repeat):
             log = Path(folder) / f"server{index}.log"
-            server = start_server(args.workspace, args.port, log)
+            server, url = start_server(args.workspace, args.port, log), f"http://127.0.0.1:{args.port}"
             try:
-                repeats.append(measure(f"http://127.0.0.1:{args.port}"))
+                wait_until_serving(url, process=server, timeout_s=START_TIMEOUT_S, log=log)
+                repeats.append(measure(url))
             finally:
                 server.terminate()
                 server.wait(timeout=30)

@@ -284,6 +284,9 @@ INTERNAL_IMPORTS = {
     ("benchmarks/gpu.py", "analytics.inference.device_blend"): "the GPU benchmark times the device paste alone",
     ("benchmarks/gpu.py", "analytics.inference.engine"): "the GPU benchmark times the engine's stages apart",
     ("benchmarks/keywords.py", "analytics.keywords.view_cache"): "the keyword benchmark times the view cache's overlap",
+    ("benchmarks/dashboard_waits.py", "analytics.team.launch"): "a started server is waited for as the smoke check does (no user call)",
+    ("tools/screenshots.py", "analytics.team.launch"): "a started server is waited for as the smoke check does (no user call)",
+    ("tools/smoke.py", "analytics.team.launch"): "the smoke check waits for the server `backdrop.sh serve` started (no user call)",
 }
 
 

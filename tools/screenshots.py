@@ -22,14 +22,18 @@ import os
 import re
 import shlex
 import subprocess
-import time
+import sys
 import traceback
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect, sync_playwright
+
+# run as a script (`python tools/screenshots.py`), its folder is on sys.path, not the checkout's root
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analytics.team.launch import wait_until_serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
@@ -44,6 +48,7 @@ SCROLL_HEIGHT = """() => {
   return height;
 }"""
 SLOW_MS = 600_000  # Home's first load reads every run's matrices; the machine may be shared
+START_TIMEOUT_S = 300  # a cold start imports torch and OpenCV on a possibly shared machine
 
 
 def serve(code: Path, workspace: Path, port: int, log: Path) -> subprocess.Popen:
@@ -52,18 +57,12 @@ def serve(code: Path, workspace: Path, port: int, log: Path) -> subprocess.Popen
     command = subprocess.run(["bash", "backdrop.sh", "serve", "--dry-run"], cwd=code, env=env, check=True, capture_output=True, text=True)
     with log.open("wb") as output:
         server = subprocess.Popen(shlex.split(command.stdout.strip()), cwd=code, env=env, stdout=output, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited ({server.returncode}); see {log}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    return server
-        except OSError:
-            time.sleep(0.5)  # not listening yet
-    server.terminate()
-    raise TimeoutError(f"no healthy server on port {port} after 300 s; see {log}")
+    try:
+        wait_until_serving(f"http://127.0.0.1:{port}", process=server, timeout_s=START_TIMEOUT_S, log=log)
+    except BaseException:
+        server.terminate()
+        raise
+    return server
 
 
 def settle(page: Page) -> None:

@@ -18,9 +18,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+# run as a script (`python tools/smoke.py`), its folder is on sys.path, not the checkout's root
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analytics.team.launch import wait_until_serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 START_TIMEOUT_S = 240  # a cold start imports torch and OpenCV on a busy 2-core machine
@@ -37,20 +40,6 @@ def stored_runs(workspace: Path) -> tuple[int, list[str]]:
         ran = db.execute("SELECT DISTINCT m.name, m.spec FROM runs r JOIN models m ON m.name = r.model WHERE r.status = 'done' ORDER BY m.name")
         names = [name for name, spec in ran if not json.loads(spec).get("construction")]
     return int(count), names
-
-
-def wait_for_health(url: str, server: subprocess.Popen, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited with status {server.returncode} before it answered")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"no answer from {url}/_stcore/health within {START_TIMEOUT_S} s")
 
 
 def check_home(url: str, runs: int, models: list[str]) -> None:
@@ -86,7 +75,7 @@ def main(argv: list[str]) -> int:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         started = time.monotonic()
         try:
-            wait_for_health(url, server, started + START_TIMEOUT_S)
+            wait_until_serving(url, process=server, timeout_s=START_TIMEOUT_S)  # no log: the failure below prints a longer tail of it
             check_home(url, runs, models)
         except Exception as err:  # any failure is CI's failure: say what, and show the server's log
             log.flush()

@@ -5,7 +5,9 @@ wrong passwords); :mod:`.roles` is the permission table and :func:`~.roles.requi
 builds the Streamlit arguments of solo mode (127.0.0.1, no sign-in) and team mode (all interfaces,
 sign-in on every page) and refuses team mode without an enabled admin; :mod:`.paths` limits the server
 paths typed in the browser to the configured data roots; :mod:`.sso` decides who enters through
-single sign-on (``st.login``) and with which role.
+single sign-on (``st.login``) and with which role; :mod:`.launch` plans ``backdrop serve``'s command
+(its ``wait_until_serving``, how the smoke check, the screenshots, a benchmark and the browser tests
+know a started server answers, is internal: those tools name it in tests/test_architecture.py).
 """
 
 from .accounts import User, active_user, add_user, authenticate, disable_user, enable_user, list_users, set_password, set_role

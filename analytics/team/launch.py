@@ -1,4 +1,6 @@
-"""How ``backdrop serve`` starts the dashboard: the checks first, then the ``streamlit run`` command.
+"""How ``backdrop serve`` starts the dashboard: the checks first, then the ``streamlit run`` command;
+and :func:`wait_until_serving`, how a caller that started it (the smoke check, the browser tests, the
+screenshots tool, a benchmark) knows it answers.
 
 The dashboard's files come from the checkout or from the installed wheel
 (:func:`analytics._install.dashboard_dir`), so the same command serves from any folder.
@@ -6,10 +8,14 @@ The dashboard's files come from the checkout or from the installed wheel
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import os
 import shlex
+import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,3 +88,67 @@ def serve_plan(
         env[DATA_ROOTS_ENV_VAR] = os.pathsep.join(folders)
     command = [sys.executable, "-m", "streamlit", "run", str(dashboard / "app.py"), *streamlit_arguments(team=team, port=port)]
     return ServePlan(command=command, cwd=dashboard, env=env)
+
+
+#: Streamlit's readiness endpoint: it answers ``ok`` once the server takes page requests.
+_HEALTH_PATH = "/_stcore/health"
+_REQUEST_TIMEOUT_S = 2.0  # one health request; a slow answer is asked again, until the deadline
+_POLL_S = 0.25
+_LOG_TAIL_CHARS = 3000  # the end of a server log: Streamlit's traceback or "port already in use"
+
+
+def wait_until_serving(url: str, *, process: subprocess.Popen | None = None, timeout_s: float = 240.0, log: Path | None = None) -> None:
+    """Return once the Streamlit server at ``url`` answers ``ok`` on ``/_stcore/health``.
+
+    Parameters
+    ----------
+    url : str
+        The server's root, ``http://HOST:PORT``.
+    process : subprocess.Popen, optional
+        The server's process: once it has exited, waiting stops at once and the error gives its exit status.
+    timeout_s : float, default=240
+        How long to wait; a cold start imports torch and OpenCV, which takes minutes on a busy machine.
+    log : Path, optional
+        The file the server writes its output to: the error names it and shows its last lines.
+
+    Raises
+    ------
+    InvalidInputError
+        ``url`` is not ``http(s)://...`` or ``timeout_s`` is not positive.
+    RuntimeError
+        ``process`` exited before the server answered.
+    TimeoutError
+        No ``ok`` within ``timeout_s``.
+    """
+    if not url.startswith(("http://", "https://")):
+        raise InvalidInputError(f"url {url!r}: give the server's root as http://HOST:PORT")
+    if not timeout_s > 0:
+        raise InvalidInputError(f"timeout_s {timeout_s}: give a positive number of seconds")
+    health = url.rstrip("/") + _HEALTH_PATH
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the server for {url} exited with status {process.returncode} before {health} answered; its log says why{_log_tail(log)}")
+        if _answers_ok(health, timeout_s=min(_REQUEST_TIMEOUT_S, max(deadline - time.monotonic(), 0.1))):
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{health} did not answer ok within {timeout_s:g} s: is the server listening there? If it is slow to start, wait longer (timeout_s){_log_tail(log)}")
+        time.sleep(_POLL_S)
+
+
+def _answers_ok(health: str, *, timeout_s: float) -> bool:
+    try:
+        with urllib.request.urlopen(health, timeout=timeout_s) as response:
+            return response.read().strip() == b"ok"
+    except (OSError, http.client.HTTPException):  # not listening yet (URLError, HTTPError, a reset or timeout are OSErrors), or a half-started answer
+        return False
+
+
+def _log_tail(log: Path | None) -> str:
+    if log is None:
+        return ""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as err:
+        return f"; its log {log} cannot be read: {err}"
+    return f"; the end of its log {log}:\n{text[-_LOG_TAIL_CHARS:]}"

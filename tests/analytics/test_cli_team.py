@@ -1,20 +1,27 @@
-"""``python -m analytics user ...`` and ``serve-check``, and the command ``bash backdrop.sh serve`` runs."""
+"""``python -m analytics user ...`` and ``serve-check``, the command ``bash backdrop.sh serve`` runs, and
+the wait until a started server answers (``wait_until_serving``)."""
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
+import threading
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from analytics.cli import main
-from analytics.exceptions import SignInError
+from analytics.exceptions import InvalidInputError, SignInError
 from analytics.team import authenticate
+from analytics.team.launch import wait_until_serving
 from analytics.workspace import PROJECT_ROOT, Workspace
 from tests.fixtures.team import TEAM_PASSWORD
 
@@ -138,7 +145,6 @@ def test_backdrop_sh_serve_exports_the_data_roots(tmp_path):
 
 def test_a_missing_data_root_is_named_as_the_caller_gave_it(tmp_path, monkeypatch, capsys):
     """``serve_plan`` names its parameter; ``serve`` its flag, or the environment variable the roots came from."""
-    from analytics.exceptions import InvalidInputError
     from analytics.team import DATA_ROOTS_ENV_VAR, serve_plan
 
     missing = tmp_path / "missing"
@@ -150,3 +156,75 @@ def test_a_missing_data_root_is_named_as_the_caller_gave_it(tmp_path, monkeypatc
     monkeypatch.setenv(DATA_ROOTS_ENV_VAR, str(missing))
     assert main(["serve", "--workspace", str(tmp_path / "ws"), "--dry-run"]) == 2
     assert f"{DATA_ROOTS_ENV_VAR} {missing}: no such folder" in capsys.readouterr().err
+
+
+@contextmanager
+def http_answers(*answers: tuple[int, bytes]) -> Iterator[tuple[str, list[str]]]:
+    """A local HTTP server that answers ``/_stcore/health`` with ``answers`` in turn (the last one from then
+    on) and anything else with 404; yields its URL and the paths it was asked for."""
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            if self.path == "/_stcore/health":
+                status, body = answers[min(asked.count(self.path), len(answers)) - 1]
+            else:
+                status, body = 404, b"no such page"
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:  # keep pytest's output to the test's own
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def unused_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_wait_until_serving_returns_once_the_health_endpoint_says_ok():
+    """A server still starting answers 503 first: the wait asks again, on Streamlit's health path only."""
+    with http_answers((503, b"starting"), (200, b"ok\n")) as (url, asked):
+        wait_until_serving(url + "/", timeout_s=60)
+    assert asked == ["/_stcore/health", "/_stcore/health"]
+
+
+def test_wait_until_serving_reports_the_exit_status_and_the_log_of_a_server_that_stopped(tmp_path):
+    log = tmp_path / "server.log"
+    with log.open("w") as output:
+        process = subprocess.Popen([sys.executable, "-c", "print('Port 8501 is already in use'); raise SystemExit(3)"], stdout=output)
+    process.wait(timeout=60)
+    url = unused_url()
+    with pytest.raises(RuntimeError, match="exited with status 3") as raised:
+        wait_until_serving(url, process=process, timeout_s=10, log=log)
+    assert url in str(raised.value) and str(log) in str(raised.value)
+    assert str(raised.value).endswith("Port 8501 is already in use\n")  # the log's end, where the reason is
+
+
+def test_wait_until_serving_times_out_naming_the_url_when_no_ok_comes():
+    url = unused_url()  # nothing listens there
+    with pytest.raises(TimeoutError, match=rf"^{url}/_stcore/health did not answer ok within 0.3 s: is the server listening there\?"):
+        wait_until_serving(url, timeout_s=0.3)
+    with http_answers((200, b"starting")) as (url, asked), pytest.raises(TimeoutError, match=url):  # an answer, but not ok
+        wait_until_serving(url, timeout_s=0.3)
+    assert asked and set(asked) == {"/_stcore/health"}
+
+
+def test_wait_until_serving_refuses_a_url_without_its_scheme_and_a_timeout_not_positive():
+    with pytest.raises(InvalidInputError, match=r"^url '127.0.0.1:8501': give the server's root as http://HOST:PORT"):
+        wait_until_serving("127.0.0.1:8501")
+    with pytest.raises(InvalidInputError, match=r"^timeout_s 0: give a positive number"):
+        wait_until_serving("http://127.0.0.1:8501", timeout_s=0)

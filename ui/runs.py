@@ -5,16 +5,18 @@ Caching:
 * a run's arrays and point clouds (up to 65 MB per signal at the paper's scale) are
   ``st.cache_resource``: one shared, read-only copy per run (``st.cache_data`` would pickle and copy
   them on every rerun); the key holds the run's finishing time, so a redone run is read afresh;
-* matrices are ``st.cache_data`` keyed by run + settings (small), computed from the cached clouds
-  and kept in the workspace cache as well (:func:`analytics.runs.run_matrices`), so moving an
-  interpolation slider back re-renders at once;
+* matrices are read from the workspace cache (:func:`analytics.runs.run_matrices` keeps every one
+  it computes, keyed by run + settings + classes), so moving an interpolation slider back re-renders at
+  once; a computation runs from the cached clouds under a progress bar naming its step
+  (:func:`matrices_bar`);
 * composed drill-down images are ``st.cache_data`` keyed by target and background ids.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analytics import runs
+from analytics._progress import Progress
 from analytics.data import background_label
 from analytics.figures import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
 from analytics.variance import CUSTOM, DEFAULT_K, DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
@@ -98,18 +101,42 @@ def run_clouds(
     return data, runs.run_point_clouds(workspace, run_id, data=data)
 
 
-@st.cache_data(max_entries=64, show_spinner="Interpolating the matrices…")
 def run_matrices(
     workspace_path: str, run_id: str, finished: str, settings: MatrixSettings, classes: tuple[str, ...] | None = None
 ) -> dict[str, VarianceMatrix]:
-    """:func:`analytics.runs.run_matrices` (of ``classes``; None = every class), from the cached clouds
-    when the workspace has not got them."""
+    """:func:`analytics.runs.run_matrices` (of ``classes``; None = every class): read from the workspace
+    cache (~1 ms), else computed from the cached clouds under :func:`matrices_bar`.
+
+    No ``st.cache_data``: the bar must be drawn outside a cached function (Streamlit replays what one
+    draws), and the workspace cache already keeps every result. A first computation in a process loads
+    Numba's compiled kernel, ~4 s when it is compiled anew (measured with an empty Numba cache on the
+    demo's main suite), which the bar names as its own step."""
     workspace = state.open_workspace(workspace_path)
-    found = runs.cached_matrices(workspace, run_id, settings=settings) if classes is None else None
+    found = runs.cached_matrices(workspace, run_id, settings=settings, classes=classes)
     if found is not None:
         return found
     _, clouds = run_clouds(workspace_path, run_id, finished, classes)
-    return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds, classes=classes)
+    with matrices_bar() as progress:
+        return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds, classes=classes, progress=progress)
+
+
+@contextmanager
+def matrices_bar() -> Iterator[Progress]:
+    """A progress bar for :func:`analytics.runs.run_matrices` that names its step (``Computing the matrices:
+    reading the run…``, ``Computing the matrices: 20 of 60 targets``), removed when done."""
+    title = "Computing the matrices"
+    bar = st.progress(0.0, text=f"{title}…")
+
+    def report(done: int, total: int, step: str = "", /) -> None:
+        if total:
+            bar.progress(min(done / total, 1.0), text=f"{title}: {done:,} of {total:,} {step}")
+        else:
+            bar.progress(0.0, text=f"{title}: {step}…")
+
+    try:
+        yield report
+    finally:
+        bar.empty()
 
 
 @st.cache_data(max_entries=16, show_spinner="Interpolating the authors' conv-map matrices…")

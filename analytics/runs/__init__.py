@@ -3,7 +3,7 @@
 
 from analytics._choices import CONV_SIGNALS, SIGNALS
 
-from .colour_scale import EMBEDDING_RANGE, PROBABILITY_SIGNALS, ColourScale, suite_colour_scale
+from .colour_scale import EMBEDDING_RANGE, PROBABILITY_SIGNALS, ColourScale, missing_cell_quantiles, suite_colour_scale
 from .drill_down import (
     cell_pairs,
     compose_images,
@@ -53,6 +53,7 @@ __all__ = [
     "list_runs",
     "load_run",
     "matrix_difference",
+    "missing_cell_quantiles",
     "suite_signal_differences",
     "render_matrix",
     "run_accuracies",

@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analytics._choices import SIGNALS
+from analytics._progress import Progress
 from analytics.exceptions import InvalidInputError
 from analytics.variance import DEFAULT_SETTINGS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace, content_id, now
@@ -258,7 +260,7 @@ def run_cell_quantiles(workspace: Workspace, run_id: str, *, settings: MatrixSet
     row = workspace.query_one(
         "SELECT signals, hash FROM run_cell_quantiles WHERE run_id = ? AND settings_id = ? AND finished = ?", (run_id, settings_id, finished)
     )
-    if row is not None and set(SIGNALS) <= set(json.loads(row["signals"])):
+    if row is not None and _holds_every_signal(row["signals"]):
         return dict(zip(json.loads(row["signals"]), workspace.get_array(row["hash"])))
     quantiles = cell_quantiles(run_matrices(workspace, run_id, settings=settings))
     digest = workspace.put_array(np.stack(list(quantiles.values())))  # the array is on disk before the row names it
@@ -270,8 +272,42 @@ def run_cell_quantiles(workspace: Workspace, run_id: str, *, settings: MatrixSet
     return quantiles
 
 
+def _holds_every_signal(stored_signals: str) -> bool:
+    """Whether a ``run_cell_quantiles`` row (its ``signals`` column) has every signal of :data:`SIGNALS`."""
+    return set(SIGNALS) <= set(json.loads(stored_signals))
+
+
+def missing_cell_quantiles(workspace: Workspace, suite_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS) -> tuple[str, ...]:
+    """The runs whose matrices :func:`suite_colour_scale` at ``settings`` has to compute first (their cells'
+    quantiles are not stored at these settings): none when the scale is stored, or the suite has no
+    finished run. Two reads, so a page can show a progress bar only when the scale will take seconds.
+
+    Returns
+    -------
+    tuple of str
+        Run ids, sorted.
+    """
+    settings = MatrixSettings.check(settings)
+    if workspace.get_meta(_scale_key(suite_id, settings)) is not None:
+        return ()
+    runs = _scale_runs(workspace, suite_id)
+    rows = workspace.query("SELECT run_id, finished, signals FROM run_cell_quantiles WHERE settings_id = ?", (content_id(settings.key()),))
+    stored = {(row["run_id"], row["finished"]) for row in rows if _holds_every_signal(row["signals"])}
+    return tuple(sorted(run_id for run_id, finished in zip(runs["id"], runs["finished"]) if (run_id, finished or "") not in stored))
+
+
+def _scale_key(suite_id: str, settings: MatrixSettings) -> str:
+    return _META_PREFIX + suite_id + "/" + content_id(settings.key())
+
+
+def _scale_runs(workspace: Workspace, suite_id: str) -> pd.DataFrame:
+    """The runs a suite's scale reads: the newest current finished run of each model."""
+    runs = current_runs(workspace, suite_id=suite_id)
+    return runs[runs["status"] == "done"].drop_duplicates("model", keep="first")  # newest first
+
+
 def suite_colour_scale(
-    workspace: Workspace, suite_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS, freeze: bool = False
+    workspace: Workspace, suite_id: str, *, settings: MatrixSettings = DEFAULT_SETTINGS, freeze: bool = False, progress: Progress | None = None
 ) -> ColourScale:
     """The colour scale of a suite at one interpolation setting: frozen if stored, else computed.
 
@@ -284,6 +320,10 @@ def suite_colour_scale(
     freeze : bool, default=False
         Store the scale when it is not stored yet (judging starts). It is also stored once the suite
         has a judgment. The first stored scale wins; later calls never change it.
+    progress : Progress, optional
+        ``progress(done, n_runs, "runs")`` after each run's quantiles are read, or computed (seconds a run
+        at other settings than the default: :func:`missing_cell_quantiles` names those runs); not called
+        for a stored scale.
 
     Returns
     -------
@@ -295,16 +335,19 @@ def suite_colour_scale(
         The suite has no current finished run (nothing to take the embedding reference from).
     """
     settings = MatrixSettings.check(settings)
-    key = _META_PREFIX + suite_id + "/" + content_id(settings.key())
+    key = _scale_key(suite_id, settings)
     stored = workspace.get_meta(key)
     if stored is not None:
         return _from_json(stored)
-    runs = current_runs(workspace, suite_id=suite_id)
-    runs = runs[runs["status"] == "done"].drop_duplicates("model", keep="first")  # newest first
+    runs = _scale_runs(workspace, suite_id)
     if runs.empty:
         raise InvalidInputError(f"suite {suite_id!r} has no current finished run to set its colour scale from; run a model over it first")
     run_ids = tuple(sorted(runs["id"]))
-    quantiles = [run_cell_quantiles(workspace, run_id, settings=settings) for run_id in run_ids]
+    quantiles = []
+    for run_id in run_ids:
+        quantiles.append(run_cell_quantiles(workspace, run_id, settings=settings))
+        if progress is not None:
+            progress(len(quantiles), len(run_ids), "runs")
     tops = _tops(quantiles, REFERENCE_PERCENTILE)
     bottoms = _bottoms(quantiles, REFERENCE_BOTTOM_PERCENTILE, tops)
     rules = {

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from analytics._choices import MATRIX_SIGNALS, SIGNALS
+from analytics._progress import Progress
 from analytics._validation import check_choice
 from analytics.exceptions import InvalidInputError
 from analytics.variance import (
@@ -32,6 +33,8 @@ SUBSAMPLE_SHARE = 0.9
 SUBSAMPLE_SEED = 2
 # Part of the subsample's cache key: the draw (issue 41: the authors' legacy-NumPy draw replaced a default_rng one).
 _SUBSAMPLE_DRAW = "RandomState.choice"
+#: The step :func:`run_matrices` names to its ``progress`` while it reads the run and builds its point clouds.
+READ_STEP = "reading the run"
 #: Which targets a run's matrices are built from: every one, or those whose original image the model
 #: classifies correctly (ML4ML's correct split, which their assessor reads; :func:`correct_rows`).
 MATRIX_TARGETS = ("all", "correct")
@@ -89,7 +92,7 @@ def _check_signals(signals: Sequence[str]) -> tuple[str, ...]:
 
 
 def matrices_from_clouds(
-    clouds: Mapping[str, PointCloud], *, settings: MatrixSettings, d_max: float | None = None
+    clouds: Mapping[str, PointCloud], *, settings: MatrixSettings, d_max: float | None = None, progress: Progress | None = None
 ) -> dict[str, VarianceMatrix]:
     """One RBF variance matrix per cloud on a shared axis range (the largest distance of all clouds).
 
@@ -100,6 +103,8 @@ def matrices_from_clouds(
     settings : MatrixSettings
     d_max : float, optional
         Upper end of the axes instead of the clouds' largest distance (the whole run's, for a share of its targets).
+    progress : Progress, optional
+        As :func:`analytics.variance.cloud_matrices`: the kernel's loading, then the targets summed.
 
     Returns
     -------
@@ -110,7 +115,7 @@ def matrices_from_clouds(
     d_max = max(float(cloud.points.max()) for cloud in clouds.values()) if d_max is None else d_max
     if d_max <= 0:
         raise InvalidInputError("every semantic distance of the run is 0, so the matrix axes have no range; check the suite's distances")
-    return cloud_matrices(clouds, **settings.key(), d_max=d_max)
+    return cloud_matrices(clouds, **settings.key(), d_max=d_max, progress=progress)
 
 
 def run_matrices(
@@ -123,6 +128,7 @@ def run_matrices(
     signals: Sequence[str] = tuple(SIGNALS),
     data: RunData | None = None,
     targets: str = MATRIX_TARGETS[0],
+    progress: Progress | None = None,
 ) -> dict[str, VarianceMatrix]:
     """The RBF variance matrices of a run (docs/method.md, 'RBF variance matrix'), one per signal, or of its targets of ``classes``, cached in the workspace.
 
@@ -149,6 +155,11 @@ def run_matrices(
         :data:`MATRIX_TARGETS`: every target, or only those whose original image the model classifies
         correctly (:func:`correct_rows`; the assessor's ``authors`` features read these, as ML4ML's
         assessor does), on the axes of every target.
+    progress : Progress, optional
+        Called only when the matrices are computed (not found in the cache), naming each step:
+        ``progress(0, 0, READ_STEP)`` while the run is read and its clouds built (not with ``clouds``),
+        then as :func:`analytics.variance.cloud_matrices` (the compiled kernel's loading, then
+        ``progress(done, n_targets, "targets")``).
 
     Returns
     -------
@@ -170,6 +181,8 @@ def run_matrices(
         return _unpack(cached, settings, signals)
     d_max = None
     if clouds is None or targets != "all":
+        if progress is not None:
+            progress(0, 0, READ_STEP)
         data = load_run(workspace, run_id) if data is None else data
         data = data if classes is None else run_of_classes(data, classes)
         rows = correct_rows(data) if targets == "correct" else None
@@ -177,7 +190,7 @@ def run_matrices(
             d_max = float(data.distances.max())  # the axes of every target
             data = run_rows(data, rows)
         clouds = run_point_clouds(workspace, run_id, data=data, signals=signals)
-    matrices = matrices_from_clouds({signal: clouds[signal] for signal in signals}, settings=settings, d_max=d_max)
+    matrices = matrices_from_clouds({signal: clouds[signal] for signal in signals}, settings=settings, d_max=d_max, progress=progress)
     workspace.cache_put(key, _pack(matrices, signals))
     return matrices
 
@@ -187,11 +200,12 @@ def cached_matrices(
     run_id: str,
     *,
     settings: MatrixSettings = DEFAULT_SETTINGS,
+    classes: Sequence[str] | None = None,
     signals: Sequence[str] = tuple(SIGNALS),
     targets: str = MATRIX_TARGETS[0],
 ) -> dict[str, VarianceMatrix] | None:
     """The matrices :func:`run_matrices` would return if they are in the workspace cache, else None
-    (so a caller can build the point clouds only when they are needed).
+    (so a caller can build the point clouds, or show a progress bar, only when they are needed).
 
     Returns
     -------
@@ -199,7 +213,7 @@ def cached_matrices(
         As :func:`run_matrices`: every ``matrix`` of shape (grid, grid), float64.
     """
     settings, signals = MatrixSettings.check(settings), _check_signals(signals)
-    cached = workspace.cache_get(_matrices_key(workspace, run_id, settings, None, signals, check_choice(targets, "targets", MATRIX_TARGETS)))
+    cached = workspace.cache_get(_matrices_key(workspace, run_id, settings, classes, signals, check_choice(targets, "targets", MATRIX_TARGETS)))
     return None if cached is None else _unpack(cached, settings, signals)
 
 

@@ -17,8 +17,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from analytics._progress import Progress
 
-def circle_cloud_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float) -> np.ndarray:
+#: Blocks of targets :func:`circle_cloud_sums` reports its progress after (a count that moves, at a negligible cost per block).
+PROGRESS_STEPS = 20
+
+
+def load_kernels() -> None:
+    """Compile the kernel of :func:`circle_cloud_sums` (or read it from Numba's disk cache) now, on no
+    targets: the seconds a first compilation takes (after an install or an upgrade) are then a step
+    of their own, before the first target's count."""
+    empty = np.zeros((0, 1))
+    _cloud_lower(empty, np.zeros((1, 0, 1)), np.int64(1), np.float64(1.0), np.float64(1.0), np.zeros((2, 1, 1)))
+
+
+def circle_cloud_sums(
+    coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float, progress: Progress | None = None
+) -> np.ndarray:
     """``sum_i phi_i v_i`` of every signal table, then ``sum_i phi_i``, over the clouds of ``coords``
     (the circle's counterpart of ``matrix._table_kernel_sums``).
 
@@ -38,6 +53,8 @@ def circle_cloud_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, 
     grid : int
     half, sigma : float
         Radius and Gaussian sigma, in cells.
+    progress : Progress, optional
+        ``progress(done, n_targets)`` after each of about :data:`PROGRESS_STEPS` blocks of targets.
 
     Returns
     -------
@@ -46,7 +63,16 @@ def circle_cloud_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, 
     coords = np.ascontiguousarray(coords, dtype=np.float64)
     tables = np.ascontiguousarray(np.stack(signals) if signals else np.empty((0, *coords.shape)), dtype=np.float64)
     lower = np.zeros((len(signals) + 1, grid, grid))
-    _cloud_lower(coords, tables, np.int64(grid), np.float64(half), np.float64(sigma), lower)
+    n_targets = len(coords)
+    settings = (np.int64(grid), np.float64(half), np.float64(sigma))
+    # Targets go in blocks, each adding into the same ``lower`` in target order: the very sums of one call
+    # over all targets, bit for bit, with a count between blocks. The blocks' tables are copied contiguous:
+    # a strided slice would be another Numba type, compiled a second time.
+    block = max(1, -(-n_targets // PROGRESS_STEPS))
+    for start in range(0, n_targets, block):
+        _cloud_lower(coords[start : start + block], np.ascontiguousarray(tables[:, start : start + block]), *settings, lower)
+        if progress is not None:
+            progress(min(start + block, n_targets), n_targets)
     # mirror the strict lower triangle onto the upper one
     strict = np.tril(lower, -1)
     return np.tril(lower) + strict.transpose(0, 2, 1)

@@ -18,10 +18,11 @@ from scipy.spatial import cKDTree
 from threadpoolctl import threadpool_limits
 
 from analytics._choices import DEFAULT_K, DEFAULT_MATRIX_GRID, PRESETS, WINDOW_SHAPES
+from analytics._progress import Progress
 from analytics._validation import check_choice, check_finite, check_positive_int
 from analytics.exceptions import InvalidInputError
 
-from ._circle_sums import circle_cloud_sums, circle_point_sums
+from ._circle_sums import TARGETS_STEP, circle_cloud_sums, circle_point_sums
 from .point_cloud import PointCloud
 
 #: Preset name of free interpolation settings (a window / sigma of no preset).
@@ -345,6 +346,7 @@ def cloud_matrices(
     k: int = DEFAULT_K,
     d_max: float | None = None,
     window_shape: str = WINDOW_SHAPES[0],
+    progress: Progress | None = None,
 ) -> dict[str, VarianceMatrix]:
     """The variance matrix of every cloud of one run: one cloud per signal, all built by
     :func:`~analytics.variance.point_cloud` from the same distances (``analytics.runs.run_point_clouds``).
@@ -374,6 +376,10 @@ def cloud_matrices(
         Keyed by signal; every cloud's ``distances`` must be the same.
     grid, window, sigma, k, d_max, window_shape
         As :func:`variance_matrix`; ``d_max`` defaults to the largest distance.
+    progress : Progress, optional
+        ``progress(done, n_targets, "targets")`` as the kernel sums go through the targets; before them, on
+        a large cloud with the circle, ``progress(0, 0, "loading the compiled interpolation kernel")``
+        (the first large matrices of a process; seconds on the first use after an install).
 
     Returns
     -------
@@ -400,7 +406,9 @@ def cloud_matrices(
     table_sums = _table_kernel_sums if window_shape == "square" else circle_cloud_sums
     with ThreadPoolExecutor(max_workers=1) as pool:  # the tree overlaps the sums, as in variance_matrix
         nearest_job = pool.submit(_cloud_nearest, first, scale, grid, k)
-        *weighted, total = table_sums(first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma)
+        *weighted, total = table_sums(
+            first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma, progress=progress
+        )
         nearest = nearest_job.result()
     settings = {"d_max": d_max, "window": window, "sigma": sigma, "k": k, "window_shape": window_shape}
     return {
@@ -516,12 +524,15 @@ def _add_block(
     sums[:, r0:r1, c0:c1] += (stacked @ wx.T).reshape(2, ny, c1 - c0)
 
 
-def _table_kernel_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float) -> np.ndarray:
+def _table_kernel_sums(
+    coords: np.ndarray, signals: list[np.ndarray], grid: int, *, half: float, sigma: float, progress: Progress | None = None
+) -> np.ndarray:
     """``sum_i phi_i v_i`` of every signal table, then ``sum_i phi_i``, over the clouds of ``coords`` (square window).
 
     ``coords`` (n_targets, n + 1) are the distances in cell units; the result has shape
     (len(signals) + 1, grid, grid), [row=y, col=x]. Targets go in chunks of about ``_BLOCK``
-    images so the weights stay small (see :func:`cloud_matrices` for the products).
+    images so the weights stay small (see :func:`cloud_matrices` for the products), each chunk
+    reported to ``progress`` as ``progress(done, n_targets, TARGETS_STEP)``.
     """
     n_targets, n_images = coords.shape
     centres = np.arange(grid) + 0.5
@@ -540,6 +551,8 @@ def _table_kernel_sums(coords: np.ndarray, signals: list[np.ndarray], grid: int,
                 block = table[start:stop]
                 values = np.abs(block[:, :, np.newaxis] - block[:, np.newaxis, :])  # values[t, j, k]: point (j, k), as point_cloud
                 sums[s] += weights @ (values.transpose(0, 2, 1) @ per_image).reshape(-1, grid)
+            if progress is not None:
+                progress(stop, n_targets, TARGETS_STEP)
     return sums
 
 

@@ -361,3 +361,85 @@ def test_a_class_filter_shows_the_librarys_worst_case_accuracy_which_leaves_the_
     assert [metrics[label] for label in ("Accuracy", "Worst-case accuracy", "Original accuracy")] == [
         f"{expected[key]:.1%}" for key in ("accuracy", "worst_case_accuracy", "original_accuracy")
     ]
+
+
+def test_the_first_view_on_cold_caches_counts_the_targets_it_interpolates(run_workspace, app_runner, monkeypatch):
+    """A first view whose matrices are not in the workspace cache computes them under a bar naming
+    each step (a fresh server's first use of the compiled kernel took 3.7 s under a plain spinner,
+    with an empty Numba cache), then the targets counted; the numbers are the library's, and a
+    second view reads them back without a bar."""
+    from analytics.runs import cached_matrices, load_run
+    from analytics.runs.matrices import matrices_from_clouds
+    from analytics.variance import DEFAULT_SETTINGS, _circle_sums
+
+    with run_workspace.transaction() as conn:  # cold: the runs' jobs stored their default matrices
+        conn.execute("DELETE FROM cache WHERE key LIKE 'runs/matrices/%'")
+    monkeypatch.setattr(_circle_sums, "NUMPY_MAX_WORK", 0)  # the compiled path, as the demo's runs take
+    texts_shown = bar_texts(monkeypatch)
+    app = app_runner(MATRICES, run_workspace)
+    assert not app.exception, app.exception
+    run_id = app.selectbox(key="runs.run").value
+    n_targets = len(load_run(run_workspace, run_id).target_ids)
+    assert texts_shown[:2] == ["Computing the matrices…", "Computing the matrices: loading the compiled interpolation kernel…"]
+    counts = texts_shown[2:]
+    assert counts and counts[-1] == f"Computing the matrices: {n_targets} of {n_targets} targets", texts_shown
+    assert all(text.startswith("Computing the matrices: ") and text.endswith(f" of {n_targets} targets") for text in counts)
+    assert not app.get("progress")  # the bar is gone once the matrices are drawn
+    expected = matrices_from_clouds(run_point_clouds(run_workspace, run_id), settings=DEFAULT_SETTINGS)
+    stored = cached_matrices(run_workspace, run_id)
+    for chart, (signal, matrix) in zip(charts(app), expected.items()):
+        np.testing.assert_array_equal(stored[signal].matrix, matrix.matrix)
+        cells = next(t for t in json.loads(chart.proto.spec)["data"] if t["type"] == "scatter")
+        np.testing.assert_allclose(typed_array(cells["customdata"]), matrix.matrix.ravel(), rtol=1e-6)  # float32 on the wire
+    texts_shown.clear()
+    app.run()
+    assert not app.exception and texts_shown == []  # read back from the workspace cache
+
+
+def test_a_view_at_other_settings_counts_the_runs_its_colour_scale_reads(run_workspace, monkeypatch):
+    """The suite scale at other settings than the default computes every run's matrices first (4.4 s
+    for the demo's 39 zoo runs under a plain spinner): a bar counts the runs; the colours are the library's."""
+    from analytics.runs import current_runs
+    from analytics.variance import MatrixSettings
+    from ui.colour_scale import describe
+
+    texts_shown = bar_texts(monkeypatch)
+    app = linked_app(run_workspace, preset="fine")
+    assert not app.exception, app.exception
+    suite_id = list_runs(run_workspace).set_index("id").loc[app.selectbox(key="runs.run").value, "suite_id"]
+    n_runs = current_runs(run_workspace, suite_id=suite_id)["model"].nunique()
+    what = "Setting the suite's colour scale from its runs' matrices"
+    assert texts_shown == [f"{what}…", *(f"{what}: {done} of {n_runs} runs" for done in range(1, n_runs + 1))]
+    assert not app.get("progress")
+    scale = suite_colour_scale(run_workspace, suite_id, settings=MatrixSettings.of("fine"))
+    assert describe(scale, autoscale=False) in [caption.value for caption in app.caption]
+    texts_shown.clear()
+    app.run()
+    assert not app.exception and texts_shown == []  # the quantiles are stored: no bar, the cached scale
+
+
+def bar_texts(monkeypatch) -> list[str]:
+    """Every text the page's progress bars show, in order: ``st.progress`` and the bars' updates (the
+    bars are gone when the page is done, so the final element tree does not hold them)."""
+    import streamlit as st
+
+    shown: list[str] = []
+    original = st.progress
+
+    class RecordedBar:
+        def __init__(self, bar):
+            self.bar = bar
+
+        def progress(self, value, text=None):
+            shown.append(text)
+            return self.bar.progress(value, text=text)
+
+        def empty(self):
+            return self.bar.empty()
+
+    def progress(value, text=None, **kwargs):
+        shown.append(text)
+        return RecordedBar(original(value, text=text, **kwargs))
+
+    monkeypatch.setattr(st, "progress", progress)
+    return shown

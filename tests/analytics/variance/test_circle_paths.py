@@ -75,6 +75,27 @@ def test_blocks_of_points_and_targets_do_not_change_the_sums(monkeypatch):
         np.testing.assert_allclose(blocked, one, rtol=1e-12, atol=0)
 
 
+def test_the_compiled_sums_count_their_targets_and_keep_every_bit(monkeypatch):
+    """The compiled cloud sums go through the targets in blocks, counting them: the same sums, bit for
+    bit, as one kernel call over every target (the Matrices page's numbers do not move), and the
+    dispatch names the kernel's loading before the first count."""
+    rng = np.random.default_rng(5)
+    coords = _coordinates(rng, (45, 9), 32, 8.0)
+    signals = [rng.random(coords.shape) for _ in range(2)]
+    one_call = np.zeros((3, 32, 32))
+    tables = np.ascontiguousarray(np.stack(signals))
+    _circle._cloud_lower(np.ascontiguousarray(coords), tables, np.int64(32), np.float64(8.0), np.float64(5.0), one_call)
+    one_call = np.tril(one_call) + np.tril(one_call, -1).transpose(0, 2, 1)
+    reported = []
+    monkeypatch.setattr(_circle_sums, "NUMPY_MAX_WORK", 0)
+    blocked = _circle_sums.circle_cloud_sums(coords, signals, 32, half=8.0, sigma=5.0, progress=lambda *call: reported.append(call))
+    np.testing.assert_array_equal(blocked, one_call)
+    block = -(-45 // _circle.PROGRESS_STEPS)  # 3 targets a block
+    counts = [(done, 45, _circle_sums.TARGETS_STEP) for done in range(block, 45 + 1, block)]
+    assert reported == [(0, 0, _circle_sums.KERNEL_STEP), *counts]
+    np.testing.assert_array_equal(_circle_sums.circle_cloud_sums(coords, signals, 32, half=8.0, sigma=5.0), one_call)  # no progress: the same
+
+
 def test_a_target_of_one_image_and_an_empty_cloud_reach_nothing():
     coords = np.array([[3.0], [5.5]])
     sums = _circle_numpy.circle_cloud_sums(coords, [np.ones_like(coords)], 16, half=4.0, sigma=2.0)

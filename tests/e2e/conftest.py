@@ -16,8 +16,9 @@ and is run once more if it fails (pytest-rerunfailures' ``flaky``): a walk in a 
 shared 2-core machine loses a click or an upload now and then (the websocket trace showed the request
 never sent), and CI gets one try. A rerun is no pass in silence: the summary lists it as ``R``, and a
 rerun that fails too starts its message with the first attempt's failure. A test that writes to its
-workspace takes a fresh one per attempt (function-scoped fixtures), so that a rerun is not refused by
-what the first attempt saved.
+workspace takes a fresh one per attempt (function-scoped fixtures), or, where the module's tests share
+one server, names what it writes after its ``attempt``, so that a rerun is not refused or miscounted
+by what the first attempt saved; ``pytest -p tests.e2e.second_attempt`` reruns every test to check that.
 Playwright's bundled browsers are never installed: the tests use ``/usr/bin/chromium`` and skip,
 saying so, where it is missing.
 """
@@ -30,8 +31,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ import pytest
 from analytics.data import store_backgrounds, store_targets
 from analytics.runs import list_runs
 from analytics.team import add_user
+from analytics.team.launch import wait_until_serving
 from analytics.workspace import ENV_VAR, PROJECT_ROOT, Workspace
 from tests.fixtures.workspace import CLASSES, SIZE, make_background, make_target
 
@@ -146,26 +146,11 @@ def start_server(workspace: Path, log_dir: Path, *, port: int | None = None, opt
         )
     server = AppServer(f"http://127.0.0.1:{port}", workspace, process, log)
     try:
-        wait_until_healthy(server)
+        wait_until_serving(server.url, process=process, timeout_s=SERVER_START_TIMEOUT_S, log=log)
     except BaseException:
         stop_server(server)
         raise
     return server
-
-
-def wait_until_healthy(server: AppServer, timeout_s: float = SERVER_START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {server.process.returncode}:\n{server.log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass  # not listening yet
-        time.sleep(0.25)
-    raise TimeoutError(f"streamlit at {server.url} not healthy after {timeout_s} s:\n{server.log.read_text()[-3000:]}")
 
 
 def stop_server(server: AppServer) -> None:
@@ -315,6 +300,15 @@ def role_page(tabs_by_role, role):
     tab = tabs_by_role(role)
     yield tab
     print_trace(tab)
+
+
+@pytest.fixture
+def attempt(request) -> int:
+    """Which attempt at the test this is: 1, then 2 on its rerun (pytest-rerunfailures' count). A test
+    that writes to its module's workspace names what it writes after the attempt, so that the rerun
+    writes anew rather than meeting what the first attempt saved (``tests/e2e/second_attempt.py``
+    checks that every test survives its rerun)."""
+    return getattr(request.node, "execution_count", 1)
 
 
 class WebsocketTrace:

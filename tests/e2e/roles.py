@@ -122,9 +122,16 @@ def added(workspace: Workspace, before: dict[str, int]) -> dict[str, int]:
     return {table: n - before.get(table, 0) for table, n in row_counts(workspace).items() if n != before.get(table, 0)}
 
 
-def started_jobs(workspace: Workspace, before: dict[str, int]) -> list[tuple[str, str]]:
+def started_jobs(workspace: Workspace, before: dict[str, int], *, at_least: int = 0) -> list[tuple[str, str]]:
     """``(kind, owner)`` of the jobs started since ``before`` (:func:`row_counts`), newest first; each is
-    stopped at once (what it goes on to write is the job's, not a page's)."""
+    stopped at once (what it goes on to write is the job's, not a page's).
+
+    First waits (up to ``LONG_MS``) until ``at_least`` jobs have started: a page that shows the newest
+    job of its settings shows, on a rerun, the first attempt's job until the click's is drawn, and its
+    text passes for the click's confirmation."""
+    deadline = time.monotonic() + LONG_MS / 1000
+    while row_counts(workspace)["jobs"] - before["jobs"] < at_least and time.monotonic() < deadline:
+        time.sleep(0.1)
     table = jobs.list_jobs(workspace).iloc[: max(0, row_counts(workspace)["jobs"] - before["jobs"])]
     for job_id in table["id"]:
         jobs.cancel(workspace, job_id, grace=0)  # no wait for the worker to notice: its process group is stopped now

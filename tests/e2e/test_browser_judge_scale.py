@@ -20,9 +20,10 @@ MODELS = ("tiny", "bg-only")  # a random small CNN and a network that reads only
 SUITE = "scale-suite"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def scale_workspace(tmp_path_factory) -> Workspace:
-    """The tiny workspace with two models of different architectures, each with a finished run over one suite."""
+    """The tiny workspace with two models of different architectures, each with a finished run over one
+    suite; each attempt at the module's one test judges on its own (a rerun finds no model left to judge)."""
     from tests.fixtures.models import CORNER_BOXES, RegionNet, TinyNet
 
     networks = {"tiny": TinyNet(), "bg-only": RegionNet(CORNER_BOXES)}

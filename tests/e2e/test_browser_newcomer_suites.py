@@ -26,15 +26,15 @@ from ui.suites import PREVIEW_TARGETS
 N = 8
 
 
-@pytest.fixture(scope="module")
-def cave_server(app_server_factory, e2e_workspace, tmp_path_factory):
+@pytest.fixture
+def cave_server(server_per_test, e2e_workspace, tmp_path):
     """The small e2e workspace with the tiny models (for semantic distances) and the cave keyword tables
-    and their ontology, the only ones: the page's defaults ("newest") pick them."""
-    root = tmp_path_factory.mktemp("newcomer-suites")
-    shutil.copytree(e2e_workspace.root, root / "ws")
-    workspace = add_tiny_models(Workspace(root / "ws", create=False), write_tiny_model_files(root / "models"))
+    and their ontology, the only ones: the page's defaults ("newest") pick them. Each attempt at the
+    module's one test gets its own (a rerun's suite would be the first attempt's, saved already)."""
+    shutil.copytree(e2e_workspace.root, tmp_path / "ws")
+    workspace = add_tiny_models(Workspace(tmp_path / "ws", create=False), write_tiny_model_files(tmp_path / "models"))
     cave_tables(workspace, set(comparison_targets(workspace, PREVIEW_TARGETS)))
-    return app_server_factory(workspace)
+    return server_per_test(workspace)
 
 
 def test_an_ontology_suite_of_n_8_is_previewed_and_saved_from_the_page(page: Page, cave_server):

@@ -108,7 +108,7 @@ def test_jobs_start_for_the_roles_of_their_kind(role_page, server, workspace, ro
         else:
             not_offered(page, start, what, role)
     if allowed(role, permission):
-        assert started_jobs(workspace, before) == [(kind, role)]
+        assert started_jobs(workspace, before, at_least=1) == [(kind, role)]
     else:
         assert added(workspace, before) == {}, role
 
@@ -128,6 +128,6 @@ def test_the_zoo_trains_for_roles_that_run_models(role_page, server, workspace, 
             expect(page.get_by_role("tab", name="Registered", exact=True)).to_be_visible()
             expect(zoo).to_have_count(0)
     if allowed(role, "run_models"):
-        assert started_jobs(workspace, before) == [("zoo", role)]
+        assert started_jobs(workspace, before, at_least=1) == [("zoo", role)]
     else:
         assert added(workspace, before) == {}, role

@@ -23,12 +23,13 @@ import streamlit as st
 from analytics.exceptions import BackdropError
 from analytics.figures import suite_scale_heatmaps
 from analytics.judging import judgeable_runs, judgeable_suites
-from analytics.runs import EMBEDDING_RANGE, ColourScale, run_matrices, suite_colour_scale, suite_signal_differences
+from analytics.runs import EMBEDDING_RANGE, ColourScale, cached_matrices, run_matrices, suite_colour_scale, suite_signal_differences
 from analytics.variance import DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, MatrixSettings, VarianceMatrix
 from analytics.workspace import Workspace
 from ui import state, widgets
 from ui.agreement import LABEL_COLOURS
 from ui.markdown import escape_markdown
+from ui.runs import matrices_bar
 
 KEY = "judge."  # prefix of the page's widget and state keys
 FLASH = KEY + "flash"  # (kind, text) shown once on the next run
@@ -103,10 +104,15 @@ def suites_with_runs(workspace: Workspace, annotator: str | None = None) -> pd.D
     return pd.DataFrame({"id": table["id"], "label": [f"{suite} · {n} models" for suite, n in zip(table["suite"], table["runs"])], "runs": table["runs"]})
 
 
-@st.cache_data(max_entries=64, show_spinner="Computing the variance matrices…")
 def matrices(workspace_path: str, run_id: str, preset: str) -> dict[str, VarianceMatrix]:
-    """The run's four judged variance matrices (:data:`JUDGED_SIGNALS`; cached here and in the workspace)."""
-    every = run_matrices(state.open_workspace(workspace_path), run_id, settings=MatrixSettings.of(preset))
+    """The run's four judged variance matrices (:data:`JUDGED_SIGNALS`): read from the workspace cache,
+    else computed under :func:`ui.runs.matrices_bar` (a bar naming the step and counting targets; no
+    ``st.cache_data``, which would replay the bar)."""
+    workspace, settings = state.open_workspace(workspace_path), MatrixSettings.of(preset)
+    every = cached_matrices(workspace, run_id, settings=settings)
+    if every is None:
+        with matrices_bar() as progress:
+            every = run_matrices(workspace, run_id, settings=settings, progress=progress)
     return {signal: every[signal] for signal in JUDGED_SIGNALS}
 
 

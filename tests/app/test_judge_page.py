@@ -13,7 +13,7 @@ from analytics.judging.assignments import list_assignments
 from analytics.team import add_user
 from analytics.variance import PRESETS
 from analytics.workspace import PROJECT_ROOT
-from tests.fixtures.app import APP_TIMEOUT_S, as_shown
+from tests.fixtures.app import APP_TIMEOUT_S, as_shown, record_bar_texts
 from tests.fixtures.judging import JUDGING_MODELS, TINY_SUITE, judge, run_ids_by_model
 from tests.fixtures.team import TEAM_PASSWORD
 from ui.auth import LAST_SEEN
@@ -302,3 +302,33 @@ def test_the_page_says_which_signals_differ_most_between_the_models(judging_work
     shares = [sentence.index(f"{SHORT_TITLES[signal]} {share:.0%}") for signal, share in zip(ranking["signal"], ranking["difference"])]
     assert len(shares) == len(JUDGED_SIGNALS) and shares == sorted(shares)  # every judged signal, largest first
     assert EMBEDDING_RANGE in texts(app)  # how the scale was chosen
+
+
+def test_matrices_not_in_the_workspace_cache_are_computed_under_a_bar_counting_targets(judging_workspace, monkeypatch):
+    """The Judge page's matrices come from the workspace cache; a run's that are not there are computed
+    under a bar that names the step and counts the targets (was a plain spinner), and are the library's."""
+    import numpy as np
+
+    from analytics.runs import cached_matrices, load_run, run_point_clouds
+    from analytics.runs.matrices import matrices_from_clouds
+    from analytics.variance import DEFAULT_SETTINGS
+    from ui.judge import JUDGED_SIGNALS
+
+    with judging_workspace.transaction() as conn:
+        conn.execute("DELETE FROM cache WHERE key LIKE 'runs/matrices/%'")
+    texts_shown = record_bar_texts(monkeypatch)
+    app = judge_page(judging_workspace)
+    assert not app.exception, app.exception
+    counted = [text for text in texts_shown if text and text.startswith("Computing the matrices: ") and text.endswith(" targets")]
+    assert counted, texts_shown
+    computed = {run_id: found for run_id in run_ids_by_model(judging_workspace).values() if (found := cached_matrices(judging_workspace, run_id))}
+    assert len(computed) == 1, list(computed)  # the model shown, computed once and kept in the workspace
+    (run_id, stored), = computed.items()
+    n_targets = len(load_run(judging_workspace, run_id).target_ids)
+    assert f"Computing the matrices: {n_targets} of {n_targets} targets" in counted
+    expected = matrices_from_clouds(run_point_clouds(judging_workspace, run_id), settings=DEFAULT_SETTINGS)  # not through the cache
+    for signal in JUDGED_SIGNALS:
+        np.testing.assert_array_equal(stored[signal].matrix, expected[signal].matrix)
+    texts_shown.clear()
+    app.run()
+    assert not app.exception and not [text for text in texts_shown if text and text.startswith("Computing the matrices")]  # read back

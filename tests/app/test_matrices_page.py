@@ -11,7 +11,7 @@ import pytest
 from analytics.figures import MIN_HEIGHT, SQUARE_HEIGHT
 from analytics.runs import SIGNALS, cell_pairs, list_runs, run_matrices, run_point_clouds, suite_colour_scale
 from analytics.suites.store import name_suite
-from tests.fixtures.app import as_shown
+from tests.fixtures.app import as_shown, record_bar_texts
 from tests.fixtures.models import TINY_SUITE, TINY_SUITE_N
 from ui.colour_scale import AUTOSCALE, SUITE
 from ui.markdown import escape_markdown
@@ -375,7 +375,7 @@ def test_the_first_view_on_cold_caches_counts_the_targets_it_interpolates(run_wo
     with run_workspace.transaction() as conn:  # cold: the runs' jobs stored their default matrices
         conn.execute("DELETE FROM cache WHERE key LIKE 'runs/matrices/%'")
     monkeypatch.setattr(_circle_sums, "NUMPY_MAX_WORK", 0)  # the compiled path, as the demo's runs take
-    texts_shown = bar_texts(monkeypatch)
+    texts_shown = record_bar_texts(monkeypatch)
     app = app_runner(MATRICES, run_workspace)
     assert not app.exception, app.exception
     run_id = app.selectbox(key="runs.run").value
@@ -403,7 +403,7 @@ def test_a_view_at_other_settings_counts_the_runs_its_colour_scale_reads(run_wor
     from analytics.variance import MatrixSettings
     from ui.colour_scale import describe
 
-    texts_shown = bar_texts(monkeypatch)
+    texts_shown = record_bar_texts(monkeypatch)
     app = linked_app(run_workspace, preset="fine")
     assert not app.exception, app.exception
     suite_id = list_runs(run_workspace).set_index("id").loc[app.selectbox(key="runs.run").value, "suite_id"]
@@ -417,29 +417,3 @@ def test_a_view_at_other_settings_counts_the_runs_its_colour_scale_reads(run_wor
     app.run()
     assert not app.exception and texts_shown == []  # the quantiles are stored: no bar, the cached scale
 
-
-def bar_texts(monkeypatch) -> list[str]:
-    """Every text the page's progress bars show, in order: ``st.progress`` and the bars' updates (the
-    bars are gone when the page is done, so the final element tree does not hold them)."""
-    import streamlit as st
-
-    shown: list[str] = []
-    original = st.progress
-
-    class RecordedBar:
-        def __init__(self, bar):
-            self.bar = bar
-
-        def progress(self, value, text=None):
-            shown.append(text)
-            return self.bar.progress(value, text=text)
-
-        def empty(self):
-            return self.bar.empty()
-
-    def progress(value, text=None, **kwargs):
-        shown.append(text)
-        return RecordedBar(original(value, text=text, **kwargs))
-
-    monkeypatch.setattr(st, "progress", progress)
-    return shown

@@ -11,7 +11,7 @@ import streamlit as st
 
 from analytics.runs import EMBEDDING_RANGE, SIGNALS, ColourScale, missing_cell_quantiles, suite_colour_scale
 from analytics.variance import MatrixSettings
-from ui import state
+from ui import state, widgets
 
 SUITE = "Suite scale (fixed, as on the Judge page)"
 AUTOSCALE = "Per-model autoscale (each matrix its own range; not comparable)"
@@ -26,16 +26,8 @@ def suite_scale(workspace_path: str, suite_id: str, run_ids: tuple[str, ...], se
     workspace = state.open_workspace(workspace_path)
     if not missing_cell_quantiles(workspace, suite_id, settings=settings):
         return _suite_scale(workspace_path, suite_id, run_ids, settings)
-    what = "Setting the suite's colour scale from its runs' matrices"
-    bar = st.progress(0.0, text=f"{what}…")
-
-    def report(done: int, total: int, _step: str = "", /) -> None:
-        bar.progress(done / total, text=f"{what}: {done} of {total} runs")
-
-    try:
-        return suite_colour_scale(workspace, suite_id, settings=settings, progress=report)
-    finally:
-        bar.empty()
+    with widgets.step_bar("Setting the suite's colour scale from its runs' matrices") as progress:
+        return suite_colour_scale(workspace, suite_id, settings=settings, progress=progress)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

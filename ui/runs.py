@@ -15,8 +15,8 @@ Caching:
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ from analytics.data import background_label
 from analytics.figures import SQUARE_HEIGHT, X_SYMBOL, Y_SYMBOL, variance_heatmap
 from analytics.variance import CUSTOM, DEFAULT_K, DEFAULT_MATRIX_GRID, DEFAULT_SETTINGS, PRESETS, WINDOW_SHAPES, MatrixSettings, PointCloud, VarianceMatrix
 from analytics.workspace import to_csv
-from ui import state
+from ui import state, widgets
 
 KEY = "runs."
 #: Session-state key of the clicked cell: {"run", "signal", "x", "y"} (distances, so the cell
@@ -120,23 +120,10 @@ def run_matrices(
         return runs.run_matrices(workspace, run_id, settings=settings, clouds=clouds, classes=classes, progress=progress)
 
 
-@contextmanager
-def matrices_bar() -> Iterator[Progress]:
-    """A progress bar for :func:`analytics.runs.run_matrices` that names its step (``Computing the matrices:
-    reading the run…``, ``Computing the matrices: 20 of 60 targets``), removed when done."""
-    title = "Computing the matrices"
-    bar = st.progress(0.0, text=f"{title}…")
-
-    def report(done: int, total: int, step: str = "", /) -> None:
-        if total:
-            bar.progress(min(done / total, 1.0), text=f"{title}: {done:,} of {total:,} {step}")
-        else:
-            bar.progress(0.0, text=f"{title}: {step}…")
-
-    try:
-        yield report
-    finally:
-        bar.empty()
+def matrices_bar() -> AbstractContextManager[Progress]:
+    """:func:`ui.widgets.step_bar` for :func:`analytics.runs.run_matrices` (``Computing the matrices:
+    reading the run…``, ``Computing the matrices: 20 of 60 targets``)."""
+    return widgets.step_bar("Computing the matrices")
 
 
 @st.cache_data(max_entries=16, show_spinner="Interpolating the authors' conv-map matrices…")

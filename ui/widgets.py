@@ -3,12 +3,14 @@ Streamlit objects, so pages stay a readable sequence of "ask → compute → sho
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 
 import cv2
 import numpy as np
 import streamlit as st
 
+from analytics._progress import Progress
 from ui.markdown import escape_markdown
 
 #: Square charts (matrices, point clouds) per row: four in a row were too small to read (~170 px heatmaps).
@@ -193,3 +195,22 @@ def pick_classes(present: Sequence[str], *, key: str) -> tuple[str, ...] | None:
         help="Count only the composites of these classes: pick your own class to see only its results.",
     )  # fmt: skip
     return None if not picked or set(picked) == set(present) else tuple(sorted(picked))
+
+
+@contextmanager
+def step_bar(title: str) -> Iterator[Progress]:
+    """A progress bar for a library call's ``progress``: ``title…`` at first, then ``title: step…`` for a
+    step without a count (``progress(0, 0, step)``) and ``title: 20 of 60 targets`` for a counted one
+    (``progress(done, total, "targets")``); removed when the block ends."""
+    bar = st.progress(0.0, text=f"{title}…")
+
+    def report(done: int, total: int, step: str = "", /) -> None:
+        if total:
+            bar.progress(min(done / total, 1.0), text=f"{title}: {done:,} of {total:,} {step}")
+        else:
+            bar.progress(0.0, text=f"{title}: {step}…")
+
+    try:
+        yield report
+    finally:
+        bar.empty()

@@ -361,7 +361,8 @@ def suite_colour_scale(
         return scale
     with workspace.transaction() as conn:  # INSERT OR IGNORE: when two sessions race, the first one wins
         conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, _to_json(scale, frozen=now())))
-    return _from_json(workspace.get_meta(key))
+    frozen = workspace.get_meta(key)  # the first stored scale: this one, or a racing session's
+    return scale if frozen is None else _from_json(frozen)
 
 
 def _embedding_rule(quantiles: Sequence[Mapping[str, np.ndarray]], signal: str, bottom: float, runs: int) -> str:

@@ -410,9 +410,10 @@ def cloud_matrices(
             first.distances / scale, [c.signals for c in clouds.values()], grid, half=window / 2, sigma=sigma, progress=progress
         )
         nearest = nearest_job.result()
-    settings = {"d_max": d_max, "window": window, "sigma": sigma, "k": k, "window_shape": window_shape}
     return {
-        name: _assemble(cloud.values[nearest].mean(axis=1).reshape(grid, grid), sums, total, **settings)
+        name: _assemble(
+            cloud.values[nearest].mean(axis=1).reshape(grid, grid), sums, total, d_max=d_max, window=window, sigma=sigma, k=k, window_shape=window_shape
+        )
         for (name, cloud), sums in zip(clouds.items(), weighted)
     }
 
